@@ -1,0 +1,9 @@
+/** Provider plugins by `type`. Adding a provider: one file beside this one, one line here, one fake in test/fakes/. */
+import { sandbox } from './sandbox.js';
+import type { ProviderPlugin } from './types.js';
+
+export const providerPlugins = {
+  sandbox,
+} as const satisfies Record<string, ProviderPlugin>;
+
+export type ProviderType = keyof typeof providerPlugins;

@@ -1,0 +1,176 @@
+/**
+ * Sandbox provider: accepts messages without any account and later posts receipts to the gateway's own
+ * `/dlr/{name}` through the real HTTP path (DESIGN §3). The outcome is chosen by the recipient's last four digits,
+ * so every branch of the gateway can be exercised from the CRM side:
+ *
+ *   …0001 undelivered receipt   …0002 failed receipt        …0003 no receipt ever (ends as delivery_unknown)
+ *   …0004 rejected at send      …0005 transient send error  anything else: delivered
+ *
+ * Receipts due at the same moment are posted together as one JSON array, which keeps the simulator cheap enough
+ * to benchmark the gateway rather than itself.
+ */
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { request } from 'undici';
+import { z } from 'zod';
+import {
+  providerCommonConfig,
+  type IncomingReceipt,
+  type MappedStatus,
+  type ProviderPlugin,
+  type ReceiptParse,
+  type SendRequest,
+  type SendResult,
+} from './types.js';
+
+const configSchema = z.strictObject({
+  type: z.literal('sandbox'),
+  ...providerCommonConfig,
+  /** How long after the send the receipt is posted. */
+  dlr_delay_ms: z.number().int().min(0).default(1_000),
+  /** When set, receipts carry an HMAC-SHA256 of the body in `X-Sandbox-Signature` and unsigned ones are refused. */
+  receipt_secret: z.string().min(1).optional(),
+});
+type SandboxConfig = z.infer<typeof configSchema>;
+
+type Outcome = 'delivered' | 'undelivered' | 'failed' | 'silent' | 'reject' | 'transient';
+
+const OUTCOME_BY_SUFFIX: Readonly<Record<string, Outcome>> = {
+  '0001': 'undelivered',
+  '0002': 'failed',
+  '0003': 'silent',
+  '0004': 'reject',
+  '0005': 'transient',
+};
+
+export function sandboxOutcome(recipient: string): Outcome {
+  return OUTCOME_BY_SUFFIX[recipient.slice(-4)] ?? 'delivered';
+}
+
+/** Sandbox receipt statuses and what they mean for the CRM. */
+export const SANDBOX_STATUS_MAP: Readonly<Record<string, MappedStatus>> = {
+  accepted: 'intermediate',
+  sent: 'intermediate',
+  delivered: 'delivered',
+  undelivered: 'undelivered',
+  failed: 'failed',
+  unknown: 'delivery_unknown',
+};
+
+export function mapSandboxStatus(status: string): MappedStatus {
+  return SANDBOX_STATUS_MAP[status.toLowerCase()] ?? 'delivery_unknown';
+}
+
+interface SandboxReceipt {
+  sms_id: string;
+  message_id: string;
+  status: string;
+}
+
+const receiptBodySchema = z.array(
+  z.object({ sms_id: z.string().optional(), message_id: z.string().optional(), status: z.string().min(1) }),
+);
+
+function sign(secret: string, body: string | Buffer): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+export const sandbox: ProviderPlugin<typeof configSchema> = {
+  type: 'sandbox',
+  configSchema,
+  create(name, config: SandboxConfig, deps) {
+    const due = new Map<string, SandboxReceipt[]>(); // receipt URL → receipts posted by the next flush
+    let timer: NodeJS.Timeout | undefined;
+    let closed = false;
+    const inFlight = new Set<Promise<void>>();
+
+    async function post(url: string, receipts: SandboxReceipt[]): Promise<void> {
+      const body = JSON.stringify(receipts);
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (config.receipt_secret) headers['x-sandbox-signature'] = sign(config.receipt_secret, body);
+      for (let attempt = 1; attempt <= 3 && !closed; attempt++) {
+        try {
+          const res = await request(url, { method: 'POST', headers, body });
+          await res.body.dump();
+          if (res.statusCode < 500) return;
+        } catch (error) {
+          deps.logger.debug({ err: error, provider: name }, 'sandbox receipt post failed');
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+      deps.logger.warn({ provider: name, count: receipts.length }, 'sandbox gave up posting receipts');
+    }
+
+    function flush(): void {
+      timer = undefined;
+      for (const [url, receipts] of due) {
+        for (let i = 0; i < receipts.length; i += 500) {
+          const p = post(url, receipts.slice(i, i + 500)).finally(() => inFlight.delete(p));
+          inFlight.add(p);
+        }
+      }
+      due.clear();
+    }
+
+    function schedule(callbackUrl: string, receipt: SandboxReceipt): void {
+      const url = callbackUrl.split('?')[0] ?? callbackUrl;
+      const list = due.get(url) ?? [];
+      list.push(receipt);
+      due.set(url, list);
+      // One timer per delay window: receipts sent close together are posted together.
+      timer ??= setTimeout(flush, config.dlr_delay_ms);
+    }
+
+    return {
+      name,
+      type: 'sandbox',
+      async send(req: SendRequest): Promise<SendResult> {
+        const outcome = sandboxOutcome(req.to);
+        if (outcome === 'reject') {
+          return { ok: false, kind: 'permanent', error: `sandbox rejects ${req.to.slice(0, 4)}…0004`, code: 'rejected' };
+        }
+        if (outcome === 'transient') {
+          return { ok: false, kind: 'transient', error: 'sandbox simulates a temporary provider outage', code: 'unavailable' };
+        }
+        const messageId = `sbx-${randomUUID()}`;
+        if (outcome !== 'silent' && !closed) {
+          schedule(req.callbackUrl, { sms_id: req.smsId, message_id: messageId, status: outcome });
+        }
+        return { ok: true, providerMessageIds: [messageId], providerStatus: 'accepted' };
+      },
+
+      parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        if (config.receipt_secret) {
+          const given = Buffer.from(receipt.headers['x-sandbox-signature'] ?? '', 'utf8');
+          const expected = Buffer.from(sign(config.receipt_secret, receipt.rawBody), 'utf8');
+          if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+            return { ok: false, reason: 'X-Sandbox-Signature does not match the body' };
+          }
+        }
+        let json: unknown;
+        try {
+          json = JSON.parse(receipt.rawBody.toString('utf8'));
+        } catch {
+          return { ok: false, reason: 'body is not JSON' };
+        }
+        const parsed = receiptBodySchema.safeParse(Array.isArray(json) ? json : [json]);
+        if (!parsed.success) return { ok: false, reason: 'body is not a sandbox receipt array' };
+        return {
+          ok: true,
+          events: parsed.data.map((r) => ({
+            smsId: r.sms_id,
+            providerMessageId: r.message_id,
+            providerStatus: r.status,
+            status: mapSandboxStatus(r.status),
+          })),
+        };
+      },
+
+      async close() {
+        if (timer) clearTimeout(timer);
+        flush();
+        closed = true;
+        await Promise.allSettled([...inFlight]);
+      },
+    };
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * The contract between the gateway and an SMS provider plugin (DESIGN §2, §4).
+ *
+ * A plugin is one file exporting a `ProviderPlugin`: a zod schema for its `providers.<name>` config block and a
+ * factory. The gateway wraps every provider once, outside it, with timing, rate limits and the ledger; a plugin
+ * only speaks its provider's wire protocol and classifies what comes back.
+ */
+import { z } from 'zod';
+import type { Logger } from 'pino';
+
+/** Statuses the CRM understands, plus `intermediate` (store, never report). */
+export type DeliveryStatus = 'delivered' | 'undelivered' | 'failed' | 'delivery_unknown';
+export type MappedStatus = DeliveryStatus | 'intermediate';
+
+export interface SendRequest {
+  /** Our id. Put it into whatever the provider echoes back (callback URL, client reference) so receipts match. */
+  smsId: string;
+  /** Recipient in E.164 with the leading `+`. */
+  to: string;
+  /** Sender from the CRM's `sender_name`; the plugin falls back to its configured default. */
+  from: string | undefined;
+  text: string;
+  encoding: 'gsm7' | 'ucs2';
+  segments: number;
+  /** Where the provider must send receipts for this message: `{public_url}/dlr/{name}?sms_id=…`. */
+  callbackUrl: string;
+}
+
+/**
+ * `permanent`: this message will never succeed as it is (single 400, batch `failed`).
+ * `transient`: a retry may succeed (single 5xx, batch `fatal`); the ledger lets a retry of the same id send again.
+ */
+export type SendResult =
+  | { ok: true; providerMessageIds: string[]; providerStatus?: string }
+  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string };
+
+/** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */
+export interface IncomingReceipt {
+  method: string;
+  /** The public URL the provider called (built from `server.public_url`, never from the Host header). */
+  publicUrl: string;
+  query: Record<string, string>;
+  headers: Record<string, string>;
+  contentType: string;
+  rawBody: Buffer;
+}
+
+export interface ReceiptEvent {
+  /** Our sms_id when the provider echoed it back (the reliable way to match). */
+  smsId?: string;
+  /** The provider's id for the message or, for multipart sends, for one part. */
+  providerMessageId?: string;
+  providerStatus: string;
+  status: MappedStatus;
+  errorCode?: string;
+}
+
+/** `rejected` receipts fail verification: the route answers 403 and records nothing. */
+export type ReceiptParse = { ok: true; events: ReceiptEvent[] } | { ok: false; reason: string };
+
+export interface SmsProvider {
+  readonly name: string;
+  readonly type: string;
+  send(request: SendRequest, signal: AbortSignal): Promise<SendResult>;
+  parseReceipt(receipt: IncomingReceipt): ReceiptParse | Promise<ReceiptParse>;
+  close?(): Promise<void>;
+}
+
+export interface ProviderDeps {
+  logger: Logger;
+  now: () => number;
+}
+
+/** Keys every provider block accepts besides its own. */
+export const providerCommonConfig = {
+  aliases: z.array(z.string().min(1)).default([]),
+  base_url: z.url().optional(),
+  rate_per_second: z.number().positive().optional(),
+  max_concurrency: z.number().int().positive().optional(),
+};
+
+export interface ProviderPlugin<Schema extends z.ZodType = z.ZodType> {
+  type: string;
+  configSchema: Schema;
+  create(name: string, config: z.infer<Schema>, deps: ProviderDeps): SmsProvider;
+}

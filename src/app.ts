@@ -1,0 +1,52 @@
+/** Builds the Hono app from its parts. No I/O here: the caller opens the ledger, creates providers and listens. */
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.js';
+import type { Database } from './ledger/schema.js';
+import { healthRoutes } from './observability/health.js';
+import type { Dispatcher } from './sms/dispatch.js';
+import type { ProviderRouter } from './sms/provider-router.js';
+import { smsRoutes } from './sms/routes.js';
+
+export interface AppParts {
+  config: Readonly<Config>;
+  db: Kysely<Database>;
+  router: ProviderRouter;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  now: () => number;
+}
+
+export function createApp(parts: AppParts): Hono {
+  const { config, logger } = parts;
+  const app = new Hono();
+
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: config.server.body_limit_bytes,
+      onError: (c) => c.json({ error: `body is larger than ${config.server.body_limit_bytes} bytes (server.body_limit_bytes)` }, 413),
+    }),
+  );
+
+  app.route('/', healthRoutes(parts.db));
+  app.route(
+    '/channels/sms',
+    smsRoutes({
+      sms: config.sms,
+      apiKeys: config.sms.api_keys ?? config.auth.api_keys,
+      router: parts.router,
+      dispatcher: parts.dispatcher,
+      now: parts.now,
+    }),
+  );
+
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+  app.onError((error, c) => {
+    logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
+    return c.json({ error: 'internal error; the request can be retried' }, 500);
+  });
+  return app;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env node
+/** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config/load.js';
+import { startGateway } from './gateway.js';
+import { migrateToLatest, openLedger } from './ledger/db.js';
+import { createLogger } from './observability/logger.js';
+
+const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
+
+commands:
+  serve     run the HTTP API (migrates the database first)
+  migrate   bring the database schema up to date and exit
+
+options:
+  --config FILE   configuration file (default: ./config.yaml)`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { config: { type: 'string', short: 'c', default: 'config.yaml' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+  });
+  const command = positionals[0];
+  if (values.help || !command) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  const config = await loadConfig(values.config!);
+
+  switch (command) {
+    case 'serve': {
+      const logger = createLogger(config.log.level);
+      const gateway = await startGateway(config, { logger });
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'shutting down');
+        gateway.close().then(
+          () => process.exit(0),
+          (error) => {
+            logger.error({ err: error }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+      return new Promise<number>(() => {}); // runs until a signal
+    }
+    case 'migrate': {
+      const ledger = openLedger(config.database);
+      try {
+        const applied = await migrateToLatest(ledger.db);
+        console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database schema is up to date');
+      } finally {
+        await ledger.close();
+      }
+      return 0;
+    }
+    default:
+      console.error(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof ConfigError ? error.message : `crm-sms-gateway: ${(error as Error)?.stack ?? String(error)}`);
+    process.exit(error instanceof ConfigError ? 78 : 1);
+  },
+);

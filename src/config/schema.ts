@@ -1,0 +1,151 @@
+/**
+ * The config.yaml schema (DESIGN §3). Every object is strict, so an unknown or misspelt key stops the start
+ * with its path; defaults make the shipped config.yaml runnable with no account anywhere.
+ */
+import { z } from 'zod';
+import { providerPlugins } from '../../providers/index.js';
+import { parseDuration } from './duration.js';
+
+const duration = (fallback: string) =>
+  z
+    .union([z.string(), z.number()])
+    .default(fallback)
+    .transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: `"${value}" is not a duration (use e.g. 500ms, 30s, 5m, 72h, 2d)` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
+const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins]);
+
+const server = z.strictObject({
+  host: z.string().default('0.0.0.0'),
+  port: z.number().int().min(0).max(65_535).default(8080),
+  /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
+  public_url: z.url().optional(),
+  body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
+});
+
+const database = z.strictObject({
+  url: z
+    .string()
+    .default('sqlite:./data/gateway.db')
+    .refine((u) => /^(sqlite:|postgres(ql)?:\/\/)/.test(u), 'must start with sqlite: or postgres://'),
+  /** SQLite `synchronous` pragma: `normal` survives a process crash, `full` also a power loss (slower). */
+  sqlite_synchronous: z.enum(['normal', 'full']).default('normal'),
+  pool_size: z.number().int().positive().default(10),
+});
+
+const auth = z
+  .strictObject({
+    mode: z.enum(['api_key', 'basic', 'oauth']).default('api_key'),
+    api_keys: z.array(z.string().min(1)).default([]),
+    basic: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
+    oauth: z
+      .strictObject({
+        client_id: z.string().min(1),
+        client_secret: z.string().min(1),
+        token_ttl_seconds: z.number().int().positive().default(3600),
+      })
+      .optional(),
+  })
+  .superRefine((a, ctx) => {
+    if (a.mode === 'basic' && !a.basic) ctx.addIssue({ code: 'custom', path: ['basic'], message: 'required when auth.mode is basic' });
+    if (a.mode === 'oauth' && !a.oauth) ctx.addIssue({ code: 'custom', path: ['oauth'], message: 'required when auth.mode is oauth' });
+  });
+
+const sms = z.strictObject({
+  /** Keys the CRM sends as X-Api-Key on /channels/sms/*; falls back to auth.api_keys. Several allow rotation. */
+  api_keys: z.array(z.string().min(1)).optional(),
+  /** ISO 3166 region for recipients written without `+` (e.g. GB); without it such numbers are refused. */
+  default_region: z.string().length(2).toUpperCase().optional(),
+  /** provider_name used when a message has none. */
+  default_provider: z.string().min(1).optional(),
+  max_segments: z.number().int().positive().default(10),
+  smart_encoding: z.boolean().default(false),
+  /** Messages of one batch request in flight to providers at once. */
+  batch_concurrency: z.number().int().positive().default(64),
+  /** After this, batch entries not yet sent are answered `fatal` so the CRM retries them instead of timing out. */
+  batch_deadline: duration('20s'),
+  /** Longest a single request waits for provider capacity before answering 503. */
+  single_wait: duration('2s'),
+  /** Provider call timeout; a timed-out send is transient (the CRM retries). */
+  send_timeout: duration('10s'),
+  /** A send still `dispatching` after this (its process died) may be claimed by a retry of the same id. */
+  dispatch_lease: duration('5m'),
+});
+
+const ledger = z.strictObject({
+  /** Keep SMS text after the send (personal data: off by default). */
+  store_content: z.boolean().default(false),
+});
+
+const crm = z.strictObject({
+  webhook_url: z.url().optional(),
+  webhook_api_key: z.string().default(''),
+  timeout: duration('10s'),
+});
+
+const delivery = z.strictObject({
+  worker: z.boolean().default(true),
+  batch_size: z.number().int().min(1).max(10_000).default(500),
+  unknown_after: duration('72h'),
+  sweep_interval: duration('1m'),
+  poll_interval: duration('200ms'),
+  retry_initial_ms: z.number().int().positive().default(1_000),
+  retry_max_ms: z.number().int().positive().default(300_000),
+  max_attempts: z.number().int().positive().default(25),
+  /** How long a claimed conversion stays reserved for the worker (or flush) that claimed it. */
+  lease: duration('60s'),
+});
+
+const admin = z.strictObject({
+  api_key: z.string().min(16, 'must be at least 16 characters').optional(),
+});
+
+const log = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export const configSchema = z
+  .strictObject({
+    server: server.prefault({}),
+    database: database.prefault({}),
+    auth: auth.prefault({}),
+    sms: sms.prefault({}),
+    ledger: ledger.prefault({}),
+    crm: crm.prefault({}),
+    delivery: delivery.prefault({}),
+    providers: z.record(z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _'), providerConfig),
+    admin: admin.prefault({}),
+    log: log.prefault({}),
+  })
+  .superRefine((c, ctx) => {
+    if (Object.keys(c.providers).length === 0) ctx.addIssue({ code: 'custom', path: ['providers'], message: 'configure at least one provider' });
+    if ((c.sms.api_keys ?? c.auth.api_keys).length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['sms', 'api_keys'], message: 'no key for /channels/sms/* (set sms.api_keys or auth.api_keys)' });
+    }
+    if (c.auth.mode === 'api_key' && c.auth.api_keys.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['auth', 'api_keys'], message: 'required when auth.mode is api_key' });
+    }
+    // Two names for one provider would make routing ambiguous.
+    const seen = new Map<string, string>();
+    for (const [name, p] of Object.entries(c.providers)) {
+      for (const alias of [name, ...p.aliases]) {
+        const key = alias.toLowerCase();
+        const owner = seen.get(key);
+        if (owner && owner !== name) ctx.addIssue({ code: 'custom', path: ['providers', name, 'aliases'], message: `"${alias}" already names provider ${owner}` });
+        seen.set(key, name);
+      }
+    }
+    if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', path: ['sms', 'default_provider'], message: `"${c.sms.default_provider}" is not a configured provider` });
+    }
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type ProviderConfig = Config['providers'][string];

@@ -1,0 +1,52 @@
+/** Opens the ledger database chosen by `database.url` alone and runs the migrations. */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config/schema.js';
+import { migrations } from './migrations.js';
+import type { Database } from './schema.js';
+
+/** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
+export interface DialectFlags {
+  kind: 'sqlite' | 'postgres';
+  /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
+  skipLocked: boolean;
+}
+
+export interface Ledger {
+  db: Kysely<Database>;
+  flags: DialectFlags;
+  close(): Promise<void>;
+}
+
+export function openLedger(config: Config['database']): Ledger {
+  if (config.url.startsWith('sqlite:')) {
+    const file = config.url.slice('sqlite:'.length);
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    const sqlite = new BetterSqlite3(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma(`synchronous = ${config.sqlite_synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    // serve and a cron flush share the file: wait for the other's write instead of failing.
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return { db, flags: { kind: 'sqlite', skipLocked: false }, close: () => db.destroy() };
+  }
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.pool_size,
+    // bigint (int8) columns hold epoch milliseconds and counters, all far below 2^53.
+    types: { getTypeParser: (oid, format) => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) },
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, flags: { kind: 'postgres', skipLocked: true }, close: () => db.destroy() };
+}
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw new Error(`migration failed: ${error instanceof Error ? error.message : String(error)}`);
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

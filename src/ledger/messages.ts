@@ -1,0 +1,102 @@
+/** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, MessagesTable, SendState } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type MessageRow = MessagesTable;
+export type NewMessage = Omit<MessagesTable, 'provider_message_id' | 'error' | 'error_code' | 'provider_status'
+  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state'>;
+
+/** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
+export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (let i = 0; i < rows.length; i += 200) {
+    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
+    const result = await db
+      .insertInto('messages')
+      .values(chunk)
+      .onConflict((oc) => oc.column('activity_key').doNothing())
+      .returning('activity_key')
+      .execute();
+    for (const r of result) inserted.add(r.activity_key);
+  }
+  return inserted;
+}
+
+export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
+  if (keys.length === 0) return [];
+  return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();
+}
+
+export async function findMessageBySmsId(db: Db, smsId: string): Promise<MessageRow | undefined> {
+  return db.selectFrom('messages').selectAll().where('sms_id', '=', smsId).executeTakeFirst();
+}
+
+export async function findMessageByActivityKey(db: Db, key: string): Promise<MessageRow | undefined> {
+  return db.selectFrom('messages').selectAll().where('activity_key', '=', key).executeTakeFirst();
+}
+
+/**
+ * Takes over a message for another send attempt: only when its last attempt was transient, or when it has been
+ * `dispatching` longer than the lease (the process that sent it died). The WHERE clause makes the take-over
+ * atomic, so of two concurrent retries only one reaches the provider.
+ */
+export async function reclaimMessageForRetry(
+  db: Db,
+  smsId: string,
+  changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content'>,
+  now: number,
+  leaseCutoff: number,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('messages')
+    .set((eb) => ({
+      provider: changes.provider,
+      recipient: changes.recipient,
+      sender: changes.sender,
+      encoding: changes.encoding,
+      segments: changes.segments,
+      content: changes.content,
+      state: 'dispatching', dispatched_at: now, updated_at: now, attempts: eb('attempts', '+', 1) }))
+    .where('sms_id', '=', smsId)
+    .where((eb) => eb.or([eb('state', '=', 'retryable'), eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', leaseCutoff)])]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export interface SendOutcomeRecord {
+  smsId: string;
+  provider: string;
+  state: Exclude<SendState, 'dispatching'>;
+  providerMessageIds: string[];
+  providerStatus: string | null;
+  error: string | null;
+  errorCode: string | null;
+}
+
+/** Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set. */
+export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
+  for (const r of records) {
+    await db
+      .updateTable('messages')
+      .set({
+        state: r.state,
+        provider_message_id: r.providerMessageIds[0] ?? null,
+        provider_status: r.providerStatus,
+        error: r.error,
+        error_code: r.errorCode,
+        updated_at: now,
+        ...(r.state === 'submitted' ? { submitted_at: now } : {}),
+      })
+      .where('sms_id', '=', r.smsId)
+      .execute();
+  }
+  const parts = records.flatMap((r) =>
+    r.providerMessageIds.length > 1
+      ? r.providerMessageIds.map((id, part_index) => ({ provider: r.provider, provider_message_id: id, sms_id: r.smsId, part_index, status: null }))
+      : [],
+  );
+  for (let i = 0; i < parts.length; i += 200) {
+    await db.insertInto('message_parts').values(parts.slice(i, i + 200)).onConflict((oc) => oc.doNothing()).execute();
+  }
+}

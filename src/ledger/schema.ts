@@ -1,0 +1,96 @@
+/** Row types of the ledger (DESIGN §5). Times are epoch milliseconds. */
+import type { DeliveryStatus } from '../../providers/types.js';
+
+/**
+ * Send state of a message, separate from its delivery status:
+ * `dispatching` row committed, provider call under way (or its process died: see sms.dispatch_lease);
+ * `submitted` provider accepted it; `rejected` permanent failure, the same answer is repeated to retries;
+ * `retryable` transient failure, a retry of the same activity.id sends again.
+ */
+export type SendState = 'dispatching' | 'submitted' | 'rejected' | 'retryable';
+
+export interface MessagesTable {
+  sms_id: string;
+  /** String form of activity.id: the idempotency key. */
+  activity_key: string;
+  /** activity exactly as received, echoed unchanged in conversions. */
+  activity_json: string;
+  provider: string;
+  provider_message_id: string | null;
+  recipient: string;
+  sender: string | null;
+  encoding: 'gsm7' | 'ucs2';
+  segments: number;
+  content: string | null;
+  state: SendState;
+  error: string | null;
+  error_code: string | null;
+  attempts: number;
+  /** Last raw provider status seen (from the send or a receipt). */
+  provider_status: string | null;
+  /** Terminal status reported to the CRM; null while none is known. */
+  delivery_status: DeliveryStatus | null;
+  /** `timeout` marks a delivery_unknown from the sweep, which a later real receipt may replace. */
+  delivery_source: 'receipt' | 'timeout' | null;
+  created_at: number;
+  updated_at: number;
+  dispatched_at: number;
+  submitted_at: number | null;
+  completed_at: number | null;
+}
+
+/** Every part id of a multipart send, for providers that report per part (Vonage SMS API). */
+export interface MessagePartsTable {
+  provider: string;
+  provider_message_id: string;
+  sms_id: string;
+  part_index: number;
+  status: string | null;
+}
+
+export interface ReceiptsTable {
+  id: number;
+  provider: string;
+  /** Identical receipts (provider retries) share this key and are stored once. */
+  dedup_key: string;
+  sms_id: string | null;
+  provider_message_id: string | null;
+  provider_status: string;
+  mapped_status: string;
+  error_code: string | null;
+  /** 1 once the receipt has been applied to its message; unmatched receipts wait here and are re-matched. */
+  matched: number;
+  received_at: number;
+}
+
+export interface ConversionsTable {
+  id: number;
+  sms_id: string;
+  delivery_status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: number;
+  /** A worker or flush that claimed the row owns it until this time. */
+  claimed_until: number;
+  claim_token: string | null;
+  posted_at: number | null;
+  last_error: string | null;
+  dead: number;
+  created_at: number;
+}
+
+export interface ConversionAttemptsTable {
+  id: number;
+  conversion_id: number;
+  attempted_at: number;
+  ok: number;
+  http_status: number | null;
+  error: string | null;
+}
+
+export interface Database {
+  messages: MessagesTable;
+  message_parts: MessagePartsTable;
+  receipts: ReceiptsTable;
+  conversions: ConversionsTable;
+  conversion_attempts: ConversionAttemptsTable;
+}

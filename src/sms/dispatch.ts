@@ -1,0 +1,188 @@
+/**
+ * The send path after validation (DESIGN §1 "send"): claim each message in the ledger (committed before any
+ * provider call), send the claimed ones with bounded concurrency until the deadline, record the answers.
+ * Single and batch requests share it; their ledger writes are grouped across concurrent requests.
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import type { SendResult, SmsProvider } from '../../providers/types.js';
+import {
+  findMessagesByActivityKeys,
+  insertNewMessages,
+  reclaimMessageForRetry,
+  recordSendOutcomes,
+  type NewMessage,
+  type SendOutcomeRecord,
+} from '../ledger/messages.js';
+import type { Database } from '../ledger/schema.js';
+import { createWriteBatcher } from '../ledger/write-batcher.js';
+import type { Encoding } from './encoding.js';
+import { decideRepeat } from './idempotency.js';
+import { maskPhoneNumber } from './recipient.js';
+
+export interface PreparedMessage {
+  activityKey: string;
+  activityJson: string;
+  provider: SmsProvider;
+  recipient: string;
+  sender: string | null;
+  text: string;
+  encoding: Encoding;
+  segments: number;
+}
+
+/** `failed` is permanent (single 400, batch failed[]); `fatal` is transient (single 5xx, batch fatal[]). */
+export type DispatchResult =
+  | { outcome: 'sent'; smsId: string }
+  | { outcome: 'failed'; smsId?: string; error: string }
+  | { outcome: 'fatal'; smsId?: string; error: string };
+
+export interface DispatcherDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  now: () => number;
+  storeContent: boolean;
+  dispatchLeaseMs: number;
+  sendTimeoutMs: number;
+  callbackUrl: (providerName: string, smsId: string) => string;
+}
+
+export interface DispatchOptions {
+  /** Epoch ms after which messages not yet handed to a provider are answered `fatal`. */
+  deadline: number;
+  concurrency: number;
+}
+
+type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
+
+export function createDispatcher(deps: DispatcherDeps) {
+  const { db, logger, now } = deps;
+  /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
+  const inflight = new Map<string, Promise<DispatchResult>>();
+
+  const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
+    db.transaction().execute(async (trx) => {
+      const at = now();
+      const rows: NewMessage[] = messages.map((m) => ({
+        sms_id: uuidv7(),
+        activity_key: m.activityKey,
+        activity_json: m.activityJson,
+        provider: m.provider.name,
+        recipient: m.recipient,
+        sender: m.sender,
+        encoding: m.encoding,
+        segments: m.segments,
+        content: deps.storeContent ? m.text : null,
+        created_at: at,
+        updated_at: at,
+        dispatched_at: at,
+      }));
+      const inserted = await insertNewMessages(trx, rows);
+      const repeats = rows.filter((r) => !inserted.has(r.activity_key));
+      const existing = new Map((await findMessagesByActivityKeys(trx, repeats.map((r) => r.activity_key))).map((r) => [r.activity_key, r]));
+      const result: Claim[] = [];
+      for (const row of rows) {
+        if (inserted.has(row.activity_key)) {
+          result.push({ send: true, smsId: row.sms_id });
+          continue;
+        }
+        const decision = decideRepeat(existing.get(row.activity_key)!, at, deps.dispatchLeaseMs);
+        if (decision.action === 'answer-sent') result.push({ send: false, result: { outcome: 'sent', smsId: decision.smsId } });
+        else if (decision.action === 'answer-failed') result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error: decision.error } });
+        else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, at - deps.dispatchLeaseMs))) {
+          result.push({ send: true, smsId: decision.smsId });
+        } else {
+          result.push({ send: false, result: { outcome: 'fatal', smsId: decision.smsId, error: `activity.id ${row.activity_key} is being sent by another request; retry later` } });
+        }
+      }
+      return result;
+    }),
+  );
+
+  const records = createWriteBatcher<SendOutcomeRecord, void>(async (items) => {
+    await db.transaction().execute((trx) => recordSendOutcomes(trx, items, now()));
+    return items.map(() => undefined);
+  });
+
+  async function callProvider(message: PreparedMessage, smsId: string, deadline: number): Promise<SendResult> {
+    const remaining = deadline - now();
+    if (remaining <= 0) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
+    try {
+      return await message.provider.send(
+        {
+          smsId,
+          to: message.recipient,
+          from: message.sender ?? undefined,
+          text: message.text,
+          encoding: message.encoding,
+          segments: message.segments,
+          callbackUrl: deps.callbackUrl(message.provider.name, smsId),
+        },
+        AbortSignal.timeout(Math.min(deps.sendTimeoutMs, remaining)),
+      );
+    } catch (error) {
+      // A plugin should answer with values, but a throw must not lose the message: treat it as transient.
+      return { ok: false, kind: 'transient', error: `provider ${message.provider.name} failed: ${(error as Error).message}` };
+    }
+  }
+
+  async function sendClaimed(message: PreparedMessage, smsId: string, deadline: number): Promise<DispatchResult> {
+    const answer = await callProvider(message, smsId, deadline);
+    const record: SendOutcomeRecord = answer.ok
+      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
+      : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
+    try {
+      await records.run([record]);
+    } catch (error) {
+      // The row was committed before the call, so receipts still match; the answer stays what the provider said.
+      logger.error({ err: error, sms_id: smsId }, 'could not record the provider answer');
+    }
+    logger.debug(
+      { sms_id: smsId, activity_id: message.activityKey, provider: message.provider.name, to: maskPhoneNumber(message.recipient), state: record.state },
+      'sms dispatched',
+    );
+    if (answer.ok) return { outcome: 'sent', smsId };
+    return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: answer.error };
+  }
+
+  async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
+    let claimed: Claim[];
+    try {
+      claimed = await claims.run(fresh.map((f) => f.message));
+    } catch (error) {
+      logger.error({ err: error }, 'ledger unavailable: nothing sent');
+      for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });
+      return;
+    }
+    const toSend: number[] = [];
+    claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
+    let next = 0;
+    const worker = async () => {
+      while (next < toSend.length) {
+        const i = toSend[next++]!;
+        const claim = claimed[i] as { smsId: string };
+        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options.deadline));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));
+  }
+
+  return {
+    async dispatch(messages: PreparedMessage[], options: DispatchOptions): Promise<DispatchResult[]> {
+      const fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }> = [];
+      const answers = messages.map((message) => {
+        const running = inflight.get(message.activityKey);
+        if (running) return running;
+        const answer = new Promise<DispatchResult>((resolve) => fresh.push({ message, resolve }));
+        inflight.set(message.activityKey, answer);
+        void answer.then(() => inflight.delete(message.activityKey));
+        return answer;
+      });
+      await process(fresh, options);
+      return Promise.all(answers);
+    },
+  };
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;

@@ -1,0 +1,29 @@
+/**
+ * Recipient normalisation to E.164 with libphonenumber-js (full metadata). We require a *possible* number
+ * (right length for its country) rather than a *valid* one: metadata lags real numbering plans, and a provider
+ * refusing a number costs one rejected send, while refusing a real number here loses the message.
+ */
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+
+export type RecipientResult = { ok: true; e164: string } | { ok: false; error: string };
+
+export function normaliseRecipient(raw: string, defaultRegion: string | undefined): RecipientResult {
+  const text = raw.trim();
+  const digitsOnly = /^\d+$/.test(text.replace(/[\s().-]/g, ''));
+  let candidate = text;
+  // International numbers without "+" are common in CRM exports; national ones need sms.default_region.
+  if (digitsOnly && !defaultRegion && !text.startsWith('0')) candidate = `+${text}`;
+  if (digitsOnly && text.startsWith('00')) candidate = `+${text.replace(/^00/, '')}`;
+  const parsed = parsePhoneNumberFromString(candidate, defaultRegion as CountryCode | undefined);
+  if (!parsed || !parsed.isPossible()) {
+    const hint = !candidate.startsWith('+') && !defaultRegion ? ' (write it with +country code, or set sms.default_region)' : '';
+    return { ok: false, error: `recipient: ${JSON.stringify(raw)} is not a phone number${hint}` };
+  }
+  return { ok: true, e164: parsed.number };
+}
+
+/** For logs: keep the country code and the last two digits (`+44*******01`). */
+export function maskPhoneNumber(e164: string): string {
+  if (e164.length <= 6) return '*'.repeat(e164.length);
+  return `${e164.slice(0, 3)}${'*'.repeat(e164.length - 5)}${e164.slice(-2)}`;
+}

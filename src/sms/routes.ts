@@ -1,0 +1,77 @@
+/** POST /channels/sms/single and /channels/sms/batch: parse, dispatch, map the outcome to the CRM's status classes. */
+import { Hono } from 'hono';
+import { requireApiKey } from '../auth/api-key.js';
+import type { Config } from '../config/schema.js';
+import { readJsonBody } from '../http/json-body.js';
+import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
+import { echoedActivityId, prepareMessage } from './prepare.js';
+import type { ProviderRouter } from './provider-router.js';
+
+export interface SmsRouteDeps {
+  sms: Config['sms'];
+  apiKeys: readonly string[];
+  router: ProviderRouter;
+  dispatcher: Dispatcher;
+  now: () => number;
+}
+
+type Entry = { id: string | number | null; sms_id?: string; error?: string };
+
+export interface BatchAnswer {
+  successful: Array<{ id: string | number | null; sms_id: string }>;
+  failed: Entry[];
+  fatal: Entry[];
+}
+
+/** Puts each batch entry in exactly one of the three arrays, with its id as received. */
+export function categoriseBatch(ids: Array<string | number | null>, results: Array<DispatchResult | { outcome: 'invalid'; error: string }>): BatchAnswer {
+  const answer: BatchAnswer = { successful: [], failed: [], fatal: [] };
+  results.forEach((r, i) => {
+    const id = ids[i] ?? null;
+    if (r.outcome === 'sent') answer.successful.push({ id, sms_id: r.smsId });
+    else if (r.outcome === 'fatal') answer.fatal.push({ id, ...(r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
+    else answer.failed.push({ id, ...('smsId' in r && r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
+  });
+  return answer;
+}
+
+export function smsRoutes(deps: SmsRouteDeps) {
+  const { sms, router, dispatcher, now } = deps;
+  const app = new Hono();
+  app.use('*', requireApiKey(deps.apiKeys));
+
+  app.post('/single', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const prepared = prepareMessage(body.value, router, sms);
+    if (!prepared.ok) return c.json({ error: prepared.error }, 400);
+    const [result] = await dispatcher.dispatch([prepared.message], { deadline: now() + sms.send_timeout, concurrency: 1 });
+    if (result!.outcome === 'sent') return c.json({ sms_id: result!.smsId }, 200);
+    if (result!.outcome === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, 400);
+    c.header('Retry-After', '1');
+    return c.json({ error: result!.error }, 503);
+  });
+
+  app.post('/batch', async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
+    const entries: unknown[] = body.value;
+    const deadline = now() + sms.batch_deadline;
+    const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
+    const valid: PreparedMessage[] = [];
+    const validIndex: number[] = [];
+    entries.forEach((entry, i) => {
+      const prepared = prepareMessage(entry, router, sms);
+      if (prepared.ok) {
+        valid.push(prepared.message);
+        validIndex.push(i);
+      } else results[i] = { outcome: 'invalid', error: prepared.error };
+    });
+    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency });
+    dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
+    return c.json(categoriseBatch(entries.map(echoedActivityId), results), 200);
+  });
+
+  return app;
+}
