@@ -79,7 +79,7 @@ function nonGsmChars(text: string): string[] {
   return [...found];
 }
 
-function describe(ch: string): string {
+function describeChar(ch: string): string {
   const cp = ch.codePointAt(0) ?? 0;
   return `"${ch}" (U+${cp.toString(16).toUpperCase().padStart(4, '0')})`;
 }
@@ -108,9 +108,7 @@ function finish(
   const info = getSmsCharCountInfo(text);
   // The library counts both ways in one pass: GSM-7 160/153 septets with escape pairs kept whole,
   // UCS-2 70/67 code units with surrogate pairs kept whole.
-  const units = encoding === 'gsm7' ? [...text].reduce((n, c) => n + ('^{}\\[~]|€\f'.includes(c) ? 2 : 1), 0) : text.length;
-  const [one, many] = encoding === 'gsm7' ? [160, 153] : [70, 67];
-  const segments = units <= one ? 1 : Math.ceil(units / many); void info;
+  const segments = encoding === 'gsm7' ? info.gsmCharCount.msgCount : info.ucs2CharCount.msgCount;
   if (segments > maxSegments) {
     const name = encoding === 'gsm7' ? 'GSM-7' : 'UCS-2';
     return {
@@ -137,5 +135,5 @@ export function planEncoding(
   if (remaining.length === 0) return finish('gsm7', smart.text, smart.substitutions, options.maxSegments);
 
   if (requested === 'auto') return finish('ucs2', content, [], options.maxSegments);
-  return { ok: false, error: `content: characters not in GSM-7: ${remaining.map(describe).join(', ')}` };
+  return { ok: false, error: `content: characters not in GSM-7: ${remaining.map(describeChar).join(', ')}` };
 }
