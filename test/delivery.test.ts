@@ -132,3 +132,17 @@ describe('admin API', () => {
     expect((await gw.get('/admin/messages?activity_id=x', admin)).status).toBe(404);
   });
 });
+
+describe('receipts that race the send', () => {
+  it('matches a receipt that arrives before the send call answered, and counts duplicates once', async () => {
+    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', early_receipts: true, duplicate_receipts: true } } });
+    const sent = await gw.post('/channels/sms/single', smsMessage('early-1'));
+    expect(sent.status).toBe(200);
+    await waitFor(() => conversionsFor(sent.json.sms_id).length > 0);
+    const story = await gw.get(`/admin/messages/${sent.json.sms_id}`, admin);
+    expect(story.json.message).toMatchObject({ state: 'submitted', delivery_status: 'delivered' });
+    expect(story.json.receipts).toHaveLength(1);
+    await gw.gateway.sweep();
+    expect(conversionsFor(sent.json.sms_id)).toHaveLength(1);
+  });
+});
