@@ -78,7 +78,7 @@ describe('crm-sms-gateway flush (cron)', () => {
 
 describe('a crash between a receipt and its post', () => {
   it('still posts the conversion after serve is killed with SIGKILL and restarted', async () => {
-    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } });
+    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50, max_attempts: 100_000 } });
     await crm.stop();
     const first = await startServe(file);
     children.push(first.child);

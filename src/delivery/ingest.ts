@@ -80,19 +80,30 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
     }
     state.set(message.sms_id, current);
   }
+  // Messages that end in the same place share one UPDATE.
+  const groups = new Map<string, string[]>();
   for (const m of state.values()) {
     if (!m.changed) continue;
-    await trx
-      .updateTable('messages')
-      .set({
-        delivery_status: m.delivery_status,
-        delivery_source: m.delivery_source,
-        provider_status: m.providerStatus ?? null,
-        updated_at: now,
-        ...(m.delivery_status ? { completed_at: now } : {}),
-      })
-      .where('sms_id', '=', m.sms_id)
-      .execute();
+    const key = JSON.stringify([m.delivery_status, m.delivery_source, m.providerStatus ?? null]);
+    const group = groups.get(key);
+    if (group) group.push(m.sms_id);
+    else groups.set(key, [m.sms_id]);
+  }
+  for (const [key, smsIds] of groups) {
+    const [deliveryStatus, deliverySource, providerStatus] = JSON.parse(key) as [MessageState['delivery_status'], MessageState['delivery_source'], string | null];
+    for (let i = 0; i < smsIds.length; i += 500) {
+      await trx
+        .updateTable('messages')
+        .set({
+          delivery_status: deliveryStatus,
+          delivery_source: deliverySource,
+          provider_status: providerStatus,
+          updated_at: now,
+          ...(deliveryStatus ? { completed_at: now } : {}),
+        })
+        .where('sms_id', 'in', smsIds.slice(i, i + 500))
+        .execute();
+    }
   }
   await insertConversions(trx, conversions, now);
   return conversions.length;

@@ -1,5 +1,5 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, MessagesTable, SendState } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -74,22 +74,41 @@ export interface SendOutcomeRecord {
   errorCode: string | null;
 }
 
-/** Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set. */
+/**
+ * Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set.
+ * Answers that differ only in the provider's message id share one UPDATE (a CASE picks each row's id), so a
+ * flush of many sends costs a few statements, not one each.
+ */
 export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
+  const groups = new Map<string, SendOutcomeRecord[]>();
   for (const r of records) {
-    await db
-      .updateTable('messages')
-      .set({
-        state: r.state,
-        provider_message_id: r.providerMessageIds[0] ?? null,
-        provider_status: r.providerStatus,
-        error: r.error,
-        error_code: r.errorCode,
-        updated_at: now,
-        ...(r.state === 'submitted' ? { submitted_at: now } : {}),
-      })
-      .where('sms_id', '=', r.smsId)
-      .execute();
+    const key = JSON.stringify([r.state, r.providerStatus, r.error, r.errorCode]);
+    const group = groups.get(key);
+    if (group) group.push(r);
+    else groups.set(key, [r]);
+  }
+  for (const group of groups.values()) {
+    const { state, providerStatus, error, errorCode } = group[0]!;
+    for (let i = 0; i < group.length; i += 200) {
+      const chunk = group.slice(i, i + 200);
+      const providerMessageId = sql<string | null>`case sms_id ${sql.join(
+        chunk.map((r) => sql`when ${r.smsId} then ${r.providerMessageIds[0] ?? null}`),
+        sql` `,
+      )} end`;
+      await db
+        .updateTable('messages')
+        .set({
+          state,
+          provider_message_id: providerMessageId,
+          provider_status: providerStatus,
+          error,
+          error_code: errorCode,
+          updated_at: now,
+          ...(state === 'submitted' ? { submitted_at: now } : {}),
+        })
+        .where('sms_id', 'in', chunk.map((r) => r.smsId))
+        .execute();
+    }
   }
   const parts = records.flatMap((r) =>
     r.providerMessageIds.length > 1

@@ -58,10 +58,29 @@ export interface DispatchOptions {
 
 type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
 
+/**
+ * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
+ * 50 ms window share one signal (a provider call may run up to 50 ms past its deadline).
+ */
+function createDeadlineSignals(now: () => number) {
+  const signals = new Map<number, AbortSignal>();
+  return (deadline: number): AbortSignal => {
+    const window = Math.ceil(deadline / 50) * 50;
+    let signal = signals.get(window);
+    if (!signal) {
+      if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
+      signal = AbortSignal.timeout(Math.max(0, window - now()));
+      signals.set(window, signal);
+    }
+    return signal;
+  };
+}
+
 export function createDispatcher(deps: DispatcherDeps) {
   const { db, logger, now } = deps;
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
+  const signalFor = createDeadlineSignals(now);
 
   const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
     db.transaction().execute(async (trx) => {
@@ -111,8 +130,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   });
 
   async function callProvider(message: PreparedMessage, smsId: string, deadline: number): Promise<SendResult> {
-    const remaining = deadline - now();
-    if (remaining <= 0) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
+    if (deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
     try {
       return await message.provider.send(
         {
@@ -124,7 +142,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           segments: message.segments,
           callbackUrl: deps.callbackUrl(message.provider.name, smsId),
         },
-        AbortSignal.timeout(Math.min(deps.sendTimeoutMs, remaining)),
+        signalFor(Math.min(now() + deps.sendTimeoutMs, deadline)),
       );
     } catch (error) {
       // A plugin should answer with values, but a throw must not lose the message: treat it as transient.
