@@ -77,8 +77,9 @@ describe('crm-sms-gateway flush (cron)', () => {
 });
 
 describe('a crash between a receipt and its post', () => {
+  // A claim held by the killed process is released when its lease ends (1s here), then the new process posts.
   it('still posts the conversion after serve is killed with SIGKILL and restarted', async () => {
-    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50, max_attempts: 100_000 } });
+    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50, max_attempts: 100_000, lease: '1s' } });
     await crm.stop();
     const first = await startServe(file);
     children.push(first.child);
