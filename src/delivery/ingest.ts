@@ -3,9 +3,10 @@
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
+import { createQueryTemplate } from '../ledger/query-template.js';
 import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
 import type { Database, MessagesTable } from '../ledger/schema.js';
 import { decideTransition } from './status.js';
@@ -61,6 +62,17 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
   return inputs.map((i, k) => found[k] ?? (i.event.providerMessageId ? byProviderId.get(`${i.provider}|${i.event.providerMessageId}`) : undefined));
 }
 
+const updateDeliveryTemplate = createQueryTemplate(
+  (
+    db: Kysely<Database>,
+    { smsIds, set }: { smsIds: string[]; set: { deliveryStatus: MessageState['delivery_status']; deliverySource: MessageState['delivery_source']; providerStatus: string | null; now: number; completedAt: number | null } },
+  ) =>
+    db
+      .updateTable('messages')
+      .set({ delivery_status: set.deliveryStatus, delivery_source: set.deliverySource, provider_status: set.providerStatus, updated_at: set.now, completed_at: set.completedAt })
+      .where('sms_id', 'in', smsIds),
+);
+
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
 async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
@@ -92,17 +104,8 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   for (const [key, smsIds] of groups) {
     const [deliveryStatus, deliverySource, providerStatus] = JSON.parse(key) as [MessageState['delivery_status'], MessageState['delivery_source'], string | null];
     for (let i = 0; i < smsIds.length; i += 500) {
-      await trx
-        .updateTable('messages')
-        .set({
-          delivery_status: deliveryStatus,
-          delivery_source: deliverySource,
-          provider_status: providerStatus,
-          updated_at: now,
-          ...(deliveryStatus ? { completed_at: now } : {}),
-        })
-        .where('sms_id', 'in', smsIds.slice(i, i + 500))
-        .execute();
+      const set = { deliveryStatus, deliverySource, providerStatus, now, completedAt: deliveryStatus ? now : null };
+      await updateDeliveryTemplate(trx, { smsIds: smsIds.slice(i, i + 500), set });
     }
   }
   await insertConversions(trx, conversions, now);
