@@ -16,6 +16,7 @@ import {
   type SendOutcomeRecord,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import type { Transact } from '../ledger/transaction-queue.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat } from './idempotency.js';
@@ -46,6 +47,8 @@ export interface DispatcherDeps {
   dispatchLeaseMs: number;
   sendTimeoutMs: number;
   callbackUrl: (providerName: string, smsId: string) => string;
+  /** Runs ledger writes in a transaction (shared with other writers by the gateway's transaction queue). */
+  transact?: Transact;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
 }
@@ -82,8 +85,9 @@ export function createDispatcher(deps: DispatcherDeps) {
   const inflight = new Map<string, Promise<DispatchResult>>();
   const signalFor = createDeadlineSignals(now);
 
+  const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
   const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
-    db.transaction().execute(async (trx) => {
+    transact(async (trx) => {
       const at = now();
       const rows: NewMessage[] = messages.map((m) => ({
         sms_id: uuidv7(),
@@ -122,7 +126,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   );
 
   const records = createWriteBatcher<SendOutcomeRecord, void>(async (items) => {
-    await db.transaction().execute(async (trx) => {
+    await transact(async (trx) => {
       await recordSendOutcomes(trx, items, now());
       await deps.onRecorded?.(trx, items);
     });
