@@ -6,6 +6,11 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import type { Database } from './ledger/schema.js';
 import { healthRoutes } from './observability/health.js';
+import { createOperatorAuth } from './auth/operator-auth.js';
+import type { OperatorBackend } from './operator/backend.js';
+import { operatorAdminRoutes } from './operator/admin-routes.js';
+import { createOperatorBackend } from './operator/create-backend.js';
+import { operatorRoutes } from './operator/routes.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
 import { smsRoutes } from './sms/routes.js';
@@ -17,6 +22,8 @@ export interface AppParts {
   dispatcher: Dispatcher;
   logger: Logger;
   now: () => number;
+  /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
+  operatorBackend?: OperatorBackend;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -42,6 +49,13 @@ export function createApp(parts: AppParts): Hono {
       now: parts.now,
     }),
   );
+
+  // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
+  const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
+  const operatorAuth = createOperatorAuth(config.auth, parts.now);
+  if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
+  app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
+  app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((error, c) => {

@@ -8,6 +8,7 @@ import { createApp } from './app.js';
 import type { Config } from './config/schema.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createLogger } from './observability/logger.js';
+import { createOperatorBackend } from './operator/create-backend.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
 
@@ -53,7 +54,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
   });
-  const app = createApp({ config, db: ledger.db, router, dispatcher, logger, now });
+  const operatorBackend = createOperatorBackend(config.operator, ledger.db, now);
+  const app = createApp({ config, db: ledger.db, router, dispatcher, logger, now, operatorBackend });
 
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.server.port, hostname: config.server.host }, () => resolve(s));
@@ -74,7 +76,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         // Keep-alive connections would hold close() open for their idle timeout.
         (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
-      await Promise.allSettled(providers.map((p) => p.close?.()));
+      await Promise.allSettled([...providers.map((p) => p.close?.()), operatorBackend.close()]);
       await ledger.close();
     },
   };

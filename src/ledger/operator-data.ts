@@ -1,0 +1,105 @@
+/** Repository for the sql operator backend's player data: users, consents, bonuses. Functions take `db` first. */
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, OperatorBonusesTable, OperatorUsersTable } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type OperatorUserRow = OperatorUsersTable;
+export interface ConsentRow {
+  user_id: string;
+  type: string;
+  opted_in: number;
+}
+
+/** Rows per INSERT statement: far below SQLite's bound-parameter limit for these narrow rows. */
+const CHUNK = 500;
+
+/** Inserts or replaces users; returns the ids that were new. */
+export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<Set<string>> {
+  const ids = rows.map((r) => r.user_id);
+  const existing = new Set<string>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const found = await db.selectFrom('operator_users').select('user_id').where('user_id', 'in', ids.slice(i, i + CHUNK)).execute();
+    for (const r of found) existing.add(r.user_id);
+  }
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await db
+      .insertInto('operator_users')
+      .values(rows.slice(i, i + CHUNK))
+      .onConflict((oc) =>
+        oc.column('user_id').doUpdateSet((eb) => ({
+          record_json: eb.ref('excluded.record_json'),
+          is_blocked: eb.ref('excluded.is_blocked'),
+          is_excluded: eb.ref('excluded.is_excluded'),
+          block_note: eb.ref('excluded.block_note'),
+          exclusion_note: eb.ref('excluded.exclusion_note'),
+          updated_at: eb.ref('excluded.updated_at'),
+        })),
+      )
+      .execute();
+  }
+  return new Set(ids.filter((id) => !existing.has(id)));
+}
+
+export async function findUser(db: Db, userId: string): Promise<OperatorUserRow | undefined> {
+  return db.selectFrom('operator_users').selectAll().where('user_id', '=', userId).executeTakeFirst();
+}
+
+export async function userExists(db: Db, userId: string): Promise<boolean> {
+  return (await db.selectFrom('operator_users').select('user_id').where('user_id', '=', userId).executeTakeFirst()) !== undefined;
+}
+
+/** Sets the given consent types; with `replaceUsers` the listed users' other types are removed first. */
+export async function writeConsents(db: Db, rows: ConsentRow[], at: number, replaceUsers: string[] = []): Promise<void> {
+  for (let i = 0; i < replaceUsers.length; i += CHUNK) {
+    await db.deleteFrom('operator_consents').where('user_id', 'in', replaceUsers.slice(i, i + CHUNK)).execute();
+  }
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    await db
+      .insertInto('operator_consents')
+      .values(rows.slice(i, i + CHUNK).map((r) => ({ ...r, updated_at: at })))
+      .onConflict((oc) =>
+        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at') })),
+      )
+      .execute();
+  }
+}
+
+export async function findConsents(db: Db, userId: string): Promise<ConsentRow[]> {
+  return db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in']).where('user_id', '=', userId).execute();
+}
+
+export async function replaceBonuses(db: Db, bonuses: Array<Omit<OperatorBonusesTable, 'position'>>): Promise<void> {
+  await db.deleteFrom('operator_bonuses').execute();
+  const rows = bonuses.map((b, position) => ({ ...b, position }));
+  for (let i = 0; i < rows.length; i += CHUNK) await db.insertInto('operator_bonuses').values(rows.slice(i, i + CHUNK)).execute();
+}
+
+export async function listBonuses(db: Db): Promise<Array<{ text: string; value: string }>> {
+  return db.selectFrom('operator_bonuses').select(['text', 'value']).orderBy('position').execute();
+}
+
+export async function bonusExists(db: Db, value: string): Promise<boolean> {
+  return (await db.selectFrom('operator_bonuses').select('value').where('value', '=', value).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * One keyset page of reconciliation ids: users with a flag set, or with a consent type opted in, after `after` in
+ * user_id order. The predicates repeat the partial indexes' conditions word for word so both dialects use them.
+ */
+export async function findReconciliationPage(
+  db: Db,
+  selector: { flag: 'is_blocked' | 'is_excluded' } | { consent: string },
+  after: string | null,
+  limit: number,
+): Promise<string[]> {
+  if ('flag' in selector) {
+    let query = db.selectFrom('operator_users').select('user_id').where(selector.flag, '=', 1);
+    if (after !== null) query = query.where('user_id', '>', after);
+    const rows = await query.orderBy('user_id').limit(limit).execute();
+    return rows.map((r) => r.user_id);
+  }
+  let query = db.selectFrom('operator_consents').select('user_id').where('type', '=', selector.consent).where('opted_in', '=', 1);
+  if (after !== null) query = query.where('user_id', '>', after);
+  const rows = await query.orderBy('user_id').limit(limit).execute();
+  return rows.map((r) => r.user_id);
+}
