@@ -13,14 +13,11 @@ export interface ConsentRow {
 /** Rows per INSERT statement: far below SQLite's bound-parameter limit for these narrow rows. */
 const CHUNK = 500;
 
-/** Inserts or replaces users; returns the ids that were new. */
-export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<Set<string>> {
-  const ids = rows.map((r) => r.user_id);
-  const existing = new Set<string>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    const found = await db.selectFrom('operator_users').select('user_id').where('user_id', 'in', ids.slice(i, i + CHUNK)).execute();
-    for (const r of found) existing.add(r.user_id);
-  }
+/**
+ * Inserts or replaces users. It writes first and reads nothing before: a SQLite transaction that read before writing
+ * fails (SQLITE_BUSY_SNAPSHOT) instead of waiting when another process wrote in between.
+ */
+export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += CHUNK) {
     await db
       .insertInto('operator_users')
@@ -37,7 +34,6 @@ export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<Set<
       )
       .execute();
   }
-  return new Set(ids.filter((id) => !existing.has(id)));
 }
 
 export async function findUser(db: Db, userId: string): Promise<OperatorUserRow | undefined> {

@@ -40,8 +40,10 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
       return c.json({ error: `user_id: "${parsed.value.user_id}" differs from the path's "${userId}"` }, 400);
     }
     const at = now();
-    const created = await saveLoadedUsers(db, [toLoadedUser({ ...parsed.value, user_id: userId }, at)], at);
-    return c.json({ user_id: userId, created: created.has(userId) }, created.has(userId) ? 201 : 200);
+    // Read before the transaction, which must begin with its write (see upsertUsers); a race only blurs 201 vs 200.
+    const created = !(await userExists(db, userId));
+    await saveLoadedUsers(db, [toLoadedUser({ ...parsed.value, user_id: userId }, at)], at);
+    return c.json({ user_id: userId, created }, created ? 201 : 200);
   });
 
   app.put('/users/:userid/consents', admin, sqlOnly, async (c) => {
@@ -51,13 +53,9 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
     const parsed = parseBody(adminConsentsSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
-    const found = await db.transaction().execute(async (trx) => {
-      if (!(await userExists(trx, userId))) return false;
-      // PUT replaces the set: a type not listed is opted out, like a type never set.
-      await writeConsents(trx, [...rows.values()], now(), [userId]);
-      return true;
-    });
-    if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
+    if (!(await userExists(db, userId))) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
+    // PUT replaces the set: a type not listed is opted out, like a type never set.
+    await db.transaction().execute((trx) => writeConsents(trx, [...rows.values()], now(), [userId]));
     const current = await backend.userConsents(userId);
     return c.json(current.ok ? current.value : { error: current.error }, 200);
   });

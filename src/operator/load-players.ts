@@ -33,15 +33,14 @@ export function toLoadedUser(input: AdminUser & { user_id: string }, at: number)
   };
 }
 
-/** Writes users (and their consents where given) in one transaction; answers the ids that were new. */
-export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<Set<string>> {
+/** Writes users (and their consents where given) in one transaction. */
+export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<void> {
   // A user listed twice keeps its last version, as a sequence of PUTs would.
   const byId = new Map(loaded.map((l) => [l.user.user_id, l]));
   const unique = [...byId.values()];
-  return db.transaction().execute(async (trx) => {
-    const created = await upsertUsers(trx, unique.map((l) => l.user));
+  await db.transaction().execute(async (trx) => {
+    await upsertUsers(trx, unique.map((l) => l.user));
     const withConsents = unique.filter((l) => l.consents);
     await writeConsents(trx, withConsents.flatMap((l) => l.consents!), at, withConsents.map((l) => l.user.user_id));
-    return created;
   });
 }

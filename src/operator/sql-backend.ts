@@ -3,7 +3,7 @@
  * A credit here is the ledger row itself; the operator's systems read `operator_credits` to pay it out.
  */
 import type { Kysely } from 'kysely';
-import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome, type CreditRow } from '../ledger/credits.js';
+import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
 import {
   bonusExists,
   findConsents,
@@ -44,12 +44,11 @@ export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): Oper
     },
 
     async updateConsents(userId, changes) {
-      return db.transaction().execute(async (trx): Promise<BackendResult<void>> => {
-        if (!(await userExists(trx, userId))) return unknownUser(userId);
-        const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
-        await writeConsents(trx, [...rows.values()], now());
-        return { ok: true, value: undefined };
-      });
+      if (!(await userExists(db, userId))) return unknownUser(userId);
+      // At most six rows: one statement, atomic without a transaction.
+      const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
+      await writeConsents(db, [...rows.values()], now());
+      return { ok: true, value: undefined };
     },
 
     async userBlocks(userId) {
@@ -92,29 +91,39 @@ export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): Oper
   };
 }
 
-const repeated = (row: CreditRow): BackendResult<CreditAnswer> => ({ ok: true, value: { creditId: String(row.id), repeated: true } });
+/** Carries a refusal out of the transaction, so the credit row inserted first is rolled back. */
+class CreditRefused extends Error {
+  constructor(readonly result: BackendResult<CreditAnswer>) {
+    super('credit refused');
+  }
+}
 
 /**
- * Credits at most once per one-action key, in one transaction: a known key answers the first credit; otherwise the
- * user and bonus code are checked and the row inserted. SQLite runs one write transaction at a time; on PostgreSQL
- * the unique constraint makes a concurrent twin wait and then find the first row.
+ * Credits at most once per one-action key, in one transaction that begins with the insert: the unique key decides
+ * between concurrent twins (SQLite: the write lock is taken by the first statement, so a twin waits for it instead
+ * of failing on a stale snapshot; PostgreSQL: a twin's insert waits for the first to commit, then yields). The user
+ * and bonus code are checked after the insert, and a refusal rolls the row back.
  */
 async function creditOnce(db: Kysely<Database>, request: CreditRequest, at: number): Promise<BackendResult<CreditAnswer>> {
   const key = oneActionKey(request.refs, request.userId);
-  return db.transaction().execute(async (trx): Promise<BackendResult<CreditAnswer>> => {
-    const seen = key === null ? undefined : await findCreditByKey(trx, key);
-    if (seen?.state === 'done') return repeated(seen);
-    if (!(await userExists(trx, request.userId))) return unknownUser(request.userId);
-    if (!(await bonusExists(trx, request.bonusCode))) {
-      return { ok: false, kind: 'invalid', error: `bonus_code: "${request.bonusCode}" is not in the bonus list` };
-    }
-    if (seen) {
-      // Left failed or pending by the http backend before a switch to sql: this attempt completes it.
-      await recordCreditOutcome(trx, seen.id, { state: 'done', http_status: null, answer_json: null }, at);
-      return { ok: true, value: { creditId: String(seen.id), repeated: false } };
-    }
-    const id = await insertCreditUnlessKnown(trx, newCreditRow(request, key, 'done', at));
-    if (id !== undefined) return { ok: true, value: { creditId: String(id), repeated: false } };
-    return repeated((await findCreditByKey(trx, key!))!);
-  });
+  try {
+    return await db.transaction().execute(async (trx): Promise<BackendResult<CreditAnswer>> => {
+      let id = await insertCreditUnlessKnown(trx, newCreditRow(request, key, 'done', at));
+      if (id === undefined) {
+        const seen = (await findCreditByKey(trx, key!))!;
+        if (seen.state === 'done') return { ok: true, value: { creditId: String(seen.id), repeated: true } };
+        // Left failed or pending by the http backend before a switch to sql: this attempt completes it.
+        await recordCreditOutcome(trx, seen.id, { state: 'done', http_status: null, answer_json: null }, at);
+        id = seen.id;
+      }
+      if (!(await userExists(trx, request.userId))) throw new CreditRefused(unknownUser(request.userId));
+      if (!(await bonusExists(trx, request.bonusCode))) {
+        throw new CreditRefused({ ok: false, kind: 'invalid', error: `bonus_code: "${request.bonusCode}" is not in the bonus list` });
+      }
+      return { ok: true, value: { creditId: String(id), repeated: false } };
+    });
+  } catch (error) {
+    if (error instanceof CreditRefused) return error.result;
+    throw error;
+  }
 }
