@@ -5,12 +5,15 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { startGateway } from './gateway.js';
 import { migrateToLatest, openLedger } from './ledger/db.js';
 import { createLogger } from './observability/logger.js';
+import { runImportUsers } from './operator/import-users.js';
 
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 
 commands:
   serve     run the HTTP API (migrates the database first)
   migrate   bring the database schema up to date and exit
+  import users FILE
+            load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
 options:
   --config FILE   configuration file (default: ./config.yaml)`;
@@ -58,6 +61,14 @@ async function main(argv: string[]): Promise<number> {
         await ledger.close();
       }
       return 0;
+    }
+    case 'import': {
+      const [, what, file] = positionals;
+      if (what !== 'users' || !file) {
+        console.error(`usage: crm-sms-gateway import users FILE [--config FILE]\n\n${USAGE}`);
+        return 2;
+      }
+      return runImportUsers(config, file, { out: process.stdout, err: process.stderr });
     }
     default:
       console.error(`unknown command "${command}"\n\n${USAGE}`);
