@@ -12,6 +12,7 @@ export type ConsentType = (typeof CONSENT_TYPES)[number];
 const text = z.string({ error: 'must be a string' });
 /** "Required" means the key is present; an unknown value is sent as "" (crm-public-docs §2.1). */
 const formatted = (pattern: RegExp, message: string) => text.refine((s) => s === '' || pattern.test(s), { error: message });
+const isoDate = z.iso.date();
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' });
 /** Optional timestamps: some platforms send null or "" for "none"; the key is then left out of the answer. */
 const optionalTimestamp = z
@@ -26,7 +27,7 @@ export const userRecordFields = {
   last_name: text,
   title: text,
   sex: text,
-  birth_date: text.refine((s) => s === '' || z.iso.date().safeParse(s).success, { error: 'must be a date YYYY-MM-DD' }),
+  birth_date: text.refine((s) => s === '' || isoDate.safeParse(s).success, { error: 'must be a date YYYY-MM-DD' }),
   email: text,
   mobile: text,
   mobile_prefix: formatted(/^\+\d{1,4}$/, 'must be a plus sign and digits, such as +356'),
