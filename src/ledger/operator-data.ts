@@ -1,5 +1,5 @@
 /** Repository for the sql operator backend's player data: users, consents, bonuses. Functions take `db` first. */
-import type { Kysely, Transaction } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, OperatorBonusesTable, OperatorUsersTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -78,24 +78,58 @@ export async function bonusExists(db: Db, value: string): Promise<boolean> {
   return (await db.selectFrom('operator_bonuses').select('value').where('value', '=', value).executeTakeFirst()) !== undefined;
 }
 
+/** A page of reconciliation ids, already encoded: `"id1","id2",…` (count ids; last = the keyset cursor). */
+export interface EncodedIdPage {
+  json: string;
+  count: number;
+  last: string;
+}
+
+/**
+ * The ids of a page joined as JSON strings by the database itself: building a JS object per row cost more than the
+ * query (measured on SQLite: ~2.5 µs a row against ~0.6 µs). No ORDER BY inside the aggregate: it made SQLite sort
+ * every page again (3.5× slower), the CRM needs no order within the list, and the keyset cursor is max(user_id),
+ * which does not depend on it. The two dialects spell this aggregate differently.
+ */
+function jsonIdList(db: Db) {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql<string | null>`string_agg(to_json(user_id)::text, ',')`
+    : sql<string | null>`group_concat(json_quote(user_id), ',')`;
+}
+
 /**
  * One keyset page of reconciliation ids: users with a flag set, or with a consent type opted in, after `after` in
- * user_id order. The predicates repeat the partial indexes' conditions word for word so both dialects use them.
+ * user_id order. The predicates repeat the partial indexes' conditions word for word so both dialects use them
+ * (a literal 1, not a bound parameter: SQLite uses a partial index only when the WHERE clause visibly implies it).
  */
 export async function findReconciliationPage(
   db: Db,
   selector: { flag: 'is_blocked' | 'is_excluded' } | { consent: string },
   after: string | null,
   limit: number,
-): Promise<string[]> {
-  if ('flag' in selector) {
-    let query = db.selectFrom('operator_users').select('user_id').where(selector.flag, '=', 1);
-    if (after !== null) query = query.where('user_id', '>', after);
-    const rows = await query.orderBy('user_id').limit(limit).execute();
-    return rows.map((r) => r.user_id);
-  }
-  let query = db.selectFrom('operator_consents').select('user_id').where('type', '=', selector.consent).where('opted_in', '=', 1);
-  if (after !== null) query = query.where('user_id', '>', after);
-  const rows = await query.orderBy('user_id').limit(limit).execute();
-  return rows.map((r) => r.user_id);
+): Promise<EncodedIdPage> {
+  const page =
+    'flag' in selector
+      ? db
+          .selectFrom('operator_users')
+          .select('user_id')
+          .where(selector.flag, '=', sql.lit(1))
+          .$if(after !== null, (q) => q.where('user_id', '>', after!))
+          .orderBy('user_id')
+          .limit(limit)
+          .as('page')
+      : db
+          .selectFrom('operator_consents')
+          .select('user_id')
+          .where('type', '=', selector.consent)
+          .where('opted_in', '=', sql.lit(1))
+          .$if(after !== null, (q) => q.where('user_id', '>', after!))
+          .orderBy('user_id')
+          .limit(limit)
+          .as('page');
+  const row = await db
+    .selectFrom(page)
+    .select([jsonIdList(db).as('json'), sql<string | null>`max(user_id)`.as('last'), sql<number>`count(*)`.as('count')])
+    .executeTakeFirstOrThrow();
+  return { json: row.json ?? '', count: Number(row.count), last: row.last ?? '' };
 }

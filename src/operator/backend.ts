@@ -43,13 +43,19 @@ export interface CreditAnswer {
   repeated: boolean;
 }
 
+/** User ids encoded as JSON strings and joined by commas (`"a","b"`), ready to be written into the answer. */
+export interface IdPage {
+  json: string;
+  count: number;
+}
+
 /**
  * A reconciliation run: pages of user ids in a stable order, then the run's timestamp. Iterating throws a
  * BackendError when the data cannot be read; the route turns one thrown before the first page into a status and
  * one thrown later into the `error` field of the streamed body.
  */
 export interface ReconciliationRun {
-  pages: AsyncIterable<string[]>;
+  pages: AsyncIterable<IdPage>;
   /** RFC 3339 time the list describes; read after the last page. */
   timestamp(): string;
 }

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../ledger/schema.js';
 import { describeFirstIssue } from '../sms/message-schema.js';
-import { BackendError, type BackendResult, type OperatorBackend, type ReconciliationRun } from './backend.js';
+import { BackendError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
 import { crmHeadersOf } from './crm-references.js';
 import { blocksRecordSchema, bonusListSchema, consentsRecordSchema, userRecordSchema, type ReconciliationField } from './crm-shapes.js';
 import { createHttpCredits } from './http-credits.js';
@@ -105,7 +105,7 @@ function reconcileUpstream(upstream: Upstream, field: ReconciliationField, now: 
   let timestamp = new Date(now()).toISOString();
   const fail = (message: string) => new BackendError('bad_upstream', `operator platform answered an invalid reconciliation list: ${message}`);
 
-  async function* pages(): AsyncGenerator<string[]> {
+  async function* pages(): AsyncGenerator<IdPage> {
     const res = await upstream.open('POST', '/reconciliation', { field });
     if (res.statusCode < 200 || res.statusCode > 299) {
       const text = (await res.body.text().catch(() => '')).slice(0, 300);
@@ -118,7 +118,7 @@ function reconcileUpstream(upstream: Upstream, field: ReconciliationField, now: 
     try {
       for await (const chunk of res.body) {
         const ids = parseOrFail(() => parser.push(decoder.decode(chunk as Buffer, { stream: true })), fail);
-        if (ids.length > 0) yield ids;
+        if (ids.length > 0) yield { json: ids.map((id) => JSON.stringify(id)).join(','), count: ids.length };
       }
       complete = true;
     } catch (error) {

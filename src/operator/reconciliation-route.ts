@@ -13,7 +13,7 @@ import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import type { Logger } from 'pino';
 import { readJsonBody } from '../http/json-body.js';
-import { BackendError, type OperatorBackend } from './backend.js';
+import { BackendError, type IdPage, type OperatorBackend } from './backend.js';
 import { isReconciliationField, RECONCILIATION_FIELDS } from './crm-shapes.js';
 import { parseBody, reconciliationRequestSchema } from './requests.js';
 import { statusOf } from './status.js';
@@ -31,7 +31,7 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
 
     const run = backend.reconcile(field);
     const pages = run.pages[Symbol.asyncIterator]();
-    let first: IteratorResult<string[]>;
+    let first: IteratorResult<IdPage>;
     try {
       first = await pages.next();
     } catch (error) {
@@ -51,10 +51,10 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
       try {
         await out.write('{"users":[');
         while (!next.done && !aborted) {
-          const ids = next.value;
-          if (ids.length > 0) {
-            await out.write((count === 0 ? '' : ',') + ids.map((id) => JSON.stringify(id)).join(','));
-            count += ids.length;
+          const page = next.value;
+          if (page.count > 0) {
+            await out.write((count === 0 ? '' : ',') + page.json);
+            count += page.count;
           }
           next = await pages.next();
         }

@@ -78,10 +78,10 @@ export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): Oper
       async function* pages() {
         let after: string | null = null;
         for (;;) {
-          const ids = await findReconciliationPage(db, selector, after, pageSize);
-          if (ids.length > 0) yield ids;
-          if (ids.length < pageSize) return;
-          after = ids[ids.length - 1]!;
+          const page = await findReconciliationPage(db, selector, after, pageSize);
+          if (page.count > 0) yield page;
+          if (page.count < pageSize) return;
+          after = page.last;
         }
       }
       return { pages: pages(), timestamp: () => startedAt };
