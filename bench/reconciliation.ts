@@ -1,7 +1,8 @@
 /**
  * Reconciliation benchmark (issue 6): 1,000,000 users in a temp SQLite ledger, all blocked, then one
  * POST /reconciliation {"field":"blocked"} through the real server, run as `crm-sms-gateway serve` in a child
- * process so its peak RSS is the server's alone (VmHWM from /proc). Prints one JSON line.
+ * process so its peak RSS is the server's alone (VmHWM from /proc), three times in a row. Prints one JSON line;
+ * the 1-minute load average is in it because a busy machine inflates the times.
  * Targets: time to last byte ≤ 2 s, server peak RSS ≤ 120 MB.
  *
  *   npx tsc -p tsconfig.json && node dist/bench/reconciliation.js [users]
@@ -11,7 +12,7 @@ import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
@@ -22,6 +23,7 @@ const USERS = Number(process.argv[2] ?? 1_000_000);
 const TARGET_TTLB_MS = 2_000;
 const TARGET_RSS_MB = 120;
 const API_KEY = 'bench-crm-key';
+const RUNS = 3;
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
 
 /** A realistic stored record (~600 bytes), so the table is the size a real one would be. */
@@ -119,28 +121,37 @@ async function main() {
   try {
     await waitForHealth(url);
     const idleRss = rssMb(server.pid!, 'VmHWM');
-    // node:http rather than fetch: the web-streams client would cost more than the server being measured.
-    const started = performance.now();
-    const { status, chunks, firstByteMs } = await post(`${url}/reconciliation`, JSON.stringify({ field: 'blocked' }), started);
-    const lastByteMs = performance.now() - started;
+    // The first run is the one the CRM gets from a fresh process (cold JIT); later runs show the steady state.
+    const runs: Array<{ first_byte_ms: number; last_byte_ms: number }> = [];
+    let complete = true;
+    let bytes = 0;
+    for (let run = 0; run < RUNS; run++) {
+      // node:http rather than fetch: the web-streams client would cost more than the server being measured.
+      const started = performance.now();
+      const { status, chunks, firstByteMs } = await post(`${url}/reconciliation`, JSON.stringify({ field: 'blocked' }), started);
+      runs.push({ first_byte_ms: Math.round(firstByteMs), last_byte_ms: Math.round(performance.now() - started) });
+      const body = Buffer.concat(chunks);
+      bytes = body.length;
+      const parsed = JSON.parse(body.toString('utf8')) as { users: string[]; timestamp?: string; error?: string };
+      complete &&= status === 200 && parsed.users.length === USERS && parsed.error === undefined && typeof parsed.timestamp === 'string';
+    }
     const rss = rssMb(server.pid!, 'VmHWM');
-    const body = Buffer.concat(chunks);
-    const parsed = JSON.parse(body.toString('utf8')) as { users: string[]; timestamp?: string; error?: string };
-    const ok = status === 200 && parsed.users.length === USERS && parsed.error === undefined && typeof parsed.timestamp === 'string';
+    const best = Math.min(...runs.map((r) => r.last_byte_ms));
     console.log(
       JSON.stringify({
         bench: 'reconciliation',
         users: USERS,
-        status,
-        complete: ok,
-        bytes: body.length,
+        complete,
+        bytes,
         seed_ms: Math.round(seedMs),
-        first_byte_ms: Math.round(firstByteMs),
-        last_byte_ms: Math.round(lastByteMs),
+        first_run: runs[0],
+        last_byte_ms_per_run: runs.map((r) => r.last_byte_ms),
         server_peak_rss_mb: rss,
         server_peak_rss_before_mb: idleRss,
+        load_average_1m: Math.round(loadavg()[0]! * 100) / 100,
         targets: { last_byte_ms: TARGET_TTLB_MS, server_peak_rss_mb: TARGET_RSS_MB },
-        within_targets: ok && lastByteMs <= TARGET_TTLB_MS && rss <= TARGET_RSS_MB,
+        within_targets: complete && runs[0]!.last_byte_ms <= TARGET_TTLB_MS && rss <= TARGET_RSS_MB,
+        within_targets_warm: complete && best <= TARGET_TTLB_MS && rss <= TARGET_RSS_MB,
       }),
     );
   } finally {
