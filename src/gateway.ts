@@ -54,7 +54,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
   });
-  const operatorBackend = createOperatorBackend(config.operator, ledger.db, now);
+  const operatorBackend = createOperatorBackend(config.operator, ledger.db, now, config.database);
   const app = createApp({ config, db: ledger.db, router, dispatcher, logger, now, operatorBackend });
 
   const server: ServerType = await new Promise((resolve) => {

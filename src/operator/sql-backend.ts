@@ -21,13 +21,16 @@ import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type Us
 
 export interface SqlBackendOptions {
   db: Kysely<Database>;
+  /** Where reconciliation reads (a read-only connection on SQLite, see create-backend.ts); `db` when absent. */
+  scanDb?: Kysely<Database>;
+  close?: () => Promise<void>;
   now: () => number;
   pageSize: number;
 }
 
 const unknownUser = (userId: string) => ({ ok: false, kind: 'not_found', error: `user_id: no user "${userId}"` }) as const;
 
-export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): OperatorBackend {
+export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlBackendOptions): OperatorBackend {
   return {
     name: 'sql',
 
@@ -78,7 +81,7 @@ export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): Oper
       async function* pages() {
         let after: string | null = null;
         for (;;) {
-          const page = await findReconciliationPage(db, selector, after, pageSize);
+          const page = await findReconciliationPage(scanDb, selector, after, pageSize);
           if (page.count > 0) yield page;
           if (page.count < pageSize) return;
           after = page.last;
@@ -87,7 +90,9 @@ export function createSqlBackend({ db, now, pageSize }: SqlBackendOptions): Oper
       return { pages: pages(), timestamp: () => startedAt };
     },
 
-    async close() {},
+    async close() {
+      await close?.();
+    },
   };
 }
 
