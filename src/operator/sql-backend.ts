@@ -42,7 +42,7 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
     async userConsents(userId) {
       if (!(await userExists(db, userId))) return unknownUser(userId);
       const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r.opted_in === 1]));
-      // A type never set is reported as opted out: consent is not assumed (DESIGN: player data).
+      // A type never set is reported as opted out: consent is never assumed (README: Player data).
       return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
     },
 
@@ -76,7 +76,8 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     reconcile(field: ReconciliationField): ReconciliationRun {
       const selector = RECONCILIATION_FIELDS[field];
-      // The list is read page by page (no long transaction), so it describes the data as of the run's start.
+      // Pages are read without one long transaction (it would hold back SQLite checkpoints and PostgreSQL vacuum for
+      // the whole run), so a user changed mid-run may or may not be listed; `timestamp` is when the run started.
       const startedAt = new Date(now()).toISOString();
       async function* pages() {
         let after: string | null = null;
