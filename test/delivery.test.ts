@@ -36,7 +36,7 @@ describe('send → receipt → conversion', () => {
     const message = smsMessage(id, { recipient });
     const sent = await gw.post('/channels/sms/single', message);
     expect(sent.status).toBe(200);
-    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(conversion).toEqual({ activity: message.activity, sms_id: sent.json.sms_id, delivery_status: status });
     // Same keys in the same order, same JSON types.
     expect(JSON.stringify(conversion!.activity)).toBe(JSON.stringify(message.activity));
@@ -89,7 +89,7 @@ describe('send → receipt → conversion', () => {
     gw = await gatewayWith({ delivery: { unknown_after: '1ms', poll_interval: '20ms' } });
     const sent = await gw.post('/channels/sms/single', smsMessage('silent-1', { recipient: '+447700900003' }));
     await gw.gateway.sweep();
-    const [unknown] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [unknown] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(unknown!.delivery_status).toBe('delivery_unknown');
     await gw.post('/dlr/sandbox', [{ sms_id: sent.json.sms_id, message_id: 'late', status: 'delivered' }]);
     await waitFor(() => conversionsFor(sent.json.sms_id).length === 2);

@@ -112,7 +112,7 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
   it('credits funds and keeps amount and currency', async () => {
     const res = await gw.post('/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: 12.5, currency: 'eur' });
     expect(res.status).toBe(200);
-    const credits = await fetch(`${gw.url}/admin/credits?user_id=u-1`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then((r) => r.json());
+    const credits = await fetch(`${gw.url}/admin/credits?user_id=u-1`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then((r) => r.json() as Promise<{ credits: unknown[] }>);
     expect(credits.credits[0]).toMatchObject({ kind: 'funds', bonus_code: 'CASH10', amount: 12.5, currency: 'EUR', state: 'done' });
   });
 

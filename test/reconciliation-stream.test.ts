@@ -9,7 +9,7 @@ import { startTestGateway, TEST_API_KEY, waitFor, type TestGateway } from './hel
 /** Loads users straight through the loader the admin API and the import use (50k PUTs would take a while). */
 async function seedUsers(gw: TestGateway, ids: string[], overrides: Record<string, unknown>) {
   for (let i = 0; i < ids.length; i += 5_000) {
-    const batch = ids.slice(i, i + 5_000).map((id) => toLoadedUser(sampleUser(id, overrides), 0));
+    const batch = ids.slice(i, i + 5_000).map((id) => toLoadedUser(sampleUser(id, overrides) as Parameters<typeof toLoadedUser>[0], 0));
     await saveLoadedUsers(gw.gateway.ledger.db, batch, 0);
   }
 }

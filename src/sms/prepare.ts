@@ -16,7 +16,8 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
   if (!parsed.success) return { ok: false, error: describeFirstIssue(parsed.error, input) };
   const m = parsed.data;
 
-  const requested = parseRequestedEncoding(m.encoding);
+  // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
+  const requested = parseRequestedEncoding(m.encoding ?? undefined);
   if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(m.encoding)} is not one of auto, gsm7, ucs2 (usc2)` };
   const route = router.resolve(m.provider_name);
   if (!route.ok) return route;

@@ -1,0 +1,42 @@
+# crm-sms-gateway image: build with the dev toolchain, run with production dependencies only, as a non-root user.
+#   docker build -t crm-sms-gateway .
+#   docker run -p 8080:8080 -v gateway-data:/app/data crm-sms-gateway            # serve on the embedded defaults
+#   docker run -v gateway-data:/app/data crm-sms-gateway migrate --config config.yaml
+# Both stages use the same base image, so the better-sqlite3 addon compiled in the first runs in the second.
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+# Compilers for better-sqlite3 when no prebuilt binary matches the platform.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: the package's own `prepare` (tsc) needs sources that are not copied yet; the one dependency
+# with an install step that matters (the SQLite addon) is rebuilt explicitly.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && npm rebuild better-sqlite3
+COPY tsconfig.json ./
+COPY src ./src
+COPY providers ./providers
+RUN npx tsc -p tsconfig.json \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY config.yaml ./
+# The SQLite ledger (config.yaml: sqlite:./data/gateway.db) lives on a volume the unprivileged user owns.
+RUN mkdir -p /app/data && chown node:node /app/data
+VOLUME ["/app/data"]
+USER node
+EXPOSE 8080
+# Slim images have no curl; Node's own fetch checks the port config.yaml listens on.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# serve handles SIGTERM itself (closes the server and the ledger, exits 0), so node can run as PID 1.
+ENTRYPOINT ["node", "dist/src/cli.js"]
+CMD ["serve", "--config", "config.yaml"]

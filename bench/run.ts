@@ -1,0 +1,186 @@
+/**
+ * npm run bench — figures for the send path, printed, never asserted (DESIGN §6, §7).
+ *
+ *   node dist/bench/run.js                      single, then batch
+ *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
+ *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
+ *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
+ *
+ * Each run gets a fresh gateway child process on a fresh SQLite ledger with the sandbox provider, and prints one
+ * JSON line: {mode, messages, msgs_per_s, p50_ms, p99_ms, server_peak_rss_mb, server_cpu_us_per_msg}. Latency is
+ * per HTTP request (for batch: per batch). A mode is an entry in MODES, its config and its load: add one there
+ * (e.g. `e2e`).
+ */
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc } from './server-process.js';
+
+interface Options {
+  messages: number;
+  connections: number;
+  batchSize: number;
+  batchConcurrency: number;
+  warmup: number;
+  cpuProfDir: string | undefined;
+}
+
+interface Load {
+  pool: Pool;
+  options: Options;
+  /** Distinct activity ids per run and phase, so warm-up messages never make measured ones idempotent repeats. */
+  idPrefix: string;
+}
+
+/** What a mode measured: request latencies in ms and the messages they carried. */
+interface Measurement {
+  messages: number;
+  seconds: number;
+  latenciesMs: number[];
+}
+
+interface Mode {
+  /** The server's config for this mode (defaults to the sandbox on a temp ledger). */
+  config?(dir: string): ConfigDoc;
+  run(load: Load, messages: number): Promise<Measurement>;
+}
+
+/** Sandbox recipients whose last four digits are ≥ 1000, so none hits the 0001–0005 outcome rules. */
+function message(id: string, i: number) {
+  return {
+    activity: { id, brand_id: 7, user_id: `u-${i}`, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
+    content: 'Your weekly bonus is waiting: 20 free spins on Starburst. Reply STOP to opt out.',
+    recipient: `+4477009${Math.floor(i / 9_000) % 10}${1_000 + (i % 9_000)}`,
+    sender_name: 'Casino',
+    provider_name: 'sandbox',
+    encoding: 'auto',
+  };
+}
+
+const HEADERS = { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY };
+
+async function post(pool: Pool, path: string, body: unknown): Promise<{ status: number; json: any; ms: number }> {
+  const started = performance.now();
+  const res = await pool.request({ method: 'POST', path, headers: HEADERS, body: JSON.stringify(body) });
+  const json = await res.body.json();
+  return { status: res.statusCode, json, ms: performance.now() - started };
+}
+
+/** Runs `count` tasks on `workers` concurrent loops; each task returns its latency. */
+async function drive(count: number, workers: number, task: (i: number) => Promise<number>): Promise<Measurement & { messages: 0 }> {
+  const latenciesMs: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(workers, count) }, async () => {
+      while (next < count) latenciesMs.push(await task(next++));
+    }),
+  );
+  return { messages: 0, seconds: (performance.now() - started) / 1000, latenciesMs };
+}
+
+const MODES: Record<string, Mode> = {
+  /** One message per request on keep-alive connections, as the CRM's single channel sends them. */
+  single: {
+    async run({ pool, options, idPrefix }, messages) {
+      const m = await drive(messages, options.connections, async (i) => {
+        const res = await post(pool, '/channels/sms/single', message(`${idPrefix}-${i}`, i));
+        if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
+        return res.ms;
+      });
+      return { ...m, messages };
+    },
+  },
+
+  /** Arrays of batch-size messages, batch-concurrency requests at a time. */
+  batch: {
+    async run({ pool, options, idPrefix }, messages) {
+      const batches = Math.ceil(messages / options.batchSize);
+      const m = await drive(batches, options.batchConcurrency, async (b) => {
+        const first = b * options.batchSize;
+        const size = Math.min(options.batchSize, messages - first);
+        const body = Array.from({ length: size }, (_, k) => message(`${idPrefix}-${first + k}`, first + k));
+        const res = await post(pool, '/channels/sms/batch', body);
+        if (res.status !== 200 || res.json.successful?.length !== size) {
+          throw new Error(`batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`);
+        }
+        return res.ms;
+      });
+      return { ...m, messages };
+    },
+  },
+};
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+async function runMode(name: string, mode: Mode, options: Options): Promise<Record<string, unknown>> {
+  const server = await startServer({ config: mode.config ?? baseConfig, cpuProfDir: options.cpuProfDir });
+  const pool = new Pool(server.url, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  try {
+    if (options.warmup > 0) await mode.run({ pool, options, idPrefix: `${name}-warmup` }, options.warmup);
+    const cpuBefore = server.cpuMs();
+    const measured = await mode.run({ pool, options, idPrefix: `${name}-run` }, options.messages);
+    const cpuAfter = server.cpuMs();
+    const sorted = [...measured.latenciesMs].sort((a, b) => a - b);
+    return {
+      mode: name,
+      messages: measured.messages,
+      msgs_per_s: Math.round(measured.messages / measured.seconds),
+      p50_ms: round(percentile(sorted, 50), 2),
+      p99_ms: round(percentile(sorted, 99), 2),
+      server_peak_rss_mb: server.peakRssMb(),
+      // Not a target, but steadier than msgs_per_s on a shared machine: server CPU per message while measured.
+      server_cpu_us_per_msg: cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) * 1000) / measured.messages),
+    };
+  } finally {
+    await pool.close();
+    await server.stop();
+  }
+}
+
+function parseOptions(argv: string[]): { modes: string[]; options: Options } {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      mode: { type: 'string', multiple: true },
+      messages: { type: 'string', default: '20000' },
+      connections: { type: 'string', default: '50' },
+      'batch-size': { type: 'string', default: '500' },
+      'batch-concurrency': { type: 'string', default: '4' },
+      warmup: { type: 'string', default: '1000' },
+      'cpu-prof': { type: 'string' },
+    },
+  });
+  const int = (name: string, text: string, min: number) => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min} (got ${text})`);
+    return n;
+  };
+  const modes = values.mode ?? ['single', 'batch'];
+  for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode "${m}" (modes: ${Object.keys(MODES).join(', ')})`);
+  return {
+    modes,
+    options: {
+      messages: int('messages', values.messages, 1),
+      connections: int('connections', values.connections, 1),
+      batchSize: int('batch-size', values['batch-size'], 1),
+      batchConcurrency: int('batch-concurrency', values['batch-concurrency'], 1),
+      warmup: int('warmup', values.warmup, 0),
+      cpuProfDir: values['cpu-prof'],
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const { modes, options } = parseOptions(process.argv.slice(2));
+  for (const name of modes) console.log(JSON.stringify(await runMode(name, MODES[name]!, options)));
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench: ${(error as Error)?.stack ?? String(error)}`);
+  process.exit(1);
+});

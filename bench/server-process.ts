@@ -1,0 +1,137 @@
+/**
+ * The gateway under benchmark, in its own process (`node dist/src/cli.js serve`), so the client's CPU and the
+ * server's never mix. Port 0 is discovered from the `gateway listening` log line; peak RSS is read from
+ * /proc/<pid>/status (VmHWM) just before the server is stopped.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+
+export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+export const BENCH_API_KEY = 'bench-crm-key';
+
+/** USER_HZ: the unit of /proc/<pid>/stat times, 100 on every mainstream Linux build. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+export type ConfigDoc = Record<string, any>;
+
+export interface ServerOptions {
+  /** The config to serve, given the run's fresh temporary directory (for the SQLite file). */
+  config: (dir: string) => ConfigDoc;
+  /** Directory for a V8 CPU profile of the server (`node --cpu-prof`), written when it exits. */
+  cpuProfDir?: string;
+}
+
+export interface ServerProcess {
+  url: string;
+  pid: number;
+  dir: string;
+  /** Peak resident set size so far, in MiB (VmHWM; Linux only). */
+  peakRssMb(): number | null;
+  /** CPU time (user + system) the server has used so far, in ms (Linux only). */
+  cpuMs(): number | null;
+  stop(): Promise<void>;
+}
+
+/** A config for the sandbox on a fresh temporary SQLite ledger; modes adjust it before the server starts. */
+export function baseConfig(dir: string): ConfigDoc {
+  return {
+    server: { host: '127.0.0.1', port: 0 },
+    database: { url: `sqlite:${join(dir, 'ledger.db')}` },
+    auth: { mode: 'api_key', api_keys: [BENCH_API_KEY] },
+    // Receipts are due an hour after the send: none is posted while the send path is being measured.
+    providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 3_600_000 } },
+    // info: the `gateway listening` line carries the url; the send path logs nothing per message at this level.
+    log: { level: 'info' },
+  };
+}
+
+function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => fail(new Error(`the gateway did not log its url within ${timeoutMs} ms`)), timeoutMs);
+    const onExit = (code: number | null) => fail(new Error(`the gateway exited (${code}) before listening:\n${stderr()}`));
+    function fail(error: Error) {
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      reject(error);
+    }
+    child.on('exit', onExit);
+    child.stdout!.on('data', (chunk: string) => {
+      buffered += chunk;
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (!line.startsWith('{')) continue;
+        const record = JSON.parse(line) as { msg?: string; url?: string };
+        if (record.msg === 'gateway listening' && record.url) {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          resolve(record.url);
+        }
+      }
+    });
+  });
+}
+
+export async function startServer(options: ServerOptions): Promise<ServerProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-bench-'));
+  const configFile = join(dir, 'config.yaml');
+  writeFileSync(configFile, YAML.stringify(options.config(dir)));
+
+  const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '' },
+  });
+  let stderr = '';
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-10_000)));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+
+  let url: string;
+  try {
+    url = await waitForListening(child, () => stderr, 30_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  // serve installs its SIGTERM handler just after logging the url; one answered request proves it has.
+  await fetch(`${url}/healthz`).then((r) => r.arrayBuffer());
+
+  return {
+    url,
+    pid: child.pid!,
+    dir,
+    peakRssMb() {
+      try {
+        const kb = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
+        return kb ? Math.round((Number(kb) / 1024) * 10) / 10 : null;
+      } catch {
+        return null;
+      }
+    },
+    cpuMs() {
+      try {
+        // Fields after the command name (which is in parentheses and may hold spaces): utime and stime are 12th and 13th.
+        const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+      } catch {
+        return null;
+      }
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(killer);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * The crm-sms-gateway command as a child process, built by `npm test`'s pretest step (tsc) into dist/.
+ * Exit codes: 0 success, 2 usage, 78 configuration (EX_CONFIG), as operators' scripts and systemd rely on them.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { smsMessage, waitFor } from './helpers/gateway.js';
+
+const CLI = fileURLToPath(new URL('../dist/src/cli.js', import.meta.url));
+const KEY = 'cli-test-key';
+
+let dir: string;
+const children = new Set<ChildProcess>();
+
+beforeAll(() => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npx tsc -p tsconfig.json\` (npm test does it in pretest)`);
+  dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-cli-'));
+});
+afterEach(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  children.clear();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function writeConfig(name: string, extra = '', level = 'info'): string {
+  const file = join(dir, name);
+  const yaml = [
+    'server:',
+    '  host: 127.0.0.1',
+    '  port: 0',
+    'database:',
+    `  url: sqlite:${join(dir, `${name}.db`)}`,
+    'auth:',
+    `  api_keys: [${KEY}]`,
+    'providers:',
+    '  sandbox:',
+    '    type: sandbox',
+    '    dlr_delay_ms: 600000',
+    'log:',
+    `  level: ${level}`,
+    extra,
+  ].join('\n');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function start(args: string[]): Run {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+/** The url from serve's pino line `gateway listening` (port 0 is only discoverable this way). */
+function listeningUrl(stdout: string): string | undefined {
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const record = JSON.parse(line) as { msg?: string; url?: string };
+    if (record.msg === 'gateway listening') return record.url;
+  }
+  return undefined;
+}
+
+describe('migrate', () => {
+  it('creates the ledger tables and exits 0; a second run finds nothing to do', async () => {
+    const config = writeConfig('migrate.yaml');
+    const first = start(['migrate', '--config', config]);
+    expect(await first.exit).toEqual({ code: 0, signal: null });
+    expect(first.stdout()).toMatch(/applied 2 migration\(s\)/);
+
+    const db = new BetterSqlite3(join(dir, 'migrate.yaml.db'), { readonly: true });
+    const tables = (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as Array<{ name: string }>).map((t) => t.name);
+    db.close();
+    expect(tables).toEqual(expect.arrayContaining(['messages', 'message_parts', 'receipts', 'conversions', 'conversion_attempts']));
+
+    const second = start(['migrate', '--config', config]);
+    expect(await second.exit).toEqual({ code: 0, signal: null });
+    expect(second.stdout()).toMatch(/up to date/);
+  });
+});
+
+describe('serve', () => {
+  it('logs its url, answers /healthz and exits 0 on SIGTERM', async () => {
+    const run = start(['serve', '--config', writeConfig('serve.yaml')]);
+    const url = await waitFor(() => listeningUrl(run.stdout()), 15_000, `the listening line (stderr: ${run.stderr()})`);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+
+    run.child.kill('SIGTERM');
+    expect(await run.exit).toEqual({ code: 0, signal: null });
+    expect(run.stdout()).toMatch(/"msg":"shutting down"/);
+  });
+
+  it('migrates on start, sends a message, and logs neither its content nor the full phone number', async () => {
+    const run = start(['serve', '--config', writeConfig('private.yaml', '', 'debug')]);
+    const url = await waitFor(() => listeningUrl(run.stdout()), 15_000, 'the listening line');
+    const res = await fetch(`${url}/channels/sms/single`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: JSON.stringify(smsMessage('cli-private', { content: 'Secret bonus code 7731', recipient: '+447700900123' })),
+    });
+    expect(res.status).toBe(200);
+    await waitFor(() => run.stdout().includes('sms dispatched'), 10_000, 'the dispatch log line');
+    run.child.kill('SIGTERM');
+    expect((await run.exit).code).toBe(0);
+    const logs = run.stdout() + run.stderr();
+    expect(logs).not.toContain('Secret bonus code');
+    expect(logs).not.toContain('447700900123');
+  });
+
+  it('exits 0 on SIGINT as well', async () => {
+    const run = start(['serve', '--config', writeConfig('sigint.yaml')]);
+    const url = await waitFor(() => listeningUrl(run.stdout()), 15_000, 'the listening line');
+    // serve installs its signal handlers just after logging the url; one answered request proves it has.
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    run.child.kill('SIGINT');
+    expect(await run.exit).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('failures', () => {
+  it.each([
+    ['an unknown key', 'sms:\n  max_segmnts: 3', /unknown key sms\.max_segmnts/],
+    ['a wrong type', 'sms:\n  smart_encoding: sometimes', /sms\.smart_encoding/],
+    ['a missing variable', 'crm:\n  webhook_api_key: ${CLI_TEST_UNSET_VAR}', /CLI_TEST_UNSET_VAR/],
+  ])('a config with %s exits 78 naming it on stderr, for serve and migrate', async (label, extra, message) => {
+    const config = writeConfig(`bad-${label.replace(/\W+/g, '-')}.yaml`, extra);
+    const runs = ['serve', 'migrate'].map((command) => start([command, '--config', config]));
+    for (const run of runs) {
+      expect((await run.exit).code).toBe(78);
+      expect(run.stderr()).toMatch(message);
+      expect(listeningUrl(run.stdout())).toBeUndefined();
+    }
+  });
+
+  it('a config file that does not exist exits 78 naming the file', async () => {
+    const run = start(['serve', '--config', join(dir, 'nowhere.yaml')]);
+    expect((await run.exit).code).toBe(78);
+    expect(run.stderr()).toMatch(/cannot read .*nowhere\.yaml/);
+  });
+
+  it('an unknown command exits 2 with the usage on stderr', async () => {
+    const run = start(['frobnicate', '--config', writeConfig('unknown-command.yaml')]);
+    expect((await run.exit).code).toBe(2);
+    expect(run.stderr()).toMatch(/unknown command "frobnicate"[\s\S]*usage: crm-sms-gateway/);
+  });
+
+  it('no command at all exits 2 with the usage; --help exits 0', async () => {
+    const bare = start([]);
+    const help = start(['--help']);
+    expect((await bare.exit).code).toBe(2);
+    expect(bare.stdout()).toMatch(/usage: crm-sms-gateway/);
+    expect((await help.exit).code).toBe(0);
+    expect(help.stdout()).toMatch(/serve[\s\S]*migrate/);
+  });
+});

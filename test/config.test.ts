@@ -1,0 +1,143 @@
+/** parseConfig and loadConfig: a wrong file stops the start with a message naming the key and what is wrong. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
+
+type Doc = Record<string, unknown>;
+const minimal = (extra: Doc = {}): Doc => ({ auth: { api_keys: ['k'] }, providers: { sandbox: { type: 'sandbox' } }, ...extra });
+
+function configError(document: unknown, env: Record<string, string> = {}): string {
+  try {
+    parseConfig(document, env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('expected the config to be refused');
+}
+
+describe('refused configurations name the key', () => {
+  it.each<[string, Doc, RegExp]>([
+    ['an unknown top-level key', minimal({ serverr: {} }), /unknown key serverr\b/],
+    ['a misspelt nested key', minimal({ sms: { max_segmnts: 3 } }), /unknown key sms\.max_segmnts\b/],
+    ['an unknown key inside a provider', { ...minimal(), providers: { sandbox: { type: 'sandbox', dlr_delay: 5 } } }, /unknown key providers\.sandbox\.dlr_delay\b/],
+    ['a port written as words', minimal({ server: { port: 'eighty' } }), /server\.port: .*number/],
+    ['a port out of range', minimal({ server: { port: 70_000 } }), /server\.port: /],
+    ['max_segments as a string', minimal({ sms: { max_segments: 'ten' } }), /sms\.max_segments: .*number/],
+    ['smart_encoding as a string', minimal({ sms: { smart_encoding: 'yes' } }), /sms\.smart_encoding: .*boolean/],
+    ['a duration that is not one', minimal({ sms: { batch_deadline: 'soon' } }), /sms\.batch_deadline: "soon" is not a duration/],
+    ['a database url of another kind', minimal({ database: { url: 'mysql://x' } }), /database\.url: must start with sqlite: or postgres:\/\//],
+    ['an unknown provider type', { ...minimal(), providers: { mine: { type: 'carrier-pigeon' } } }, /providers\.mine\.type: .*sandbox/],
+    ['no provider at all', { auth: { api_keys: ['k'] } }, /providers: /],
+    ['no key for the SMS endpoints', { providers: { sandbox: { type: 'sandbox' } } }, /sms\.api_keys: no key for \/channels\/sms/],
+    [
+      'an alias used by two providers (case-insensitively)',
+      { ...minimal(), providers: { a: { type: 'sandbox', aliases: ['shared'] }, b: { type: 'sandbox', aliases: ['SHARED'] } } },
+      /providers\.b\.aliases: "SHARED" already names provider a/,
+    ],
+    [
+      "an alias equal to another provider's name",
+      { ...minimal(), providers: { a: { type: 'sandbox' }, b: { type: 'sandbox', aliases: ['A'] } } },
+      /providers\.b\.aliases: "A" already names provider a/,
+    ],
+    ['a default provider that is not configured', minimal({ sms: { default_provider: 'ghost' } }), /sms\.default_provider: "ghost" is not a configured provider/],
+    ['a default region that is not two letters', minimal({ sms: { default_region: 'GBR' } }), /sms\.default_region: /],
+  ])('%s', (_label, document, message) => {
+    expect(configError(document)).toMatch(message);
+  });
+
+  it('lists every problem, not only the first', () => {
+    const message = configError(minimal({ sms: { max_segmnts: 3 }, server: { port: 'x' } }));
+    expect(message).toMatch(/sms\.max_segmnts/);
+    expect(message).toMatch(/server\.port/);
+  });
+});
+
+describe('environment references', () => {
+  it('name the variable that is missing and has no default', () => {
+    expect(configError(minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }))).toMatch(/crm\.webhook_api_key: environment variable CRM_KEY is not set/);
+  });
+
+  it('treat an empty variable as missing', () => {
+    expect(configError(minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), { CRM_KEY: '' })).toMatch(/CRM_KEY/);
+  });
+
+  it.each([
+    ['the default when the variable is unset', {}, 'fallback-key'],
+    ['the variable when it is set', { CRM_KEY: 'from-env' }, 'from-env'],
+  ])('use %s', (_label, env: Record<string, string>, expected) => {
+    expect(parseConfig(minimal({ crm: { webhook_api_key: '${CRM_KEY:-fallback-key}' } }), env).crm.webhook_api_key).toBe(expected);
+  });
+
+  it.each([
+    ['from its default', {}, 8080],
+    ['from the environment', { PORT: '9090' }, 9090],
+  ])('turn a whole-value ${PORT:-8080} into a number %s', (_label, env: Record<string, string>, port) => {
+    const config = parseConfig(minimal({ server: { port: '${PORT:-8080}' } }), env);
+    expect(config.server.port).toBe(port);
+  });
+
+  it('turn a whole-value boolean reference into a boolean', () => {
+    expect(parseConfig(minimal({ sms: { smart_encoding: '${SMART:-true}' } }), {}).sms.smart_encoding).toBe(true);
+  });
+
+  it('substitute several references inside one string and keep it a string', () => {
+    const config = parseConfig(minimal({ server: { public_url: 'https://${HOST:-gw.example}:${PORT:-8443}/sms' } }), { HOST: 'sms.example' });
+    expect(config.server.public_url).toBe('https://sms.example:8443/sms');
+  });
+
+  it('work inside lists', () => {
+    expect(parseConfig(minimal({ sms: { api_keys: ['${OLD:-a}', '${NEW:-b}'] } }), { NEW: 'rotated' }).sms.api_keys).toEqual(['a', 'rotated']);
+  });
+});
+
+describe('a valid configuration', () => {
+  it('is frozen, so nothing can change it after the start', () => {
+    const config = parseConfig(minimal(), {});
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.sms)).toBe(true);
+  });
+
+  it('gets defaults for everything not written, with durations in milliseconds', () => {
+    const config = parseConfig(minimal(), {});
+    expect(config.server).toMatchObject({ port: 8080, body_limit_bytes: 5 * 1024 * 1024 });
+    expect(config.sms).toMatchObject({ max_segments: 10, batch_deadline: 20_000, send_timeout: 10_000 });
+    expect(config.database.url).toBe('sqlite:./data/gateway.db');
+  });
+});
+
+describe('loadConfig', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const write = (name: string, text: string) => {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    return file;
+  };
+
+  it('loads the shipped config.yaml with no environment at all', async () => {
+    const config = await loadConfig('config.yaml', {});
+    expect(config.server.port).toBe(8080);
+    expect(Object.keys(config.providers)).toEqual(['sandbox']);
+  });
+
+  it('names the file and the key when the YAML has an unknown key', async () => {
+    const file = write('unknown.yaml', 'providers:\n  sandbox: { type: sandbox }\nauth:\n  api_keys: [k]\nsms:\n  max_segmnts: 3\n');
+    await expect(loadConfig(file, {})).rejects.toThrow(new RegExp(`${file.replace(/[.]/g, '\\.')} is not valid:\\n  - unknown key sms\\.max_segmnts`));
+  });
+
+  it('says the file cannot be read when it does not exist', async () => {
+    await expect(loadConfig(join(dir, 'missing.yaml'), {})).rejects.toThrow(/cannot read .*missing\.yaml/);
+  });
+
+  it('says the file is not valid YAML', async () => {
+    await expect(loadConfig(write('broken.yaml', 'server:\n  port: [1, 2\n'), {})).rejects.toThrow(/broken\.yaml is not valid YAML/);
+  });
+
+  it('substitutes from the environment it is given, not process.env', async () => {
+    const file = write('env.yaml', 'server:\n  port: ${GW_TEST_PORT:-7000}\nauth:\n  api_keys: [k]\nproviders:\n  sandbox: { type: sandbox }\n');
+    expect((await loadConfig(file, { GW_TEST_PORT: '7100' })).server.port).toBe(7100);
+  });
+});

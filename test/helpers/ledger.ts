@@ -1,0 +1,59 @@
+/**
+ * Reads the ledger the way an outsider would: a separate read-only connection to the SQLite file, so a row seen
+ * here was committed, not merely held in the gateway's memory. Under TEST_DATABASE_URL (PostgreSQL) it reads
+ * through the gateway's own Kysely instance instead, which still sees only committed rows.
+ */
+import BetterSqlite3 from 'better-sqlite3';
+import type { MessagesTable } from '../../src/ledger/schema.js';
+import type { TestGateway } from './gateway.js';
+
+export type LedgerMessage = Pick<
+  MessagesTable,
+  'sms_id' | 'activity_key' | 'activity_json' | 'provider' | 'provider_message_id' | 'recipient' | 'state' | 'error' | 'attempts'
+>;
+
+const COLUMNS = ['sms_id', 'activity_key', 'activity_json', 'provider', 'provider_message_id', 'recipient', 'state', 'error', 'attempts'] as const;
+
+function sqliteFile(gw: TestGateway): string | undefined {
+  const url = gw.config.database.url;
+  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined;
+}
+
+/** Every message row whose activity_key is one of `keys`, ordered by activity_key. */
+export async function readMessages(gw: TestGateway, keys: readonly string[]): Promise<LedgerMessage[]> {
+  if (keys.length === 0) return [];
+  const file = sqliteFile(gw);
+  if (!file) {
+    return gw.gateway.ledger.db.selectFrom('messages').select(COLUMNS).where('activity_key', 'in', [...keys]).orderBy('activity_key').execute();
+  }
+  const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  try {
+    const placeholders = keys.map(() => '?').join(', ');
+    const sql = `select ${COLUMNS.join(', ')} from messages where activity_key in (${placeholders}) order by activity_key`;
+    return db.prepare(sql).all(...keys) as LedgerMessage[];
+  } finally {
+    db.close();
+  }
+}
+
+/** The one row for an activity key; fails the test when there is none or more than one. */
+export async function readMessage(gw: TestGateway, key: string): Promise<LedgerMessage> {
+  const rows = await readMessages(gw, [key]);
+  if (rows.length !== 1) throw new Error(`expected one ledger row for activity key ${key}, found ${rows.length}`);
+  return rows[0]!;
+}
+
+/** How many message rows the ledger holds in all. */
+export async function countMessages(gw: TestGateway): Promise<number> {
+  const file = sqliteFile(gw);
+  if (!file) {
+    const row = await gw.gateway.ledger.db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+  const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('select count(*) as n from messages').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
