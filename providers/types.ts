@@ -24,6 +24,11 @@ export interface SendRequest {
   segments: number;
   /** Where the provider must send receipts for this message: `{public_url}/dlr/{name}?sms_id=…`. */
   callbackUrl: string;
+  /**
+   * Epoch ms: the latest moment this message may still wait for provider capacity (rate_per_second,
+   * max_concurrency). Past it the throttle answers transient instead of waiting. Absent: wait until `signal` aborts.
+   */
+  deadline?: number;
 }
 
 /**

@@ -51,6 +51,8 @@ export interface DispatcherDeps {
 export interface DispatchOptions {
   /** Epoch ms after which messages not yet handed to a provider are answered `fatal`. */
   deadline: number;
+  /** Epoch ms until which a message may wait for provider capacity (throttle); defaults to `deadline`. */
+  waitDeadline?: number;
   concurrency: number;
 }
 
@@ -105,7 +107,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     return items.map(() => undefined);
   });
 
-  async function callProvider(message: PreparedMessage, smsId: string, deadline: number): Promise<SendResult> {
+  async function callProvider(message: PreparedMessage, smsId: string, deadline: number, waitDeadline: number): Promise<SendResult> {
     const remaining = deadline - now();
     if (remaining <= 0) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
     try {
@@ -118,6 +120,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           encoding: message.encoding,
           segments: message.segments,
           callbackUrl: deps.callbackUrl(message.provider.name, smsId),
+          deadline: waitDeadline,
         },
         AbortSignal.timeout(Math.min(deps.sendTimeoutMs, remaining)),
       );
@@ -127,8 +130,8 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  async function sendClaimed(message: PreparedMessage, smsId: string, deadline: number): Promise<DispatchResult> {
-    const answer = await callProvider(message, smsId, deadline);
+  async function sendClaimed(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
+    const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const record: SendOutcomeRecord = answer.ok
       ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
       : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
@@ -162,7 +165,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       while (next < toSend.length) {
         const i = toSend[next++]!;
         const claim = claimed[i] as { smsId: string };
-        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options.deadline));
+        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options));
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));
