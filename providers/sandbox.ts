@@ -7,7 +7,9 @@
  *   …0004 rejected at send      …0005 transient send error  anything else: delivered
  *
  * Receipts due at the same moment are posted together as one JSON array, which keeps the simulator cheap enough
- * to benchmark the gateway rather than itself.
+ * to benchmark the gateway rather than itself. Fault injection for what real providers do to gateways
+ * (research/user-pain.md §2): `early_receipts` posts the receipt before the send call answers, and
+ * `duplicate_receipts` posts every receipt twice.
  */
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
@@ -29,6 +31,8 @@ const configSchema = z.strictObject({
   dlr_delay_ms: z.number().int().min(0).default(1_000),
   /** When set, receipts carry an HMAC-SHA256 of the body in `X-Sandbox-Signature` and unsigned ones are refused. */
   receipt_secret: z.string().min(1).optional(),
+  early_receipts: z.boolean().default(false),
+  duplicate_receipts: z.boolean().default(false),
 });
 type SandboxConfig = z.infer<typeof configSchema>;
 
@@ -115,6 +119,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
       const url = callbackUrl.split('?')[0] ?? callbackUrl;
       const list = due.get(url) ?? [];
       list.push(receipt);
+      if (config.duplicate_receipts) list.push(receipt);
       due.set(url, list);
       // One timer per delay window: receipts sent close together are posted together.
       timer ??= setTimeout(flush, config.dlr_delay_ms);
@@ -133,7 +138,9 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
         }
         const messageId = `sbx-${randomUUID()}`;
         if (outcome !== 'silent' && !closed) {
-          schedule(req.callbackUrl, { sms_id: req.smsId, message_id: messageId, status: outcome });
+          const receipt = { sms_id: req.smsId, message_id: messageId, status: outcome };
+          if (config.early_receipts) await post(req.callbackUrl.split('?')[0]!, config.duplicate_receipts ? [receipt, receipt] : [receipt]);
+          else schedule(req.callbackUrl, receipt);
         }
         return { ok: true, providerMessageIds: [messageId], providerStatus: 'accepted' };
       },

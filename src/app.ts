@@ -4,6 +4,9 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { adminRoutes } from './delivery/admin-routes.js';
+import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
+import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { healthRoutes } from './observability/health.js';
 import type { Dispatcher } from './sms/dispatch.js';
@@ -17,6 +20,10 @@ export interface AppParts {
   dispatcher: Dispatcher;
   logger: Logger;
   now: () => number;
+  publicUrl: () => string;
+  ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  /** Called when dead conversions were replayed, so the worker looks at once. */
+  onReplay: () => void;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -42,6 +49,9 @@ export function createApp(parts: AppParts): Hono {
       now: parts.now,
     }),
   );
+
+  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
+  app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((error, c) => {

@@ -2,7 +2,11 @@
 /** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
+import { runSweep } from './delivery/sweep.js';
+import { createWebhookClient } from './delivery/webhook.js';
+import { postDueConversions } from './delivery/worker.js';
 import { startGateway } from './gateway.js';
+import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger } from './ledger/db.js';
 import { createLogger } from './observability/logger.js';
 
@@ -11,6 +15,8 @@ const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 commands:
   serve     run the HTTP API (migrates the database first)
   migrate   bring the database schema up to date and exit
+  flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
+            exits 0, or 1 when the webhook could not be reached
 
 options:
   --config FILE   configuration file (default: ./config.yaml)`;
@@ -58,6 +64,37 @@ async function main(argv: string[]): Promise<number> {
         await ledger.close();
       }
       return 0;
+    }
+    case 'flush': {
+      if (!config.crm.webhook_url) throw new ConfigError('crm.webhook_url: required by flush');
+      const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
+      const ledger = openLedger(config.database);
+      const webhook = createWebhookClient(config.crm);
+      try {
+        await migrateToLatest(ledger.db);
+        const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
+        const sweep = await runSweep(ledger.db, Date.now(), config.delivery.unknown_after);
+        const totals = { posted: 0, failed: 0, dead: 0 };
+        let reachable = true;
+        // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
+        for (;;) {
+          const round = await postDueConversions(deps);
+          totals.posted += round.posted;
+          totals.failed += round.failed;
+          totals.dead += round.dead;
+          if (!round.ok) reachable = false;
+          if (round.claimed === 0 || !round.ok) break;
+        }
+        const backlog = await countOutboxBacklog(ledger.db);
+        console.log(
+          `flush: posted=${totals.posted} failed=${totals.failed} dead=${totals.dead} left=${backlog.due + backlog.retrying} ` +
+            `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${reachable ? '' : ' (webhook unreachable)'}`,
+        );
+        return reachable ? 0 : 1;
+      } finally {
+        await webhook.close();
+        await ledger.close();
+      }
     }
     default:
       console.error(`unknown command "${command}"\n\n${USAGE}`);

@@ -1,4 +1,4 @@
-/** Wires the running gateway: ledger, providers, dispatcher, HTTP server. Used by `serve` and by the tests. */
+/** Wires the running gateway: ledger, providers, dispatcher, delivery worker, HTTP server. Used by `serve` and tests. */
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
@@ -6,7 +6,12 @@ import { providerPlugins } from '../providers/index.js';
 import type { ProviderPlugin, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
 import type { Config } from './config/schema.js';
+import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './delivery/ingest.js';
+import { runSweep } from './delivery/sweep.js';
+import { createWebhookClient } from './delivery/webhook.js';
+import { startConversionWorker } from './delivery/worker.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
+import { createWriteBatcher } from './ledger/write-batcher.js';
 import { createLogger } from './observability/logger.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
@@ -25,6 +30,8 @@ export interface Gateway {
   /** Base of the URLs handed to providers (server.public_url, or `url`). */
   publicUrl: string;
   ledger: Ledger;
+  /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
+  sweep(): Promise<{ unknown: number; rematched: number }>;
   close(): Promise<void>;
 }
 
@@ -41,7 +48,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
   const ledger = openLedger(config.database);
-  await migrateToLatest(ledger.db);
+  const { db } = ledger;
+  await migrateToLatest(db);
 
   const providers = createProviders(config, logger, now, options.clock);
   const router = createProviderRouter(
@@ -49,16 +57,50 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     config.sms.default_provider,
   );
   let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
+
+  const webhook = createWebhookClient(config.crm);
+  const worker =
+    config.delivery.worker && webhook.url
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now })
+      : undefined;
+  if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
+  const reported = (count: number) => count > 0 && worker?.wake();
+
   const dispatcher = createDispatcher({
-    db: ledger.db,
+    db,
     logger,
     now,
     storeContent: config.ledger.store_content,
     dispatchLeaseMs: config.sms.dispatch_lease,
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
+    // Receipts that beat the provider's answer and carry only its message id wait parked until now.
+    async onRecorded(trx, records) {
+      for (const provider of new Set(records.map((r) => r.provider))) {
+        const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
+        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }));
+      }
+    },
   });
-  const app = createApp({ config, db: ledger.db, router, dispatcher, logger, now });
+
+  const receiptWrites = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
+    const summary = await db.transaction().execute((trx) => ingestReceipts(trx, inputs, now()));
+    if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
+    reported(summary.reported);
+    return inputs.map(() => summary);
+  });
+
+  const app = createApp({
+    config,
+    db,
+    router,
+    dispatcher,
+    logger,
+    now,
+    publicUrl: () => publicUrl,
+    ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
+    onReplay: () => worker?.wake(),
+  });
 
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.server.port, hostname: config.server.host }, () => resolve(s));
@@ -67,19 +109,35 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   publicUrl ||= url;
-  logger.info({ url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name) }, 'gateway listening');
+
+  const sweep = async () => {
+    const result = await runSweep(db, now(), config.delivery.unknown_after);
+    reported(result.unknown + result.rematched);
+    return result;
+  };
+  const sweepTimer = setInterval(() => {
+    sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
+  }, config.delivery.sweep_interval);
+  sweepTimer.unref();
+
+  logger.info({ url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) }, 'gateway listening');
 
   return {
     url,
     publicUrl,
     ledger,
+    sweep,
     async close() {
+      clearInterval(sweepTimer);
+      // Providers first, while the server still listens: the sandbox posts its pending receipts on close.
+      await Promise.allSettled(providers.map((p) => p.close?.()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Keep-alive connections would hold close() open for their idle timeout.
         (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
       });
-      await Promise.allSettled(providers.map((p) => p.close?.()));
+      await worker?.stop();
+      await webhook.close();
       await ledger.close();
     },
   };

@@ -1,4 +1,5 @@
 /** Row types of the ledger (DESIGN §5). Times are epoch milliseconds. */
+import type { Generated } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
 
 /**
@@ -49,7 +50,7 @@ export interface MessagePartsTable {
 }
 
 export interface ReceiptsTable {
-  id: number;
+  id: Generated<number>;
   provider: string;
   /** Identical receipts (provider retries) share this key and are stored once. */
   dedup_key: string;
@@ -64,7 +65,7 @@ export interface ReceiptsTable {
 }
 
 export interface ConversionsTable {
-  id: number;
+  id: Generated<number>;
   sms_id: string;
   delivery_status: DeliveryStatus;
   attempts: number;
@@ -79,7 +80,7 @@ export interface ConversionsTable {
 }
 
 export interface ConversionAttemptsTable {
-  id: number;
+  id: Generated<number>;
   conversion_id: number;
   attempted_at: number;
   ok: number;

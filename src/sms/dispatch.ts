@@ -3,7 +3,7 @@
  * provider call), send the claimed ones with bounded concurrency until the deadline, record the answers.
  * Single and batch requests share it; their ledger writes are grouped across concurrent requests.
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { SendResult, SmsProvider } from '../../providers/types.js';
@@ -46,6 +46,8 @@ export interface DispatcherDeps {
   dispatchLeaseMs: number;
   sendTimeoutMs: number;
   callbackUrl: (providerName: string, smsId: string) => string;
+  /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
+  onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
 }
 
 export interface DispatchOptions {
@@ -103,7 +105,10 @@ export function createDispatcher(deps: DispatcherDeps) {
   );
 
   const records = createWriteBatcher<SendOutcomeRecord, void>(async (items) => {
-    await db.transaction().execute((trx) => recordSendOutcomes(trx, items, now()));
+    await db.transaction().execute(async (trx) => {
+      await recordSendOutcomes(trx, items, now());
+      await deps.onRecorded?.(trx, items);
+    });
     return items.map(() => undefined);
   });
 

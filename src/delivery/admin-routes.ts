@@ -1,0 +1,62 @@
+/** What operators use to see and repair delivery: one message's story, and replaying dead conversions. */
+import { Hono } from 'hono';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import { requireAdmin } from '../auth/admin.js';
+import { findConversionsBySmsId, replayDeadConversions } from '../ledger/conversions.js';
+import { findMessageByActivityKey, findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
+import { findReceiptsBySmsId } from '../ledger/receipts.js';
+import type { Database } from '../ledger/schema.js';
+
+export interface AdminRouteDeps {
+  db: Kysely<Database>;
+  adminKey: string | undefined;
+  now: () => number;
+  onReplay: () => void;
+}
+
+async function messageStory(db: Kysely<Database>, message: MessageRow) {
+  const { activity_json, ...rest } = message;
+  return {
+    message: { ...rest, activity: JSON.parse(activity_json) as unknown },
+    receipts: await findReceiptsBySmsId(db, message.sms_id),
+    conversions: await findConversionsBySmsId(db, message.sms_id),
+  };
+}
+
+const replayBody = z.strictObject({ ids: z.array(z.number().int().positive()).min(1).optional() });
+
+export function adminRoutes(deps: AdminRouteDeps) {
+  const app = new Hono();
+  app.use('*', requireAdmin(deps.adminKey));
+
+  app.get('/messages/:smsId', async (c) => {
+    const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
+    if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
+    return c.json(await messageStory(deps.db, message));
+  });
+
+  app.get('/messages', async (c) => {
+    const activityId = c.req.query('activity_id');
+    if (!activityId) return c.json({ error: 'activity_id: query parameter is required' }, 400);
+    const message = await findMessageByActivityKey(deps.db, activityId);
+    if (!message) return c.json({ error: `activity_id ${activityId} is not in the ledger` }, 404);
+    return c.json(await messageStory(deps.db, message));
+  });
+
+  app.post('/conversions/replay', async (c) => {
+    const text = await c.req.text();
+    let body: unknown = {};
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      return c.json({ error: 'body is not valid JSON' }, 400);
+    }
+    const parsed = replayBody.safeParse(body);
+    if (!parsed.success) return c.json({ error: `ids: must be a non-empty array of conversion ids` }, 400);
+    const replayed = await replayDeadConversions(deps.db, deps.now(), parsed.data.ids);
+    if (replayed > 0) deps.onReplay();
+    return c.json({ replayed });
+  });
+  return app;
+}

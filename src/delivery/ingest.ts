@@ -1,0 +1,147 @@
+/**
+ * Receipt ingestion (DESIGN §1 "receipt"): store every valid event once, match it to its message, move the
+ * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
+ * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
+ */
+import type { Transaction } from 'kysely';
+import type { ReceiptEvent } from '../../providers/types.js';
+import { insertConversions } from '../ledger/conversions.js';
+import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
+import type { Database, MessagesTable } from '../ledger/schema.js';
+import { decideTransition } from './status.js';
+
+type Trx = Transaction<Database>;
+type MessageState = Pick<MessagesTable, 'sms_id' | 'provider' | 'delivery_status' | 'delivery_source'>;
+
+export interface ReceiptInput {
+  /** The config name of the provider whose /dlr endpoint received it. */
+  provider: string;
+  event: ReceiptEvent;
+}
+
+export interface IngestSummary {
+  fresh: number;
+  duplicates: number;
+  parked: number;
+  reported: number;
+}
+
+export function receiptDedupKey({ provider, event }: ReceiptInput): string {
+  return [provider, event.smsId ?? '', event.providerMessageId ?? '', event.providerStatus, event.errorCode ?? ''].join('|');
+}
+
+/** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
+async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<MessageState | undefined>> {
+  const columns = ['sms_id', 'provider', 'delivery_status', 'delivery_source', 'provider_message_id'] as const;
+  const smsIds = [...new Set(inputs.flatMap((i) => (i.event.smsId ? [i.event.smsId] : [])))];
+  const bySmsId = new Map(
+    smsIds.length ? (await trx.selectFrom('messages').select(columns).where('sms_id', 'in', smsIds).execute()).map((m) => [m.sms_id, m]) : [],
+  );
+  const found: Array<MessageState | undefined> = inputs.map((i) => {
+    const m = i.event.smsId ? bySmsId.get(i.event.smsId) : undefined;
+    // A receipt only counts for a message sent through the provider whose endpoint received it.
+    return m && m.provider === i.provider ? m : undefined;
+  });
+
+  const byProviderId = new Map<string, MessageState>();
+  const missing = inputs.filter((i, k) => !found[k] && i.event.providerMessageId);
+  for (const provider of new Set(missing.map((i) => i.provider))) {
+    const ids = missing.filter((i) => i.provider === provider).map((i) => i.event.providerMessageId!);
+    const direct = await trx.selectFrom('messages').select(columns).where('provider', '=', provider).where('provider_message_id', 'in', ids).execute();
+    for (const m of direct) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
+    const parts = await trx
+      .selectFrom('message_parts')
+      .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
+      .select(['messages.sms_id', 'messages.provider', 'messages.delivery_status', 'messages.delivery_source', 'message_parts.provider_message_id'])
+      .where('message_parts.provider', '=', provider)
+      .where('message_parts.provider_message_id', 'in', ids)
+      .execute();
+    for (const m of parts) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
+  }
+  return inputs.map((i, k) => found[k] ?? (i.event.providerMessageId ? byProviderId.get(`${i.provider}|${i.event.providerMessageId}`) : undefined));
+}
+
+/** Applies events to their messages in arrival order; returns how many conversions were queued. */
+async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<number> {
+  const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
+  const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
+  for (const { message, event } of pairs) {
+    const current = state.get(message.sms_id) ?? { ...message, changed: false };
+    const transition = decideTransition(current, event.status);
+    if (transition.kind === 'report') {
+      current.delivery_status = transition.status;
+      current.delivery_source = 'receipt';
+      current.providerStatus = event.providerStatus;
+      current.changed = true;
+      conversions.push({ smsId: message.sms_id, status: transition.status });
+    } else if (current.delivery_status === null) {
+      current.providerStatus = event.providerStatus;
+      current.changed = true;
+    }
+    state.set(message.sms_id, current);
+  }
+  for (const m of state.values()) {
+    if (!m.changed) continue;
+    await trx
+      .updateTable('messages')
+      .set({
+        delivery_status: m.delivery_status,
+        delivery_source: m.delivery_source,
+        provider_status: m.providerStatus ?? null,
+        updated_at: now,
+        ...(m.delivery_status ? { completed_at: now } : {}),
+      })
+      .where('sms_id', '=', m.sms_id)
+      .execute();
+  }
+  await insertConversions(trx, conversions, now);
+  return conversions.length;
+}
+
+export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: number): Promise<IngestSummary> {
+  const messages = await resolveMessages(trx, inputs);
+  const rows: NewReceipt[] = inputs.map((input, k) => ({
+    provider: input.provider,
+    dedup_key: receiptDedupKey(input),
+    sms_id: messages[k]?.sms_id ?? input.event.smsId ?? null,
+    provider_message_id: input.event.providerMessageId ?? null,
+    provider_status: input.event.providerStatus,
+    mapped_status: input.event.status,
+    error_code: input.event.errorCode ?? null,
+    matched: messages[k] ? 1 : 0,
+    received_at: now,
+  }));
+  // The same receipt twice in one batch counts once, like a duplicate arriving later.
+  const firstIndex = new Map<string, number>();
+  rows.forEach((r, k) => firstIndex.has(r.dedup_key) || firstIndex.set(r.dedup_key, k));
+  const unique = [...firstIndex.values()];
+  const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
+  const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
+  const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
+  return {
+    fresh: fresh.size,
+    duplicates: inputs.length - fresh.size,
+    parked: unique.filter((k) => fresh.has(rows[k]!.dedup_key) && !messages[k]).length,
+    reported,
+  };
+}
+
+/** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
+export async function matchParkedReceipts(trx: Trx, now: number, scope?: { provider: string; providerMessageIds: string[] }): Promise<number> {
+  const parked = await findParkedReceipts(trx, 1_000, scope?.provider, scope?.providerMessageIds);
+  if (parked.length === 0) return 0;
+  const inputs: ReceiptInput[] = parked.map((r) => ({
+    provider: r.provider,
+    event: {
+      smsId: r.sms_id ?? undefined,
+      providerMessageId: r.provider_message_id ?? undefined,
+      providerStatus: r.provider_status,
+      status: r.mapped_status as ReceiptEvent['status'],
+      errorCode: r.error_code ?? undefined,
+    },
+  }));
+  const messages = await resolveMessages(trx, inputs);
+  const matched = parked.flatMap((r, k) => (messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, k }] : []));
+  await markReceiptsMatched(trx, matched);
+  return applyEvents(trx, matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })), now);
+}

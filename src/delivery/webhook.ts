@@ -1,0 +1,45 @@
+/**
+ * Posts conversions to the CRM: one JSON array per request to {crm.webhook_url}/sms/conversion with X-API-KEY,
+ * over a pooled keep-alive client. `activity` is spliced in as the stored raw JSON, so the CRM gets back exactly
+ * the keys and JSON types it sent.
+ */
+import { Agent, request } from 'undici';
+import type { Config } from '../config/schema.js';
+import type { ClaimedConversion } from '../ledger/conversions.js';
+
+export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string };
+
+export function conversionBody(rows: ClaimedConversion[]): string {
+  return `[${rows
+    .map((r) => `{"activity":${r.activity_json},"sms_id":${JSON.stringify(r.sms_id)},"delivery_status":${JSON.stringify(r.delivery_status)}}`)
+    .join(',')}]`;
+}
+
+export function createWebhookClient(crm: Config['crm']) {
+  const url = crm.webhook_url ? `${crm.webhook_url.replace(/\/+$/, '')}/sms/conversion` : undefined;
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 8, headersTimeout: crm.timeout, bodyTimeout: crm.timeout });
+  return {
+    url,
+    async post(rows: ClaimedConversion[]): Promise<PostResult> {
+      if (!url) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
+      try {
+        const res = await request(url, {
+          method: 'POST',
+          dispatcher,
+          headers: { 'content-type': 'application/json', 'x-api-key': crm.webhook_api_key },
+          body: conversionBody(rows),
+          signal: AbortSignal.timeout(crm.timeout),
+        });
+        const text = await res.body.text();
+        if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
+        return { ok: false, status: res.statusCode, error: `webhook answered ${res.statusCode}: ${text.slice(0, 200)}` };
+      } catch (error) {
+        const e = error as Error & { code?: string };
+        return { ok: false, status: null, error: `webhook unreachable: ${e.code ?? e.name}: ${e.message}` };
+      }
+    },
+    close: () => dispatcher.close(),
+  };
+}
+
+export type WebhookClient = ReturnType<typeof createWebhookClient>;

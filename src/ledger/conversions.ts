@@ -1,0 +1,117 @@
+/** Repository for the conversion outbox: one query, one name (STYLE: Database). */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DeliveryStatus } from '../../providers/types.js';
+import type { DialectFlags } from './db.js';
+import type { Database } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export async function insertConversions(db: Db, rows: Array<{ smsId: string; status: DeliveryStatus }>, now: number): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    await db
+      .insertInto('conversions')
+      .values(rows.slice(i, i + 500).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })))
+      .execute();
+  }
+}
+
+export interface ClaimedConversion {
+  id: number;
+  sms_id: string;
+  delivery_status: DeliveryStatus;
+  attempts: number;
+  activity_json: string;
+}
+
+/**
+ * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
+ * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked.
+ */
+export async function claimDueConversions(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
+  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number }>`
+    update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}
+    where id in (
+      select id from conversions
+      where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
+      order by next_attempt_at, id limit ${limit}${lock}
+    ) and claimed_until <= ${now}
+    returning id, sms_id, delivery_status, attempts`.execute(db);
+  if (claimed.rows.length === 0) return [];
+  const activities = await db
+    .selectFrom('messages')
+    .select(['sms_id', 'activity_json'])
+    .where('sms_id', 'in', [...new Set(claimed.rows.map((r) => r.sms_id))])
+    .execute();
+  const bySmsId = new Map(activities.map((a) => [a.sms_id, a.activity_json]));
+  return claimed.rows
+    .map((r) => ({ ...r, id: Number(r.id), activity_json: bySmsId.get(r.sms_id)! }))
+    .sort((a, b) => a.id - b.id);
+}
+
+export async function markPosted(db: Db, ids: number[], token: string, now: number): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db
+      .updateTable('conversions')
+      .set((eb) => ({ posted_at: now, attempts: eb('attempts', '+', 1), last_error: null, claimed_until: 0 }))
+      .where('id', 'in', ids.slice(i, i + 500))
+      .where('claim_token', '=', token)
+      .execute();
+  }
+}
+
+/** Backs a row off until `nextAttemptAt`, or dead-letters it when its retry budget is spent. */
+export async function markFailed(db: Db, rows: Array<{ id: number; nextAttemptAt: number; dead: boolean }>, token: string, error: string): Promise<void> {
+  for (const r of rows) {
+    await db
+      .updateTable('conversions')
+      .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: r.nextAttemptAt, claimed_until: 0, last_error: error, dead: r.dead ? 1 : 0 }))
+      .where('id', '=', r.id)
+      .where('claim_token', '=', token)
+      .execute();
+  }
+}
+
+export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db
+      .insertInto('conversion_attempts')
+      .values(ids.slice(i, i + 500).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })))
+      .execute();
+  }
+}
+
+/** Dead rows back to due (all of them, or the given ids); returns how many. */
+export async function replayDeadConversions(db: Db, now: number, ids?: number[]): Promise<number> {
+  let query = db.updateTable('conversions').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('posted_at', 'is', null);
+  if (ids) query = query.where('id', 'in', ids);
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export interface OutboxBacklog {
+  due: number;
+  retrying: number;
+  dead: number;
+}
+
+export async function countOutboxBacklog(db: Db): Promise<OutboxBacklog> {
+  const row = await db
+    .selectFrom('conversions')
+    .select((eb) => [
+      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '=', 0).as('due'),
+      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
+      eb.fn.countAll<number>().filterWhere('dead', '=', 1).as('dead'),
+    ])
+    .where('posted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { due: Number(row.due), retrying: Number(row.retrying), dead: Number(row.dead) };
+}
+
+export async function findConversionsBySmsId(db: Db, smsId: string) {
+  const conversions = await db.selectFrom('conversions').selectAll().where('sms_id', '=', smsId).orderBy('id').execute();
+  const attempts = conversions.length
+    ? await db.selectFrom('conversion_attempts').selectAll().where('conversion_id', 'in', conversions.map((c) => c.id)).orderBy('id').execute()
+    : [];
+  return conversions.map((c) => ({ ...c, attempt_log: attempts.filter((a) => Number(a.conversion_id) === Number(c.id)) }));
+}
