@@ -58,6 +58,11 @@ export interface ReceiptEvent {
   providerStatus: string;
   status: MappedStatus;
   errorCode?: string;
+  /**
+   * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API): the
+   * delivery module then rolls the parts up into one status with aggregatePartStatuses (multipart.ts).
+   */
+  perPart?: boolean;
 }
 
 /** `rejected` receipts fail verification: the route answers 403 and records nothing. */

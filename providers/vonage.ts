@@ -248,6 +248,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
               providerStatus,
               status,
               ...(errorCode ? { errorCode } : {}),
+              perPart: true, // one DLR per part (§3.3); Messages API webhooks (above) arrive already aggregated
             },
           ],
         };

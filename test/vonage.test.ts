@@ -140,7 +140,7 @@ describe('vonage delivery receipts (sig)', () => {
     const receipt = await receive(`${capture.url}/dlr/vonage`, fake.receiptFields(submit, 0, 'delivered'), transport);
     expect(await vonage.parseReceipt(receipt)).toEqual({
       ok: true,
-      events: [{ smsId: req.smsId, providerMessageId: submit.messageIds[0], providerStatus: 'delivered', status: 'delivered', errorCode: '0' }],
+      events: [{ smsId: req.smsId, providerMessageId: submit.messageIds[0], providerStatus: 'delivered', status: 'delivered', errorCode: '0', perPart: true }],
     });
   });
 
@@ -185,7 +185,7 @@ describe('vonage delivery receipts (sig)', () => {
   it('accepts unsigned receipts when no signature_secret is configured', async () => {
     const open = createPlugin('vonage', { api_key: 'k', api_secret: 's' });
     const receipt = await receive(`${capture.url}/dlr/vonage`, { messageId: 'A', status: 'buffered', 'client-ref': 'r1' }, 'form', { signatureSecret: null });
-    expect(await open.parseReceipt(receipt)).toEqual({ ok: true, events: [{ smsId: 'r1', providerMessageId: 'A', providerStatus: 'buffered', status: 'intermediate' }] });
+    expect(await open.parseReceipt(receipt)).toEqual({ ok: true, events: [{ smsId: 'r1', providerMessageId: 'A', providerStatus: 'buffered', status: 'intermediate', perPart: true }] });
   });
 
   it('per-part receipts, duplicated and out of order, each parse to their own part event', async () => {

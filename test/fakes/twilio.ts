@@ -42,6 +42,8 @@ export interface TwilioFakeOptions {
   authToken?: string;
   /** Statuses posted to each created message's StatusCallback, in order (none by default). */
   callbackStatuses?: string[];
+  /** Post those callbacks before answering the create call (a receipt that beats the provider's answer). */
+  callbacksBeforeAnswer?: boolean;
   port?: number;
 }
 
@@ -117,6 +119,11 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     }
     create.sid = randomSid('SM');
     const segments = form.Body.length <= 160 ? 1 : Math.ceil(form.Body.length / 153);
+    const statuses = options.callbackStatuses ?? [];
+    const postCallbacks = async (url: string) => {
+      for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
+    };
+    if (options.callbacksBeforeAnswer && form.StatusCallback) await postCallbacks(form.StatusCallback);
     sendJson(res, 201, {
       sid: create.sid,
       account_sid: accountSid,
@@ -130,12 +137,8 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
       error_message: null,
       api_version: '2010-04-01',
     });
-    const statuses = options.callbackStatuses ?? [];
-    if (statuses.length > 0 && form.StatusCallback) {
-      const url = form.StatusCallback;
-      const p = (async () => {
-        for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
-      })().finally(() => pendingCallbacks.delete(p));
+    if (!options.callbacksBeforeAnswer && statuses.length > 0 && form.StatusCallback) {
+      const p = postCallbacks(form.StatusCallback).finally(() => pendingCallbacks.delete(p));
       pendingCallbacks.add(p);
     }
   }, options.port);

@@ -44,6 +44,8 @@ export interface VonageFakeOptions {
   apiSecret?: string;
   signatureSecret?: string;
   signatureMethod?: VonageSigningMethod;
+  /** A DLR for every accepted part, sent to the submit's `callback`: part i gets statuses[i] (the last one repeats). */
+  autoReceipts?: { statuses: string[]; transport: ReceiptTransport; beforeAnswer?: boolean };
 }
 
 export interface ReceiptOptions {
@@ -84,6 +86,7 @@ export async function startVonageFake(options: VonageFakeOptions = {}): Promise<
   const apiKey = options.apiKey ?? 'fakekey1';
   const apiSecret = options.apiSecret ?? 'fake-secret-1';
   const submits: VonageSubmitCall[] = [];
+  const pending = new Set<Promise<unknown>>();
 
   const server = await startFakeServer(async (req, res) => {
     const body = (await readBody(req)).toString('utf8');
@@ -119,7 +122,19 @@ export async function startVonageFake(options: VonageFakeOptions = {}): Promise<
         ...(fields['client-ref'] ? { 'client-ref': fields['client-ref'] } : {}),
       };
     });
+    const auto = options.autoReceipts;
+    const sendAutoReceipts = async () => {
+      for (let part = 0; part < submit.messageIds.length; part++) {
+        const status = auto!.statuses[Math.min(part, auto!.statuses.length - 1)]!;
+        await sendReceipt(fields.callback!, receiptFields(submit, part, status), { transport: auto!.transport }).catch(() => 0);
+      }
+    };
+    if (auto && fields.callback && auto.beforeAnswer) await sendAutoReceipts();
     sendJson(res, 200, { 'message-count': String(parts), messages });
+    if (auto && fields.callback && !auto.beforeAnswer) {
+      const p = sendAutoReceipts().finally(() => pending.delete(p));
+      pending.add(p);
+    }
   });
 
   function receiptFields(submit: VonageSubmitCall, partIndex: number, status: string, errCode = status === 'delivered' ? '0' : '1') {
@@ -161,5 +176,17 @@ export async function startVonageFake(options: VonageFakeOptions = {}): Promise<
     return res.status;
   }
 
-  return { url: server.url, apiKey, apiSecret, submits, receiptFields, signReceipt, sendReceipt, close: () => server.close() };
+  return {
+    url: server.url,
+    apiKey,
+    apiSecret,
+    submits,
+    receiptFields,
+    signReceipt,
+    sendReceipt,
+    async close() {
+      await Promise.allSettled([...pending]);
+      await server.close();
+    },
+  };
 }
