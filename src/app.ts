@@ -30,13 +30,16 @@ export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
 
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: config.server.body_limit_bytes,
-      onError: (c) => c.json({ error: `body is larger than ${config.server.body_limit_bytes} bytes (server.body_limit_bytes)` }, 413),
-    }),
-  );
+  // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
+  // request); checking Content-Length first keeps that cost for the rare request sent without one.
+  const limit = config.server.body_limit_bytes;
+  const streamingLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413) });
+  app.use('*', async (c, next) => {
+    const declared = c.req.header('content-length');
+    if (declared === undefined) return streamingLimit(c, next);
+    if (Number(declared) > limit) return c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413);
+    await next();
+  });
 
   app.route('/', healthRoutes(parts.db));
   app.route(

@@ -11,6 +11,7 @@ import { runSweep } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
+import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
 import { createLogger } from './observability/logger.js';
 import { createDispatcher } from './sms/dispatch.js';
@@ -66,8 +67,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
+  const transact = createTransactionQueue(db);
   const dispatcher = createDispatcher({
     db,
+    transact,
     logger,
     now,
     storeContent: config.ledger.store_content,
@@ -84,7 +87,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   });
 
   const receiptWrites = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
-    const summary = await db.transaction().execute((trx) => ingestReceipts(trx, inputs, now()));
+    const summary = await transact((trx) => ingestReceipts(trx, inputs, now()));
     if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
     reported(summary.reported);
     return inputs.map(() => summary);

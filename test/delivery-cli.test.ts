@@ -4,19 +4,23 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
 import { runCli, startServe, writeConfig } from './helpers/child.js';
+import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { smsMessage, TEST_ADMIN_KEY, TEST_API_KEY, testConfigDocument, waitFor } from './helpers/gateway.js';
 
 let dir: string;
 let crm: FakeCrm;
+let database: TestDatabase;
 const children: Array<{ kill: (signal?: NodeJS.Signals) => boolean }> = [];
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'crm-sms-cli-'));
+  database = await createTestDatabase(dir);
   crm = await new FakeCrm().start();
 });
 afterEach(async () => {
   for (const c of children.splice(0)) c.kill('SIGKILL');
   await crm.stop();
+  await database.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -24,6 +28,7 @@ function config(overrides: Record<string, unknown>) {
   return writeConfig(
     dir,
     testConfigDocument(dir, {
+      database: { url: database.url },
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       log: { level: 'info' },
       ...overrides,
@@ -77,8 +82,9 @@ describe('crm-sms-gateway flush (cron)', () => {
 });
 
 describe('a crash between a receipt and its post', () => {
+  // A claim held by the killed process is released when its lease ends (1s here), then the new process posts.
   it('still posts the conversion after serve is killed with SIGKILL and restarted', async () => {
-    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } });
+    const file = config({ delivery: { poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50, max_attempts: 100_000, lease: '1s' } });
     await crm.stop();
     const first = await startServe(file);
     children.push(first.child);

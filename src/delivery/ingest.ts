@@ -3,9 +3,10 @@
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
-import type { Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
+import { createQueryTemplate } from '../ledger/query-template.js';
 import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
 import type { Database, MessagesTable } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
@@ -62,6 +63,17 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
   return inputs.map((i, k) => found[k] ?? (i.event.providerMessageId ? byProviderId.get(`${i.provider}|${i.event.providerMessageId}`) : undefined));
 }
 
+const updateDeliveryTemplate = createQueryTemplate(
+  (
+    db: Kysely<Database>,
+    { smsIds, set }: { smsIds: string[]; set: { deliveryStatus: MessageState['delivery_status']; deliverySource: MessageState['delivery_source']; providerStatus: string | null; now: number; completedAt: number | null } },
+  ) =>
+    db
+      .updateTable('messages')
+      .set({ delivery_status: set.deliveryStatus, delivery_source: set.deliverySource, provider_status: set.providerStatus, updated_at: set.now, completed_at: set.completedAt })
+      .where('sms_id', 'in', smsIds),
+);
+
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
 async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
@@ -81,19 +93,21 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
     }
     state.set(message.sms_id, current);
   }
+  // Messages that end in the same place share one UPDATE.
+  const groups = new Map<string, string[]>();
   for (const m of state.values()) {
     if (!m.changed) continue;
-    await trx
-      .updateTable('messages')
-      .set({
-        delivery_status: m.delivery_status,
-        delivery_source: m.delivery_source,
-        provider_status: m.providerStatus ?? null,
-        updated_at: now,
-        ...(m.delivery_status ? { completed_at: now } : {}),
-      })
-      .where('sms_id', '=', m.sms_id)
-      .execute();
+    const key = JSON.stringify([m.delivery_status, m.delivery_source, m.providerStatus ?? null]);
+    const group = groups.get(key);
+    if (group) group.push(m.sms_id);
+    else groups.set(key, [m.sms_id]);
+  }
+  for (const [key, smsIds] of groups) {
+    const [deliveryStatus, deliverySource, providerStatus] = JSON.parse(key) as [MessageState['delivery_status'], MessageState['delivery_source'], string | null];
+    for (let i = 0; i < smsIds.length; i += 500) {
+      const set = { deliveryStatus, deliverySource, providerStatus, now, completedAt: deliveryStatus ? now : null };
+      await updateDeliveryTemplate(trx, { smsIds: smsIds.slice(i, i + 500), set });
+    }
   }
   await insertConversions(trx, conversions, now);
   return conversions.length;

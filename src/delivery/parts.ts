@@ -8,10 +8,15 @@ import { aggregatePartStatuses } from '../../providers/multipart.js';
 import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
 import type { Database } from '../ledger/schema.js';
 
-/** The status the message as a whole moves to on this event: the event's own unless the message has several parts. */
+/**
+ * The status the message as a whole moves to on this event: the event's own unless it is a per-part event of a
+ * message with several parts. Only per-part events cost queries, so other providers' receipts stay one lookup.
+ * (A parked per-part receipt, replayed from `receipts` without its perPart flag, is applied as it is; Vonage
+ * echoes client-ref on every part, so its receipts match by sms_id and are not parked.)
+ */
 export async function rollUpPartStatus(trx: Transaction<Database>, smsId: string, event: ReceiptEvent): Promise<MappedStatus> {
+  if (!event.perPart) return event.status;
   const parts = await trx.selectFrom('message_parts').select('provider_message_id').where('sms_id', '=', smsId).execute();
-  if (parts.length < 2 && !event.perPart) return event.status;
   // Before the send's answer is recorded (an early receipt) the part ids are unknown: our own segment count stands in.
   const partCount = parts.length >= 2 ? parts.length : (await trx.selectFrom('messages').select('segments').where('sms_id', '=', smsId).executeTakeFirst())?.segments ?? 1;
   if (partCount < 2) return event.status;

@@ -1,17 +1,22 @@
 /** Repository for the conversion outbox: one query, one name (STYLE: Database). */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './db.js';
-import type { Database } from './schema.js';
+import { createQueryTemplate } from './query-template.js';
+import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
+const insertConversionsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<Insertable<ConversionsTable>>) =>
+  db.insertInto('conversions').values(rows),
+);
+
 export async function insertConversions(db: Db, rows: Array<{ smsId: string; status: DeliveryStatus }>, now: number): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) {
-    await db
-      .insertInto('conversions')
-      .values(rows.slice(i, i + 500).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })))
-      .execute();
+  for (let i = 0; i < rows.length; i += 200) {
+    await insertConversionsTemplate(
+      db,
+      rows.slice(i, i + 200).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
+    );
   }
 }
 
@@ -49,15 +54,16 @@ export async function claimDueConversions(db: Kysely<Database>, flags: DialectFl
     .sort((a, b) => a.id - b.id);
 }
 
+const markPostedTemplate = createQueryTemplate((db: Kysely<Database>, { ids, token, now }: { ids: number[]; token: string; now: number }) =>
+  db
+    .updateTable('conversions')
+    .set((eb) => ({ posted_at: now, attempts: eb('attempts', '+', 1), last_error: null, claimed_until: 0 }))
+    .where('id', 'in', ids)
+    .where('claim_token', '=', token),
+);
+
 export async function markPosted(db: Db, ids: number[], token: string, now: number): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) {
-    await db
-      .updateTable('conversions')
-      .set((eb) => ({ posted_at: now, attempts: eb('attempts', '+', 1), last_error: null, claimed_until: 0 }))
-      .where('id', 'in', ids.slice(i, i + 500))
-      .where('claim_token', '=', token)
-      .execute();
-  }
+  for (let i = 0; i < ids.length; i += 500) await markPostedTemplate(db, { ids: ids.slice(i, i + 500), token, now });
 }
 
 /** Backs a row off until `nextAttemptAt`, or dead-letters it when its retry budget is spent. */
@@ -72,12 +78,13 @@ export async function markFailed(db: Db, rows: Array<{ id: number; nextAttemptAt
   }
 }
 
+const recordAttemptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<Insertable<ConversionAttemptsTable>>) =>
+  db.insertInto('conversion_attempts').values(rows),
+);
+
 export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) {
-    await db
-      .insertInto('conversion_attempts')
-      .values(ids.slice(i, i + 500).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })))
-      .execute();
+  for (let i = 0; i < ids.length; i += 200) {
+    await recordAttemptsTemplate(db, ids.slice(i, i + 200).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
   }
 }
 

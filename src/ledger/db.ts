@@ -21,6 +21,25 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs more than running our small statements, so
+ * reuse prepared statements by SQL text (bounded, least recently used first out).
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = cache.get(sql);
+      if (statement) cache.delete(sql);
+      else statement = sqlite.prepare(sql);
+      cache.set(sql, statement);
+      if (cache.size > capacity) cache.delete(cache.keys().next().value!);
+      return statement;
+    },
+  };
+}
+
 export function openLedger(config: Config['database']): Ledger {
   if (config.url.startsWith('sqlite:')) {
     const file = config.url.slice('sqlite:'.length);
@@ -31,7 +50,7 @@ export function openLedger(config: Config['database']): Ledger {
     // serve and a cron flush share the file: wait for the other's write instead of failing.
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, flags: { kind: 'sqlite', skipLocked: false }, close: () => db.destroy() };
   }
   const pool = new pg.Pool({

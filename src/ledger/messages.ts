@@ -1,5 +1,6 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, SendState } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -7,18 +8,17 @@ export type MessageRow = MessagesTable;
 export type NewMessage = Omit<MessagesTable, 'provider_message_id' | 'error' | 'error_code' | 'provider_status'
   | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state'>;
 
+const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
+  db.insertInto('messages').values(rows).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key'),
+);
+
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
   for (let i = 0; i < rows.length; i += 200) {
     const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
-    const result = await db
-      .insertInto('messages')
-      .values(chunk)
-      .onConflict((oc) => oc.column('activity_key').doNothing())
-      .returning('activity_key')
-      .execute();
-    for (const r of result) inserted.add(r.activity_key);
+    const result = await insertMessagesTemplate(db, chunk);
+    for (const r of result.rows) inserted.add(r.activity_key);
   }
   return inserted;
 }
@@ -74,22 +74,44 @@ export interface SendOutcomeRecord {
   errorCode: string | null;
 }
 
-/** Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set. */
-export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
-  for (const r of records) {
-    await db
+const recordOutcomeTemplate = createQueryTemplate(
+  (
+    db: Kysely<Database>,
+    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
+  ) =>
+    db
       .updateTable('messages')
       .set({
-        state: r.state,
-        provider_message_id: r.providerMessageIds[0] ?? null,
-        provider_status: r.providerStatus,
-        error: r.error,
-        error_code: r.errorCode,
-        updated_at: now,
-        ...(r.state === 'submitted' ? { submitted_at: now } : {}),
+        state: set.state,
+        provider_message_id: sql<string | null>`case sms_id ${sql.join(rows.map((r) => sql`when ${r.smsId} then ${r.providerMessageId}`), sql` `)} end`,
+        provider_status: set.providerStatus,
+        error: set.error,
+        error_code: set.errorCode,
+        updated_at: set.now,
+        submitted_at: set.submittedAt,
       })
-      .where('sms_id', '=', r.smsId)
-      .execute();
+      .where('sms_id', 'in', rows.map((r) => r.smsId)),
+);
+
+/**
+ * Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set.
+ * Answers that differ only in the provider's message id share one UPDATE (a CASE picks each row's id), so a
+ * flush of many sends costs a few statements, not one each.
+ */
+export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
+  const groups = new Map<string, SendOutcomeRecord[]>();
+  for (const r of records) {
+    const key = JSON.stringify([r.state, r.providerStatus, r.error, r.errorCode]);
+    const group = groups.get(key);
+    if (group) group.push(r);
+    else groups.set(key, [r]);
+  }
+  for (const group of groups.values()) {
+    const { state, providerStatus, error, errorCode } = group[0]!;
+    for (let i = 0; i < group.length; i += 200) {
+      const rows = group.slice(i, i + 200).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
+      await recordOutcomeTemplate(db, { rows, set: { state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
+    }
   }
   const parts = records.flatMap((r) =>
     r.providerMessageIds.length > 1

@@ -16,6 +16,7 @@ import {
   type SendOutcomeRecord,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import type { Transact } from '../ledger/transaction-queue.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat } from './idempotency.js';
@@ -46,6 +47,8 @@ export interface DispatcherDeps {
   dispatchLeaseMs: number;
   sendTimeoutMs: number;
   callbackUrl: (providerName: string, smsId: string) => string;
+  /** Runs ledger writes in a transaction (shared with other writers by the gateway's transaction queue). */
+  transact?: Transact;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
 }
@@ -60,13 +63,33 @@ export interface DispatchOptions {
 
 type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
 
+/**
+ * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
+ * 50 ms window share one signal (a provider call may run up to 50 ms past its deadline).
+ */
+function createDeadlineSignals(now: () => number) {
+  const signals = new Map<number, AbortSignal>();
+  return (deadline: number): AbortSignal => {
+    const window = Math.ceil(deadline / 50) * 50;
+    let signal = signals.get(window);
+    if (!signal) {
+      if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
+      signal = AbortSignal.timeout(Math.max(0, window - now()));
+      signals.set(window, signal);
+    }
+    return signal;
+  };
+}
+
 export function createDispatcher(deps: DispatcherDeps) {
   const { db, logger, now } = deps;
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
+  const signalFor = createDeadlineSignals(now);
 
+  const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
   const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
-    db.transaction().execute(async (trx) => {
+    transact(async (trx) => {
       const at = now();
       const rows: NewMessage[] = messages.map((m) => ({
         sms_id: uuidv7(),
@@ -105,7 +128,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   );
 
   const records = createWriteBatcher<SendOutcomeRecord, void>(async (items) => {
-    await db.transaction().execute(async (trx) => {
+    await transact(async (trx) => {
       await recordSendOutcomes(trx, items, now());
       await deps.onRecorded?.(trx, items);
     });
@@ -113,8 +136,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   });
 
   async function callProvider(message: PreparedMessage, smsId: string, deadline: number, waitDeadline: number): Promise<SendResult> {
-    const remaining = deadline - now();
-    if (remaining <= 0) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
+    if (deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
     try {
       return await message.provider.send(
         {
@@ -127,7 +149,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           callbackUrl: deps.callbackUrl(message.provider.name, smsId),
           deadline: waitDeadline,
         },
-        AbortSignal.timeout(Math.min(deps.sendTimeoutMs, remaining)),
+        signalFor(Math.min(now() + deps.sendTimeoutMs, deadline)),
       );
     } catch (error) {
       // A plugin should answer with values, but a throw must not lose the message: treat it as transient.

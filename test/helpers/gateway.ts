@@ -1,6 +1,7 @@
 /**
- * Starts the real gateway for a test: real HTTP server on an ephemeral port, a fresh SQLite file in a temp dir
- * (or the PostgreSQL database in TEST_DATABASE_URL), the sandbox provider, silent logs. Nothing is mocked.
+ * Starts the real gateway for a test: real HTTP server on an ephemeral port, a fresh ledger (a SQLite file in a
+ * temp dir, or a new PostgreSQL database when TEST_DATABASE_URL is set), the sandbox provider, silent logs.
+ * Nothing is mocked.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import type { Clock } from '../../src/sms/throttle.js';
+import { createTestDatabase } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789';
@@ -27,7 +29,7 @@ function merge(base: Doc, over: Doc): Doc {
 export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
   const base: Doc = {
     server: { host: '127.0.0.1', port: 0 },
-    database: { url: process.env.TEST_DATABASE_URL ?? `sqlite:${join(dir, 'ledger.db')}` },
+    database: { url: `sqlite:${join(dir, 'ledger.db')}` },
     auth: { mode: 'api_key', api_keys: [TEST_API_KEY] },
     providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0 } },
     admin: { api_key: TEST_ADMIN_KEY },
@@ -48,7 +50,8 @@ export interface TestGateway {
 
 export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number; clock?: Clock } = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
-  const config = parseConfig(testConfigDocument(dir, overrides), {});
+  const database = await createTestDatabase(dir);
+  const config = parseConfig(testConfigDocument(dir, { database: { url: database.url }, ...overrides }), {});
   const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), now: options.now, clock: options.clock });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
@@ -74,6 +77,7 @@ export async function startTestGateway(overrides: Doc = {}, options: { dir?: str
     get: (path, headers) => call('GET', path, undefined, headers),
     async close() {
       await gateway.close();
+      await database.drop();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
