@@ -90,6 +90,20 @@ describe('single send through vonage', () => {
 });
 
 describe('batch send through the providers', () => {
+  it('many sends sharing one deadline signal print no MaxListenersExceededWarning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const res = await gw.post('/channels/sms/batch', Array.from({ length: 40 }, (_, i) => smsMessage(`b-many-${i}`, { provider_name: 'twilio' })));
+      expect(res.json.successful).toHaveLength(40);
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+
   it('puts each entry in the array its provider answer calls for', async () => {
     const res = await gw.post('/channels/sms/batch', [
       smsMessage('b-tw-ok', { provider_name: 'twilio' }),

@@ -3,6 +3,7 @@
  * provider call), send the claimed ones with bounded concurrency until the deadline, record the answers.
  * Single and batch requests share it; their ledger writes are grouped across concurrent requests.
  */
+import { setMaxListeners } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
@@ -75,6 +76,9 @@ function createDeadlineSignals(now: () => number) {
     if (!signal) {
       if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
       signal = AbortSignal.timeout(Math.max(0, window - now()));
+      // Every in-flight provider call listens on it (undici adds one abort listener per request); without this,
+      // more than 10 sharers print a MaxListenersExceededWarning per window.
+      setMaxListeners(0, signal);
       signals.set(window, signal);
     }
     return signal;
