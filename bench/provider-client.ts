@@ -8,6 +8,7 @@
  * Prints one JSON line per client, plus the floor: the same POST through a bare undici Pool.
  */
 import { fork } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -27,6 +28,21 @@ const sdkVersion = (createRequire(import.meta.url)('twilio/package.json') as { v
 const SENDER = '+15005550006';
 const RECIPIENT = '+447700900123';
 const CALLBACK = 'https://gateway.example/dlr/twilio?sms_id=';
+
+/**
+ * The send timeout signal the way src/sms/dispatch.ts hands it out: one AbortSignal.timeout shared by the sends
+ * whose deadlines fall in the same 50 ms window (a signal per message costs about as much as the HTTP call).
+ */
+let windowSignal: { window: number; signal: AbortSignal } | undefined;
+function sendSignal(timeoutMs = 10_000): AbortSignal {
+  const window = Math.ceil((Date.now() + timeoutMs) / 50) * 50;
+  if (windowSignal?.window !== window) {
+    const signal = AbortSignal.timeout(window - Date.now());
+    setMaxListeners(0, signal);
+    windowSignal = { window, signal };
+  }
+  return windowSignal.signal;
+}
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -93,7 +109,7 @@ async function main(): Promise<void> {
     const plugin = twilioPlugin.create('twilio', config, { logger: pino({ level: 'silent' }), now: Date.now });
     const request = (i: number): SendRequest => ({ smsId: `bench-${i}`, to: RECIPIENT, from: SENDER, text: `Bench message ${i}`, encoding: 'gsm7', segments: 1, callbackUrl: CALLBACK + i });
     const ours = async (i: number) => {
-      const result = await plugin.send(request(i), AbortSignal.timeout(10_000));
+      const result = await plugin.send(request(i), sendSignal());
       if (!result.ok) throw new Error(`plugin send failed: ${result.error}`);
     };
     // The floor on this machine: the same form POST through a bare undici Pool, no plugin around it.
@@ -101,7 +117,7 @@ async function main(): Promise<void> {
     const path = `/2010-04-01/Accounts/${info.accountSid}/Messages.json`;
     const headers = { authorization: `Basic ${Buffer.from(`${info.accountSid}:${info.authToken}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' };
     const floor = async (i: number) => {
-      const res = await bare.request({ method: 'POST', path, headers, body: new URLSearchParams({ To: RECIPIENT, From: SENDER, Body: `Bench message ${i}`, StatusCallback: CALLBACK + i }).toString() });
+      const res = await bare.request({ method: 'POST', path, headers, signal: sendSignal(), body: new URLSearchParams({ To: RECIPIENT, From: SENDER, Body: `Bench message ${i}`, StatusCallback: CALLBACK + i }).toString() });
       JSON.parse(await res.body.text());
     };
     await measure(1_000, concurrency, floor);
