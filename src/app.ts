@@ -9,6 +9,11 @@ import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { healthRoutes } from './observability/health.js';
+import { createOperatorAuth } from './auth/operator-auth.js';
+import type { OperatorBackend } from './operator/backend.js';
+import { operatorAdminRoutes } from './operator/admin-routes.js';
+import { createOperatorBackend } from './operator/create-backend.js';
+import { operatorRoutes } from './operator/routes.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
 import { smsRoutes } from './sms/routes.js';
@@ -24,6 +29,8 @@ export interface AppParts {
   ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
+  /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
+  operatorBackend?: OperatorBackend;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -55,6 +62,12 @@ export function createApp(parts: AppParts): Hono {
 
   app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
+  // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
+  const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
+  const operatorAuth = createOperatorAuth(config.auth, parts.now);
+  if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
+  app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
+  app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((error, c) => {

@@ -9,6 +9,7 @@ import { startGateway } from './gateway.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger } from './ledger/db.js';
 import { createLogger } from './observability/logger.js';
+import { runImportUsers } from './operator/import-users.js';
 
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 
@@ -17,6 +18,8 @@ commands:
   migrate   bring the database schema up to date and exit
   flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
             exits 0, or 1 when the webhook could not be reached
+  import users FILE
+            load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
 options:
   --config FILE   configuration file (default: ./config.yaml)`;
@@ -95,6 +98,14 @@ async function main(argv: string[]): Promise<number> {
         await webhook.close();
         await ledger.close();
       }
+    }
+    case 'import': {
+      const [, what, file] = positionals;
+      if (what !== 'users' || !file) {
+        console.error(`usage: crm-sms-gateway import users FILE [--config FILE]\n\n${USAGE}`);
+        return 2;
+      }
+      return runImportUsers(config, file, { out: process.stdout, err: process.stderr });
     }
     default:
       console.error(`unknown command "${command}"\n\n${USAGE}`);

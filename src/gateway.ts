@@ -14,6 +14,7 @@ import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
 import { createLogger } from './observability/logger.js';
+import { createOperatorBackend } from './operator/create-backend.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
 import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
@@ -93,9 +94,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     return inputs.map(() => summary);
   });
 
+  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({
     config,
     db,
+    operatorBackend,
     router,
     dispatcher,
     logger,
@@ -133,7 +136,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     async close() {
       clearInterval(sweepTimer);
       // Providers first, while the server still listens: the sandbox posts its pending receipts on close.
-      await Promise.allSettled(providers.map((p) => p.close?.()));
+      await Promise.allSettled([...providers.map((p) => p.close?.()), operatorBackend.close()]);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Keep-alive connections would hold close() open for their idle timeout.

@@ -71,7 +71,7 @@ describe('crm-sms-gateway flush (cron)', () => {
     const again = await runCli(['flush', '--config', file]);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/posted=0 failed=0 dead=0 left=0/);
-  });
+  }, 120_000);
 
   it('refuses to run without crm.webhook_url, naming the key', async () => {
     const file = config({ crm: { webhook_url: undefined } });
@@ -98,5 +98,5 @@ describe('a crash between a receipt and its post', () => {
     children.push(second.child);
     await waitFor(() => crm.conversions.length > 0);
     expect(crm.conversions).toMatchObject([{ sms_id: smsId, delivery_status: 'delivered' }]);
-  });
+  }, 120_000);
 });

@@ -50,6 +50,8 @@ const auth = z
         client_id: z.string().min(1),
         client_secret: z.string().min(1),
         token_ttl_seconds: z.number().int().positive().default(3600),
+        /** HMAC key for access tokens; by default derived from client_secret, so every instance agrees. */
+        signing_secret: z.string().min(16, 'must be at least 16 characters').optional(),
       })
       .optional(),
   })
@@ -103,6 +105,24 @@ const delivery = z.strictObject({
   lease: duration('60s'),
 });
 
+/** Where the player data of the operator endpoints lives (DESIGN §1 "operator"). */
+const operator = z
+  .strictObject({
+    /** `sql`: users, consents, bonuses and credits in this gateway's database; `http`: the operator's platform. */
+    backend: z.enum(['sql', 'http']).default('sql'),
+    /** Base of the operator platform's API (may carry a path); the CRM's paths are appended to it. */
+    base_url: z.url().optional(),
+    /** Sent with every call to the operator platform (its credentials, typically). */
+    headers: z.record(z.string(), z.string()).default({}),
+    timeout: duration('10s'),
+    max_connections: z.number().int().positive().default(32),
+    /** Rows per keyset page when streaming a reconciliation answer from the database. */
+    reconciliation_page_size: z.number().int().min(100).max(100_000).default(5_000),
+  })
+  .superRefine((o, ctx) => {
+    if (o.backend === 'http' && !o.base_url) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required when operator.backend is http' });
+  });
+
 const admin = z.strictObject({
   api_key: z.string().min(16, 'must be at least 16 characters').optional(),
 });
@@ -122,6 +142,7 @@ export const configSchema = z
     delivery: delivery.prefault({}),
     providers: z.record(z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _'), providerConfig),
     admin: admin.prefault({}),
+    operator: operator.prefault({}),
     log: log.prefault({}),
   })
   .superRefine((c, ctx) => {

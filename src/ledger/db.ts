@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config/schema.js';
 import { migrations } from './migrations.js';
@@ -19,6 +19,26 @@ export interface Ledger {
   db: Kysely<Database>;
   flags: DialectFlags;
   close(): Promise<void>;
+}
+
+/**
+ * Transactions take SQLite's write lock at BEGIN. A plain BEGIN takes it at the first write, and a transaction
+ * that read first then fails at once with SQLITE_BUSY if another process (serve and a cron flush share the
+ * file) committed in between; with BEGIN IMMEDIATE the busy_timeout wait applies instead.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly options: SqliteDialectConfig) {
+    super(options);
+  }
+  override createDriver() {
+    return new ImmediateSqliteDriver(this.options);
+  }
 }
 
 /**
@@ -50,7 +70,7 @@ export function openLedger(config: Config['database']): Ledger {
     // serve and a cron flush share the file: wait for the other's write instead of failing.
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, flags: { kind: 'sqlite', skipLocked: false }, close: () => db.destroy() };
   }
   const pool = new pg.Pool({

@@ -116,4 +116,71 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('conversion_attempts_conversion').on('conversion_attempts').column('conversion_id').execute();
     },
   },
+  '2026-11-23-10-operator': {
+    async up(db) {
+      // Player data of the sql operator backend. The whole user record is kept as JSON; the two flags that
+      // reconciliation filters on are columns with partial indexes, so a keyset page reads only matching rows.
+      await db.schema
+        .createTable('operator_users')
+        .addColumn('user_id', 'text', (c) => c.primaryKey())
+        .addColumn('record_json', 'text', (c) => c.notNull())
+        .addColumn('is_blocked', 'integer', (c) => c.notNull())
+        .addColumn('is_excluded', 'integer', (c) => c.notNull())
+        .addColumn('block_note', 'text', (c) => c.notNull().defaultTo(''))
+        .addColumn('exclusion_note', 'text', (c) => c.notNull().defaultTo(''))
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('operator_users_blocked').on('operator_users').column('user_id').where(sql.ref('is_blocked'), '=', 1).execute();
+      await db.schema.createIndex('operator_users_excluded').on('operator_users').column('user_id').where(sql.ref('is_excluded'), '=', 1).execute();
+
+      await db.schema
+        .createTable('operator_consents')
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('opted_in', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('operator_consents_pk', ['user_id', 'type'])
+        .execute();
+      await db.schema
+        .createIndex('operator_consents_opted_in')
+        .on('operator_consents')
+        .columns(['type', 'user_id'])
+        .where(sql.ref('opted_in'), '=', 1)
+        .execute();
+
+      await db.schema
+        .createTable('operator_bonuses')
+        .addColumn('value', 'text', (c) => c.primaryKey())
+        .addColumn('text', 'text', (c) => c.notNull())
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .execute();
+
+      // One row per bonus or funds credit, with the CRM's X-Crm-* references as received (text: header values).
+      // dedup_key (activity id, action id, user id, trigger hash) is unique: the one-action rule of spec §C.
+      await db.schema
+        .createTable('operator_credits')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('dedup_key', 'text', (c) => c.unique())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('bonus_code', 'text', (c) => c.notNull())
+        .addColumn('amount', 'double precision')
+        .addColumn('currency', 'text')
+        .addColumn('request_json', 'text', (c) => c.notNull())
+        .addColumn('crm_id', 'text')
+        .addColumn('crm_action_id', 'text')
+        .addColumn('crm_action_group_id', 'text')
+        .addColumn('crm_action_communication_profile_id', 'text')
+        .addColumn('crm_activity_id', 'text')
+        .addColumn('crm_trigger_hash', 'text')
+        .addColumn('crm_player_origin_id', 'text')
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('http_status', 'integer')
+        .addColumn('answer_json', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('operator_credits_user_id').on('operator_credits').column('user_id').execute();
+    },
+  },
 };

@@ -88,10 +88,69 @@ export interface ConversionAttemptsTable {
   error: string | null;
 }
 
+/** Player data of the sql operator backend (src/operator/sql-backend.ts). Flags are 0/1 on both dialects. */
+export interface OperatorUsersTable {
+  user_id: string;
+  /** The user record exactly as GET /userdetails answers it. */
+  record_json: string;
+  is_blocked: number;
+  is_excluded: number;
+  block_note: string;
+  exclusion_note: string;
+  updated_at: number;
+}
+
+export interface OperatorConsentsTable {
+  user_id: string;
+  /** One of the six consent types of crm-public-docs §1 (email, sms, telephone, postMail, …). */
+  type: string;
+  opted_in: number;
+  updated_at: number;
+}
+
+export interface OperatorBonusesTable {
+  value: string;
+  text: string;
+  position: number;
+}
+
+/**
+ * `pending` a credit is being forwarded to the operator platform (http backend); `done` credited, repeats answer
+ * `answer_json`; `failed` not credited, a repeat tries again.
+ */
+export type CreditState = 'pending' | 'done' | 'failed';
+
+export interface OperatorCreditsTable {
+  id: Generated<number>;
+  dedup_key: string | null;
+  kind: 'bonus' | 'funds';
+  user_id: string;
+  bonus_code: string;
+  amount: number | null;
+  currency: string | null;
+  request_json: string;
+  crm_id: string | null;
+  crm_action_id: string | null;
+  crm_action_group_id: string | null;
+  crm_action_communication_profile_id: string | null;
+  crm_activity_id: string | null;
+  crm_trigger_hash: string | null;
+  crm_player_origin_id: string | null;
+  state: CreditState;
+  http_status: number | null;
+  answer_json: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   messages: MessagesTable;
   message_parts: MessagePartsTable;
   receipts: ReceiptsTable;
   conversions: ConversionsTable;
   conversion_attempts: ConversionAttemptsTable;
+  operator_users: OperatorUsersTable;
+  operator_consents: OperatorConsentsTable;
+  operator_bonuses: OperatorBonusesTable;
+  operator_credits: OperatorCreditsTable;
 }

@@ -45,6 +45,9 @@ export interface TestGateway {
   config: Readonly<Config>;
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
   get(path: string, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
+  put(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
+  /** PUT to the admin API with the test admin key. */
+  adminPut(path: string, body: unknown): Promise<{ status: number; json: any; headers: Headers }>;
   close(): Promise<void>;
 }
 
@@ -75,6 +78,8 @@ export async function startTestGateway(overrides: Doc = {}, options: { dir?: str
     config,
     post: (path, body, headers) => call('POST', path, body, headers),
     get: (path, headers) => call('GET', path, undefined, headers),
+    put: (path, body, headers) => call('PUT', path, body, headers),
+    adminPut: (path, body) => call('PUT', path, body, { authorization: `Bearer ${TEST_ADMIN_KEY}` }),
     async close() {
       await gateway.close();
       await database.drop();

@@ -1,0 +1,116 @@
+/**
+ * OAuth 2 client credentials for the operator API (operator-interface: Authentication; crm-public-docs §6).
+ * The token endpoint takes client_id, client_secret and grant_type=client_credentials as a JSON body (POST), a
+ * form body (POST, as RFC 6749 has it) or query parameters (GET), and answers {access_token, expires_in, token_type}.
+ * Tokens are HS256 JWTs checked by signature and expiry alone, so any instance that shares the signing key accepts
+ * the tokens of any other, with no token store.
+ */
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { Config } from '../config/schema.js';
+import { readJsonBody } from '../http/json-body.js';
+import { createKeyMatcher } from './api-key.js';
+
+type OAuthConfig = NonNullable<Config['auth']['oauth']>;
+
+export interface TokenIssuer {
+  issue(): { access_token: string; expires_in: number; token_type: 'Bearer' };
+  /** Undefined when the token is good, else why it is not. */
+  check(token: string): string | undefined;
+}
+
+const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url');
+
+/**
+ * Without a configured signing_secret the key is derived from client_secret: every instance with the same config
+ * agrees on it, and changing the client secret also voids the tokens issued under the old one.
+ */
+export function signingKeyOf(oauth: OAuthConfig): Buffer {
+  return createHmac('sha256', oauth.signing_secret ?? oauth.client_secret).update('crm-sms-gateway oauth access-token key v1').digest();
+}
+
+export function createTokenIssuer(oauth: OAuthConfig, now: () => number): TokenIssuer {
+  const key = signingKeyOf(oauth);
+  const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+  const sign = (input: string) => createHmac('sha256', key).update(input).digest();
+
+  return {
+    issue() {
+      const iat = Math.floor(now() / 1000);
+      const payload = b64url(JSON.stringify({ sub: oauth.client_id, iat, exp: iat + oauth.token_ttl_seconds, jti: randomUUID() }));
+      const signature = b64url(sign(`${header}.${payload}`));
+      return { access_token: `${header}.${payload}.${signature}`, expires_in: oauth.token_ttl_seconds, token_type: 'Bearer' };
+    },
+    check(token) {
+      const parts = token.split('.');
+      if (parts.length !== 3 || parts[0] !== header) return 'the token is not one this gateway issued';
+      const given = Buffer.from(parts[2]!, 'base64url');
+      const expected = sign(`${parts[0]}.${parts[1]}`);
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'the token signature is not valid';
+      let claims: { sub?: unknown; exp?: unknown };
+      try {
+        claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as typeof claims;
+      } catch {
+        return 'the token is not one this gateway issued';
+      }
+      if (claims.sub !== oauth.client_id) return 'the token was issued to another client';
+      if (typeof claims.exp !== 'number' || now() / 1000 >= claims.exp) return 'the token has expired; request a new one';
+      return undefined;
+    },
+  };
+}
+
+export function requireBearerToken(issuer: TokenIssuer): MiddlewareHandler {
+  return async (c, next) => {
+    const header = c.req.header('authorization');
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+    const problem = token ? issuer.check(token) : header ? 'Authorization: expected Bearer <access_token>' : 'Authorization: header is missing (Bearer <access_token>)';
+    if (problem) {
+      c.header('WWW-Authenticate', 'Bearer error="invalid_token"');
+      return c.json({ error: problem }, 401);
+    }
+    await next();
+  };
+}
+
+/** The three parameters from whichever form the request used, or an error answer. */
+type TokenRequest = { ok: true; params: Record<string, unknown> } | { ok: false; error: string; status: 400 | 415 };
+
+async function readTokenRequest(c: Context): Promise<TokenRequest> {
+  if (c.req.method === 'GET') return { ok: true, params: c.req.query() };
+  if (/^application\/x-www-form-urlencoded\b/i.test(c.req.header('content-type') ?? '')) {
+    return { ok: true, params: Object.fromEntries(new URLSearchParams(await c.req.text())) };
+  }
+  const body = await readJsonBody(c);
+  if (!body.ok) return body;
+  if (body.value === null || typeof body.value !== 'object' || Array.isArray(body.value)) return { ok: false, error: 'body: must be a JSON object', status: 400 };
+  return { ok: true, params: body.value as Record<string, unknown> };
+}
+
+export function oauthTokenRoutes(oauth: OAuthConfig, issuer: TokenIssuer) {
+  const idMatches = createKeyMatcher([oauth.client_id]);
+  const secretMatches = createKeyMatcher([oauth.client_secret]);
+  const app = new Hono();
+
+  const token = async (c: Context) => {
+    // RFC 6749 §5.1: token answers are never cached.
+    c.header('Cache-Control', 'no-store');
+    const request = await readTokenRequest(c);
+    if (!request.ok) return c.json({ error: request.error }, request.status);
+    const { params } = request;
+    for (const name of ['grant_type', 'client_id', 'client_secret']) {
+      if (typeof params[name] !== 'string' || params[name] === '') return c.json({ error: `${name}: is required` }, 400);
+    }
+    if (params.grant_type !== 'client_credentials') {
+      return c.json({ error: `grant_type: must be client_credentials (got ${JSON.stringify(params.grant_type)})` }, 400);
+    }
+    // Both checks always run, so the timing does not tell which of the two was wrong.
+    const idOk = idMatches(params.client_id as string);
+    const secretOk = secretMatches(params.client_secret as string);
+    if (!idOk || !secretOk) return c.json({ error: 'client_id or client_secret is not valid' }, 401);
+    return c.json(issuer.issue(), 200);
+  };
+  app.post('/token', token);
+  app.get('/token', token);
+  return app;
+}

@@ -1,0 +1,53 @@
+/** Repository for `operator_credits`: bonus and funds credits with their CRM references (one query, one name). */
+import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, OperatorCreditsTable } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type CreditRow = Selectable<OperatorCreditsTable>;
+export type NewCredit = Insertable<OperatorCreditsTable>;
+
+export async function findCreditByKey(db: Db, dedupKey: string): Promise<CreditRow | undefined> {
+  return db.selectFrom('operator_credits').selectAll().where('dedup_key', '=', dedupKey).executeTakeFirst();
+}
+
+/**
+ * Inserts the credit unless one with its dedup_key exists; answers the new id, or undefined when the key was taken.
+ * On PostgreSQL a concurrent insert of the same key waits for the other transaction and then yields to it, so the
+ * unique constraint decides which of two concurrent repeats credits.
+ */
+export async function insertCreditUnlessKnown(db: Db, row: NewCredit): Promise<number | undefined> {
+  const inserted = await db
+    .insertInto('operator_credits')
+    .values(row)
+    .onConflict((oc) => oc.column('dedup_key').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted ? Number(inserted.id) : undefined;
+}
+
+/**
+ * Takes over a credit for another attempt: one that failed, or one left `pending` before `staleBefore` (its process
+ * died mid-call). The WHERE clause makes the take-over atomic, so of two concurrent repeats only one forwards.
+ */
+export async function reclaimCredit(db: Db, id: number, request_json: string, now: number, staleBefore: number): Promise<boolean> {
+  const result = await db
+    .updateTable('operator_credits')
+    .set({ state: 'pending', request_json, http_status: null, answer_json: null, updated_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('state', '=', 'failed'), eb.and([eb('state', '=', 'pending'), eb('updated_at', '<', staleBefore)])]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export async function recordCreditOutcome(
+  db: Db,
+  id: number,
+  outcome: { state: 'done' | 'failed'; http_status: number | null; answer_json: string | null },
+  now: number,
+): Promise<void> {
+  await db.updateTable('operator_credits').set({ ...outcome, updated_at: now }).where('id', '=', id).execute();
+}
+
+export async function findCreditsByUser(db: Db, userId: string, limit: number): Promise<CreditRow[]> {
+  return db.selectFrom('operator_credits').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').limit(limit).execute();
+}

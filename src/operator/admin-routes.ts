@@ -1,0 +1,100 @@
+/**
+ * Operator-side admin API under /admin (Bearer admin.api_key): loading player data into the sql backend, and reading
+ * back a user's credits with the CRM references a bonus event needs.
+ */
+import { Hono, type MiddlewareHandler } from 'hono';
+import type { Kysely } from 'kysely';
+import { requireAdmin } from '../auth/admin.js';
+import { readJsonBody } from '../http/json-body.js';
+import { findCreditsByUser } from '../ledger/credits.js';
+import { replaceBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
+import type { Database } from '../ledger/schema.js';
+import type { OperatorBackend } from './backend.js';
+import { crmReferencesObject } from './crm-references.js';
+import { saveLoadedUsers, toLoadedUser } from './load-players.js';
+import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
+
+export interface AdminRouteDeps {
+  db: Kysely<Database>;
+  backend: OperatorBackend;
+  adminKey: string | undefined;
+  now: () => number;
+}
+
+export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDeps) {
+  const app = new Hono();
+  const admin = requireAdmin(adminKey);
+  // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
+  const sqlOnly: MiddlewareHandler = async (c, next) => {
+    if (backend.name !== 'sql') return c.json({ error: 'operator.backend is http: player data is read from the operator platform, not loaded here' }, 409);
+    await next();
+  };
+
+  app.put('/users/:userid', admin, sqlOnly, async (c) => {
+    const userId = c.req.param('userid');
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(adminUserSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    if (parsed.value.user_id !== undefined && parsed.value.user_id !== userId) {
+      return c.json({ error: `user_id: "${parsed.value.user_id}" differs from the path's "${userId}"` }, 400);
+    }
+    const at = now();
+    // Read before the transaction, which must begin with its write (see upsertUsers); a race only blurs 201 vs 200.
+    const created = !(await userExists(db, userId));
+    await saveLoadedUsers(db, [toLoadedUser({ ...parsed.value, user_id: userId }, at)], at);
+    return c.json({ user_id: userId, created }, created ? 201 : 200);
+  });
+
+  app.put('/users/:userid/consents', admin, sqlOnly, async (c) => {
+    const userId = c.req.param('userid');
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(adminConsentsSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
+    if (!(await userExists(db, userId))) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
+    // PUT replaces the set: a type not listed is opted out, like a type never set.
+    await db.transaction().execute((trx) => writeConsents(trx, [...rows.values()], now(), [userId]));
+    const current = await backend.userConsents(userId);
+    return c.json(current.ok ? current.value : { error: current.error }, 200);
+  });
+
+  app.put('/bonuses', admin, sqlOnly, async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(adminBonusesSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    await db.transaction().execute((trx) => replaceBonuses(trx, parsed.value));
+    return c.json({ count: parsed.value.length }, 200);
+  });
+
+  /** A user's latest credits, newest first, with crm_references typed as a bonus event carries them. */
+  app.get('/credits', admin, async (c) => {
+    const userId = c.req.query('user_id');
+    if (!userId) return c.json({ error: 'user_id: query parameter is required' }, 400);
+    const rows = await findCreditsByUser(db, userId, 100);
+    const credits = rows.map((r) => ({
+      credit_id: String(r.id),
+      kind: r.kind,
+      user_id: r.user_id,
+      bonus_code: r.bonus_code,
+      amount: r.amount,
+      currency: r.currency,
+      state: r.state,
+      created_at: new Date(r.created_at).toISOString(),
+      crm_references: crmReferencesObject({
+        id: r.crm_id,
+        action_id: r.crm_action_id,
+        action_group_id: r.crm_action_group_id,
+        action_communication_profile_id: r.crm_action_communication_profile_id,
+        activity_id: r.crm_activity_id,
+        trigger_hash: r.crm_trigger_hash,
+        player_origin_id: r.crm_player_origin_id,
+      }),
+    }));
+    return c.json({ credits }, 200);
+  });
+
+  return app;
+}

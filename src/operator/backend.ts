@@ -1,0 +1,74 @@
+/**
+ * Where the operator endpoints get their answers (DESIGN §1 "operator"). Two implementations: `sql` keeps the player
+ * data in the gateway's own database (loaded through the admin API or `import users`), `http` asks the operator's
+ * platform. Backends return values, never throw for an expected outcome; the routes alone turn `kind` into a status.
+ */
+import type { BlocksRecord, BonusList, ConsentEntry, ConsentsRecord, ReconciliationField, UserRecord } from './crm-shapes.js';
+import type { CrmReferences } from './crm-references.js';
+
+/**
+ * not_found: no such user (404). invalid: the request cannot succeed as it is (400). busy: the same credit is being
+ * handled right now by another instance (503, retry). unsupported: the operator platform does not implement this
+ * reconciliation field (501). bad_upstream: the operator platform answered something the CRM would reject, or an
+ * error (502). timeout: it did not answer in time (504).
+ */
+export type BackendErrorKind = 'not_found' | 'invalid' | 'busy' | 'unsupported' | 'bad_upstream' | 'timeout';
+
+export type BackendResult<T> = { ok: true; value: T } | { ok: false; kind: BackendErrorKind; error: string };
+
+export class BackendError extends Error {
+  constructor(
+    readonly kind: BackendErrorKind,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BackendError';
+  }
+}
+
+export interface CreditRequest {
+  kind: 'bonus' | 'funds';
+  userId: string;
+  bonusCode: string;
+  amount: number | null;
+  currency: string | null;
+  /** The body as the CRM sent it, fields we ignore included: stored, and forwarded by the http backend. */
+  body: unknown;
+  refs: CrmReferences;
+}
+
+export interface CreditAnswer {
+  creditId: string;
+  /** True when this request repeated one already credited (one-action rule): nothing was credited again. */
+  repeated: boolean;
+}
+
+/** User ids encoded as JSON strings and joined by commas (`"a","b"`), ready to be written into the answer. */
+export interface IdPage {
+  json: string;
+  count: number;
+}
+
+/**
+ * A reconciliation run: pages of user ids in a stable order, then the run's timestamp. Iterating throws a
+ * BackendError when the data cannot be read; the route turns one thrown before the first page into a status and
+ * one thrown later into the `error` field of the streamed body.
+ */
+export interface ReconciliationRun {
+  pages: AsyncIterable<IdPage>;
+  /** RFC 3339 time the list describes; read after the last page. */
+  timestamp(): string;
+}
+
+export interface OperatorBackend {
+  readonly name: 'sql' | 'http';
+  userDetails(userId: string): Promise<BackendResult<UserRecord>>;
+  userConsents(userId: string): Promise<BackendResult<ConsentsRecord>>;
+  /** Applies the listed changes; types not listed keep their value. `body` is the request as received. */
+  updateConsents(userId: string, changes: ConsentEntry[], body: unknown): Promise<BackendResult<void>>;
+  userBlocks(userId: string): Promise<BackendResult<BlocksRecord>>;
+  bonusList(): Promise<BackendResult<BonusList>>;
+  credit(request: CreditRequest): Promise<BackendResult<CreditAnswer>>;
+  reconcile(field: ReconciliationField): ReconciliationRun;
+  close(): Promise<void>;
+}

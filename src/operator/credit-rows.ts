@@ -1,0 +1,28 @@
+/** The ledger row of a credit request, shared by both backends so every credit carries its CRM references. */
+import type { NewCredit } from '../ledger/credits.js';
+import type { CreditRequest } from './backend.js';
+
+export function newCreditRow(request: CreditRequest, dedupKey: string | null, state: 'pending' | 'done', at: number): NewCredit {
+  const { refs } = request;
+  return {
+    dedup_key: dedupKey,
+    kind: request.kind,
+    user_id: request.userId,
+    bonus_code: request.bonusCode,
+    amount: request.amount,
+    currency: request.currency,
+    request_json: JSON.stringify(request.body),
+    crm_id: refs.id,
+    crm_action_id: refs.action_id,
+    crm_action_group_id: refs.action_group_id,
+    crm_action_communication_profile_id: refs.action_communication_profile_id,
+    crm_activity_id: refs.activity_id,
+    crm_trigger_hash: refs.trigger_hash,
+    crm_player_origin_id: refs.player_origin_id,
+    state,
+    http_status: null,
+    answer_json: null,
+    created_at: at,
+    updated_at: at,
+  };
+}

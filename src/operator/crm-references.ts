@@ -1,0 +1,61 @@
+/**
+ * The X-Crm-* headers the CRM puts on every request (operator-interface §C). They are stored with each credit so a
+ * later bonus event can carry them back as `crm_references`, and four of them make up the one-action key.
+ */
+
+/** crm_references key → request header (header names are case-insensitive). */
+export const CRM_HEADERS = {
+  id: 'x-crm-id',
+  action_id: 'x-crm-actionid',
+  action_group_id: 'x-crm-actiongroupid',
+  action_communication_profile_id: 'x-crm-actioncommunicationprofileid',
+  activity_id: 'x-crm-activityid',
+  trigger_hash: 'x-crm-triggerhash',
+  player_origin_id: 'x-crm-playeroriginid',
+} as const;
+
+export type CrmReferences = { -readonly [K in keyof typeof CRM_HEADERS]: string | null };
+
+export function readCrmReferences(header: (name: string) => string | undefined): CrmReferences {
+  const refs = {} as CrmReferences;
+  for (const [key, name] of Object.entries(CRM_HEADERS) as Array<[keyof CrmReferences, string]>) {
+    const value = header(name)?.trim();
+    refs[key] = value ? value : null;
+  }
+  return refs;
+}
+
+/**
+ * "Only one action with the same activity_id, action_id, user_id and trigger hash is received" (§C). Without the
+ * three header values there is nothing to recognise a repeat by, so such a request gets no key and always counts.
+ */
+export function oneActionKey(refs: CrmReferences, userId: string): string | null {
+  if (refs.activity_id === null || refs.action_id === null || refs.trigger_hash === null) return null;
+  return JSON.stringify([refs.activity_id, refs.action_id, userId, refs.trigger_hash]);
+}
+
+/** The headers to pass on to the operator platform, so it can apply the same rule and keep the references. */
+export function crmHeadersOf(refs: CrmReferences): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [key, name] of Object.entries(CRM_HEADERS) as Array<[keyof CrmReferences, string]>) {
+    const value = refs[key];
+    if (value !== null) headers[name] = value;
+  }
+  return headers;
+}
+
+const INTEGER_KEYS = new Set<keyof CrmReferences>(['action_id', 'action_group_id', 'action_communication_profile_id', 'activity_id', 'player_origin_id']);
+
+/**
+ * The `crm_references` object of a bonus event, typed as in the docs' example: id and trigger_hash strings, the other
+ * ids integers (a header value that is not an integer is kept as the string it was). Absent headers are left out.
+ */
+export function crmReferencesObject(refs: CrmReferences): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const key of Object.keys(CRM_HEADERS) as Array<keyof CrmReferences>) {
+    const value = refs[key];
+    if (value === null) continue;
+    out[key] = INTEGER_KEYS.has(key) && /^-?\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+  }
+  return out;
+}

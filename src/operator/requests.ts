@@ -1,0 +1,73 @@
+/**
+ * Request bodies. The CRM's requests are plain objects: fields it adds later are accepted and ignored (the spec
+ * says it may add some, e.g. validity_amount). The admin bodies are strict instead, so a misspelt key in an
+ * operator's load script is refused by name rather than silently lost.
+ */
+import { z } from 'zod';
+import { describeFirstIssue } from '../sms/message-schema.js';
+import { bonusEntrySchema, consentEntrySchema, userRecordFields } from './crm-shapes.js';
+
+/** The CRM's ids are strings; a number is taken in its decimal form rather than refused. */
+const id = z.union([z.string().trim().min(1, { error: 'must not be empty' }), z.number().int().safe().transform(String)], {
+  error: 'must be a non-empty string',
+});
+
+/** POST /bonus/credit; shaped like the funds request (no amount, no currency) so both share one path. */
+export const bonusCreditSchema = z.object({ user_id: id, bonus_code: id }).transform((v) => ({ ...v, amount: null, currency: null }));
+
+export const fundsCreditSchema = z.object({
+  user_id: id,
+  bonus_code: id,
+  amount: z.number({ error: 'must be a number' }).finite().positive({ error: 'must be greater than 0' }),
+  currency: z
+    .string({ error: 'must be a string' })
+    .regex(/^[A-Za-z]{3}$/, { error: 'must be a three-letter currency code such as EUR' })
+    .transform((s) => s.toUpperCase()),
+});
+
+export const consentsUpdateSchema = z.object({
+  consents: z.array(consentEntrySchema, { error: 'must be an array of {opted_in, type}' }).min(1, { error: 'must not be empty' }),
+});
+
+export const reconciliationRequestSchema = z.object({ field: z.string({ error: 'must be a string' }) });
+
+const adminConsents = z.array(consentEntrySchema.strict(), { error: 'must be an array of {opted_in, type}' });
+
+/** A user record as GET /userdetails answers it, plus what the blocks and consents answers need. */
+export const adminUserSchema = z.strictObject({
+  ...userRecordFields,
+  /** Optional in the body of PUT /admin/users/:userid (the path names the user); required on an import line. */
+  user_id: userRecordFields.user_id.optional(),
+  block_note: z.string({ error: 'must be a string' }).optional(),
+  exclusion_note: z.string({ error: 'must be a string' }).optional(),
+  /** Replaces the user's consents when present; types not listed are opted out. */
+  consents: adminConsents.optional(),
+});
+export type AdminUser = z.output<typeof adminUserSchema>;
+
+export const adminConsentsSchema = z.strictObject({ consents: adminConsents });
+
+export const adminBonusesSchema = z
+  .array(bonusEntrySchema.strict(), { error: 'must be an array of {text, value}' })
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((b, i) => {
+      if (seen.has(b.value)) ctx.addIssue({ code: 'custom', path: [i, 'value'], message: `"${b.value}" is listed twice` });
+      seen.add(b.value);
+    });
+  });
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/** Validates and answers either the value or one sentence naming the first bad field. */
+export function parseBody<S extends z.ZodType>(schema: S, input: unknown): Parsed<z.output<S>> {
+  if (input === null || typeof input !== 'object') return { ok: false, error: 'body: must be a JSON object' };
+  const result = schema.safeParse(input);
+  if (result.success) return { ok: true, value: result.data };
+  const issue = result.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const where = issue.path.map(String).join('.');
+    return { ok: false, error: `${issue.keys.map((k) => (where ? `${where}.${k}` : k)).join(', ')}: unknown key` };
+  }
+  return { ok: false, error: describeFirstIssue(result.error, input) };
+}

@@ -1,0 +1,80 @@
+/**
+ * The operator API the CRM calls (operator-interface §A; GET /userblocks from crm-public-docs §2.2): parse, call the
+ * backend, map its result. `auth` is the middleware of the configured auth.mode; it is attached per route, because
+ * this sub-app is mounted at the root and must not guard anything else.
+ */
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import { readJsonBody } from '../http/json-body.js';
+import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
+import { readCrmReferences } from './crm-references.js';
+import { reconciliationHandler } from './reconciliation-route.js';
+import { bonusCreditSchema, consentsUpdateSchema, fundsCreditSchema, parseBody } from './requests.js';
+import { statusOf } from './status.js';
+
+export interface OperatorRouteDeps {
+  backend: OperatorBackend;
+  auth: MiddlewareHandler;
+  logger: Logger;
+}
+
+/** The docs do not define success bodies for writes; this mirrors the Success/Errors wrapper of GET /bonus/list. */
+const SUCCESS = { Success: true, Errors: [] as string[] };
+
+function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
+  // Player data must never sit in a cache between the CRM and us (operator-interface: GET /userdetails).
+  if (privateData) c.header('Cache-Control', 'no-store');
+  if (result.ok) return c.json(result.value as object, 200);
+  if (result.kind === 'busy') c.header('Retry-After', '1');
+  return c.json({ error: result.error }, statusOf(result.kind));
+}
+
+export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
+  const app = new Hono();
+
+  app.get('/userdetails/:userid', auth, async (c) => answer(c, await backend.userDetails(c.req.param('userid'))));
+  app.get('/userconsents/:userid', auth, async (c) => answer(c, await backend.userConsents(c.req.param('userid'))));
+  app.get('/userblocks/:userid', auth, async (c) => answer(c, await backend.userBlocks(c.req.param('userid'))));
+
+  app.post('/userconsents/:userid', auth, async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(consentsUpdateSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const result = await backend.updateConsents(c.req.param('userid'), parsed.value.consents, body.value);
+    return answer(c, result.ok ? { ok: true, value: SUCCESS } : result);
+  });
+
+  app.get('/bonus/list', auth, async (c) => {
+    const result = await backend.bonusList();
+    if (result.ok) return answer(c, result, false);
+    // The list has its own error slot; fill it too, for a CRM that reads only the wrapper.
+    return c.json({ error: result.error, Data: [], Success: false, Errors: [result.error] }, statusOf(result.kind));
+  });
+
+  const credit = (kind: CreditRequest['kind']) => async (c: Context) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = kind === 'bonus' ? parseBody(bonusCreditSchema, body.value) : parseBody(fundsCreditSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const v = parsed.value;
+    const result = await backend.credit({
+      kind,
+      userId: v.user_id,
+      bonusCode: v.bonus_code,
+      amount: v.amount,
+      currency: v.currency,
+      body: body.value,
+      refs: readCrmReferences((name) => c.req.header(name)),
+    });
+    if (!result.ok) return answer(c, result, false);
+    // A repeat answers exactly what the first request got; the header only tells a human reading logs.
+    if (result.value.repeated) c.header('Idempotent-Replayed', 'true');
+    return c.json({ ...SUCCESS, credit_id: result.value.creditId }, 200);
+  };
+  app.post('/bonus/credit', auth, credit('bonus'));
+  app.post('/bonus/credit/funds', auth, credit('funds'));
+
+  app.post('/reconciliation', auth, reconciliationHandler(backend, logger));
+  return app;
+}

@@ -1,0 +1,135 @@
+/**
+ * The default backend: player data in the gateway's own database (loaded with the admin API or `import users`).
+ * A credit here is the ledger row itself; the operator's systems read `operator_credits` to pay it out.
+ */
+import type { Kysely } from 'kysely';
+import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
+import {
+  bonusExists,
+  findConsents,
+  findReconciliationPage,
+  findUser,
+  listBonuses,
+  userExists,
+  writeConsents,
+} from '../ledger/operator-data.js';
+import type { Database } from '../ledger/schema.js';
+import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
+import { oneActionKey } from './crm-references.js';
+import { newCreditRow } from './credit-rows.js';
+import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from './crm-shapes.js';
+
+export interface SqlBackendOptions {
+  db: Kysely<Database>;
+  /** Where reconciliation reads (a read-only connection on SQLite, see create-backend.ts); `db` when absent. */
+  scanDb?: Kysely<Database>;
+  close?: () => Promise<void>;
+  now: () => number;
+  pageSize: number;
+}
+
+const unknownUser = (userId: string) => ({ ok: false, kind: 'not_found', error: `user_id: no user "${userId}"` }) as const;
+
+export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlBackendOptions): OperatorBackend {
+  return {
+    name: 'sql',
+
+    async userDetails(userId) {
+      const row = await findUser(db, userId);
+      return row ? { ok: true, value: JSON.parse(row.record_json) as UserRecord } : unknownUser(userId);
+    },
+
+    async userConsents(userId) {
+      if (!(await userExists(db, userId))) return unknownUser(userId);
+      const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r.opted_in === 1]));
+      // A type never set is reported as opted out: consent is never assumed (README: Player data).
+      return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
+    },
+
+    async updateConsents(userId, changes) {
+      if (!(await userExists(db, userId))) return unknownUser(userId);
+      // At most six rows: one statement, atomic without a transaction.
+      const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
+      await writeConsents(db, [...rows.values()], now());
+      return { ok: true, value: undefined };
+    },
+
+    async userBlocks(userId) {
+      const row = await findUser(db, userId);
+      if (!row) return unknownUser(userId);
+      return {
+        ok: true,
+        value: {
+          blocks: [
+            { active: row.is_blocked === 1, type: 'Blocked', note: row.block_note },
+            { active: row.is_excluded === 1, type: 'Excluded', note: row.exclusion_note },
+          ],
+        },
+      };
+    },
+
+    async bonusList() {
+      return { ok: true, value: { Data: await listBonuses(db), Success: true, Errors: [] } };
+    },
+
+    credit: (request) => creditOnce(db, request, now()),
+
+    reconcile(field: ReconciliationField): ReconciliationRun {
+      const selector = RECONCILIATION_FIELDS[field];
+      // Pages are read without one long transaction (it would hold back SQLite checkpoints and PostgreSQL vacuum for
+      // the whole run), so a user changed mid-run may or may not be listed; `timestamp` is when the run started.
+      const startedAt = new Date(now()).toISOString();
+      async function* pages() {
+        let after: string | null = null;
+        for (;;) {
+          const page = await findReconciliationPage(scanDb, selector, after, pageSize);
+          if (page.count > 0) yield page;
+          if (page.count < pageSize) return;
+          after = page.last;
+        }
+      }
+      return { pages: pages(), timestamp: () => startedAt };
+    },
+
+    async close() {
+      await close?.();
+    },
+  };
+}
+
+/** Carries a refusal out of the transaction, so the credit row inserted first is rolled back. */
+class CreditRefused extends Error {
+  constructor(readonly result: BackendResult<CreditAnswer>) {
+    super('credit refused');
+  }
+}
+
+/**
+ * Credits at most once per one-action key, in one transaction that begins with the insert: the unique key decides
+ * between concurrent twins (SQLite: the write lock is taken by the first statement, so a twin waits for it instead
+ * of failing on a stale snapshot; PostgreSQL: a twin's insert waits for the first to commit, then yields). The user
+ * and bonus code are checked after the insert, and a refusal rolls the row back.
+ */
+async function creditOnce(db: Kysely<Database>, request: CreditRequest, at: number): Promise<BackendResult<CreditAnswer>> {
+  const key = oneActionKey(request.refs, request.userId);
+  try {
+    return await db.transaction().execute(async (trx): Promise<BackendResult<CreditAnswer>> => {
+      let id = await insertCreditUnlessKnown(trx, newCreditRow(request, key, 'done', at));
+      if (id === undefined) {
+        const seen = (await findCreditByKey(trx, key!))!;
+        if (seen.state === 'done') return { ok: true, value: { creditId: String(seen.id), repeated: true } };
+        // Left failed or pending by the http backend before a switch to sql: this attempt completes it.
+        await recordCreditOutcome(trx, seen.id, { state: 'done', http_status: null, answer_json: null }, at);
+        id = seen.id;
+      }
+      if (!(await userExists(trx, request.userId))) throw new CreditRefused(unknownUser(request.userId));
+      if (!(await bonusExists(trx, request.bonusCode))) {
+        throw new CreditRefused({ ok: false, kind: 'invalid', error: `bonus_code: "${request.bonusCode}" is not in the bonus list` });
+      }
+      return { ok: true, value: { creditId: String(id), repeated: false } };
+    });
+  } catch (error) {
+    if (error instanceof CreditRefused) return error.result;
+    throw error;
+  }
+}

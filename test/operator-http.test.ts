@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeOperatorPlatform, type FakeOperatorPlatform } from './fakes/operator-platform.js';
+import { crmBlocks, crmBonusList, crmConsents, crmReconciliation, crmUserDetails, errorBody, sampleUser } from './helpers/crm-schemas.js';
+import { startTestGateway, type TestGateway } from './helpers/gateway.js';
+
+let platform: FakeOperatorPlatform;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  platform = await startFakeOperatorPlatform();
+  gw = await startTestGateway({
+    operator: { backend: 'http', base_url: platform.url, headers: { 'x-platform-key': 'platform-secret' }, timeout: '500ms' },
+  });
+});
+afterAll(async () => {
+  await gw.close();
+  await platform.close();
+});
+beforeEach(() => {
+  platform.users.set('u-1', sampleUser('u-1', { verified_at: null, segmentation: null }));
+  platform.consents.set('u-1', [
+    { type: 'Email', opted_in: true },
+    { type: 'SMS', opted_in: false },
+    { type: 'Telephone', opted_in: false },
+    { type: 'PostMail', opted_in: true },
+    { type: 'SiteNotification', opted_in: true },
+    { type: 'PushNotification', opted_in: true },
+  ]);
+  platform.requests.length = 0;
+});
+
+describe('http backend: reads', () => {
+  it('forwards GET /userdetails with the configured headers and answers the CRM shape', async () => {
+    const res = await gw.get('/userdetails/u-1');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(crmUserDetails.parse(res.json)).toEqual(sampleUser('u-1'));
+    expect(platform.requests[0]).toMatchObject({ method: 'GET', path: '/userdetails/u-1' });
+    expect(platform.requests[0]!.headers['x-platform-key']).toBe('platform-secret');
+  });
+
+  it('passes a 404 from the platform on as 404', async () => {
+    const res = await gw.get('/userdetails/ghost');
+    expect(res.status).toBe(404);
+    errorBody.parse(res.json);
+  });
+
+  it('answers consents with the exact type spellings, whatever case the platform used', async () => {
+    const res = await gw.get('/userconsents/u-1');
+    expect(res.status).toBe(200);
+    const { consents } = crmConsents.parse(res.json);
+    expect(consents.map((c) => c.type)).toEqual(['email', 'sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification']);
+  });
+
+  it('answers blocks and the bonus list in the CRM shapes', async () => {
+    crmBlocks.parse((await gw.get('/userblocks/u-1')).json);
+    crmBonusList.parse((await gw.get('/bonus/list')).json);
+  });
+
+  it.each([
+    ['/userdetails/u-1', '{"user_id":"u-1",', /not JSON/],
+    ['/userdetails/u-1', { ...sampleUser('u-1'), birth_date: '02/03/1992' }, /birth_date/],
+    ['/userdetails/u-1', { ...sampleUser('u-1'), is_blocked: 'no' }, /is_blocked/],
+    ['/userdetails/u-1', { ...sampleUser('u-1'), roles: undefined }, /roles: is required/],
+    ['/userdetails/u-1', sampleUser('someone-else'), /user_id/],
+    ['/userconsents/u-1', { consents: [{ type: 'email', opted_in: true }] }, /sms exactly once/],
+    ['/userblocks/u-1', { blocks: [{ active: true, type: 'Banned', note: '' }] }, /blocks\.0\.type/],
+    ['/bonus/list', { Data: [{ text: 'x' }], Success: true, Errors: [] }, /Data\.0\.value/],
+  ])('answers 502 naming the field when GET %s comes back malformed (%j)', async (path, body, field) => {
+    platform.script(path, { body });
+    const res = await gw.get(path);
+    expect(res.status).toBe(502);
+    expect(errorBody.parse(res.json).error).toMatch(field);
+  });
+
+  it('answers 502 for a platform error and 504 when it is too slow', async () => {
+    platform.script('/userdetails/u-1', { status: 500, body: { error: 'db down' } });
+    const failed = await gw.get('/userdetails/u-1');
+    expect(failed.status).toBe(502);
+    expect(failed.json.error).toMatch(/500.*db down/);
+    platform.script('/userdetails/u-1', { delayMs: 1_500, body: sampleUser('u-1') });
+    const slow = await gw.get('/userdetails/u-1');
+    expect(slow.status).toBe(504);
+    errorBody.parse(slow.json);
+  });
+
+  it('keeps the bonus list wrapper in its error answer', async () => {
+    platform.script('/bonus/list', { status: 503, body: 'maintenance' });
+    const res = await gw.get('/bonus/list');
+    expect(res.status).toBe(502);
+    expect(res.json).toMatchObject({ Data: [], Success: false, Errors: [expect.stringMatching(/maintenance/)] });
+  });
+});
+
+describe('http backend: writes', () => {
+  it('forwards a consent change as received, unknown fields included', async () => {
+    const body = { consents: [{ opted_in: false, type: 'sms' }], channel_hint: 'page' };
+    expect((await gw.post('/userconsents/u-1', body)).status).toBe(200);
+    expect(JSON.parse(platform.requests[0]!.body)).toEqual(body);
+  });
+
+  it('forwards a credit with the X-Crm-* headers and forwards a repeat no more', async () => {
+    const headers = { 'X-Crm-Activityid': '10', 'X-Crm-Actionid': '20', 'X-Crm-Triggerhash': 'th-http', 'X-Crm-Id': 'guid-1' };
+    const first = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers);
+    expect(first.status).toBe(200);
+    const repeats = await Promise.all(Array.from({ length: 5 }, () => gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers)));
+    expect(repeats.every((r) => r.json.credit_id === first.json.credit_id)).toBe(true);
+    const forwarded = platform.requests.filter((r) => r.path === '/bonus/credit');
+    expect(forwarded).toHaveLength(1);
+    expect(forwarded[0]!.headers).toMatchObject({ 'x-crm-activityid': '10', 'x-crm-triggerhash': 'th-http', 'x-crm-id': 'guid-1' });
+  });
+
+  it('forwards 20 concurrent identical credits once', async () => {
+    const headers = { 'X-Crm-Activityid': '11', 'X-Crm-Actionid': '21', 'X-Crm-Triggerhash': 'th-par' };
+    platform.script('/bonus/credit/funds', { delayMs: 100, body: { Success: true, Errors: [] } });
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => gw.post('/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'FS', amount: 5, currency: 'EUR' }, headers)),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
+    expect(new Set(answers.map((a) => a.json.credit_id)).size).toBe(1);
+    expect(platform.requests.filter((r) => r.path === '/bonus/credit/funds')).toHaveLength(1);
+  });
+
+  it('forwards again after a failed attempt, and maps refusals to 4xx', async () => {
+    const headers = { 'X-Crm-Activityid': '12', 'X-Crm-Actionid': '22', 'X-Crm-Triggerhash': 'th-retry' };
+    platform.script('/bonus/credit', { status: 500, body: { Success: false, Errors: ['wallet busy'] } });
+    const failed = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers);
+    expect(failed.status).toBe(502);
+    expect(failed.json.error).toMatch(/wallet busy/);
+    expect((await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers)).status).toBe(200);
+    expect(platform.requests.filter((r) => r.path === '/bonus/credit')).toHaveLength(2);
+
+    platform.script('/bonus/credit', { status: 422, body: { error: 'unknown bonus' } });
+    const refused = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'NOPE' });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatch(/unknown bonus/);
+    expect((await gw.post('/bonus/credit', { user_id: 'ghost', bonus_code: 'FS' })).status).toBe(404);
+  });
+
+  it('refuses admin loading, since the data lives at the platform', async () => {
+    expect((await gw.adminPut('/admin/users/u-9', sampleUser('u-9'))).status).toBe(409);
+  });
+});
+
+describe('http backend: reconciliation', () => {
+  it('streams the platform list through with the platform timestamp, skipping keys it does not know', async () => {
+    platform.reconciliation = { users: Array.from({ length: 5_000 }, (_, i) => `user-${i}-"quoted"\\`), chunk: 333 };
+    const res = await gw.post('/reconciliation', { field: 'consent_sms' });
+    expect(res.status).toBe(200);
+    const body = crmReconciliation.parse(res.json);
+    expect(body.users).toEqual(platform.reconciliation.users);
+    expect(body.timestamp).toBe('2026-11-23T10:00:00Z');
+    expect(JSON.parse(platform.requests[0]!.body)).toEqual({ field: 'consent_sms' });
+  });
+
+  it.each(['error', 'cut'] as const)('ends the body with an error field when the platform stream fails (%s)', async (how) => {
+    platform.reconciliation = { users: Array.from({ length: 3_000 }, (_, i) => `u${i}`), chunk: 500, failAfter: { ids: 1_000, how } };
+    const res = await gw.post('/reconciliation', { field: 'blocked' });
+    expect(res.status).toBe(200);
+    expect(typeof res.json).toBe('object');
+    expect(res.json.error).toEqual(expect.any(String));
+    expect(res.json.timestamp).toBeUndefined();
+    expect(res.json.users.length).toBeLessThanOrEqual(1_000);
+  });
+
+  it('answers 501 when the platform does not implement the field, 502 for a bad first answer', async () => {
+    platform.script('/reconciliation', { status: 501, body: { error: 'no' } });
+    expect((await gw.post('/reconciliation', { field: 'consent_telephone' })).status).toBe(501);
+    platform.script('/reconciliation', { body: '{"users":[1,2]}' });
+    const bad = await gw.post('/reconciliation', { field: 'blocked' });
+    expect(bad.status).toBe(502);
+    expect(bad.json.error).toMatch(/users\[0\]: must be a string/);
+  });
+});
