@@ -24,6 +24,11 @@ export interface SendRequest {
   segments: number;
   /** Where the provider must send receipts for this message: `{public_url}/dlr/{name}?sms_id=…`. */
   callbackUrl: string;
+  /**
+   * Epoch ms: the latest moment this message may still wait for provider capacity (rate_per_second,
+   * max_concurrency). Past it the throttle answers transient instead of waiting. Absent: wait until `signal` aborts.
+   */
+  deadline?: number;
 }
 
 /**
@@ -53,6 +58,11 @@ export interface ReceiptEvent {
   providerStatus: string;
   status: MappedStatus;
   errorCode?: string;
+  /**
+   * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API): the
+   * delivery module then rolls the parts up into one status with aggregatePartStatuses (multipart.ts).
+   */
+  perPart?: boolean;
 }
 
 /** `rejected` receipts fail verification: the route answers 403 and records nothing. */

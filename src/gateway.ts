@@ -17,10 +17,13 @@ import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
+import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
 
 export interface GatewayOptions {
   logger?: Logger;
   now?: () => number;
+  /** Clock for the provider throttles' waits (tests move time by hand); defaults to real timers over `now`. */
+  clock?: Clock;
 }
 
 export interface Gateway {
@@ -34,10 +37,12 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number): SmsProvider[] {
+export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number, clock: Clock = systemClock(now)): SmsProvider[] {
   return Object.entries(config.providers).map(([name, providerConfig]) => {
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
-    return plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now });
+    const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now });
+    // One throttle per provider instance, shared by single and batch traffic (issue 5).
+    return withThrottle(provider, { ratePerSecond: providerConfig.rate_per_second, maxConcurrency: providerConfig.max_concurrency }, clock);
   });
 }
 
@@ -48,7 +53,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const { db } = ledger;
   await migrateToLatest(db);
 
-  const providers = createProviders(config, logger, now);
+  const providers = createProviders(config, logger, now, options.clock);
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
     config.sms.default_provider,

@@ -9,6 +9,7 @@ import { insertConversions } from '../ledger/conversions.js';
 import { createQueryTemplate } from '../ledger/query-template.js';
 import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
 import type { Database, MessagesTable } from '../ledger/schema.js';
+import { rollUpPartStatus } from './parts.js';
 import { decideTransition } from './status.js';
 
 type Trx = Transaction<Database>;
@@ -79,7 +80,7 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
   for (const { message, event } of pairs) {
     const current = state.get(message.sms_id) ?? { ...message, changed: false };
-    const transition = decideTransition(current, event.status);
+    const transition = decideTransition(current, await rollUpPartStatus(trx, message.sms_id, event));
     if (transition.kind === 'report') {
       current.delivery_status = transition.status;
       current.delivery_source = 'receipt';

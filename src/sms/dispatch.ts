@@ -3,6 +3,7 @@
  * provider call), send the claimed ones with bounded concurrency until the deadline, record the answers.
  * Single and batch requests share it; their ledger writes are grouped across concurrent requests.
  */
+import { setMaxListeners } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
@@ -56,6 +57,8 @@ export interface DispatcherDeps {
 export interface DispatchOptions {
   /** Epoch ms after which messages not yet handed to a provider are answered `fatal`. */
   deadline: number;
+  /** Epoch ms until which a message may wait for provider capacity (throttle); defaults to `deadline`. */
+  waitDeadline?: number;
   concurrency: number;
 }
 
@@ -73,6 +76,9 @@ function createDeadlineSignals(now: () => number) {
     if (!signal) {
       if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
       signal = AbortSignal.timeout(Math.max(0, window - now()));
+      // Every in-flight provider call listens on it (undici adds one abort listener per request); without this,
+      // more than 10 sharers print a MaxListenersExceededWarning per window.
+      setMaxListeners(0, signal);
       signals.set(window, signal);
     }
     return signal;
@@ -133,7 +139,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     return items.map(() => undefined);
   });
 
-  async function callProvider(message: PreparedMessage, smsId: string, deadline: number): Promise<SendResult> {
+  async function callProvider(message: PreparedMessage, smsId: string, deadline: number, waitDeadline: number): Promise<SendResult> {
     if (deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
     try {
       return await message.provider.send(
@@ -145,6 +151,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           encoding: message.encoding,
           segments: message.segments,
           callbackUrl: deps.callbackUrl(message.provider.name, smsId),
+          deadline: waitDeadline,
         },
         signalFor(Math.min(now() + deps.sendTimeoutMs, deadline)),
       );
@@ -154,8 +161,8 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  async function sendClaimed(message: PreparedMessage, smsId: string, deadline: number): Promise<DispatchResult> {
-    const answer = await callProvider(message, smsId, deadline);
+  async function sendClaimed(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
+    const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const record: SendOutcomeRecord = answer.ok
       ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
       : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
@@ -189,7 +196,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       while (next < toSend.length) {
         const i = toSend[next++]!;
         const claim = claimed[i] as { smsId: string };
-        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options.deadline));
+        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options));
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));

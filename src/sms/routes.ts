@@ -45,7 +45,9 @@ export function smsRoutes(deps: SmsRouteDeps) {
     if (!body.ok) return c.json({ error: body.error }, body.status);
     const prepared = prepareMessage(body.value, router, sms);
     if (!prepared.ok) return c.json({ error: prepared.error }, 400);
-    const [result] = await dispatcher.dispatch([prepared.message], { deadline: now() + sms.send_timeout, concurrency: 1 });
+    // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
+    const at = now();
+    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1 });
     if (result!.outcome === 'sent') return c.json({ sms_id: result!.smsId }, 200);
     if (result!.outcome === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, 400);
     c.header('Retry-After', '1');

@@ -10,6 +10,7 @@ import pino from 'pino';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
+import type { Clock } from '../../src/sms/throttle.js';
 import { createTestDatabase } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';
@@ -50,11 +51,11 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number } = {}): Promise<TestGateway> {
+export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number; clock?: Clock } = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
   const database = await createTestDatabase(dir);
   const config = parseConfig(testConfigDocument(dir, { database: { url: database.url }, ...overrides }), {});
-  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), now: options.now });
+  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), now: options.now, clock: options.clock });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
       method,

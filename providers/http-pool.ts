@@ -1,0 +1,54 @@
+/**
+ * The pooled HTTP client provider plugins send with: one undici Pool per provider instance, keep-alive, no SDK on
+ * the hot path (DESIGN §6: a pooled request costs a tenth of the Twilio SDK's CPU per message).
+ */
+import { Pool } from 'undici';
+
+export interface ProviderResponse {
+  status: number;
+  /** Parsed JSON body, or undefined when the body was not JSON. */
+  json: unknown;
+  text: string;
+}
+
+export interface ProviderPool {
+  /** `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. */
+  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<ProviderResponse>;
+  close(): Promise<void>;
+}
+
+export function createProviderPool(baseUrl: string, connections: number): ProviderPool {
+  const url = new URL(baseUrl);
+  const prefix = url.pathname.replace(/\/+$/, '');
+  const pool = new Pool(url.origin, {
+    connections,
+    keepAliveTimeout: 30_000,
+    connectTimeout: 10_000,
+  });
+  return {
+    async post(path, headers, body, signal) {
+      const res = await pool.request({ method: 'POST', path: prefix + path, headers, body, signal });
+      const text = await res.body.text();
+      let json: unknown;
+      try {
+        json = text ? JSON.parse(text) : undefined;
+      } catch {
+        json = undefined;
+      }
+      return { status: res.statusCode, json, text };
+    },
+    close: () => pool.close(),
+  };
+}
+
+/**
+ * Describes a failure of the request itself (no HTTP answer). An abort means our timeout fired, possibly after
+ * the provider received the request: the message may exist there (providers.md §1.4 "timeout after the request
+ * was sent"), which the caller's error text should say.
+ */
+export function describeRequestFailure(error: unknown, signal: AbortSignal): { network: string; error: string } {
+  if (signal.aborted) return { network: 'timeout', error: 'no answer before the send timeout (the provider may still have accepted it)' };
+  const err = error as { code?: unknown; message?: unknown };
+  const code = typeof err?.code === 'string' ? err.code : 'network_error';
+  return { network: code, error: `connection failed (${code}): ${String(err?.message ?? error)}` };
+}

@@ -1,0 +1,210 @@
+/**
+ * Twilio Programmable Messaging (API 2010-04-01). Facts from providers.md §1–§2 and §4.1; vendor docs:
+ * https://www.twilio.com/docs/messaging/api/message-resource and
+ * https://www.twilio.com/docs/usage/webhooks/webhooks-security
+ *
+ * Send: a form POST to `{base_url}/2010-04-01/Accounts/{account_sid}/Messages.json` with Basic auth over a pooled
+ * undici client. The twilio SDK stays off this path (DESIGN §6: its messages.create costs about ten times the CPU).
+ * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with the twilio
+ * package's own `validateRequest` against the public URL we handed out (never the Host header).
+ * Secrets to keep out of logs: auth_token.
+ */
+// The webhooks module alone: the package root loads every Twilio product (≈ 0.4 s at start-up) for nothing.
+import { validateRequest } from 'twilio/lib/webhooks/webhooks.js';
+import { z } from 'zod';
+import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { headerValue, readFormFields } from './receipt-input.js';
+import {
+  providerCommonConfig,
+  type IncomingReceipt,
+  type MappedStatus,
+  type ProviderPlugin,
+  type ReceiptParse,
+  type SendRequest,
+  type SendResult,
+} from './types.js';
+
+const configSchema = z
+  .strictObject({
+    type: z.literal('twilio'),
+    ...providerCommonConfig,
+    base_url: z.url().default('https://api.twilio.com'),
+    account_sid: z.string().regex(/^AC[0-9a-f]{32}$/i, 'must be AC followed by 32 hex digits'),
+    auth_token: z.string().min(1),
+    /** Default sender when the CRM gives no sender_name. */
+    from: z.string().min(1).optional(),
+    /** Send through a Messaging Service (Twilio picks the sender from its pool when there is no From). */
+    messaging_service_sid: z.string().regex(/^MG[0-9a-f]{32}$/i, 'must be MG followed by 32 hex digits').optional(),
+    /** Seconds a message may wait in Twilio's queue before Twilio fails it (error 30036); 1–36000. */
+    validity_period: z.number().int().min(1).max(36_000).optional(),
+    /** Twilio replaces Unicode look-alikes with GSM-7 characters (providers.md §5). */
+    smart_encoded: z.boolean().optional(),
+  })
+  .refine((c) => c.from !== undefined || c.messaging_service_sid !== undefined, {
+    message: 'set from or messaging_service_sid (Twilio needs a sender)',
+    path: ['from'],
+  });
+export type TwilioConfig = z.infer<typeof configSchema>;
+
+export type TwilioFailure = { httpStatus?: number; code?: number; network?: string };
+
+/**
+ * Send-time error codes that mean this message will never go out as it is (providers.md §1.4,
+ * https://www.twilio.com/docs/api/errors). The text is what the CRM reads in the 400 answer.
+ */
+export const TWILIO_PERMANENT_CODES: Readonly<Record<number, string>> = {
+  21211: 'invalid To number',
+  21212: 'invalid From number',
+  21408: 'no permission to send to this region (geo permissions)',
+  21602: 'message body is required',
+  21603: 'From is required',
+  21604: 'To is required',
+  21606: 'From is not a valid message-capable sender for this destination',
+  21608: 'unverified To on a trial account or no approved compliance profile',
+  21610: 'recipient has unsubscribed (replied STOP)',
+  21612: 'Twilio cannot route to this To number',
+  21614: 'To is not a valid mobile number',
+  21617: 'message body exceeds 1600 characters',
+  21635: 'To is a landline',
+};
+
+/**
+ * Codes a retry can fix: 20429 too many concurrent requests (never processed, always safe to retry), 21611 the
+ * sender's queue is over its backlog limit, 20003 authentication failed: a configuration fault of ours, which
+ * must not burn the CRM's messages as permanent failures (providers.md §1.4).
+ */
+export const TWILIO_TRANSIENT_CODES: ReadonlySet<number> = new Set([20003, 20429, 21611]);
+
+/**
+ * Pure classification of a failed create call. Network failures, timeouts, HTTP 429 and 5xx are transient (a 5xx
+ * or a timeout may have created the message: Twilio has no idempotency key, so the CRM's retry risks a duplicate,
+ * which we accept over losing the message); known permanent codes and other 4xx answers are permanent.
+ */
+export function classifyTwilioFailure(failure: TwilioFailure): 'permanent' | 'transient' {
+  if (failure.network) return 'transient';
+  if (failure.code !== undefined && TWILIO_TRANSIENT_CODES.has(failure.code)) return 'transient';
+  const status = failure.httpStatus ?? 0;
+  if (status === 429 || status >= 500) return 'transient';
+  if (failure.code !== undefined && failure.code in TWILIO_PERMANENT_CODES) return 'permanent';
+  if (status >= 400) return 'permanent';
+  return 'transient'; // a 2xx/3xx we cannot read: the message may exist, the CRM decides on retry
+}
+
+/** MessageStatus → CRM status (providers.md §2.2, §4.1). `ignore`: inbound statuses, nothing to record. */
+export const TWILIO_STATUS_MAP: Readonly<Record<string, MappedStatus | 'ignore'>> = {
+  accepted: 'intermediate',
+  scheduled: 'intermediate',
+  queued: 'intermediate',
+  sending: 'intermediate',
+  // The carrier took it; Twilio notes a message may stay `sent` forever, so the unknown-timeout sweep ends it.
+  sent: 'intermediate',
+  delivered: 'delivered',
+  read: 'delivered', // WhatsApp/RCS read implies delivered
+  undelivered: 'undelivered',
+  failed: 'failed',
+  canceled: 'failed', // a cancelled scheduled send never went out (judgement call, §4.1)
+  partially_delivered: 'delivery_unknown', // not described for SMS; some parts unconfirmed (judgement call)
+  receiving: 'ignore',
+  received: 'ignore',
+};
+
+/** Unknown values stay intermediate until the timeout: Twilio adds statuses without notice (§4.1). */
+export function mapTwilioStatus(status: string): MappedStatus | 'ignore' {
+  return TWILIO_STATUS_MAP[status.toLowerCase()] ?? 'intermediate';
+}
+
+/** Twilio answers errors as legacy JSON `{code, message, more_info, status}` or RFC 9457 `{type, title, detail, code}`. */
+function readTwilioError(json: unknown): { code?: number; message?: string } {
+  const body = (json ?? {}) as { code?: unknown; message?: unknown; title?: unknown; detail?: unknown };
+  const code = typeof body.code === 'number' ? body.code : typeof body.code === 'string' && /^\d+$/.test(body.code) ? Number(body.code) : undefined;
+  const message = [body.message, body.title, body.detail].find((m): m is string => typeof m === 'string' && m.length > 0);
+  return { code, message };
+}
+
+const firstValue = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+export const twilio: ProviderPlugin<typeof configSchema> = {
+  type: 'twilio',
+  configSchema,
+  create(name, config: TwilioConfig, deps) {
+    const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
+    const path = `/2010-04-01/Accounts/${encodeURIComponent(config.account_sid)}/Messages.json`;
+    const headers = {
+      authorization: `Basic ${Buffer.from(`${config.account_sid}:${config.auth_token}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
+
+    function formFor(req: SendRequest): string {
+      const form = new URLSearchParams({ To: req.to });
+      const from = req.from ?? config.from;
+      if (from) form.set('From', from);
+      if (config.messaging_service_sid) form.set('MessagingServiceSid', config.messaging_service_sid);
+      form.set('Body', req.text);
+      // The callback URL carries our sms_id, which the signature then covers (§2.4).
+      form.set('StatusCallback', req.callbackUrl);
+      if (config.validity_period !== undefined) form.set('ValidityPeriod', String(config.validity_period));
+      if (config.smart_encoded !== undefined) form.set('SmartEncoded', String(config.smart_encoded));
+      return form.toString();
+    }
+
+    function failure(kind: 'permanent' | 'transient', error: string, code: string): SendResult {
+      return { ok: false, kind, error: `twilio: ${error}`, code };
+    }
+
+    return {
+      name,
+      type: 'twilio',
+      async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
+        let res;
+        try {
+          res = await pool.post(path, headers, formFor(req), signal);
+        } catch (error) {
+          const { network, error: text } = describeRequestFailure(error, signal);
+          return failure(classifyTwilioFailure({ network }), text, network);
+        }
+        const body = res.json as { sid?: unknown; status?: unknown } | undefined;
+        if (res.status >= 200 && res.status < 300 && typeof body?.sid === 'string') {
+          return { ok: true, providerMessageIds: [body.sid], providerStatus: typeof body.status === 'string' ? body.status : undefined };
+        }
+        const { code, message } = readTwilioError(res.json);
+        const kind = classifyTwilioFailure({ httpStatus: res.status, code });
+        const meaning = code !== undefined ? TWILIO_PERMANENT_CODES[code] : undefined;
+        const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
+        return failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`));
+      },
+
+      parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        const signature = headerValue(receipt, 'x-twilio-signature');
+        if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
+        if (!/^application\/x-www-form-urlencoded/i.test(receipt.contentType)) {
+          return { ok: false, reason: `status callbacks are form posts, got content-type ${JSON.stringify(receipt.contentType)}` };
+        }
+        const params = readFormFields(receipt.rawBody);
+        if (!validateRequest(config.auth_token, signature, receipt.publicUrl, params)) {
+          return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
+        }
+        const providerStatus = firstValue(params.MessageStatus) ?? firstValue(params.SmsStatus);
+        if (!providerStatus) return { ok: false, reason: 'MessageStatus is missing' };
+        const status = mapTwilioStatus(providerStatus);
+        if (status === 'ignore') return { ok: true, events: [] };
+        if (!(providerStatus.toLowerCase() in TWILIO_STATUS_MAP)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Twilio MessageStatus; kept as intermediate');
+        const errorCode = firstValue(params.ErrorCode);
+        return {
+          ok: true,
+          events: [
+            {
+              smsId: receipt.query.sms_id || undefined,
+              providerMessageId: firstValue(params.MessageSid) ?? firstValue(params.SmsSid),
+              providerStatus,
+              status,
+              ...(errorCode ? { errorCode } : {}),
+            },
+          ],
+        };
+      },
+
+      close: () => pool.close(),
+    };
+  },
+};

@@ -1,0 +1,260 @@
+/**
+ * Vonage SMS API (https://rest.nexmo.com/sms/json). Facts from providers.md §3 and §4.2; vendor docs:
+ * https://developer.vonage.com/messaging/sms/guides/delivery-receipts and
+ * https://developer.vonage.com/messaging/sms/guides/troubleshooting-sms
+ *
+ * Send: a JSON POST with Basic auth, as the SDK does (§0.7), over a pooled undici client; one answer entry per SMS
+ * part, each with its own message-id and status. Receipts: one per part, by GET query, POST form or POST JSON
+ * (the transport is an account setting, so all three are accepted), optionally signed with `sig` (§3.4).
+ * Messages-API-style status webhooks (JSON with message_uuid, Bearer JWT) are accepted too (§3.5, §3.6).
+ * Parts are rolled up into one status by aggregatePartStatuses (multipart.ts) in the delivery module.
+ * Secrets to keep out of logs: api_secret, signature_secret.
+ */
+import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
+import { z } from 'zod';
+import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { headerValue, readFormFields } from './receipt-input.js';
+import {
+  providerCommonConfig,
+  type IncomingReceipt,
+  type MappedStatus,
+  type ProviderPlugin,
+  type ReceiptParse,
+  type SendRequest,
+  type SendResult,
+} from './types.js';
+import { verifyVonageJwt, verifyVonageSig } from './vonage-signatures.js';
+
+const configSchema = z.strictObject({
+  type: z.literal('vonage'),
+  ...providerCommonConfig,
+  base_url: z.url().default('https://rest.nexmo.com'),
+  api_key: z.string().min(1),
+  api_secret: z.string().min(1),
+  /** Default sender when the CRM gives no sender_name (alphanumeric IDs are not allowed everywhere). */
+  from: z.string().min(1).optional(),
+  /** When set, unsigned or badly signed receipts are refused. */
+  signature_secret: z.string().min(1).optional(),
+  /** The dashboard's signing algorithm: MD5 hash (Vonage's default) or one of the HMACs. */
+  signature_method: z.enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512']).default('md5hash'),
+});
+export type VonageConfig = z.infer<typeof configSchema>;
+
+/** Submit statuses: the SDK's enum plus 17, which the spec lists and the SDK leaves out (§3.1). */
+type SubmitStatus = Exclude<`${SMSStatus}` | '17', '0'>;
+
+/** Per-part submit status → class (providers.md §3.1, §4.2): throttled and temporary codes transient, the rest permanent. */
+export const VONAGE_SUBMIT_STATUS: Readonly<Record<SubmitStatus, { kind: 'permanent' | 'transient'; meaning: string }>> = {
+  '1': { kind: 'transient', meaning: 'throttled' },
+  '2': { kind: 'permanent', meaning: 'missing parameters' },
+  '3': { kind: 'permanent', meaning: 'invalid parameters' },
+  '4': { kind: 'permanent', meaning: 'invalid credentials' },
+  '5': { kind: 'transient', meaning: 'internal error' },
+  '6': { kind: 'permanent', meaning: 'invalid message' },
+  '7': { kind: 'permanent', meaning: 'number barred' },
+  '8': { kind: 'permanent', meaning: 'partner account barred' },
+  '9': { kind: 'permanent', meaning: 'partner quota violation (no credit)' },
+  '10': { kind: 'transient', meaning: 'too many existing binds' },
+  '11': { kind: 'permanent', meaning: 'account not enabled for HTTP' },
+  '12': { kind: 'permanent', meaning: 'message too long' },
+  '14': { kind: 'permanent', meaning: 'invalid signature' },
+  '15': { kind: 'permanent', meaning: 'invalid sender address' },
+  '17': { kind: 'permanent', meaning: 'message blocked by provider' },
+  '22': { kind: 'permanent', meaning: 'invalid network code' },
+  '23': { kind: 'permanent', meaning: 'invalid callback URL' },
+  '29': { kind: 'permanent', meaning: 'non-whitelisted destination' },
+  '32': { kind: 'permanent', meaning: 'signature and API secret both sent' },
+  '33': { kind: 'permanent', meaning: 'number de-activated' },
+};
+
+export function classifyVonageSubmitStatus(status: string): 'accepted' | 'permanent' | 'transient' {
+  if (status === '0') return 'accepted';
+  return VONAGE_SUBMIT_STATUS[status as SubmitStatus]?.kind ?? 'permanent';
+}
+
+/**
+ * One answer for the whole message from its parts' statuses. Mixed answers are permanent: the accepted parts go
+ * out anyway, so a retry would send them twice (§4.2). With every part refused, transient only if all were.
+ */
+export function classifyVonageParts(statuses: readonly string[]): 'accepted' | 'permanent' | 'transient' {
+  if (statuses.length === 0) return 'transient';
+  const classes = statuses.map(classifyVonageSubmitStatus);
+  if (classes.every((c) => c === 'accepted')) return 'accepted';
+  if (classes.includes('accepted')) return 'permanent';
+  return classes.every((c) => c === 'transient') ? 'transient' : 'permanent';
+}
+
+/** SMS API DLR `status` per part → CRM status (providers.md §3.3, §4.2). */
+export const VONAGE_DLR_STATUS: Readonly<Record<string, MappedStatus>> = {
+  accepted: 'intermediate',
+  buffered: 'intermediate',
+  delivered: 'delivered',
+  // Also what Vonage synthesises after 72 h without a final DLR; the payload cannot tell them apart (§4.2).
+  expired: 'undelivered',
+  failed: 'undelivered',
+  undelivered: 'undelivered', // older guides
+  rejected: 'failed', // refused by the carrier before the handset network (judgement call, §4.2)
+  unknown: 'delivery_unknown',
+};
+
+/** Anything else (`deleted`, new values) is delivery_unknown. */
+export function mapVonageDlrStatus(status: string): MappedStatus {
+  return VONAGE_DLR_STATUS[status.toLowerCase()] ?? 'delivery_unknown';
+}
+
+/**
+ * Messages API status → CRM status (§4.3). A plain `rejected` means undelivered after a `submitted` and failed
+ * before one; a plugin sees one webhook at a time, so it takes the common SMS case, a carrier-side rejection.
+ */
+export function mapVonageMessagesStatus(status: string, errorCode: string | undefined): MappedStatus {
+  switch (status.toLowerCase()) {
+    case 'submitted': return 'intermediate';
+    case 'delivered': case 'read': return 'delivered';
+    case 'undeliverable': return 'failed';
+    case 'rejected': return errorCode === '1330' ? 'delivery_unknown' : 'undelivered'; // 1330 = SMS `unknown`, 1360 = `expired`
+    default: return 'delivery_unknown';
+  }
+}
+
+/** The submit answer as the API sends it: `message-count` is a string (the SDK's type says number, §0.3). */
+interface SubmitAnswer {
+  'message-count'?: string;
+  messages?: Array<Partial<Omit<SMSMessageResponse, 'status'>> & { status?: string; 'error-text'?: string }>;
+}
+
+/** Receipt parameters with every value a string, from whichever transport carried them (§3.3). */
+function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | null {
+  if (receipt.method === 'GET' || receipt.rawBody.length === 0) return { ...receipt.query };
+  if (/json/i.test(receipt.contentType)) {
+    let body: unknown;
+    try {
+      body = JSON.parse(receipt.rawBody.toString('utf8'));
+    } catch {
+      return null;
+    }
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
+    // JSON receipts may carry numbers; the signature is over their text (§0.5).
+    return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)]));
+  }
+  return Object.fromEntries(Object.entries(readFormFields(receipt.rawBody)).map(([k, v]) => [k, Array.isArray(v) ? v[0]! : v]));
+}
+
+/** Vonage's `callback` is limited to 100 characters and `client-ref` already carries our sms_id (§3.1). */
+function receiptUrlFor(callbackUrl: string): string {
+  const url = new URL(callbackUrl);
+  url.searchParams.delete('sms_id');
+  return url.toString();
+}
+
+export const vonage: ProviderPlugin<typeof configSchema> = {
+  type: 'vonage',
+  configSchema,
+  create(name, config: VonageConfig, deps) {
+    const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
+    const headers = {
+      authorization: `Basic ${Buffer.from(`${config.api_key}:${config.api_secret}`).toString('base64')}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    };
+    let warnedLongCallback = false;
+
+    function bodyFor(req: SendRequest, from: string): string {
+      const callback = receiptUrlFor(req.callbackUrl);
+      const fits = callback.length <= 100;
+      if (!fits && !warnedLongCallback) {
+        warnedLongCallback = true;
+        deps.logger.warn({ provider: name, callback }, 'receipt URL is over Vonage\'s 100 characters; relying on the dashboard DLR URL');
+      }
+      return JSON.stringify({
+        from,
+        to: req.to.replace(/^\+/, ''), // Vonage wants E.164 digits without '+'
+        text: req.text,
+        type: req.encoding === 'ucs2' ? 'unicode' : 'text', // Vonage never picks the encoding itself (§5)
+        'client-ref': req.smsId,
+        ...(fits ? { callback } : {}),
+      });
+    }
+
+    function failure(kind: 'permanent' | 'transient', error: string, code: string): SendResult {
+      return { ok: false, kind, error: `vonage: ${error}`, code };
+    }
+
+    function parseMessagesWebhook(receipt: IncomingReceipt): ReceiptParse {
+      if (!config.signature_secret) return { ok: false, reason: 'Messages API webhooks are only accepted with signature_secret set' };
+      const check = verifyVonageJwt(headerValue(receipt, 'authorization'), receipt.rawBody, config.signature_secret, deps.now());
+      if (!check.ok) return check;
+      let body: { message_uuid?: string; status?: string; client_ref?: string; error?: { title?: unknown; type?: unknown } };
+      try {
+        body = JSON.parse(receipt.rawBody.toString('utf8')) as typeof body;
+      } catch {
+        return { ok: false, reason: 'Messages API webhook body is not JSON' };
+      }
+      if (typeof body?.status !== 'string') return { ok: false, reason: 'status is missing' };
+      const errorCode = /^\d+$/.test(String(body.error?.title)) ? String(body.error?.title) : /#(\d+)$/.exec(String(body.error?.type ?? ''))?.[1];
+      const event = { smsId: body.client_ref || undefined, providerMessageId: body.message_uuid, providerStatus: body.status, status: mapVonageMessagesStatus(body.status, errorCode) };
+      return { ok: true, events: [errorCode ? { ...event, errorCode } : event] };
+    }
+
+    return {
+      name,
+      type: 'vonage',
+      async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
+        const from = req.from ?? config.from;
+        if (!from) return failure('permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');
+        let res;
+        try {
+          res = await pool.post('/sms/json', headers, bodyFor(req, from), signal);
+        } catch (error) {
+          const { network, error: text } = describeRequestFailure(error, signal);
+          return failure('transient', text, network);
+        }
+        if (res.status === 429 || res.status >= 500) return failure('transient', `HTTP ${res.status}`, `http_${res.status}`);
+        if (res.status >= 300) return failure('permanent', `HTTP ${res.status} (${res.text.slice(0, 200) || 'no body'})`, `http_${res.status}`);
+        const parts = (res.json as SubmitAnswer | undefined)?.messages ?? [];
+        const statuses = parts.map((p) => String(p.status ?? ''));
+        const verdict = classifyVonageParts(statuses);
+        if (verdict === 'accepted') {
+          const ids = parts.map((p) => p['message-id']).filter((id): id is string => typeof id === 'string' && id.length > 0);
+          if (ids.length === parts.length) return { ok: true, providerMessageIds: ids, providerStatus: 'accepted' };
+          return failure('transient', 'answer lacks a message-id for some part', 'malformed_answer');
+        }
+        const refused = parts.find((p) => p.status !== '0');
+        const code = String(refused?.status ?? 'malformed_answer');
+        const meaning = VONAGE_SUBMIT_STATUS[code as SubmitStatus]?.meaning ?? 'unknown status';
+        const partial = statuses.includes('0') ? `; ${statuses.filter((s) => s === '0').length} of ${parts.length} parts were accepted and will be sent` : '';
+        return failure(verdict, `status ${code} (${meaning}${refused?.['error-text'] ? `: ${refused['error-text']}` : ''})${partial}`, code);
+      },
+
+      parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        const params = readReceiptParams(receipt);
+        if (!params) return { ok: false, reason: 'body is not a JSON object' };
+        const isJwt = /^Bearer\s/i.test(headerValue(receipt, 'authorization') ?? '');
+        if (isJwt || params.message_uuid !== undefined) return parseMessagesWebhook(receipt);
+        if (config.signature_secret) {
+          const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
+          if (!check.ok) return check;
+        }
+        const providerStatus = params.status;
+        if (!providerStatus) return { ok: false, reason: 'status is missing: not a delivery receipt' };
+        const status = mapVonageDlrStatus(providerStatus);
+        if (!(providerStatus.toLowerCase() in VONAGE_DLR_STATUS)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
+        const errorCode = params['err-code'];
+        return {
+          ok: true,
+          events: [
+            {
+              smsId: params['client-ref'] || undefined,
+              providerMessageId: params.messageId || params['message-id'] || undefined,
+              providerStatus,
+              status,
+              ...(errorCode ? { errorCode } : {}),
+              perPart: true, // one DLR per part (§3.3); Messages API webhooks (above) arrive already aggregated
+            },
+          ],
+        };
+      },
+
+      close: () => pool.close(),
+    };
+  },
+};

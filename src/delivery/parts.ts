@@ -1,0 +1,41 @@
+/**
+ * Multipart roll-up for providers that send one receipt per SMS part (Vonage SMS API, providers.md §3.3, §4.2):
+ * the CRM gets one status for the whole message (DESIGN §4), computed by aggregatePartStatuses from the latest
+ * receipt of each part. Runs inside the receipt transaction, after the event's own receipt row was stored.
+ */
+import type { Transaction } from 'kysely';
+import { aggregatePartStatuses } from '../../providers/multipart.js';
+import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
+import type { Database } from '../ledger/schema.js';
+
+/**
+ * The status the message as a whole moves to on this event: the event's own unless it is a per-part event of a
+ * message with several parts. Only per-part events cost queries, so other providers' receipts stay one lookup.
+ * (A parked per-part receipt, replayed from `receipts` without its perPart flag, is applied as it is; Vonage
+ * echoes client-ref on every part, so its receipts match by sms_id and are not parked.)
+ */
+export async function rollUpPartStatus(trx: Transaction<Database>, smsId: string, event: ReceiptEvent): Promise<MappedStatus> {
+  if (!event.perPart) return event.status;
+  const parts = await trx.selectFrom('message_parts').select('provider_message_id').where('sms_id', '=', smsId).execute();
+  // Before the send's answer is recorded (an early receipt) the part ids are unknown: our own segment count stands in.
+  const partCount = parts.length >= 2 ? parts.length : (await trx.selectFrom('messages').select('segments').where('sms_id', '=', smsId).executeTakeFirst())?.segments ?? 1;
+  if (partCount < 2) return event.status;
+
+  const known = parts.length >= 2 ? new Set(parts.map((p) => p.provider_message_id)) : undefined;
+  const receipts = await trx
+    .selectFrom('receipts')
+    .select(['provider_message_id', 'mapped_status'])
+    .where('sms_id', '=', smsId)
+    .where('provider_message_id', 'is not', null)
+    .orderBy('id')
+    .execute();
+  // Per part, the first final status wins and intermediates never overwrite it (status only moves forward).
+  const byPart = new Map<string, MappedStatus>();
+  for (const r of receipts) {
+    const id = r.provider_message_id!;
+    if (known && !known.has(id)) continue;
+    const seen = byPart.get(id);
+    if (seen === undefined || seen === 'intermediate') byPart.set(id, r.mapped_status as MappedStatus);
+  }
+  return aggregatePartStatuses([...byPart.values()], partCount);
+}

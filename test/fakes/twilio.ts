@@ -1,0 +1,170 @@
+/**
+ * A Twilio Programmable Messaging fake that speaks the wire format (providers.md §1.1, §1.4, §2, §6):
+ * `POST /2010-04-01/Accounts/:sid/Messages.json` with Basic auth and a form body, 201 JSON on success
+ * (`num_segments` as a string), legacy `{code, message, more_info, status}` error bodies chosen by magic To
+ * numbers, and status callbacks signed with the twilio package's own getExpectedTwilioSignature.
+ */
+import { randomBytes } from 'node:crypto';
+import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
+import { basicCredentials, readBody, sendJson, startFakeServer } from './http.js';
+
+type CannedError = { http: number; code?: number; message: string; rfc9457?: boolean; plainText?: boolean };
+type Canned = CannedError | 'hang' | 'reset';
+
+/**
+ * Answers by To number. The first five are Twilio's documented test numbers (providers.md §1.4, from memory
+ * there); the rest are this fake's own, for the transient classes.
+ */
+export const TWILIO_MAGIC_NUMBERS: Readonly<Record<string, Canned>> = {
+  '+15005550001': { http: 400, code: 21211, message: "The 'To' number is not a valid phone number." },
+  '+15005550002': { http: 400, code: 21612, message: "The 'To' phone number is not currently reachable via SMS." },
+  '+15005550003': { http: 400, code: 21408, message: 'Permission to send an SMS has not been enabled for the region.' },
+  '+15005550004': { http: 400, code: 21610, message: 'Attempt to send to unsubscribed recipient' },
+  '+15005550009': { http: 400, code: 21614, message: "'To' number is not a valid mobile number" },
+  '+15005550010': { http: 400, code: 21211, message: 'Invalid To number', rfc9457: true },
+  '+15005550429': { http: 429, code: 20429, message: 'Too Many Requests' },
+  '+15005551611': { http: 400, code: 21611, message: 'This From number has exceeded the maximum number of queued messages' },
+  '+15005550500': { http: 500, code: 20500, message: 'Internal Server Error' },
+  '+15005550503': { http: 503, message: 'Service Unavailable', plainText: true },
+  '+15005550666': 'hang',
+  '+15005550999': 'reset',
+};
+
+export interface TwilioCreateCall {
+  accountSid: string;
+  form: Record<string, string>;
+  /** The sid answered, when the create succeeded. */
+  sid?: string;
+}
+
+export interface TwilioFakeOptions {
+  accountSid?: string;
+  authToken?: string;
+  /** Statuses posted to each created message's StatusCallback, in order (none by default). */
+  callbackStatuses?: string[];
+  /** Post those callbacks before answering the create call (a receipt that beats the provider's answer). */
+  callbacksBeforeAnswer?: boolean;
+  port?: number;
+}
+
+export interface TwilioFake {
+  url: string;
+  accountSid: string;
+  authToken: string;
+  /** Every create call that passed authentication, in arrival order. */
+  creates: TwilioCreateCall[];
+  /** Status callbacks posted by the fake, with the gateway's HTTP answer. */
+  callbacks: Array<{ url: string; params: Record<string, string>; status: number }>;
+  /** Posts a status callback signed with `signingToken` (default: the account's auth token). */
+  postStatusCallback(url: string, params: Record<string, string>, signingToken?: string): Promise<number>;
+  /** The form fields Twilio sends in a status callback for `create`. */
+  callbackParams(create: TwilioCreateCall, status: string, errorCode?: string): Record<string, string>;
+  close(): Promise<void>;
+}
+
+export const randomSid = (prefix: string) => prefix + randomBytes(16).toString('hex');
+
+export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<TwilioFake> {
+  const accountSid = options.accountSid ?? randomSid('AC');
+  const authToken = options.authToken ?? randomBytes(16).toString('hex');
+  const creates: TwilioCreateCall[] = [];
+  const callbacks: TwilioFake['callbacks'] = [];
+  const pendingCallbacks = new Set<Promise<unknown>>();
+
+  const callbackParams: TwilioFake['callbackParams'] = (create, status, errorCode) => ({
+    MessageSid: create.sid ?? '',
+    SmsSid: create.sid ?? '',
+    AccountSid: create.accountSid,
+    MessageStatus: status,
+    SmsStatus: status,
+    From: create.form.From ?? '',
+    To: create.form.To ?? '',
+    ApiVersion: '2010-04-01',
+    // Twilio sends ErrorCode on failed/undelivered and may send it empty otherwise (§2.1).
+    ErrorCode: errorCode ?? (status === 'undelivered' || status === 'failed' ? '30003' : ''),
+    ...(status === 'delivered' ? { RawDlrDoneDate: '2611230412' } : {}),
+  });
+
+  async function postStatusCallback(url: string, params: Record<string, string>, signingToken = authToken): Promise<number> {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': getExpectedTwilioSignature(signingToken, url, params),
+      },
+      body: new URLSearchParams(params).toString(),
+    });
+    await res.arrayBuffer();
+    callbacks.push({ url, params, status: res.status });
+    return res.status;
+  }
+
+  const server = await startFakeServer(async (req, res) => {
+    const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(req.url ?? '');
+    const body = await readBody(req);
+    if (req.method !== 'POST' || !match) return sendJson(res, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+    const auth = basicCredentials(req.headers.authorization);
+    if (!auth || auth.user !== accountSid || auth.password !== authToken || match[1] !== accountSid) {
+      return sendJson(res, 401, { code: 20003, message: 'Authenticate', more_info: 'https://www.twilio.com/docs/errors/20003', status: 401 });
+    }
+    const form = Object.fromEntries(new URLSearchParams(body.toString('utf8')));
+    const create: TwilioCreateCall = { accountSid: match[1]!, form };
+    creates.push(create);
+    const canned = TWILIO_MAGIC_NUMBERS[form.To ?? ''];
+    if (canned === 'hang') return; // never answers; the client's timeout must fire
+    if (canned === 'reset') return void req.socket.destroy();
+    if (canned) return answerError(res, canned);
+    if (!form.To || !form.Body || (!form.From && !form.MessagingServiceSid)) {
+      return sendJson(res, 400, { code: 21604, message: 'A To, Body and From or MessagingServiceSid are required', status: 400 });
+    }
+    create.sid = randomSid('SM');
+    const segments = form.Body.length <= 160 ? 1 : Math.ceil(form.Body.length / 153);
+    const statuses = options.callbackStatuses ?? [];
+    const postCallbacks = async (url: string) => {
+      for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
+    };
+    if (options.callbacksBeforeAnswer && form.StatusCallback) await postCallbacks(form.StatusCallback);
+    sendJson(res, 201, {
+      sid: create.sid,
+      account_sid: accountSid,
+      status: form.MessagingServiceSid ? 'accepted' : 'queued',
+      num_segments: form.MessagingServiceSid ? '0' : String(segments),
+      to: form.To,
+      from: form.From ?? null,
+      body: form.Body,
+      direction: 'outbound-api',
+      error_code: null,
+      error_message: null,
+      api_version: '2010-04-01',
+    });
+    if (!options.callbacksBeforeAnswer && statuses.length > 0 && form.StatusCallback) {
+      const p = postCallbacks(form.StatusCallback).finally(() => pendingCallbacks.delete(p));
+      pendingCallbacks.add(p);
+    }
+  }, options.port);
+
+  return {
+    url: server.url,
+    accountSid,
+    authToken,
+    creates,
+    callbacks,
+    postStatusCallback,
+    callbackParams,
+    async close() {
+      await Promise.allSettled([...pendingCallbacks]);
+      await server.close();
+    },
+  };
+}
+
+function answerError(res: import('node:http').ServerResponse, canned: CannedError): void {
+  if (canned.plainText) {
+    res.writeHead(canned.http, { 'content-type': 'text/plain' });
+    return void res.end(canned.message);
+  }
+  if (canned.rfc9457) {
+    return sendJson(res, canned.http, { type: `https://www.twilio.com/docs/errors/${canned.code}`, title: canned.message, status: canned.http, code: canned.code, detail: canned.message });
+  }
+  sendJson(res, canned.http, { code: canned.code, message: canned.message, more_info: `https://www.twilio.com/docs/errors/${canned.code}`, status: canned.http });
+}

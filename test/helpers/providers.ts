@@ -1,0 +1,29 @@
+/** Builds provider plugins the way the gateway does (config parsed by the plugin's own schema), for plugin-level tests. */
+import pino from 'pino';
+import { providerPlugins, type ProviderType } from '../../providers/index.js';
+import type { ProviderPlugin, SendRequest, SmsProvider } from '../../providers/types.js';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export function createPlugin(type: ProviderType, config: Record<string, unknown>, now: () => number = Date.now, name: string = type): SmsProvider {
+  const plugin = providerPlugins[type] as ProviderPlugin;
+  return plugin.create(name, plugin.configSchema.parse({ type, ...config }), { logger: silentLogger, now });
+}
+
+let counter = 0;
+/** A SendRequest as dispatch builds it; the callback URL carries the sms_id like the gateway's. */
+export function sendRequest(publicUrl: string, provider: string, overrides: Partial<SendRequest> = {}): SendRequest {
+  const smsId = overrides.smsId ?? `0190c0de-0000-7000-8000-${String(++counter).padStart(12, '0')}`;
+  return {
+    smsId,
+    to: '+447700900123',
+    from: 'Casino',
+    text: 'Your bonus is waiting',
+    encoding: 'gsm7',
+    segments: 1,
+    callbackUrl: `${publicUrl}/dlr/${provider}?sms_id=${smsId}`,
+    ...overrides,
+  };
+}
+
+export const noAbort = () => new AbortController().signal;

@@ -1,0 +1,146 @@
+/**
+ * One contract suite for every provider plugin (STYLE: one contract suite per interface): what the gateway relies
+ * on from `SmsProvider`, run against the sandbox and against the Twilio and Vonage plugins talking to their fakes.
+ * Receipts are the ones each provider really emits (posted over HTTP to a capture server), not hand-made.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingReceipt, SendRequest, SendResult, SmsProvider } from '../providers/types.js';
+import { startTwilioFake } from './fakes/twilio.js';
+import { startVonageFake } from './fakes/vonage.js';
+import { waitFor } from './helpers/gateway.js';
+import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';
+import { startReceiptCapture, type ReceiptCapture } from './helpers/receipt-capture.js';
+
+interface Harness {
+  provider: SmsProvider;
+  /** Recipients the provider (or its fake) answers as sent, refused for good, and refused for now. */
+  recipients: { deliverable: string; permanent: string; transient: string };
+  /** Has the provider emit a positive receipt for a sent message and returns it as the /dlr route would see it. */
+  deliveredReceipt(request: SendRequest, sent: Extract<SendResult, { ok: true }>): Promise<IncomingReceipt>;
+  /** The same receipt with its content changed after signing. */
+  forge(receipt: IncomingReceipt): IncomingReceipt;
+  close(): Promise<void>;
+}
+
+const tamperBody = (r: IncomingReceipt): IncomingReceipt => ({ ...r, rawBody: Buffer.from(r.rawBody.toString().replace('delivered', 'failed')) });
+
+const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> = {
+  async sandbox(capture) {
+    const provider = createPlugin('sandbox', { dlr_delay_ms: 0, receipt_secret: 'sandbox-secret' });
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+447700900004', transient: '+447700900005' },
+      async deliveredReceipt(request) {
+        return waitFor(() => capture.receipts.find((r) => r.rawBody.toString().includes(request.smsId)), 5_000, 'sandbox receipt');
+      },
+      forge: tamperBody,
+      close: async () => provider.close?.(),
+    };
+  },
+
+  async twilio(capture) {
+    const fake = await startTwilioFake();
+    const provider = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, from: '+15005550006', base_url: fake.url });
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+15005550001', transient: '+15005550429' },
+      async deliveredReceipt(request) {
+        const create = fake.creates.find((c) => c.form.StatusCallback === request.callbackUrl)!;
+        await fake.postStatusCallback(request.callbackUrl, fake.callbackParams(create, 'delivered'));
+        return capture.receipts.at(-1)!;
+      },
+      forge: tamperBody,
+      async close() {
+        await provider.close?.();
+        await fake.close();
+      },
+    };
+  },
+
+  async vonage(capture) {
+    const fake = await startVonageFake({ signatureSecret: 'vonage-secret', signatureMethod: 'sha512' });
+    const provider = createPlugin('vonage', { api_key: fake.apiKey, api_secret: fake.apiSecret, base_url: fake.url, signature_secret: 'vonage-secret', signature_method: 'sha512' });
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+447700909907', transient: '+447700909901' },
+      async deliveredReceipt(request) {
+        const submit = fake.submits.find((s) => s.fields['client-ref'] === request.smsId)!;
+        await fake.sendReceipt(submit.fields.callback!, fake.receiptFields(submit, 0, 'delivered'), { transport: 'json' });
+        return capture.receipts.at(-1)!;
+      },
+      forge: tamperBody,
+      async close() {
+        await provider.close?.();
+        await fake.close();
+      },
+    };
+  },
+};
+
+describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
+  let capture: ReceiptCapture;
+  let h: Harness;
+  // Twilio signs the exact callback URL, so each harness gets the capture server as its public URL.
+  const request = (to: string) => sendRequest(capture.url, type, { to });
+
+  beforeAll(async () => {
+    capture = await startReceiptCapture();
+    h = await harnesses[type]!(capture);
+  });
+  afterAll(async () => {
+    await h.close();
+    await capture.close();
+  });
+
+  it('names itself with its config key and its type', () => {
+    expect(h.provider.name).toBe(type);
+    expect(h.provider.type).toBe(type);
+  });
+
+  it('answers ok with the provider\'s message ids for a deliverable message', async () => {
+    const result = await h.provider.send(request(h.recipients.deliverable), noAbort());
+    expect(result).toMatchObject({ ok: true, providerMessageIds: [expect.stringMatching(/\S/)] });
+  });
+
+  it('answers permanent, with an error text, for a message that can never go out', async () => {
+    expect(await h.provider.send(request(h.recipients.permanent), noAbort())).toMatchObject({ ok: false, kind: 'permanent', error: expect.stringMatching(/\S/) });
+  });
+
+  it('answers transient, with an error text, when a retry may succeed', async () => {
+    expect(await h.provider.send(request(h.recipients.transient), noAbort())).toMatchObject({ ok: false, kind: 'transient', error: expect.stringMatching(/\S/) });
+  });
+
+  it('resolves rather than throws when the signal has already fired', async () => {
+    await expect(h.provider.send(request(h.recipients.deliverable), AbortSignal.abort())).resolves.toHaveProperty('ok');
+  });
+
+  describe('receipts', () => {
+    let req: SendRequest;
+    let receipt: IncomingReceipt;
+    let sentIds: string[];
+    beforeAll(async () => {
+      req = request(h.recipients.deliverable);
+      const sent = await h.provider.send(req, noAbort());
+      if (!sent.ok) throw new Error(`send failed: ${sent.error}`);
+      sentIds = sent.providerMessageIds;
+      receipt = await h.deliveredReceipt(req, sent);
+    });
+
+    it('a genuine receipt parses into events carrying our sms_id and the send\'s provider id', async () => {
+      const parsed = await h.provider.parseReceipt(receipt);
+      expect(parsed.ok).toBe(true);
+      // A receipt request may carry several events (the sandbox batches them); ours is among them.
+      const ours = parsed.ok ? parsed.events.find((e) => e.smsId === req.smsId) : undefined;
+      expect(ours).toMatchObject({ status: 'delivered', providerStatus: expect.stringMatching(/\S/) });
+      expect(sentIds).toContain(ours!.providerMessageId);
+    });
+
+    it('a receipt changed after signing is refused with a reason', async () => {
+      expect(await h.provider.parseReceipt(h.forge(receipt))).toMatchObject({ ok: false, reason: expect.stringMatching(/\S/) });
+    });
+
+    it('parsing is repeatable: a duplicated receipt gives the same events', async () => {
+      expect(await h.provider.parseReceipt(receipt)).toEqual(await h.provider.parseReceipt(receipt));
+    });
+  });
+});

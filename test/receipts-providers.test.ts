@@ -1,0 +1,130 @@
+/**
+ * Receipts end to end: the fakes post signed receipts to the real gateway's /dlr/{provider}; the ledger moves the
+ * message forward and the CRM fake gets one conversion per message. Covers receipts that beat the provider's
+ * answer to the send, and Vonage's per-part receipts rolled up into one status (providers.md §4.2).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeCrm } from './fakes/crm.js';
+import { startTwilioFake, type TwilioFake, type TwilioFakeOptions } from './fakes/twilio.js';
+import { startVonageFake, type VonageFake, type VonageFakeOptions } from './fakes/vonage.js';
+import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
+
+const crm = new FakeCrm();
+const SECRET = 'vonage-signature-secret';
+let gw: TestGateway;
+let twilio: TwilioFake;
+let vonage: VonageFake;
+
+async function start(twilioOptions: TwilioFakeOptions = {}, vonageOptions: VonageFakeOptions = {}) {
+  twilio = await startTwilioFake(twilioOptions);
+  vonage = await startVonageFake({ signatureSecret: SECRET, signatureMethod: 'md5hash', ...vonageOptions });
+  gw = await startTestGateway({
+    crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+    delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
+    providers: {
+      twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
+      vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: SECRET },
+    },
+  });
+}
+
+const conversionsFor = (smsId: string) => crm.conversions.filter((c) => c.sms_id === smsId);
+const story = async (smsId: string) => (await gw.get(`/admin/messages/${smsId}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json;
+
+beforeAll(async () => {
+  await crm.start();
+});
+afterAll(async () => crm.stop());
+afterEach(async () => {
+  await gw?.close();
+  await twilio?.close();
+  await vonage?.close();
+  crm.reset();
+});
+
+describe('twilio status callbacks into the ledger', () => {
+  it('reports delivered once after sent and delivered callbacks, and refuses a forged one with 403', async () => {
+    await start({ callbackStatuses: ['sent', 'delivered'] });
+    const sent = await gw.post('/channels/sms/single', smsMessage('tw-dlr', { provider_name: 'twilio' }));
+    expect(sent.status).toBe(200);
+    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    expect(conversion).toMatchObject({ sms_id: sent.json.sms_id, delivery_status: 'delivered' });
+    expect(twilio.callbacks.map((c) => c.status)).toEqual([200, 200]);
+
+    const create = twilio.creates.at(-1)!;
+    const forged = await twilio.postStatusCallback(create.form.StatusCallback!, twilio.callbackParams(create, 'undelivered'), 'not-the-auth-token');
+    expect(forged).toBe(403);
+    expect((await story(sent.json.sms_id)).message.delivery_status).toBe('delivered');
+  });
+
+  it('a callback that arrives before the create call answers is matched by the sms_id in its URL', async () => {
+    await start({ callbackStatuses: ['undelivered'], callbacksBeforeAnswer: true });
+    const sent = await gw.post('/channels/sms/single', smsMessage('tw-early', { provider_name: 'twilio' }));
+    expect(sent.status).toBe(200);
+    expect(twilio.callbacks).toHaveLength(1); // posted, and answered, before the 201
+    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    expect(conversion).toMatchObject({ delivery_status: 'undelivered' });
+    const message = (await story(sent.json.sms_id)).message;
+    expect(message).toMatchObject({ state: 'submitted', provider_message_id: twilio.creates.at(-1)!.sid });
+  });
+});
+
+describe('vonage per-part receipts into the ledger', () => {
+  const longText = 'word '.repeat(80); // 400 GSM-7 characters: 3 parts
+
+  it('reports delivered only when every part is delivered', async () => {
+    await start();
+    const sent = await gw.post('/channels/sms/single', smsMessage('vo-parts', { provider_name: 'vonage', content: longText }));
+    expect(sent.status).toBe(200);
+    const submit = vonage.submits.at(-1)!;
+    expect(submit.messageIds).toHaveLength(3);
+    const receipt = (part: number, status: string, transport: 'get' | 'form' | 'json') =>
+      vonage.sendReceipt(`${gw.gateway.publicUrl}/dlr/vonage`, vonage.receiptFields(submit, part, status), { transport });
+
+    expect(await receipt(0, 'delivered', 'get')).toBe(200);
+    expect(await receipt(2, 'accepted', 'form')).toBe(200);
+    expect(await receipt(2, 'delivered', 'json')).toBe(200);
+    expect(await receipt(0, 'delivered', 'get')).toBe(200); // a duplicate
+    expect((await story(sent.json.sms_id)).message.delivery_status).toBeNull();
+    expect(await receipt(1, 'delivered', 'form')).toBe(200);
+    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    expect(conversion).toMatchObject({ delivery_status: 'delivered' });
+  });
+
+  it('reports a failed part at once as the message\'s status, and later parts change nothing', async () => {
+    await start();
+    const sent = await gw.post('/channels/sms/single', smsMessage('vo-part-failed', { provider_name: 'vonage', content: longText }));
+    const submit = vonage.submits.at(-1)!;
+    const receipt = (part: number, status: string) => vonage.sendReceipt(`${gw.gateway.publicUrl}/dlr/vonage`, vonage.receiptFields(submit, part, status, '2'), { transport: 'json' });
+    await receipt(1, 'failed');
+    await waitFor(() => conversionsFor(sent.json.sms_id).length > 0);
+    await receipt(0, 'delivered');
+    await receipt(2, 'delivered');
+    await gw.gateway.sweep();
+    expect(conversionsFor(sent.json.sms_id)).toEqual([expect.objectContaining({ delivery_status: 'undelivered' })]);
+  });
+
+  it.each([
+    [['delivered'], 'delivered'],
+    [['delivered', 'expired', 'delivered'], 'undelivered'],
+  ])('rolls up per-part receipts %j that arrive before the submit answers into %s, using the segment count', async (statuses, expected) => {
+    await start({}, { autoReceipts: { statuses, transport: 'form', beforeAnswer: true } });
+    const sent = await gw.post('/channels/sms/single', smsMessage('vo-early', { provider_name: 'vonage', content: longText }));
+    expect(sent.status).toBe(200);
+    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    expect(conversion).toMatchObject({ delivery_status: expected });
+    expect((await story(sent.json.sms_id)).receipts).toHaveLength(3);
+    await gw.gateway.sweep();
+    expect(conversionsFor(sent.json.sms_id)).toHaveLength(1);
+  });
+
+  it('refuses unsigned and stale receipts with 403 when signature_secret is set', async () => {
+    await start();
+    const sent = await gw.post('/channels/sms/single', smsMessage('vo-unsigned', { provider_name: 'vonage' }));
+    const submit = vonage.submits.at(-1)!;
+    const url = `${gw.gateway.publicUrl}/dlr/vonage`;
+    expect(await vonage.sendReceipt(url, vonage.receiptFields(submit, 0, 'delivered'), { transport: 'get', signatureSecret: null })).toBe(403);
+    expect(await vonage.sendReceipt(url, vonage.receiptFields(submit, 0, 'delivered'), { transport: 'json', timestamp: Math.floor(Date.now() / 1000) - 900 })).toBe(403);
+    expect((await story(sent.json.sms_id)).receipts).toHaveLength(0);
+  });
+});
