@@ -47,7 +47,7 @@ describe('twilio status callbacks into the ledger', () => {
     await start({ callbackStatuses: ['sent', 'delivered'] });
     const sent = await gw.post('/channels/sms/single', smsMessage('tw-dlr', { provider_name: 'twilio' }));
     expect(sent.status).toBe(200);
-    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(conversion).toMatchObject({ sms_id: sent.json.sms_id, delivery_status: 'delivered' });
     expect(twilio.callbacks.map((c) => c.status)).toEqual([200, 200]);
 
@@ -62,7 +62,7 @@ describe('twilio status callbacks into the ledger', () => {
     const sent = await gw.post('/channels/sms/single', smsMessage('tw-early', { provider_name: 'twilio' }));
     expect(sent.status).toBe(200);
     expect(twilio.callbacks).toHaveLength(1); // posted, and answered, before the 201
-    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(conversion).toMatchObject({ delivery_status: 'undelivered' });
     const message = (await story(sent.json.sms_id)).message;
     expect(message).toMatchObject({ state: 'submitted', provider_message_id: twilio.creates.at(-1)!.sid });
@@ -87,7 +87,7 @@ describe('vonage per-part receipts into the ledger', () => {
     expect(await receipt(0, 'delivered', 'get')).toBe(200); // a duplicate
     expect((await story(sent.json.sms_id)).message.delivery_status).toBeNull();
     expect(await receipt(1, 'delivered', 'form')).toBe(200);
-    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(conversion).toMatchObject({ delivery_status: 'delivered' });
   });
 
@@ -111,7 +111,7 @@ describe('vonage per-part receipts into the ledger', () => {
     await start({}, { autoReceipts: { statuses, transport: 'form', beforeAnswer: true } });
     const sent = await gw.post('/channels/sms/single', smsMessage('vo-early', { provider_name: 'vonage', content: longText }));
     expect(sent.status).toBe(200);
-    const [conversion] = await waitFor(() => conversionsFor(sent.json.sms_id).length > 0 && conversionsFor(sent.json.sms_id));
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(conversion).toMatchObject({ delivery_status: expected });
     expect((await story(sent.json.sms_id)).receipts).toHaveLength(3);
     await gw.gateway.sweep();
