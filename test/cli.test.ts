@@ -82,7 +82,7 @@ describe('migrate', () => {
     const config = writeConfig('migrate.yaml');
     const first = start(['migrate', '--config', config]);
     expect(await first.exit).toEqual({ code: 0, signal: null });
-    expect(first.stdout()).toMatch(/applied 2 migration\(s\)/);
+    expect(first.stdout()).toMatch(/applied \d+ migration\(s\): 2026-11-23-01-messages, 2026-11-23-02-delivery/);
 
     const db = new BetterSqlite3(join(dir, 'migrate.yaml.db'), { readonly: true });
     const tables = (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as Array<{ name: string }>).map((t) => t.name);
