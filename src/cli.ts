@@ -2,14 +2,7 @@
 /** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
-import { runSweep } from './delivery/sweep.js';
-import { createWebhookClient } from './delivery/webhook.js';
-import { postDueConversions } from './delivery/worker.js';
-import { startGateway } from './gateway.js';
-import { countOutboxBacklog } from './ledger/conversions.js';
-import { migrateToLatest, openLedger } from './ledger/db.js';
 import { createLogger } from './observability/logger.js';
-import { runImportUsers } from './operator/import-users.js';
 
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 
@@ -24,6 +17,8 @@ commands:
 options:
   --config FILE   configuration file (default: ./config.yaml)`;
 
+const COMMANDS = ['serve', 'migrate', 'flush', 'import'];
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -35,18 +30,24 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command || values.help ? 0 : 2;
   }
+  if (!COMMANDS.includes(command)) {
+    console.error(`unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
   const config = await loadConfig(values.config!);
 
   switch (command) {
     case 'serve': {
       const logger = createLogger(config.log.level);
-      const gateway = await startGateway(config, { logger });
+      // Handlers go in before the server starts, so a signal during start-up still ends in an orderly close.
       let stopping = false;
+      const { startGateway } = await import('./gateway.js');
+      const starting = startGateway(config, { logger });
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
         logger.info({ signal }, 'shutting down');
-        gateway.close().then(
+        starting.then((gateway) => gateway.close()).then(
           () => process.exit(0),
           (error) => {
             logger.error({ err: error }, 'shutdown failed');
@@ -56,9 +57,12 @@ async function main(argv: string[]): Promise<number> {
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
+      await starting;
       return new Promise<number>(() => {}); // runs until a signal
     }
     case 'migrate': {
+      // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
+      const { migrateToLatest, openLedger } = await import('./ledger/db.js');
       const ledger = openLedger(config.database);
       try {
         const applied = await migrateToLatest(ledger.db);
@@ -68,48 +72,19 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
-    case 'flush': {
-      if (!config.crm.webhook_url) throw new ConfigError('crm.webhook_url: required by flush');
-      const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
-      const ledger = openLedger(config.database);
-      const webhook = createWebhookClient(config.crm);
-      try {
-        await migrateToLatest(ledger.db);
-        const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
-        const sweep = await runSweep(ledger.db, Date.now(), config.delivery.unknown_after);
-        const totals = { posted: 0, failed: 0, dead: 0 };
-        let reachable = true;
-        // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
-        for (;;) {
-          const round = await postDueConversions(deps);
-          totals.posted += round.posted;
-          totals.failed += round.failed;
-          totals.dead += round.dead;
-          if (!round.ok) reachable = false;
-          if (round.claimed === 0 || !round.ok) break;
-        }
-        const backlog = await countOutboxBacklog(ledger.db);
-        console.log(
-          `flush: posted=${totals.posted} failed=${totals.failed} dead=${totals.dead} left=${backlog.due + backlog.retrying} ` +
-            `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${reachable ? '' : ' (webhook unreachable)'}`,
-        );
-        return reachable ? 0 : 1;
-      } finally {
-        await webhook.close();
-        await ledger.close();
-      }
-    }
+    case 'flush':
+      return (await import('./delivery/flush.js')).runFlush(config, process.stdout);
     case 'import': {
       const [, what, file] = positionals;
       if (what !== 'users' || !file) {
         console.error(`usage: crm-sms-gateway import users FILE [--config FILE]\n\n${USAGE}`);
         return 2;
       }
+      const { runImportUsers } = await import('./operator/import-users.js');
       return runImportUsers(config, file, { out: process.stdout, err: process.stderr });
     }
     default:
-      console.error(`unknown command "${command}"\n\n${USAGE}`);
-      return 2;
+      return 2; // not reached: the command was checked before loading the config
   }
 }
 
