@@ -1,8 +1,9 @@
 /**
  * npm run bench — figures for the send path, printed, never asserted (DESIGN §6, §7).
  *
- *   node dist/bench/run.js                      single, then batch
+ *   node dist/bench/run.js                      single, then batch, then e2e
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
+ *   e2e: batches through the sandbox (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
  *
@@ -11,6 +12,8 @@
  * per HTTP request (for batch: per batch). A mode is an entry in MODES, its config and its load: add one there
  * (e.g. `e2e`).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc } from './server-process.js';
@@ -29,6 +32,8 @@ interface Load {
   options: Options;
   /** Distinct activity ids per run and phase, so warm-up messages never make measured ones idempotent repeats. */
   idPrefix: string;
+  /** Told the sms_ids of each accepted batch (the end-to-end mode times conversions from there). */
+  onAccepted?: (smsIds: string[]) => void;
 }
 
 /** What a mode measured: request latencies in ms and the messages they carried. */
@@ -39,6 +44,8 @@ interface Measurement {
 }
 
 interface Mode {
+  /** Starts what the mode's config refers to (e.g. a fake CRM) before the server. */
+  prepare?(): Promise<void>;
   /** The server's config for this mode (defaults to the sandbox on a temp ledger). */
   config?(dir: string): ConfigDoc;
   run(load: Load, messages: number): Promise<Measurement>;
@@ -78,6 +85,25 @@ async function drive(count: number, workers: number, task: (i: number) => Promis
   return { messages: 0, seconds: (performance.now() - started) / 1000, latenciesMs };
 }
 
+/** A CRM conversion webhook that records when each sms_id's conversion arrived. */
+const crm = {
+  url: '',
+  arrivals: new Map<string, number>(),
+  async start() {
+    if (this.url) return;
+    const server = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const at = performance.now();
+      for (const c of JSON.parse(Buffer.concat(chunks).toString('utf8')) as Array<{ sms_id: string }>) crm.arrivals.set(c.sms_id, at);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"message":"success"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.unref();
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  },
+};
+
 const MODES: Record<string, Mode> = {
   /** One message per request on keep-alive connections, as the CRM's single channel sends them. */
   single: {
@@ -93,7 +119,7 @@ const MODES: Record<string, Mode> = {
 
   /** Arrays of batch-size messages, batch-concurrency requests at a time. */
   batch: {
-    async run({ pool, options, idPrefix }, messages) {
+    async run({ pool, options, idPrefix, onAccepted }, messages) {
       const batches = Math.ceil(messages / options.batchSize);
       const m = await drive(batches, options.batchConcurrency, async (b) => {
         const first = b * options.batchSize;
@@ -103,10 +129,36 @@ const MODES: Record<string, Mode> = {
         if (res.status !== 200 || res.json.successful?.length !== size) {
           throw new Error(`batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`);
         }
+        onAccepted?.(res.json.successful.map((s: { sms_id: string }) => s.sms_id));
         return res.ms;
       });
       return { ...m, messages };
     },
+  },
+};
+
+MODES.e2e = {
+  prepare: () => crm.start(),
+  config: (dir) => ({
+    ...baseConfig(dir),
+    providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 0 } },
+    crm: { webhook_url: crm.url, webhook_api_key: 'bench' },
+    delivery: { poll_interval: '20ms', batch_size: 500 },
+  }),
+  /**
+   * Batches as the CRM sends them, then waits until the CRM holds every conversion. Latencies are conversion
+   * lag: from the batch answer that returned the sms_id to the conversion's arrival at the CRM.
+   */
+  async run(load, messages) {
+    const sentAt = new Map<string, number>();
+    const started = performance.now();
+    await MODES.batch!.run(
+      { ...load, onAccepted: (smsIds: string[]) => smsIds.forEach((id) => sentAt.set(id, performance.now())) } as Load,
+      messages,
+    );
+    while ([...sentAt.keys()].some((id) => !crm.arrivals.has(id))) await new Promise((r) => setTimeout(r, 10));
+    const finished = Math.max(...[...sentAt.keys()].map((id) => crm.arrivals.get(id)!));
+    return { messages, seconds: (finished - started) / 1000, latenciesMs: [...sentAt].map(([id, at]) => crm.arrivals.get(id)! - at) };
   },
 };
 
@@ -118,6 +170,7 @@ function percentile(sorted: number[], p: number): number {
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
 
 async function runMode(name: string, mode: Mode, options: Options): Promise<Record<string, unknown>> {
+  await mode.prepare?.();
   const server = await startServer({ config: mode.config ?? baseConfig, cpuProfDir: options.cpuProfDir });
   const pool = new Pool(server.url, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   try {
@@ -130,6 +183,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       mode: name,
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
+      ...(name === 'e2e' ? { latency: 'conversion lag' } : {}),
       p50_ms: round(percentile(sorted, 50), 2),
       p99_ms: round(percentile(sorted, 99), 2),
       server_peak_rss_mb: server.peakRssMb(),
@@ -160,7 +214,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min} (got ${text})`);
     return n;
   };
-  const modes = values.mode ?? ['single', 'batch'];
+  const modes = values.mode ?? ['single', 'batch', 'e2e'];
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode "${m}" (modes: ${Object.keys(MODES).join(', ')})`);
   return {
     modes,

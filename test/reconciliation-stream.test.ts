@@ -1,6 +1,5 @@
 import { request, type IncomingMessage } from 'node:http';
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toLoadedUser, saveLoadedUsers } from '../src/operator/load-players.js';
 import { crmReconciliation, sampleUser } from './helpers/crm-schemas.js';
@@ -69,9 +68,7 @@ describe('POST /reconciliation failing after streaming began', () => {
     const res = await waitFor(() => response, 10_000, 'response headers');
     expect(res.statusCode).toBe(200);
     // The table disappears under the paginated read: the next page fails while the answer is half sent.
-    const db = new BetterSqlite3(join(gw.dir, 'ledger.db'));
-    db.exec('DROP TABLE operator_users');
-    db.close();
+    await sql`drop table operator_users`.execute(gw.gateway.ledger.db);
     res.resume();
     await ended;
 

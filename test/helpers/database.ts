@@ -1,36 +1,65 @@
 /**
- * A fresh ledger database per test gateway: a SQLite file in the test's temp dir, or, when TEST_DATABASE_URL
- * points at a PostgreSQL server, a new database created for the test and dropped afterwards (so test files
- * running in parallel never see each other's rows).
+ * The ledger database of a test gateway, chosen by its temp dir: a SQLite file in the dir, or, when
+ * TEST_DATABASE_URL points at a PostgreSQL server, a database of its own created for that dir (so test files
+ * running in parallel never see each other's rows, and gateways given the same dir share one database, as
+ * instances sharing a ledger do). Databases are created synchronously with psql so that config documents can
+ * be built synchronously; the run's global teardown drops whatever a test left behind.
  */
-import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
+
+const created = new Set<string>();
+
+function databaseName(dir: string): string {
+  const run = process.env.GW_TEST_RUN ?? 'adhoc';
+  return `gw_test_${run}_${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`;
+}
+
+export function testDatabaseUrl(dir: string): string {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) return `sqlite:${join(dir, 'ledger.db')}`;
+  const name = databaseName(dir);
+  if (!created.has(name)) {
+    try {
+      execFileSync('psql', [base, '-qc', `create database ${name}`], { stdio: 'pipe' });
+    } catch (error) {
+      if (!String((error as { stderr?: Buffer }).stderr).includes('already exists')) throw error;
+    }
+    created.add(name);
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropDatabases(pattern: string): Promise<void> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) return;
+  const client = new pg.Client({ connectionString: base });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [pattern]);
+    for (const { datname } of rows) await client.query(`drop database if exists ${datname} with (force)`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function dropTestDatabase(dir: string): Promise<void> {
+  created.delete(databaseName(dir));
+  await dropDatabases(databaseName(dir));
+}
+
+/** For vitest's global teardown: every database this run created. */
+export const dropRunDatabases = (run: string) => dropDatabases(`gw_test_${run}_%`);
 
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-async function admin<T>(baseUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: baseUrl });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function createTestDatabase(dir: string): Promise<TestDatabase> {
-  const base = process.env.TEST_DATABASE_URL;
-  if (!base) return { url: `sqlite:${join(dir, 'ledger.db')}`, drop: async () => {} };
-  const name = `gw_test_${randomBytes(6).toString('hex')}`;
-  await admin(base, (c) => c.query(`create database ${name}`));
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: () => admin(base, (c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
-  };
+  return { url: testDatabaseUrl(dir), drop: () => dropTestDatabase(dir) };
 }

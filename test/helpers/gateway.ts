@@ -11,7 +11,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
 import type { Clock } from '../../src/sms/throttle.js';
-import { createTestDatabase } from './database.js';
+import { dropTestDatabase, testDatabaseUrl } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789';
@@ -29,7 +29,7 @@ function merge(base: Doc, over: Doc): Doc {
 export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
   const base: Doc = {
     server: { host: '127.0.0.1', port: 0 },
-    database: { url: `sqlite:${join(dir, 'ledger.db')}` },
+    database: { url: testDatabaseUrl(dir) },
     auth: { mode: 'api_key', api_keys: [TEST_API_KEY] },
     providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0 } },
     admin: { api_key: TEST_ADMIN_KEY },
@@ -53,8 +53,7 @@ export interface TestGateway {
 
 export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number; clock?: Clock } = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
-  const database = await createTestDatabase(dir);
-  const config = parseConfig(testConfigDocument(dir, { database: { url: database.url }, ...overrides }), {});
+  const config = parseConfig(testConfigDocument(dir, overrides), {});
   const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), now: options.now, clock: options.clock });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
@@ -82,8 +81,11 @@ export async function startTestGateway(overrides: Doc = {}, options: { dir?: str
     adminPut: (path, body) => call('PUT', path, body, { authorization: `Bearer ${TEST_ADMIN_KEY}` }),
     async close() {
       await gateway.close();
-      await database.drop();
-      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+      // A dir handed in is shared with other gateways (and its database with it): its owner cleans up.
+      if (!options.dir) {
+        await dropTestDatabase(dir);
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }
