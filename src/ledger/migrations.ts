@@ -116,4 +116,27 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('conversion_attempts_conversion').on('conversion_attempts').column('conversion_id').execute();
     },
   },
+  '2026-11-23-20-stats': {
+    async up(db) {
+      // Per-minute and per-hour counts of send outcomes and terminal statuses, kept in the transactions that
+      // record them, so the console reads a few hundred rows instead of scanning messages.
+      await db.schema
+        .createTable('delivery_stats')
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('bucket_start', 'bigint', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('outcome', 'text', (c) => c.notNull())
+        .addColumn('n', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('delivery_stats_pk', ['period', 'bucket_start', 'provider', 'outcome'])
+        .execute();
+      // Counting the outbox backlog and replaying dead letters read only the rows not yet posted, never the
+      // millions already posted (the index covers the backlog count).
+      await db.schema
+        .createIndex('conversions_unposted')
+        .on('conversions')
+        .columns(['dead', 'attempts'])
+        .where(sql.ref('posted_at'), 'is', null)
+        .execute();
+    },
+  },
 };

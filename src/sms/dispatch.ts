@@ -17,6 +17,8 @@ import {
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
+import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat } from './idempotency.js';
 import { maskPhoneNumber } from './recipient.js';
@@ -48,12 +50,15 @@ export interface DispatcherDeps {
   callbackUrl: (providerName: string, smsId: string) => string;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
+  metrics?: SendMetrics;
 }
 
 export interface DispatchOptions {
   /** Epoch ms after which messages not yet handed to a provider are answered `fatal`. */
   deadline: number;
   concurrency: number;
+  /** The request's id, carried by the log lines about its messages. */
+  requestId?: string;
 }
 
 type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
@@ -150,8 +155,10 @@ export function createDispatcher(deps: DispatcherDeps) {
     }
   }
 
-  async function sendClaimed(message: PreparedMessage, smsId: string, deadline: number): Promise<DispatchResult> {
-    const answer = await callProvider(message, smsId, deadline);
+  async function sendClaimed(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
+    const started = performance.now();
+    const answer = await callProvider(message, smsId, options.deadline);
+    const seconds = (performance.now() - started) / 1000;
     const record: SendOutcomeRecord = answer.ok
       ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
       : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
@@ -159,10 +166,22 @@ export function createDispatcher(deps: DispatcherDeps) {
       await records.run([record]);
     } catch (error) {
       // The row was committed before the call, so receipts still match; the answer stays what the provider said.
-      logger.error({ err: error, sms_id: smsId }, 'could not record the provider answer');
+      logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
-    logger.debug(
-      { sms_id: smsId, activity_id: message.activityKey, provider: message.provider.name, to: maskPhoneNumber(message.recipient), state: record.state },
+    const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
+    deps.metrics?.sendCompleted(message.provider.name, outcome, message.segments, seconds);
+    // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
+    logger[answer.ok ? 'debug' : 'info'](
+      {
+        sms_id: smsId,
+        activity_id: message.activityKey,
+        provider: message.provider.name,
+        to: maskPhoneNumber(message.recipient),
+        segments: message.segments,
+        state: record.state,
+        error: answer.ok ? undefined : maskPhoneNumbersIn(answer.error),
+        request_id: options.requestId,
+      },
       'sms dispatched',
     );
     if (answer.ok) return { outcome: 'sent', smsId };
@@ -174,7 +193,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     try {
       claimed = await claims.run(fresh.map((f) => f.message));
     } catch (error) {
-      logger.error({ err: error }, 'ledger unavailable: nothing sent');
+      logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
       for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });
       return;
     }
@@ -185,7 +204,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       while (next < toSend.length) {
         const i = toSend[next++]!;
         const claim = claimed[i] as { smsId: string };
-        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options.deadline));
+        fresh[i]!.resolve(await sendClaimed(fresh[i]!.message, claim.smsId, options));
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));
