@@ -103,7 +103,7 @@ export interface OutboxBacklog {
   dead: number;
 }
 
-/** Reads only unposted rows: the partial index conversions_unposted (dead, attempts) covers this count. */
+/** Reads only unposted rows: the partial index conversions_unposted covers this count. */
 export async function countOutboxBacklog(db: Db): Promise<OutboxBacklog> {
   const row = await db
     .selectFrom('conversions')
