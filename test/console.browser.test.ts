@@ -26,10 +26,11 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: the console browser test needs Debian's chromium (apt-get install -y chromium, as .ci/run does)`);
   }
   await crm.start();
-  gw = await startTestGateway({
-    crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
-    delivery: { poll_interval: '20ms', max_attempts: 1 },
-  });
+  // The console shows totals over the whole ledger: this gateway gets one of its own.
+  gw = await startTestGateway(
+    { crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } },
+    { ownLedger: true },
+  );
   profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

@@ -72,7 +72,7 @@ describe('console sessions', () => {
   });
 
   it('refuses a replay whose CSRF token is not the session’s, and changes nothing', async () => {
-    gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } });
+    gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } }, { ownLedger: true });
     crm.failNext(1, 500);
     await gw.post('/channels/sms/single', smsMessage('csrf-dead'));
     await waitFor(async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).backlog.dead === 1, 5_000, 'a dead conversion');
@@ -90,7 +90,8 @@ describe('console sessions', () => {
 
 describe('console counters (delivery_stats)', () => {
   it('count send outcomes and terminal statuses, and move a timed-out unknown when a late receipt replaces it', async () => {
-    gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', unknown_after: '1ms' } });
+    // The counters cover the whole ledger: this test needs one of its own.
+    gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', unknown_after: '1ms' } }, { ownLedger: true });
     const recipients = { delivered: '+447700900123', undelivered: '+447700900001', failed: '+447700900002', silent: '+447700900003', rejected: '+447700900004', transient: '+447700900005' };
     const sent: Record<string, string> = {};
     for (const [id, recipient] of Object.entries(recipients)) sent[id] = (await gw.post('/channels/sms/single', smsMessage(`count-${id}`, { recipient }))).json.sms_id;
@@ -105,8 +106,8 @@ describe('console counters (delivery_stats)', () => {
     expect((await hour()).counts).toMatchObject({ delivered: 2, delivery_unknown: 0 });
   });
 
-  it('read only delivery_stats and partial indexes, never the messages table', async () => {
-    gw = await startTestGateway();
+  it('read only delivery_stats and partial indexes, never the messages table (SQLite query plans)', async () => {
+    gw = await startTestGateway({}, { ownLedger: true });
     await gw.post('/channels/sms/single', smsMessage('plan-1'));
     const sqlite = new BetterSqlite3(`${gw.dir}/ledger.db`, { readonly: true });
     const captured: CompiledQuery[] = [];

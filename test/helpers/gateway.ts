@@ -45,9 +45,18 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number; logger?: Logger } = {}): Promise<TestGateway> {
+export interface TestGatewayOptions {
+  dir?: string;
+  now?: () => number;
+  logger?: Logger;
+  /** A SQLite ledger of its own even when TEST_DATABASE_URL is set: for tests that read totals over the whole ledger. */
+  ownLedger?: boolean;
+}
+
+export async function startTestGateway(overrides: Doc = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
-  const config = parseConfig(testConfigDocument(dir, overrides), {});
+  const own = options.ownLedger ? { database: { url: `sqlite:${join(dir, 'ledger.db')}` } } : {};
+  const config = parseConfig(testConfigDocument(dir, { ...overrides, ...own }), {});
   const gateway = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
