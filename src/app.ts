@@ -4,18 +4,28 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { consoleRouteDocs } from './console/route-docs.js';
+import { consoleRoutes } from './console/routes.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
+import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
+import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { operatorRoutes } from './operator/routes.js';
+import type { GatewayMetrics } from './observability/metrics.js';
+import { metricsRoutes } from './observability/metrics-routes.js';
+import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
+import { requestContext, requestLogger } from './observability/request-context.js';
+import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
+import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
 export interface AppParts {
@@ -31,11 +41,15 @@ export interface AppParts {
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend?: OperatorBackend;
+  /** Without it there is no /metrics. */
+  metrics?: GatewayMetrics;
 }
 
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
+  // First, so that every answer (413s and 404s too) carries a request id and is counted.
+  app.use('*', requestContext(parts.metrics));
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
   // request); checking Content-Length first keeps that cost for the rare request sent without one.
@@ -68,10 +82,24 @@ export function createApp(parts: AppParts): Hono {
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  if (parts.metrics) app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
+  const providerNames = Object.keys(config.providers);
+  app.route('/console', consoleRoutes({ db: parts.db, adminKey: config.admin.api_key, providers: providerNames, now: parts.now, onReplay: parts.onReplay }));
+
+  // Each area describes its routes beside them; a new area adds its list here.
+  const routeDocs = [
+    ...smsRouteDocs,
+    ...receiptRouteDocs(providerNames),
+    ...adminRouteDocs,
+    ...opsRouteDocs({ metricsPublic: config.metrics.public }),
+    ...consoleRouteDocs,
+  ];
+  const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions and operations.';
+  app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((error, c) => {
-    logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
+    requestLogger(c, logger).error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
     return c.json({ error: 'internal error; the request can be retried' }, 500);
   });
   return app;

@@ -10,11 +10,14 @@ import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptIn
 import { runSweep } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
+import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
+import { countParkedReceiptsByProvider } from './ledger/receipts.js';
+import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
 import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
@@ -32,6 +35,8 @@ export interface Gateway {
   /** Base of the URLs handed to providers (server.public_url, or `url`). */
   publicUrl: string;
   ledger: Ledger;
+  /** This gateway's Prometheus registry and counters (served at /metrics). */
+  metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
   sweep(): Promise<{ unknown: number; rematched: number }>;
   close(): Promise<void>;
@@ -54,6 +59,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   await migrateToLatest(db);
 
   const providers = createProviders(config, logger, now, options.clock);
+  const metrics = createGatewayMetrics(Object.keys(config.providers), {
+    countOutboxBacklog: () => countOutboxBacklog(db),
+    countParkedReceipts: () => countParkedReceiptsByProvider(db),
+  });
+  const observers = { metrics, logger };
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
     config.sms.default_provider,
@@ -63,7 +73,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const webhook = createWebhookClient(config.crm);
   const worker =
     config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now })
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
       : undefined;
   if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
@@ -78,17 +88,18 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     dispatchLeaseMs: config.sms.dispatch_lease,
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
+    metrics,
     // Receipts that beat the provider's answer and carry only its message id wait parked until now.
     async onRecorded(trx, records) {
       for (const provider of new Set(records.map((r) => r.provider))) {
         const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
-        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }));
+        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));
       }
     },
   });
 
   const receiptWrites = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
-    const summary = await transact((trx) => ingestReceipts(trx, inputs, now()));
+    const summary = await transact((trx) => ingestReceipts(trx, inputs, now(), observers));
     if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
     reported(summary.reported);
     return inputs.map(() => summary);
@@ -106,6 +117,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     publicUrl: () => publicUrl,
     ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
     onReplay: () => worker?.wake(),
+    metrics,
   });
 
   const server: ServerType = await new Promise((resolve) => {
@@ -117,7 +129,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   publicUrl ||= url;
 
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery.unknown_after);
+    const result = await runSweep(db, now(), config.delivery.unknown_after, observers);
     reported(result.unknown + result.rematched);
     return result;
   };
@@ -132,6 +144,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     url,
     publicUrl,
     ledger,
+    metrics,
     sweep,
     async close() {
       clearInterval(sweepTimer);

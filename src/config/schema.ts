@@ -127,6 +127,11 @@ const admin = z.strictObject({
   api_key: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
+const metrics = z.strictObject({
+  /** Serve /metrics without the admin Bearer key (for scrapers on a private network). */
+  public: z.boolean().default(false),
+});
+
 const log = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -143,6 +148,7 @@ export const configSchema = z
     providers: z.record(z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _'), providerConfig),
     admin: admin.prefault({}),
     operator: operator.prefault({}),
+    metrics: metrics.prefault({}),
     log: log.prefault({}),
   })
   .superRefine((c, ctx) => {

@@ -15,7 +15,8 @@ export interface AdminRouteDeps {
   onReplay: () => void;
 }
 
-async function messageStory(db: Kysely<Database>, message: MessageRow) {
+/** One message with its receipts and conversion attempts: what /admin/messages and the console's search show. */
+export async function messageStory(db: Kysely<Database>, message: MessageRow) {
   const { activity_json, ...rest } = message;
   return {
     message: { ...rest, activity: JSON.parse(activity_json) as unknown },
@@ -24,7 +25,7 @@ async function messageStory(db: Kysely<Database>, message: MessageRow) {
   };
 }
 
-const replayBody = z.strictObject({ ids: z.array(z.number().int().positive()).min(1).optional() });
+export const replayRequestSchema = z.strictObject({ ids: z.array(z.number().int().positive()).min(1).optional() });
 
 export function adminRoutes(deps: AdminRouteDeps) {
   const app = new Hono();
@@ -52,7 +53,7 @@ export function adminRoutes(deps: AdminRouteDeps) {
     } catch {
       return c.json({ error: 'body is not valid JSON' }, 400);
     }
-    const parsed = replayBody.safeParse(body);
+    const parsed = replayRequestSchema.safeParse(body);
     if (!parsed.success) return c.json({ error: `ids: must be a non-empty array of conversion ids` }, 400);
     const replayed = await replayDeadConversions(deps.db, deps.now(), parsed.data.ids);
     if (replayed > 0) deps.onReplay();

@@ -4,21 +4,35 @@
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
 import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
+import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
 import { createQueryTemplate } from '../ledger/query-template.js';
 import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
 import type { Database, MessagesTable } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
+import type { ReceiptMetrics } from '../observability/metrics.js';
 import { decideTransition } from './status.js';
 
 type Trx = Transaction<Database>;
-type MessageState = Pick<MessagesTable, 'sms_id' | 'provider' | 'delivery_status' | 'delivery_source'>;
+type MessageState = Pick<MessagesTable, 'sms_id' | 'activity_key' | 'provider' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'completed_at'>;
 
 export interface ReceiptInput {
   /** The config name of the provider whose /dlr endpoint received it. */
   provider: string;
   event: ReceiptEvent;
+  /** The request that carried it, for the log lines about it. */
+  requestId?: string;
+}
+
+/**
+ * Optional observers, told inside the transaction (a rolled-back batch is retried by the provider and may be
+ * counted twice; metrics are rates, so that is tolerable). Per-receipt log lines are at debug level.
+ */
+export interface IngestObservers {
+  metrics?: ReceiptMetrics;
+  logger?: Logger;
 }
 
 export interface IngestSummary {
@@ -34,7 +48,7 @@ export function receiptDedupKey({ provider, event }: ReceiptInput): string {
 
 /** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
 async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<MessageState | undefined>> {
-  const columns = ['sms_id', 'provider', 'delivery_status', 'delivery_source', 'provider_message_id'] as const;
+  const columns = ['sms_id', 'activity_key', 'provider', 'delivery_status', 'delivery_source', 'dispatched_at', 'completed_at', 'provider_message_id'] as const;
   const smsIds = [...new Set(inputs.flatMap((i) => (i.event.smsId ? [i.event.smsId] : [])))];
   const bySmsId = new Map(
     smsIds.length ? (await trx.selectFrom('messages').select(columns).where('sms_id', 'in', smsIds).execute()).map((m) => [m.sms_id, m]) : [],
@@ -54,7 +68,16 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
     const parts = await trx
       .selectFrom('message_parts')
       .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
-      .select(['messages.sms_id', 'messages.provider', 'messages.delivery_status', 'messages.delivery_source', 'message_parts.provider_message_id'])
+      .select([
+        'messages.sms_id',
+        'messages.activity_key',
+        'messages.provider',
+        'messages.delivery_status',
+        'messages.delivery_source',
+        'messages.dispatched_at',
+        'messages.completed_at',
+        'message_parts.provider_message_id',
+      ])
       .where('message_parts.provider', '=', provider)
       .where('message_parts.provider_message_id', 'in', ids)
       .execute();
@@ -75,13 +98,32 @@ const updateDeliveryTemplate = createQueryTemplate(
 );
 
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
-async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<number> {
+async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>, now: number, observers: IngestObservers): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
-  for (const { message, event } of pairs) {
+  const stats: StatsEvent[] = [];
+  for (const { message, event, requestId } of pairs) {
     const current = state.get(message.sms_id) ?? { ...message, changed: false };
     const transition = decideTransition(current, await rollUpPartStatus(trx, message.sms_id, event));
+    observers.logger?.debug(
+      {
+        sms_id: message.sms_id,
+        activity_id: message.activity_key,
+        provider: message.provider,
+        provider_status: event.providerStatus,
+        status: event.status,
+        reported: transition.kind === 'report' ? transition.status : undefined,
+        request_id: requestId,
+      },
+      'receipt applied',
+    );
     if (transition.kind === 'report') {
+      // The timeout's delivery_unknown this receipt replaces leaves the counts where it was counted.
+      if (current.delivery_source === 'timeout' && current.completed_at !== null) {
+        stats.push({ at: Number(current.completed_at), provider: message.provider, outcome: 'delivery_unknown', n: -1 });
+      }
+      stats.push({ at: now, provider: message.provider, outcome: transition.status });
+      observers.metrics?.deliveryReported(message.provider, transition.status, (now - Number(message.dispatched_at)) / 1000);
       current.delivery_status = transition.status;
       current.delivery_source = 'receipt';
       current.providerStatus = event.providerStatus;
@@ -110,10 +152,11 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
     }
   }
   await insertConversions(trx, conversions, now);
+  await incrementDeliveryStats(trx, stats);
   return conversions.length;
 }
 
-export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: number): Promise<IngestSummary> {
+export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: number, observers: IngestObservers = {}): Promise<IngestSummary> {
   const messages = await resolveMessages(trx, inputs);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
     provider: input.provider,
@@ -131,8 +174,9 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   rows.forEach((r, k) => firstIndex.has(r.dedup_key) || firstIndex.set(r.dedup_key, k));
   const unique = [...firstIndex.values()];
   const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
+  observeReceipts(inputs, rows, unique, fresh, observers);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
-  const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
+  const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
   return {
     fresh: fresh.size,
     duplicates: inputs.length - fresh.size,
@@ -141,8 +185,29 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   };
 }
 
+/** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */
+function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: number[], fresh: Set<string>, observers: IngestObservers): void {
+  const { metrics, logger } = observers;
+  const isFresh = new Set(unique.filter((k) => fresh.has(rows[k]!.dedup_key)));
+  inputs.forEach((input, k) => {
+    if (!isFresh.has(k)) return metrics?.receiptDuplicate(input.provider);
+    metrics?.receiptStored(input.provider, input.event.status);
+    if (rows[k]!.matched) return;
+    metrics?.receiptParked(input.provider);
+    logger?.debug(
+      { sms_id: input.event.smsId, provider: input.provider, provider_message_id: input.event.providerMessageId, status: input.event.status, request_id: input.requestId },
+      'receipt parked until its message is known',
+    );
+  });
+}
+
 /** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
-export async function matchParkedReceipts(trx: Trx, now: number, scope?: { provider: string; providerMessageIds: string[] }): Promise<number> {
+export async function matchParkedReceipts(
+  trx: Trx,
+  now: number,
+  scope?: { provider: string; providerMessageIds: string[] },
+  observers: IngestObservers = {},
+): Promise<number> {
   const parked = await findParkedReceipts(trx, 1_000, scope?.provider, scope?.providerMessageIds);
   if (parked.length === 0) return 0;
   const inputs: ReceiptInput[] = parked.map((r) => ({
@@ -158,5 +223,5 @@ export async function matchParkedReceipts(trx: Trx, now: number, scope?: { provi
   const messages = await resolveMessages(trx, inputs);
   const matched = parked.flatMap((r, k) => (messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, k }] : []));
   await markReceiptsMatched(trx, matched);
-  return applyEvents(trx, matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })), now);
+  return applyEvents(trx, matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })), now, observers);
 }

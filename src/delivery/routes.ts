@@ -1,6 +1,7 @@
 /** /dlr/{provider}: verify and parse with the provider's plugin, store, answer 2xx quickly (providers retry otherwise). */
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
+import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../sms/provider-router.js';
 import type { IngestSummary, ReceiptInput } from './ingest.js';
 
@@ -30,11 +31,11 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
       rawBody: Buffer.from(await c.req.arrayBuffer()),
     });
     if (!parsed.ok) {
-      deps.logger.warn({ provider: name, reason: parsed.reason }, 'receipt refused');
+      requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'receipt refused');
       return c.json({ error: `receipt refused: ${parsed.reason}` }, 403);
     }
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
-    await deps.ingest(parsed.events.map((event) => ({ provider: name, event })));
+    await deps.ingest(parsed.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
     return c.json({ received: parsed.events.length }, 200);
   });
   return app;

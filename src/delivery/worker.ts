@@ -10,6 +10,7 @@ import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, recordAttempts } from '../ledger/conversions.js';
 import type { DialectFlags } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
+import type { WebhookMetrics } from '../observability/metrics.js';
 import { nextAttemptDelay } from './backoff.js';
 import type { WebhookClient } from './webhook.js';
 
@@ -21,6 +22,7 @@ export interface WorkerDeps {
   logger: Logger;
   now: () => number;
   random?: () => number;
+  metrics?: WebhookMetrics;
 }
 
 export interface RoundResult {
@@ -37,7 +39,9 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   const token = randomUUID();
   const rows = await claimDueConversions(db, deps.flags, delivery.batch_size, now(), delivery.lease, token);
   if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
+  const started = performance.now();
   const result = await deps.webhook.post(rows);
+  deps.metrics?.webhookPosted((performance.now() - started) / 1000, result.ok ? { ok: true, conversions: rows.length } : result);
   const at = now();
   const ids = rows.map((r) => r.id);
   if (result.ok) {
@@ -45,7 +49,11 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
       await markPosted(trx, ids, token, at);
       await recordAttempts(trx, ids, at, true, result.status, null);
     });
-    deps.logger.debug({ count: rows.length, sms_ids: rows.length <= 20 ? rows.map((r) => r.sms_id) : undefined }, 'conversions posted');
+    if (deps.logger.isLevelEnabled('debug')) {
+      for (const r of rows) {
+        deps.logger.debug({ sms_id: r.sms_id, activity_id: r.activity_key, delivery_status: r.delivery_status, conversion_id: r.id }, 'conversion posted');
+      }
+    }
     return { claimed: rows.length, posted: rows.length, failed: 0, dead: 0, ok: true };
   }
   const backoff = { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms };
@@ -60,6 +68,10 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   });
   const dead = plan.filter((p) => p.dead).length;
   deps.logger.warn({ count: rows.length, dead, error: result.error }, 'conversion post failed; backing off');
+  if (dead > 0) deps.metrics?.conversionsDeadLettered(dead);
+  rows.forEach((r, i) => {
+    if (plan[i]!.dead) deps.logger.warn({ sms_id: r.sms_id, activity_id: r.activity_key, conversion_id: r.id, attempts: r.attempts + 1 }, 'conversion dead-lettered; replay it from the console or /admin');
+  });
   return { claimed: rows.length, posted: 0, failed: rows.length - dead, dead, ok: false };
 }
 

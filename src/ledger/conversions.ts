@@ -26,6 +26,7 @@ export interface ClaimedConversion {
   delivery_status: DeliveryStatus;
   attempts: number;
   activity_json: string;
+  activity_key: string;
 }
 
 /**
@@ -45,12 +46,12 @@ export async function claimDueConversions(db: Kysely<Database>, flags: DialectFl
   if (claimed.rows.length === 0) return [];
   const activities = await db
     .selectFrom('messages')
-    .select(['sms_id', 'activity_json'])
+    .select(['sms_id', 'activity_json', 'activity_key'])
     .where('sms_id', 'in', [...new Set(claimed.rows.map((r) => r.sms_id))])
     .execute();
-  const bySmsId = new Map(activities.map((a) => [a.sms_id, a.activity_json]));
+  const bySmsId = new Map(activities.map((a) => [a.sms_id, a]));
   return claimed.rows
-    .map((r) => ({ ...r, id: Number(r.id), activity_json: bySmsId.get(r.sms_id)! }))
+    .map((r) => ({ ...r, id: Number(r.id), activity_json: bySmsId.get(r.sms_id)!.activity_json, activity_key: bySmsId.get(r.sms_id)!.activity_key }))
     .sort((a, b) => a.id - b.id);
 }
 
@@ -102,6 +103,7 @@ export interface OutboxBacklog {
   dead: number;
 }
 
+/** Reads only unposted rows: the partial index conversions_unposted covers this count. */
 export async function countOutboxBacklog(db: Db): Promise<OutboxBacklog> {
   const row = await db
     .selectFrom('conversions')

@@ -1,5 +1,6 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { incrementDeliveryStats } from './delivery-stats.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, SendState } from './schema.js';
 
@@ -94,7 +95,8 @@ const recordOutcomeTemplate = createQueryTemplate(
 );
 
 /**
- * Writes the provider's answers; never touches delivery_status, which a fast receipt may already have set.
+ * Writes the provider's answers and counts them in delivery_stats; never touches delivery_status, which a fast
+ * receipt may already have set.
  * Answers that differ only in the provider's message id share one UPDATE (a CASE picks each row's id), so a
  * flush of many sends costs a few statements, not one each.
  */
@@ -121,4 +123,6 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
   for (let i = 0; i < parts.length; i += 200) {
     await db.insertInto('message_parts').values(parts.slice(i, i + 200)).onConflict((oc) => oc.doNothing()).execute();
   }
+  // In the same transaction, so the console's counts never disagree with the messages they count.
+  await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state })));
 }

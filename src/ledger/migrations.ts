@@ -183,4 +183,28 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('operator_credits_user_id').on('operator_credits').column('user_id').execute();
     },
   },
+  '2026-11-23-20-stats': {
+    async up(db) {
+      // Per-minute and per-hour counts of send outcomes and terminal statuses, kept in the transactions that
+      // record them, so the console reads a few hundred rows instead of scanning messages.
+      await db.schema
+        .createTable('delivery_stats')
+        .addColumn('period', 'text', (c) => c.notNull())
+        .addColumn('bucket_start', 'bigint', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('outcome', 'text', (c) => c.notNull())
+        .addColumn('n', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('delivery_stats_pk', ['period', 'bucket_start', 'provider', 'outcome'])
+        .execute();
+      // Counting the outbox backlog and replaying dead letters read only the rows not yet posted, never the
+      // millions already posted. posted_at (always null here) is in the key only so that SQLite sees the
+      // backlog count covered by the index and never visits the table.
+      await db.schema
+        .createIndex('conversions_unposted')
+        .on('conversions')
+        .columns(['dead', 'attempts', 'posted_at'])
+        .where(sql.ref('posted_at'), 'is', null)
+        .execute();
+    },
+  },
 };

@@ -37,3 +37,14 @@ export async function markReceiptsMatched(db: Db, matches: Array<{ id: number; s
 export async function findReceiptsBySmsId(db: Db, smsId: string) {
   return db.selectFrom('receipts').selectAll().where('sms_id', '=', smsId).orderBy('id').execute();
 }
+
+/** Receipts waiting for their message, per provider; reads only the partial index receipts_unmatched. */
+export async function countParkedReceiptsByProvider(db: Db): Promise<Array<{ provider: string; parked: number }>> {
+  const rows = await db
+    .selectFrom('receipts')
+    .select((eb) => ['provider', eb.fn.countAll<number | string>().as('parked')])
+    .where(sql<boolean>`matched = 0`)
+    .groupBy('provider')
+    .execute();
+  return rows.map((r) => ({ provider: r.provider, parked: Number(r.parked) }));
+}

@@ -143,6 +143,19 @@ export interface OperatorCreditsTable {
   updated_at: number;
 }
 
+/**
+ * Counters per time bucket, provider and outcome: a send outcome (the message's state after the provider
+ * answered) or a terminal delivery status. `n` only grows, except that a real receipt replacing a timeout's
+ * delivery_unknown takes that one back from the bucket where it was counted.
+ */
+export interface DeliveryStatsTable {
+  period: 'minute' | 'hour';
+  bucket_start: number;
+  provider: string;
+  outcome: Exclude<SendState, 'dispatching'> | DeliveryStatus;
+  n: number;
+}
+
 export interface Database {
   messages: MessagesTable;
   message_parts: MessagePartsTable;
@@ -153,4 +166,5 @@ export interface Database {
   operator_consents: OperatorConsentsTable;
   operator_bonuses: OperatorBonusesTable;
   operator_credits: OperatorCreditsTable;
+  delivery_stats: DeliveryStatsTable;
 }

@@ -1,5 +1,6 @@
 /** pino logger. Lines about a message carry sms_id and activity_id; phone numbers are masked, content never logged. */
 import pino, { type Logger } from 'pino';
+import { maskPhoneNumber } from '../sms/recipient.js';
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -11,4 +12,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination,
   );
+}
+
+/** Provider error texts sometimes quote the recipient; mask every run of 7 or more digits before logging one. */
+export function maskPhoneNumbersIn(text: string): string {
+  return text.replace(/\+?\d(?:[\s.-]?\d){6,}/g, (run) => maskPhoneNumber(run.replace(/[\s.-]/g, '')));
 }

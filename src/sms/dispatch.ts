@@ -19,6 +19,8 @@ import {
 import type { Database } from '../ledger/schema.js';
 import type { Transact } from '../ledger/transaction-queue.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
+import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat } from './idempotency.js';
 import { maskPhoneNumber } from './recipient.js';
@@ -52,6 +54,7 @@ export interface DispatcherDeps {
   transact?: Transact;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
+  metrics?: SendMetrics;
 }
 
 export interface DispatchOptions {
@@ -60,6 +63,8 @@ export interface DispatchOptions {
   /** Epoch ms until which a message may wait for provider capacity (throttle); defaults to `deadline`. */
   waitDeadline?: number;
   concurrency: number;
+  /** The request's id, carried by the log lines about its messages. */
+  requestId?: string;
 }
 
 type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
@@ -162,7 +167,9 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   async function sendClaimed(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
+    const started = performance.now();
     const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
+    const seconds = (performance.now() - started) / 1000;
     const record: SendOutcomeRecord = answer.ok
       ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
       : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
@@ -170,10 +177,22 @@ export function createDispatcher(deps: DispatcherDeps) {
       await records.run([record]);
     } catch (error) {
       // The row was committed before the call, so receipts still match; the answer stays what the provider said.
-      logger.error({ err: error, sms_id: smsId }, 'could not record the provider answer');
+      logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
-    logger.debug(
-      { sms_id: smsId, activity_id: message.activityKey, provider: message.provider.name, to: maskPhoneNumber(message.recipient), state: record.state },
+    const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
+    deps.metrics?.sendCompleted(message.provider.name, outcome, message.segments, seconds);
+    // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
+    logger[answer.ok ? 'debug' : 'info'](
+      {
+        sms_id: smsId,
+        activity_id: message.activityKey,
+        provider: message.provider.name,
+        to: maskPhoneNumber(message.recipient),
+        segments: message.segments,
+        state: record.state,
+        error: answer.ok ? undefined : maskPhoneNumbersIn(answer.error),
+        request_id: options.requestId,
+      },
       'sms dispatched',
     );
     if (answer.ok) return { outcome: 'sent', smsId };
@@ -185,7 +204,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     try {
       claimed = await claims.run(fresh.map((f) => f.message));
     } catch (error) {
-      logger.error({ err: error }, 'ledger unavailable: nothing sent');
+      logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
       for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });
       return;
     }

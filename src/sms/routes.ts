@@ -6,6 +6,9 @@ import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
 import type { ProviderRouter } from './provider-router.js';
+import type { BatchAnswer } from './route-docs.js';
+
+export type { BatchAnswer };
 
 export interface SmsRouteDeps {
   sms: Config['sms'];
@@ -13,14 +16,6 @@ export interface SmsRouteDeps {
   router: ProviderRouter;
   dispatcher: Dispatcher;
   now: () => number;
-}
-
-type Entry = { id: string | number | null; sms_id?: string; error?: string };
-
-export interface BatchAnswer {
-  successful: Array<{ id: string | number | null; sms_id: string }>;
-  failed: Entry[];
-  fatal: Entry[];
 }
 
 /** Puts each batch entry in exactly one of the three arrays, with its id as received. */
@@ -47,7 +42,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
     if (!prepared.ok) return c.json({ error: prepared.error }, 400);
     // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
     const at = now();
-    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1 });
+    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1, requestId: c.get('requestId') });
     if (result!.outcome === 'sent') return c.json({ sms_id: result!.smsId }, 200);
     if (result!.outcome === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, 400);
     c.header('Retry-After', '1');
@@ -70,7 +65,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
         validIndex.push(i);
       } else results[i] = { outcome: 'invalid', error: prepared.error };
     });
-    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency });
+    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId') });
     dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
     return c.json(categoriseBatch(entries.map(echoedActivityId), results), 200);
   });

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
@@ -51,10 +51,17 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(overrides: Doc = {}, options: { dir?: string; now?: () => number; clock?: Clock } = {}): Promise<TestGateway> {
+export interface TestGatewayOptions {
+  dir?: string;
+  now?: () => number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export async function startTestGateway(overrides: Doc = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
   const config = parseConfig(testConfigDocument(dir, overrides), {});
-  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), now: options.now, clock: options.clock });
+  const gateway = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, clock: options.clock });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
       method,

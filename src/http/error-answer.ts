@@ -1,0 +1,6 @@
+/** Every error body the gateway answers (DESIGN §3): one sentence naming the field or value that is wrong. */
+import { z } from 'zod';
+
+export const errorAnswerSchema = z.strictObject({
+  error: z.string().describe('What is wrong, naming the field or value'),
+});

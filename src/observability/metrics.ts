@@ -1,0 +1,135 @@
+/**
+ * Prometheus metrics (prom-client), with one Registry per gateway: tests run several gateways in one process,
+ * and the global default registry would mix their counts. Names follow the Prometheus conventions (`_total`
+ * counters, `_seconds` histograms, base units). Each part receives the narrow interface it reports through, as an
+ * optional dependency, and calls it once per event; the outbox and parked-receipt gauges are read from the ledger
+ * at scrape time with index-only queries.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DeliveryStatus, MappedStatus } from '../../providers/types.js';
+import type { OutboxBacklog } from '../ledger/conversions.js';
+
+export type SendOutcome = 'sent' | 'failed' | 'fatal';
+
+export interface SendMetrics {
+  /** One provider call (or a message given up at the deadline) and what became of it. */
+  sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number): void;
+}
+
+export interface ReceiptMetrics {
+  receiptStored(provider: string, status: MappedStatus): void;
+  receiptDuplicate(provider: string): void;
+  receiptParked(provider: string): void;
+  /** A terminal status from a receipt; `secondsSinceDispatch` from the ledger's dispatched_at. */
+  deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number): void;
+  deliveryTimedOut(provider: string): void;
+}
+
+export interface WebhookMetrics {
+  webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }): void;
+  conversionsDeadLettered(count: number): void;
+}
+
+export interface HttpMetrics {
+  httpRequest(method: string, route: string, status: number, seconds: number): void;
+}
+
+/** Ledger reads behind the scrape-time gauges. */
+export interface LedgerGaugeSources {
+  countOutboxBacklog(): Promise<OutboxBacklog>;
+  countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
+}
+
+const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Receipts come back in a second from a sandbox and in hours from a phone that was off. */
+const DELIVERY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200];
+const SEND_OUTCOMES: SendOutcome[] = ['sent', 'failed', 'fatal'];
+const DELIVERY_STATUSES: DeliveryStatus[] = ['delivered', 'undelivered', 'failed', 'delivery_unknown'];
+
+export function statusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+export function createGatewayMetrics(providers: readonly string[], ledger: LedgerGaugeSources) {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+
+  const httpRequests = new Counter({ name: 'sms_gateway_http_requests_total', help: 'HTTP requests answered, by route pattern and status class', labelNames: ['method', 'route', 'status_class'], registers });
+  const httpDuration = new Histogram({ name: 'sms_gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: HTTP_BUCKETS, registers });
+  const messagesSent = new Counter({ name: 'sms_gateway_messages_sent_total', help: 'Messages handed to a provider, by outcome (sent, failed = permanent, fatal = transient)', labelNames: ['provider', 'outcome'], registers });
+  const segmentsSent = new Counter({ name: 'sms_gateway_segments_sent_total', help: 'SMS segments of the messages handed to a provider, by outcome', labelNames: ['provider', 'outcome'], registers });
+  const providerDuration = new Histogram({ name: 'sms_gateway_provider_send_duration_seconds', help: 'Provider send call latency', labelNames: ['provider', 'outcome'], buckets: FAST_CALL_BUCKETS, registers });
+  const receipts = new Counter({ name: 'sms_gateway_receipts_total', help: 'Delivery receipts stored (duplicates excluded), by mapped status', labelNames: ['provider', 'status'], registers });
+  const receiptDuplicates = new Counter({ name: 'sms_gateway_receipts_duplicate_total', help: 'Delivery receipts received again and ignored', labelNames: ['provider'], registers });
+  const receiptsParked = new Counter({ name: 'sms_gateway_receipts_parked_total', help: 'Receipts that matched no message when they arrived and were parked', labelNames: ['provider'], registers });
+  const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
+  const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
+  const webhookDuration = new Histogram({ name: 'sms_gateway_webhook_post_duration_seconds', help: 'Conversion webhook post latency', labelNames: ['result'], buckets: FAST_CALL_BUCKETS, registers });
+  const webhookFailures = new Counter({ name: 'sms_gateway_webhook_failures_total', help: 'Conversion webhook posts that failed, by HTTP status class or unreachable', labelNames: ['reason'], registers });
+  const conversionsPosted = new Counter({ name: 'sms_gateway_conversions_posted_total', help: 'Conversions the CRM acknowledged', registers });
+  const conversionsDead = new Counter({ name: 'sms_gateway_conversions_dead_lettered_total', help: 'Conversions dead-lettered after their retry budget', registers });
+
+  new Gauge({
+    name: 'sms_gateway_conversion_outbox',
+    help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      const backlog = await ledger.countOutboxBacklog();
+      for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
+    },
+  });
+  new Gauge({
+    name: 'sms_gateway_receipts_parked',
+    help: 'Receipts waiting for their message to become known',
+    labelNames: ['provider'],
+    registers,
+    async collect() {
+      const parked = await ledger.countParkedReceipts();
+      this.reset();
+      for (const provider of providers) this.set({ provider }, 0);
+      for (const row of parked) this.set({ provider: row.provider }, row.parked);
+    },
+  });
+
+  // Series that exist from the start, so rate() and absent-series alerts work before the first event.
+  for (const provider of providers) {
+    for (const outcome of SEND_OUTCOMES) {
+      messagesSent.inc({ provider, outcome }, 0);
+      segmentsSent.inc({ provider, outcome }, 0);
+    }
+    for (const status of DELIVERY_STATUSES) deliveryStatuses.inc({ provider, status, source: 'receipt' }, 0);
+    receiptsParked.inc({ provider }, 0);
+  }
+
+  return {
+    registry,
+    httpRequest(method: string, route: string, status: number, seconds: number) {
+      httpRequests.inc({ method, route, status_class: statusClass(status) });
+      httpDuration.observe({ method, route }, seconds);
+    },
+    sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number) {
+      messagesSent.inc({ provider, outcome });
+      segmentsSent.inc({ provider, outcome }, segments);
+      providerDuration.observe({ provider, outcome }, seconds);
+    },
+    receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
+    receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
+    receiptParked: (provider: string) => receiptsParked.inc({ provider }),
+    deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number) {
+      deliveryStatuses.inc({ provider, status, source: 'receipt' });
+      deliveryDuration.observe({ provider, status }, Math.max(0, secondsSinceDispatch));
+    },
+    deliveryTimedOut: (provider: string) => deliveryStatuses.inc({ provider, status: 'delivery_unknown', source: 'timeout' }),
+    webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }) {
+      webhookDuration.observe({ result: result.ok ? 'ok' : 'error' }, seconds);
+      if (result.ok) conversionsPosted.inc(result.conversions);
+      else webhookFailures.inc({ reason: result.status === null ? 'unreachable' : statusClass(result.status) });
+    },
+    conversionsDeadLettered: (count: number) => conversionsDead.inc(count),
+  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & { registry: Registry };
+}
+
+export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;
