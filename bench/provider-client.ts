@@ -7,22 +7,15 @@
  *
  * Prints one JSON line per client, plus the floor: the same POST through a bare undici Pool.
  */
-import { fork } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import twilioSdk from 'twilio';
 import { Pool } from 'undici';
 import type RequestClient from 'twilio/lib/base/RequestClient.js';
 import { twilio as twilioPlugin } from '../providers/twilio.js';
 import type { SendRequest } from '../providers/types.js';
-
-interface FakeInfo {
-  url: string;
-  accountSid: string;
-  authToken: string;
-}
+import { startTwilioFakeProcess, type TwilioFakeInfo } from './twilio-fake-process.js';
 
 const sdkVersion = (createRequire(import.meta.url)('twilio/package.json') as { version: string }).version;
 const SENDER = '+15005550006';
@@ -49,23 +42,6 @@ function option(name: string, fallback: number): number {
   return at >= 0 ? Number(process.argv[at + 1]) : fallback;
 }
 
-async function runChild(): Promise<void> {
-  // The fakes are compiled with the rest (tsconfig includes test/fakes) and imported at run time only.
-  const { startTwilioFake } = (await import('../test/fakes/twilio.js')) as typeof import('../test/fakes/twilio.js');
-  const fake = await startTwilioFake();
-  fake.creates.push = () => 0; // keep the child's memory flat over long runs
-  process.send!({ url: fake.url, accountSid: fake.accountSid, authToken: fake.authToken } satisfies FakeInfo);
-  process.on('disconnect', () => void fake.close().then(() => process.exit(0)));
-}
-
-function startFakeInChild(): Promise<{ info: FakeInfo; stop: () => void }> {
-  const child = fork(fileURLToPath(import.meta.url), ['--fake-child'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  return new Promise((resolve, reject) => {
-    child.once('message', (info) => resolve({ info: info as FakeInfo, stop: () => child.disconnect() }));
-    child.once('error', reject);
-  });
-}
-
 /** Runs `count` sends with `concurrency` in flight; returns CPU µs per message and messages per second. */
 async function measure(count: number, concurrency: number, sendOne: (i: number) => Promise<void>) {
   let next = 0;
@@ -89,7 +65,7 @@ async function measure(count: number, concurrency: number, sendOne: (i: number) 
 }
 
 /** The SDK has no base-URL option; a RequestClient that rewrites scheme and host is the robust hook (providers.md §0.1, §7.1). */
-function sdkClientFor(info: FakeInfo) {
+function sdkClientFor(info: TwilioFakeInfo) {
   const target = new URL(info.url);
   const Base = twilioSdk.RequestClient as unknown as typeof RequestClient;
   class ToFake extends Base {
@@ -107,7 +83,8 @@ async function main(): Promise<void> {
   const count = option('count', 20_000);
   const sdkCount = option('sdk-count', count);
   const concurrency = option('concurrency', 50);
-  const { info, stop } = await startFakeInChild();
+  const fake = await startTwilioFakeProcess();
+  const { info } = fake;
   try {
     const config = twilioPlugin.configSchema.parse({ type: 'twilio', account_sid: info.accountSid, auth_token: info.authToken, from: SENDER, base_url: info.url, max_concurrency: concurrency });
     const plugin = twilioPlugin.create('twilio', config, { logger: pino({ level: 'silent' }), now: Date.now });
@@ -142,13 +119,11 @@ async function main(): Promise<void> {
     const sdkResult = await measure(sdkCount, concurrency, viaSdk);
     console.log(JSON.stringify({ bench: 'provider-client', client: `twilio SDK ${sdkVersion} messages.create`, count: sdkCount, concurrency, ...sdkResult }));
   } finally {
-    stop();
+    await fake.stop();
   }
 }
 
-if (process.argv.includes('--fake-child')) void runChild();
-else
-  main().catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -3,19 +3,24 @@
  *
  *   node dist/bench/run.js                      single, then batch, then e2e
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
- *   e2e: batches through the sandbox (receipts at once) until the fake CRM holds every conversion
+ *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
+ *            --provider sandbox|twilio (sandbox; twilio: the plugin against the Twilio fake, see providers.ts)
  *
- * Each run gets a fresh gateway child process on a fresh SQLite ledger with the sandbox provider, and prints one
- * JSON line: {mode, messages, msgs_per_s, p50_ms, p99_ms, server_peak_rss_mb, server_cpu_us_per_msg}. Latency is
- * per HTTP request (for batch: per batch). A mode is an entry in MODES, its config and its load: add one there
- * (e.g. `e2e`).
+ * Each run gets a fresh gateway child process on a fresh SQLite ledger, and prints one JSON line: {mode, provider,
+ * messages, msgs_per_s, p50_ms, p99_ms, server_peak_rss_mb, server_cpu_us_per_msg, provider_process_cpu_us_per_msg,
+ * load_average_1m}. Latency is per HTTP request (for batch: per batch). Server CPU includes the provider plugin's
+ * sends (bench/provider-client.ts measures the twilio plugin's share alone); provider_process_cpu_us_per_msg is the
+ * Twilio fake's own process (null for the sandbox, which runs inside the server). A mode is an entry in MODES, its
+ * config and its load: add one there.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc } from './server-process.js';
 
 interface Options {
@@ -25,15 +30,17 @@ interface Options {
   batchConcurrency: number;
   warmup: number;
   cpuProfDir: string | undefined;
+  provider: ProviderChoice;
 }
 
 interface Load {
   pool: Pool;
   options: Options;
+  provider: BenchProvider;
   /** Distinct activity ids per run and phase, so warm-up messages never make measured ones idempotent repeats. */
   idPrefix: string;
-  /** Told the sms_ids of each accepted batch (the end-to-end mode times conversions from there). */
-  onAccepted?: (smsIds: string[]) => void;
+  /** Told the sms_ids of each accepted batch and when it was submitted (the end-to-end mode times conversions from there). */
+  onAccepted?: (smsIds: string[], submittedAt: number) => void;
 }
 
 /** What a mode measured: request latencies in ms and the messages they carried. */
@@ -46,19 +53,21 @@ interface Measurement {
 interface Mode {
   /** Starts what the mode's config refers to (e.g. a fake CRM) before the server. */
   prepare?(): Promise<void>;
-  /** The server's config for this mode (defaults to the sandbox on a temp ledger). */
-  config?(dir: string): ConfigDoc;
+  /** Whether the provider posts a receipt for every message while measured (else none). */
+  receipts?: boolean;
+  /** The server's config for this mode, from the base one (a temp ledger and the chosen provider). */
+  config?(base: ConfigDoc): ConfigDoc;
   run(load: Load, messages: number): Promise<Measurement>;
 }
 
 /** Sandbox recipients whose last four digits are ≥ 1000, so none hits the 0001–0005 outcome rules. */
-function message(id: string, i: number) {
+function message(id: string, i: number, provider: string) {
   return {
     activity: { id, brand_id: 7, user_id: `u-${i}`, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
     content: 'Your weekly bonus is waiting: 20 free spins on Starburst. Reply STOP to opt out.',
     recipient: `+4477009${Math.floor(i / 9_000) % 10}${1_000 + (i % 9_000)}`,
     sender_name: 'Casino',
-    provider_name: 'sandbox',
+    provider_name: provider,
     encoding: 'auto',
   };
 }
@@ -107,9 +116,9 @@ const crm = {
 const MODES: Record<string, Mode> = {
   /** One message per request on keep-alive connections, as the CRM's single channel sends them. */
   single: {
-    async run({ pool, options, idPrefix }, messages) {
+    async run({ pool, options, provider, idPrefix }, messages) {
       const m = await drive(messages, options.connections, async (i) => {
-        const res = await post(pool, '/channels/sms/single', message(`${idPrefix}-${i}`, i));
+        const res = await post(pool, '/channels/sms/single', message(`${idPrefix}-${i}`, i, provider.name));
         if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
         return res.ms;
       });
@@ -119,17 +128,18 @@ const MODES: Record<string, Mode> = {
 
   /** Arrays of batch-size messages, batch-concurrency requests at a time. */
   batch: {
-    async run({ pool, options, idPrefix, onAccepted }, messages) {
+    async run({ pool, options, provider, idPrefix, onAccepted }, messages) {
       const batches = Math.ceil(messages / options.batchSize);
       const m = await drive(batches, options.batchConcurrency, async (b) => {
         const first = b * options.batchSize;
         const size = Math.min(options.batchSize, messages - first);
-        const body = Array.from({ length: size }, (_, k) => message(`${idPrefix}-${first + k}`, first + k));
+        const body = Array.from({ length: size }, (_, k) => message(`${idPrefix}-${first + k}`, first + k, provider.name));
+        const submittedAt = performance.now();
         const res = await post(pool, '/channels/sms/batch', body);
         if (res.status !== 200 || res.json.successful?.length !== size) {
           throw new Error(`batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`);
         }
-        onAccepted?.(res.json.successful.map((s: { sms_id: string }) => s.sms_id));
+        onAccepted?.(res.json.successful.map((s: { sms_id: string }) => s.sms_id), submittedAt);
         return res.ms;
       });
       return { ...m, messages };
@@ -139,28 +149,46 @@ const MODES: Record<string, Mode> = {
 
 MODES.e2e = {
   prepare: () => crm.start(),
-  config: (dir) => ({
-    ...baseConfig(dir),
-    providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 0 } },
+  receipts: true,
+  config: (base) => ({
+    ...base,
     crm: { webhook_url: crm.url, webhook_api_key: 'bench' },
     delivery: { poll_interval: '20ms', batch_size: 500 },
   }),
   /**
    * Batches as the CRM sends them, then waits until the CRM holds every conversion. Latencies are conversion
-   * lag: from the batch answer that returned the sms_id to the conversion's arrival at the CRM.
+   * lag: from the submission of the batch that carried the message to the conversion's arrival at the CRM. (Not
+   * from the batch's answer: a provider that sends within the request, like twilio, gets receipts back, and the
+   * CRM its conversions, before the last message of the batch is sent.)
    */
   async run(load, messages) {
     const sentAt = new Map<string, number>();
     const started = performance.now();
     await MODES.batch!.run(
-      { ...load, onAccepted: (smsIds: string[]) => smsIds.forEach((id) => sentAt.set(id, performance.now())) } as Load,
+      { ...load, onAccepted: (smsIds: string[], submittedAt: number) => smsIds.forEach((id) => sentAt.set(id, submittedAt)) } as Load,
       messages,
     );
-    while ([...sentAt.keys()].some((id) => !crm.arrivals.has(id))) await new Promise((r) => setTimeout(r, 10));
+    await allConverted(sentAt, load.provider);
     const finished = Math.max(...[...sentAt.keys()].map((id) => crm.arrivals.get(id)!));
     return { messages, seconds: (finished - started) / 1000, latenciesMs: [...sentAt].map(([id, at]) => crm.arrivals.get(id)! - at) };
   },
 };
+
+/** Waits until the CRM holds a conversion for every sms_id; fails after a minute without progress. */
+async function allConverted(sentAt: Map<string, number>, provider: BenchProvider): Promise<void> {
+  let missing = sentAt.size;
+  let progressAt = performance.now();
+  for (;;) {
+    let stillMissing = 0;
+    for (const id of sentAt.keys()) if (!crm.arrivals.has(id)) stillMissing++;
+    if (stillMissing === 0) return;
+    if (stillMissing < missing) [missing, progressAt] = [stillMissing, performance.now()];
+    else if (performance.now() - progressAt > 60_000) {
+      throw new Error(`e2e: ${missing} of ${sentAt.size} conversions still missing after 60 s without progress (provider: ${JSON.stringify(await provider.stats())})`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -169,29 +197,45 @@ function percentile(sorted: number[], p: number): number {
 
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
 
+const cpuUsPerMsg = (before: number | null, after: number | null, messages: number) =>
+  before === null || after === null ? null : Math.round(((after - before) * 1000) / messages);
+
 async function runMode(name: string, mode: Mode, options: Options): Promise<Record<string, unknown>> {
   await mode.prepare?.();
-  const server = await startServer({ config: mode.config ?? baseConfig, cpuProfDir: options.cpuProfDir });
+  const provider = await startBenchProvider(options.provider, mode.receipts ?? false);
+  const config = (dir: string) => {
+    const base = { ...baseConfig(dir), providers: provider.providers };
+    return mode.config?.(base) ?? base;
+  };
+  const server = await startServer({ config, cpuProfDir: options.cpuProfDir }).catch(async (error: unknown) => {
+    await provider.stop();
+    throw error;
+  });
   const pool = new Pool(server.url, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   try {
-    if (options.warmup > 0) await mode.run({ pool, options, idPrefix: `${name}-warmup` }, options.warmup);
-    const cpuBefore = server.cpuMs();
-    const measured = await mode.run({ pool, options, idPrefix: `${name}-run` }, options.messages);
-    const cpuAfter = server.cpuMs();
+    if (options.warmup > 0) await mode.run({ pool, options, provider, idPrefix: `${name}-warmup` }, options.warmup);
+    const [cpuBefore, providerCpuBefore] = [server.cpuMs(), provider.cpuMs()];
+    const measured = await mode.run({ pool, options, provider, idPrefix: `${name}-run` }, options.messages);
+    const [cpuAfter, providerCpuAfter] = [server.cpuMs(), provider.cpuMs()];
     const sorted = [...measured.latenciesMs].sort((a, b) => a - b);
     return {
       mode: name,
+      provider: provider.name,
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
-      ...(name === 'e2e' ? { latency: 'conversion lag' } : {}),
+      ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
       p50_ms: round(percentile(sorted, 50), 2),
       p99_ms: round(percentile(sorted, 99), 2),
       server_peak_rss_mb: server.peakRssMb(),
       // Not a target, but steadier than msgs_per_s on a shared machine: server CPU per message while measured.
-      server_cpu_us_per_msg: cpuBefore === null || cpuAfter === null ? null : Math.round(((cpuAfter - cpuBefore) * 1000) / measured.messages),
+      server_cpu_us_per_msg: cpuUsPerMsg(cpuBefore, cpuAfter, measured.messages),
+      provider_process_cpu_us_per_msg: cpuUsPerMsg(providerCpuBefore, providerCpuAfter, measured.messages),
+      load_average_1m: round(loadavg()[0]!, 2),
     };
   } finally {
     await pool.close();
+    // The provider first: the Twilio fake waits for its callbacks in flight, which need the server.
+    await provider.stop();
     await server.stop();
   }
 }
@@ -207,6 +251,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       'batch-concurrency': { type: 'string', default: '4' },
       warmup: { type: 'string', default: '1000' },
       'cpu-prof': { type: 'string' },
+      provider: { type: 'string', default: 'sandbox' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -216,6 +261,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
   };
   const modes = values.mode ?? ['single', 'batch', 'e2e'];
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode "${m}" (modes: ${Object.keys(MODES).join(', ')})`);
+  const provider = values.provider as ProviderChoice;
+  if (!PROVIDERS.includes(provider)) throw new Error(`unknown provider "${provider}" (providers: ${PROVIDERS.join(', ')})`);
   return {
     modes,
     options: {
@@ -225,6 +272,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       batchConcurrency: int('batch-concurrency', values['batch-concurrency'], 1),
       warmup: int('warmup', values.warmup, 0),
       cpuProfDir: values['cpu-prof'],
+      provider,
     },
   };
 }

@@ -49,6 +49,28 @@ export function baseConfig(dir: string): ConfigDoc {
   };
 }
 
+/** Peak resident set size of a process so far, in MiB (VmHWM; Linux only, null elsewhere or once it exited). */
+export function procPeakRssMb(pid: number): number | null {
+  try {
+    const kb = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Math.round((Number(kb) / 1024) * 10) / 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in ms (Linux only, null elsewhere or once it exited). */
+export function procCpuMs(pid: number): number | null {
+  try {
+    // Fields after the command name (which is in parentheses and may hold spaces): utime and stime are 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
 function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffered = '';
@@ -108,24 +130,8 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
     url,
     pid: child.pid!,
     dir,
-    peakRssMb() {
-      try {
-        const kb = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1];
-        return kb ? Math.round((Number(kb) / 1024) * 10) / 10 : null;
-      } catch {
-        return null;
-      }
-    },
-    cpuMs() {
-      try {
-        // Fields after the command name (which is in parentheses and may hold spaces): utime and stime are 12th and 13th.
-        const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-      } catch {
-        return null;
-      }
-    },
+    peakRssMb: () => procPeakRssMb(child.pid!),
+    cpuMs: () => procCpuMs(child.pid!),
     async stop() {
       child.kill('SIGTERM');
       const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
