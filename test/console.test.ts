@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -107,7 +110,9 @@ describe('console counters (delivery_stats)', () => {
   });
 
   it('read only delivery_stats and partial indexes, never the messages table (SQLite query plans)', async () => {
-    gw = await startTestGateway({});
+    // Query plans are read from SQLite's EXPLAIN, so this gateway keeps a SQLite ledger on every test run.
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-plans-'));
+    gw = await startTestGateway({ database: { url: `sqlite:${join(dir, 'ledger.db')}` } }, { dir });
     await gw.post('/channels/sms/single', smsMessage('plan-1'));
     const sqlite = new BetterSqlite3(`${gw.dir}/ledger.db`, { readonly: true });
     const captured: CompiledQuery[] = [];
