@@ -17,6 +17,7 @@ import { createOperatorAuth } from './auth/operator-auth.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { createOperatorBackend } from './operator/create-backend.js';
+import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
 import { operatorRoutes } from './operator/routes.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
@@ -93,8 +94,11 @@ export function createApp(parts: AppParts): Hono {
     ...adminRouteDocs,
     ...opsRouteDocs({ metricsPublic: config.metrics.public }),
     ...consoleRouteDocs,
+    ...(operatorAuth.tokenRoutes ? oauthRouteDocs() : []),
+    ...operatorRouteDocs({ mode: config.auth.mode, backend: config.operator.backend }),
+    ...operatorAdminRouteDocs({ backend: config.operator.backend }),
   ];
-  const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions and operations.';
+  const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
 
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));

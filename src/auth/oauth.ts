@@ -7,14 +7,31 @@
  */
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { readJsonBody } from '../http/json-body.js';
 import { createKeyMatcher } from './api-key.js';
 
 type OAuthConfig = NonNullable<Config['auth']['oauth']>;
 
+/**
+ * The token request's parameters, in the order they are checked (each must be a non-empty string, then grant_type
+ * must be client_credentials). The handler checks them by hand, so its answers name the field in its own words.
+ */
+export const tokenRequestSchema = z.object({
+  grant_type: z.literal('client_credentials'),
+  client_id: z.string().min(1),
+  client_secret: z.string().min(1),
+});
+
+export const tokenAnswerSchema = z.strictObject({
+  access_token: z.string().describe('An HS256 JWT; send it as Authorization: Bearer <access_token>'),
+  expires_in: z.number().int().describe('Seconds the token stays valid (auth.oauth.token_ttl_seconds)'),
+  token_type: z.literal('Bearer'),
+});
+
 export interface TokenIssuer {
-  issue(): { access_token: string; expires_in: number; token_type: 'Bearer' };
+  issue(): z.output<typeof tokenAnswerSchema>;
   /** Undefined when the token is good, else why it is not. */
   check(token: string): string | undefined;
 }
@@ -98,7 +115,7 @@ export function oauthTokenRoutes(oauth: OAuthConfig, issuer: TokenIssuer) {
     const request = await readTokenRequest(c);
     if (!request.ok) return c.json({ error: request.error }, request.status);
     const { params } = request;
-    for (const name of ['grant_type', 'client_id', 'client_secret']) {
+    for (const name of Object.keys(tokenRequestSchema.shape)) {
       if (typeof params[name] !== 'string' || params[name] === '') return c.json({ error: `${name}: is required` }, 400);
     }
     if (params.grant_type !== 'client_credentials') {

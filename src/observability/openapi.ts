@@ -16,7 +16,17 @@ export const SECURITY_SCHEMES = {
   crmApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'sms.api_keys (falls back to auth.api_keys)' },
   adminBearer: { type: 'http', scheme: 'bearer', description: 'admin.api_key' },
   consoleSession: { type: 'apiKey', in: 'cookie', name: 'console_session', description: 'set by POST /console/login' },
+  // The operator API's schemes, one per auth.mode; the document lists only the one the configured mode uses.
+  operatorApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'auth.mode api_key: one of auth.api_keys' },
+  operatorBasic: { type: 'http', scheme: 'basic', description: 'auth.mode basic: auth.basic.username and auth.basic.password' },
+  operatorOAuth: {
+    type: 'oauth2',
+    description: 'auth.mode oauth: a Bearer access token (an HS256 JWT) from /oauth/token, client credentials from auth.oauth',
+    flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
+  },
 } as const;
+/** Listed under components only when some route uses them (the operator API uses the one of its auth.mode). */
+const CONDITIONAL_SCHEMES: ReadonlySet<string> = new Set(['operatorApiKey', 'operatorBasic', 'operatorOAuth']);
 export type SecurityName = keyof typeof SECURITY_SCHEMES;
 
 export interface ParameterDoc {
@@ -122,12 +132,14 @@ export function buildOpenApiDocument(routes: readonly RouteDoc[], info: OpenApiI
     item[route.method] = describeOperation(route);
   }
   const schemas = Object.fromEntries([...NAMED_SCHEMAS].map(([schema, name]) => [name, plainJsonSchema(schema, 'output')]));
+  const used = new Set(routes.flatMap((r) => r.security ?? []));
+  const securitySchemes = Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => !CONDITIONAL_SCHEMES.has(name) || used.has(name as SecurityName)));
   return {
     openapi: '3.1.0',
     info,
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name })),
     paths,
-    components: { securitySchemes: SECURITY_SCHEMES, schemas },
+    components: { securitySchemes, schemas },
   };
 }
 

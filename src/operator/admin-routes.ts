@@ -4,6 +4,7 @@
  */
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { Kysely } from 'kysely';
+import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { readJsonBody } from '../http/json-body.js';
 import { findCreditsByUser } from '../ledger/credits.js';
@@ -13,6 +14,27 @@ import type { OperatorBackend } from './backend.js';
 import { crmReferencesObject } from './crm-references.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
+
+/** The answers of these routes, for the OpenAPI document (route-docs.ts). */
+export const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
+export const bonusesLoadedAnswerSchema = z.strictObject({ count: z.number().int().describe('Bonuses in the list now') });
+export const creditsAnswerSchema = z.strictObject({
+  credits: z
+    .array(
+      z.strictObject({
+        credit_id: z.string(),
+        kind: z.enum(['bonus', 'funds']),
+        user_id: z.string(),
+        bonus_code: z.string(),
+        amount: z.number().nullable().describe('null for a bonus credit'),
+        currency: z.string().nullable().describe('null for a bonus credit'),
+        state: z.enum(['pending', 'done', 'failed']),
+        created_at: z.string().describe('RFC 3339'),
+        crm_references: z.record(z.string(), z.union([z.string(), z.number()])).describe('The X-Crm-* headers of the credit request, as a bonus event carries them'),
+      }),
+    )
+    .describe('Newest first, at most 100'),
+});
 
 export interface AdminRouteDeps {
   db: Kysely<Database>;

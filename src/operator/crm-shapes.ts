@@ -14,11 +14,17 @@ const text = z.string({ error: 'must be a string' });
 const formatted = (pattern: RegExp, message: string) => text.refine((s) => s === '' || pattern.test(s), { error: message });
 const isoDate = z.iso.date();
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' });
-/** Optional timestamps: some platforms send null or "" for "none"; the key is then left out of the answer. */
+/**
+ * Optional timestamps: some platforms send null or "" for "none"; the key is then left out of the answer. The pipe
+ * at the end states the output (an optional timestamp) for the OpenAPI document; it cannot fail.
+ */
 const optionalTimestamp = z
   .union([timestamp, z.literal(''), z.null()], { error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' })
   .optional()
-  .transform((v) => v || undefined);
+  .transform((v) => v || undefined)
+  .pipe(timestamp.optional());
+
+const segmentationValue = z.union([z.string(), z.number(), z.boolean()]);
 
 export const userRecordFields = {
   user_id: text.min(1, { error: 'must not be empty' }),
@@ -48,9 +54,10 @@ export const userRecordFields = {
   verified_at: optionalTimestamp,
   deleted_at: optionalTimestamp,
   segmentation: z
-    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]), { error: 'must be an object of string, number or boolean values' })
+    .record(z.string(), segmentationValue, { error: 'must be an object of string, number or boolean values' })
     .nullish()
-    .transform((v) => v ?? undefined),
+    .transform((v) => v ?? undefined)
+    .pipe(z.record(z.string(), segmentationValue).optional()),
 };
 
 /** Unknown keys are dropped: whether the CRM tolerates extra top-level keys is not documented. */
@@ -69,9 +76,13 @@ export const consentEntrySchema = z.object({
 });
 export type ConsentEntry = z.output<typeof consentEntrySchema>;
 
+/** The shape of a GET /userconsents answer, for the OpenAPI document; consentsRecordSchema adds the rules. */
+export const consentsAnswerSchema = z.object({
+  consents: z.array(consentEntrySchema, { error: 'must be an array' }).describe('All six types, each once, in the order of the docs'),
+});
+
 /** GET /userconsents answer: all six types, each once, in the order of the docs. */
-export const consentsRecordSchema = z
-  .object({ consents: z.array(consentEntrySchema, { error: 'must be an array' }) })
+export const consentsRecordSchema = consentsAnswerSchema
   .superRefine((r, ctx) => {
     for (const type of CONSENT_TYPES) {
       const count = r.consents.filter((c) => c.type === type).length;

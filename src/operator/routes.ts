@@ -5,6 +5,7 @@
  */
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { readJsonBody } from '../http/json-body.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
 import { readCrmReferences } from './crm-references.js';
@@ -20,6 +21,12 @@ export interface OperatorRouteDeps {
 
 /** The docs do not define success bodies for writes; this mirrors the Success/Errors wrapper of GET /bonus/list. */
 const SUCCESS = { Success: true, Errors: [] as string[] };
+
+/** What the routes answer beyond the CRM's shapes (crm-shapes.ts), for the OpenAPI document (route-docs.ts). */
+export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
+export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape, credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)') });
+/** GET /bonus/list when the list cannot be read: the error, and the list's own error slot filled for the CRM. */
+export const bonusListErrorSchema = z.strictObject({ error: z.string(), Data: z.array(z.never()).max(0), Success: z.literal(false), Errors: z.array(z.string()) });
 
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (operator-interface: GET /userdetails).

@@ -1,0 +1,249 @@
+/**
+ * OpenAPI description of the operator API the CRM calls, its /admin loading API and, in oauth mode, /oauth/token.
+ * Request bodies are the schemas the routes validate with (requests.ts); answers are the CRM's shapes (crm-shapes.ts)
+ * and the routes' own answer schemas. Which error statuses can occur depends on operator.backend (only the http
+ * backend has an upstream to fail, time out or be busy), and the security on auth.mode.
+ */
+import { z } from 'zod';
+import type { Config } from '../config/schema.js';
+import { tokenAnswerSchema, tokenRequestSchema } from '../auth/oauth.js';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { describeRoute, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../observability/openapi.js';
+import { bonusesLoadedAnswerSchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
+import { blocksRecordSchema, bonusListSchema, consentsAnswerSchema, RECONCILIATION_FIELDS, userRecordSchema } from './crm-shapes.js';
+import { CRM_HEADERS } from './crm-references.js';
+import {
+  adminBonusesSchema,
+  adminConsentsSchema,
+  adminUserSchema,
+  bonusCreditSchema,
+  consentsUpdateSchema,
+  fundsCreditSchema,
+  reconciliationRequestSchema,
+} from './requests.js';
+import { bonusListErrorSchema, creditAnswerSchema, successAnswerSchema } from './routes.js';
+
+export interface OperatorDocOptions {
+  mode: Config['auth']['mode'];
+  backend: Config['operator']['backend'];
+}
+
+const SECURITY: Record<Config['auth']['mode'], SecurityName> = { api_key: 'operatorApiKey', basic: 'operatorBasic', oauth: 'operatorOAuth' };
+
+const error = (description: string): ResponseDoc => ({ description, schema: errorAnswerSchema });
+const userParam: ParameterDoc = { name: 'userid', in: 'path', description: 'The operator’s user id', schema: z.string() };
+const notJson = { 415: error('Content-Type is not application/json') };
+const crmHeaders: ParameterDoc[] = Object.values(CRM_HEADERS).map((name) => ({
+  name,
+  in: 'header',
+  description: 'Stored with the credit; X-Crm-ActivityId, X-Crm-ActionId and X-Crm-TriggerHash with user_id make the one-action key (a repeat is answered as the first, not credited again)',
+  schema: z.string(),
+}));
+
+export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteDoc[] {
+  const security = [SECURITY[mode]];
+  const unauthorized = { 401: error(`Credentials missing or not valid (auth.mode ${mode})`) };
+  // Only the http backend asks another system, which may fail, be slow, or be crediting the same action right now.
+  const upstream: Record<number, ResponseDoc> =
+    backend === 'http'
+      ? { 502: error('The operator platform answered an error or something the CRM would reject'), 504: error('The operator platform did not answer in time') }
+      : {};
+  const busy: Record<number, ResponseDoc> =
+    backend === 'http' ? { 503: { ...error('The same credit is being handled right now; retry'), headers: { 'Retry-After': { description: 'Seconds', schema: z.string() } } } } : {};
+  const route = (doc: Omit<RouteDoc, 'tag' | 'security'>) => describeRoute({ ...doc, tag: 'operator', security });
+  const noUser = { 404: error('No such user') };
+
+  return [
+    route({
+      method: 'get',
+      path: '/userdetails/{userid}',
+      summary: 'A user’s details',
+      parameters: [userParam],
+      responses: { 200: { description: 'The user record', schema: userRecordSchema }, ...unauthorized, ...noUser, ...upstream },
+    }),
+    route({
+      method: 'get',
+      path: '/userconsents/{userid}',
+      summary: 'A user’s consents (all six types)',
+      parameters: [userParam],
+      responses: { 200: { description: 'The consents', schema: consentsAnswerSchema }, ...unauthorized, ...noUser, ...upstream },
+    }),
+    route({
+      method: 'post',
+      path: '/userconsents/{userid}',
+      summary: 'Change some of a user’s consents',
+      description: 'Types not listed keep their value.',
+      parameters: [userParam],
+      request: { schema: consentsUpdateSchema },
+      responses: {
+        200: { description: 'Changed', schema: successAnswerSchema },
+        400: error('The body is not JSON or not a valid consents list'),
+        ...unauthorized,
+        ...noUser,
+        ...notJson,
+        ...upstream,
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/userblocks/{userid}',
+      summary: 'A user’s blocks and exclusions',
+      parameters: [userParam],
+      responses: { 200: { description: 'The blocks', schema: blocksRecordSchema }, ...unauthorized, ...noUser, ...upstream },
+    }),
+    route({
+      method: 'get',
+      path: '/bonus/list',
+      summary: 'The bonuses the CRM may credit',
+      responses: {
+        200: { description: 'The list', schema: bonusListSchema },
+        ...unauthorized,
+        ...Object.fromEntries(Object.entries(upstream).map(([status, doc]) => [status, { ...doc, schema: bonusListErrorSchema }])),
+      },
+    }),
+    ...(
+      [
+        ['/bonus/credit', 'Credit a bonus', bonusCreditSchema],
+        ['/bonus/credit/funds', 'Credit a bonus with an amount', fundsCreditSchema],
+      ] as const
+    ).map(([path, summary, schema]) =>
+      route({
+        method: 'post',
+        path,
+        summary,
+        parameters: crmHeaders,
+        request: { schema },
+        responses: {
+          200: { description: 'Credited, or a repeat of an action already credited (then with Idempotent-Replayed: true)', schema: creditAnswerSchema },
+          400: error('The body is not JSON or not valid, or bonus_code is not in the bonus list'),
+          ...unauthorized,
+          ...noUser,
+          ...notJson,
+          ...busy,
+          ...upstream,
+        },
+      }),
+    ),
+    route({
+      method: 'post',
+      path: '/reconciliation',
+      summary: 'The ids of every user with a flag or consent set',
+      description:
+        'Streamed. An error after the list began cannot change the 200: the body then ends with `error` instead of `timestamp`, which marks the list incomplete.',
+      request: { schema: reconciliationRequestSchema.describe(`field: one of ${Object.keys(RECONCILIATION_FIELDS).join(', ')}`) },
+      responses: {
+        200: {
+          description: 'The user ids',
+          schema: z.union([
+            z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
+            z.strictObject({ users: z.array(z.string()).describe('The ids sent before the failure'), error: z.string() }),
+          ]),
+        },
+        400: error('The body is not JSON or field is not a string'),
+        ...unauthorized,
+        ...notJson,
+        501: error('field is not one of the known reconciliation keys'),
+        ...upstream,
+      },
+    }),
+  ];
+}
+
+/** /oauth/token: mounted in auth.mode oauth only. */
+export function oauthRouteDocs(): RouteDoc[] {
+  const responses = (contentType: boolean): Record<number, ResponseDoc> => ({
+    200: { description: 'An access token', schema: tokenAnswerSchema, headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } } },
+    400: error(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
+    401: error('client_id or client_secret is not valid'),
+    ...(contentType ? { 415: error('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
+  });
+  return [
+    describeRoute({
+      method: 'post',
+      path: '/oauth/token',
+      tag: 'operator',
+      summary: 'An access token for the operator API (client credentials)',
+      request: { schema: tokenRequestSchema, contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
+      responses: responses(true),
+    }),
+    describeRoute({
+      method: 'get',
+      path: '/oauth/token',
+      tag: 'operator',
+      summary: 'An access token for the operator API (client credentials as query parameters)',
+      parameters: Object.keys(tokenRequestSchema.shape).map((name) => ({
+        name,
+        in: 'query' as const,
+        required: true,
+        schema: tokenRequestSchema.shape[name as keyof typeof tokenRequestSchema.shape],
+      })),
+      responses: responses(false),
+    }),
+  ];
+}
+
+export function operatorAdminRouteDocs({ backend }: Pick<OperatorDocOptions, 'backend'>): RouteDoc[] {
+  const refusals: Record<number, ResponseDoc> = {
+    401: error('Bearer token missing or not admin.api_key'),
+    403: error('The admin API is disabled (admin.api_key is not set)'),
+  };
+  // With the http backend the loading routes refuse: the CRM's reads would never see what they load.
+  const sqlOnly: Record<number, ResponseDoc> = backend === 'http' ? { 409: error('operator.backend is http: player data is not loaded here') } : {};
+  const route = (doc: Omit<RouteDoc, 'tag' | 'security'>) => describeRoute({ ...doc, tag: 'operator admin', security: ['adminBearer'] });
+  return [
+    route({
+      method: 'put',
+      path: '/admin/users/{userid}',
+      summary: 'Create or replace a user (sql backend)',
+      parameters: [userParam],
+      request: { schema: adminUserSchema },
+      responses: {
+        200: { description: 'Replaced', schema: userLoadedAnswerSchema },
+        201: { description: 'Created', schema: userLoadedAnswerSchema },
+        400: error('The body is not JSON or not a valid user, or its user_id differs from the path'),
+        ...refusals,
+        ...sqlOnly,
+        ...notJson,
+      },
+    }),
+    route({
+      method: 'put',
+      path: '/admin/users/{userid}/consents',
+      summary: 'Replace a user’s consents (types not listed are opted out)',
+      parameters: [userParam],
+      request: { schema: adminConsentsSchema },
+      responses: {
+        200: { description: 'The consents now', schema: consentsAnswerSchema },
+        400: error('The body is not JSON or not a valid consents list'),
+        ...refusals,
+        404: error('No such user'),
+        ...sqlOnly,
+        ...notJson,
+      },
+    }),
+    route({
+      method: 'put',
+      path: '/admin/bonuses',
+      summary: 'Replace the bonus list',
+      request: { schema: adminBonusesSchema },
+      responses: {
+        200: { description: 'Stored', schema: bonusesLoadedAnswerSchema },
+        400: error('The body is not JSON or not a valid bonus list (a value listed twice, say)'),
+        ...refusals,
+        ...sqlOnly,
+        ...notJson,
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/admin/credits',
+      summary: 'A user’s latest credits with their CRM references',
+      parameters: [{ name: 'user_id', in: 'query', required: true, schema: z.string() }],
+      responses: {
+        200: { description: 'The credits', schema: creditsAnswerSchema },
+        400: error('user_id is missing'),
+        ...refusals,
+      },
+    }),
+  ];
+}
