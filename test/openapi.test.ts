@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,7 +79,9 @@ const cases: Record<string, () => Promise<Answer>> = {
     try {
       return await call(broken, '/readyz');
     } finally {
+      // close() stops at the ledger closed above, before it removes the temp dir.
       await broken.close().catch(() => {});
+      rmSync(broken.dir, { recursive: true, force: true });
     }
   },
   'GET /metrics 200': () => call(gw, '/metrics', { headers: admin }),

@@ -51,7 +51,10 @@ export async function claimDueConversions(db: Kysely<Database>, flags: DialectFl
     .execute();
   const bySmsId = new Map(activities.map((a) => [a.sms_id, a]));
   return claimed.rows
-    .map((r) => ({ ...r, id: Number(r.id), activity_json: bySmsId.get(r.sms_id)!.activity_json, activity_key: bySmsId.get(r.sms_id)!.activity_key }))
+    .map((r) => {
+      const { activity_json, activity_key } = bySmsId.get(r.sms_id)!;
+      return { ...r, id: Number(r.id), activity_json, activity_key };
+    })
     .sort((a, b) => a.id - b.id);
 }
 
