@@ -3,6 +3,8 @@
  *
  *   node dist/bench/run.js                      single, then batch, then e2e
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
+ *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
+ *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
@@ -19,9 +21,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
+import { BalancedPool, Pool } from 'undici';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
-import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc } from './server-process.js';
+import { createBenchDatabase } from './database.js';
+import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
 
 interface Options {
   messages: number;
@@ -31,6 +34,10 @@ interface Options {
   warmup: number;
   cpuProfDir: string | undefined;
   provider: ProviderChoice;
+  /** A PostgreSQL server URL: the run's ledger is a fresh database there (default: a SQLite file). */
+  database: string | undefined;
+  /** Gateway processes sharing the ledger, requests spread over them. */
+  instances: number;
 }
 
 interface Load {
@@ -207,16 +214,28 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     const base = { ...baseConfig(dir), providers: provider.providers };
     return mode.config?.(base) ?? base;
   };
-  const server = await startServer({ config, cpuProfDir: options.cpuProfDir }).catch(async (error: unknown) => {
+  // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
+  const database = await createBenchDatabase(options.database);
+  const servers: ServerProcess[] = [];
+  try {
+    for (let i = 0; i < options.instances; i++) {
+      const shared = (dir: string) => ({ ...config(dir), database: { url: database.url } });
+      servers.push(await startServer({ config: shared, cpuProfDir: options.cpuProfDir }));
+    }
+  } catch (error) {
+    await Promise.all(servers.map((s) => s.stop()));
     await provider.stop();
+    await database.drop();
     throw error;
-  });
-  const pool = new Pool(server.url, { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  }
+  const server = servers[0]!;
+  const serversCpuMs = () => servers.reduce<number | null>((sum, s) => (sum === null || s.cpuMs() === null ? null : sum + s.cpuMs()!), 0);
+  const pool = new BalancedPool(servers.map((s) => s.url), { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 }) as unknown as Pool;
   try {
     if (options.warmup > 0) await mode.run({ pool, options, provider, idPrefix: `${name}-warmup` }, options.warmup);
-    const [cpuBefore, providerCpuBefore] = [server.cpuMs(), provider.cpuMs()];
+    const [cpuBefore, providerCpuBefore, dbCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs()];
     const measured = await mode.run({ pool, options, provider, idPrefix: `${name}-run` }, options.messages);
-    const [cpuAfter, providerCpuAfter] = [server.cpuMs(), provider.cpuMs()];
+    const [cpuAfter, providerCpuAfter, dbCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs()];
     const sorted = [...measured.latenciesMs].sort((a, b) => a - b);
     return {
       mode: name,
@@ -226,17 +245,21 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
       p50_ms: round(percentile(sorted, 50), 2),
       p99_ms: round(percentile(sorted, 99), 2),
+      database: database.kind,
+      instances: servers.length,
       server_peak_rss_mb: server.peakRssMb(),
       // Not a target, but steadier than msgs_per_s on a shared machine: server CPU per message while measured.
       server_cpu_us_per_msg: cpuUsPerMsg(cpuBefore, cpuAfter, measured.messages),
       provider_process_cpu_us_per_msg: cpuUsPerMsg(providerCpuBefore, providerCpuAfter, measured.messages),
+      database_cpu_us_per_msg: cpuUsPerMsg(dbCpuBefore, dbCpuAfter, measured.messages),
       load_average_1m: round(loadavg()[0]!, 2),
     };
   } finally {
     await pool.close();
     // The provider first: the Twilio fake waits for its callbacks in flight, which need the server.
     await provider.stop();
-    await server.stop();
+    await Promise.all(servers.map((s) => s.stop()));
+    await database.drop();
   }
 }
 
@@ -252,6 +275,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       warmup: { type: 'string', default: '1000' },
       'cpu-prof': { type: 'string' },
       provider: { type: 'string', default: 'sandbox' },
+      database: { type: 'string' },
+      instances: { type: 'string', default: '1' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -273,6 +298,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       warmup: int('warmup', values.warmup, 0),
       cpuProfDir: values['cpu-prof'],
       provider,
+      database: values.database,
+      instances: int('instances', values.instances, 1),
     },
   };
 }
