@@ -1,9 +1,10 @@
 /**
- * Recipient normalisation to E.164 with libphonenumber-js (full metadata). We require a *possible* number
- * (right length for its country) rather than a *valid* one: metadata lags real numbering plans, and a provider
- * refusing a number costs one rejected send, while refusing a real number here loses the message.
+ * Recipient normalisation to E.164 with libphonenumber-js. We require a *possible* number (right length for its
+ * country) rather than a *valid* one: metadata lags real numbering plans, and a provider refusing a number costs
+ * one rejected send, while refusing a real number here loses the message. A possibility check needs only the
+ * "min" metadata (calling codes, trunk prefixes, lengths), which takes a fraction of the full set's memory.
  */
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/min';
 
 export type RecipientResult = { ok: true; e164: string } | { ok: false; error: string };
 
