@@ -21,9 +21,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { BalancedPool, Pool } from 'undici';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { createBenchDatabase } from './database.js';
+import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
 
 interface Options {
@@ -41,7 +41,7 @@ interface Options {
 }
 
 interface Load {
-  pool: Pool;
+  client: LoadClient;
   options: Options;
   provider: BenchProvider;
   /** Distinct activity ids per run and phase, so warm-up messages never make measured ones idempotent repeats. */
@@ -79,13 +79,10 @@ function message(id: string, i: number, provider: string) {
   };
 }
 
-const HEADERS = { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY };
-
-async function post(pool: Pool, path: string, body: unknown): Promise<{ status: number; json: any; ms: number }> {
+async function post(client: LoadClient, path: string, body: unknown): Promise<{ status: number; json: any; ms: number }> {
   const started = performance.now();
-  const res = await pool.request({ method: 'POST', path, headers: HEADERS, body: JSON.stringify(body) });
-  const json = await res.body.json();
-  return { status: res.statusCode, json, ms: performance.now() - started };
+  const res = await client.post(path, JSON.stringify(body));
+  return { status: res.status, json: JSON.parse(res.body), ms: performance.now() - started };
 }
 
 /** Runs `count` tasks on `workers` concurrent loops; each task returns its latency. */
@@ -123,9 +120,9 @@ const crm = {
 const MODES: Record<string, Mode> = {
   /** One message per request on keep-alive connections, as the CRM's single channel sends them. */
   single: {
-    async run({ pool, options, provider, idPrefix }, messages) {
+    async run({ client, options, provider, idPrefix }, messages) {
       const m = await drive(messages, options.connections, async (i) => {
-        const res = await post(pool, '/channels/sms/single', message(`${idPrefix}-${i}`, i, provider.name));
+        const res = await post(client, '/channels/sms/single', message(`${idPrefix}-${i}`, i, provider.name));
         if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
         return res.ms;
       });
@@ -135,14 +132,14 @@ const MODES: Record<string, Mode> = {
 
   /** Arrays of batch-size messages, batch-concurrency requests at a time. */
   batch: {
-    async run({ pool, options, provider, idPrefix, onAccepted }, messages) {
+    async run({ client, options, provider, idPrefix, onAccepted }, messages) {
       const batches = Math.ceil(messages / options.batchSize);
       const m = await drive(batches, options.batchConcurrency, async (b) => {
         const first = b * options.batchSize;
         const size = Math.min(options.batchSize, messages - first);
         const body = Array.from({ length: size }, (_, k) => message(`${idPrefix}-${first + k}`, first + k, provider.name));
         const submittedAt = performance.now();
-        const res = await post(pool, '/channels/sms/batch', body);
+        const res = await post(client, '/channels/sms/batch', body);
         if (res.status !== 200 || res.json.successful?.length !== size) {
           throw new Error(`batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`);
         }
@@ -230,12 +227,16 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   }
   const server = servers[0]!;
   const serversCpuMs = () => servers.reduce<number | null>((sum, s) => (sum === null || s.cpuMs() === null ? null : sum + s.cpuMs()!), 0);
-  const pool = new BalancedPool(servers.map((s) => s.url), { connections: options.connections, pipelining: 1, keepAliveTimeout: 60_000 }) as unknown as Pool;
+  const client = new LoadClient(servers.map((s) => s.url), options.connections, { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY });
+  const clientCpuMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
   try {
-    if (options.warmup > 0) await mode.run({ pool, options, provider, idPrefix: `${name}-warmup` }, options.warmup);
-    const [cpuBefore, providerCpuBefore, dbCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs()];
-    const measured = await mode.run({ pool, options, provider, idPrefix: `${name}-run` }, options.messages);
-    const [cpuAfter, providerCpuAfter, dbCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs()];
+    if (options.warmup > 0) await mode.run({ client, options, provider, idPrefix: `${name}-warmup` }, options.warmup);
+    const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
+    const measured = await mode.run({ client, options, provider, idPrefix: `${name}-run` }, options.messages);
+    const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const sorted = [...measured.latenciesMs].sort((a, b) => a - b);
     return {
       mode: name,
@@ -252,10 +253,12 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       server_cpu_us_per_msg: cpuUsPerMsg(cpuBefore, cpuAfter, measured.messages),
       provider_process_cpu_us_per_msg: cpuUsPerMsg(providerCpuBefore, providerCpuAfter, measured.messages),
       database_cpu_us_per_msg: cpuUsPerMsg(dbCpuBefore, dbCpuAfter, measured.messages),
+      // This process: the load generator (and, in e2e, the fake CRM). On 2 cores it competes with the gateway.
+      client_cpu_us_per_msg: cpuUsPerMsg(clientCpuBefore, clientCpuAfter, measured.messages),
       load_average_1m: round(loadavg()[0]!, 2),
     };
   } finally {
-    await pool.close();
+    client.close();
     // The provider first: the Twilio fake waits for its callbacks in flight, which need the server.
     await provider.stop();
     await Promise.all(servers.map((s) => s.stop()));
