@@ -16,7 +16,7 @@ import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
-import { countParkedReceiptsByProvider } from './ledger/receipts.js';
+import { anyParkedReceipts, countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
@@ -91,6 +91,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     metrics,
     // Receipts that beat the provider's answer and carry only its message id wait parked until now.
     async onRecorded(trx, records) {
+      if (!(await anyParkedReceipts(trx))) return;
       for (const provider of new Set(records.map((r) => r.provider))) {
         const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
         if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));

@@ -94,6 +94,17 @@ describe('request ids', () => {
     expect(notFound.status).toBe(404);
     expect(notFound.headers.get('x-request-id')).toBe('trace-7');
   });
+
+  it('is on answers that are not built from JSON: a refusal, the metrics text and the console page', async () => {
+    const gateway = await gatewayLogging();
+    const answers = await Promise.all([
+      gateway.post('/channels/sms/single', {}, { 'x-api-key': 'wrong', 'x-request-id': 'trace-401' }),
+      fetch(`${gateway.url}/metrics`, { headers: { authorization: `Bearer ${gateway.config.admin.api_key}`, 'x-request-id': 'trace-metrics' } }),
+      fetch(`${gateway.url}/console`, { headers: { 'x-request-id': 'trace-console' } }),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([401, 200, 200]);
+    expect(answers.map((a) => a.headers.get('x-request-id'))).toEqual(['trace-401', 'trace-metrics', 'trace-console']);
+  });
 });
 
 describe('maskPhoneNumbersIn', () => {

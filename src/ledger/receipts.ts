@@ -20,6 +20,15 @@ export async function insertNewReceipts(db: Db, rows: NewReceipt[]): Promise<Set
   return fresh;
 }
 
+const anyParkedTemplate = createQueryTemplate((db: Kysely<Database>, _input: Record<string, never>) =>
+  db.selectFrom('receipts').select(sql<number>`1`.as('one')).where(sql<boolean>`matched = 0`).limit(1),
+);
+
+/** Whether any receipt waits for its message: one index probe, so the send path can skip the search when none does. */
+export async function anyParkedReceipts(db: Db): Promise<boolean> {
+  return (await anyParkedTemplate(db, {})).rows.length > 0;
+}
+
 export async function findParkedReceipts(db: Db, limit: number, provider?: string, providerMessageIds?: string[]) {
   // A literal `matched = 0` (not a bound parameter) lets SQLite use the partial index receipts_unmatched.
   let query = db.selectFrom('receipts').selectAll().where(sql<boolean>`matched = 0`);

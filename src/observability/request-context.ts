@@ -50,8 +50,10 @@ export function requestContext(metrics?: HttpMetrics): MiddlewareHandler {
     const started = performance.now();
     const requestId = chooseRequestId(c.req.header('x-request-id'));
     c.set('requestId', requestId);
+    // Set before the handler runs: Hono then builds the answer with it. Setting it on c.res afterwards makes the
+    // Node adapter turn its cheap response into a full web Response (~10 µs a request).
+    c.header('X-Request-Id', requestId);
     await next();
-    c.res.headers.set('X-Request-Id', requestId);
     metrics?.httpRequest(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000);
   };
 }
