@@ -54,7 +54,7 @@ export function createProviders(config: Readonly<Config>, logger: Logger, now: (
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const ledger = openLedger(config.database);
+  const ledger = openLedger(config.database, { backgroundCheckpoints: { logger } });
   const { db } = ledger;
   await migrateToLatest(db);
 

@@ -4,7 +4,9 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
+import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrations } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -60,7 +62,12 @@ function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
   };
 }
 
-export function openLedger(config: Config['database']): Ledger {
+export interface LedgerOptions {
+  /** SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts). */
+  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'> };
+}
+
+export function openLedger(config: Config['database'], options: LedgerOptions = {}): Ledger {
   if (config.url.startsWith('sqlite:')) {
     const file = config.url.slice('sqlite:'.length);
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -71,7 +78,15 @@ export function openLedger(config: Config['database']): Ledger {
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, flags: { kind: 'sqlite', skipLocked: false }, close: () => db.destroy() };
+    const checkpointer = options.backgroundCheckpoints && file !== ':memory:' ? startCheckpointer(sqlite, file, options.backgroundCheckpoints.logger) : undefined;
+    return {
+      db,
+      flags: { kind: 'sqlite', skipLocked: false },
+      async close() {
+        await db.destroy();
+        await checkpointer?.close();
+      },
+    };
   }
   const pool = new pg.Pool({
     connectionString: config.url,
