@@ -26,13 +26,34 @@ export interface Ledger {
 /**
  * Transactions take SQLite's write lock at BEGIN. A plain BEGIN takes it at the first write, and a transaction
  * that read first then fails at once with SQLITE_BUSY if another process (serve and a cron flush share the
- * file) committed in between; with BEGIN IMMEDIATE the busy_timeout wait applies instead.
+ * file) committed in between. While another process holds the lock, SQLite's busy handler would sleep in
+ * steps of 1 ms or more with the event loop stopped (better-sqlite3 is synchronous); instead BEGIN fails at once
+ * and is retried on a timer, so this process keeps taking requests (which join the next group) while it waits.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    const giveUpAt = Date.now() + BUSY_TIMEOUT_MS;
+    await connection.executeQuery(NO_BUSY_WAIT);
+    try {
+      for (;;) {
+        try {
+          await connection.executeQuery(BEGIN_IMMEDIATE);
+          return;
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > giveUpAt) throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    } finally {
+      await connection.executeQuery(BUSY_WAIT);
+    }
   }
 }
+
+const BUSY_TIMEOUT_MS = 5_000;
+const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
+const NO_BUSY_WAIT = CompiledQuery.raw('pragma busy_timeout = 0');
+const BUSY_WAIT = CompiledQuery.raw(`pragma busy_timeout = ${BUSY_TIMEOUT_MS}`);
 
 class ImmediateSqliteDialect extends SqliteDialect {
   constructor(private readonly options: SqliteDialectConfig) {
@@ -75,7 +96,7 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma(`synchronous = ${config.sqlite_synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     // serve and a cron flush share the file: wait for the other's write instead of failing.
-    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
     const checkpointer = options.backgroundCheckpoints && file !== ':memory:' ? startCheckpointer(sqlite, file, options.backgroundCheckpoints.logger) : undefined;
