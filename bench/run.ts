@@ -5,6 +5,7 @@
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
  *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
+ *   --workers 2                                 server.workers of each gateway (processes on one port, node:cluster)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
@@ -38,6 +39,8 @@ interface Options {
   database: string | undefined;
   /** Gateway processes sharing the ledger, requests spread over them. */
   instances: number;
+  /** server.workers of each gateway. */
+  workers: number;
 }
 
 interface Load {
@@ -208,7 +211,8 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   await mode.prepare?.();
   const provider = await startBenchProvider(options.provider, mode.receipts ?? false);
   const config = (dir: string) => {
-    const base = { ...baseConfig(dir), providers: provider.providers };
+    const initial = baseConfig(dir);
+    const base = { ...initial, server: { ...initial.server, workers: options.workers }, providers: provider.providers };
     return mode.config?.(base) ?? base;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
@@ -248,6 +252,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       p99_ms: round(percentile(sorted, 99), 2),
       database: database.kind,
       instances: servers.length,
+      workers: options.workers,
       server_peak_rss_mb: server.peakRssMb(),
       // Not a target, but steadier than msgs_per_s on a shared machine: server CPU per message while measured.
       server_cpu_us_per_msg: cpuUsPerMsg(cpuBefore, cpuAfter, measured.messages),
@@ -280,6 +285,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider: { type: 'string', default: 'sandbox' },
       database: { type: 'string' },
       instances: { type: 'string', default: '1' },
+      workers: { type: 'string', default: '1' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -303,6 +309,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider,
       database: values.database,
       instances: int('instances', values.instances, 1),
+      workers: int('workers', values.workers, 1),
     },
   };
 }

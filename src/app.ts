@@ -44,6 +44,8 @@ export interface AppParts {
   operatorBackend?: OperatorBackend;
   /** Without it there is no /metrics. */
   metrics?: GatewayMetrics;
+  /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
+  renderMetrics?: () => Promise<string>;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -83,7 +85,9 @@ export function createApp(parts: AppParts): Hono {
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
-  if (parts.metrics) app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
+  if (parts.metrics) {
+    app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
+  }
   const providerNames = Object.keys(config.providers);
   app.route('/console', consoleRoutes({ db: parts.db, adminKey: config.admin.api_key, providers: providerNames, now: parts.now, onReplay: parts.onReplay }));
 

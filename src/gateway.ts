@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { providerPlugins } from '../providers/index.js';
 import type { ProviderPlugin, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
+import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
 import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './delivery/ingest.js';
 import { runSweep } from './delivery/sweep.js';
@@ -27,6 +28,8 @@ export interface GatewayOptions {
   now?: () => number;
   /** Clock for the provider throttles' waits (tests move time by hand); defaults to real timers over `now`. */
   clock?: Clock;
+  /** Set in a `server.workers` cluster (src/cluster.ts): worker 0 runs the host's once-only jobs. */
+  cluster?: ClusterRole;
 }
 
 export interface Gateway {
@@ -42,23 +45,30 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number, clock: Clock = systemClock(now)): SmsProvider[] {
+export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number, clock: Clock = systemClock(now), role?: ClusterRole): SmsProvider[] {
   return Object.entries(config.providers).map(([name, providerConfig]) => {
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
     const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now });
-    // One throttle per provider instance, shared by single and batch traffic (issue 5).
-    return withThrottle(provider, { ratePerSecond: providerConfig.rate_per_second, maxConcurrency: providerConfig.max_concurrency }, clock);
+    // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
+    const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
+    return withThrottle(
+      provider,
+      { ratePerSecond: shareOfLimit(providerConfig.rate_per_second, role), maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency) },
+      clock,
+    );
   });
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const ledger = openLedger(config.database, { backgroundCheckpoints: { logger } });
+  // Jobs a host needs once: in a cluster only worker 0 runs them (src/cluster.ts).
+  const leader = !options.cluster || options.cluster.index === 0;
+  const ledger = openLedger(config.database, { backgroundCheckpoints: { logger, thread: leader } });
   const { db } = ledger;
   await migrateToLatest(db);
 
-  const providers = createProviders(config, logger, now, options.clock);
+  const providers = createProviders(config, logger, now, options.clock, options.cluster);
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
@@ -72,10 +82,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   const webhook = createWebhookClient(config.crm);
   const worker =
-    config.delivery.worker && webhook.url
+    leader && config.delivery.worker && webhook.url
       ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
       : undefined;
-  if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
+  if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
   const transact = createTransactionQueue(db);
@@ -119,6 +129,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
     onReplay: () => worker?.wake(),
     metrics,
+    renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
   });
 
   const server: ServerType = await new Promise((resolve) => {
@@ -134,12 +145,17 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     reported(result.unknown + result.rematched);
     return result;
   };
-  const sweepTimer = setInterval(() => {
-    sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
-  }, config.delivery.sweep_interval);
-  sweepTimer.unref();
+  const sweepTimer = leader
+    ? setInterval(() => {
+        sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
+      }, config.delivery.sweep_interval)
+    : undefined;
+  sweepTimer?.unref();
 
-  logger.info({ url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) }, 'gateway listening');
+  logger.info(
+    { url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
+    'gateway listening',
+  );
 
   return {
     url,

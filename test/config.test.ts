@@ -25,6 +25,8 @@ describe('refused configurations name the key', () => {
     ['an unknown key inside a provider', { ...minimal(), providers: { sandbox: { type: 'sandbox', dlr_delay: 5 } } }, /unknown key providers\.sandbox\.dlr_delay\b/],
     ['a port written as words', minimal({ server: { port: 'eighty' } }), /server\.port: .*number/],
     ['a port out of range', minimal({ server: { port: 70_000 } }), /server\.port: /],
+    ['no workers', minimal({ server: { workers: 0 } }), /server\.workers: /],
+    ['workers as a word other than auto', minimal({ server: { workers: 'all' } }), /server\.workers: /],
     ['max_segments as a string', minimal({ sms: { max_segments: 'ten' } }), /sms\.max_segments: .*number/],
     ['smart_encoding as a string', minimal({ sms: { smart_encoding: 'yes' } }), /sms\.smart_encoding: .*boolean/],
     ['a duration that is not one', minimal({ sms: { batch_deadline: 'soon' } }), /sms\.batch_deadline: "soon" is not a duration/],
@@ -102,7 +104,7 @@ describe('a valid configuration', () => {
 
   it('gets defaults for everything not written, with durations in milliseconds', () => {
     const config = parseConfig(minimal(), {});
-    expect(config.server).toMatchObject({ port: 8080, body_limit_bytes: 5 * 1024 * 1024 });
+    expect(config.server).toMatchObject({ port: 8080, body_limit_bytes: 5 * 1024 * 1024, workers: 1 });
     expect(config.sms).toMatchObject({ max_segments: 10, batch_deadline: 20_000, send_timeout: 10_000 });
     expect(config.database.url).toBe('sqlite:./data/gateway.db');
   });

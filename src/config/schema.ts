@@ -28,6 +28,8 @@ const server = z.strictObject({
   /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
   public_url: z.url().optional(),
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
+  /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
+  workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
 });
 
 const database = z.strictObject({

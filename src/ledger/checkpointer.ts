@@ -33,14 +33,20 @@ parentPort.on('message', (message) => {
 });
 `;
 
+/** Commits stop checkpointing; a writer that restarts the WAL after a burst cuts its file back to 64 MB. */
+export function leaveCheckpointsToAnotherThread(sqlite: BetterSqlite3.Database): void {
+  sqlite.pragma('wal_autocheckpoint = 0');
+  sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+}
+
 export interface Checkpointer {
   /** Checkpoints once more and stops the thread. */
   close(): Promise<void>;
 }
 
+/** Turns commit checkpoints off on `sqlite` and starts the thread that does them instead. */
 export function startCheckpointer(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs = 200): Checkpointer {
-  sqlite.pragma('wal_autocheckpoint = 0');
-  sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  leaveCheckpointsToAnotherThread(sqlite);
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs } });
   worker.unref();

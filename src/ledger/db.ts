@@ -6,7 +6,7 @@ import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, Sqlite
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { startCheckpointer } from './checkpointer.js';
+import { leaveCheckpointsToAnotherThread, startCheckpointer } from './checkpointer.js';
 import { migrations } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -84,8 +84,11 @@ function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
 }
 
 export interface LedgerOptions {
-  /** SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts). */
-  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'> };
+  /**
+   * SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts).
+   * `thread: false` only turns commit checkpoints off: another process of a cluster runs the thread.
+   */
+  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'>; thread?: boolean };
 }
 
 export function openLedger(config: Config['database'], options: LedgerOptions = {}): Ledger {
@@ -99,7 +102,9 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
-    const checkpointer = options.backgroundCheckpoints && file !== ':memory:' ? startCheckpointer(sqlite, file, options.backgroundCheckpoints.logger) : undefined;
+    const background = file === ':memory:' ? undefined : options.backgroundCheckpoints;
+    if (background?.thread === false) leaveCheckpointsToAnotherThread(sqlite);
+    const checkpointer = background && background.thread !== false ? startCheckpointer(sqlite, file, background.logger) : undefined;
     return {
       db,
       flags: { kind: 'sqlite', skipLocked: false },

@@ -76,6 +76,8 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',
     labelNames: ['state'],
     registers,
+    // Every worker of a cluster reads the same database: the cluster's figure is any one of theirs, not the sum.
+    aggregator: 'max',
     async collect() {
       const backlog = await ledger.countOutboxBacklog();
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
@@ -86,6 +88,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     help: 'Receipts waiting for their message to become known',
     labelNames: ['provider'],
     registers,
+    aggregator: 'max',
     async collect() {
       const parked = await ledger.countParkedReceipts();
       this.reset();
