@@ -8,7 +8,7 @@ import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
 import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './delivery/ingest.js';
-import { runSweep } from './delivery/sweep.js';
+import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
@@ -41,7 +41,7 @@ export interface Gateway {
   /** This gateway's Prometheus registry and counters (served at /metrics). */
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
-  sweep(): Promise<{ unknown: number; rematched: number }>;
+  sweep(): Promise<SweepResult>;
   close(): Promise<void>;
 }
 
@@ -141,7 +141,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   publicUrl ||= url;
 
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery.unknown_after, observers);
+    const result = await runSweep(db, now(), config.delivery, observers);
     reported(result.unknown + result.rematched);
     return result;
   };

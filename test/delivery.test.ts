@@ -74,6 +74,41 @@ describe('send → receipt → conversion', () => {
     expect(conversionsFor(sent.json.sms_id)[0]!.delivery_status).toBe('delivered');
   });
 
+  it('matches again every parked receipt, not only the oldest thousand', async () => {
+    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
+    // Receipts for messages this gateway never sent (another system on the same provider account).
+    const orphans = Array.from({ length: 1_200 }, (_, k) => ({ message_id: `someone-else-${k}`, status: 'delivered' }));
+    expect((await gw.post('/dlr/sandbox', orphans)).status).toBe(200);
+    expect((await gw.post('/dlr/sandbox', [{ message_id: 'ours-later', status: 'delivered' }])).status).toBe(200);
+    const sent = await gw.post('/channels/sms/single', smsMessage('parked-behind-orphans'));
+    await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'ours-later' }).where('sms_id', '=', sent.json.sms_id).execute();
+    expect(await gw.gateway.sweep()).toMatchObject({ rematched: 1, expired: 0 });
+    await waitFor(() => conversionsFor(sent.json.sms_id).length > 0);
+  });
+
+  it('sets aside receipts parked longer than delivery.parked_receipt_ttl, keeping them on record', async () => {
+    let now = Date.now();
+    gw = await startTestGateway(
+      {
+        crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+        delivery: { poll_interval: '20ms', parked_receipt_ttl: '1h' },
+        providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } },
+      },
+      { now: () => now },
+    );
+    expect((await gw.post('/dlr/sandbox', [{ message_id: 'never-ours', status: 'delivered' }])).status).toBe(200);
+    expect(await gw.gateway.sweep()).toMatchObject({ expired: 0 });
+    now += 3_600_001;
+    expect((await gw.post('/dlr/sandbox', [{ message_id: 'recent-orphan', status: 'delivered' }])).status).toBe(200);
+    expect(await gw.gateway.sweep()).toMatchObject({ expired: 1, rematched: 0 });
+    const rows = await gw.gateway.ledger.db.selectFrom('receipts').select(['provider_message_id', 'matched']).orderBy('id').execute();
+    expect(rows).toEqual([
+      { provider_message_id: 'never-ours', matched: 2 },
+      { provider_message_id: 'recent-orphan', matched: 0 },
+    ]);
+    expect(await gw.gateway.sweep()).toMatchObject({ expired: 0 });
+  });
+
   it('refuses a receipt that fails verification with 403 and records nothing', async () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 0, receipt_secret: 's3cret' } } });
     const forged = await gw.post('/dlr/sandbox', [{ sms_id: 'x', message_id: 'y', status: 'delivered' }], { 'x-sandbox-signature': 'bad' });

@@ -98,6 +98,8 @@ const delivery = z.strictObject({
   worker: z.boolean().default(true),
   batch_size: z.number().int().min(1).max(10_000).default(500),
   unknown_after: duration('72h'),
+  /** How long a receipt that matches no message keeps being matched again before it is set aside (kept, not searched). */
+  parked_receipt_ttl: duration('72h'),
   sweep_interval: duration('1m'),
   poll_interval: duration('200ms'),
   retry_initial_ms: z.number().int().positive().default(1_000),

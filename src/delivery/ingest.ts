@@ -205,10 +205,30 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
 export async function matchParkedReceipts(
   trx: Trx,
   now: number,
-  scope?: { provider: string; providerMessageIds: string[] },
+  scope: { provider: string; providerMessageIds: string[] },
   observers: IngestObservers = {},
 ): Promise<number> {
-  const parked = await findParkedReceipts(trx, 1_000, scope?.provider, scope?.providerMessageIds);
+  return applyParked(trx, await findParkedReceipts(trx, 1_000, scope), now, observers);
+}
+
+/**
+ * The sweep's pass over every parked receipt, a page at a time in id order (so a pile of receipts that will never
+ * match cannot hide newer ones), each page in its own transaction.
+ */
+export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: IngestObservers = {}): Promise<number> {
+  let applied = 0;
+  for (let afterId = 0; ; ) {
+    const page = await db.transaction().execute(async (trx) => {
+      const parked = await findParkedReceipts(trx, 1_000, { afterId });
+      applied += await applyParked(trx, parked, now, observers);
+      return parked;
+    });
+    if (page.length < 1_000) return applied;
+    afterId = Number(page[page.length - 1]!.id);
+  }
+}
+
+async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParkedReceipts>>, now: number, observers: IngestObservers): Promise<number> {
   if (parked.length === 0) return 0;
   const inputs: ReceiptInput[] = parked.map((r) => ({
     provider: r.provider,

@@ -44,7 +44,7 @@ const storedReceiptSchema = z.strictObject({
   provider_status: z.string(),
   mapped_status: z.string(),
   error_code: z.string().nullable(),
-  matched: z.number().int().describe('1 once applied to its message; 0 while parked'),
+  matched: z.number().int().describe('1 once applied to its message; 0 while parked; 2 when set aside after delivery.parked_receipt_ttl'),
   received_at: epochMs,
 });
 

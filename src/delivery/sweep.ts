@@ -1,13 +1,17 @@
 /**
- * The unknown-timeout sweep (DESIGN §4): messages submitted longer than `delivery.unknown_after` ago without a
- * terminal receipt become delivery_unknown and are reported. The UPDATE re-checks its condition, so two sweeps
- * (serve and flush, or two instances) cannot both report one message.
+ * The sweep (DESIGN §4), run by `serve` every delivery.sweep_interval and by `flush`:
+ * - parked receipts older than `delivery.parked_receipt_ttl` are set aside (receipts for messages this gateway never
+ *   sent, e.g. another system on the same provider account); the rest are matched again, all of them;
+ * - messages submitted longer than `delivery.unknown_after` ago without a terminal receipt become delivery_unknown
+ *   and are reported. The UPDATE re-checks its condition, so two sweeps (serve and flush, or two instances)
+ *   cannot both report one message.
  */
 import { sql, type Kysely } from 'kysely';
 import { insertConversions } from '../ledger/conversions.js';
 import { deleteMinuteStatsBefore, incrementDeliveryStats, MINUTE_STATS_RETENTION_MS } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
-import { matchParkedReceipts, type IngestObservers } from './ingest.js';
+import { expireParkedReceipts } from '../ledger/receipts.js';
+import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
 
 export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: IngestObservers = {}): Promise<number> {
   const cutoff = now - unknownAfterMs;
@@ -33,14 +37,27 @@ export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, u
   }
 }
 
+export interface SweepResult {
+  unknown: number;
+  rematched: number;
+  expired: number;
+}
+
 export async function runSweep(
   db: Kysely<Database>,
   now: number,
-  unknownAfterMs: number,
+  delivery: { unknown_after: number; parked_receipt_ttl: number },
   observers: IngestObservers = {},
-): Promise<{ unknown: number; rematched: number }> {
-  const rematched = await db.transaction().execute((trx) => matchParkedReceipts(trx, now, undefined, observers));
-  const unknown = await markTimedOutAsUnknown(db, now, unknownAfterMs, observers);
+): Promise<SweepResult> {
+  const expiredByProvider = await expireParkedReceipts(db, now - delivery.parked_receipt_ttl);
+  let expired = 0;
+  for (const [provider, count] of expiredByProvider) {
+    expired += count;
+    observers.metrics?.receiptsExpired(provider, count);
+  }
+  if (expired > 0) observers.logger?.info({ expired, parked_receipt_ttl_ms: delivery.parked_receipt_ttl }, 'parked receipts matched no message in time and were set aside');
+  const rematched = await matchAllParkedReceipts(db, now, observers);
+  const unknown = await markTimedOutAsUnknown(db, now, delivery.unknown_after, observers);
   await deleteMinuteStatsBefore(db, now - MINUTE_STATS_RETENTION_MS);
-  return { unknown, rematched };
+  return { unknown, rematched, expired };
 }

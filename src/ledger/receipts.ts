@@ -29,12 +29,31 @@ export async function anyParkedReceipts(db: Db): Promise<boolean> {
   return (await anyParkedTemplate(db, {})).rows.length > 0;
 }
 
-export async function findParkedReceipts(db: Db, limit: number, provider?: string, providerMessageIds?: string[]) {
+/** Parked receipts in id order: all of them page by page (`afterId`), or those of some provider message ids. */
+export async function findParkedReceipts(db: Db, limit: number, filter: { provider?: string; providerMessageIds?: string[]; afterId?: number } = {}) {
   // A literal `matched = 0` (not a bound parameter) lets SQLite use the partial index receipts_unmatched.
   let query = db.selectFrom('receipts').selectAll().where(sql<boolean>`matched = 0`);
-  if (provider) query = query.where('provider', '=', provider);
-  if (providerMessageIds) query = query.where('provider_message_id', 'in', providerMessageIds);
+  if (filter.provider) query = query.where('provider', '=', filter.provider);
+  if (filter.providerMessageIds) query = query.where('provider_message_id', 'in', filter.providerMessageIds);
+  if (filter.afterId !== undefined) query = query.where('id', '>', filter.afterId);
   return query.orderBy('id').limit(limit).execute();
+}
+
+/**
+ * Sets aside receipts parked since before `receivedBefore` (matched = 2): they stay in the table for the record
+ * but are no longer searched for a message. Returns how many, per provider.
+ */
+export async function expireParkedReceipts(db: Db, receivedBefore: number): Promise<Map<string, number>> {
+  const rows = await db
+    .updateTable('receipts')
+    .set({ matched: 2 })
+    .where(sql<boolean>`matched = 0`)
+    .where('received_at', '<', receivedBefore)
+    .returning('provider')
+    .execute();
+  const byProvider = new Map<string, number>();
+  for (const r of rows) byProvider.set(r.provider, (byProvider.get(r.provider) ?? 0) + 1);
+  return byProvider;
 }
 
 export async function markReceiptsMatched(db: Db, matches: Array<{ id: number; smsId: string }>): Promise<void> {

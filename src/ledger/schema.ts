@@ -59,7 +59,10 @@ export interface ReceiptsTable {
   provider_status: string;
   mapped_status: string;
   error_code: string | null;
-  /** 1 once the receipt has been applied to its message; unmatched receipts wait here and are re-matched. */
+  /**
+   * 0 while parked (no message known yet: matched again by later sends and by the sweep), 1 once applied to its
+   * message, 2 when set aside after delivery.parked_receipt_ttl without a message (kept for the record).
+   */
   matched: number;
   received_at: number;
 }
