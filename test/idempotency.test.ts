@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smsMessage, startTestGateway, type TestGateway } from './helpers/gateway.js';
-import { countMessages, readMessage } from './helpers/ledger.js';
+import { smsMessage, startTestGateway, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
+import { countMessages, readMessage, readMessages } from './helpers/ledger.js';
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -154,5 +154,33 @@ describe('the stored activity', () => {
   it('keeps a numeric activity.id a number in the stored activity', async () => {
     expect((await single(smsMessage(778899))).status).toBe(200);
     expect(JSON.parse((await readMessage(gw, '778899')).activity_json)).toEqual(smsMessage(778899).activity);
+  });
+
+  it('keeps numbers a double cannot hold exactly: 64-bit ids and long decimals, in keys, answers and the ledger', async () => {
+    // Both ids parse to the same double (2^53): they are still two activities, each answered with its own id.
+    const activity = (id: string) => `{"id":${id},"brand_id":12345678901234567890,"score":0.12345678901234567890123,"user_id":"u-1"}`;
+    const message = (id: string) => `{"content":"hello","recipient":"+447700900123","provider_name":"sandbox","activity":${activity(id)}}`;
+    const post = async (path: string, body: string) => {
+      const res = await fetch(gw.url + path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY }, body });
+      return { status: res.status, text: await res.text() };
+    };
+
+    const batch = await post('/channels/sms/batch', `[${message('9007199254740993')},${message('9007199254740992')}]`);
+    expect(batch.status).toBe(200);
+    expect(batch.text).toMatch(/^\{"successful":\[\{"id":9007199254740993,"sms_id":"[^"]+"\},\{"id":9007199254740992,"sms_id":"[^"]+"\}\],"failed":\[\],"fatal":\[\]\}$/);
+    const smsIds = [...batch.text.matchAll(/"sms_id":"([^"]+)"/g)].map((m) => m[1]);
+    expect(new Set(smsIds).size).toBe(2);
+
+    for (const [k, id] of ['9007199254740993', '9007199254740992'].entries()) {
+      expect((await readMessage(gw, id)).activity_json).toBe(activity(id));
+      // A retry through the single endpoint is the same activity: same sms_id, nothing sent again.
+      const retry = await post('/channels/sms/single', message(id));
+      expect(JSON.parse(retry.text)).toEqual({ sms_id: smsIds[k] });
+    }
+    const rows = await readMessages(gw, ['9007199254740993', '9007199254740992']);
+    expect(rows.map((r) => [r.sms_id, r.attempts])).toEqual([
+      [smsIds[1], 1],
+      [smsIds[0], 1],
+    ]);
   });
 });

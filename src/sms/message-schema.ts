@@ -4,10 +4,15 @@
  */
 import { z } from 'zod';
 
-const identifier = z.union([z.string(), z.number().int()], { error: 'must be a string or an integer' });
+/**
+ * Integers of any size: zod's int() stops at 2^53, but 64-bit ids are echoed exactly from the body's text
+ * (src/http/exact-json.ts), so they need not fit a double.
+ */
+const integer = z.number().refine(Number.isInteger);
+const identifier = z.union([z.string(), integer], { error: 'must be a string or an integer' });
 
 export const activitySchema = z.looseObject({
-  id: z.union([z.string().trim().min(1).max(255), z.number().int().safe()], {
+  id: z.union([z.string().trim().min(1).max(255), integer], {
     error: 'must be a non-empty string (at most 255 characters) or an integer',
   }),
   brand_id: identifier.optional(),

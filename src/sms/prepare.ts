@@ -1,5 +1,6 @@
 /** Turns one SMS message object from the CRM into a message ready to dispatch, or an error naming the field. */
 import type { Config } from '../config/schema.js';
+import { JsonNumberText, type ActivitySource } from '../http/exact-json.js';
 import type { PreparedMessage } from './dispatch.js';
 import { parseRequestedEncoding, planEncoding } from './encoding.js';
 import { describeFirstIssue, smsMessageSchema } from './message-schema.js';
@@ -8,7 +9,8 @@ import { normaliseRecipient } from './recipient.js';
 
 export type Prepared = { ok: true; message: PreparedMessage } | { ok: false; error: string };
 
-export function prepareMessage(input: unknown, router: ProviderRouter, sms: Config['sms']): Prepared {
+/** `source`: the activity's text as received, when the body may hold numbers JSON.parse changed (exact-json.ts). */
+export function prepareMessage(input: unknown, router: ProviderRouter, sms: Config['sms'], source?: ActivitySource): Prepared {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return { ok: false, error: 'body: must be an SMS message object' };
   }
@@ -29,9 +31,9 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
   return {
     ok: true,
     message: {
-      activityKey: String(m.activity.id),
-      // The activity exactly as it arrived (keys and JSON types), for the conversion webhook.
-      activityJson: JSON.stringify((input as { activity: unknown }).activity),
+      activityKey: activityKey(m.activity.id, source),
+      // The activity exactly as it arrived (keys, JSON types and every digit), for the conversion webhook.
+      activityJson: source?.json ?? JSON.stringify((input as { activity: unknown }).activity),
       provider: route.provider,
       recipient: recipient.e164,
       sender: m.sender_name?.trim() || null,
@@ -42,9 +44,19 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
   };
 }
 
-/** The id to echo in a batch answer: activity.id with the JSON type it arrived with, or null when absent. */
-export function echoedActivityId(input: unknown): string | number | null {
+/**
+ * The idempotency key of an activity id: the string itself, or the integer in decimal. An integer beyond 2^53
+ * keys by its text as received, since distinct ids of that size can parse to the same double.
+ */
+function activityKey(id: string | number, source: ActivitySource | undefined): string {
+  if (typeof id === 'string' || Number.isSafeInteger(id)) return String(id);
+  return source?.idText ?? String(id);
+}
+
+/** The id to echo in a batch answer: activity.id with the JSON type and text it arrived with, or null when absent. */
+export function echoedActivityId(input: unknown, source?: ActivitySource): string | number | JsonNumberText | null {
   const activity = (input as { activity?: { id?: unknown } } | null)?.activity;
   const id = activity && typeof activity === 'object' ? activity.id : undefined;
+  if (typeof id === 'number' && source?.idText !== undefined) return new JsonNumberText(source.idText);
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }

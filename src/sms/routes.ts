@@ -2,6 +2,7 @@
 import { Hono } from 'hono';
 import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
+import { activitySources, stringifyExact, type JsonNumberText } from '../http/exact-json.js';
 import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
@@ -18,9 +19,16 @@ export interface SmsRouteDeps {
   now: () => number;
 }
 
+type WithId<T, Id> = Omit<T, 'id'> & { id: Id };
+/** A batch answer whose ids may be kept as their received text (numbers beyond what a double holds exactly). */
+export type BatchReply<Id> = { [K in keyof BatchAnswer]: Array<WithId<BatchAnswer[K][number], Id>> };
+
 /** Puts each batch entry in exactly one of the three arrays, with its id as received. */
-export function categoriseBatch(ids: Array<string | number | null>, results: Array<DispatchResult | { outcome: 'invalid'; error: string }>): BatchAnswer {
-  const answer: BatchAnswer = { successful: [], failed: [], fatal: [] };
+export function categoriseBatch<Id = BatchAnswer['successful'][number]['id']>(
+  ids: Array<Id | null>,
+  results: Array<DispatchResult | { outcome: 'invalid'; error: string }>,
+): BatchReply<Id | null> {
+  const answer: BatchReply<Id | null> = { successful: [], failed: [], fatal: [] };
   results.forEach((r, i) => {
     const id = ids[i] ?? null;
     if (r.outcome === 'sent') answer.successful.push({ id, sms_id: r.smsId });
@@ -38,7 +46,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
   app.post('/single', async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return c.json({ error: body.error }, body.status);
-    const prepared = prepareMessage(body.value, router, sms);
+    const prepared = prepareMessage(body.value, router, sms, activitySources(body.text)?.[0]);
     if (!prepared.ok) return c.json({ error: prepared.error }, 400);
     // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
     const at = now();
@@ -54,12 +62,13 @@ export function smsRoutes(deps: SmsRouteDeps) {
     if (!body.ok) return c.json({ error: body.error }, body.status);
     if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
     const entries: unknown[] = body.value;
+    const sources = activitySources(body.text);
     const deadline = now() + sms.batch_deadline;
     const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
     const valid: PreparedMessage[] = [];
     const validIndex: number[] = [];
     entries.forEach((entry, i) => {
-      const prepared = prepareMessage(entry, router, sms);
+      const prepared = prepareMessage(entry, router, sms, sources?.[i]);
       if (prepared.ok) {
         valid.push(prepared.message);
         validIndex.push(i);
@@ -67,7 +76,9 @@ export function smsRoutes(deps: SmsRouteDeps) {
     });
     const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId') });
     dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
-    return c.json(categoriseBatch(entries.map(echoedActivityId), results), 200);
+    const answer = categoriseBatch<string | number | JsonNumberText>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
+    // Only a body holding numbers a double cannot keep exactly needs the slower writer.
+    return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
   });
 
   return app;

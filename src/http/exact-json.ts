@@ -1,0 +1,57 @@
+/**
+ * JSON.parse turns every number into a double: an integer beyond 2^53 (a 64-bit id) or a decimal with more than
+ * ~15 significant digits comes back changed, and so would our echo of it. The CRM's `activity` must come back
+ * exactly as it was sent (operator interface: "echoes it back exactly as received"), so where a body may hold
+ * such a number, the activity's text, and its id's, are taken from the body itself.
+ *
+ * Such a number is a token of 16 or more digits and points, or one with an exponent. The test below looks for
+ * those after a colon, comma or bracket (where JSON values start); it may also fire on text inside a string,
+ * which only costs the exact parse. Nearly every body costs one regular-expression test and no second parse.
+ */
+import { randomBytes } from 'node:crypto';
+import { findNodeAtLocation, parseTree, type Node } from 'jsonc-parser';
+
+const MAY_HOLD_INEXACT_NUMBER = /[:,[]\s*-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
+
+export interface ActivitySource {
+  /** The activity object's JSON text, as received. */
+  json: string;
+  /** activity.id's text as received, when it is a number. */
+  idText?: string;
+}
+
+/**
+ * For a body already accepted by JSON.parse: the source text of each message's activity (the root object's, or
+ * each element's when the root is an array), or undefined when no number in the body can have been changed.
+ */
+export function activitySources(body: string): Array<ActivitySource | undefined> | undefined {
+  if (!MAY_HOLD_INEXACT_NUMBER.test(body)) return undefined;
+  const root = parseTree(body);
+  if (!root) return undefined;
+  const messages = root.type === 'array' ? (root.children ?? []) : [root];
+  const text = (node: Node) => body.slice(node.offset, node.offset + node.length);
+  return messages.map((message) => {
+    const activity = message.type === 'object' ? findNodeAtLocation(message, ['activity']) : undefined;
+    if (activity?.type !== 'object') return undefined;
+    const id = findNodeAtLocation(activity, ['id']);
+    return { json: text(activity), idText: id?.type === 'number' ? text(id) : undefined };
+  });
+}
+
+/** A JSON number kept as the text it arrived as; `stringifyExact` writes it unchanged. */
+export class JsonNumberText {
+  constructor(readonly text: string) {}
+}
+
+/** JSON.stringify, except that JsonNumberText values are written as their original text. */
+export function stringifyExact(value: unknown): string {
+  const texts: string[] = [];
+  // Each number is first written as a string holding a per-call random marker, which no string of the caller's
+  // can hold by chance, then that string (quotes included) is replaced by the number's text.
+  const marker = `\u0000${randomBytes(8).toString('hex')}:`;
+  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof JsonNumberText ? `${marker}${texts.push(v.text) - 1}` : v));
+  if (texts.length === 0) return json;
+  const opening = `"${JSON.stringify(marker).slice(1, -1)}`; // how each marker string starts once written
+  const [head, ...rest] = json.split(opening);
+  return head + rest.map((part) => part.replace(/^(\d+)"/, (_match, index: string) => texts[Number(index)]!)).join('');
+}
