@@ -10,7 +10,8 @@
  * Secrets to keep out of logs: auth_token.
  */
 // The webhooks module alone: the package root loads every Twilio product (≈ 0.4 s at start-up) for nothing.
-import { validateRequest } from 'twilio/lib/webhooks/webhooks.js';
+import { createRequire } from 'node:module';
+import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { headerValue, readFormFields } from './receipt-input.js';
@@ -127,6 +128,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
   type: 'twilio',
   configSchema,
   create(name, config: TwilioConfig, deps) {
+    // Only the SDK's signature check, and only when a twilio provider is configured (it costs ~8 MB of memory).
+    const webhooks = createRequire(import.meta.url)('twilio/lib/webhooks/webhooks.js') as typeof TwilioWebhooks;
     const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
     const path = `/2010-04-01/Accounts/${encodeURIComponent(config.account_sid)}/Messages.json`;
     const headers = {
@@ -181,7 +184,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
           return { ok: false, reason: `status callbacks are form posts, got content-type ${JSON.stringify(receipt.contentType)}` };
         }
         const params = readFormFields(receipt.rawBody);
-        if (!validateRequest(config.auth_token, signature, receipt.publicUrl, params)) {
+        if (!webhooks.validateRequest(config.auth_token, signature, receipt.publicUrl, params)) {
           return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
         }
         const providerStatus = firstValue(params.MessageStatus) ?? firstValue(params.SmsStatus);

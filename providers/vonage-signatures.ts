@@ -9,7 +9,8 @@
  * verifier, so the algorithm is not only ours twice.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { verifySignature as verifyJwtSignature } from '@vonage/jwt';
+import { createRequire } from 'node:module';
+import type * as VonageJwt from '@vonage/jwt';
 
 export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
 
@@ -59,6 +60,13 @@ export function verifyVonageSig(
   }
   if (!equalHex(sig, computeVonageSig(params, secret, method))) return { ok: false, reason: `sig does not match (${method})` };
   return { ok: true };
+}
+
+let vonageJwt: typeof VonageJwt | undefined;
+/** @vonage/jwt is loaded on the first JWT webhook: deployments that never get one never pay its memory. */
+function verifyJwtSignature(token: string, secret: string): boolean {
+  vonageJwt ??= createRequire(import.meta.url)('@vonage/jwt') as typeof VonageJwt;
+  return vonageJwt.verifySignature(token, secret);
 }
 
 /**

@@ -5,6 +5,7 @@
  * with automatic checkpoints, 47 µs without. `serve` turns them off and lets this thread checkpoint in PASSIVE
  * mode, which never blocks the writer; `journal_size_limit` keeps the WAL file from staying large after a burst.
  */
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -44,11 +45,41 @@ export interface Checkpointer {
   close(): Promise<void>;
 }
 
-/** Turns commit checkpoints off on `sqlite` and starts the thread that does them instead. */
+/** SQLite's own default: it checkpoints once the WAL holds 1,000 pages (4 MiB). */
+const START_AT_WAL_BYTES = 1_000 * 4_096;
+
+/**
+ * Turns commit checkpoints off on `sqlite`; the thread that does them instead starts once the WAL reaches 4 MiB
+ * (checked every second), so a gateway that writes little never pays the thread's ~9 MB of memory.
+ */
 export function startCheckpointer(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs = 200): Checkpointer {
   leaveCheckpointsToAnotherThread(sqlite);
+  let thread: Checkpointer | undefined;
+  let closed = false;
+  const watch = setInterval(() => {
+    stat(`${file}-wal`).then(
+      (wal) => {
+        if (closed || thread || wal.size < START_AT_WAL_BYTES) return;
+        clearInterval(watch);
+        thread = startThread(sqlite, file, logger, intervalMs);
+      },
+      () => {}, // no WAL file yet
+    );
+  }, 1_000);
+  watch.unref();
+  return {
+    async close() {
+      closed = true;
+      clearInterval(watch);
+      await thread?.close();
+    },
+  };
+}
+
+function startThread(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs: number): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs } });
+  // A small heap: the thread holds one connection and a timer.
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs }, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
   worker.unref();
   let failed = false;
   // If the thread cannot checkpoint, the WAL would grow without end: give the job back to the writer.

@@ -3,7 +3,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type PgModule from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { leaveCheckpointsToAnotherThread, startCheckpointer } from './checkpointer.js';
@@ -114,6 +115,8 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
       },
     };
   }
+  // Loaded only for a PostgreSQL ledger: the embedded SQLite default never pays its memory.
+  const pg = createRequire(import.meta.url)('pg') as typeof PgModule;
   const pool = new pg.Pool({
     connectionString: config.url,
     max: config.pool_size,
