@@ -4,13 +4,15 @@
  * the whole cluster cleanly.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shareOfLimit } from '../src/cluster.js';
 import { FakeCrm } from './fakes/crm.js';
-import { startServe, writeConfig } from './helpers/child.js';
+import { runCli, startServe, writeConfig } from './helpers/child.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { smsMessage, TEST_ADMIN_KEY, TEST_API_KEY, testConfigDocument, waitFor } from './helpers/gateway.js';
 import { parsePrometheusText, valueOf } from './helpers/prometheus.js';
@@ -127,6 +129,24 @@ describe('server.workers: 2', () => {
     expect(await exited).toBe(0);
     expect(workerPids()).toEqual([]);
   });
+});
+
+describe('a worker that cannot start', () => {
+  it('stops the cluster with exit code 1 instead of restarting it in a loop', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const failDir = mkdtempSync(join(tmpdir(), 'crm-sms-cluster-fail-'));
+    try {
+      const file = writeConfig(failDir, testConfigDocument(failDir, { database: { url: `sqlite:${join(failDir, 'ledger.db')}` }, server: { host: '127.0.0.1', port, workers: 2 }, log: { level: 'info' } }));
+      const result = await runCli(['serve', '--config', file]);
+      expect(result.code).toBe(1);
+      expect(result.stdout + result.stderr).toContain('worker failed to start; stopping the gateway');
+    } finally {
+      taken.close();
+      rmSync(failDir, { recursive: true, force: true });
+    }
+  }, 20_000);
 });
 
 describe('shareOfLimit', () => {
