@@ -55,8 +55,34 @@ const upsertStatsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Del
     .onConflict((oc) => oc.columns(['period', 'bucket_start', 'provider', 'outcome']).doUpdateSet((eb) => ({ n: eb('delivery_stats.n', '+', eb.ref('excluded.n')) }))),
 );
 
+/** Transactions whose increments are held back until their work is done (withDeferredStats). */
+const deferred = new WeakMap<Db, StatsEvent[]>();
+
+/**
+ * Runs `work` in `trx` with its increments held back and written in one upsert at the end. The counter rows are
+ * where every writer meets: written last, they stay locked for the shortest time, and always after the message
+ * rows, so two instances on PostgreSQL cannot deadlock over a shared transaction's mixed work.
+ */
+export async function withDeferredStats<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
+  const events: StatsEvent[] = [];
+  deferred.set(trx, events);
+  let result: T;
+  try {
+    result = await work();
+  } finally {
+    deferred.delete(trx);
+  }
+  await incrementDeliveryStats(trx, events);
+  return result;
+}
+
 /** Adds the events to their buckets: one multi-row upsert for a whole flush, not one per message. */
 export async function incrementDeliveryStats(db: Db, events: readonly StatsEvent[]): Promise<void> {
+  const pending = deferred.get(db);
+  if (pending) {
+    pending.push(...events);
+    return;
+  }
   const rows = toStatsRows(events);
   for (let i = 0; i < rows.length; i += 200) await upsertStatsTemplate(db, rows.slice(i, i + 200));
 }

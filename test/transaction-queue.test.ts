@@ -1,0 +1,67 @@
+/**
+ * The transaction queue (src/ledger/transaction-queue.ts): pieces of work queued together share one commit, their
+ * counter increments are written once at the end, and one failing piece fails only itself.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { incrementDeliveryStats } from '../src/ledger/delivery-stats.js';
+import { migrateToLatest, openLedger, type Ledger } from '../src/ledger/db.js';
+import { createTransactionQueue } from '../src/ledger/transaction-queue.js';
+
+let dir: string;
+let ledger: Ledger;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tx-queue-'));
+  ledger = openLedger({ url: `sqlite:${join(dir, 'ledger.db')}`, sqlite_synchronous: 'normal', pool_size: 1 });
+  await migrateToLatest(ledger.db);
+});
+afterEach(async () => {
+  await ledger.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const statsRows = (db: Ledger['db']) =>
+  db.selectFrom('delivery_stats').select(['period', 'provider', 'outcome', 'n']).orderBy('period').orderBy('outcome').execute();
+
+describe('createTransactionQueue', () => {
+  it('holds counter increments back until every piece of a shared transaction has run, then writes their sum', async () => {
+    const transact = createTransactionQueue(ledger.db);
+    const at = Date.now();
+    const seenInside: number[] = [];
+    await Promise.all(
+      ['submitted', 'submitted', 'delivered'].map((outcome) =>
+        transact(async (trx) => {
+          await incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: outcome as 'submitted' | 'delivered' }]);
+          seenInside.push((await statsRows(trx)).length);
+        }),
+      ),
+    );
+    expect(seenInside).toEqual([0, 0, 0]);
+    expect(await statsRows(ledger.db)).toEqual([
+      { period: 'hour', provider: 'sandbox', outcome: 'delivered', n: 1 },
+      { period: 'hour', provider: 'sandbox', outcome: 'submitted', n: 2 },
+      { period: 'minute', provider: 'sandbox', outcome: 'delivered', n: 1 },
+      { period: 'minute', provider: 'sandbox', outcome: 'submitted', n: 2 },
+    ]);
+  });
+
+  it('fails only the piece that fails, and keeps the others and their counts', async () => {
+    const transact = createTransactionQueue(ledger.db);
+    const at = Date.now();
+    const results = await Promise.allSettled([
+      transact(async (trx) => incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: 'submitted' }])),
+      transact(async (trx) => {
+        await incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: 'failed' }]);
+        await sql`insert into no_such_table values (1)`.execute(trx);
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+    expect((await statsRows(ledger.db)).map((r) => [r.period, r.outcome, r.n])).toEqual([
+      ['hour', 'submitted', 1],
+      ['minute', 'submitted', 1],
+    ]);
+  });
+});
