@@ -6,7 +6,6 @@
 import { setMaxListeners } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { v7 as uuidv7 } from 'uuid';
 import type { SendResult, SmsProvider } from '../../providers/types.js';
 import {
   findMessagesByActivityKeys,
@@ -18,6 +17,7 @@ import {
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import type { Transact } from '../ledger/transaction-queue.js';
+import { newSmsId } from '../ledger/ids.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
@@ -101,7 +101,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     transact(async (trx) => {
       const at = now();
       const rows: NewMessage[] = messages.map((m) => ({
-        sms_id: uuidv7(),
+        sms_id: newSmsId(),
         activity_key: m.activityKey,
         activity_json: m.activityJson,
         provider: m.provider.name,
