@@ -57,6 +57,27 @@ describe('twilio status callbacks into the ledger', () => {
     expect((await story(sent.json.sms_id)).message.delivery_status).toBe('delivered');
   });
 
+  it('a 500 for a message Twilio created anyway: its callback proves acceptance, so the CRM retry sends nothing', async () => {
+    await start({ callbackStatuses: ['sent'] });
+    const message = smsMessage('tw-ambiguous', { provider_name: 'twilio', recipient: '+15005550502' });
+    const first = await gw.post('/channels/sms/single', message);
+    expect(first.status).toBe(503);
+    await waitFor(() => twilio.callbacks.length === 1);
+    const retry = await gw.post('/channels/sms/single', message);
+    expect(retry.status).toBe(200);
+    expect(twilio.creates.filter((c) => c.form.To === '+15005550502')).toHaveLength(1);
+    const { message: row } = await story(retry.json.sms_id);
+    expect(row).toMatchObject({ state: 'submitted', provider_message_id: twilio.creates.at(-1)!.sid, error: null, attempts: 1 });
+  });
+
+  it('a 500 without any callback stays retryable: the CRM retry sends again', async () => {
+    await start({ callbackStatuses: [] });
+    const message = smsMessage('tw-500-retry', { provider_name: 'twilio', recipient: '+15005550500' });
+    expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
+    expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
+    expect(twilio.creates.filter((c) => c.form.To === '+15005550500')).toHaveLength(2);
+  });
+
   it('a callback that arrives before the create call answers is matched by the sms_id in its URL', async () => {
     await start({ callbackStatuses: ['undelivered'], callbacksBeforeAnswer: true });
     const sent = await gw.post('/channels/sms/single', smsMessage('tw-early', { provider_name: 'twilio' }));

@@ -16,7 +16,7 @@ import type { ReceiptMetrics } from '../observability/metrics.js';
 import { decideTransition } from './status.js';
 
 type Trx = Transaction<Database>;
-type MessageState = Pick<MessagesTable, 'sms_id' | 'activity_key' | 'provider' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'completed_at'>;
+type MessageState = Pick<MessagesTable, 'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at'>;
 
 export interface ReceiptInput {
   /** The config name of the provider whose /dlr endpoint received it. */
@@ -48,7 +48,7 @@ export function receiptDedupKey({ provider, event }: ReceiptInput): string {
 
 /** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
 async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<MessageState | undefined>> {
-  const columns = ['sms_id', 'activity_key', 'provider', 'delivery_status', 'delivery_source', 'dispatched_at', 'completed_at', 'provider_message_id'] as const;
+  const columns = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at', 'provider_message_id'] as const;
   const smsIds = [...new Set(inputs.flatMap((i) => (i.event.smsId ? [i.event.smsId] : [])))];
   const bySmsId = new Map(
     smsIds.length ? (await trx.selectFrom('messages').select(columns).where('sms_id', 'in', smsIds).execute()).map((m) => [m.sms_id, m]) : [],
@@ -72,9 +72,11 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
         'messages.sms_id',
         'messages.activity_key',
         'messages.provider',
+        'messages.state',
         'messages.delivery_status',
         'messages.delivery_source',
         'messages.dispatched_at',
+        'messages.updated_at',
         'messages.completed_at',
         'message_parts.provider_message_id',
       ])
@@ -175,6 +177,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   const unique = [...firstIndex.values()];
   const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
   observeReceipts(inputs, rows, unique, fresh, observers);
+  await confirmAcceptedSends(trx, unique.filter((k) => messages[k]?.state === 'retryable').map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
   return {
@@ -183,6 +186,35 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
     parked: unique.filter((k) => fresh.has(rows[k]!.dedup_key) && !messages[k]).length,
     reported,
   };
+}
+
+/**
+ * A receipt for a message whose send ended in a transient error proves the provider accepted it after all (a 5xx
+ * or a timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted,
+ * so the CRM's retry is answered with its sms_id instead of sending the SMS a second time.
+ */
+async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
+  const stats: StatsEvent[] = [];
+  for (const { message, event } of accepted) {
+    const updated = await trx
+      .updateTable('messages')
+      .set((eb) => ({
+        state: 'submitted',
+        submitted_at: now,
+        provider_message_id: eb.fn.coalesce('provider_message_id', eb.val(event.providerMessageId ?? null)),
+        error: null,
+        error_code: null,
+        updated_at: now,
+      }))
+      .where('sms_id', '=', message.sms_id)
+      .where('state', '=', 'retryable')
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) === 0) continue;
+    message.state = 'submitted';
+    // Taken back from the bucket the failed answer was counted in (its row was last written then).
+    stats.push({ at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 }, { at: now, provider: message.provider, outcome: 'submitted' });
+  }
+  await incrementDeliveryStats(trx, stats);
 }
 
 /** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */

@@ -9,7 +9,8 @@ import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
 import { basicCredentials, readBody, sendJson, startFakeServer } from './http.js';
 
 type CannedError = { http: number; code?: number; message: string; rfc9457?: boolean; plainText?: boolean };
-type Canned = CannedError | 'hang' | 'reset';
+/** 'accepted-then-500': the message is created (and its callbacks posted) but the answer is a 500, as in an outage. */
+type Canned = CannedError | 'hang' | 'reset' | 'accepted-then-500';
 
 /**
  * Answers by To number. The first five are Twilio's documented test numbers (providers.md §1.4, from memory
@@ -26,6 +27,7 @@ export const TWILIO_MAGIC_NUMBERS: Readonly<Record<string, Canned>> = {
   '+15005551611': { http: 400, code: 21611, message: 'This From number has exceeded the maximum number of queued messages' },
   '+15005550500': { http: 500, code: 20500, message: 'Internal Server Error' },
   '+15005550503': { http: 503, message: 'Service Unavailable', plainText: true },
+  '+15005550502': 'accepted-then-500',
   '+15005550666': 'hang',
   '+15005550999': 'reset',
 };
@@ -113,7 +115,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     const canned = TWILIO_MAGIC_NUMBERS[form.To ?? ''];
     if (canned === 'hang') return; // never answers; the client's timeout must fire
     if (canned === 'reset') return void req.socket.destroy();
-    if (canned) return answerError(res, canned);
+    if (canned && canned !== 'accepted-then-500') return answerError(res, canned);
     if (!form.To || !form.Body || (!form.From && !form.MessagingServiceSid)) {
       return sendJson(res, 400, { code: 21604, message: 'A To, Body and From or MessagingServiceSid are required', status: 400 });
     }
@@ -124,7 +126,8 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
       for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
     };
     if (options.callbacksBeforeAnswer && form.StatusCallback) await postCallbacks(form.StatusCallback);
-    sendJson(res, 201, {
+    if (canned === 'accepted-then-500') answerError(res, { http: 500, code: 20500, message: 'Internal Server Error' });
+    else sendJson(res, 201, {
       sid: create.sid,
       account_sid: accountSid,
       status: form.MessagingServiceSid ? 'accepted' : 'queued',
