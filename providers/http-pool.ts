@@ -41,14 +41,17 @@ export function createProviderPool(baseUrl: string, connections: number): Provid
   };
 }
 
+/** Failures that happen before the request can have reached the provider: nothing was sent. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 /**
  * Describes a failure of the request itself (no HTTP answer). An abort means our timeout fired, possibly after
  * the provider received the request: the message may exist there (providers.md §1.4 "timeout after the request
- * was sent"), which the caller's error text should say.
+ * was sent"), and so may it after a connection reset; `ambiguous` says so. A refused connection sent nothing.
  */
-export function describeRequestFailure(error: unknown, signal: AbortSignal): { network: string; error: string } {
-  if (signal.aborted) return { network: 'timeout', error: 'no answer before the send timeout (the provider may still have accepted it)' };
+export function describeRequestFailure(error: unknown, signal: AbortSignal): { network: string; error: string; ambiguous: boolean } {
+  if (signal.aborted) return { network: 'timeout', error: 'no answer before the send timeout (the provider may still have accepted it)', ambiguous: true };
   const err = error as { code?: unknown; message?: unknown };
   const code = typeof err?.code === 'string' ? err.code : 'network_error';
-  return { network: code, error: `connection failed (${code}): ${String(err?.message ?? error)}` };
+  return { network: code, error: `connection failed (${code}): ${String(err?.message ?? error)}`, ambiguous: !NEVER_SENT.has(code) };
 }

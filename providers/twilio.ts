@@ -151,8 +151,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       return form.toString();
     }
 
-    function failure(kind: 'permanent' | 'transient', error: string, code: string): SendResult {
-      return { ok: false, kind, error: `twilio: ${error}`, code };
+    function failure(kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
+      return { ok: false, kind, error: `twilio: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
     }
 
     return {
@@ -163,8 +163,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         try {
           res = await pool.post(path, headers, formFor(req), signal);
         } catch (error) {
-          const { network, error: text } = describeRequestFailure(error, signal);
-          return failure(classifyTwilioFailure({ network }), text, network);
+          const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
+          return failure(classifyTwilioFailure({ network }), text, network, ambiguous);
         }
         const body = res.json as { sid?: unknown; status?: unknown } | undefined;
         if (res.status >= 200 && res.status < 300 && typeof body?.sid === 'string') {
@@ -174,7 +174,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const kind = classifyTwilioFailure({ httpStatus: res.status, code });
         const meaning = code !== undefined ? TWILIO_PERMANENT_CODES[code] : undefined;
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
-        return failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`));
+        // A 5xx, or a success we cannot read, may have created the message (providers.md §1.4); a 429 never did.
+        const ambiguous = res.status >= 500 || res.status < 300;
+        return failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {

@@ -34,10 +34,13 @@ export interface SendRequest {
 /**
  * `permanent`: this message will never succeed as it is (single 400, batch `failed`).
  * `transient`: a retry may succeed (single 5xx, batch `fatal`); the ledger lets a retry of the same id send again.
+ * `ambiguous` (transient only): the provider may have accepted the message anyway (an HTTP 5xx, or no answer after
+ * the request went out). A retry of the same id then first waits `sms.ambiguous_retry_after` for a receipt proving
+ * acceptance, instead of sending a second SMS at once.
  */
 export type SendResult =
   | { ok: true; providerMessageIds: string[]; providerStatus?: string }
-  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string };
+  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean };
 
 /** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */
 export interface IncomingReceipt {

@@ -175,8 +175,8 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       });
     }
 
-    function failure(kind: 'permanent' | 'transient', error: string, code: string): SendResult {
-      return { ok: false, kind, error: `vonage: ${error}`, code };
+    function failure(kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
+      return { ok: false, kind, error: `vonage: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
     }
 
     function parseMessagesWebhook(receipt: IncomingReceipt): ReceiptParse {
@@ -205,10 +205,11 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         try {
           res = await pool.post('/sms/json', headers, bodyFor(req, from), signal);
         } catch (error) {
-          const { network, error: text } = describeRequestFailure(error, signal);
-          return failure('transient', text, network);
+          const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
+          return failure('transient', text, network, ambiguous);
         }
-        if (res.status === 429 || res.status >= 500) return failure('transient', `HTTP ${res.status}`, `http_${res.status}`);
+        // A 5xx may come after the message was accepted; a 429 was refused before anything was sent.
+        if (res.status === 429 || res.status >= 500) return failure('transient', `HTTP ${res.status}`, `http_${res.status}`, res.status >= 500);
         if (res.status >= 300) return failure('permanent', `HTTP ${res.status} (${res.text.slice(0, 200) || 'no body'})`, `http_${res.status}`);
         const parts = (res.json as SubmitAnswer | undefined)?.messages ?? [];
         const statuses = parts.map((p) => String(p.status ?? ''));
@@ -216,7 +217,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (verdict === 'accepted') {
           const ids = parts.map((p) => p['message-id']).filter((id): id is string => typeof id === 'string' && id.length > 0);
           if (ids.length === parts.length) return { ok: true, providerMessageIds: ids, providerStatus: 'accepted' };
-          return failure('transient', 'answer lacks a message-id for some part', 'malformed_answer');
+          return failure('transient', 'answer lacks a message-id for some part', 'malformed_answer', true);
         }
         const refused = parts.find((p) => p.status !== '0');
         const code = String(refused?.status ?? 'malformed_answer');

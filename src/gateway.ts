@@ -95,7 +95,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     now,
     storeContent: config.ledger.store_content,
-    dispatchLeaseMs: config.sms.dispatch_lease,
+    repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
     metrics,

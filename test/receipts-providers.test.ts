@@ -15,12 +15,13 @@ let gw: TestGateway;
 let twilio: TwilioFake;
 let vonage: VonageFake;
 
-async function start(twilioOptions: TwilioFakeOptions = {}, vonageOptions: VonageFakeOptions = {}) {
+async function start(twilioOptions: TwilioFakeOptions = {}, vonageOptions: VonageFakeOptions = {}, sms: Record<string, unknown> = {}) {
   twilio = await startTwilioFake(twilioOptions);
   vonage = await startVonageFake({ signatureSecret: SECRET, signatureMethod: 'md5hash', ...vonageOptions });
   gw = await startTestGateway({
     crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
     delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
+    ...(Object.keys(sms).length ? { sms } : {}),
     providers: {
       twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
       vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: SECRET },
@@ -70,12 +71,25 @@ describe('twilio status callbacks into the ledger', () => {
     expect(row).toMatchObject({ state: 'submitted', provider_message_id: twilio.creates.at(-1)!.sid, error: null, attempts: 1 });
   });
 
-  it('a 500 without any callback stays retryable: the CRM retry sends again', async () => {
-    await start({ callbackStatuses: [] });
+  it('a 500 with no callback: retries wait sms.ambiguous_retry_after for a receipt, then send again', async () => {
+    await start({ callbackStatuses: [] }, {}, { ambiguous_retry_after: '300ms' });
     const message = smsMessage('tw-500-retry', { provider_name: 'twilio', recipient: '+15005550500' });
+    const creates = () => twilio.creates.filter((c) => c.form.To === '+15005550500').length;
+    expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
+    const soon = await gw.post('/channels/sms/single', message);
+    expect(soon).toMatchObject({ status: 503, json: { error: expect.stringContaining('waiting for a receipt') } });
+    expect(creates()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
+    expect(creates()).toBe(2);
+  });
+
+  it('a 429 sent nothing: the retry sends again at once', async () => {
+    await start({ callbackStatuses: [] });
+    const message = smsMessage('tw-429-retry', { provider_name: 'twilio', recipient: '+15005550429' });
     expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
     expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
-    expect(twilio.creates.filter((c) => c.form.To === '+15005550500')).toHaveLength(2);
+    expect(twilio.creates.filter((c) => c.form.To === '+15005550429')).toHaveLength(2);
   });
 
   it('a callback that arrives before the create call answers is matched by the sms_id in its URL', async () => {

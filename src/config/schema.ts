@@ -81,6 +81,11 @@ const sms = z.strictObject({
   send_timeout: duration('10s'),
   /** A send still `dispatching` after this (its process died) may be claimed by a retry of the same id. */
   dispatch_lease: duration('5m'),
+  /**
+   * After a send that may have reached the provider anyway (a 5xx, or no answer after the request went out), a
+   * retry of the same activity.id waits this long for a receipt proving it was accepted before sending it again.
+   */
+  ambiguous_retry_after: duration('60s'),
 });
 
 const ledger = z.strictObject({

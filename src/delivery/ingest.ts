@@ -177,7 +177,8 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   const unique = [...firstIndex.values()];
   const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
   observeReceipts(inputs, rows, unique, fresh, observers);
-  await confirmAcceptedSends(trx, unique.filter((k) => messages[k]?.state === 'retryable').map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
+  const unsent = unique.filter((k) => messages[k]?.state === 'retryable' || messages[k]?.state === 'uncertain');
+  await confirmAcceptedSends(trx, unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
   return {
@@ -191,7 +192,8 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
 /**
  * A receipt for a message whose send ended in a transient error proves the provider accepted it after all (a 5xx
  * or a timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted,
- * so the CRM's retry is answered with its sms_id instead of sending the SMS a second time.
+ * so the CRM's retry is answered with its sms_id instead of sending the SMS a second time. (Such sends are left
+ * `uncertain`, and a retry waits sms.ambiguous_retry_after for this receipt before sending again.)
  */
 async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   const stats: StatsEvent[] = [];
@@ -207,7 +209,7 @@ async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: Message
         updated_at: now,
       }))
       .where('sms_id', '=', message.sms_id)
-      .where('state', '=', 'retryable')
+      .where('state', 'in', ['retryable', 'uncertain'])
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) continue;
     message.state = 'submitted';

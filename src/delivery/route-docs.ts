@@ -21,7 +21,7 @@ const storedMessageSchema = z.strictObject({
   encoding: z.enum(['gsm7', 'ucs2']),
   segments: z.number().int(),
   content: z.string().nullable().describe('null unless ledger.store_content is on'),
-  state: z.enum(['dispatching', 'submitted', 'rejected', 'retryable']),
+  state: z.enum(['dispatching', 'submitted', 'rejected', 'retryable', 'uncertain']),
   error: z.string().nullable(),
   error_code: z.string().nullable(),
   attempts: z.number().int(),

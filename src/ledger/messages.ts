@@ -38,16 +38,17 @@ export async function findMessageByActivityKey(db: Db, key: string): Promise<Mes
 }
 
 /**
- * Takes over a message for another send attempt: only when its last attempt was transient, or when it has been
- * `dispatching` longer than the lease (the process that sent it died). The WHERE clause makes the take-over
- * atomic, so of two concurrent retries only one reaches the provider.
+ * Takes over a message for another send attempt: only when its last attempt was transient (and, if that attempt
+ * may have sent it, no later than `uncertainCutoff`), or when it has been `dispatching` since before `leaseCutoff`
+ * (the process that sent it died). The WHERE clause makes the take-over atomic, so of two concurrent retries only
+ * one reaches the provider.
  */
 export async function reclaimMessageForRetry(
   db: Db,
   smsId: string,
   changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content'>,
   now: number,
-  leaseCutoff: number,
+  cutoffs: { leaseCutoff: number; uncertainCutoff: number },
 ): Promise<boolean> {
   const result = await db
     .updateTable('messages')
@@ -60,7 +61,13 @@ export async function reclaimMessageForRetry(
       content: changes.content,
       state: 'dispatching', dispatched_at: now, updated_at: now, attempts: eb('attempts', '+', 1) }))
     .where('sms_id', '=', smsId)
-    .where((eb) => eb.or([eb('state', '=', 'retryable'), eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', leaseCutoff)])]))
+    .where((eb) =>
+      eb.or([
+        eb('state', '=', 'retryable'),
+        eb.and([eb('state', '=', 'uncertain'), eb('updated_at', '<=', cutoffs.uncertainCutoff)]),
+        eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', cutoffs.leaseCutoff)]),
+      ]),
+    )
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
@@ -124,5 +131,5 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
     await db.insertInto('message_parts').values(parts.slice(i, i + 200)).onConflict((oc) => oc.doNothing()).execute();
   }
   // In the same transaction, so the console's counts never disagree with the messages they count.
-  await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state })));
+  await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })));
 }

@@ -6,9 +6,11 @@ import type { DeliveryStatus } from '../../providers/types.js';
  * Send state of a message, separate from its delivery status:
  * `dispatching` row committed, provider call under way (or its process died: see sms.dispatch_lease);
  * `submitted` provider accepted it; `rejected` permanent failure, the same answer is repeated to retries;
- * `retryable` transient failure, a retry of the same activity.id sends again.
+ * `retryable` transient failure that sent nothing, a retry of the same activity.id sends again;
+ * `uncertain` transient failure that may have sent it (SendResult.ambiguous): a receipt makes it `submitted`, and a
+ * retry sends again only after sms.ambiguous_retry_after without one.
  */
-export type SendState = 'dispatching' | 'submitted' | 'rejected' | 'retryable';
+export type SendState = 'dispatching' | 'submitted' | 'rejected' | 'retryable' | 'uncertain';
 
 export interface MessagesTable {
   sms_id: string;
@@ -155,7 +157,8 @@ export interface DeliveryStatsTable {
   period: 'minute' | 'hour';
   bucket_start: number;
   provider: string;
-  outcome: Exclude<SendState, 'dispatching'> | DeliveryStatus;
+  /** Send outcomes (an uncertain one counts as retryable) and delivery statuses. */
+  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus;
   n: number;
 }
 

@@ -22,7 +22,7 @@ import { createWriteBatcher } from '../ledger/write-batcher.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
-import { decideRepeat } from './idempotency.js';
+import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import { maskPhoneNumber } from './recipient.js';
 
 export interface PreparedMessage {
@@ -47,7 +47,8 @@ export interface DispatcherDeps {
   logger: Logger;
   now: () => number;
   storeContent: boolean;
-  dispatchLeaseMs: number;
+  /** sms.dispatch_lease and sms.ambiguous_retry_after, for repeats of an activity.id (idempotency.ts). */
+  repeatTimings: RepeatTimings;
   sendTimeoutMs: number;
   callbackUrl: (providerName: string, smsId: string) => string;
   /** Runs ledger writes in a transaction (shared with other writers by the gateway's transaction queue). */
@@ -90,6 +91,12 @@ function createDeadlineSignals(now: () => number) {
   };
 }
 
+/** Where a failed send leaves its message: for good, free to send again, or waiting for a receipt first. */
+function failedState(answer: Extract<SendResult, { ok: false }>): SendOutcomeRecord['state'] {
+  if (answer.kind === 'permanent') return 'rejected';
+  return answer.ambiguous ? 'uncertain' : 'retryable';
+}
+
 export function createDispatcher(deps: DispatcherDeps) {
   const { db, logger, now } = deps;
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
@@ -97,6 +104,10 @@ export function createDispatcher(deps: DispatcherDeps) {
   const signalFor = createDeadlineSignals(now);
 
   const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
+  const reclaimCutoffs = (at: number) => ({
+    leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs,
+    uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs,
+  });
   const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
     transact(async (trx) => {
       const at = now();
@@ -123,13 +134,17 @@ export function createDispatcher(deps: DispatcherDeps) {
           result.push({ send: true, smsId: row.sms_id });
           continue;
         }
-        const decision = decideRepeat(existing.get(row.activity_key)!, at, deps.dispatchLeaseMs);
+        const decision = decideRepeat(existing.get(row.activity_key)!, at, deps.repeatTimings);
         if (decision.action === 'answer-sent') result.push({ send: false, result: { outcome: 'sent', smsId: decision.smsId } });
         else if (decision.action === 'answer-failed') result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error: decision.error } });
-        else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, at - deps.dispatchLeaseMs))) {
+        else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, reclaimCutoffs(at)))) {
           result.push({ send: true, smsId: decision.smsId });
         } else {
-          result.push({ send: false, result: { outcome: 'fatal', smsId: decision.smsId, error: `activity.id ${row.activity_key} is being sent by another request; retry later` } });
+          const error =
+            decision.action === 'busy' && decision.reason === 'awaiting-receipt'
+              ? `activity.id ${row.activity_key}: its last send may have reached the provider; waiting for a receipt before sending it again, retry later`
+              : `activity.id ${row.activity_key} is being sent by another request; retry later`;
+          result.push({ send: false, result: { outcome: 'fatal', smsId: decision.smsId, error } });
         }
       }
       return result;
@@ -172,7 +187,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     const seconds = (performance.now() - started) / 1000;
     const record: SendOutcomeRecord = answer.ok
       ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
-      : { smsId, provider: message.provider.name, state: answer.kind === 'permanent' ? 'rejected' : 'retryable', providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
+      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
     try {
       await records.run([record]);
     } catch (error) {

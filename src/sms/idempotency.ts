@@ -1,17 +1,30 @@
 /**
  * What to do with a send request whose activity.id is already in the ledger (DESIGN §4, idempotency):
  * a sent id answers its sms_id and sends nothing; a permanently failed id answers the same failure; only an id
- * whose last attempt was transient (or whose sender died mid-call) is sent again.
+ * whose last attempt was transient (or whose sender died mid-call) is sent again, and one whose last attempt may
+ * have reached the provider only once no receipt has shown up for a while.
  */
 import type { MessageRow } from '../ledger/messages.js';
+
+export interface RepeatTimings {
+  /** A send `dispatching` longer than this lost its process. */
+  dispatchLeaseMs: number;
+  /** An `uncertain` send is sent again only this long after it failed (sms.ambiguous_retry_after). */
+  ambiguousRetryAfterMs: number;
+}
 
 export type RepeatDecision =
   | { action: 'answer-sent'; smsId: string }
   | { action: 'answer-failed'; smsId: string; error: string }
   | { action: 'resend'; smsId: string }
-  | { action: 'busy'; smsId: string };
+  /** Not now: `in-flight` another request is sending it; `awaiting-receipt` the last send may have reached the provider. */
+  | { action: 'busy'; smsId: string; reason: 'in-flight' | 'awaiting-receipt' };
 
-export function decideRepeat(row: Pick<MessageRow, 'sms_id' | 'state' | 'error' | 'dispatched_at'>, now: number, dispatchLeaseMs: number): RepeatDecision {
+export function decideRepeat(
+  row: Pick<MessageRow, 'sms_id' | 'state' | 'error' | 'dispatched_at' | 'updated_at'>,
+  now: number,
+  timings: RepeatTimings,
+): RepeatDecision {
   switch (row.state) {
     case 'submitted':
       return { action: 'answer-sent', smsId: row.sms_id };
@@ -19,9 +32,14 @@ export function decideRepeat(row: Pick<MessageRow, 'sms_id' | 'state' | 'error' 
       return { action: 'answer-failed', smsId: row.sms_id, error: row.error ?? 'rejected by the provider' };
     case 'retryable':
       return { action: 'resend', smsId: row.sms_id };
+    case 'uncertain':
+      // A receipt arriving meanwhile turns it `submitted`; without one, sending again beats losing the message.
+      return now - row.updated_at >= timings.ambiguousRetryAfterMs
+        ? { action: 'resend', smsId: row.sms_id }
+        : { action: 'busy', smsId: row.sms_id, reason: 'awaiting-receipt' };
     case 'dispatching':
       // Another request (here or on another instance) is sending it right now, unless it has been at it so long
       // that its process must have died.
-      return now - row.dispatched_at > dispatchLeaseMs ? { action: 'resend', smsId: row.sms_id } : { action: 'busy', smsId: row.sms_id };
+      return now - row.dispatched_at > timings.dispatchLeaseMs ? { action: 'resend', smsId: row.sms_id } : { action: 'busy', smsId: row.sms_id, reason: 'in-flight' };
   }
 }
