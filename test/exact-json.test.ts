@@ -1,6 +1,6 @@
 /** exact-json: which bodies need the exact parse, and what it keeps. */
 import { describe, expect, it } from 'vitest';
-import { activitySources, JsonNumberText, stringifyExact } from '../src/http/exact-json.js';
+import { activitySources, indentJson, RawJson, stringifyExact } from '../src/http/exact-json.js';
 
 describe('activitySources', () => {
   it.each([
@@ -26,14 +26,20 @@ describe('activitySources', () => {
   });
 });
 
+describe('indentJson', () => {
+  it('indents without touching a token', () => {
+    expect(indentJson('{"id":9007199254740993,"p":[1.10,2e3],"s":"a b"}')).toBe('{\n  "id": 9007199254740993,\n  "p": [\n    1.10,\n    2e3\n  ],\n  "s": "a b"\n}');
+  });
+});
+
 describe('stringifyExact', () => {
   it('writes kept numbers as their text and everything else as JSON.stringify does', () => {
-    const value = { ids: [new JsonNumberText('9007199254740993'), 5, 'x'], note: 'a "quoted" \u0000 value', nested: { id: new JsonNumberText('1.0') } };
+    const value = { ids: [new RawJson('9007199254740993'), 5, 'x'], note: 'a "quoted" \u0000 value', nested: { id: new RawJson('1.0') } };
     expect(stringifyExact(value)).toBe('{"ids":[9007199254740993,5,"x"],"note":"a \\"quoted\\" \\u0000 value","nested":{"id":1.0}}');
   });
 
   it('cannot be fooled by a string that looks like its marker', () => {
-    const value = { id: new JsonNumberText('42'), error: '\u00000' };
+    const value = { id: new RawJson('42'), error: '\u00000' };
     expect(JSON.parse(stringifyExact(value))).toEqual({ id: 42, error: '\u00000' });
   });
 });

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smsMessage, startTestGateway, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
+import { smsMessage, startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 import { countMessages, readMessage, readMessages } from './helpers/ledger.js';
 
 let gw: TestGateway;
@@ -177,6 +177,9 @@ describe('the stored activity', () => {
       const retry = await post('/channels/sms/single', message(id));
       expect(JSON.parse(retry.text)).toEqual({ sms_id: smsIds[k] });
     }
+    // The operators' view shows it as stored, not parsed into doubles.
+    const admin = await fetch(`${gw.url}/admin/messages?activity_id=9007199254740993`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    expect(await admin.text()).toContain(`"activity":${activity('9007199254740993')}`);
     const rows = await readMessages(gw, ['9007199254740993', '9007199254740992']);
     expect(rows.map((r) => [r.sms_id, r.attempts])).toEqual([
       [smsIds[1], 1],

@@ -2,10 +2,14 @@
 import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import type { messageStory } from '../delivery/admin-routes.js';
+import { indentJson } from '../http/exact-json.js';
 import { renderOutcomeChart } from './chart.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
+
+/** receipts.matched, for people (ledger/schema.ts). */
+const RECEIPT_MATCH: Readonly<Record<number, string>> = { 0: 'parked', 1: 'yes', 2: 'set aside' };
 
 const COLUMNS: ReadonlyArray<{ outcome: keyof OutcomeCounts; label: string; hint: string }> = [
   { outcome: 'submitted', label: 'sent', hint: 'accepted by the provider' },
@@ -57,10 +61,10 @@ function renderStory(story: MessageStory) {
   return html`<section id="story">
 <h3>Message</h3>
 <table><tbody>${fields.map(([k, v]) => html`<tr><th>${k}</th><td style="text-align:left" data-field="${k}">${v ?? '—'}</td></tr>`)}</tbody></table>
-<h3>Activity</h3><pre>${JSON.stringify(m.activity, null, 2)}</pre>
+<h3>Activity</h3><pre>${indentJson(m.activity.text)}</pre>
 <h3>Receipts (${story.receipts.length})</h3>
 <table data-table="receipts"><thead><tr><th>received</th><th>provider status</th><th>mapped</th><th>error code</th><th>matched</th></tr></thead>
-<tbody>${story.receipts.map((r) => html`<tr><td>${when(r.received_at)}</td><td>${r.provider_status}</td><td>${r.mapped_status}</td><td>${r.error_code ?? '—'}</td><td>${r.matched ? 'yes' : 'parked'}</td></tr>`)}</tbody></table>
+<tbody>${story.receipts.map((r) => html`<tr><td>${when(r.received_at)}</td><td>${r.provider_status}</td><td>${r.mapped_status}</td><td>${r.error_code ?? '—'}</td><td>${RECEIPT_MATCH[r.matched] ?? r.matched}</td></tr>`)}</tbody></table>
 <h3>Conversions (${story.conversions.length})</h3>
 <table data-table="conversions"><thead><tr><th>id</th><th>status</th><th>attempts</th><th>posted</th><th>dead</th><th>last error</th></tr></thead>
 <tbody>${story.conversions.map((c) => html`<tr><td>${c.id}</td><td>${c.delivery_status}</td><td>${c.attempts}</td><td>${when(c.posted_at)}</td><td>${c.dead ? 'yes' : 'no'}</td><td style="text-align:left">${c.last_error ?? '—'}</td></tr>

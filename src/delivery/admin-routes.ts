@@ -1,8 +1,9 @@
 /** What operators use to see and repair delivery: one message's story, and replaying dead conversions. */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
+import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { findConversionsBySmsId, replayDeadConversions } from '../ledger/conversions.js';
 import { findMessageByActivityKey, findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
 import { findReceiptsBySmsId } from '../ledger/receipts.js';
@@ -19,10 +20,15 @@ export interface AdminRouteDeps {
 export async function messageStory(db: Kysely<Database>, message: MessageRow) {
   const { activity_json, ...rest } = message;
   return {
-    message: { ...rest, activity: JSON.parse(activity_json) as unknown },
+    // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
+    message: { ...rest, activity: new RawJson(activity_json) },
     receipts: await findReceiptsBySmsId(db, message.sms_id),
     conversions: await findConversionsBySmsId(db, message.sms_id),
   };
+}
+
+function storyAnswer(c: Context, story: Awaited<ReturnType<typeof messageStory>>) {
+  return c.body(stringifyExact(story), 200, { 'content-type': 'application/json' });
 }
 
 export const replayRequestSchema = z.strictObject({ ids: z.array(z.number().int().positive()).min(1).optional() });
@@ -34,7 +40,7 @@ export function adminRoutes(deps: AdminRouteDeps) {
   app.get('/messages/:smsId', async (c) => {
     const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
     if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
-    return c.json(await messageStory(deps.db, message));
+    return storyAnswer(c, await messageStory(deps.db, message));
   });
 
   app.get('/messages', async (c) => {
@@ -42,7 +48,7 @@ export function adminRoutes(deps: AdminRouteDeps) {
     if (!activityId) return c.json({ error: 'activity_id: query parameter is required' }, 400);
     const message = await findMessageByActivityKey(deps.db, activityId);
     if (!message) return c.json({ error: `activity_id ${activityId} is not in the ledger` }, 404);
-    return c.json(await messageStory(deps.db, message));
+    return storyAnswer(c, await messageStory(deps.db, message));
   });
 
   app.post('/conversions/replay', async (c) => {

@@ -9,7 +9,7 @@
  * which only costs the exact parse. Nearly every body costs one regular-expression test and no second parse.
  */
 import { randomBytes } from 'node:crypto';
-import { findNodeAtLocation, parseTree, type Node } from 'jsonc-parser';
+import { applyEdits, findNodeAtLocation, format, parseTree, type Node } from 'jsonc-parser';
 
 const MAY_HOLD_INEXACT_NUMBER = /[:,[]\s*-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
 
@@ -38,18 +38,23 @@ export function activitySources(body: string): Array<ActivitySource | undefined>
   });
 }
 
-/** A JSON number kept as the text it arrived as; `stringifyExact` writes it unchanged. */
-export class JsonNumberText {
+/** A JSON value (a number, or a whole activity) kept as the text it arrived as; `stringifyExact` writes it unchanged. */
+export class RawJson {
   constructor(readonly text: string) {}
 }
 
-/** JSON.stringify, except that JsonNumberText values are written as their original text. */
+/** Indents JSON text for people to read without parsing it into numbers: every token stays as it was written. */
+export function indentJson(text: string): string {
+  return applyEdits(text, format(text, undefined, { tabSize: 2, insertSpaces: true }));
+}
+
+/** JSON.stringify, except that RawJson values are written as their original text. */
 export function stringifyExact(value: unknown): string {
   const texts: string[] = [];
-  // Each number is first written as a string holding a per-call random marker, which no string of the caller's
-  // can hold by chance, then that string (quotes included) is replaced by the number's text.
+  // Each raw value is first written as a string holding a per-call random marker, which no string of the caller's
+  // can hold by chance, then that string (quotes included) is replaced by the value's text.
   const marker = `\u0000${randomBytes(8).toString('hex')}:`;
-  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof JsonNumberText ? `${marker}${texts.push(v.text) - 1}` : v));
+  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? `${marker}${texts.push(v.text) - 1}` : v));
   if (texts.length === 0) return json;
   const opening = `"${JSON.stringify(marker).slice(1, -1)}`; // how each marker string starts once written
   const [head, ...rest] = json.split(opening);

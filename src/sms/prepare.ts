@@ -1,6 +1,6 @@
 /** Turns one SMS message object from the CRM into a message ready to dispatch, or an error naming the field. */
 import type { Config } from '../config/schema.js';
-import { JsonNumberText, type ActivitySource } from '../http/exact-json.js';
+import { RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { PreparedMessage } from './dispatch.js';
 import { parseRequestedEncoding, planEncoding } from './encoding.js';
 import { describeFirstIssue, smsMessageSchema } from './message-schema.js';
@@ -54,9 +54,9 @@ function activityKey(id: string | number, source: ActivitySource | undefined): s
 }
 
 /** The id to echo in a batch answer: activity.id with the JSON type and text it arrived with, or null when absent. */
-export function echoedActivityId(input: unknown, source?: ActivitySource): string | number | JsonNumberText | null {
+export function echoedActivityId(input: unknown, source?: ActivitySource): string | number | RawJson | null {
   const activity = (input as { activity?: { id?: unknown } } | null)?.activity;
   const id = activity && typeof activity === 'object' ? activity.id : undefined;
-  if (typeof id === 'number' && source?.idText !== undefined) return new JsonNumberText(source.idText);
+  if (typeof id === 'number' && source?.idText !== undefined) return new RawJson(source.idText);
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }

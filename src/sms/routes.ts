@@ -2,7 +2,7 @@
 import { Hono } from 'hono';
 import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
-import { activitySources, stringifyExact, type JsonNumberText } from '../http/exact-json.js';
+import { activitySources, stringifyExact, type RawJson } from '../http/exact-json.js';
 import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
@@ -76,7 +76,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
     });
     const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId') });
     dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
-    const answer = categoriseBatch<string | number | JsonNumberText>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
+    const answer = categoriseBatch<string | number | RawJson>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
     // Only a body holding numbers a double cannot keep exactly needs the slower writer.
     return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
   });
