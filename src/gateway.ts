@@ -64,7 +64,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const now = options.now ?? Date.now;
   // Jobs a host needs once: in a cluster only worker 0 runs them (src/cluster.ts).
   const leader = !options.cluster || options.cluster.index === 0;
-  const ledger = openLedger(config.database, { backgroundCheckpoints: { logger, thread: leader } });
+  const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger, thread: leader } });
   const { db } = ledger;
   await migrateToLatest(db);
 

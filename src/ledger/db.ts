@@ -85,6 +85,8 @@ function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
 }
 
 export interface LedgerOptions {
+  /** Told when PostgreSQL drops an idle pooled connection (a restart, a failover); the pool reconnects on next use. */
+  logger?: Pick<Logger, 'warn'>;
   /**
    * SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts).
    * `thread: false` only turns commit checkpoints off: another process of a cluster runs the thread.
@@ -123,6 +125,13 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     // bigint (int8) columns hold epoch milliseconds and counters, all far below 2^53.
     types: { getTypeParser: (oid, format) => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) },
   });
+  // A connection PostgreSQL terminates (57P01 on a restart, a failover, an administrator) emits 'error' on its
+  // client, and an 'error' nobody listens to ends the process. The query that was running, if any, fails on its
+  // own; the pool drops the broken client (idle, or when it is given back) and connects anew on next use.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('error', (error: Error & { code?: string }) =>
+    options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
+  );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, flags: { kind: 'postgres', skipLocked: true }, close: () => db.destroy() };
 }
