@@ -51,9 +51,9 @@ export function baseConfig(dir: string): ConfigDoc {
 }
 
 /** Peak resident set size of a process so far, in MiB (VmHWM; Linux only, null elsewhere or once it exited). */
-/** The process and its children (a cluster's workers): pids whose /proc stat names `pid` as parent. */
-function processTree(pid: number): number[] {
-  const children = readdirSync('/proc')
+/** A process's children (a cluster's workers): pids whose /proc stat names `pid` as parent (Linux only). */
+export function childPids(pid: number): number[] {
+  return readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .filter((name) => {
       try {
@@ -64,11 +64,10 @@ function processTree(pid: number): number[] {
       }
     })
     .map(Number);
-  return [pid, ...children];
 }
 
 function sumOverTree(pid: number, read: (pid: number) => number | null): number | null {
-  const values = processTree(pid).map(read);
+  const values = [pid, ...childPids(pid)].map(read);
   return values[0] === null ? null : values.reduce<number>((sum, v) => sum + (v ?? 0), 0);
 }
 

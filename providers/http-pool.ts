@@ -17,6 +17,16 @@ export interface ProviderPool {
   close(): Promise<void>;
 }
 
+/** An HTTP answer's body as JSON, or undefined when it is empty or not JSON (callers then show the text). */
+export function parseJsonText(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export function createProviderPool(baseUrl: string, connections: number): ProviderPool {
   const url = new URL(baseUrl);
   const prefix = url.pathname.replace(/\/+$/, '');
@@ -29,13 +39,7 @@ export function createProviderPool(baseUrl: string, connections: number): Provid
     async post(path, headers, body, signal) {
       const res = await pool.request({ method: 'POST', path: prefix + path, headers, body, signal });
       const text = await res.body.text();
-      let json: unknown;
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        json = undefined;
-      }
-      return { status: res.statusCode, json, text };
+      return { status: res.statusCode, json: parseJsonText(text), text };
     },
     close: () => pool.close(),
   };

@@ -17,6 +17,7 @@ import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { headerValue, readFormFields } from './receipt-input.js';
 import {
   providerCommonConfig,
+  sendFailure,
   type IncomingReceipt,
   type MappedStatus,
   type ProviderPlugin,
@@ -151,9 +152,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       return form.toString();
     }
 
-    function failure(kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
-      return { ok: false, kind, error: `twilio: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
-    }
+    const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('twilio', kind, error, code, ambiguous);
 
     return {
       name,

@@ -42,6 +42,11 @@ export type SendResult =
   | { ok: true; providerMessageIds: string[]; providerStatus?: string }
   | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean };
 
+/** A failed send, its error prefixed with the plugin type; `ambiguous` only counts for a transient failure. */
+export function sendFailure(type: string, kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
+  return { ok: false, kind, error: `${type}: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
+}
+
 /** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */
 export interface IncomingReceipt {
   method: string;

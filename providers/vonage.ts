@@ -16,6 +16,7 @@ import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { headerValue, readFormFields } from './receipt-input.js';
 import {
   providerCommonConfig,
+  sendFailure,
   type IncomingReceipt,
   type MappedStatus,
   type ProviderPlugin,
@@ -175,9 +176,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       });
     }
 
-    function failure(kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
-      return { ok: false, kind, error: `vonage: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
-    }
+    const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('vonage', kind, error, code, ambiguous);
 
     function parseMessagesWebhook(receipt: IncomingReceipt): ReceiptParse {
       if (!config.signature_secret) return { ok: false, reason: 'Messages API webhooks are only accepted with signature_secret set' };

@@ -3,13 +3,13 @@
  * conversions posted once, /metrics on either worker counts both, a killed worker is replaced, and SIGTERM stops
  * the whole cluster cleanly.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { childPids } from '../bench/server-process.js';
 import { shareOfLimit } from '../src/cluster.js';
 import { FakeCrm } from './fakes/crm.js';
 import { runCli, startServe, writeConfig } from './helpers/child.js';
@@ -30,20 +30,8 @@ const logLines = () =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as { msg: string; cluster_worker?: number; level: number });
 
-/** The primary's worker processes: pids whose parent is the primary. */
-function workerPids(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((name) => {
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === serve.child.pid;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+/** The primary's worker processes. */
+const workerPids = () => childPids(serve.child.pid!);
 
 async function send(id: string, k: number) {
   const res = await client.request({

@@ -177,7 +177,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   const unique = [...firstIndex.values()];
   const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
   observeReceipts(inputs, rows, unique, fresh, observers);
-  const unsent = unique.filter((k) => messages[k]?.state === 'retryable' || messages[k]?.state === 'uncertain');
+  const unsent = unique.filter((k) => UNSENT_STATES.some((state) => messages[k]?.state === state));
   await confirmAcceptedSends(trx, unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
@@ -195,6 +195,9 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
  * so the CRM's retry is answered with its sms_id instead of sending the SMS a second time. (Such sends are left
  * `uncertain`, and a retry waits sms.ambiguous_retry_after for this receipt before sending again.)
  */
+/** Send states of a message whose last attempt failed without the provider saying it was refused for good. */
+const UNSENT_STATES = ['retryable', 'uncertain'] as const;
+
 async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   const stats: StatsEvent[] = [];
   for (const { message, event } of accepted) {
@@ -209,7 +212,7 @@ async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: Message
         updated_at: now,
       }))
       .where('sms_id', '=', message.sms_id)
-      .where('state', 'in', ['retryable', 'uncertain'])
+      .where('state', 'in', UNSENT_STATES)
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) continue;
     message.state = 'submitted';

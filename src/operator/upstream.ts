@@ -4,6 +4,7 @@
  */
 import { Agent, errors, request, type Dispatcher } from 'undici';
 import { BackendError } from './backend.js';
+import { parseJsonText } from '../../providers/http-pool.js';
 
 export interface UpstreamOptions {
   baseUrl: string;
@@ -66,13 +67,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       } catch (error) {
         throw error instanceof BackendError ? error : toBackendError(error, method, path, options.timeoutMs);
       }
-      let json: unknown;
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        json = undefined;
-      }
-      return { status: res.statusCode, json, text };
+      return { status: res.statusCode, json: parseJsonText(text), text };
     },
     open: (method, path, body) => send(method, path, body, {}),
     close: () => agent.close(),
