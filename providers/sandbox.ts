@@ -93,7 +93,8 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
       if (config.receipt_secret) headers['x-sandbox-signature'] = sign(config.receipt_secret, body);
       for (let attempt = 1; attempt <= 3 && !closed; attempt++) {
         try {
-          const res = await request(url, { method: 'POST', headers, body });
+          // Bounded, so a gateway that stops answering cannot hold the sandbox's close() (and a shutdown) open.
+          const res = await request(url, { method: 'POST', headers, body, headersTimeout: 5_000, bodyTimeout: 5_000 });
           await res.body.dump();
           if (res.statusCode < 500) return;
         } catch (error) {

@@ -51,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
         } finally {
           await ledger.close();
         }
-        return runClusterPrimary(workers, logger);
+        return runClusterPrimary(workers, logger, config.server.shutdown_timeout);
       }
       // Handlers go in before the server starts, so a signal during start-up still ends in an orderly close.
       let stopping = false;

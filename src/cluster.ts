@@ -74,9 +74,9 @@ export function clusterMetricsRenderer(registry: Registry): () => Promise<string
 
 /**
  * The primary: forks `count` workers and keeps them running until SIGTERM/SIGINT, which it passes on; resolves with
- * the exit code once they have all stopped.
+ * the exit code once they have all stopped (1 if one had to be killed or kept failing).
  */
-export function runClusterPrimary(count: number, logger: Logger): Promise<number> {
+export function runClusterPrimary(count: number, logger: Logger, shutdownTimeoutMs: number): Promise<number> {
   const aggregator = new AggregatorRegistry();
   const indexOf = new Map<Worker, number>();
   const listening = new Set<Worker>();
@@ -102,6 +102,13 @@ export function runClusterPrimary(count: number, logger: Logger): Promise<number
         stopping = true;
         logger.info({ reason, workers: indexOf.size }, 'stopping workers');
         for (const worker of indexOf.keys()) worker.process.kill('SIGTERM');
+        // Each worker gives up after server.shutdown_timeout itself; this covers one that cannot even do that.
+        setTimeout(() => {
+          if (indexOf.size === 0) return;
+          logger.error({ workers: [...indexOf.values()] }, 'workers did not stop in time; killing them');
+          exitCode = 1;
+          for (const worker of indexOf.keys()) worker.process.kill('SIGKILL');
+        }, shutdownTimeoutMs + 5_000).unref();
       }
       if (indexOf.size === 0) resolve(exitCode);
     };

@@ -165,16 +165,37 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sweep,
     async close() {
       clearInterval(sweepTimer);
-      // Providers first, while the server still listens: the sandbox posts its pending receipts on close.
-      await Promise.allSettled([...providers.map((p) => p.close?.()), operatorBackend.close()]);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Keep-alive connections would hold close() open for their idle timeout.
-        (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      let step = 'closing the providers';
+      const steps = (async () => {
+        // Providers first, while the server still listens: the sandbox posts its pending receipts on close.
+        await Promise.allSettled([...providers.map((p) => p.close?.()), operatorBackend.close()]);
+        step = 'finishing open requests';
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          // Keep-alive connections would hold close() open for their idle timeout.
+          (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        });
+        step = 'stopping the conversion worker';
+        await worker?.stop();
+        step = 'closing the webhook client';
+        await webhook.close();
+        step = 'closing the ledger';
+        await ledger.close();
+      })();
+      // Whatever hangs (a provider that never answers, a client that never finishes), the process must still stop:
+      // every accepted message is already committed, so giving up loses nothing the ledger holds.
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+          reject(new Error(`shutdown still ${step} after server.shutdown_timeout (${config.server.shutdown_timeout} ms)`));
+        }, config.server.shutdown_timeout);
       });
-      await worker?.stop();
-      await webhook.close();
-      await ledger.close();
+      try {
+        await Promise.race([steps, deadline]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,12 +28,13 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function writeConfig(name: string, extra = '', level = 'info'): string {
+function writeConfig(name: string, extra = '', level = 'info', serverExtra: string[] = []): string {
   const file = join(dir, name);
   const yaml = [
     'server:',
     '  host: 127.0.0.1',
     '  port: 0',
+    ...serverExtra,
     'database:',
     `  url: sqlite:${join(dir, `${name}.db`)}`,
     'auth:',
@@ -124,6 +126,25 @@ describe('serve', () => {
     const logs = run.stdout() + run.stderr();
     expect(logs).not.toContain('Secret bonus code');
     expect(logs).not.toContain('447700900123');
+  });
+
+  it('gives up after server.shutdown_timeout when a request never finishes, and exits 1 naming what it waited for', async () => {
+    const run = start(['serve', '--config', writeConfig('stuck.yaml', '', 'info', ['  shutdown_timeout: 1s'])]);
+    const url = new URL(await waitFor(() => listeningUrl(run.stdout()), 15_000, 'the listening line'));
+    expect((await fetch(`${url}healthz`)).status).toBe(200);
+    // A client that announces a body and never sends it keeps its request open (Node's own limit is 5 minutes).
+    const stuck = connect(Number(url.port), url.hostname);
+    await new Promise<void>((resolve) => stuck.once('connect', resolve));
+    stuck.write(`POST /channels/sms/single HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\nx-api-key: ${KEY}\r\ncontent-length: 100\r\n\r\n{"id"`);
+    stuck.on('error', () => {});
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    const stoppedAt = Date.now();
+    run.child.kill('SIGTERM');
+    expect(await run.exit).toEqual({ code: 1, signal: null });
+    expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+    expect(run.stdout()).toContain('shutdown still finishing open requests after server.shutdown_timeout (1000 ms)');
+    stuck.destroy();
   });
 
   it('exits 0 on SIGINT as well', async () => {

@@ -30,6 +30,8 @@ const server = z.strictObject({
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
   /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
   workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
+  /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
+  shutdown_timeout: duration('8s'),
 });
 
 const database = z.strictObject({
