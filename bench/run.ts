@@ -12,8 +12,8 @@
  *            --provider sandbox|twilio (sandbox; twilio: the plugin against the Twilio fake, see providers.ts)
  *
  * Each run gets a fresh gateway child process on a fresh SQLite ledger, and prints one JSON line: {mode, provider,
- * messages, msgs_per_s, p50_ms, p99_ms, server_peak_rss_mb, server_cpu_us_per_msg, provider_process_cpu_us_per_msg,
- * load_average_1m}. Latency is per HTTP request (for batch: per batch). Server CPU includes the provider plugin's
+ * messages, msgs_per_s, p50_ms, p99_ms, p999_ms, max_ms, server_peak_rss_mb, server_cpu_us_per_msg,
+ * provider_process_cpu_us_per_msg, load_average_1m}. Latency is per HTTP request (for batch: per batch). Server CPU includes the provider plugin's
  * sends (bench/provider-client.ts measures the twilio plugin's share alone); provider_process_cpu_us_per_msg is the
  * Twilio fake's own process (null for the sandbox, which runs inside the server). A mode is an entry in MODES, its
  * config and its load: add one there.
@@ -26,6 +26,7 @@ import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice 
 import { createBenchDatabase } from './database.js';
 import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
+import { drive, latencySummary, round, singleMessage, type Measurement } from './workload.js';
 
 interface Options {
   messages: number;
@@ -53,13 +54,6 @@ interface Load {
   onAccepted?: (smsIds: string[], submittedAt: number) => void;
 }
 
-/** What a mode measured: request latencies in ms and the messages they carried. */
-interface Measurement {
-  messages: number;
-  seconds: number;
-  latenciesMs: number[];
-}
-
 interface Mode {
   /** Starts what the mode's config refers to (e.g. a fake CRM) before the server. */
   prepare?(): Promise<void>;
@@ -70,35 +64,10 @@ interface Mode {
   run(load: Load, messages: number): Promise<Measurement>;
 }
 
-/** Sandbox recipients whose last four digits are ≥ 1000, so none hits the 0001–0005 outcome rules. */
-function message(id: string, i: number, provider: string) {
-  return {
-    activity: { id, brand_id: 7, user_id: `u-${i}`, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
-    content: 'Your weekly bonus is waiting: 20 free spins on Starburst. Reply STOP to opt out.',
-    recipient: `+4477009${Math.floor(i / 9_000) % 10}${1_000 + (i % 9_000)}`,
-    sender_name: 'Casino',
-    provider_name: provider,
-    encoding: 'auto',
-  };
-}
-
 async function post(client: LoadClient, path: string, body: unknown): Promise<{ status: number; json: any; ms: number }> {
   const started = performance.now();
   const res = await client.post(path, JSON.stringify(body));
   return { status: res.status, json: JSON.parse(res.body), ms: performance.now() - started };
-}
-
-/** Runs `count` tasks on `workers` concurrent loops; each task returns its latency. */
-async function drive(count: number, workers: number, task: (i: number) => Promise<number>): Promise<Measurement & { messages: 0 }> {
-  const latenciesMs: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(workers, count) }, async () => {
-      while (next < count) latenciesMs.push(await task(next++));
-    }),
-  );
-  return { messages: 0, seconds: (performance.now() - started) / 1000, latenciesMs };
 }
 
 /** A CRM conversion webhook that records when each sms_id's conversion arrived. */
@@ -125,7 +94,7 @@ const MODES: Record<string, Mode> = {
   single: {
     async run({ client, options, provider, idPrefix }, messages) {
       const m = await drive(messages, options.connections, async (i) => {
-        const res = await post(client, '/channels/sms/single', message(`${idPrefix}-${i}`, i, provider.name));
+        const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name));
         if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
         return res.ms;
       });
@@ -140,7 +109,7 @@ const MODES: Record<string, Mode> = {
       const m = await drive(batches, options.batchConcurrency, async (b) => {
         const first = b * options.batchSize;
         const size = Math.min(options.batchSize, messages - first);
-        const body = Array.from({ length: size }, (_, k) => message(`${idPrefix}-${first + k}`, first + k, provider.name));
+        const body = Array.from({ length: size }, (_, k) => singleMessage(`${idPrefix}-${first + k}`, first + k, provider.name));
         const submittedAt = performance.now();
         const res = await post(client, '/channels/sms/batch', body);
         if (res.status !== 200 || res.json.successful?.length !== size) {
@@ -197,13 +166,6 @@ async function allConverted(sentAt: Map<string, number>, provider: BenchProvider
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
-
 const cpuUsPerMsg = (before: number | null, after: number | null, messages: number) =>
   before === null || after === null ? null : Math.round(((after - before) * 1000) / messages);
 
@@ -241,15 +203,13 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const measured = await mode.run({ client, options, provider, idPrefix: `${name}-run` }, options.messages);
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
-    const sorted = [...measured.latenciesMs].sort((a, b) => a - b);
     return {
       mode: name,
       provider: provider.name,
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
-      p50_ms: round(percentile(sorted, 50), 2),
-      p99_ms: round(percentile(sorted, 99), 2),
+      ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,
       workers: options.workers,
