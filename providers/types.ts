@@ -29,6 +29,11 @@ export interface SendRequest {
    * max_concurrency). Past it the throttle answers transient instead of waiting. Absent: wait until `signal` aborts.
    */
   deadline?: number;
+  /**
+   * Aborts a wait for provider capacity, never the provider call itself (which `signal` bounds): the gateway is
+   * stopping, and a message not yet handed over is better answered transient now than cut off mid-send later.
+   */
+  waitSignal?: AbortSignal;
 }
 
 /**
@@ -46,6 +51,9 @@ export type SendResult =
 export function sendFailure(type: string, kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
   return { ok: false, kind, error: `${type}: ${error}`, code, ...(kind === 'transient' && ambiguous ? { ambiguous } : {}) };
 }
+
+/** The answer for a message that was not handed to its provider because the gateway is stopping (never sent). */
+export const NOT_SENT_SHUTTING_DOWN: Extract<SendResult, { ok: false }> = { ok: false, kind: 'transient', error: 'not sent: the gateway is shutting down; retry', code: 'shutting_down' };
 
 /** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */
 export interface IncomingReceipt {

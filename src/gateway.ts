@@ -165,6 +165,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sweep,
     async close() {
       clearInterval(sweepTimer);
+      // Requests in flight answer now: what was sent is successful, the rest transient for the CRM to retry.
+      dispatcher.stopSending();
       let step = 'closing the providers';
       const steps = (async () => {
         // Providers first, while the server still listens: the sandbox posts its pending receipts on close.

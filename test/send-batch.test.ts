@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smsMessage, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { smsMessage, startTestGateway, waitFor, type TestGateway } from './helpers/gateway.js';
 import { readMessages } from './helpers/ledger.js';
 
 type Entry = { id: unknown; sms_id?: string; error?: string };
@@ -157,6 +157,52 @@ describe('the batch deadline', () => {
       for (const row of rows) expect(row.attempts).toBe(retried.has(row.activity_key) ? 2 : 1);
     } finally {
       await patient.close();
+    }
+  });
+});
+
+describe('a graceful stop while a batch waits for provider capacity', () => {
+  const ids = Array.from({ length: 10 }, (_, i) => `stopping-${i}`);
+  const batch = ids.map((id) => smsMessage(id));
+  let dir: string;
+  let first: Answer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stopping-'));
+    // Two messages a second: the first two go at once, the other eight wait their turn (up to 4 s).
+    const slow = await startTestGateway({ providers: { sandbox: { rate_per_second: 2 } }, sms: { batch_deadline: '20s' } }, { dir });
+    const answer = slow.post('/channels/sms/batch', batch);
+    await waitFor(async () => (await readMessages(slow, ids)).filter((r) => r.state === 'submitted').length >= 2, 5_000, 'the first sends');
+    await slow.close(); // what SIGTERM does
+    const res = await answer;
+    expect(res.status).toBe(200);
+    first = res.json;
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('answers at once: what was sent as successful, what still waited as fatal with its sms_id', () => {
+    expect(first.failed).toEqual([]);
+    expect(first.successful.length).toBeGreaterThanOrEqual(2);
+    expect(first.fatal.length).toBeGreaterThan(0);
+    expect(first.successful.length + first.fatal.length).toBe(ids.length);
+    for (const entry of first.fatal) {
+      expect(entry.error).toBe('not sent: the gateway is shutting down; retry');
+      expect(entry.sms_id).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
+  it('leaves those messages free to send: the retry on the next gateway sends them, keeping every sms_id', async () => {
+    const next = await startTestGateway({}, { dir });
+    try {
+      const res = await next.post('/channels/sms/batch', batch);
+      expect(res.json.fatal).toEqual([]);
+      const before = new Map([...first.successful, ...first.fatal].map((e) => [e.id, e.sms_id]));
+      for (const entry of res.json.successful as Entry[]) expect(entry.sms_id).toBe(before.get(entry.id));
+      const rows = await readMessages(next, ids);
+      expect(rows.every((r) => r.state === 'submitted')).toBe(true);
+      const retried = new Set(first.fatal.map((e) => e.id));
+      for (const row of rows) expect(row.attempts).toBe(retried.has(row.activity_key) ? 2 : 1);
+    } finally {
+      await next.close();
     }
   });
 });

@@ -144,4 +144,31 @@ describe('withThrottle', () => {
     await clock.advance(0);
     expect(started).toHaveLength(2);
   });
+
+  it('a stop (waitSignal) ends rate and slot waits with shutting_down, never a send under way, and frees what they held', async () => {
+    const clock = manualClock();
+    const { provider, started, finishAll } = heldProvider();
+    const throttled = withThrottle(provider, { ratePerSecond: 1, maxConcurrency: 2 }, clock);
+    const stop = new AbortController();
+    const deadline = clock.now() + 10_000;
+    const underWay = throttled.send(request({ deadline, waitSignal: stop.signal }), never);
+    const waitingForRate = throttled.send(request({ deadline, waitSignal: stop.signal }), never);
+    const waitingForSlot = throttled.send(request({ deadline, waitSignal: stop.signal }), never);
+    await clock.advance(0);
+    expect(started).toHaveLength(1);
+    stop.abort();
+    const shuttingDown = { ok: false, kind: 'transient', code: 'shutting_down', error: 'not sent: the gateway is shutting down; retry' };
+    expect(await waitingForRate).toEqual(shuttingDown);
+    expect(await waitingForSlot).toEqual(shuttingDown);
+    finishAll();
+    expect((await underWay).ok).toBe(true);
+    expect(started).toHaveLength(1);
+    // The cancelled reservation gave its token back: the next send waits one second, not two.
+    const next = throttled.send(request({ deadline: clock.now() + 1_000 }), never);
+    await clock.advance(1_000);
+    expect(started).toHaveLength(2);
+    finishAll();
+    expect((await next).ok).toBe(true);
+    expect(clock.pending()).toBe(0);
+  });
 });

@@ -6,7 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { SendResult, SmsProvider } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type SendResult, type SmsProvider } from '../../providers/types.js';
 import {
   findMessagesByActivityKeys,
   insertNewMessages,
@@ -102,6 +102,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
   const signalFor = createDeadlineSignals(now);
+  /** Aborted by stopSending(): nothing more is claimed or handed to a provider, and capacity waits end. */
+  const stopping = new AbortController();
 
   const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
   const reclaimCutoffs = (at: number) => ({
@@ -161,6 +163,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   async function callProvider(message: PreparedMessage, smsId: string, deadline: number, waitDeadline: number): Promise<SendResult> {
     if (deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
+    if (stopping.signal.aborted) return NOT_SENT_SHUTTING_DOWN;
     try {
       return await message.provider.send(
         {
@@ -172,6 +175,7 @@ export function createDispatcher(deps: DispatcherDeps) {
           segments: message.segments,
           callbackUrl: deps.callbackUrl(message.provider.name, smsId),
           deadline: waitDeadline,
+          waitSignal: stopping.signal,
         },
         signalFor(Math.min(now() + deps.sendTimeoutMs, deadline)),
       );
@@ -238,6 +242,8 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   return {
     async dispatch(messages: PreparedMessage[], options: DispatchOptions): Promise<DispatchResult[]> {
+      // Nothing is claimed once stopping: the CRM's retry finds these ids untouched.
+      if (stopping.signal.aborted) return messages.map(() => ({ outcome: 'fatal', error: NOT_SENT_SHUTTING_DOWN.error }));
       const fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }> = [];
       const answers = messages.map((message) => {
         const running = inflight.get(message.activityKey);
@@ -249,6 +255,15 @@ export function createDispatcher(deps: DispatcherDeps) {
       });
       await process(fresh, options);
       return Promise.all(answers);
+    },
+
+    /**
+     * For a graceful stop: requests in flight finish at once, their messages not yet handed to a provider
+     * answered transient (batch `fatal`, single 503) and left free to send again, so the CRM's retry can go to
+     * another instance instead of its request being cut off when the process exits. Sends under way complete.
+     */
+    stopSending(): void {
+      stopping.abort();
     },
   };
 }

@@ -11,7 +11,7 @@
  * Time comes from an injected clock so tests move it by hand.
  */
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import type { SendRequest, SendResult, SmsProvider } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
 
 export interface Clock {
   now(): number;
@@ -101,20 +101,27 @@ export class ConcurrencyLimiter {
   }
 }
 
-/** An AbortSignal that fires at `deadline` on `clock` or when `parent` aborts; dispose() stops the timer. */
-function abortAtDeadline(clock: Clock, deadline: number, parent: AbortSignal) {
+/**
+ * An AbortSignal that fires at `deadline` on `clock` or when any of `parents` aborts; dispose() stops the timer and
+ * unhooks the parents (AbortSignal.any would keep a listener on a long-lived parent for every wait).
+ */
+function abortAtDeadline(clock: Clock, deadline: number, parents: Array<AbortSignal | undefined>) {
   const timer = new AbortController();
   const fired = new AbortController();
   const fire = () => fired.abort();
-  parent.addEventListener('abort', fire, { once: true });
-  if (Number.isFinite(deadline)) {
+  const hooked = parents.filter((p): p is AbortSignal => p !== undefined);
+  for (const parent of hooked) {
+    if (parent.aborted) fire();
+    else parent.addEventListener('abort', fire, { once: true });
+  }
+  if (Number.isFinite(deadline) && !fired.signal.aborted) {
     clock.sleep(Math.max(0, deadline - clock.now()), timer.signal).then(fire, () => undefined);
   }
   return {
     signal: fired.signal,
     dispose: () => {
       timer.abort();
-      parent.removeEventListener('abort', fire);
+      for (const parent of hooked) parent.removeEventListener('abort', fire);
     },
   };
 }
@@ -132,11 +139,11 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
     code: 'rate_limited',
   });
 
-  async function waitForSlot(deadline: number, signal: AbortSignal): Promise<boolean> {
+  async function waitForSlot(deadline: number, signals: Array<AbortSignal | undefined>): Promise<boolean> {
     if (!slots) return true;
     if (slots.tryAcquire()) return true;
     if (clock.now() >= deadline) return false;
-    const until = abortAtDeadline(clock, deadline, signal);
+    const until = abortAtDeadline(clock, deadline, signals);
     try {
       return await slots.acquire(until.signal);
     } finally {
@@ -146,7 +153,9 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
 
   async function send(request: SendRequest, signal: AbortSignal): Promise<SendResult> {
     const deadline = request.deadline ?? Number.POSITIVE_INFINITY;
-    if (!(await waitForSlot(deadline, signal))) {
+    const waitSignals = [signal, request.waitSignal];
+    if (!(await waitForSlot(deadline, waitSignals))) {
+      if (request.waitSignal?.aborted) return NOT_SENT_SHUTTING_DOWN;
       return overLimit(`has ${maxConcurrency} requests in flight (max_concurrency) until the deadline`);
     }
     try {
@@ -154,13 +163,17 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
       const wait = rate?.reserve(cost, deadline);
       if (wait === null) return overLimit(`is over ${ratePerSecond} segments per second (rate_per_second) until the deadline`);
       if (wait) {
+        const until = abortAtDeadline(clock, Number.POSITIVE_INFINITY, waitSignals);
         try {
-          await clock.sleep(wait, signal);
+          await clock.sleep(wait, until.signal);
         } catch {
           rate!.cancel(cost);
-          return overLimit('capacity wait was cut short by the send timeout');
+          return request.waitSignal?.aborted ? NOT_SENT_SHUTTING_DOWN : overLimit('capacity wait was cut short by the send timeout');
+        } finally {
+          until.dispose();
         }
       }
+      if (request.waitSignal?.aborted) return NOT_SENT_SHUTTING_DOWN;
       return await provider.send(request, signal);
     } finally {
       slots?.release();
