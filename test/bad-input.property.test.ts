@@ -83,7 +83,7 @@ describe('the SMS channel', () => {
         const res = await gw.post('/channels/sms/batch', batch);
         expectNoServerError(res, `/channels/sms/batch ${JSON.stringify(batch)}`);
         expect(res.status).toBe(200);
-        const { successful, failed, fatal } = res.json as Record<string, Array<{ error?: string }>>;
+        const { successful, failed, fatal } = res.json as { successful: unknown[]; failed: Array<{ error?: string }>; fatal: unknown[] };
         expect(successful.length + failed.length + fatal.length).toBe(batch.length);
         for (const entry of failed) expect(entry.error).toMatch(/^[a-z_.\d]+: |^body/);
       }),
