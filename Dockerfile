@@ -24,6 +24,9 @@ RUN npx tsc -p tsconfig.json \
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+# config.yaml reads server.environment from it: production refuses development keys and unverifiable receipts
+# (exit 78 naming the key; README: Security). Set GATEWAY_ENV=development to try the image on its defaults.
+ENV GATEWAY_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

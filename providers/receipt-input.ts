@@ -10,10 +10,11 @@ export function headerValue(receipt: IncomingReceipt, name: string): string | un
 
 /** Form fields exactly as received; a repeated field becomes an array (the shape twilio's validateRequest takes). */
 export function readFormFields(rawBody: Buffer): Record<string, string | string[]> {
-  const params: Record<string, string | string[]> = {};
+  // Collected in a Map, so a field named `__proto__` is a field like any other, never the object's prototype.
+  const fields = new Map<string, string | string[]>();
   for (const [key, value] of new URLSearchParams(rawBody.toString('utf8'))) {
-    const seen = params[key];
-    params[key] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+    const seen = fields.get(key);
+    fields.set(key, seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value]);
   }
-  return params;
+  return Object.fromEntries(fields);
 }

@@ -11,9 +11,11 @@
  * (research/user-pain.md §2): `early_receipts` posts the receipt before the send call answers, and
  * `duplicate_receipts` posts every receipt twice.
  */
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
+import { ownValue } from './own-key.js';
+import { headerValue } from './receipt-input.js';
 import {
   providerCommonConfig,
   type IncomingReceipt,
@@ -29,7 +31,11 @@ const configSchema = z.strictObject({
   ...providerCommonConfig,
   /** How long after the send the receipt is posted. */
   dlr_delay_ms: z.number().int().min(0).default(1_000),
-  /** When set, receipts carry an HMAC-SHA256 of the body in `X-Sandbox-Signature` and unsigned ones are refused. */
+  /**
+   * Key of the HMAC-SHA256 over the body that the sandbox puts in `X-Sandbox-Signature` and checks on every receipt;
+   * unsigned or wrongly signed receipts are refused. Unset: a random key of this process (or cluster), which only
+   * development accepts (src/config/production-checks.ts), since another instance cannot verify it.
+   */
   receipt_secret: z.string().min(1).optional(),
   early_receipts: z.boolean().default(false),
   duplicate_receipts: z.boolean().default(false),
@@ -47,7 +53,7 @@ const OUTCOME_BY_SUFFIX: Readonly<Record<string, Outcome>> = {
 };
 
 export function sandboxOutcome(recipient: string): Outcome {
-  return OUTCOME_BY_SUFFIX[recipient.slice(-4)] ?? 'delivered';
+  return ownValue(OUTCOME_BY_SUFFIX, recipient.slice(-4)) ?? 'delivered';
 }
 
 /** Sandbox receipt statuses and what they mean for the CRM. */
@@ -61,7 +67,7 @@ export const SANDBOX_STATUS_MAP: Readonly<Record<string, MappedStatus>> = {
 };
 
 export function mapSandboxStatus(status: string): MappedStatus {
-  return SANDBOX_STATUS_MAP[status.toLowerCase()] ?? 'delivery_unknown';
+  return ownValue(SANDBOX_STATUS_MAP, status.toLowerCase()) ?? 'delivery_unknown';
 }
 
 interface SandboxReceipt {
@@ -74,7 +80,13 @@ const receiptBodySchema = z.array(
   z.object({ sms_id: z.string().optional(), message_id: z.string().optional(), status: z.string().min(1) }),
 );
 
-function sign(secret: string, body: string | Buffer): string {
+/** The receipt key: the configured secret, else one derived from the process's random secret (per provider name). */
+export function sandboxReceiptKey(name: string, config: Pick<SandboxConfig, 'receipt_secret'>, processSecret: Buffer | undefined): string | Buffer {
+  if (config.receipt_secret) return config.receipt_secret;
+  return createHmac('sha256', processSecret ?? randomBytes(32)).update(`sandbox receipts ${name}`).digest();
+}
+
+function sign(secret: string | Buffer, body: string | Buffer): string {
   return createHmac('sha256', secret).update(body).digest('hex');
 }
 
@@ -86,11 +98,11 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
     let timer: NodeJS.Timeout | undefined;
     let closed = false;
     const inFlight = new Set<Promise<void>>();
+    const receiptKey = sandboxReceiptKey(name, config, deps.processSecret);
 
     async function post(url: string, receipts: SandboxReceipt[]): Promise<void> {
       const body = JSON.stringify(receipts);
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (config.receipt_secret) headers['x-sandbox-signature'] = sign(config.receipt_secret, body);
+      const headers = { 'content-type': 'application/json', 'x-sandbox-signature': sign(receiptKey, body) };
       for (let attempt = 1; attempt <= 3 && !closed; attempt++) {
         try {
           // Bounded, so a gateway that stops answering cannot hold the sandbox's close() (and a shutdown) open.
@@ -147,12 +159,13 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
-        if (config.receipt_secret) {
-          const given = Buffer.from(receipt.headers['x-sandbox-signature'] ?? '', 'utf8');
-          const expected = Buffer.from(sign(config.receipt_secret, receipt.rawBody), 'utf8');
-          if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-            return { ok: false, reason: 'X-Sandbox-Signature does not match the body' };
-          }
+        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (issue 16).
+        const header = headerValue(receipt, 'x-sandbox-signature');
+        if (header === undefined) return { ok: false, reason: 'X-Sandbox-Signature is missing' };
+        const given = Buffer.from(header, 'utf8');
+        const expected = Buffer.from(sign(receiptKey, receipt.rawBody), 'utf8');
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+          return { ok: false, reason: 'X-Sandbox-Signature does not match the body' };
         }
         let json: unknown;
         try {

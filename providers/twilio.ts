@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
 import {
   providerCommonConfig,
@@ -87,7 +88,7 @@ export function classifyTwilioFailure(failure: TwilioFailure): 'permanent' | 'tr
   if (failure.code !== undefined && TWILIO_TRANSIENT_CODES.has(failure.code)) return 'transient';
   const status = failure.httpStatus ?? 0;
   if (status === 429 || status >= 500) return 'transient';
-  if (failure.code !== undefined && failure.code in TWILIO_PERMANENT_CODES) return 'permanent';
+  if (failure.code !== undefined && Object.hasOwn(TWILIO_PERMANENT_CODES, failure.code)) return 'permanent';
   if (status >= 400) return 'permanent';
   return 'transient'; // a 2xx/3xx we cannot read: the message may exist, the CRM decides on retry
 }
@@ -112,7 +113,7 @@ export const TWILIO_STATUS_MAP: Readonly<Record<string, MappedStatus | 'ignore'>
 
 /** Unknown values stay intermediate until the timeout: Twilio adds statuses without notice (§4.1). */
 export function mapTwilioStatus(status: string): MappedStatus | 'ignore' {
-  return TWILIO_STATUS_MAP[status.toLowerCase()] ?? 'intermediate';
+  return ownValue(TWILIO_STATUS_MAP, status.toLowerCase()) ?? 'intermediate';
 }
 
 /** Twilio answers errors as legacy JSON `{code, message, more_info, status}` or RFC 9457 `{type, title, detail, code}`. */
@@ -171,7 +172,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         }
         const { code, message } = readTwilioError(res.json);
         const kind = classifyTwilioFailure({ httpStatus: res.status, code });
-        const meaning = code !== undefined ? TWILIO_PERMANENT_CODES[code] : undefined;
+        const meaning = code !== undefined ? ownValue(TWILIO_PERMANENT_CODES, code) : undefined;
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
         // A 5xx, or a success we cannot read, may have created the message (providers.md §1.4); a 429 never did.
         const ambiguous = res.status >= 500 || res.status < 300;
@@ -192,7 +193,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         if (!providerStatus) return { ok: false, reason: 'MessageStatus is missing' };
         const status = mapTwilioStatus(providerStatus);
         if (status === 'ignore') return { ok: true, events: [] };
-        if (!(providerStatus.toLowerCase() in TWILIO_STATUS_MAP)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Twilio MessageStatus; kept as intermediate');
+        if (!Object.hasOwn(TWILIO_STATUS_MAP, providerStatus.toLowerCase())) deps.logger.warn({ provider: name, providerStatus }, 'unknown Twilio MessageStatus; kept as intermediate');
         const errorCode = firstValue(params.ErrorCode);
         return {
           ok: true,

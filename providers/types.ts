@@ -95,6 +95,11 @@ export interface SmsProvider {
 export interface ProviderDeps {
   logger: Logger;
   now: () => number;
+  /**
+   * Random bytes shared by this process (and the workers of its cluster), for a plugin that needs a key when none
+   * is configured (the sandbox's receipt signatures). Another instance has other bytes.
+   */
+  processSecret?: Buffer;
 }
 
 /** Keys every provider block accepts besides its own. */

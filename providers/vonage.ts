@@ -13,6 +13,7 @@
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
 import {
   providerCommonConfig,
@@ -34,7 +35,10 @@ const configSchema = z.strictObject({
   api_secret: z.string().min(1),
   /** Default sender when the CRM gives no sender_name (alphanumeric IDs are not allowed everywhere). */
   from: z.string().min(1).optional(),
-  /** When set, unsigned or badly signed receipts are refused. */
+  /**
+   * The dashboard's signature secret. Receipts are only believed when signed with it: without it every receipt is
+   * refused (403), since anyone could post one (production refuses such a config at start).
+   */
   signature_secret: z.string().min(1).optional(),
   /** The dashboard's signing algorithm: MD5 hash (Vonage's default) or one of the HMACs. */
   signature_method: z.enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512']).default('md5hash'),
@@ -70,7 +74,7 @@ export const VONAGE_SUBMIT_STATUS: Readonly<Record<SubmitStatus, { kind: 'perman
 
 export function classifyVonageSubmitStatus(status: string): 'accepted' | 'permanent' | 'transient' {
   if (status === '0') return 'accepted';
-  return VONAGE_SUBMIT_STATUS[status as SubmitStatus]?.kind ?? 'permanent';
+  return ownValue(VONAGE_SUBMIT_STATUS, status)?.kind ?? 'permanent';
 }
 
 /**
@@ -100,7 +104,7 @@ export const VONAGE_DLR_STATUS: Readonly<Record<string, MappedStatus>> = {
 
 /** Anything else (`deleted`, new values) is delivery_unknown. */
 export function mapVonageDlrStatus(status: string): MappedStatus {
-  return VONAGE_DLR_STATUS[status.toLowerCase()] ?? 'delivery_unknown';
+  return ownValue(VONAGE_DLR_STATUS, status.toLowerCase()) ?? 'delivery_unknown';
 }
 
 /**
@@ -220,7 +224,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         }
         const refused = parts.find((p) => p.status !== '0');
         const code = String(refused?.status ?? 'malformed_answer');
-        const meaning = VONAGE_SUBMIT_STATUS[code as SubmitStatus]?.meaning ?? 'unknown status';
+        const meaning = ownValue(VONAGE_SUBMIT_STATUS, code)?.meaning ?? 'unknown status';
         const partial = statuses.includes('0') ? `; ${statuses.filter((s) => s === '0').length} of ${parts.length} parts were accepted and will be sent` : '';
         return failure(verdict, `status ${code} (${meaning}${refused?.['error-text'] ? `: ${refused['error-text']}` : ''})${partial}`, code);
       },
@@ -230,14 +234,13 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (!params) return { ok: false, reason: 'body is not a JSON object' };
         const isJwt = /^Bearer\s/i.test(headerValue(receipt, 'authorization') ?? '');
         if (isJwt || params.message_uuid !== undefined) return parseMessagesWebhook(receipt);
-        if (config.signature_secret) {
-          const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
-          if (!check.ok) return check;
-        }
+        if (!config.signature_secret) return { ok: false, reason: 'receipts are only accepted with signature_secret set (unsigned ones could come from anyone)' };
+        const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
+        if (!check.ok) return check;
         const providerStatus = params.status;
         if (!providerStatus) return { ok: false, reason: 'status is missing: not a delivery receipt' };
         const status = mapVonageDlrStatus(providerStatus);
-        if (!(providerStatus.toLowerCase() in VONAGE_DLR_STATUS)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
+        if (!Object.hasOwn(VONAGE_DLR_STATUS, providerStatus.toLowerCase())) deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
         const errorCode = params['err-code'];
         return {
           ok: true,

@@ -11,6 +11,7 @@ import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
 import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
+import { createAllowedMethods } from './http/method-not-allowed.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
@@ -37,6 +38,8 @@ export interface AppParts {
   logger: Logger;
   now: () => number;
   publicUrl: () => string;
+  /** Random bytes of this process (or cluster), the key of what is signed without a configured secret. */
+  processSecret: Buffer;
   ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
@@ -65,7 +68,7 @@ export function createApp(parts: AppParts): Hono {
     await next();
   });
 
-  app.route('/', healthRoutes(parts.db));
+  app.route('/', healthRoutes(parts.db, logger));
   app.route(
     '/channels/sms',
     smsRoutes({
@@ -81,7 +84,7 @@ export function createApp(parts: AppParts): Hono {
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
-  const operatorAuth = createOperatorAuth(config.auth, parts.now);
+  const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
@@ -94,7 +97,7 @@ export function createApp(parts: AppParts): Hono {
   // Each area describes its routes beside them; a new area adds its list here.
   const routeDocs = [
     ...smsRouteDocs,
-    ...receiptRouteDocs(providerNames),
+    ...receiptRouteDocs(),
     ...adminRouteDocs,
     ...opsRouteDocs({ metricsPublic: config.metrics.public }),
     ...consoleRouteDocs,
@@ -105,7 +108,17 @@ export function createApp(parts: AppParts): Hono {
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
 
-  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+  // Read on first use, when every route above is in the table.
+  let allowedMethods: ((path: string) => string[]) | undefined;
+  app.notFound((c) => {
+    allowedMethods ??= createAllowedMethods(app.routes);
+    const allow = allowedMethods(c.req.path);
+    if (allow.length > 0 && !allow.includes(c.req.method)) {
+      c.header('Allow', allow.join(', '));
+      return c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path} (use ${allow.join(', ')})` }, 405);
+    }
+    return c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404);
+  });
   app.onError((error, c) => {
     requestLogger(c, logger).error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
     return c.json({ error: 'internal error; the request can be retried' }, 500);

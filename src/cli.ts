@@ -2,6 +2,7 @@
 /** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
+import { describeFinding, findUnsafeSettings } from './config/production-checks.js';
 import { createLogger } from './observability/logger.js';
 
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
@@ -11,6 +12,8 @@ commands:
   migrate   bring the database schema up to date and exit
   flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
             exits 0, or 1 when the webhook could not be reached
+
+serve, migrate and flush exit 78 when server.environment is production and a setting is unsafe (README: Security).
   import users FILE
             load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
@@ -35,6 +38,16 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = await loadConfig(values.config!);
+  // Production refuses what is unsafe; development says it once, at the start (src/config/production-checks.ts).
+  const findings = command === 'import' ? [] : findUnsafeSettings(config);
+  if (findings.length > 0 && config.server.environment === 'production') {
+    console.error(
+      `server.environment is production and the configuration is not safe for it:\n${findings.map((f) => `  - ${describeFinding(f)}`).join('\n')}\n` +
+        'Fix these keys, or run with server.environment: development (or GATEWAY_ENV=development) to start anyway with warnings.',
+    );
+    return 78;
+  }
+  const warnOnce = (warn: (line: string) => void) => findings.forEach((f) => warn(`not safe for production: ${describeFinding(f)}`));
 
   switch (command) {
     case 'serve': {
@@ -42,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
       const workers = workerCount(config);
       const role = clusterRole(config);
       const logger = role ? createLogger(config.log.level).child({ cluster_worker: role.index }) : createLogger(config.log.level);
+      if (!role) warnOnce((line) => logger.warn(line));
       if (workers > 1 && !role) {
         // The primary of server.workers: migrate once, then run the workers (src/cluster.ts).
         const { migrateToLatest, openLedger } = await import('./ledger/db.js');
@@ -75,6 +89,7 @@ async function main(argv: string[]): Promise<number> {
       return new Promise<number>(() => {}); // runs until a signal
     }
     case 'migrate': {
+      warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
       const { migrateToLatest, openLedger } = await import('./ledger/db.js');
       const ledger = openLedger(config.database);
@@ -87,6 +102,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'flush':
+      warnOnce((line) => console.error(`warning: ${line}`));
       return (await import('./delivery/flush.js')).runFlush(config, process.stdout);
     case 'import': {
       const [, what, file] = positionals;

@@ -9,6 +9,7 @@
  * happen once already holds across processes (README "Several instances"): the ledger decides, not a process.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
@@ -16,6 +17,11 @@ import type { Config } from './config/schema.js';
 
 /** The environment variable that tells a forked worker its index (0 … count-1). */
 const WORKER_INDEX_ENV = 'CRM_SMS_GATEWAY_WORKER';
+/**
+ * Random bytes (hex) the primary hands every worker, so the keys a gateway draws at random when none is configured
+ * (sandbox receipt signatures, OAuth tokens) are the same in each worker: a receipt or token from one is good at all.
+ */
+const CLUSTER_SECRET_ENV = 'CRM_SMS_GATEWAY_CLUSTER_SECRET';
 const METRICS_MESSAGE = 'crm-sms-gateway:metrics';
 /** More restarts than this within a minute is a crash loop: the primary gives up and exits 1. */
 const MAX_RESTARTS_PER_MINUTE = 10;
@@ -23,6 +29,8 @@ const MAX_RESTARTS_PER_MINUTE = 10;
 export interface ClusterRole {
   index: number;
   count: number;
+  /** The cluster's shared random secret (CLUSTER_SECRET_ENV); absent only if the primary did not pass one. */
+  secret?: Buffer;
 }
 
 export function workerCount(config: Readonly<Config>): number {
@@ -32,7 +40,8 @@ export function workerCount(config: Readonly<Config>): number {
 /** This process's place in a cluster, or undefined when it runs alone. */
 export function clusterRole(config: Readonly<Config>): ClusterRole | undefined {
   if (!cluster.isWorker) return undefined;
-  return { index: Number(process.env[WORKER_INDEX_ENV] ?? 0), count: workerCount(config) };
+  const secret = process.env[CLUSTER_SECRET_ENV];
+  return { index: Number(process.env[WORKER_INDEX_ENV] ?? 0), count: workerCount(config), ...(secret ? { secret: Buffer.from(secret, 'hex') } : {}) };
 }
 
 /** A provider limit split over the workers (never below 1, so a low limit still lets each worker send). */
@@ -83,9 +92,10 @@ export function runClusterPrimary(count: number, logger: Logger, shutdownTimeout
   const restarts: number[] = [];
   let stopping = false;
   let exitCode = 0;
+  const secret = randomBytes(32).toString('hex');
 
   const fork = (index: number) => {
-    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index), [CLUSTER_SECRET_ENV]: secret });
     indexOf.set(worker, index);
     worker.on('message', (message: { type?: string; id?: number }) => {
       if (message?.type !== METRICS_MESSAGE) return;

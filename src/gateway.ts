@@ -1,4 +1,5 @@
 /** Wires the running gateway: ledger, providers, dispatcher, delivery worker, HTTP server. Used by `serve` and tests. */
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
@@ -45,10 +46,17 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number, clock: Clock = systemClock(now), role?: ClusterRole): SmsProvider[] {
+export function createProviders(
+  config: Readonly<Config>,
+  logger: Logger,
+  now: () => number,
+  clock: Clock = systemClock(now),
+  role?: ClusterRole,
+  processSecret?: Buffer,
+): SmsProvider[] {
   return Object.entries(config.providers).map(([name, providerConfig]) => {
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
-    const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now });
+    const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now, processSecret });
     // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     return withThrottle(
@@ -68,7 +76,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const { db } = ledger;
   await migrateToLatest(db);
 
-  const providers = createProviders(config, logger, now, options.clock, options.cluster);
+  // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
+  const processSecret = options.cluster?.secret ?? randomBytes(32);
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret);
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
@@ -126,6 +136,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     now,
     publicUrl: () => publicUrl,
+    processSecret,
     ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
     onReplay: () => worker?.wake(),
     metrics,

@@ -32,6 +32,7 @@ function writeConfig(name: string, extra = '', level = 'info', serverExtra: stri
   const file = join(dir, name);
   const yaml = [
     'server:',
+    ...(serverExtra.some((line) => line.includes('environment:')) ? [] : ['  environment: development']),
     '  host: 127.0.0.1',
     '  port: 0',
     ...serverExtra,
@@ -170,6 +171,38 @@ describe('failures', () => {
       expect(run.stderr()).toMatch(message);
       expect(listeningUrl(run.stdout())).toBeUndefined();
     }
+  });
+
+  it('in production, serve, migrate and flush exit 78 naming every unsafe key; nothing is migrated or served', async () => {
+    const config = writeConfig('production.yaml', 'admin:\n  api_key: dev-admin-key-change-me\ncrm:\n  webhook_url: http://127.0.0.1:9\n  webhook_api_key: short', 'info', [
+      '  environment: production',
+    ]);
+    for (const command of ['serve', 'migrate', 'flush']) {
+      const run = start([command, '--config', config]);
+      expect((await run.exit).code).toBe(78);
+      for (const key of ['auth.api_keys[0]', 'admin.api_key', 'crm.webhook_api_key', 'providers.sandbox.receipt_secret']) {
+        expect(run.stderr()).toContain(`  - ${key} `);
+      }
+      expect(listeningUrl(run.stdout())).toBeUndefined();
+    }
+    expect(existsSync(join(dir, 'production.yaml.db'))).toBe(false);
+  });
+
+  it('in development, serve starts and warns once for each unsafe key', async () => {
+    const run = start(['serve', '--config', writeConfig('development.yaml', 'admin:\n  api_key: dev-admin-key-change-me')]);
+    await waitFor(() => listeningUrl(run.stdout()));
+    const warnings = run
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('not safe for production'))
+      .map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(warnings).toEqual([
+      'not safe for production: auth.api_keys[0] is shorter than 16 characters',
+      'not safe for production: admin.api_key is a shipped development value',
+      expect.stringMatching(/^not safe for production: providers\.sandbox\.receipt_secret is not set/),
+    ]);
+    run.child.kill('SIGTERM');
+    expect((await run.exit).code).toBe(0);
   });
 
   it('a config file that does not exist exits 78 naming the file', async () => {

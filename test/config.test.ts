@@ -90,6 +90,43 @@ describe('environment references', () => {
     expect(config.server.public_url).toBe('https://sms.example:8443/sms');
   });
 
+  it.each<[string, Record<string, string>, (c: ReturnType<typeof parseConfig>) => unknown, unknown]>([
+    ['a phone number stays text', { FROM: '+15005550006' }, (c) => (c.providers.tw as { from?: string }).from, '+15005550006'],
+    ['an all-digit key stays text', { KEY: '1234567890123456' }, (c) => c.auth.api_keys[0], '1234567890123456'],
+    ['a secret starting with # is kept, not read as a comment', { ADMIN: '#not-a-comment-0123' }, (c) => c.admin.api_key, '#not-a-comment-0123'],
+    ['quotes are kept', { ADMIN: '"quoted-admin-key-01"' }, (c) => c.admin.api_key, '"quoted-admin-key-01"'],
+    ['a YAML-looking value is not parsed', { ADMIN: '{a: 1, b: [2]} 0123456789' }, (c) => c.admin.api_key, '{a: 1, b: [2]} 0123456789'],
+    ['a number where the schema asks for one', { RATE: '2.5' }, (c) => c.providers.tw!.rate_per_second, 2.5],
+    ['workers written as a number', { WORKERS: '3' }, (c) => c.server.workers, 3],
+  ])('take environment values as text: %s', (_label, env, read, expected) => {
+    const document = {
+      server: { workers: '${WORKERS:-1}' },
+      auth: { api_keys: ['${KEY:-k}'] },
+      admin: { api_key: '${ADMIN:-admin-key-0123456789}' },
+      providers: {
+        tw: { type: 'twilio', account_sid: `AC${'0'.repeat(32)}`, auth_token: '${TOKEN:-0000}', from: '${FROM:-+15550000000}', rate_per_second: '${RATE:-1}' },
+      },
+    };
+    expect(read(parseConfig(document, env))).toEqual(expected);
+  });
+
+  it('refuse text where the schema asks for a number, naming the key', () => {
+    expect(configError(minimal({ server: { port: '${PORT}' } }), { PORT: 'eighty' })).toMatch(/server\.port: .*number/);
+  });
+
+  it.each<[string, Doc, Record<string, string>, string]>([
+    ['the key when it is written', minimal({ server: { environment: 'development' } }), { GATEWAY_ENV: 'production' }, 'development'],
+    ['GATEWAY_ENV when the key is absent', minimal(), { GATEWAY_ENV: 'development' }, 'development'],
+    ['production when neither is set', minimal(), {}, 'production'],
+    ['a reference to GATEWAY_ENV with a default', minimal({ server: { environment: '${GATEWAY_ENV:-development}' } }), {}, 'development'],
+  ])('server.environment is %s', (_label, document, env, expected) => {
+    expect(parseConfig(document, env).server.environment).toBe(expected);
+  });
+
+  it('refuse a GATEWAY_ENV that is neither production nor development', () => {
+    expect(configError(minimal(), { GATEWAY_ENV: 'staging' })).toMatch(/GATEWAY_ENV: must be production or development/);
+  });
+
   it('work inside lists', () => {
     expect(parseConfig(minimal({ sms: { api_keys: ['${OLD:-a}', '${NEW:-b}'] } }), { NEW: 'rotated' }).sms.api_keys).toEqual(['a', 'rotated']);
   });

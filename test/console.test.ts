@@ -105,7 +105,7 @@ describe('console counters (delivery_stats)', () => {
       provider: 'sandbox',
       counts: { ...emptyCounts(), submitted: 4, rejected: 1, retryable: 1, delivered: 1, undelivered: 1, failed: 1, delivery_unknown: 1 },
     });
-    await gw.post('/dlr/sandbox', [{ sms_id: sent.silent, message_id: 'late', status: 'delivered' }]);
+    await gw.postReceipt([{ sms_id: sent.silent, message_id: 'late', status: 'delivered' }]);
     expect((await hour()).counts).toMatchObject({ delivered: 2, delivery_unknown: 0 });
   });
 

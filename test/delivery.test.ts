@@ -46,7 +46,7 @@ describe('send → receipt → conversion', () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
     const sent = await gw.post('/channels/sms/single', smsMessage('ooo-1'));
     const smsId = sent.json.sms_id as string;
-    const post = (status: string) => gw.post(`/dlr/sandbox`, [{ sms_id: smsId, message_id: 'x', status }]);
+    const post = (status: string) => gw.postReceipt([{ sms_id: smsId, message_id: 'x', status }]);
     expect((await post('sent')).status).toBe(200);
     expect((await post('delivered')).status).toBe(200);
     expect((await post('delivered')).status).toBe(200);
@@ -62,7 +62,7 @@ describe('send → receipt → conversion', () => {
 
   it('parks a receipt whose provider id is not known yet and applies it once the message appears', async () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
-    const early = await gw.post('/dlr/sandbox', [{ message_id: 'not-yet-known', status: 'delivered' }]);
+    const early = await gw.postReceipt([{ message_id: 'not-yet-known', status: 'delivered' }]);
     expect(early.status).toBe(200);
     const rows = await gw.gateway.ledger.db.selectFrom('receipts').selectAll().where('provider_message_id', '=', 'not-yet-known').execute();
     expect(rows).toMatchObject([{ matched: 0, sms_id: null }]);
@@ -78,8 +78,8 @@ describe('send → receipt → conversion', () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
     // Receipts for messages this gateway never sent (another system on the same provider account).
     const orphans = Array.from({ length: 1_200 }, (_, k) => ({ message_id: `someone-else-${k}`, status: 'delivered' }));
-    expect((await gw.post('/dlr/sandbox', orphans)).status).toBe(200);
-    expect((await gw.post('/dlr/sandbox', [{ message_id: 'ours-later', status: 'delivered' }])).status).toBe(200);
+    expect((await gw.postReceipt(orphans)).status).toBe(200);
+    expect((await gw.postReceipt([{ message_id: 'ours-later', status: 'delivered' }])).status).toBe(200);
     const sent = await gw.post('/channels/sms/single', smsMessage('parked-behind-orphans'));
     await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'ours-later' }).where('sms_id', '=', sent.json.sms_id).execute();
     expect(await gw.gateway.sweep()).toMatchObject({ rematched: 1, expired: 0 });
@@ -96,10 +96,10 @@ describe('send → receipt → conversion', () => {
       },
       { now: () => now },
     );
-    expect((await gw.post('/dlr/sandbox', [{ message_id: 'never-ours', status: 'delivered' }])).status).toBe(200);
+    expect((await gw.postReceipt([{ message_id: 'never-ours', status: 'delivered' }])).status).toBe(200);
     expect(await gw.gateway.sweep()).toMatchObject({ expired: 0 });
     now += 3_600_001;
-    expect((await gw.post('/dlr/sandbox', [{ message_id: 'recent-orphan', status: 'delivered' }])).status).toBe(200);
+    expect((await gw.postReceipt([{ message_id: 'recent-orphan', status: 'delivered' }])).status).toBe(200);
     expect(await gw.gateway.sweep()).toMatchObject({ expired: 1, rematched: 0 });
     const rows = await gw.gateway.ledger.db.selectFrom('receipts').select(['provider_message_id', 'matched']).orderBy('id').execute();
     expect(rows).toEqual([
@@ -126,7 +126,7 @@ describe('send → receipt → conversion', () => {
     await gw.gateway.sweep();
     const [unknown] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(unknown!.delivery_status).toBe('delivery_unknown');
-    await gw.post('/dlr/sandbox', [{ sms_id: sent.json.sms_id, message_id: 'late', status: 'delivered' }]);
+    await gw.postReceipt([{ sms_id: sent.json.sms_id, message_id: 'late', status: 'delivered' }]);
     await waitFor(() => conversionsFor(sent.json.sms_id).length === 2);
     expect(conversionsFor(sent.json.sms_id).map((c) => c.delivery_status)).toEqual(['delivery_unknown', 'delivered']);
   });

@@ -25,7 +25,8 @@ describe('health endpoints', () => {
       await broken.gateway.ledger.close();
       const ready = await broken.get('/readyz');
       expect(ready.status).toBe(503);
-      expect(ready.json).toEqual({ error: expect.stringMatching(/^database unavailable: /) });
+      // It names the dependency, never the driver's error text (paths, hosts, users).
+      expect(ready.json).toEqual({ error: 'database: not answering (the gateway log has the cause)' });
       expect((await broken.get('/healthz')).status).toBe(200);
     } finally {
       await broken.close();

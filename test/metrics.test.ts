@@ -47,9 +47,9 @@ describe('GET /metrics after real sends and receipts', () => {
     expect((await gw.post('/channels/sms/single', smsMessage('m-rejected', { recipient: '+447700900004' }))).status).toBe(400);
     expect((await gw.post('/channels/sms/single', smsMessage('m-transient', { recipient: '+447700900005' }))).status).toBe(503);
     // A receipt nobody can match yet, and one receipt twice.
-    await gw.post('/dlr/sandbox', [{ message_id: 'not-known-yet', status: 'delivered' }]);
-    await gw.post('/dlr/sandbox', [{ sms_id: long.json.sms_id, message_id: 'twice', status: 'sent' }]);
-    await gw.post('/dlr/sandbox', [{ sms_id: long.json.sms_id, message_id: 'twice', status: 'sent' }]);
+    await gw.postReceipt([{ message_id: 'not-known-yet', status: 'delivered' }]);
+    await gw.postReceipt([{ sms_id: long.json.sms_id, message_id: 'twice', status: 'sent' }]);
+    await gw.postReceipt([{ sms_id: long.json.sms_id, message_id: 'twice', status: 'sent' }]);
     const accepted = [...batch.json.successful.map((s: { sms_id: string }) => s.sms_id), long.json.sms_id, undelivered.json.sms_id];
     await waitFor(() => accepted.every((id) => crm.conversions.some((c) => c.sms_id === id)), 10_000, 'four conversions');
     await waitFor(async () => valueOf(await scrape(gw), 'sms_gateway_conversions_posted_total') === 4, 5_000, 'posted counter');

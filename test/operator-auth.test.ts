@@ -126,13 +126,19 @@ describe('auth.mode oauth', () => {
     expect((await gw.get('/userdetails/u-1', noKey)).status).toBe(401);
   });
 
-  it('accepts a token issued by another instance with the same config', async () => {
-    const other = await startTestGateway({ auth: { mode: 'oauth', oauth } }, { now: () => clock });
+  it('accepts a token issued by another instance with the same signing_secret, and not one without it', async () => {
+    const shared = { ...oauth, signing_secret: 'shared-signing-secret-0001' };
+    const first = await startTestGateway({ auth: { mode: 'oauth', oauth: shared } }, { now: () => clock });
+    const second = await startTestGateway({ auth: { mode: 'oauth', oauth: shared } }, { now: () => clock });
     try {
-      const { access_token } = crmToken.parse((await other.post('/oauth/token', tokenRequest, noKey)).json);
-      expect((await gw.get('/userdetails/u-1', bearer(access_token))).status).toBe(200);
+      await loadUser(second);
+      const { access_token } = crmToken.parse((await first.post('/oauth/token', tokenRequest, noKey)).json);
+      expect((await second.get('/userdetails/u-1', bearer(access_token))).status).toBe(200);
+      // Without signing_secret each instance signs with its own random key, never one derived from client_secret.
+      const own = crmToken.parse((await gw.post('/oauth/token', tokenRequest, noKey)).json);
+      expect((await second.get('/userdetails/u-1', bearer(own.access_token))).status).toBe(401);
     } finally {
-      await other.close();
+      await Promise.all([first.close(), second.close()]);
     }
   });
 

@@ -183,10 +183,10 @@ describe('vonage delivery receipts (sig)', () => {
     expect(await vonage.parseReceipt(receipt)).toMatchObject({ ok: true });
   });
 
-  it('accepts unsigned receipts when no signature_secret is configured', async () => {
+  it('refuses every receipt when no signature_secret is configured, since anyone could have sent it', async () => {
     const open = createPlugin('vonage', { api_key: 'k', api_secret: 's' });
     const receipt = await receive(`${capture.url}/dlr/vonage`, { messageId: 'A', status: 'buffered', 'client-ref': 'r1' }, 'form', { signatureSecret: null });
-    expect(await open.parseReceipt(receipt)).toEqual({ ok: true, events: [{ smsId: 'r1', providerMessageId: 'A', providerStatus: 'buffered', status: 'intermediate', perPart: true }] });
+    expect(await open.parseReceipt(receipt)).toEqual({ ok: false, reason: expect.stringMatching(/signature_secret/) });
   });
 
   it('per-part receipts, duplicated and out of order, each parse to their own part event', async () => {

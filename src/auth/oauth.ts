@@ -2,8 +2,8 @@
  * OAuth 2 client credentials for the operator API (operator-interface: Authentication; crm-public-docs §6).
  * The token endpoint takes client_id, client_secret and grant_type=client_credentials as a JSON body (POST), a
  * form body (POST, as RFC 6749 has it) or query parameters (GET), and answers {access_token, expires_in, token_type}.
- * Tokens are HS256 JWTs checked by signature and expiry alone, so any instance that shares the signing key accepts
- * the tokens of any other, with no token store.
+ * Tokens are HS256 JWTs checked by signature and expiry alone, so any instance that shares auth.oauth.signing_secret
+ * accepts the tokens of any other, with no token store.
  */
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
@@ -39,15 +39,16 @@ export interface TokenIssuer {
 const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url');
 
 /**
- * Without a configured signing_secret the key is derived from client_secret: every instance with the same config
- * agrees on it, and changing the client secret also voids the tokens issued under the old one.
+ * The token key never comes from client_secret: a short client secret would let anyone holding one token recover it
+ * offline. It is signing_secret when set (instances sharing one database need the same one), else random bytes of
+ * this process (or cluster), so tokens end with a restart and the CRM fetches a new one after its 401.
  */
-export function signingKeyOf(oauth: OAuthConfig): Buffer {
-  return createHmac('sha256', oauth.signing_secret ?? oauth.client_secret).update('crm-sms-gateway oauth access-token key v1').digest();
+export function signingKeyOf(oauth: OAuthConfig, processSecret: Buffer): Buffer {
+  return createHmac('sha256', oauth.signing_secret ?? processSecret).update('crm-sms-gateway oauth access-token key v1').digest();
 }
 
-export function createTokenIssuer(oauth: OAuthConfig, now: () => number): TokenIssuer {
-  const key = signingKeyOf(oauth);
+export function createTokenIssuer(oauth: OAuthConfig, now: () => number, processSecret: Buffer): TokenIssuer {
+  const key = signingKeyOf(oauth, processSecret);
   const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
   const sign = (input: string) => createHmac('sha256', key).update(input).digest();
 

@@ -11,7 +11,7 @@ export interface OperatorAuth {
   tokenRoutes?: Hono;
 }
 
-export function createOperatorAuth(auth: Config['auth'], now: () => number): OperatorAuth {
+export function createOperatorAuth(auth: Config['auth'], now: () => number, processSecret: Buffer): OperatorAuth {
   switch (auth.mode) {
     case 'api_key':
       return { middleware: requireApiKey(auth.api_keys) };
@@ -19,7 +19,7 @@ export function createOperatorAuth(auth: Config['auth'], now: () => number): Ope
       // The config schema requires auth.basic in this mode.
       return { middleware: requireBasic(auth.basic!.username, auth.basic!.password) };
     case 'oauth': {
-      const issuer = createTokenIssuer(auth.oauth!, now);
+      const issuer = createTokenIssuer(auth.oauth!, now, processSecret);
       return { middleware: requireBearerToken(issuer), tokenRoutes: oauthTokenRoutes(auth.oauth!, issuer) };
     }
   }

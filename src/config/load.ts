@@ -15,10 +15,15 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 type Env = Record<string, string | undefined>;
 
-function substitute(value: string, env: Env, path: string): unknown {
+/**
+ * Replaces the references in one string. What comes out is text, never parsed as YAML: a secret starting with `#`, a
+ * quoted or all-digit token and `+15005550006` stay exactly as set. A value that was one whole reference and came
+ * out empty counts as not written (the key's default applies).
+ */
+function substitute(value: string, env: Env, path: string): string | undefined {
   const missing: string[] = [];
   const replaced = value.replace(REFERENCE, (_, name: string, fallback: string | undefined) => {
-    const found = env[name];
+    const found = Object.hasOwn(env, name) ? env[name] : undefined;
     if (found !== undefined && found !== '') return found;
     if (fallback !== undefined) return fallback;
     missing.push(name);
@@ -27,24 +32,65 @@ function substitute(value: string, env: Env, path: string): unknown {
   if (missing.length > 0) {
     throw new ConfigError(`${path}: environment variable ${missing.join(', ')} is not set and has no default`);
   }
-  // A value that is one whole reference takes the YAML type of what it expands to (`${PORT:-8080}` → 8080).
   const whole = value.match(REFERENCE);
-  if (whole?.length === 1 && whole[0] === value.trim()) {
-    const typed: unknown = YAML.parse(replaced);
-    if (typed === null || typeof typed !== 'object') return typed ?? undefined;
-  }
+  if (whole?.length === 1 && whole[0] === value.trim() && replaced.trim() === '') return undefined;
   return replaced;
 }
 
-function substituteTree(node: unknown, env: Env, path: string): unknown {
-  if (typeof node === 'string') return substitute(node, env, path);
-  if (Array.isArray(node)) return node.map((item, i) => substituteTree(item, env, `${path}[${i}]`));
-  if (node && typeof node === 'object') {
-    return Object.fromEntries(
-      Object.entries(node).map(([key, value]) => [key, substituteTree(value, env, path ? `${path}.${key}` : key)]),
-    );
+type Path = Array<string | number>;
+
+/**
+ * Expands every string of the tree (no recursion: the YAML may nest deeply). Returns the new tree and the paths of
+ * the values that came from a reference, the only ones the schema may turn into numbers or booleans.
+ */
+function substituteTree(document: unknown, env: Env): { tree: unknown; substituted: Map<string, Path> } {
+  const substituted = new Map<string, Path>();
+  const expand = (node: unknown, path: Path): unknown => {
+    if (typeof node !== 'string') return node;
+    const value = substitute(node, env, path.map(String).join('.'));
+    if (value !== node) substituted.set(JSON.stringify(path), path);
+    return value;
+  };
+  const root = { value: document };
+  const stack: Array<{ holder: Record<string | number, unknown>; key: string | number; path: Path }> = [{ holder: root, key: 'value', path: [] }];
+  while (stack.length > 0) {
+    const { holder, key, path } = stack.pop()!;
+    const node = holder[key];
+    if (Array.isArray(node)) {
+      const copy = [...node];
+      holder[key] = copy;
+      copy.forEach((_, i) => stack.push({ holder: copy as unknown as Record<number, unknown>, key: i, path: [...path, i] }));
+    } else if (node && typeof node === 'object') {
+      // Object.fromEntries keeps every key an own property, whatever its name.
+      const copy = Object.fromEntries(Object.entries(node));
+      holder[key] = copy;
+      for (const child of Object.keys(copy)) stack.push({ holder: copy, key: child, path: [...path, child] });
+    } else {
+      holder[key] = expand(node, path);
+    }
   }
-  return node;
+  return { tree: root.value, substituted };
+}
+
+/**
+ * Where the schema asks for a number or a boolean and the value came from a reference as text, the text is read as
+ * one (`${PORT:-8080}` → 8080, `${SMART:-true}` → true); nowhere else.
+ */
+function coerceAt(tree: unknown, path: Path, issue: z.core.$ZodIssue): boolean {
+  let holder = tree as Record<string | number, unknown>;
+  for (const key of path.slice(0, -1)) {
+    if (!holder || typeof holder !== 'object' || !Object.hasOwn(holder, key)) return false;
+    holder = holder[key] as Record<string | number, unknown>;
+  }
+  const last = path.at(-1)!;
+  if (!holder || typeof holder !== 'object' || !Object.hasOwn(holder, last)) return false;
+  const text = holder[last];
+  if (typeof text !== 'string') return false;
+  const expected = issue.code === 'invalid_type' ? issue.expected : issue.code === 'invalid_union' ? 'number' : undefined;
+  if (expected === 'number' && /^\s*-?\d+(\.\d+)?\s*$/.test(text)) holder[last] = Number(text);
+  else if (expected === 'boolean' && /^\s*(true|false)\s*$/i.test(text)) holder[last] = text.trim().toLowerCase() === 'true';
+  else return false;
+  return true;
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
@@ -59,10 +105,40 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${path || '(top level)'}: ${issue.message}`;
 }
 
+const ENVIRONMENTS = ['production', 'development'] as const;
+
+/** server.environment when the file does not set it: GATEWAY_ENV, else production (the safe side). */
+function environmentFromEnv(env: Env): (typeof ENVIRONMENTS)[number] {
+  const value = Object.hasOwn(env, 'GATEWAY_ENV') ? env.GATEWAY_ENV : undefined;
+  if (value === undefined || value === '') return 'production';
+  const known = ENVIRONMENTS.find((e) => e === value.trim().toLowerCase());
+  if (!known) throw new ConfigError(`environment variable GATEWAY_ENV: must be production or development (got ${JSON.stringify(value)})`);
+  return known;
+}
+
 /** Validates an already-parsed document (the YAML tree). */
 export function parseConfig(document: unknown, env: Env = process.env, source = 'config'): Readonly<Config> {
-  const expanded = substituteTree(document ?? {}, env, '');
-  const result = configSchema.safeParse(expanded);
+  const { tree, substituted } = substituteTree(document ?? {}, env);
+  const expanded = tree;
+  if (expanded && typeof expanded === 'object' && !Array.isArray(expanded)) {
+    const root = expanded as Record<string, unknown>;
+    const server = Object.hasOwn(root, 'server') ? root.server : undefined;
+    if (server === undefined || server === null) root.server = { environment: environmentFromEnv(env) };
+    else if (typeof server === 'object' && !Array.isArray(server) && (server as Record<string, unknown>).environment === undefined) {
+      (server as Record<string, unknown>).environment = environmentFromEnv(env);
+    }
+  }
+  let result = configSchema.safeParse(expanded);
+  // Each pass turns the referenced values the schema wants as numbers or booleans into them, then checks again.
+  for (let pass = 0; !result.success && pass < 3; pass++) {
+    let changed = false;
+    for (const issue of result.error.issues) {
+      const path = substituted.get(JSON.stringify(issue.path));
+      if (path && coerceAt(expanded, path, issue)) changed = true;
+    }
+    if (!changed) break;
+    result = configSchema.safeParse(expanded);
+  }
   if (!result.success) {
     const lines = result.error.issues.map((issue) => `  - ${describeIssue(issue)}`);
     throw new ConfigError(`${source} is not valid:\n${lines.join('\n')}`);

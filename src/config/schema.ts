@@ -23,6 +23,11 @@ const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) =>
 const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins]);
 
 const server = z.strictObject({
+  /**
+   * `production` refuses to start on unsafe settings (src/config/production-checks.ts), `development` warns about
+   * them. When the key is absent: the GATEWAY_ENV variable, else production (filled in by loadConfig).
+   */
+  environment: z.enum(['production', 'development']).default('production'),
   host: z.string().default('0.0.0.0'),
   port: z.number().int().min(0).max(65_535).default(8080),
   /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
@@ -32,6 +37,19 @@ const server = z.strictObject({
   workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
   /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
   shutdown_timeout: duration('8s'),
+  /** Longest time a client may take to send a whole request (headers and body); slower ones get 408 and are cut off. */
+  request_timeout: duration('30s'),
+  /** Longest time a client may take to send the request headers. */
+  headers_timeout: duration('10s'),
+  /** How long an idle keep-alive connection is kept open for the client's next request. */
+  keep_alive_timeout: duration('5s'),
+  /** Open connections per gateway process; connections beyond it are closed at once. */
+  max_connections: z.number().int().positive().default(10_000),
+}).superRefine((s, ctx) => {
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if (s.request_timeout > 0 && s.headers_timeout > s.request_timeout) {
+    ctx.addIssue({ code: 'custom', path: ['headers_timeout'], message: 'must not be longer than server.request_timeout' });
+  }
 });
 
 const database = z.strictObject({
@@ -54,10 +72,16 @@ const auth = z
         client_id: z.string().min(1),
         client_secret: z.string().min(1),
         token_ttl_seconds: z.number().int().positive().default(3600),
-        /** HMAC key for access tokens; by default derived from client_secret, so every instance agrees. */
+        /**
+         * HMAC key for access tokens, independent of client_secret. Unset: random per process (or cluster), so
+         * tokens end with a restart; instances sharing a PostgreSQL database need the same one (production requires it).
+         */
         signing_secret: z.string().min(16, 'must be at least 16 characters').optional(),
       })
       .optional(),
+    /** Failed authentications one client address may make per `failure_window` before it gets 429 (0: no limit). */
+    failure_budget: z.number().int().min(0).default(20),
+    failure_window: duration('1m'),
   })
   .superRefine((a, ctx) => {
     if (a.mode === 'basic' && !a.basic) ctx.addIssue({ code: 'custom', path: ['basic'], message: 'required when auth.mode is basic' });

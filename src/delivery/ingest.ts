@@ -190,13 +190,13 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
 }
 
 /**
- * A receipt for a message whose send ended in a transient error proves the provider accepted it after all (a 5xx
- * or a timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted,
- * so the CRM's retry is answered with its sms_id instead of sending the SMS a second time. (Such sends are left
- * `uncertain`, and a retry waits sms.ambiguous_retry_after for this receipt before sending again.)
+ * A receipt for a message whose send ended ambiguously proves the provider accepted it after all (a 5xx or a
+ * timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted, so
+ * the CRM's retry is answered with its sms_id instead of sending the SMS a second time. Only `uncertain` sends
+ * qualify: a `retryable` one provably never reached the provider (429, connection refused), so a receipt claiming
+ * it was accepted is wrong, and believing it would answer the CRM's retry `successful` for an SMS never sent.
  */
-/** Send states of a message whose last attempt failed without the provider saying it was refused for good. */
-const UNSENT_STATES = ['retryable', 'uncertain'] as const;
+const UNSENT_STATES = ['uncertain'] as const;
 
 async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   const stats: StatsEvent[] = [];

@@ -20,14 +20,14 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     const provider = deps.router.byName(name);
     if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured` }, 404);
     const url = new URL(c.req.url);
-    const headers: Record<string, string> = {};
-    c.req.raw.headers.forEach((value, key) => (headers[key] = value));
+    // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
+    const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
     const parsed = await provider.parseReceipt({
       method: c.req.method,
       publicUrl: `${deps.publicUrl()}/dlr/${encodeURIComponent(name)}${url.search}`,
       query: Object.fromEntries(url.searchParams),
       headers,
-      contentType: headers['content-type'] ?? '',
+      contentType: c.req.header('content-type') ?? '',
       rawBody: Buffer.from(await c.req.arrayBuffer()),
     });
     if (!parsed.ok) {

@@ -3,6 +3,7 @@
  * temp dir, or a new PostgreSQL database when TEST_DATABASE_URL is set), the sandbox provider, silent logs.
  * Nothing is mocked.
  */
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,13 @@ import { dropTestDatabase, testDatabaseUrl } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789';
+/** The sandbox's receipt key in test gateways, so a test can post receipts the sandbox would have signed. */
+export const TEST_SANDBOX_SECRET = 'test-sandbox-receipt-secret';
+
+/** The headers of a sandbox receipt body signed as the test gateways' sandbox signs it. */
+export function sandboxReceiptHeaders(body: string, secret = TEST_SANDBOX_SECRET): Record<string, string> {
+  return { 'content-type': 'application/json', 'x-sandbox-signature': createHmac('sha256', secret).update(body).digest('hex') };
+}
 
 type Doc = Record<string, unknown>;
 
@@ -28,10 +36,12 @@ function merge(base: Doc, over: Doc): Doc {
 
 export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
   const base: Doc = {
-    server: { host: '127.0.0.1', port: 0 },
+    // Test keys are short and URLs loopback: development warns about them instead of refusing to start.
+    server: { environment: 'development', host: '127.0.0.1', port: 0 },
     database: { url: testDatabaseUrl(dir) },
-    auth: { mode: 'api_key', api_keys: [TEST_API_KEY] },
-    providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0 } },
+    // A budget no functional test reaches from 127.0.0.1; test/hostile-input.test.ts sets a small one.
+    auth: { mode: 'api_key', api_keys: [TEST_API_KEY], failure_budget: 100_000 },
+    providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0, receipt_secret: TEST_SANDBOX_SECRET } },
     admin: { api_key: TEST_ADMIN_KEY },
     log: { level: 'silent' },
   };
@@ -46,6 +56,8 @@ export interface TestGateway {
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
   get(path: string, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
   put(path: string, body: unknown, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Headers }>;
+  /** POSTs sandbox receipts signed with TEST_SANDBOX_SECRET, as the sandbox itself would. */
+  postReceipt(receipts: unknown, provider?: string): Promise<{ status: number; json: any; headers: Headers }>;
   /** PUT to the admin API with the test admin key. */
   adminPut(path: string, body: unknown): Promise<{ status: number; json: any; headers: Headers }>;
   close(): Promise<void>;
@@ -85,6 +97,10 @@ export async function startTestGateway(overrides: Doc = {}, options: TestGateway
     post: (path, body, headers) => call('POST', path, body, headers),
     get: (path, headers) => call('GET', path, undefined, headers),
     put: (path, body, headers) => call('PUT', path, body, headers),
+    postReceipt: (receipts, provider = 'sandbox') => {
+      const body = JSON.stringify(receipts);
+      return call('POST', `/dlr/${provider}`, body, sandboxReceiptHeaders(body));
+    },
     adminPut: (path, body) => call('PUT', path, body, { authorization: `Bearer ${TEST_ADMIN_KEY}` }),
     async close() {
       await gateway.close();

@@ -1,0 +1,84 @@
+/**
+ * What production refuses and development warns about (issue 16, item 1): settings that let a stranger in or make
+ * the gateway believe what it cannot verify. Pure: takes the config, returns one finding per problem, each naming
+ * its key; `serve`, `flush` and `migrate` exit 78 on them in production and log them as warnings in development.
+ */
+import { isIP } from 'node:net';
+import type { Config } from './schema.js';
+
+export interface Finding {
+  key: string;
+  problem: string;
+}
+
+/** The development values the shipped config.yaml falls back to; they are public, so they are no secret. */
+export const SHIPPED_DEVELOPMENT_VALUES: ReadonlySet<string> = new Set(['dev-crm-api-key', 'dev-webhook-key', 'dev-admin-key-change-me']);
+export const MIN_CREDENTIAL_LENGTH = 16;
+export const MIN_OAUTH_CLIENT_SECRET_LENGTH = 32;
+
+function credentialProblem(value: string): string | undefined {
+  if (SHIPPED_DEVELOPMENT_VALUES.has(value)) return 'is a shipped development value';
+  if (value.length < MIN_CREDENTIAL_LENGTH) return `is shorter than ${MIN_CREDENTIAL_LENGTH} characters`;
+  return undefined;
+}
+
+/** Loopback, private (RFC 1918, unique-local IPv6), link-local or an unqualified host name such as `localhost`. */
+export function isPrivateHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) return true;
+  const kind = isIP(host);
+  if (kind === 0) return !host.includes('.');
+  if (kind === 4) {
+    const [a, b] = host.split('.').map(Number) as [number, number];
+    return a === 127 || a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+  }
+  if (host.startsWith('::ffff:')) return isPrivateHost(host.slice(7));
+  return host === '::1' || host === '::' || /^f[cd]/.test(host) || /^fe[89ab]/.test(host);
+}
+
+/** Several instances can only share state through PostgreSQL; a cluster's workers share the primary's secret. */
+export function runsSeveralInstances(config: Readonly<Config>): boolean {
+  return /^postgres(ql)?:\/\//.test(config.database.url);
+}
+
+export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
+  const findings: Finding[] = [];
+  const credential = (key: string, value: string | undefined) => {
+    const problem = value === undefined ? undefined : credentialProblem(value);
+    if (problem) findings.push({ key, problem });
+  };
+  config.auth.api_keys.forEach((k, i) => credential(`auth.api_keys[${i}]`, k));
+  config.sms.api_keys?.forEach((k, i) => credential(`sms.api_keys[${i}]`, k));
+  credential('admin.api_key', config.admin.api_key);
+  if (config.crm.webhook_url) credential('crm.webhook_api_key', config.crm.webhook_api_key);
+  credential('auth.basic.password', config.auth.basic?.password);
+  const oauth = config.auth.oauth;
+  if (oauth && oauth.client_secret.length < MIN_OAUTH_CLIENT_SECRET_LENGTH) {
+    findings.push({ key: 'auth.oauth.client_secret', problem: `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters` });
+  }
+  if (oauth && !oauth.signing_secret && runsSeveralInstances(config)) {
+    findings.push({ key: 'auth.oauth.signing_secret', problem: 'is not set while instances share a PostgreSQL database: each would refuse the others\' tokens' });
+  }
+  let realProvider: string | undefined;
+  for (const [name, provider] of Object.entries(config.providers)) {
+    if (provider.type === 'vonage' && !provider.signature_secret) {
+      findings.push({ key: `providers.${name}.signature_secret`, problem: 'is not set: receipts cannot be verified and are all refused' });
+    }
+    if (provider.type === 'sandbox' && !provider.receipt_secret) {
+      findings.push({ key: `providers.${name}.receipt_secret`, problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify' });
+    }
+    if (provider.type !== 'sandbox') realProvider ??= name;
+  }
+  const publicUrl = config.server.public_url;
+  if (realProvider && (!publicUrl || isPrivateHost(new URL(publicUrl).hostname))) {
+    findings.push({
+      key: 'server.public_url',
+      problem: `${publicUrl ? `(${publicUrl}) is a loopback or private address` : 'is not set (receipt URLs would point at 127.0.0.1)'} while provider ${realProvider} must reach it with receipts`,
+    });
+  }
+  return findings;
+}
+
+export function describeFinding(f: Finding): string {
+  return `${f.key} ${f.problem}`;
+}
