@@ -14,6 +14,7 @@ import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
+import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
@@ -68,6 +69,9 @@ export function createApp(parts: AppParts): Hono {
     await next();
   });
 
+  // Before every credential check: an address that failed too often is answered 429 without trying again.
+  app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now));
+
   app.route('/', healthRoutes(parts.db, logger));
   app.route(
     '/channels/sms',
@@ -92,7 +96,17 @@ export function createApp(parts: AppParts): Hono {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
   const providerNames = Object.keys(config.providers);
-  app.route('/console', consoleRoutes({ db: parts.db, adminKey: config.admin.api_key, providers: providerNames, now: parts.now, onReplay: parts.onReplay }));
+  app.route(
+    '/console',
+    consoleRoutes({
+      db: parts.db,
+      adminKey: config.admin.api_key,
+      secureCookie: config.server.environment === 'production',
+      providers: providerNames,
+      now: parts.now,
+      onReplay: parts.onReplay,
+    }),
+  );
 
   // Each area describes its routes beside them; a new area adds its list here.
   const routeDocs = [

@@ -143,8 +143,20 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
   });
 
+  const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.server.port, hostname: config.server.host }, () => resolve(s));
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port: config.server.port,
+        hostname: config.server.host,
+        // A client that sends slower than this is cut off (408), so a trickle cannot hold a connection for minutes;
+        // node:http checks the deadlines every connectionsCheckingInterval.
+        serverOptions: { requestTimeout, headersTimeout, keepAliveTimeout, connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.floor(headersTimeout / 4))) },
+      },
+      () => resolve(s),
+    );
+    (s as { maxConnections?: number }).maxConnections = config.server.max_connections;
   });
   const { port } = server.address() as AddressInfo;
   const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;

@@ -100,7 +100,11 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /console/replay 303': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf } }),
   'POST /console/replay 401': () => call(gw, '/console/replay', { method: 'POST', form: { csrf: session.csrf } }),
   'POST /console/replay 403': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged' } }),
-  'POST /console/logout 303': () => call(gw, '/console/logout', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf } }),
+  // Sign-out ends the session on the server, so it gets a session of its own (the other cases keep theirs).
+  'POST /console/logout 303': async () => {
+    const own = await signIn();
+    return call(gw, '/console/logout', { method: 'POST', headers: { cookie: own.cookie }, form: { csrf: own.csrf } });
+  },
   'POST /console/logout 401': () => call(gw, '/console/logout', { method: 'POST', form: { csrf: session.csrf } }),
   'POST /console/logout 403': () => call(gw, '/console/logout', { method: 'POST', headers: { cookie: session.cookie }, form: {} }),
   // Operator API (auth.mode api_key, sql backend): doc-user and bonus B10 are loaded in beforeAll.
@@ -173,6 +177,13 @@ const oauthCases: Record<string, () => Promise<Answer>> = {
   'GET /oauth/token 401': () => call(oauth, tokenQuery({ grant_type: 'client_credentials', client_id: 'someone', client_secret: OAUTH.client_secret })),
 };
 
+async function signIn(): Promise<{ cookie: string; csrf: string }> {
+  const login = await call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await call(gw, '/console', { headers: { cookie } });
+  return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page.text)![1]! };
+}
+
 beforeAll(async () => {
   vonage = await startVonageFake({ signatureSecret: VONAGE_SECRET, signatureMethod: 'md5hash' });
   const vonageProvider = { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: VONAGE_SECRET };
@@ -186,10 +197,7 @@ beforeAll(async () => {
   expect((await gw.adminPut('/admin/users/doc-user', sampleUser('doc-user'))).status).toBe(201);
   expect((await gw.adminPut('/admin/bonuses', [{ text: 'Ten free spins', value: 'B10' }])).status).toBe(200);
   oauthDoc = JSON.parse((await call(oauth, '/openapi.json')).text);
-  const login = await call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } });
-  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-  const page = await call(gw, '/console', { headers: { cookie } });
-  session = { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page.text)![1]! };
+  session = await signIn();
   doc = JSON.parse((await call(gw, '/openapi.json')).text);
 });
 afterAll(async () => {

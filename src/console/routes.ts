@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { createKeyMatcher } from '../auth/api-key.js';
 import { messageStory } from '../delivery/admin-routes.js';
 import { htmlPage } from '../http/html-page.js';
+import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console-sessions.js';
 import { replayDeadConversions } from '../ledger/conversions.js';
 import { findMessageByActivityKey, findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
@@ -28,6 +29,8 @@ export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
   adminKey: string | undefined;
+  /** Production: the session cookie is always `Secure` (sent over HTTPS only). */
+  secureCookie: boolean;
   providers: readonly string[];
   now: () => number;
   onReplay: () => void;
@@ -48,12 +51,16 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   }
   const sessions = createSessionCodec(adminKey, SESSION_TTL_MS, deps.now);
   const isAdminKey = createKeyMatcher([adminKey]);
-  const sessionOf = (c: Context): Session | null => sessions.verify(getCookie(c, SESSION_COOKIE));
+  // A signed cookie is not enough: a session signed out before it expires is refused too (issue 16).
+  const sessionOf = async (c: Context): Promise<Session | null> => {
+    const session = sessions.verify(getCookie(c, SESSION_COOKIE));
+    return session && !(await isConsoleSessionRevoked(deps.db, session.nonce)) ? session : null;
+  };
   const loginPage = (c: Context, status: 200 | 401, error?: string) => htmlPage(c, { title: TITLE, status, body: renderLoginForm(error) });
   const back = (c: Context, query = '') => c.redirect(`/console${query}`, 303);
 
   app.get('/', async (c) => {
-    const session = sessionOf(c);
+    const session = await sessionOf(c);
     if (!session) return loginPage(c, 200);
     const query = c.req.query('q')?.trim() || undefined;
     const replayed = c.req.query('replayed');
@@ -77,21 +84,21 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
       httpOnly: true,
       sameSite: 'Strict',
       // Behind a TLS-terminating proxy the request itself is plain HTTP; the proxy says what the browser used.
-      secure: new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https',
+      secure: deps.secureCookie || new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https',
       maxAge: Math.floor(SESSION_TTL_MS / 1000),
     });
     return back(c);
   });
 
   /** Posts that change something need the session and its CSRF token (SameSite=Strict already keeps other sites' forms out). */
-  const guarded = (handler: (c: Context) => Promise<Response>) => async (c: Context) => {
-    const session = sessionOf(c);
+  const guarded = (handler: (c: Context, session: Session) => Promise<Response>) => async (c: Context) => {
+    const session = await sessionOf(c);
     if (!session) return loginPage(c, 401, 'Your session has ended; sign in again.');
     const form = csrfFormSchema.safeParse(await c.req.parseBody());
     if (!form.success || !sessions.checkCsrf(session, form.data.csrf)) {
       return htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The form's security token does not match this session. <a href="/console">Reload the console</a> and try again.</p>` });
     }
-    return handler(c);
+    return handler(c, session);
   };
 
   app.post(
@@ -105,7 +112,9 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
 
   app.post(
     '/logout',
-    guarded(async (c) => {
+    guarded(async (c, session) => {
+      // Ended on the server too: a copy of the cookie taken before sign-out no longer opens the console.
+      await revokeConsoleSession(deps.db, session.nonce, session.expiresAt, deps.now());
       deleteCookie(c, SESSION_COOKIE, { path: '/console' });
       return back(c);
     }),

@@ -1,6 +1,6 @@
 /**
- * Console sessions without server-side state: the cookie holds `v1.<expires>.<nonce>.<mac>`, an HMAC-SHA256 over
- * the expiry and a random nonce. The signing key is derived from admin.api_key, so rotating the key ends every
+ * Console sessions: the cookie holds `v1.<expires>.<nonce>.<mac>`, an HMAC-SHA256 over the expiry and a random
+ * nonce; the only server-side state is the nonces of sessions signed out early (src/ledger/console-sessions.ts). The signing key is derived from admin.api_key, so rotating the key ends every
  * session, and several instances behind one load balancer accept each other's cookies. The CSRF token of a
  * session is another HMAC of its nonce, so it needs no storage either.
  */

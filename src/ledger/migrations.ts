@@ -207,4 +207,14 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-24-30-trust': {
+    async up(db) {
+      // Console sessions ended by sign-out before their cookie expires; a row can go once its session would have.
+      await db.schema
+        .createTable('console_sessions_revoked')
+        .addColumn('nonce', 'text', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -162,6 +162,14 @@ export interface DeliveryStatsTable {
   n: number;
 }
 
+/** A console session signed out before its cookie expired (src/console/session.ts): refused from then on. */
+export interface ConsoleSessionsRevokedTable {
+  /** The session's random nonce, as in its cookie. */
+  nonce: string;
+  /** When the cookie would have expired; the row is useless after it. */
+  expires_at: number;
+}
+
 export interface Database {
   messages: MessagesTable;
   message_parts: MessagePartsTable;
@@ -173,4 +181,5 @@ export interface Database {
   operator_bonuses: OperatorBonusesTable;
   operator_credits: OperatorCreditsTable;
   delivery_stats: DeliveryStatsTable;
+  console_sessions_revoked: ConsoleSessionsRevokedTable;
 }

@@ -1,0 +1,70 @@
+/**
+ * Failed authentications per client address (issue 16, item 9): every credential check answers 401 on a wrong or
+ * missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth tokens and the
+ * token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget` failures within
+ * `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends, so a guesser
+ * gets a few dozen tries a minute instead of thousands a second.
+ *
+ * Counts live in this process: a cluster worker or another instance keeps its own (a guesser gets the budget once
+ * per process). The address is the TCP peer's; behind a proxy that is the proxy, which then shares one budget.
+ */
+import { getConnInfo } from '@hono/node-server/conninfo';
+import type { Context, MiddlewareHandler } from 'hono';
+
+/** Addresses remembered at most; past it the oldest window is forgotten, so a flood of addresses stays bounded. */
+const MAX_ADDRESSES = 100_000;
+
+/** Paths that check no credential, or whose callers authenticate otherwise (providers sign their receipts). */
+const UNAUTHENTICATED = /^\/(healthz|readyz|openapi\.json|docs|dlr\/[^/]*)$/;
+
+export interface FailureLimiter {
+  /** Milliseconds until `address` may try again, or 0 when it may now. */
+  blockedFor(address: string, now: number): number;
+  recordFailure(address: string, now: number): void;
+}
+
+export function createFailureLimiter(budget: number, windowMs: number, maxAddresses = MAX_ADDRESSES): FailureLimiter {
+  const windows = new Map<string, { start: number; failures: number }>();
+  return {
+    blockedFor(address, now) {
+      const w = windows.get(address);
+      if (!w || budget === 0 || now - w.start >= windowMs || w.failures < budget) return 0;
+      return w.start + windowMs - now;
+    },
+    recordFailure(address, now) {
+      if (budget === 0) return;
+      const w = windows.get(address);
+      if (w && now - w.start < windowMs) {
+        w.failures += 1;
+        return;
+      }
+      // A new window goes to the end of the Map's order, so the first entry is always the oldest.
+      windows.delete(address);
+      windows.set(address, { start: now, failures: 1 });
+      if (windows.size > maxAddresses) windows.delete(windows.keys().next().value!);
+    },
+  };
+}
+
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown'; // not served by node:http (app.request in a script): one shared budget
+  }
+}
+
+export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number): MiddlewareHandler {
+  return async (c, next) => {
+    if (UNAUTHENTICATED.test(c.req.path)) return next();
+    const address = clientAddress(c);
+    const waitMs = limiter.blockedFor(address, now());
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      c.header('Retry-After', String(seconds));
+      return c.json({ error: `too many failed authentications from this address; try again in ${seconds} s` }, 429);
+    }
+    await next();
+    if (c.res.status === 401) limiter.recordFailure(address, now());
+  };
+}
