@@ -19,6 +19,7 @@ import type { Database } from '../ledger/schema.js';
 import type { Transact } from '../ledger/transaction-queue.js';
 import { newSmsId } from '../ledger/ids.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
+import { isRefusedValue } from '../ledger/write-errors.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
@@ -136,7 +137,13 @@ export function createDispatcher(deps: DispatcherDeps) {
           result.push({ send: true, smsId: row.sms_id });
           continue;
         }
-        const decision = decideRepeat(existing.get(row.activity_key)!, at, deps.repeatTimings);
+        const previous = existing.get(row.activity_key);
+        if (!previous) {
+          // Neither inserted nor found: the database stored the key as other text than it was given.
+          result.push({ send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(row.activity_key.slice(0, 60))}: cannot be stored as given` } });
+          continue;
+        }
+        const decision = decideRepeat(previous, at, deps.repeatTimings);
         if (decision.action === 'answer-sent') result.push({ send: false, result: { outcome: 'sent', smsId: decision.smsId } });
         else if (decision.action === 'answer-failed') result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error: decision.error } });
         else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, reclaimCutoffs(at)))) {
@@ -219,14 +226,18 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
-    let claimed: Claim[];
-    try {
-      claimed = await claims.run(fresh.map((f) => f.message));
-    } catch (error) {
-      logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
-      for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });
-      return;
-    }
+    // Each message's claim stands alone: a message whose row cannot be written fails only itself.
+    const settled = await claims.settle(fresh.map((f) => f.message));
+    const claimed: Claim[] = settled.map((s, i) => {
+      if (s.status === 'fulfilled') return s.value;
+      const message = fresh[i]!.message;
+      if (isRefusedValue(s.reason)) {
+        logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'message refused by the ledger: nothing sent');
+        return { send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
+      }
+      logger.error({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'ledger unavailable: nothing sent');
+      return { send: false, result: { outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' } };
+    });
     const toSend: number[] = [];
     claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
     let next = 0;
