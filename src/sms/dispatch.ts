@@ -92,6 +92,11 @@ function createDeadlineSignals(now: () => number) {
   };
 }
 
+function cut(text: string | undefined, max: number): string | null {
+  if (text === undefined) return null;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 /** Where a failed send leaves its message: for good, free to send again, or waiting for a receipt first. */
 function failedState(answer: Extract<SendResult, { ok: false }>): SendOutcomeRecord['state'] {
   if (answer.kind === 'permanent') return 'rejected';
@@ -196,9 +201,10 @@ export function createDispatcher(deps: DispatcherDeps) {
     const started = performance.now();
     const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const seconds = (performance.now() - started) / 1000;
+    // A provider's answer is outside text: stored (and logged) cut to a length that still shows what it said.
     const record: SendOutcomeRecord = answer.ok
-      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
-      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
+      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
+      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
     try {
       await records.run([record]);
     } catch (error) {
@@ -216,13 +222,13 @@ export function createDispatcher(deps: DispatcherDeps) {
         to: maskPhoneNumber(message.recipient),
         segments: message.segments,
         state: record.state,
-        error: answer.ok ? undefined : maskPhoneNumbersIn(answer.error),
+        error: record.error === null ? undefined : maskPhoneNumbersIn(record.error),
         request_id: options.requestId,
       },
       'sms dispatched',
     );
     if (answer.ok) return { outcome: 'sent', smsId };
-    return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: answer.error };
+    return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: record.error ?? answer.error };
   }
 
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
