@@ -63,6 +63,7 @@ export function createApp(parts: AppParts): Hono {
   const limit = config.server.body_limit_bytes;
   const streamingLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413) });
   app.use('*', async (c, next) => {
+    c.set('maxJsonDepth', config.server.max_json_depth);
     const declared = c.req.header('content-length');
     if (declared === undefined) return streamingLimit(c, next);
     if (Number(declared) > limit) return c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413);
@@ -84,7 +85,7 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
 
-  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
+  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);

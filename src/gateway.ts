@@ -16,6 +16,7 @@ import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
+import { isRefusedValue } from './ledger/write-errors.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { anyParkedReceipts, countParkedReceiptsByProvider } from './ledger/receipts.js';
@@ -125,6 +126,20 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     reported(summary.reported);
     return inputs.map(() => summary);
   });
+  /**
+   * Each event is written on its own if its group fails (write-batcher.ts), so one event that cannot be stored
+   * never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot store
+   * it); any other failure answers 5xx, so the provider sends the request again (the stored events deduplicate).
+   */
+  async function storeReceipts(inputs: ReceiptInput[]): Promise<IngestSummary> {
+    const settled = await receiptWrites.settle(inputs);
+    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ error: s.reason as unknown, input: inputs[i]! }] : []));
+    const retry = failed.find((f) => !isRefusedValue(f.error));
+    if (retry) throw retry.error;
+    for (const f of failed) logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
+    const stored = settled.find((s) => s.status === 'fulfilled');
+    return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
+  }
 
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({
@@ -137,7 +152,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
     publicUrl: () => publicUrl,
     processSecret,
-    ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
+    ingestReceipts: storeReceipts,
     onReplay: () => worker?.wake(),
     metrics,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,

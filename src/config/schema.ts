@@ -33,6 +33,11 @@ const server = z.strictObject({
   /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
   public_url: z.url().optional(),
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
+  /**
+   * JSON bodies nesting deeper are refused when read (src/http/json-depth.ts); at most 1,000, well below where
+   * JSON.stringify of a stored activity would overflow the stack.
+   */
+  max_json_depth: z.number().int().min(2).max(1_000).default(64),
   /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
   workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
   /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
@@ -131,6 +136,10 @@ const delivery = z.strictObject({
   unknown_after: duration('72h'),
   /** How long a receipt that matches no message keeps being matched again before it is set aside (kept, not searched). */
   parked_receipt_ttl: duration('72h'),
+  /** Receipts set aside after parked_receipt_ttl are deleted this long after they arrived (the sweep). */
+  parked_receipt_retention: duration('30d'),
+  /** Events one receipt request may carry; more answers 413 and stores nothing. */
+  max_receipt_events: z.number().int().min(1).max(100_000).default(1_000),
   sweep_interval: duration('1m'),
   poll_interval: duration('200ms'),
   retry_initial_ms: z.number().int().positive().default(1_000),
