@@ -26,6 +26,7 @@ import { requestContext, requestLogger } from './observability/request-context.j
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
+import type { MemberHealthView } from './sms/route-health.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -46,6 +47,8 @@ export interface AppParts {
   metrics?: GatewayMetrics;
   /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
   renderMetrics?: () => Promise<string>;
+  /** Route members' circuit breakers, for the console. */
+  circuits?: () => MemberHealthView[];
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -89,7 +92,7 @@ export function createApp(parts: AppParts): Hono {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
   const providerNames = Object.keys(config.providers);
-  app.route('/console', consoleRoutes({ db: parts.db, adminKey: config.admin.api_key, providers: providerNames, now: parts.now, onReplay: parts.onReplay }));
+  app.route('/console', consoleRoutes({ db: parts.db, adminKey: config.admin.api_key, providers: providerNames, now: parts.now, onReplay: parts.onReplay, circuits: parts.circuits }));
 
   // Each area describes its routes beside them; a new area adds its list here.
   const routeDocs = [

@@ -189,9 +189,11 @@ export function createDispatcher(deps: DispatcherDeps) {
     const started = performance.now();
     const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const seconds = (performance.now() - started) / 1000;
+    // A route answers with the member that carried the message: its receipts come to /dlr/{member}.
+    const provider = answer.carrier ?? message.provider.name;
     const record: SendOutcomeRecord = answer.ok
-      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
-      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
+      ? { smsId, provider, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
+      : { smsId, provider, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
     try {
       await records.run([record]);
     } catch (error) {
@@ -199,13 +201,14 @@ export function createDispatcher(deps: DispatcherDeps) {
       logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
     const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
-    deps.metrics?.sendCompleted(message.provider.name, outcome, message.segments, seconds);
+    deps.metrics?.sendCompleted(provider, outcome, message.segments, seconds);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
     logger[answer.ok ? 'debug' : 'info'](
       {
         sms_id: smsId,
         activity_id: message.activityKey,
-        provider: message.provider.name,
+        provider,
+        ...(provider !== message.provider.name ? { route: message.provider.name } : {}),
         to: maskPhoneNumber(message.recipient),
         segments: message.segments,
         state: record.state,

@@ -1,0 +1,151 @@
+/**
+ * Failover routes end to end (issue 12): the real gateway with a route over a Twilio fake (member A) and the
+ * sandbox (member B). What provably never reached A moves on to B within the same request; what may have reached
+ * A stays with A, uncertain. A's circuit breaker opens after N failures and lets one probe through after open_for
+ * (the gateway's clock is injected, so no test waits for it).
+ */
+import { createServer } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeCrm } from './fakes/crm.js';
+import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
+import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
+import { readMessage } from './helpers/ledger.js';
+
+const crm = new FakeCrm();
+let twilio: TwilioFake;
+let gw: TestGateway;
+let time = 1_800_000_000_000;
+const now = () => time;
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function start(twilioBaseUrl: string, breaker: Record<string, unknown> = {}) {
+  gw = await startTestGateway(
+    {
+      crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+      delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
+      providers: {
+        a: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilioBaseUrl },
+        sandbox: { type: 'sandbox', dlr_delay_ms: 0 },
+        promo: { type: 'route', members: ['a', 'sandbox'], breaker: { failures: 2, open_for: '30s', ...breaker } },
+      },
+    },
+    { now },
+  );
+}
+
+const row = (smsId: string) => gw.gateway.ledger.db.selectFrom('messages').selectAll().where('sms_id', '=', smsId).executeTakeFirstOrThrow();
+const send = (id: string, recipient = '+447700900123') => gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'promo', recipient }));
+const metricsText = async () => (await gw.get('/metrics', { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json as string;
+
+/** The circuit state the console's route-member table shows for `route/member`. */
+async function consoleCircuit(member: string): Promise<string | undefined> {
+  const login = await fetch(`${gw.url}/console/login`, { method: 'POST', body: new URLSearchParams({ key: TEST_ADMIN_KEY }), redirect: 'manual' });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await (await fetch(`${gw.url}/console`, { headers: { cookie } })).text();
+  return new RegExp(`data-member="${member}">.*?data-circuit="([a-z_]+)"`).exec(page)?.[1];
+}
+
+beforeAll(async () => {
+  await crm.start();
+  twilio = await startTwilioFake();
+});
+afterAll(async () => {
+  await twilio.close();
+  await crm.stop();
+});
+afterEach(async () => {
+  await gw?.close();
+  crm.reset();
+});
+
+describe('a route fails over only what provably never reached a member', () => {
+  it('member A refuses connections (closed port): B carries it, the ledger names B, B\'s receipt becomes the conversion', async () => {
+    await start(`http://127.0.0.1:${await closedPort()}`);
+    const res = await send('route-refused');
+    expect(res.status).toBe(200);
+    expect(await row(res.json.sms_id)).toMatchObject({ provider: 'sandbox', state: 'submitted' });
+    const [conversion] = await waitFor(() => {
+      const found = crm.conversions.filter((c) => c.sms_id === res.json.sms_id);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(conversion).toMatchObject({ delivery_status: 'delivered' });
+    const story = await gw.get(`/admin/messages/${res.json.sms_id}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` });
+    expect(story.json.message.provider).toBe('sandbox');
+  });
+
+  it('member A answers 429: B carries it in the same request and A saw it once', async () => {
+    await start(twilio.url);
+    const before = twilio.creates.length;
+    const res = await send('route-429', '+15005550429');
+    expect(res.status).toBe(200);
+    expect(twilio.creates.length).toBe(before + 1);
+    expect(await row(res.json.sms_id)).toMatchObject({ provider: 'sandbox', state: 'submitted' });
+    expect(await metricsText()).toMatch(/sms_gateway_route_failovers_total\{route="promo",from="a"\} 1/);
+  });
+
+  it('member A answers 500: not sent to B, the message stays with A, uncertain, and the CRM gets 503', async () => {
+    await start(twilio.url);
+    const res = await send('route-500', '+15005550500');
+    expect(res.status).toBe(503);
+    expect(await readMessage(gw, 'route-500')).toMatchObject({ provider: 'a', state: 'uncertain' });
+    expect(await metricsText()).toMatch(/sms_gateway_route_failovers_total\{route="promo",from="a"\} 0/);
+  });
+
+  it('a permanent refusal from A is the answer (400), not a reason to try B', async () => {
+    await start(twilio.url);
+    const res = await send('route-perm', '+15005550001');
+    expect(res.status).toBe(400);
+    expect(await row(res.json.sms_id)).toMatchObject({ provider: 'a', state: 'rejected' });
+  });
+});
+
+describe('circuit breaker per member', () => {
+  it('opens after N consecutive failures, keeps traffic off A, then lets one probe through after open_for', async () => {
+    await start(twilio.url);
+    const circuit = async () => /sms_gateway_route_member_circuit\{route="promo",member="a"\} (\d)/.exec(await metricsText())?.[1];
+    for (const id of ['br-1', 'br-2']) expect((await send(id, '+15005550429')).status).toBe(200);
+    expect(await circuit()).toBe('2');
+    expect(await consoleCircuit('promo/a')).toBe('open');
+    expect(await consoleCircuit('promo/sandbox')).toBe('closed');
+
+    const before = twilio.creates.length;
+    const skipped = await send('br-3');
+    expect(skipped.status).toBe(200);
+    expect(twilio.creates.length).toBe(before); // A not even asked
+    expect(await row(skipped.json.sms_id)).toMatchObject({ provider: 'sandbox' });
+
+    time += 30_000;
+    const probe = await send('br-probe');
+    expect(probe.status).toBe(200);
+    expect(twilio.creates.length).toBe(before + 1);
+    expect(await row(probe.json.sms_id)).toMatchObject({ provider: 'a', state: 'submitted' });
+    expect(await circuit()).toBe('0');
+  });
+
+  it('a failed half-open probe reopens the circuit for another open_for', async () => {
+    await start(twilio.url);
+    for (const id of ['bp-1', 'bp-2']) await send(id, '+15005550429');
+    time += 30_000;
+    expect((await send('bp-probe', '+15005550429')).status).toBe(200); // probe refused by A, carried by B
+    const before = twilio.creates.length;
+    await send('bp-after');
+    expect(twilio.creates.length).toBe(before);
+    expect(await metricsText()).toMatch(/sms_gateway_route_member_circuit\{route="promo",member="a"\} 2/);
+  });
+
+  it('every member refusing (or open) answers 503 and leaves the message free to send again', async () => {
+    await start(`http://127.0.0.1:${await closedPort()}`);
+    // A refuses connections; the sandbox answers its transient number as a temporary outage (nothing sent).
+    const res = await send('route-none', '+447700900005');
+    expect(res.status).toBe(503);
+    expect(res.json.error).toMatch(/route promo: not sent/);
+    expect(await readMessage(gw, 'route-none')).toMatchObject({ provider: 'promo', state: 'retryable' });
+  });
+});
