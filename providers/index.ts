@@ -1,4 +1,5 @@
 /** Provider plugins by `type`. Adding a provider: one file beside this one, one line here, one fake in test/fakes/. */
+import { infobip } from './infobip.js';
 import { sandbox } from './sandbox.js';
 import { twilio } from './twilio.js';
 import { vonage } from './vonage.js';
@@ -8,6 +9,7 @@ export const providerPlugins = {
   sandbox,
   twilio,
   vonage,
+  infobip,
 } as const satisfies Record<string, ProviderPlugin>;
 
 export type ProviderType = keyof typeof providerPlugins;
