@@ -103,7 +103,7 @@ describe('through the gateway', () => {
     for (const body of ['not json', '{"results": 5}', '{"results": [null]}', `{"results": [{"callbackData": "${res.json.sms_id}", "status": {"__proto__": 1}}]}`]) {
       const answer = await fetch(sent.notifyUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       expect(answer.status).toBe(403);
-      expect((await answer.json()).error).toMatch(/receipt refused/);
+      expect(((await answer.json()) as { error: string }).error).toMatch(/receipt refused/);
     }
   });
 
