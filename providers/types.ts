@@ -34,6 +34,11 @@ export interface SendRequest {
    * stopping, and a message not yet handed over is better answered transient now than cut off mid-send later.
    */
   waitSignal?: AbortSignal;
+  /**
+   * False: answer transient at once when the provider's rate or concurrency limit is full, instead of waiting up
+   * to `deadline` (a route's member that is not the last, so the message can move on to the next one in time).
+   */
+  waitForCapacity?: boolean;
 }
 
 /**

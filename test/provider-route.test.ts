@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
-import { readMessage } from './helpers/ledger.js';
+import { readMessage, readMessages } from './helpers/ledger.js';
 
 const crm = new FakeCrm();
 let twilio: TwilioFake;
@@ -147,5 +147,47 @@ describe('circuit breaker per member', () => {
     expect(res.status).toBe(503);
     expect(res.json.error).toMatch(/route promo: not sent/);
     expect(await readMessage(gw, 'route-none')).toMatchObject({ provider: 'promo', state: 'retryable' });
+  });
+});
+
+describe('routes over sandbox members', () => {
+  async function startSandboxRoute(a: Record<string, unknown>, breaker: Record<string, unknown> = {}) {
+    gw = await startTestGateway(
+      {
+        crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+        delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
+        providers: {
+          a: { type: 'sandbox', dlr_delay_ms: 0, ...a },
+          b: { type: 'sandbox', dlr_delay_ms: 0 },
+          promo: { type: 'route', members: ['a', 'b'], breaker },
+        },
+      },
+      { now },
+    );
+  }
+
+  it('a receipt that beats the member\'s answer still becomes the conversion (parked, then matched to the member)', async () => {
+    await startSandboxRoute({ early_receipts: true });
+    const res = await send('route-early');
+    expect(res.status).toBe(200);
+    expect(await waitFor(() => crm.conversions.find((c) => c.sms_id === res.json.sms_id))).toMatchObject({ delivery_status: 'delivered' });
+    expect(await readMessage(gw, 'route-early')).toMatchObject({ provider: 'a', state: 'submitted' });
+  });
+
+  it('a delivery-rate collapse at member A opens its circuit; the next message goes to B', async () => {
+    await startSandboxRoute({}, { min_receipts: 3, min_delivery_rate: 0.5 });
+    for (const id of ['dr-1', 'dr-2', 'dr-3']) expect((await send(id, '+447700900001')).status).toBe(200); // sandbox: undelivered
+    await waitFor(async () => /sms_gateway_route_member_circuit\{route="promo",member="a"\} 2/.test(await metricsText()), 10_000, 'the circuit to open');
+    expect(await consoleCircuit('promo/a')).toBe('open');
+    const res = await send('dr-after');
+    expect(await readMessage(gw, 'dr-after')).toMatchObject({ provider: 'b' });
+    expect(res.status).toBe(200);
+  });
+
+  it('a member at its own rate limit passes the message on at once instead of waiting', async () => {
+    await startSandboxRoute({ rate_per_second: 0.01 }); // a burst of one, then one every 100 s
+    expect((await send('rl-1')).status).toBe(200);
+    expect((await send('rl-2')).status).toBe(200);
+    expect((await readMessages(gw, ['rl-1', 'rl-2'])).map((m) => m.provider)).toEqual(['a', 'b']);
   });
 });

@@ -105,14 +105,16 @@ export function createRoute(name: string, config: RouteConfig, deps: RouteDeps):
     type: 'route',
     async send(request, signal) {
       const passed: string[] = [];
-      for (const memberName of orderMembers(config.members, config.strategy, weights, random())) {
+      const order = orderMembers(config.members, config.strategy, weights, random());
+      for (const [i, memberName] of order.entries()) {
         const member = deps.members.get(memberName)!;
         if (!deps.health.admit(name, memberName)) {
           passed.push(`${memberName}: circuit open`);
           deps.health.failedOver(name, memberName);
           continue;
         }
-        const answer = await sendThrough(member, request, signal);
+        // A member at its own rate or concurrency limit passes the message on at once; only the last one waits.
+        const answer = await sendThrough(member, i < order.length - 1 ? { ...request, waitForCapacity: false } : request, signal);
         const verdict = judgeMemberAnswer(answer, signal.aborted);
         deps.health.record(name, memberName, verdict.breaker);
         if (!verdict.tryNext) return { ...answer, carrier: memberName };
