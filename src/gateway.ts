@@ -96,7 +96,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
   const callbackUrl = (provider: string, smsId: string) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`;
-  const routeHealth = createRouteHealth(now);
+  const routeHealth = createRouteHealth(now, logger);
   const providers = createProviders(config, logger, now, options.clock, options.cluster, { health: routeHealth, callbackUrl });
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),

@@ -5,6 +5,8 @@
  * (the gateway's clock is injected, so no test waits for it).
  */
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
@@ -25,6 +27,19 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Log lines of the gateway under test (JSON, as pino writes them). */
+let logLines: Array<Record<string, unknown>> = [];
+function capturingLogger() {
+  logLines = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const text of chunk.toString('utf8').split('\n').filter(Boolean)) logLines.push(JSON.parse(text) as Record<string, unknown>);
+      done();
+    },
+  });
+  return pino({ level: 'info' }, sink);
+}
+
 async function start(twilioBaseUrl: string, breaker: Record<string, unknown> = {}) {
   gw = await startTestGateway(
     {
@@ -36,7 +51,7 @@ async function start(twilioBaseUrl: string, breaker: Record<string, unknown> = {
         promo: { type: 'route', members: ['a', 'sandbox'], breaker: { failures: 2, open_for: '30s', ...breaker } },
       },
     },
-    { now },
+    { now, logger: capturingLogger() },
   );
 }
 
@@ -114,6 +129,7 @@ describe('circuit breaker per member', () => {
     expect(await circuit()).toBe('2');
     expect(await consoleCircuit('promo/a')).toBe('open');
     expect(await consoleCircuit('promo/sandbox')).toBe('closed');
+    expect(logLines.find((l) => l.msg === 'circuit opened: traffic kept off the route member')).toMatchObject({ route: 'promo', member: 'a', reason: expect.stringMatching(/2 consecutive failed sends.*20429/) });
 
     const before = twilio.creates.length;
     const skipped = await send('br-3');
@@ -127,6 +143,7 @@ describe('circuit breaker per member', () => {
     expect(twilio.creates.length).toBe(before + 1);
     expect(await row(probe.json.sms_id)).toMatchObject({ provider: 'a', state: 'submitted' });
     expect(await circuit()).toBe('0');
+    expect(logLines.map((l) => l.msg)).toContain('circuit closed: the route member takes traffic again');
   });
 
   it('a failed half-open probe reopens the circuit for another open_for', async () => {

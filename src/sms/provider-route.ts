@@ -108,18 +108,19 @@ export function createRoute(name: string, config: RouteConfig, deps: RouteDeps):
       const order = orderMembers(config.members, config.strategy, weights, random());
       for (const [i, memberName] of order.entries()) {
         const member = deps.members.get(memberName)!;
+        const last = i === order.length - 1;
         if (!deps.health.admit(name, memberName)) {
           passed.push(`${memberName}: circuit open`);
-          deps.health.failedOver(name, memberName);
+          if (!last) deps.health.failedOver(name, memberName);
           continue;
         }
         // A member at its own rate or concurrency limit passes the message on at once; only the last one waits.
-        const answer = await sendThrough(member, i < order.length - 1 ? { ...request, waitForCapacity: false } : request, signal);
+        const answer = await sendThrough(member, last ? request : { ...request, waitForCapacity: false }, signal);
         const verdict = judgeMemberAnswer(answer, signal.aborted);
         deps.health.record(name, memberName, verdict.breaker);
         if (!verdict.tryNext) return { ...answer, carrier: memberName };
         passed.push(answer.ok ? memberName : answer.error);
-        deps.health.failedOver(name, memberName);
+        if (!last) deps.health.failedOver(name, memberName);
       }
       // Nothing was handed to any member: free to send again at once.
       return { ok: false, kind: 'transient', error: `route ${name}: not sent, no member took it (${passed.join('; ')})`, code: 'route_exhausted' };

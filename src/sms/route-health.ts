@@ -3,6 +3,7 @@
  * console read the same states. Breakers belong to (route, member): two routes sharing a member judge it apart,
  * each with its own settings. In a `server.workers` cluster every worker keeps its own (src/cluster.ts).
  */
+import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { MappedStatus } from '../../providers/types.js';
 import {
@@ -49,7 +50,7 @@ export interface RouteHealth {
   registerMetrics(registry: Registry): void;
 }
 
-export function createRouteHealth(now: () => number): RouteHealth {
+export function createRouteHealth(now: () => number, logger?: Logger): RouteHealth {
   const routes = new Map<string, { settings: BreakerSettings; members: Map<string, MemberHealth> }>();
   let failovers: Counter | undefined;
 
@@ -57,11 +58,15 @@ export function createRouteHealth(now: () => number): RouteHealth {
     const r = routes.get(route);
     const m = r?.members.get(member);
     if (!r || !m) throw new Error(`route ${route} has no member ${member}`);
-    return { settings: r.settings, health: m };
+    return { settings: r.settings, health: m, route, member };
   };
   // A fresh window whenever the circuit changes: receipts of messages sent before it opened must not reopen it.
-  const setState = (health: MemberHealth, next: BreakerState) => {
-    if (next.kind !== health.state.kind && next.kind !== 'half_open') health.tally = EMPTY_TALLY;
+  const setState = ({ health, route, member }: { health: MemberHealth; route: string; member: string }, next: BreakerState) => {
+    if (next.kind !== health.state.kind) {
+      if (next.kind !== 'half_open') health.tally = EMPTY_TALLY;
+      if (next.kind === 'open') logger?.warn({ route, member, reason: next.reason }, 'circuit opened: traffic kept off the route member');
+      else logger?.info({ route, member, circuit: next.kind }, next.kind === 'closed' ? 'circuit closed: the route member takes traffic again' : 'circuit half-open: probing the route member');
+    }
     health.state = next;
   };
 
@@ -70,24 +75,24 @@ export function createRouteHealth(now: () => number): RouteHealth {
       routes.set(route, { settings, members: new Map(members.map((m) => [m, { state: CLOSED, tally: EMPTY_TALLY }])) });
     },
     admit(route, member) {
-      const { settings, health } = entry(route, member);
-      const { admit, state } = admitThrough(health.state, now(), settings);
-      setState(health, state);
+      const found = entry(route, member);
+      const { admit, state } = admitThrough(found.health.state, now(), found.settings);
+      setState(found, state);
       return admit;
     },
     record(route, member, event) {
-      const { settings, health } = entry(route, member);
-      setState(health, breakerAfter(health.state, event, now(), settings));
+      const found = entry(route, member);
+      setState(found, breakerAfter(found.health.state, event, now(), found.settings));
     },
     observeReceipt(member, status) {
       if (status === 'intermediate' || status === 'delivery_unknown') return;
       const at = now();
-      for (const { settings, members } of routes.values()) {
+      for (const [route, { settings, members }] of routes) {
         const health = members.get(member);
         if (!health || health.state.kind !== 'closed') continue;
         health.tally = tallyReceipt(health.tally, status === 'delivered', at, settings);
         const { collapsed, rate } = deliveryCollapsed(health.tally, at, settings);
-        if (collapsed) setState(health, breakerAfter(health.state, { kind: 'delivery_collapse', rate: rate! }, at, settings));
+        if (collapsed) setState({ health, route, member }, breakerAfter(health.state, { kind: 'delivery_collapse', rate: rate! }, at, settings));
       }
     },
     failedOver(route, from) {
