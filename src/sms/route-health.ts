@@ -121,6 +121,8 @@ export function createRouteHealth(now: () => number, logger?: Logger): RouteHeal
         help: 'Circuit breaker of each route member: 0 closed, 1 half-open (probing), 2 open (traffic kept off)',
         labelNames: ['route', 'member'],
         registers: [registry],
+        // Each worker of a cluster judges apart; the cluster shows the worst state of any of them.
+        aggregator: 'max',
         collect() {
           for (const view of snapshot()) this.set({ route: view.route, member: view.member }, breakerGaugeValue(view.state));
         },
