@@ -9,6 +9,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
+import { startInfobipFake } from './fakes/infobip.js';
+import { startSinchFake } from './fakes/sinch.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 import { readMessage, readMessages } from './helpers/ledger.js';
@@ -206,5 +208,33 @@ describe('routes over sandbox members', () => {
     expect((await send('rl-1')).status).toBe(200);
     expect((await send('rl-2')).status).toBe(200);
     expect((await readMessages(gw, ['rl-1', 'rl-2'])).map((m) => m.provider)).toEqual(['a', 'b']);
+  });
+});
+
+describe('a route over the HTTP aggregators', () => {
+  it('Infobip refuses our key (401, nothing sent): Sinch carries it, its callback (tokenised for sinch) reaches /dlr/sinch and becomes the conversion', async () => {
+    const infobip = await startInfobipFake();
+    const sinch = await startSinchFake({ callbackStatuses: ['Delivered'] });
+    try {
+      gw = await startTestGateway({
+        crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+        delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
+        providers: {
+          infobip: { type: 'infobip', api_key: 'a-revoked-key', base_url: infobip.url, webhook_secret: 'infobip-webhook-secret-0123' },
+          sinch: { type: 'sinch', service_plan_id: sinch.servicePlanId, api_token: sinch.apiToken, base_url: sinch.url, webhook_secret: 'sinch-webhook-secret-01234' },
+          global: { type: 'route', members: ['infobip', 'sinch'] },
+        },
+      });
+      const res = await gw.post('/channels/sms/single', smsMessage('agg-401', { provider_name: 'global' }));
+      expect(res.status).toBe(200);
+      expect(infobip.sends).toEqual([]); // refused before reading the message
+      const batch = sinch.batches.find((b) => b.clientReference === res.json.sms_id)!;
+      expect(batch.callbackUrl).toContain(`/dlr/sinch?sms_id=${res.json.sms_id}&token=`);
+      expect(await waitFor(() => crm.conversions.find((c) => c.sms_id === res.json.sms_id))).toMatchObject({ delivery_status: 'delivered' });
+      expect(await readMessage(gw, 'agg-401')).toMatchObject({ provider: 'sinch', provider_message_id: batch.id });
+    } finally {
+      await infobip.close();
+      await sinch.close();
+    }
   });
 });
