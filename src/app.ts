@@ -28,6 +28,7 @@ import { requestContext, requestLogger } from './observability/request-context.j
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
+import type { MemberHealthView } from './sms/route-health.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -50,6 +51,8 @@ export interface AppParts {
   metrics?: GatewayMetrics;
   /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
   renderMetrics?: () => Promise<string>;
+  /** Route members' circuit breakers, for the console. */
+  circuits?: () => MemberHealthView[];
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -106,6 +109,7 @@ export function createApp(parts: AppParts): Hono {
       providers: providerNames,
       now: parts.now,
       onReplay: parts.onReplay,
+      circuits: parts.circuits,
     }),
   );
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
+import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
 import { parseDuration } from './duration.js';
 
 const duration = (fallback: string) =>
@@ -20,7 +21,8 @@ const duration = (fallback: string) =>
     });
 
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
-const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins]);
+// `route` is not a plugin but a provider_name over several of them (src/sms/provider-route.ts).
+const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, routeConfigSchema]);
 
 const server = z.strictObject({
   /**
@@ -117,6 +119,11 @@ const sms = z.strictObject({
    * retry of the same activity.id waits this long for a receipt proving it was accepted before sending it again.
    */
   ambiguous_retry_after: duration('60s'),
+  /**
+   * Whether the CRM's sender_name beats a provider's `senders.by_country` rule for the recipient's country
+   * (src/sms/sender-rules.ts). Off: the country rule wins, so a US recipient gets the configured number.
+   */
+  sender_name_wins: z.boolean().default(false),
 });
 
 const ledger = z.strictObject({
@@ -213,6 +220,7 @@ export const configSchema = z
         seen.set(key, name);
       }
     }
+    checkRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {
       ctx.addIssue({ code: 'custom', path: ['sms', 'default_provider'], message: `"${c.sms.default_provider}" is not a configured provider` });
     }

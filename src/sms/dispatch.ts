@@ -201,10 +201,12 @@ export function createDispatcher(deps: DispatcherDeps) {
     const started = performance.now();
     const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const seconds = (performance.now() - started) / 1000;
+    // A route answers with the member that carried the message: its receipts come to /dlr/{member}.
+    const provider = answer.carrier ?? message.provider.name;
     // A provider's answer is outside text: stored (and logged) cut to a length that still shows what it said.
     const record: SendOutcomeRecord = answer.ok
-      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
-      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
+      ? { smsId, provider, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
+      : { smsId, provider, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
     try {
       await records.run([record]);
     } catch (error) {
@@ -212,13 +214,14 @@ export function createDispatcher(deps: DispatcherDeps) {
       logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
     const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
-    deps.metrics?.sendCompleted(message.provider.name, outcome, message.segments, seconds);
+    deps.metrics?.sendCompleted(provider, outcome, message.segments, seconds);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
     logger[answer.ok ? 'debug' : 'info'](
       {
         sms_id: smsId,
         activity_id: message.activityKey,
-        provider: message.provider.name,
+        provider,
+        ...(provider !== message.provider.name ? { route: message.provider.name } : {}),
         to: maskPhoneNumber(message.recipient),
         segments: message.segments,
         state: record.state,
