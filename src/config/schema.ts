@@ -48,8 +48,12 @@ const server = z.strictObject({
   request_timeout: duration('30s'),
   /** Longest time a client may take to send the request headers. */
   headers_timeout: duration('10s'),
-  /** How long an idle keep-alive connection is kept open for the client's next request. */
-  keep_alive_timeout: duration('5s'),
+  /**
+   * How long an idle keep-alive connection is kept open for the client's next request. Longer than the 60 s idle
+   * timeout of common HTTP clients and load balancers, so that they close an idle connection first: when the server
+   * closes it first, a request the client writes at that moment is reset (ECONNRESET) and a POST is not retried.
+   */
+  keep_alive_timeout: duration('65s'),
   /** Open connections per gateway process; connections beyond it are closed at once. */
   max_connections: z.number().int().positive().default(10_000),
 }).superRefine((s, ctx) => {
