@@ -113,7 +113,7 @@ describe('the real server under deep and large bodies', () => {
       });
     const deep = await post(`[{"sms_id":"x","message_id":"m","status":"delivered","extra":${nested(5_000)}}]`);
     expect(deep.status).toBe(400);
-    expect((await deep.json()).error).toMatch(/nested deeper than 64 levels/);
+    expect(((await deep.json()) as { error: string }).error).toMatch(/nested deeper than 64 levels/);
     const many = await post(JSON.stringify(Array.from({ length: 4 }, (_, i) => ({ sms_id: `s-${i}`, message_id: `m-${i}`, status: 'delivered' }))));
     expect(many.status).toBe(413);
     expect((await gw.gateway.sweep()).rematched).toBe(0);
