@@ -156,7 +156,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   publicUrl ||= url;
 
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery, observers);
+    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease);
     reported(result.unknown + result.rematched);
     return result;
   };
