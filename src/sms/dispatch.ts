@@ -75,14 +75,15 @@ type Claim = { send: true; smsId: string } | { send: false; result: DispatchResu
  * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
  * 50 ms window share one signal (a provider call may run up to 50 ms past its deadline).
  */
-function createDeadlineSignals(now: () => number) {
+function createDeadlineSignals(now: () => number, abandon: AbortSignal) {
   const signals = new Map<number, AbortSignal>();
   return (deadline: number): AbortSignal => {
     const window = Math.ceil(deadline / 50) * 50;
     let signal = signals.get(window);
     if (!signal) {
       if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
-      signal = AbortSignal.timeout(Math.max(0, window - now()));
+      // Also aborted when a shutdown abandons the calls in flight (abandonInFlight).
+      signal = AbortSignal.any([AbortSignal.timeout(Math.max(0, window - now())), abandon]);
       // Every in-flight provider call listens on it (undici adds one abort listener per request); without this,
       // more than 10 sharers print a MaxListenersExceededWarning per window.
       setMaxListeners(0, signal);
@@ -107,9 +108,11 @@ export function createDispatcher(deps: DispatcherDeps) {
   const { db, logger, now } = deps;
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
-  const signalFor = createDeadlineSignals(now);
   /** Aborted by stopSending(): nothing more is claimed or handed to a provider, and capacity waits end. */
   const stopping = new AbortController();
+  /** Aborted by abandonInFlight(): provider calls under way end as if their timeout fired. */
+  const abandoning = new AbortController();
+  const signalFor = createDeadlineSignals(now, abandoning.signal);
 
   const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
   const reclaimCutoffs = (at: number) => ({
@@ -281,6 +284,17 @@ export function createDispatcher(deps: DispatcherDeps) {
      */
     stopSending(): void {
       stopping.abort();
+    },
+
+    /**
+     * For a shutdown that cannot wait longer: provider calls still under way are abandoned. The provider may have
+     * taken them, so their messages are left `uncertain` (a receipt confirms them; a retry waits
+     * sms.ambiguous_retry_after) and answered transient (batch `fatal`, single 503), so the CRM's request gets
+     * its answer before the connections close.
+     */
+    abandonInFlight(): void {
+      stopping.abort();
+      abandoning.abort();
     },
   };
 }
