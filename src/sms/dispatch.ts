@@ -237,6 +237,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     // Each message's claim stands alone: a message whose row cannot be written fails only itself.
     const settled = await claims.settle(fresh.map((f) => f.message));
+    const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claimed: Claim[] = settled.map((s, i) => {
       if (s.status === 'fulfilled') return s.value;
       const message = fresh[i]!.message;
@@ -244,9 +245,14 @@ export function createDispatcher(deps: DispatcherDeps) {
         logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'message refused by the ledger: nothing sent');
         return { send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
       }
-      logger.error({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'ledger unavailable: nothing sent');
+      unavailable.push({ activityKey: message.activityKey, error: s.reason });
       return { send: false, result: { outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' } };
     });
+    if (unavailable.length > 0) {
+      // One line per request, not per message: a ledger that is down fails every message alike.
+      const activityIds = unavailable.slice(0, 20).map((u) => u.activityKey.slice(0, 100));
+      logger.error({ err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: options.requestId }, 'ledger unavailable: nothing sent');
+    }
     const toSend: number[] = [];
     claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
     let next = 0;
