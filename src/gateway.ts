@@ -205,7 +205,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   publicUrl ||= url;
 
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery, observers);
+    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease);
     reported(result.unknown + result.rematched);
     return result;
   };
@@ -231,6 +231,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       clearInterval(sweepTimer);
       // Requests in flight answer now: what was sent is successful, the rest transient for the CRM to retry.
       dispatcher.stopSending();
+      // Provider calls still under way at half the budget (a provider that hangs) are abandoned, their messages
+      // left uncertain, so the requests waiting for them are answered before the connections are closed.
+      const abandonTimer = setTimeout(() => dispatcher.abandonInFlight(), config.server.shutdown_timeout / 2);
       let step = 'closing the providers';
       const steps = (async () => {
         // Providers first, while the server still listens: the sandbox posts its pending receipts on close.
@@ -261,6 +264,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await Promise.race([steps, deadline]);
       } finally {
         clearTimeout(timer);
+        clearTimeout(abandonTimer);
       }
     },
   };

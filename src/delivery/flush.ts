@@ -20,7 +20,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
   try {
     await migrateToLatest(ledger.db);
     const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
-    const sweep = await runSweep(ledger.db, Date.now(), config.delivery);
+    const sweep = await runSweep(ledger.db, Date.now(), config.delivery, {}, config.sms.dispatch_lease);
     const totals = { posted: 0, failed: 0, dead: 0 };
     let reachable = true;
     // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.

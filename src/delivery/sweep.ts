@@ -6,9 +6,10 @@
  *   and are reported. The UPDATE re-checks its condition, so two sweeps (serve and flush, or two instances)
  *   cannot both report one message.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { insertConversions } from '../ledger/conversions.js';
 import { deleteMinuteStatsBefore, incrementDeliveryStats, MINUTE_STATS_RETENTION_MS } from '../ledger/delivery-stats.js';
+import { expireDispatchLeases, markUnreportedAsUnknown } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
 import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
@@ -18,12 +19,7 @@ export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, u
   let total = 0;
   for (;;) {
     const marked = await db.transaction().execute(async (trx) => {
-      const result = await sql<{ sms_id: string; activity_key: string; provider: string }>`
-        update messages
-        set delivery_status = 'delivery_unknown', delivery_source = 'timeout', completed_at = ${now}, updated_at = ${now}
-        where sms_id in (select sms_id from messages where delivery_status is null and submitted_at <= ${cutoff} limit 1000)
-          and delivery_status is null
-        returning sms_id, activity_key, provider`.execute(trx);
+      const result = { rows: await markUnreportedAsUnknown(trx, cutoff, now) };
       await insertConversions(trx, result.rows.map((r) => ({ smsId: r.sms_id, status: 'delivery_unknown' as const })), now);
       await incrementDeliveryStats(trx, result.rows.map((r) => ({ at: now, provider: r.provider, outcome: 'delivery_unknown' as const })));
       for (const r of result.rows) {
@@ -43,6 +39,8 @@ export interface SweepResult {
   expired: number;
   /** Set-aside receipts deleted after delivery.parked_receipt_retention. */
   deleted: number;
+  /** Sends left `dispatching` past sms.dispatch_lease, made `uncertain`. */
+  leasesExpired: number;
 }
 
 export async function runSweep(
@@ -50,7 +48,16 @@ export async function runSweep(
   now: number,
   delivery: { unknown_after: number; parked_receipt_ttl: number; parked_receipt_retention: number },
   observers: IngestObservers = {},
+  /** sms.dispatch_lease: sends `dispatching` longer than this lost their process (or their provider's answer). */
+  dispatchLeaseMs?: number,
 ): Promise<SweepResult> {
+  let leasesExpired = 0;
+  if (dispatchLeaseMs !== undefined) {
+    for (let n = -1; n !== 0; leasesExpired += n) {
+      n = (await db.transaction().execute((trx) => expireDispatchLeases(trx, now - dispatchLeaseMs, now))).length;
+    }
+    if (leasesExpired > 0) observers.logger?.warn({ count: leasesExpired, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain');
+  }
   const expiredByProvider = await expireParkedReceipts(db, now - delivery.parked_receipt_ttl);
   let expired = 0;
   for (const [provider, count] of expiredByProvider) {
@@ -66,5 +73,5 @@ export async function runSweep(
   const rematched = await matchAllParkedReceipts(db, now, observers);
   const unknown = await markTimedOutAsUnknown(db, now, delivery.unknown_after, observers);
   await deleteMinuteStatsBefore(db, now - MINUTE_STATS_RETENTION_MS);
-  return { unknown, rematched, expired, deleted };
+  return { unknown, rematched, expired, deleted, leasesExpired };
 }

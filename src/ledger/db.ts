@@ -28,40 +28,63 @@ export interface Ledger {
  * Transactions take SQLite's write lock at BEGIN. A plain BEGIN takes it at the first write, and a transaction
  * that read first then fails at once with SQLITE_BUSY if another process (serve and a cron flush share the
  * file) committed in between. While another process holds the lock, SQLite's busy handler would sleep in
- * steps of 1 ms or more with the event loop stopped (better-sqlite3 is synchronous); instead BEGIN fails at once
- * and is retried on a timer, so this process keeps taking requests (which join the next group) while it waits.
+ * steps of 1 ms or more with the event loop stopped (better-sqlite3 is synchronous), so the connection never
+ * waits in it (busy_timeout 0): a statement outside a transaction that finds the database busy (BEGIN, or a
+ * single write such as the sweep's) fails at once and is tried again on a timer, for up to BUSY_TIMEOUT_MS,
+ * and this process keeps taking requests meanwhile (they join the next group). Inside a transaction, which
+ * holds the lock from BEGIN IMMEDIATE, nothing waits for it.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    const giveUpAt = Date.now() + BUSY_TIMEOUT_MS;
-    await connection.executeQuery(NO_BUSY_WAIT);
-    try {
-      for (;;) {
-        try {
-          await connection.executeQuery(BEGIN_IMMEDIATE);
-          return;
-        } catch (error) {
-          if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > giveUpAt) throw error;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      }
-    } finally {
-      await connection.executeQuery(BUSY_WAIT);
+  private wrapped: DatabaseConnection | undefined;
+
+  constructor(
+    options: SqliteDialectConfig,
+    private readonly sqlite: BetterSqlite3.Database,
+  ) {
+    super(options);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    if (!this.wrapped) {
+      const sqlite = this.sqlite;
+      this.wrapped = {
+        executeQuery: (query) => (sqlite.inTransaction ? connection.executeQuery(query) : retryWhileBusy(() => connection.executeQuery(query))),
+        streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+      };
     }
+    return this.wrapped;
+  }
+
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(BEGIN_IMMEDIATE);
+  }
+}
+
+async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
+  const giveUpAt = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      return await run();
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > giveUpAt) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }
 
 const BUSY_TIMEOUT_MS = 5_000;
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
-const NO_BUSY_WAIT = CompiledQuery.raw('pragma busy_timeout = 0');
-const BUSY_WAIT = CompiledQuery.raw(`pragma busy_timeout = ${BUSY_TIMEOUT_MS}`);
 
 class ImmediateSqliteDialect extends SqliteDialect {
-  constructor(private readonly options: SqliteDialectConfig) {
+  constructor(
+    private readonly options: SqliteDialectConfig,
+    private readonly sqlite: BetterSqlite3.Database,
+  ) {
     super(options);
   }
   override createDriver() {
-    return new ImmediateSqliteDriver(this.options);
+    return new ImmediateSqliteDriver(this.options, this.sqlite);
   }
 }
 
@@ -101,10 +124,11 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     const sqlite = new BetterSqlite3(file);
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma(`synchronous = ${config.sqlite_synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-    // serve and a cron flush share the file: wait for the other's write instead of failing.
-    sqlite.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // serve and a cron flush share the file: statements that find it busy are retried on a timer, never waited
+    // for inside SQLite with the event loop stopped (ImmediateSqliteDriver).
+    sqlite.pragma('busy_timeout = 0');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, sqlite) });
     const background = file === ':memory:' ? undefined : options.backgroundCheckpoints;
     if (background?.thread === false) leaveCheckpointsToAnotherThread(sqlite);
     const checkpointer = background && background.thread !== false ? startCheckpointer(sqlite, file, background.logger) : undefined;

@@ -135,3 +135,39 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
   // In the same transaction, so the console's counts never disagree with the messages they count.
   await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })));
 }
+
+/**
+ * Sends still `dispatching` since before `leaseCutoff`: their process died, or the provider never answered before
+ * a shutdown, so the call may have reached the provider. They become `uncertain` (a receipt still confirms them,
+ * a CRM retry sends again after sms.ambiguous_retry_after). Up to `limit` rows; returns them.
+ */
+export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: number, limit = 1_000) {
+  const result = await sql<{ sms_id: string; provider: string }>`
+    update messages set state = 'uncertain', updated_at = ${now}
+    where sms_id in (
+      select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${limit}
+    ) and state = 'dispatching'
+    returning sms_id, provider`.execute(db);
+  return result.rows;
+}
+
+/**
+ * Messages with no delivery status since before `cutoff`, up to `limit`, marked `delivery_unknown` (source
+ * `timeout`) and returned: those submitted (the provider took them; no terminal receipt came) and those whose
+ * send was left uncertain or dispatching (no answer, no receipt, no retry by the CRM). The UPDATE re-checks its
+ * condition, so two sweeps cannot both mark one message.
+ */
+export async function markUnreportedAsUnknown(db: Db, cutoff: number, now: number, limit = 1_000) {
+  const result = await sql<{ sms_id: string; activity_key: string; provider: string }>`
+    update messages
+    set delivery_status = 'delivery_unknown', delivery_source = 'timeout', completed_at = ${now}, updated_at = ${now}
+    where sms_id in (
+      select sms_id from messages where delivery_status is null and submitted_at <= ${cutoff}
+      union all
+      select sms_id from messages where state in ('dispatching', 'uncertain') and dispatched_at <= ${cutoff} and delivery_status is null
+      limit ${limit}
+    )
+      and delivery_status is null
+    returning sms_id, activity_key, provider`.execute(db);
+  return result.rows;
+}

@@ -217,4 +217,15 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-24-31-unresolved-sends': {
+    async up(db) {
+      // The sweep looks for sends left dispatching or uncertain (delivery/sweep.ts): only those rows are indexed.
+      await db.schema
+        .createIndex('messages_unresolved_sends')
+        .on('messages')
+        .column('dispatched_at')
+        .where(sql<boolean>`state in ('dispatching', 'uncertain')`)
+        .execute();
+    },
+  },
 };

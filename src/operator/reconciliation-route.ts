@@ -1,14 +1,18 @@
 /**
- * POST /reconciliation, streamed: `{"users":[` then each page of ids as it is read, then `],"timestamp":"…"}`.
- * Memory stays flat however many users match, because a page is written (and the client has taken it) before the
- * next one is read.
+ * POST /reconciliation: `{"users":[…],"timestamp":"…"}`, or `{"error":"…"}` instead of those fields when the list
+ * could not be read to the end (operator interface "POST /reconciliation": error comes instead of the normal
+ * fields, so a CRM can never take a partial list for the whole one).
+ * The ids are first spooled, page by page as they are read, to a temporary file; only when the last page has been
+ * read does the answer start, streamed from that file. Memory stays flat however many users match (one page and
+ * one file chunk at a time), and no byte of the list is sent before the list is known to be complete.
  *
- * Errors (operator-interface "POST /reconciliation"): an unknown field answers 501. An error before the first byte
- * answers a normal error status. An error after streaming began cannot change the 200 already sent, so the body is
- * closed as `{"users":[…ids so far…],"error":"…"}`: still parseable JSON, with `error` present and `timestamp`
- * absent, which tells the CRM the list is incomplete. The spec's "error instead of the normal fields" cannot be met
- * literally once ids have been sent; leaving out `timestamp` is the closest a streamed answer can come.
+ * Errors: an unknown field answers 501; one in reading the first page answers its status (statusOf); one after
+ * that answers 200 `{"error": …}`.
  */
+import { createReadStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import type { Logger } from 'pino';
@@ -39,6 +43,23 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
       throw error;
     }
 
+    const spool = await createSpool();
+    let count = 0;
+    try {
+      for (let next = first; !next.done; next = await pages.next()) {
+        if (next.value.count === 0) continue;
+        await spool.write((count === 0 ? '' : ',') + next.value.json);
+        count += next.value.count;
+      }
+      await spool.finish();
+    } catch (error) {
+      await spool.discard();
+      const message = error instanceof BackendError ? error.message : 'the user list could not be read to the end; run the reconciliation again';
+      logger.error({ err: error, field, users_read: count }, 'reconciliation failed; answering its error instead of a partial list');
+      return c.json({ error: message }, 200);
+    }
+    const timestamp = run.timestamp();
+
     c.header('Content-Type', 'application/json; charset=utf-8');
     c.header('Cache-Control', 'no-store');
     return stream(c, async (out) => {
@@ -46,25 +67,38 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
       out.onAbort(() => {
         aborted = true;
       });
-      let count = 0;
-      let next = first;
       try {
         await out.write('{"users":[');
-        while (!next.done && !aborted) {
-          const page = next.value;
-          if (page.count > 0) {
-            await out.write((count === 0 ? '' : ',') + page.json);
-            count += page.count;
-          }
-          next = await pages.next();
+        for await (const chunk of spool.read()) {
+          if (aborted) return;
+          await out.write(chunk);
         }
-        if (aborted) return void (await pages.return?.(undefined));
-        await out.write(`],"timestamp":${JSON.stringify(run.timestamp())}}`);
-      } catch (error) {
-        const message = error instanceof BackendError ? error.message : 'the user list could not be read to the end; run the reconciliation again';
-        logger.error({ err: error, field, users_sent: count }, 'reconciliation failed while streaming');
-        await out.write(`],"error":${JSON.stringify(message)}}`);
+        await out.write(`],"timestamp":${JSON.stringify(timestamp)}}`);
+      } finally {
+        await spool.discard();
       }
     });
+  };
+}
+
+/** A temporary file written in order, read back once, then removed (with its directory, private to this run). */
+async function createSpool() {
+  const dir = await mkdtemp(join(tmpdir(), 'gw-reconciliation-'));
+  const path = join(dir, 'users.json');
+  const file = await open(path, 'w', 0o600);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await file.close();
+  };
+  return {
+    write: async (text: string) => void (await file.write(text)),
+    finish: close,
+    read: () => createReadStream(path, { highWaterMark: 256 * 1024 }) as AsyncIterable<Buffer>,
+    async discard() {
+      await close().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
   };
 }

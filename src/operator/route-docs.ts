@@ -129,14 +129,14 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       path: '/reconciliation',
       summary: 'The ids of every user with a flag or consent set',
       description:
-        'Streamed. An error after the list began cannot change the 200: the body then ends with `error` instead of `timestamp`, which marks the list incomplete.',
+        'The whole list or none of it: the ids are read to the end (spooled to a temporary file) before the answer starts, and a failure while reading answers 200 with `error` instead of `users` and `timestamp`, so a partial list is never sent.',
       request: { schema: reconciliationRequestSchema.describe(`field: one of ${Object.keys(RECONCILIATION_FIELDS).join(', ')}`) },
       responses: {
         200: {
           description: 'The user ids',
           schema: z.union([
             z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
-            z.strictObject({ users: z.array(z.string()).describe('The ids sent before the failure'), error: z.string() }),
+            z.strictObject({ error: z.string().describe('Why the list could not be read to the end; run the reconciliation again') }),
           ]),
         },
         400: error('The body is not JSON or field is not a string'),

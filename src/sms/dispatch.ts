@@ -75,14 +75,15 @@ type Claim = { send: true; smsId: string } | { send: false; result: DispatchResu
  * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
  * 50 ms window share one signal (a provider call may run up to 50 ms past its deadline).
  */
-function createDeadlineSignals(now: () => number) {
+function createDeadlineSignals(now: () => number, abandon: AbortSignal) {
   const signals = new Map<number, AbortSignal>();
   return (deadline: number): AbortSignal => {
     const window = Math.ceil(deadline / 50) * 50;
     let signal = signals.get(window);
     if (!signal) {
       if (signals.size > 1_000) for (const [w, s] of signals) if (s.aborted) signals.delete(w);
-      signal = AbortSignal.timeout(Math.max(0, window - now()));
+      // Also aborted when a shutdown abandons the calls in flight (abandonInFlight).
+      signal = AbortSignal.any([AbortSignal.timeout(Math.max(0, window - now())), abandon]);
       // Every in-flight provider call listens on it (undici adds one abort listener per request); without this,
       // more than 10 sharers print a MaxListenersExceededWarning per window.
       setMaxListeners(0, signal);
@@ -107,9 +108,11 @@ export function createDispatcher(deps: DispatcherDeps) {
   const { db, logger, now } = deps;
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
-  const signalFor = createDeadlineSignals(now);
   /** Aborted by stopSending(): nothing more is claimed or handed to a provider, and capacity waits end. */
   const stopping = new AbortController();
+  /** Aborted by abandonInFlight(): provider calls under way end as if their timeout fired. */
+  const abandoning = new AbortController();
+  const signalFor = createDeadlineSignals(now, abandoning.signal);
 
   const transact: Transact = deps.transact ?? ((work) => db.transaction().execute(work));
   const reclaimCutoffs = (at: number) => ({
@@ -237,6 +240,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     // Each message's claim stands alone: a message whose row cannot be written fails only itself.
     const settled = await claims.settle(fresh.map((f) => f.message));
+    const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claimed: Claim[] = settled.map((s, i) => {
       if (s.status === 'fulfilled') return s.value;
       const message = fresh[i]!.message;
@@ -244,9 +248,14 @@ export function createDispatcher(deps: DispatcherDeps) {
         logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'message refused by the ledger: nothing sent');
         return { send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
       }
-      logger.error({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'ledger unavailable: nothing sent');
+      unavailable.push({ activityKey: message.activityKey, error: s.reason });
       return { send: false, result: { outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' } };
     });
+    if (unavailable.length > 0) {
+      // One line per request, not per message: a ledger that is down fails every message alike.
+      const activityIds = unavailable.slice(0, 20).map((u) => u.activityKey.slice(0, 100));
+      logger.error({ err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: options.requestId }, 'ledger unavailable: nothing sent');
+    }
     const toSend: number[] = [];
     claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
     let next = 0;
@@ -284,6 +293,17 @@ export function createDispatcher(deps: DispatcherDeps) {
      */
     stopSending(): void {
       stopping.abort();
+    },
+
+    /**
+     * For a shutdown that cannot wait longer: provider calls still under way are abandoned. The provider may have
+     * taken them, so their messages are left `uncertain` (a receipt confirms them; a retry waits
+     * sms.ambiguous_retry_after) and answered transient (batch `fatal`, single 503), so the CRM's request gets
+     * its answer before the connections close.
+     */
+    abandonInFlight(): void {
+      stopping.abort();
+      abandoning.abort();
     },
   };
 }

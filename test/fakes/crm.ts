@@ -29,6 +29,11 @@ export class FakeCrm {
     return this.requests.flatMap((r) => r.body);
   }
 
+  /** How many of the failures asked for with failNext are still to come. */
+  get pendingFailures(): number {
+    return this.failures.length;
+  }
+
   /** Answers the next `count` requests with `status` instead of 200. */
   failNext(count: number, status = 503): void {
     this.failures.push(...Array<number>(count).fill(status));

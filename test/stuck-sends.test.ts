@@ -1,0 +1,106 @@
+/**
+ * No row is stuck forever (issue 16, item 7): a send left `dispatching` by a process that died mid-call, and one
+ * left `uncertain` by an ambiguous provider failure, are resolved by the sweep: the first becomes `uncertain`
+ * once sms.dispatch_lease has passed (a receipt still confirms it, a CRM retry sends again), and both are
+ * reported `delivery_unknown` to the CRM after delivery.unknown_after when nothing else happened.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FakeCrm } from './fakes/crm.js';
+import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
+import { startServe, writeConfig } from './helpers/child.js';
+import { smsMessage, startTestGateway, testConfigDocument, TEST_ADMIN_KEY, TEST_API_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
+
+const HOUR = 3_600_000;
+const crm = new FakeCrm();
+let twilio: TwilioFake;
+let gw: TestGateway | undefined;
+const dirs: string[] = [];
+
+beforeAll(async () => {
+  await crm.start();
+  twilio = await startTwilioFake();
+});
+afterAll(async () => {
+  await crm.stop();
+  await twilio.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await gw?.close();
+  gw = undefined;
+  crm.reset();
+});
+
+function overrides(sendTimeout: string) {
+  return {
+    crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+    sms: { send_timeout: sendTimeout, dispatch_lease: '5m', ambiguous_retry_after: '60s' },
+    delivery: { poll_interval: '20ms', unknown_after: '1h', sweep_interval: '1h' },
+    providers: {
+      twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
+    },
+  };
+}
+
+const story = async (g: TestGateway, smsId: string) => (await g.get(`/admin/messages/${smsId}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json;
+
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching by a process that died mid-call', () => {
+  it('becomes uncertain after the lease, then is reported delivery_unknown after delivery.unknown_after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
+    dirs.push(dir);
+    // A real serve process, its provider call hanging (the fake never answers this number), killed with SIGKILL.
+    const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, overrides('60s')), log: { level: 'info' } }));
+    const pending = fetch(`${serve.url}/channels/sms/single`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+      body: JSON.stringify(smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null })),
+    }).catch(() => undefined);
+    await waitFor(() => twilio.creates.some((c) => c.form.To === '+15005550666'), 10_000, 'the provider call');
+    serve.child.kill('SIGKILL');
+    await once(serve.child, 'exit');
+    await pending;
+
+    let time = Date.now();
+    gw = await startTestGateway(overrides('60s'), { dir, now: () => time });
+    const row = (await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-mid-call').executeTakeFirstOrThrow());
+    expect(row.state).toBe('dispatching');
+
+    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 0 });
+    time += 5 * 60_000 + 1_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, unknown: 0 });
+    expect((await story(gw, row.sms_id)).message.state).toBe('uncertain');
+    // A retry now waits for a receipt first (it may have been sent): 503, nothing sent again yet.
+    const retry = await gw.post('/channels/sms/single', smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null }));
+    expect(retry.status).toBe(503);
+
+    time += HOUR;
+    expect(await gw.gateway.sweep()).toMatchObject({ unknown: 1 });
+    await waitFor(() => crm.conversions.find((c) => c.sms_id === row.sms_id), 10_000, 'the delivery_unknown conversion');
+    expect(crm.conversions.filter((c) => c.sms_id === row.sms_id)).toEqual([
+      { activity: smsMessage('died-mid-call').activity, sms_id: row.sms_id, delivery_status: 'delivery_unknown' },
+    ]);
+    expect(await gw.gateway.sweep()).toMatchObject({ unknown: 0, leasesExpired: 0 });
+  }, 30_000);
+});
+
+describe('a send left uncertain by an ambiguous provider failure', () => {
+  it('is reported delivery_unknown after delivery.unknown_after when neither a receipt nor a retry came', async () => {
+    let time = Date.now();
+    gw = await startTestGateway(overrides('10s'), { now: () => time });
+    // Twilio answers 500: the message may have been created anyway (providers.md §1, "ambiguous").
+    const sent = await gw.post('/channels/sms/single', smsMessage('ambiguous-500', { provider_name: 'twilio', recipient: '+15005550500', sender_name: null }));
+    expect(sent.status).toBe(503);
+    const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'ambiguous-500').executeTakeFirstOrThrow();
+    expect(row.state).toBe('uncertain');
+    time += 30 * 60_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ unknown: 0 });
+    time += 31 * 60_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ unknown: 1 });
+    await waitFor(() => crm.conversions.find((c) => c.sms_id === row.sms_id), 10_000, 'the delivery_unknown conversion');
+    expect((await story(gw, row.sms_id)).message).toMatchObject({ delivery_status: 'delivery_unknown', delivery_source: 'timeout' });
+  });
+});
