@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { providerPlugins } from '../providers/index.js';
-import type { ProviderPlugin, SmsProvider } from '../providers/types.js';
+import type { ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
@@ -45,10 +45,19 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export function createProviders(config: Readonly<Config>, logger: Logger, now: () => number, clock: Clock = systemClock(now), role?: ClusterRole): SmsProvider[] {
+/** `deliverReceipts`: where plugins that receive receipts over their own connection (SMPP) hand them in. */
+export function createProviders(
+  config: Readonly<Config>,
+  logger: Logger,
+  now: () => number,
+  clock: Clock = systemClock(now),
+  role?: ClusterRole,
+  deliverReceipts?: (provider: string, events: ReceiptEvent[]) => Promise<void>,
+): SmsProvider[] {
   return Object.entries(config.providers).map(([name, providerConfig]) => {
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
-    const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now });
+    const deps = { logger: logger.child({ provider: name }), now, ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}) };
+    const provider = plugin.create(name, providerConfig, deps);
     // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     return withThrottle(
@@ -68,7 +77,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const { db } = ledger;
   await migrateToLatest(db);
 
-  const providers = createProviders(config, logger, now, options.clock, options.cluster);
+  // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
+  // arrives before then is refused, and the SMSC offers it again.
+  let ingestPushed: ((inputs: ReceiptInput[]) => Promise<unknown>) | undefined;
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, async (provider, events) => {
+    if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
+    await ingestPushed(events.map((event) => ({ provider, event })));
+  });
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
@@ -115,6 +130,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     reported(summary.reported);
     return inputs.map(() => summary);
   });
+  ingestPushed = (inputs) => receiptWrites.run(inputs);
 
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({

@@ -1,0 +1,200 @@
+/**
+ * A fake SMSC built on the `smpp` package's server side (the same package the plugin uses as its client), speaking
+ * real SMPP 3.4 PDUs over TCP: bind_transceiver with credentials (or refused), enquire_link, submit_sm answered
+ * with a message id or a chosen command_status, answers held back to see the client's window, delivery receipts
+ * as deliver_sm (receipt text, or TLVs) after or before the submit_sm_resp, and dropped connections.
+ */
+import type { AddressInfo } from 'node:net';
+import smpp from 'smpp';
+
+export interface SmppSubmit {
+  sourceTon: number;
+  sourceNpi: number;
+  source: string;
+  destTon: number;
+  destNpi: number;
+  destination: string;
+  esmClass: number;
+  dataCoding: number;
+  registeredDelivery: number;
+  /** The concatenation header as received (UDHL first), when esm_class carried the UDH indicator. */
+  udh?: Buffer;
+  /** short_message decoded by the package as its data_coding says (GSM-7 one septet per octet, or UCS-2). */
+  text: string;
+  /** The id answered, when accepted. */
+  messageId?: string;
+}
+
+export interface SmppFakeOptions {
+  systemId?: string;
+  password?: string;
+  /** Receipts for each accepted submit_sm: none, after the submit_sm_resp, or before it. */
+  receipts?: 'none' | 'after' | 'before';
+  /** The receipt's state word (default DELIVRD) and whether it travels as TLVs instead of text. */
+  receiptStat?: string;
+  /** State words for the next receipts, first in first used, before falling back to receiptStat. */
+  receiptStats?: string[];
+  receiptAs?: 'text' | 'tlv';
+  port?: number;
+}
+
+export interface SmppFake {
+  host: string;
+  port: number;
+  systemId: string;
+  password: string;
+  options: SmppFakeOptions;
+  /** bind_transceiver attempts: whether each was accepted. */
+  binds: Array<{ systemId: string; systemType: string; accepted: boolean }>;
+  submits: SmppSubmit[];
+  /** deliver_sm_resp command_status for each receipt sent, in answer order. */
+  receiptAnswers: number[];
+  enquireLinks: number;
+  unbinds: number;
+  /** Most submit_sm seen without an answer at one time. */
+  maxOutstanding: number;
+  /** Submit_sm currently without an answer. */
+  outstanding(): number;
+  /** Refuse binds from now on (true) or accept them again. */
+  refuseBinds: boolean;
+  /** Hold every submit_sm_resp until release() (true), to watch the client's window. */
+  hold: boolean;
+  release(): void;
+  /** command_status for the next submit_sm (first in, first used), e.g. ESME_RTHROTTLED. */
+  nextStatuses: number[];
+  /** Sends a receipt for `messageId` on every bound session. */
+  sendReceipt(messageId: string, stat?: string, as?: 'text' | 'tlv'): Promise<void>;
+  /** Drops every client connection as an SMSC restart would. */
+  dropConnections(): void;
+  boundSessions(): number;
+  close(): Promise<void>;
+}
+
+const STATE_BY_STAT = new Map([['ENROUTE', 1], ['DELIVRD', 2], ['EXPIRED', 3], ['DELETED', 4], ['UNDELIV', 5], ['ACCEPTD', 6], ['UNKNOWN', 7], ['REJECTD', 8]]);
+
+export async function startSmppFake(options: SmppFakeOptions = {}): Promise<SmppFake> {
+  const systemId = options.systemId ?? 'gateway';
+  const password = options.password ?? 'secret';
+  const bound = new Set<smpp.Session>();
+  const held: Array<() => void> = [];
+  let outstanding = 0;
+  let nextId = 0x10000;
+
+  function receiptPdu(messageId: string, stat: string, as: 'text' | 'tlv'): Record<string, unknown> {
+    const base = { source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0x04 };
+    if (as === 'tlv') return { ...base, short_message: '', receipted_message_id: messageId, message_state: STATE_BY_STAT.get(stat) ?? 7 };
+    const err = stat === 'DELIVRD' ? '000' : '001';
+    return { ...base, short_message: `id:${messageId} sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:${stat} err:${err} text:` };
+  }
+
+  function deliver(session: smpp.Session, messageId: string, stat: string, as: 'text' | 'tlv'): Promise<void> {
+    return new Promise((resolve) => {
+      const sent = session.deliver_sm(receiptPdu(messageId, stat, as), (resp) => {
+        fake.receiptAnswers.push(resp.command_status);
+        resolve();
+      });
+      if (!sent) resolve();
+    });
+  }
+
+  function onSubmit(session: smpp.Session, pdu: smpp.PDU): void {
+    const status = fake.nextStatuses.shift() ?? 0;
+    const messageId = status === 0 ? (nextId++).toString(16) : undefined;
+    const message = pdu.short_message as { message?: Buffer | string; udh?: Buffer[] } | undefined;
+    const udh = message?.udh?.length ? Buffer.concat(message.udh) : undefined;
+    fake.submits.push({
+      sourceTon: Number(pdu.source_addr_ton),
+      sourceNpi: Number(pdu.source_addr_npi),
+      source: String(pdu.source_addr),
+      destTon: Number(pdu.dest_addr_ton),
+      destNpi: Number(pdu.dest_addr_npi),
+      destination: String(pdu.destination_addr),
+      esmClass: Number(pdu.esm_class),
+      dataCoding: Number(pdu.data_coding),
+      registeredDelivery: Number(pdu.registered_delivery),
+      ...(udh ? { udh: Buffer.concat([Buffer.from([udh.length]), udh]) } : {}),
+      text: typeof message?.message === 'string' ? message.message : String(message?.message ?? ''),
+      ...(messageId ? { messageId } : {}),
+    });
+    outstanding++;
+    fake.maxOutstanding = Math.max(fake.maxOutstanding, outstanding);
+    const stat = (messageId && options.receipts !== 'none' ? options.receiptStats?.shift() : undefined) ?? options.receiptStat ?? 'DELIVRD';
+    const as = options.receiptAs ?? 'text';
+    const answer = async () => {
+      if (messageId && options.receipts === 'before') await deliver(session, messageId, stat, as);
+      outstanding--;
+      session.send(pdu.response(status === 0 ? { message_id: messageId } : { command_status: status }));
+      if (messageId && options.receipts === 'after') void deliver(session, messageId, stat, as);
+    };
+    if (fake.hold) held.push(() => void answer());
+    else void answer();
+  }
+
+  const server = smpp.createServer({}, (session) => {
+    session.on('error', () => session.destroy());
+    session.on('close', () => bound.delete(session));
+    session.on('pdu', (pdu: smpp.PDU) => {
+      switch (pdu.command) {
+        case 'bind_transceiver': {
+          const accepted = !fake.refuseBinds && pdu.system_id === systemId && pdu.password === password;
+          fake.binds.push({ systemId: String(pdu.system_id), systemType: String(pdu.system_type), accepted });
+          if (accepted) bound.add(session);
+          return void session.send(pdu.response(accepted ? { system_id: 'fakesmsc' } : { command_status: smpp.errors.ESME_RBINDFAIL }));
+        }
+        case 'enquire_link':
+          fake.enquireLinks++;
+          return void session.send(pdu.response());
+        case 'unbind':
+          fake.unbinds++;
+          bound.delete(session);
+          session.send(pdu.response());
+          return void session.close();
+        case 'submit_sm':
+          if (!bound.has(session)) return void session.send(pdu.response({ command_status: smpp.errors.ESME_RINVBNDSTS }));
+          return onSubmit(session, pdu);
+        default:
+          if (!pdu.isResponse()) session.send(pdu.response({ command_status: smpp.errors.ESME_RINVCMDID }));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  const fake: SmppFake = {
+    host: '127.0.0.1',
+    port,
+    systemId,
+    password,
+    options,
+    binds: [],
+    submits: [],
+    receiptAnswers: [],
+    enquireLinks: 0,
+    unbinds: 0,
+    maxOutstanding: 0,
+    outstanding: () => outstanding,
+    refuseBinds: false,
+    hold: false,
+    release() {
+      fake.hold = false;
+      for (const answer of held.splice(0)) answer();
+    },
+    nextStatuses: [],
+    async sendReceipt(messageId, stat = 'DELIVRD', as = 'text') {
+      await Promise.all([...bound].map((s) => deliver(s, messageId, stat, as)));
+    },
+    dropConnections() {
+      held.splice(0);
+      outstanding = 0;
+      for (const s of server.sessions) s.destroy();
+    },
+    boundSessions: () => bound.size,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of server.sessions) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  return fake;
+}
+

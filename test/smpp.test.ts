@@ -1,0 +1,297 @@
+/** The SMPP plugin: its tables, and the plugin against a fake SMSC speaking real PDUs over TCP (test/fakes/smpp.ts). */
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { combinePartOutcomes, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
+import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp-message.js';
+import { classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
+import type { ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
+import { startSmppFake, type SmppFake } from './fakes/smpp.js';
+import { noAbort, sendRequest } from './helpers/providers.js';
+import { waitFor } from './helpers/gateway.js';
+
+describe('submit_sm_resp status classes', () => {
+  it.each([
+    ['ESME_ROK', 0x00, 'accepted'],
+    ['throttled: nothing sent, slow down', 0x58, 'transient'],
+    ['message queue full: nothing sent', 0x14, 'transient'],
+    ['system error at the SMSC', 0x08, 'transient'],
+    ['not bound (rebind under way)', 0x04, 'transient'],
+    ['invalid destination address', 0x0b, 'permanent'],
+    ['invalid source address', 0x0a, 'permanent'],
+    ['invalid data_coding', 0x104, 'permanent'],
+    ['a vendor-specific code nobody listed', 0x401, 'permanent'],
+  ])('%s (0x%s) is %s', (_label, status, kind) => expect(classifySubmitStatus(status).kind).toBe(kind));
+});
+
+describe('one answer from the parts of a message', () => {
+  const accepted = (id: string) => ({ kind: 'accepted' as const, messageId: id });
+  const refused = (cls: 'permanent' | 'transient', status: string) => ({ kind: 'refused' as const, class: cls, status });
+  const lost = { kind: 'lost' as const, reason: 'the bind was lost after the submit_sm went out', code: 'bind_lost' };
+  const notSent = { kind: 'not_sent' as const, reason: 'the bind is down', code: 'bind_down' };
+  it.each([
+    ['every part accepted: sent, ids in part order', [accepted('a'), accepted('b')], { ok: true, providerMessageIds: ['a', 'b'] }],
+    ['throttled: transient, not ambiguous', [refused('transient', 'ESME_RTHROTTLED')], { ok: false, kind: 'transient', code: 'ESME_RTHROTTLED', ambiguous: undefined }],
+    ['invalid destination: permanent', [refused('permanent', 'ESME_RINVDSTADR')], { ok: false, kind: 'permanent', code: 'ESME_RINVDSTADR' }],
+    ['bind lost after the submit went out: uncertain', [lost], { ok: false, kind: 'transient', code: 'bind_lost', ambiguous: true }],
+    ['bind down before sending: transient, not ambiguous', [notSent], { ok: false, kind: 'transient', code: 'bind_down', ambiguous: undefined }],
+    ['one part accepted, one throttled: permanent (a retry would resend part one)', [accepted('a'), refused('transient', 'ESME_RTHROTTLED')], { ok: false, kind: 'permanent', code: 'partially_sent' }],
+    ['a lost part outweighs a refused one', [refused('transient', 'ESME_RTHROTTLED'), lost], { ok: false, kind: 'transient', ambiguous: true }],
+    ['a permanent refusal outweighs a transient one', [refused('transient', 'ESME_RTHROTTLED'), refused('permanent', 'ESME_RINVDSTADR')], { ok: false, kind: 'permanent' }],
+  ])('%s', (_label, parts, expected) => {
+    const result = combinePartOutcomes(parts) as Record<string, unknown>;
+    expect(result).toMatchObject(Object.fromEntries(Object.entries(expected).filter(([, v]) => v !== undefined)));
+    if ('ambiguous' in expected && expected.ambiguous === undefined) expect(result.ambiguous).toBeUndefined();
+  });
+
+  it('treats an accepted submit_sm_resp without a message_id as uncertain (its receipts could never match)', () => {
+    expect(readPartOutcome({ kind: 'answered', pdu: { command_status: 0, message_id: '' } as never })).toMatchObject({ kind: 'lost', code: 'malformed_answer' });
+  });
+});
+
+describe('delivery receipts from deliver_sm', () => {
+  const text = (stat: string, err = '000') => `id:7f3a sub:001 dlvrd:001 submit date:2611240400 done date:2611240401 stat:${stat} err:${err} text:Your bonus`;
+  it.each([
+    ['DELIVRD', 'delivered'], ['UNDELIV', 'undelivered'], ['EXPIRED', 'undelivered'], ['DELETED', 'undelivered'],
+    ['REJECTD', 'failed'], ['UNKNOWN', 'delivery_unknown'], ['ENROUTE', 'intermediate'], ['ACCEPTD', 'intermediate'], ['BOGUS', 'delivery_unknown'],
+  ])('receipt text stat:%s maps to %s', (stat, status) => {
+    expect(parseSmppReceipt({ esmClass: 0x04, text: text(stat) })).toMatchObject({ messageId: '7f3a', providerStatus: stat, status });
+  });
+
+  it.each([
+    [2, 'DELIVERED', 'delivered'], [3, 'EXPIRED', 'undelivered'], [5, 'UNDELIVERABLE', 'undelivered'], [8, 'REJECTED', 'failed'],
+    [7, 'UNKNOWN', 'delivery_unknown'], [1, 'ENROUTE', 'intermediate'], [42, 'state_42', 'delivery_unknown'],
+  ])('message_state TLV %s (%s) maps to %s, and the TLV id wins over the text', (state, name, status) => {
+    expect(parseSmppReceipt({ esmClass: 0x04, text: text('DELIVRD'), receiptedMessageId: 'tlv-id', messageState: state })).toMatchObject({ messageId: 'tlv-id', providerStatus: name, status });
+  });
+
+  it('keeps a non-zero err: code and drops an all-zero one', () => {
+    expect(parseSmppReceipt({ esmClass: 0x04, text: text('UNDELIV', '034') })?.errorCode).toBe('034');
+    expect(parseSmppReceipt({ esmClass: 0x04, text: text('DELIVRD') })).not.toHaveProperty('errorCode');
+  });
+
+  it('is not a receipt: a mobile-originated message, or a receipt without an id', () => {
+    expect(parseSmppReceipt({ esmClass: 0, text: 'STOP' })).toBeNull();
+    expect(parseSmppReceipt({ esmClass: 0x04, text: 'stat:DELIVRD err:000' })).toBeNull();
+  });
+});
+
+describe('message layout', () => {
+  it.each([
+    ['160 GSM-7 characters: one part, no UDH', 'a'.repeat(160), 'gsm7', 1],
+    ['161 GSM-7 characters: two parts', 'a'.repeat(161), 'gsm7', 2],
+    ['an escape pair at a part boundary is not split', `${'a'.repeat(152)}€${'b'.repeat(10)}`, 'gsm7', 2],
+    ['306 septets fill two parts of 153', 'a'.repeat(306), 'gsm7', 2],
+    ['70 UCS-2 code units: one part', 'ж'.repeat(70), 'ucs2', 1],
+    ['71 UCS-2 code units: two parts', 'ж'.repeat(71), 'ucs2', 2],
+    ['a surrogate pair at a part boundary is not split', `${'ж'.repeat(66)}😀${'ж'.repeat(10)}`, 'ucs2', 2],
+  ] as const)('%s', (_label, text, encoding, parts) => {
+    const result = encodeSmppParts(text, encoding, { gsmPacking: false, reference: 9 });
+    if (!result.ok) throw new Error(result.error);
+    expect(result.parts).toHaveLength(parts);
+    for (const [i, part] of result.parts.entries()) {
+      expect(part.dataCoding).toBe(encoding === 'gsm7' ? 0 : 8);
+      if (parts > 1) expect([...part.shortMessage.subarray(0, 6)]).toEqual([5, 0, 3, 9, parts, i + 1]);
+      expect(part.esmClass).toBe(parts > 1 ? 0x40 : 0);
+      expect(part.shortMessage.length).toBeLessThanOrEqual(parts > 1 ? 6 + (encoding === 'gsm7' ? 153 : 134) : encoding === 'gsm7' ? 160 : 140);
+    }
+  });
+
+  it('packs GSM-7 septets as 3GPP TS 23.038 shows ("hellohello" → E8 32 9B FD 46 97 D9 EC 37)', () => {
+    const septets = toGsmSeptets('hellohello')!.flat();
+    expect(packSeptets(septets).toString('hex').toUpperCase()).toBe('E8329BFD4697D9EC37');
+  });
+
+  it('packed parts start on a septet boundary after the UDH (one fill bit) and fit 140 octets', () => {
+    const result = encodeSmppParts('a'.repeat(200), 'gsm7', { gsmPacking: true, reference: 1 });
+    if (!result.ok) throw new Error(result.error);
+    expect(result.parts[0]!.shortMessage.length).toBe(140);
+    expect(result.parts[0]!.shortMessage[6]).toBe(('a'.charCodeAt(0) << 1) & 0xff);
+  });
+
+  it.each([
+    ['Casino', { ton: 5, npi: 0, addr: 'Casino' }],
+    ['+447700900123', { ton: 1, npi: 1, addr: '447700900123' }],
+    ['447700900123', { ton: 1, npi: 1, addr: '447700900123' }],
+    ['88001', { ton: 0, npi: 1, addr: '88001' }],
+    ['TwelveLetter', { error: expect.stringMatching(/11 characters/) }],
+  ])('sender %s has TON/NPI %o', (value, expected) => expect(sourceAddress(value)).toEqual(expected));
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The plugin against the fake SMSC.
+
+let fake: SmppFake;
+const received: ReceiptEvent[] = [];
+const open: SmsProvider[] = [];
+
+function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}, target: SmppFake = fake): SmsProvider {
+  const config = smpp.configSchema.parse({ type: 'smpp', host: target.host, port: target.port, system_id: target.systemId, password: target.password, rebind_min: '20ms', rebind_max: '200ms', response_timeout: '2s', ...overrides });
+  const provider = smpp.create('smpp', config, {
+    logger: pino({ level: 'silent' }),
+    now: Date.now,
+    deliverReceipts: async (events) => void received.push(...events),
+  });
+  open.push(provider);
+  return provider;
+}
+const bound = async (target: SmppFake = fake, sessions = 1) => waitFor(() => target.boundSessions() === sessions, 5_000, 'the bind');
+const request = (overrides: Partial<SendRequest> = {}) => sendRequest('http://127.0.0.1:1', 'smpp', overrides);
+
+beforeAll(async () => {
+  fake = await startSmppFake({ receipts: 'after' });
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((p) => p.close?.()));
+  fake.refuseBinds = false;
+  fake.release();
+  fake.nextStatuses.length = 0;
+  received.length = 0;
+});
+afterAll(async () => fake.close());
+
+describe('smpp plugin against the fake SMSC', () => {
+  it('binds as a transceiver with system_id and system_type, sends, and unbinds on close', async () => {
+    const provider = plugin({ system_type: 'CRM' });
+    await bound();
+    expect(fake.binds.at(-1)).toEqual({ systemId: 'gateway', systemType: 'CRM', accepted: true });
+    const result = await provider.send(request(), noAbort());
+    const submit = fake.submits.at(-1)!;
+    expect(result).toEqual({ ok: true, providerMessageIds: [submit.messageId], providerStatus: 'ESME_ROK' });
+    expect(submit).toMatchObject({ sourceTon: 5, sourceNpi: 0, source: 'Casino', destTon: 1, destNpi: 1, destination: '447700900123', registeredDelivery: 1, dataCoding: 0, esmClass: 0, text: 'Your bonus is waiting' });
+    const unbinds = fake.unbinds;
+    await provider.close?.();
+    expect(fake.unbinds).toBe(unbinds + 1);
+  });
+
+  it('answers transient at once while its bind is refused, and keeps trying to bind', async () => {
+    fake.refuseBinds = true;
+    const before = fake.binds.length;
+    const provider = plugin();
+    await waitFor(() => fake.binds.length >= before + 2, 5_000, 'two refused binds');
+    expect(fake.binds.slice(before).every((b) => !b.accepted)).toBe(true);
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: false, kind: 'transient', code: 'bind_down' });
+    fake.refuseBinds = false;
+    await bound();
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
+  });
+
+  it('refuses a bind with a wrong password', async () => {
+    const before = fake.binds.length;
+    const provider = plugin({ password: 'wrong' });
+    await waitFor(() => fake.binds.length > before, 5_000, 'a bind attempt');
+    expect(fake.binds.at(-1)!.accepted).toBe(false);
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: false, code: 'bind_down' });
+  });
+
+  it('keeps at most `window` submit_sm outstanding and sends the rest as answers come back', async () => {
+    const provider = plugin({ window: 4 });
+    await bound();
+    fake.hold = true;
+    fake.maxOutstanding = 0;
+    const sends = Array.from({ length: 10 }, () => provider.send(request(), noAbort()));
+    await waitFor(() => fake.outstanding() === 4, 5_000, 'a full window');
+    const seen = fake.submits.length;
+    fake.release();
+    const results = await Promise.all(sends);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(fake.maxOutstanding).toBe(4);
+    expect(fake.submits.length).toBeGreaterThanOrEqual(seen + 6);
+  });
+
+  it('gives up a window wait unsent when the deadline passes', async () => {
+    const provider = plugin({ window: 1 });
+    await bound();
+    fake.hold = true;
+    const first = provider.send(request(), noAbort());
+    await waitFor(() => fake.outstanding() === 1, 5_000, 'the first submit');
+    const second = await provider.send(request({ deadline: Date.now() + 50 }), noAbort());
+    expect(second).toMatchObject({ ok: false, kind: 'transient', code: 'window_full' });
+    fake.release();
+    expect(await first).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    ['ESME_RTHROTTLED', 0x58, 'transient'],
+    ['ESME_RMSGQFUL', 0x14, 'transient'],
+    ['ESME_RINVDSTADR', 0x0b, 'permanent'],
+  ])('classifies a submit_sm_resp of %s as %s, nothing sent', async (name, status, kind) => {
+    const provider = plugin();
+    await bound();
+    fake.nextStatuses.push(status);
+    const result = await provider.send(request(), noAbort());
+    expect(result).toMatchObject({ ok: false, kind, code: name });
+    expect(result).not.toHaveProperty('ambiguous');
+  });
+
+  it('answers uncertain when the SMSC drops the connection after the submit_sm went out, then rebinds', async () => {
+    const provider = plugin();
+    await bound();
+    const binds = fake.binds.length;
+    fake.hold = true;
+    const pending = provider.send(request(), noAbort());
+    await waitFor(() => fake.outstanding() === 1, 5_000, 'the submit');
+    fake.dropConnections();
+    expect(await pending).toMatchObject({ ok: false, kind: 'transient', code: 'bind_lost', ambiguous: true });
+    fake.hold = false;
+    await waitFor(() => fake.binds.length > binds && fake.boundSessions() === 1, 5_000, 'the rebind');
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
+  });
+
+  it('sends a long GSM-7 message as concatenated parts with one UDH reference, and passes on every part\'s receipt', async () => {
+    const provider = plugin();
+    await bound();
+    const text = 'Match day! '.repeat(30).trim();
+    const result = await provider.send(request({ text, segments: 3 }), noAbort());
+    const parts = fake.submits.slice(-3);
+    expect(result).toEqual({ ok: true, providerMessageIds: parts.map((p) => p.messageId), providerStatus: 'ESME_ROK' });
+    const reference = parts[0]!.udh![3];
+    expect(parts.map((p) => [...p.udh!])).toEqual([1, 2, 3].map((seq) => [5, 0, 3, reference, 3, seq]));
+    expect(parts.every((p) => p.esmClass & 0x40)).toBeTruthy();
+    expect(parts.map((p) => p.text).join('')).toBe(text);
+    await waitFor(() => received.length >= 3, 5_000, 'three receipts');
+    expect(received.map((e) => e.providerMessageId).sort()).toEqual(parts.map((p) => p.messageId).sort());
+    expect(received.every((e) => e.perPart && e.status === 'delivered')).toBe(true);
+  });
+
+  it('sends UCS-2 as data_coding 8, long ones in parts of 67 code units', async () => {
+    const provider = plugin();
+    await bound();
+    await provider.send(request({ text: 'Бонус ждёт 🎁', encoding: 'ucs2' }), noAbort());
+    expect(fake.submits.at(-1)).toMatchObject({ dataCoding: 8, text: 'Бонус ждёт 🎁', esmClass: 0 });
+    const long = 'Ставка дня '.repeat(10);
+    await provider.send(request({ text: long, encoding: 'ucs2', segments: 2 }), noAbort());
+    const parts = fake.submits.slice(-2);
+    expect(parts.every((p) => p.dataCoding === 8 && p.udh?.length === 6)).toBe(true);
+    expect(parts.map((p) => p.text).join('')).toBe(long);
+  });
+
+  it('sends an international sender as TON 1 NPI 1 without the +', async () => {
+    const provider = plugin();
+    await bound();
+    await provider.send(request({ from: '+447700900999' }), noAbort());
+    expect(fake.submits.at(-1)).toMatchObject({ sourceTon: 1, sourceNpi: 1, source: '447700900999' });
+  });
+
+  it('refuses receipts over HTTP: they only come over the bind', async () => {
+    const provider = plugin();
+    const parsed = await provider.parseReceipt({ method: 'POST', publicUrl: 'http://x/dlr/smpp', query: {}, headers: {}, contentType: 'text/plain', rawBody: Buffer.from('id:1 stat:DELIVRD') });
+    expect(parsed).toMatchObject({ ok: false });
+  });
+});
+
+describe('smpp receipts before the submit_sm_resp, as TLVs', () => {
+  let early: SmppFake;
+  beforeAll(async () => {
+    early = await startSmppFake({ receipts: 'before', receiptAs: 'tlv', receiptStat: 'UNDELIV' });
+  });
+  afterAll(async () => early.close());
+
+  it('acknowledges a receipt that beats the submit_sm_resp once it is handed on', async () => {
+    const provider = plugin({}, early);
+    await bound(early);
+    const result = await provider.send(request(), noAbort());
+    expect(result).toMatchObject({ ok: true });
+    expect(received).toEqual([{ providerMessageId: early.submits.at(-1)!.messageId, providerStatus: 'UNDELIVERABLE', status: 'undelivered', perPart: true }]);
+    expect(early.receiptAnswers).toEqual([0]);
+  });
+});
