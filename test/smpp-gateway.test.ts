@@ -102,3 +102,16 @@ describe('smpp through the gateway', () => {
     expect(res.status).toBe(403);
   });
 });
+
+describe('smpp and the gateway\'s lifecycle', () => {
+  it('unbinds when the gateway stops', async () => {
+    const own = await startSmppFake();
+    const other = await startTestGateway({ providers: { smpp: { type: 'smpp', host: own.host, port: own.port, system_id: own.systemId, password: own.password } } });
+    // Bound on both sides once a send goes through (the fake counts the bind before its answer arrives).
+    await waitFor(async () => (await other.post('/channels/sms/single', smsMessage('smpp-stop', { provider_name: 'smpp' }))).status === 200, 5_000, 'a send');
+    await other.close();
+    expect(own.unbinds).toBe(1);
+    await waitFor(() => own.boundSessions() === 0, 5_000, 'the connection to close');
+    await own.close();
+  });
+});

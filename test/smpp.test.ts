@@ -143,6 +143,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(open.splice(0).map((p) => p.close?.()));
   fake.refuseBinds = false;
+  fake.answerEnquireLinks = true;
   fake.release();
   fake.nextStatuses.length = 0;
   received.length = 0;
@@ -161,6 +162,19 @@ describe('smpp plugin against the fake SMSC', () => {
     const unbinds = fake.unbinds;
     await provider.close?.();
     expect(fake.unbinds).toBe(unbinds + 1);
+  });
+
+  it('keeps the bind alive with enquire_link, and rebinds when the SMSC stops answering them', async () => {
+    const provider = plugin({ enquire_link: '30ms', response_timeout: '100ms' });
+    await bound();
+    const links = fake.enquireLinks;
+    await waitFor(() => fake.enquireLinks >= links + 3, 5_000, 'enquire_links');
+    const binds = fake.binds.length;
+    fake.answerEnquireLinks = false;
+    await waitFor(() => fake.binds.length > binds, 5_000, 'a rebind after unanswered enquire_link');
+    fake.answerEnquireLinks = true;
+    await bound();
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
   });
 
   it('answers transient at once while its bind is refused, and keeps trying to bind', async () => {

@@ -57,6 +57,8 @@ export interface SmppFake {
   outstanding(): number;
   /** Refuse binds from now on (true) or accept them again. */
   refuseBinds: boolean;
+  /** Leave enquire_link unanswered (false), as a half-dead connection would. */
+  answerEnquireLinks: boolean;
   /** Hold every submit_sm_resp until release() (true), to watch the client's window. */
   hold: boolean;
   release(): void;
@@ -66,9 +68,20 @@ export interface SmppFake {
   sendReceipt(messageId: string, stat?: string, as?: 'text' | 'tlv'): Promise<void>;
   /** Drops every client connection as an SMSC restart would. */
   dropConnections(): void;
+  /**
+   * Sessions bound and known to be bound on the client's side too: after answering a bind the fake sends an
+   * enquire_link, and a client that answered it has read the bind_transceiver_resp before (PDUs arrive in order).
+   */
   boundSessions(): number;
   close(): Promise<void>;
 }
+
+/** Destinations the fake always refuses, with the submit_sm_resp status it answers (this fake's own numbers). */
+export const SMPP_MAGIC_DESTINATIONS: ReadonlyMap<string, number> = new Map([
+  ['447700909911', 0x0b], // ESME_RINVDSTADR
+  ['447700909958', 0x58], // ESME_RTHROTTLED
+  ['447700909920', 0x14], // ESME_RMSGQFUL
+]);
 
 const STATE_BY_STAT = new Map([['ENROUTE', 1], ['DELIVRD', 2], ['EXPIRED', 3], ['DELETED', 4], ['UNDELIV', 5], ['ACCEPTD', 6], ['UNKNOWN', 7], ['REJECTD', 8]]);
 
@@ -76,6 +89,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   const systemId = options.systemId ?? 'gateway';
   const password = options.password ?? 'secret';
   const bound = new Set<smpp.Session>();
+  const confirmed = new Set<smpp.Session>();
   const held: Array<() => void> = [];
   let outstanding = 0;
   let nextId = 0x10000;
@@ -98,7 +112,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   }
 
   function onSubmit(session: smpp.Session, pdu: smpp.PDU): void {
-    const status = fake.nextStatuses.shift() ?? 0;
+    const status = fake.nextStatuses.shift() ?? SMPP_MAGIC_DESTINATIONS.get(String(pdu.destination_addr)) ?? 0;
     const messageId = status === 0 ? (nextId++).toString(16) : undefined;
     const message = pdu.short_message as { message?: Buffer | string; udh?: Buffer[] } | undefined;
     const udh = message?.udh?.length ? Buffer.concat(message.udh) : undefined;
@@ -132,21 +146,28 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
 
   const server = smpp.createServer({}, (session) => {
     session.on('error', () => session.destroy());
-    session.on('close', () => bound.delete(session));
+    session.on('close', () => {
+      bound.delete(session);
+      confirmed.delete(session);
+    });
     session.on('pdu', (pdu: smpp.PDU) => {
       switch (pdu.command) {
         case 'bind_transceiver': {
           const accepted = !fake.refuseBinds && pdu.system_id === systemId && pdu.password === password;
           fake.binds.push({ systemId: String(pdu.system_id), systemType: String(pdu.system_type), accepted });
-          if (accepted) bound.add(session);
-          return void session.send(pdu.response(accepted ? { system_id: 'fakesmsc' } : { command_status: smpp.errors.ESME_RBINDFAIL }));
+          session.send(pdu.response(accepted ? { system_id: 'fakesmsc' } : { command_status: smpp.errors.ESME_RBINDFAIL }));
+          if (!accepted) return;
+          bound.add(session);
+          return void session.enquire_link({}, () => bound.has(session) && confirmed.add(session));
         }
         case 'enquire_link':
           fake.enquireLinks++;
-          return void session.send(pdu.response());
+          if (fake.answerEnquireLinks) session.send(pdu.response());
+          return;
         case 'unbind':
           fake.unbinds++;
           bound.delete(session);
+          confirmed.delete(session);
           session.send(pdu.response());
           return void session.close();
         case 'submit_sm':
@@ -174,6 +195,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     maxOutstanding: 0,
     outstanding: () => outstanding,
     refuseBinds: false,
+    answerEnquireLinks: true,
     hold: false,
     release() {
       fake.hold = false;
@@ -181,14 +203,14 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     },
     nextStatuses: [],
     async sendReceipt(messageId, stat = 'DELIVRD', as = 'text') {
-      await Promise.all([...bound].map((s) => deliver(s, messageId, stat, as)));
+      await Promise.all([...confirmed].map((s) => deliver(s, messageId, stat, as)));
     },
     dropConnections() {
       held.splice(0);
       outstanding = 0;
       for (const s of server.sessions) s.destroy();
     },
-    boundSessions: () => bound.size,
+    boundSessions: () => confirmed.size,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of server.sessions) s.destroy();
