@@ -1,4 +1,8 @@
 /** The SMPP plugin: its tables, and the plugin against a fake SMSC speaking real PDUs over TCP (test/fakes/smpp.ts). */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { combinePartOutcomes, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
@@ -307,5 +311,35 @@ describe('smpp receipts before the submit_sm_resp, as TLVs', () => {
     expect(result).toMatchObject({ ok: true });
     expect(received).toEqual([{ providerMessageId: early.submits.at(-1)!.messageId, providerStatus: 'UNDELIVERABLE', status: 'undelivered', perPart: true }]);
     expect(early.receiptAnswers).toEqual([0]);
+  });
+});
+
+describe('smpp over TLS', () => {
+  let secure: SmppFake;
+  let cert: string;
+  beforeAll(async () => {
+    // A throwaway self-signed certificate for 127.0.0.1 (openssl, see .ci/run).
+    const dir = mkdtempSync(join(tmpdir(), 'smpp-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    secure = await startSmppFake({ tls: { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert } });
+    rmSync(dir, { recursive: true, force: true });
+  });
+  afterAll(async () => secure.close());
+
+  it('binds and sends over TLS when the SMSC\'s certificate verifies against the configured CA', async () => {
+    const provider = plugin({ tls: { ca: cert } }, secure);
+    await bound(secure);
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
+  });
+
+  it('never binds to an SMSC whose certificate does not verify', async () => {
+    const provider = plugin({ tls: true }, secure);
+    const before = secure.binds.length;
+    const failures = secure.tlsFailures;
+    // Several attempts go by, each a refused handshake, without any bind_transceiver reaching the SMSC.
+    await waitFor(() => secure.tlsFailures >= failures + 2, 5_000, 'failed handshakes');
+    expect(secure.binds.length).toBe(before);
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: false, code: 'bind_down' });
   });
 });

@@ -35,6 +35,8 @@ export interface SmppFakeOptions {
   /** State words for the next receipts, first in first used, before falling back to receiptStat. */
   receiptStats?: string[];
   receiptAs?: 'text' | 'tlv';
+  /** Serve SMPP over TLS with this key and certificate (PEM). */
+  tls?: { key: string; cert: string };
   port?: number;
 }
 
@@ -51,6 +53,8 @@ export interface SmppFake {
   receiptAnswers: number[];
   enquireLinks: number;
   unbinds: number;
+  /** TLS handshakes that failed (with `tls`). */
+  tlsFailures: number;
   /** Most submit_sm seen without an answer at one time. */
   maxOutstanding: number;
   /** Submit_sm currently without an answer. */
@@ -144,7 +148,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     else void answer();
   }
 
-  const server = smpp.createServer({}, (session) => {
+  const server = smpp.createServer(options.tls ? { ...options.tls } : {}, (session) => {
     session.on('error', () => session.destroy());
     session.on('close', () => {
       bound.delete(session);
@@ -178,6 +182,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
       }
     });
   });
+  server.on('tlsClientError', () => fake.tlsFailures++);
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 
@@ -192,6 +197,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     receiptAnswers: [],
     enquireLinks: 0,
     unbinds: 0,
+    tlsFailures: 0,
     maxOutstanding: 0,
     outstanding: () => outstanding,
     refuseBinds: false,
