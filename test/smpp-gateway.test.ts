@@ -103,6 +103,29 @@ describe('smpp through the gateway', () => {
   });
 });
 
+describe('smpp with several gateway instances', () => {
+  it('each instance holds its own bind, and a receipt arriving on the other instance\'s bind still converts once', async () => {
+    const shared = await startSmppFake({ receipts: 'none' });
+    const providers = { smpp: { type: 'smpp', host: shared.host, port: shared.port, system_id: shared.systemId, password: shared.password } };
+    const settings = { crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms' }, providers };
+    const first = await startTestGateway(settings);
+    const second = await startTestGateway(settings, { dir: first.dir });
+    try {
+      await waitFor(() => shared.boundSessions() === 2, 5_000, 'two binds');
+      const res = await first.post('/channels/sms/single', smsMessage('smpp-two-binds', { provider_name: 'smpp' }));
+      expect(res.status).toBe(200);
+      await shared.sendReceipt(shared.submits.at(-1)!.messageId!, 'DELIVRD', 'text', 'other');
+      expect(shared.receiptAnswers).toEqual([0]);
+      await waitFor(() => conversionsFor(res.json.sms_id).length > 0, 10_000, 'the conversion');
+      expect(conversionsFor(res.json.sms_id).map((c) => c.delivery_status)).toEqual(['delivered']);
+    } finally {
+      await second.close();
+      await first.close();
+      await shared.close();
+    }
+  });
+});
+
 describe('smpp and the gateway\'s lifecycle', () => {
   it('unbinds when the gateway stops', async () => {
     const own = await startSmppFake();

@@ -68,8 +68,11 @@ export interface SmppFake {
   release(): void;
   /** command_status for the next submit_sm (first in, first used), e.g. ESME_RTHROTTLED. */
   nextStatuses: number[];
-  /** Sends a receipt for `messageId` on every bound session. */
-  sendReceipt(messageId: string, stat?: string, as?: 'text' | 'tlv'): Promise<void>;
+  /**
+   * Sends a receipt for `messageId` on every bound session, or (`via: 'other'`) only on those other than the one
+   * the message came in on, as an SMSC serving several binds of one account may.
+   */
+  sendReceipt(messageId: string, stat?: string, as?: 'text' | 'tlv', via?: 'all' | 'other'): Promise<void>;
   /** Drops every client connection as an SMSC restart would. */
   dropConnections(): void;
   /**
@@ -94,6 +97,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   const password = options.password ?? 'secret';
   const bound = new Set<smpp.Session>();
   const confirmed = new Set<smpp.Session>();
+  const origin = new Map<string, smpp.Session>();
   const held: Array<() => void> = [];
   let outstanding = 0;
   let nextId = 0x10000;
@@ -118,6 +122,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   function onSubmit(session: smpp.Session, pdu: smpp.PDU): void {
     const status = fake.nextStatuses.shift() ?? SMPP_MAGIC_DESTINATIONS.get(String(pdu.destination_addr)) ?? 0;
     const messageId = status === 0 ? (nextId++).toString(16) : undefined;
+    if (messageId) origin.set(messageId, session);
     const message = pdu.short_message as { message?: Buffer | string; udh?: Buffer[] } | undefined;
     const udh = message?.udh?.length ? Buffer.concat(message.udh) : undefined;
     fake.submits.push({
@@ -208,8 +213,9 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
       for (const answer of held.splice(0)) answer();
     },
     nextStatuses: [],
-    async sendReceipt(messageId, stat = 'DELIVRD', as = 'text') {
-      await Promise.all([...confirmed].map((s) => deliver(s, messageId, stat, as)));
+    async sendReceipt(messageId, stat = 'DELIVRD', as = 'text', via = 'all') {
+      const sessions = [...confirmed].filter((s) => via === 'all' || s !== origin.get(messageId));
+      await Promise.all(sessions.map((s) => deliver(s, messageId, stat, as)));
     },
     dropConnections() {
       held.splice(0);
