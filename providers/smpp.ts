@@ -11,6 +11,7 @@
  * With several gateway instances each holds its own bind; a receipt may arrive on any of them and is matched in
  * the shared ledger. Secrets to keep out of logs: password.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type smppLib from 'smpp';
 import { parseDuration } from '../src/config/duration.js';
@@ -94,6 +95,11 @@ export function combinePartOutcomes(parts: readonly PartOutcome[]): SendResult {
   if (permanent && permanent.kind === 'refused') return fail('permanent', `submit_sm refused with ${permanent.status}`, permanent.status);
   if (first.kind === 'refused') return fail('transient', `submit_sm refused with ${first.status}; nothing was sent`, first.status);
   return fail('transient', `not sent: ${first.reason}`, first.code);
+}
+
+/** Some parts accepted and others refused for now: worth offering those again rather than failing half a message. */
+export function needsPartRetry(parts: readonly PartOutcome[]): boolean {
+  return parts.some((p) => p.kind === 'accepted') && parts.some((p) => p.kind === 'refused' && p.class === 'transient');
 }
 
 /**
@@ -185,28 +191,38 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
         const destination = destinationAddress(req.to);
         const limit = waitLimit(req, signal, deps.now());
         try {
-          const outcomes = await Promise.all(
-            encoded.parts.map((part) =>
-              bind.submit(
-                {
-                  service_type: config.service_type,
-                  source_addr_ton: source.ton,
-                  source_addr_npi: source.npi,
-                  source_addr: source.addr,
-                  dest_addr_ton: destination.ton,
-                  dest_addr_npi: destination.npi,
-                  destination_addr: destination.addr,
-                  esm_class: part.esmClass,
-                  registered_delivery: 1, // an SMSC delivery receipt on the final outcome (§5.2.17)
-                  data_coding: part.dataCoding,
-                  short_message: part.shortMessage,
-                },
-                limit.signal,
-              ),
-            ),
-          );
+          const submitPart = async (part: (typeof encoded.parts)[number]) => {
+            const outcome = await bind.submit(
+              {
+                service_type: config.service_type,
+                source_addr_ton: source.ton,
+                source_addr_npi: source.npi,
+                source_addr: source.addr,
+                dest_addr_ton: destination.ton,
+                dest_addr_npi: destination.npi,
+                destination_addr: destination.addr,
+                esm_class: part.esmClass,
+                registered_delivery: 1, // an SMSC delivery receipt on the final outcome (§5.2.17)
+                data_coding: part.dataCoding,
+                short_message: part.shortMessage,
+              },
+              limit.signal,
+            );
+            return readPartOutcome(outcome);
+          };
+          let outcomes = await Promise.all(encoded.parts.map(submitPart));
+          // A long message some of whose parts went out must not stop half-way: parts refused for now (throttled,
+          // queue full: nothing sent) are offered again with backoff while the send's own bound allows.
+          for (let attempt = 0; needsPartRetry(outcomes) && !limit.signal.aborted; attempt++) {
+            try {
+              await sleep(Math.min(1_000, 50 * 2 ** attempt), undefined, { signal: limit.signal });
+            } catch {
+              break;
+            }
+            outcomes = await Promise.all(outcomes.map((o, i) => (o.kind === 'refused' && o.class === 'transient' ? submitPart(encoded.parts[i]!) : o)));
+          }
           if (req.waitSignal?.aborted && outcomes.every((o) => o.kind === 'not_sent')) return sendFailure('smpp', 'transient', 'not sent: the gateway is shutting down; retry', 'shutting_down');
-          return combinePartOutcomes(outcomes.map(readPartOutcome));
+          return combinePartOutcomes(outcomes);
         } finally {
           limit.dispose();
         }

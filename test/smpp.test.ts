@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { combinePartOutcomes, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
+import { combinePartOutcomes, needsPartRetry, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
 import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp-message.js';
 import { classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
 import type { ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
@@ -46,6 +46,13 @@ describe('one answer from the parts of a message', () => {
     expect(result).toMatchObject(Object.fromEntries(Object.entries(expected).filter(([, v]) => v !== undefined)));
     if ('ambiguous' in expected && expected.ambiguous === undefined) expect(result.ambiguous).toBeUndefined();
   });
+
+  it.each([
+    ['one part out, one throttled: offer it again', [accepted('a'), refused('transient', 'ESME_RTHROTTLED')], true],
+    ['every part throttled: nothing went out, the CRM retries the whole message', [refused('transient', 'ESME_RTHROTTLED')], false],
+    ['one part out, one refused for good: no retry helps', [accepted('a'), refused('permanent', 'ESME_RINVDSTADR')], false],
+    ['every part out', [accepted('a'), accepted('b')], false],
+  ])('part retry: %s', (_label, parts, expected) => expect(needsPartRetry(parts)).toBe(expected));
 
   it('treats an accepted submit_sm_resp without a message_id as uncertain (its receipts could never match)', () => {
     expect(readPartOutcome({ kind: 'answered', pdu: { command_status: 0, message_id: '' } as never })).toMatchObject({ kind: 'lost', code: 'malformed_answer' });
@@ -269,6 +276,25 @@ describe('smpp plugin against the fake SMSC', () => {
     await waitFor(() => received.length >= 3, 5_000, 'three receipts');
     expect(received.map((e) => e.providerMessageId).sort()).toEqual(parts.map((p) => p.messageId).sort());
     expect(received.every((e) => e.perPart && e.status === 'delivered')).toBe(true);
+  });
+
+  it('offers a part refused for now again when other parts of the message went out, instead of failing half a message', async () => {
+    const provider = plugin();
+    await bound();
+    const before = fake.submits.length;
+    fake.nextStatuses.push(0, 0x58, 0);
+    const result = await provider.send(request({ text: 'Jackpot night! '.repeat(20), segments: 2 }), noAbort());
+    const submits = fake.submits.slice(before);
+    expect(submits.map((s) => s.udh![5])).toEqual([1, 2, 2]);
+    expect(result).toEqual({ ok: true, providerMessageIds: [submits[0]!.messageId, submits[2]!.messageId], providerStatus: 'ESME_ROK' });
+  });
+
+  it('answers partially sent (permanent) when a refused part still cannot go before the send times out', async () => {
+    const provider = plugin();
+    await bound();
+    fake.nextStatuses.push(0, ...Array<number>(50).fill(0x58));
+    const result = await provider.send(request({ text: 'Jackpot night! '.repeat(20), segments: 2 }), AbortSignal.timeout(300));
+    expect(result).toMatchObject({ ok: false, kind: 'permanent', code: 'partially_sent' });
   });
 
   it('sends UCS-2 as data_coding 8, long ones in parts of 67 code units', async () => {
