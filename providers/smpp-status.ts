@@ -73,8 +73,9 @@ export const SMPP_RECEIPT_STAT: ReadonlyMap<string, MappedStatus> = new Map([
 ]);
 
 export interface SmppReceipt {
-  /** The SMSC's message id, as its submit_sm_resp gave it. */
+  /** The SMSC's message id, from the TLV (in the submit_sm_resp's form) or the receipt text. */
   messageId: string;
+  idFrom: 'receipt_tlv' | 'receipt_text';
   providerStatus: string;
   status: MappedStatus;
   errorCode?: string;
@@ -102,15 +103,38 @@ export function parseSmppReceipt(fields: DeliverSmFields): SmppReceipt | null {
   const textStat = /(?:^|\s)stat:(\S+)/i.exec(fields.text)?.[1]?.toUpperCase();
   const textErr = /(?:^|\s)err:(\S+)/i.exec(fields.text)?.[1];
   const messageId = fields.receiptedMessageId || textId;
+  const idFrom = fields.receiptedMessageId ? 'receipt_tlv' : 'receipt_text';
   if (!messageId || (receiptType === 0 && fields.messageState === undefined && !textStat)) return null;
 
   const errorCode = textErr && !/^0+$/.test(textErr) ? textErr : undefined;
   if (fields.messageState !== undefined) {
     const known = SMPP_MESSAGE_STATE.get(fields.messageState);
     const providerStatus = known?.name ?? `state_${fields.messageState}`;
-    return { messageId, providerStatus, status: known?.status ?? 'delivery_unknown', unknownState: !known, ...(errorCode ? { errorCode } : {}) };
+    return { messageId, idFrom, providerStatus, status: known?.status ?? 'delivery_unknown', unknownState: !known, ...(errorCode ? { errorCode } : {}) };
   }
   if (!textStat) return null;
   const status = SMPP_RECEIPT_STAT.get(textStat);
-  return { messageId, providerStatus: textStat, status: status ?? 'delivery_unknown', unknownState: status === undefined, ...(errorCode ? { errorCode } : {}) };
+  return { messageId, idFrom, providerStatus: textStat, status: status ?? 'delivery_unknown', unknownState: status === undefined, ...(errorCode ? { errorCode } : {}) };
+}
+
+/**
+ * How the SMSC writes the id in the receipt text against its submit_sm_resp (Kannel calls this msg-id-type):
+ * `same`, or decimal in the receipt for a hex id (`decimal_to_hex`), or hex in the receipt for a decimal id
+ * (`hex_to_decimal`). The TLV receipted_message_id is always in the submit_sm_resp's form.
+ */
+export type ReceiptIdFormat = 'same' | 'decimal_to_hex' | 'hex_to_decimal';
+
+/**
+ * The id under which a part is stored and matched: as the submit_sm_resp gave it, with hex ids lowercased so that
+ * a receipt's converted id (or an SMSC's change of case) finds it; a receipt text id converted to that form.
+ * An id the format does not fit (not digits for decimal_to_hex) is kept as it is and simply matches nothing.
+ */
+export function canonicalMessageId(id: string, from: 'submit' | 'receipt_text' | 'receipt_tlv', format: ReceiptIdFormat): string {
+  if (format === 'same') return id;
+  if (format === 'decimal_to_hex') {
+    if (from !== 'receipt_text') return id.toLowerCase();
+    return /^\d{1,40}$/.test(id) ? BigInt(id).toString(16) : id;
+  }
+  if (from !== 'receipt_text') return id;
+  return /^[0-9a-f]{1,32}$/i.test(id) ? BigInt(`0x${id}`).toString(10) : id;
 }

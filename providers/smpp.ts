@@ -17,7 +17,7 @@ import type smppLib from 'smpp';
 import { parseDuration } from '../src/config/duration.js';
 import { openSmppBind, type SubmitOutcome } from './smpp-bind.js';
 import { destinationAddress, encodeSmppParts, sourceAddress } from './smpp-message.js';
-import { classifySubmitStatus, parseSmppReceipt } from './smpp-status.js';
+import { canonicalMessageId, classifySubmitStatus, parseSmppReceipt, type ReceiptIdFormat } from './smpp-status.js';
 import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from './types.js';
 
 const duration = (fallback: string) =>
@@ -59,20 +59,22 @@ const configSchema = z.strictObject({
   rebind_max: duration('60s'),
   /** GSM-7 packed 7 bits per character; by default one character per octet, as most SMSCs expect over SMPP. */
   gsm_packing: z.boolean().default(false),
+  /** How the receipt text writes the message id against the submit_sm_resp (smpp-status.ts canonicalMessageId). */
+  receipt_id_format: z.enum(['same', 'decimal_to_hex', 'hex_to_decimal']).default('same'),
 });
 export type SmppConfig = z.infer<typeof configSchema>;
 
 type PartOutcome = { kind: 'accepted'; messageId: string } | { kind: 'refused'; class: 'permanent' | 'transient'; status: string } | Exclude<SubmitOutcome, { kind: 'answered' }>;
 
 /** What the SMSC's answer (or its absence) to one submit_sm means. */
-export function readPartOutcome(outcome: SubmitOutcome): PartOutcome {
+export function readPartOutcome(outcome: SubmitOutcome, idFormat: ReceiptIdFormat = 'same'): PartOutcome {
   if (outcome.kind !== 'answered') return outcome;
   const verdict = classifySubmitStatus(outcome.pdu.command_status);
   if (verdict.kind !== 'accepted') return { kind: 'refused', class: verdict.kind, status: verdict.name };
   const id = outcome.pdu.message_id;
   // Accepted without an id: the message goes out, but its receipts can never be matched.
   if (typeof id !== 'string' || id === '') return { kind: 'lost', reason: 'submit_sm_resp without a message_id', code: 'malformed_answer' };
-  return { kind: 'accepted', messageId: id };
+  return { kind: 'accepted', messageId: canonicalMessageId(id, 'submit', idFormat) };
 }
 
 /**
@@ -148,7 +150,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
       // No signature to check: the receipt came over the bind we opened to the configured SMSC and authenticated
       // with system_id/password, so the connection itself vouches for its sender (unlike an HTTP callback).
       const event: ReceiptEvent = {
-        providerMessageId: receipt.messageId,
+        providerMessageId: canonicalMessageId(receipt.messageId, receipt.idFrom, config.receipt_id_format),
         providerStatus: receipt.providerStatus,
         status: receipt.status,
         ...(receipt.errorCode ? { errorCode: receipt.errorCode } : {}),
@@ -208,7 +210,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
               },
               limit.signal,
             );
-            return readPartOutcome(outcome);
+            return readPartOutcome(outcome, config.receipt_id_format);
           };
           let outcomes = await Promise.all(encoded.parts.map(submitPart));
           // A long message some of whose parts went out must not stop half-way: parts refused for now (throttled,

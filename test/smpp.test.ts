@@ -7,7 +7,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { combinePartOutcomes, needsPartRetry, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
 import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp-message.js';
-import { classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
+import { canonicalMessageId, classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
 import type { ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
 import { startSmppFake, type SmppFake } from './fakes/smpp.js';
 import { noAbort, sendRequest } from './helpers/providers.js';
@@ -79,6 +79,17 @@ describe('delivery receipts from deliver_sm', () => {
     expect(parseSmppReceipt({ esmClass: 0x04, text: text('UNDELIV', '034') })?.errorCode).toBe('034');
     expect(parseSmppReceipt({ esmClass: 0x04, text: text('DELIVRD') })).not.toHaveProperty('errorCode');
   });
+
+  it.each([
+    ['same: every id as it is', 'AbC1', 'receipt_text', 'same', 'AbC1'],
+    ['decimal_to_hex: a submit_sm_resp id is kept, lowercased', '1F4A', 'submit', 'decimal_to_hex', '1f4a'],
+    ['decimal_to_hex: the receipt text id becomes hex', '8010', 'receipt_text', 'decimal_to_hex', '1f4a'],
+    ['decimal_to_hex: the TLV id is in the submit form already', '1F4A', 'receipt_tlv', 'decimal_to_hex', '1f4a'],
+    ['decimal_to_hex: a text id that is not decimal is left alone', 'x-1', 'receipt_text', 'decimal_to_hex', 'x-1'],
+    ['hex_to_decimal: the receipt text id becomes decimal', '1f4a', 'receipt_text', 'hex_to_decimal', '8010'],
+    ['hex_to_decimal: a submit_sm_resp id is kept', '8010', 'submit', 'hex_to_decimal', '8010'],
+    ['hex_to_decimal: ids past 64 bits convert exactly', 'ffffffffffffffffff', 'receipt_text', 'hex_to_decimal', '4722366482869645213695'],
+  ] as const)('message id %s', (_label, id, from, format, expected) => expect(canonicalMessageId(id, from, format)).toBe(expected));
 
   it('is not a receipt: a mobile-originated message, or a receipt without an id', () => {
     expect(parseSmppReceipt({ esmClass: 0, text: 'STOP' })).toBeNull();
@@ -337,6 +348,22 @@ describe('smpp receipts before the submit_sm_resp, as TLVs', () => {
     expect(result).toMatchObject({ ok: true });
     expect(received).toEqual([{ providerMessageId: early.submits.at(-1)!.messageId, providerStatus: 'UNDELIVERABLE', status: 'undelivered', perPart: true }]);
     expect(early.receiptAnswers).toEqual([0]);
+  });
+});
+
+describe('smpp receipts whose text writes the id in decimal', () => {
+  let decimal: SmppFake;
+  beforeAll(async () => {
+    decimal = await startSmppFake({ receipts: 'after', decimalReceiptIds: true });
+  });
+  afterAll(async () => decimal.close());
+
+  it('match their part with receipt_id_format decimal_to_hex', async () => {
+    const provider = plugin({ receipt_id_format: 'decimal_to_hex' }, decimal);
+    await bound(decimal);
+    const result = await provider.send(request(), noAbort());
+    await waitFor(() => received.length === 1, 5_000, 'the receipt');
+    expect(result).toMatchObject({ ok: true, providerMessageIds: [received[0]!.providerMessageId] });
   });
 });
 

@@ -35,6 +35,8 @@ export interface SmppFakeOptions {
   /** State words for the next receipts, first in first used, before falling back to receiptStat. */
   receiptStats?: string[];
   receiptAs?: 'text' | 'tlv';
+  /** Write the receipt text's id in decimal while submit_sm_resp ids are hex, as some SMSCs do. */
+  decimalReceiptIds?: boolean;
   /** Serve SMPP over TLS with this key and certificate (PEM). */
   tls?: { key: string; cert: string };
   port?: number;
@@ -106,7 +108,8 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     const base = { source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0x04 };
     if (as === 'tlv') return { ...base, short_message: '', receipted_message_id: messageId, message_state: STATE_BY_STAT.get(stat) ?? 7 };
     const err = stat === 'DELIVRD' ? '000' : '001';
-    return { ...base, short_message: `id:${messageId} sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:${stat} err:${err} text:` };
+    const textId = options.decimalReceiptIds ? BigInt(`0x${messageId}`).toString(10) : messageId;
+    return { ...base, short_message: `id:${textId} sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:${stat} err:${err} text:` };
   }
 
   function deliver(session: smpp.Session, messageId: string, stat: string, as: 'text' | 'tlv'): Promise<void> {
