@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isGsmChar } from '@trt2/gsm-charset-utils/lib/SmsUtil.js';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { combinePartOutcomes, needsPartRetry, readPartOutcome, smpp, type SmppConfig } from '../providers/smpp.js';
@@ -116,6 +117,15 @@ describe('message layout', () => {
       expect(part.esmClass).toBe(parts > 1 ? 0x40 : 0);
       expect(part.shortMessage.length).toBeLessThanOrEqual(parts > 1 ? 6 + (encoding === 'gsm7' ? 153 : 134) : encoding === 'gsm7' ? 160 : 140);
     }
+  });
+
+  it('knows exactly the characters the gateway plans as GSM-7 (src/sms/encoding.ts), so no planned message is refused', () => {
+    const disagree: string[] = [];
+    for (let cp = 0; cp < 0x3000; cp++) {
+      const ch = String.fromCodePoint(cp);
+      if (isGsmChar(ch) !== (toGsmSeptets(ch) !== null)) disagree.push(`U+${cp.toString(16)}`);
+    }
+    expect(disagree).toEqual([]);
   });
 
   it('packs GSM-7 septets as 3GPP TS 23.038 shows ("hellohello" → E8 32 9B FD 46 97 D9 EC 37)', () => {
