@@ -337,6 +337,49 @@ describe('smpp plugin against the fake SMSC', () => {
     expect(fake.submits.at(-1)).toMatchObject({ sourceTon: 1, sourceNpi: 1, source: '447700900999' });
   });
 
+  it('acknowledges a mobile-originated deliver_sm without handing anything on', async () => {
+    plugin();
+    await bound();
+    expect(await fake.sendDeliverSm({ source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'STOP' })).toEqual([0]);
+    expect(received).toEqual([]);
+  });
+
+  it('hands on a receipt whose id is __proto__ as a plain string, like any other', async () => {
+    plugin();
+    await bound();
+    await fake.sendDeliverSm({ esm_class: 0x04, short_message: 'id:__proto__ sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:DELIVRD err:000 text:' });
+    expect(received).toEqual([{ providerMessageId: '__proto__', providerStatus: 'DELIVRD', status: 'delivered', perPart: true }]);
+  });
+
+  it('drops a connection that sends a malformed PDU, rebinds, and sends again', async () => {
+    const provider = plugin();
+    await bound();
+    const binds = fake.binds.length;
+    // A command_length past the package's 16 KiB limit: the stream cannot be read on from there.
+    const header = Buffer.alloc(16);
+    header.writeUInt32BE(1_000_000, 0);
+    header.writeUInt32BE(0x00000005, 4);
+    fake.sendRaw(header);
+    await waitFor(() => fake.binds.length > binds && fake.boundSessions() === 1, 5_000, 'the rebind');
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
+  });
+
+  it('answers an unknown command with generic_nack and stays bound', async () => {
+    const provider = plugin();
+    await bound();
+    const binds = fake.binds.length;
+    const pdu = Buffer.alloc(16);
+    pdu.writeUInt32BE(16, 0);
+    pdu.writeUInt32BE(0x00000077, 4); // no such command
+    pdu.writeUInt32BE(0, 8);
+    pdu.writeUInt32BE(4242, 12);
+    const nacks = fake.genericNacks;
+    fake.sendRaw(pdu);
+    await waitFor(() => fake.genericNacks === nacks + 1, 5_000, 'the generic_nack');
+    expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
+    expect(fake.binds.length).toBe(binds);
+  });
+
   it('refuses receipts over HTTP: they only come over the bind', async () => {
     const provider = plugin();
     const parsed = await provider.parseReceipt({ method: 'POST', publicUrl: 'http://x/dlr/smpp', query: {}, headers: {}, contentType: 'text/plain', rawBody: Buffer.from('id:1 stat:DELIVRD') });

@@ -55,6 +55,8 @@ export interface SmppFake {
   receiptAnswers: number[];
   enquireLinks: number;
   unbinds: number;
+  /** generic_nack PDUs received (answers to commands the client does not know). */
+  genericNacks: number;
   /** TLS handshakes that failed (with `tls`). */
   tlsFailures: number;
   /** Most submit_sm seen without an answer at one time. */
@@ -75,6 +77,10 @@ export interface SmppFake {
    * the message came in on, as an SMSC serving several binds of one account may.
    */
   sendReceipt(messageId: string, stat?: string, as?: 'text' | 'tlv', via?: 'all' | 'other'): Promise<void>;
+  /** Sends a deliver_sm with these fields on every bound session; resolves with the client's command_status. */
+  sendDeliverSm(fields: Record<string, unknown>): Promise<number[]>;
+  /** Writes raw bytes to every bound session (malformed PDUs). */
+  sendRaw(bytes: Buffer): void;
   /** Drops every client connection as an SMSC restart would. */
   dropConnections(): void;
   /**
@@ -185,6 +191,9 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
         case 'submit_sm':
           if (!bound.has(session)) return void session.send(pdu.response({ command_status: smpp.errors.ESME_RINVBNDSTS }));
           return onSubmit(session, pdu);
+        case 'generic_nack':
+          fake.genericNacks++;
+          return;
         default:
           if (!pdu.isResponse()) session.send(pdu.response({ command_status: smpp.errors.ESME_RINVCMDID }));
       }
@@ -206,6 +215,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     enquireLinks: 0,
     unbinds: 0,
     tlsFailures: 0,
+    genericNacks: 0,
     maxOutstanding: 0,
     outstanding: () => outstanding,
     refuseBinds: false,
@@ -219,6 +229,14 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
     async sendReceipt(messageId, stat = 'DELIVRD', as = 'text', via = 'all') {
       const sessions = [...confirmed].filter((s) => via === 'all' || s !== origin.get(messageId));
       await Promise.all(sessions.map((s) => deliver(s, messageId, stat, as)));
+    },
+    sendDeliverSm(fields) {
+      return Promise.all(
+        [...confirmed].map((s) => new Promise<number>((resolve) => s.deliver_sm(fields, (resp) => resolve(resp.command_status)) || resolve(-1))),
+      );
+    },
+    sendRaw(bytes) {
+      for (const s of confirmed) s.socket.write(bytes);
     },
     dropConnections() {
       held.splice(0);
