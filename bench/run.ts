@@ -9,7 +9,8 @@
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
- *            --provider sandbox|twilio (sandbox; twilio: the plugin against the Twilio fake, see providers.ts)
+ *            --provider sandbox|twilio|smpp (sandbox; twilio: the plugin against the Twilio fake; smpp: the plugin
+ *            bound to the fake SMSC, --window N submit_sm outstanding (10); see providers.ts)
  *
  * Each run gets a fresh gateway child process on a fresh SQLite ledger, and prints one JSON line: {mode, provider,
  * messages, msgs_per_s, p50_ms, p99_ms, p999_ms, max_ms, server_peak_rss_mb, server_cpu_us_per_msg,
@@ -42,6 +43,8 @@ interface Options {
   instances: number;
   /** server.workers of each gateway. */
   workers: number;
+  /** The SMPP provider's window (--provider smpp). */
+  window: number;
 }
 
 interface Load {
@@ -171,7 +174,7 @@ const cpuUsPerMsg = (before: number | null, after: number | null, messages: numb
 
 async function runMode(name: string, mode: Mode, options: Options): Promise<Record<string, unknown>> {
   await mode.prepare?.();
-  const provider = await startBenchProvider(options.provider, mode.receipts ?? false);
+  const provider = await startBenchProvider(options.provider, mode.receipts ?? false, { window: options.window });
   const config = (dir: string) => {
     const initial = baseConfig(dir);
     const base = { ...initial, server: { ...initial.server, workers: options.workers }, providers: provider.providers };
@@ -192,6 +195,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     throw error;
   }
   const server = servers[0]!;
+  await provider.ready?.(options.instances * options.workers);
   const serversCpuMs = () => servers.reduce<number | null>((sum, s) => (sum === null || s.cpuMs() === null ? null : sum + s.cpuMs()!), 0);
   const client = new LoadClient(servers.map((s) => s.url), options.connections, { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY });
   const clientCpuMs = () => {
@@ -206,6 +210,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     return {
       mode: name,
       provider: provider.name,
+      ...provider.labels,
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
@@ -246,6 +251,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       database: { type: 'string' },
       instances: { type: 'string', default: '1' },
       workers: { type: 'string', default: '1' },
+      window: { type: 'string', default: '10' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -270,6 +276,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       database: values.database,
       instances: int('instances', values.instances, 1),
       workers: int('workers', values.workers, 1),
+      window: int('window', values.window, 1),
     },
   };
 }

@@ -2,12 +2,14 @@
 import { infobip } from './infobip.js';
 import { sandbox } from './sandbox.js';
 import { sinch } from './sinch.js';
+import { smpp } from './smpp.js';
 import { twilio } from './twilio.js';
 import { vonage } from './vonage.js';
 import type { ProviderPlugin } from './types.js';
 
 export const providerPlugins = {
   sandbox,
+  smpp,
   twilio,
   vonage,
   infobip,

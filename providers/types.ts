@@ -83,7 +83,7 @@ export interface ReceiptEvent {
   status: MappedStatus;
   errorCode?: string;
   /**
-   * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API): the
+   * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API, SMPP): the
    * delivery module then rolls the parts up into one status with aggregatePartStatuses (multipart.ts).
    */
   perPart?: boolean;
@@ -108,6 +108,14 @@ export interface ProviderDeps {
    * is configured (the sandbox's receipt signatures). Another instance has other bytes.
    */
   processSecret?: Buffer;
+  /**
+   * For a plugin that receives receipts over its own connection instead of `/dlr/{name}` (SMPP's deliver_sm):
+   * hands its events to the same ingestion as the route (matched by sms_id or provider message id, parked until
+   * their message is known, parts rolled up, status moved forward only) and resolves once they are committed,
+   * so the plugin acknowledges only what is stored. The plugin must have authenticated where they came from.
+   * Absent in processes that ingest nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
+   */
+  deliverReceipts?: (events: ReceiptEvent[]) => Promise<void>;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { providerPlugins } from '../providers/index.js';
-import type { ProviderPlugin, SmsProvider } from '../providers/types.js';
+import type { ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
@@ -65,12 +65,20 @@ export function createProviders(
   role?: ClusterRole,
   processSecret?: Buffer,
   routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => `/dlr/${member}?sms_id=${smsId}` },
+  /** Where plugins that receive receipts over their own connection (SMPP) hand them in. */
+  deliverReceipts?: (provider: string, events: ReceiptEvent[]) => Promise<void>,
 ): SmsProvider[] {
   const built = new Map<string, SmsProvider>();
   for (const [name, providerConfig] of Object.entries(config.providers)) {
     if (providerConfig.type === 'route') continue;
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
-    const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now, processSecret });
+    const deps = {
+      logger: logger.child({ provider: name }),
+      now,
+      processSecret,
+      ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}),
+    };
+    const provider = plugin.create(name, providerConfig, deps);
     // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
@@ -102,7 +110,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
   const callbackUrl = (provider: string, smsId: string) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`;
   const routeHealth = createRouteHealth(now, logger);
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl });
+  // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
+  // arrives before then is refused, and the SMSC offers it again.
+  let ingestPushed: ((inputs: ReceiptInput[]) => Promise<unknown>) | undefined;
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, async (provider, events) => {
+    if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
+    await ingestPushed(events.map((event) => ({ provider, event })));
+  });
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
@@ -165,6 +179,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     const stored = settled.find((s) => s.status === 'fulfilled');
     return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
   }
+  ingestPushed = storeReceipts;
 
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({

@@ -4,10 +4,13 @@
  * their fakes.
  * Receipts are the ones each provider really emits (posted over HTTP to a capture server), not hand-made.
  */
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingReceipt, SendRequest, SendResult, SmsProvider } from '../providers/types.js';
+import { smpp } from '../providers/smpp.js';
+import type { IncomingReceipt, ReceiptEvent, SendRequest, SendResult, SmsProvider } from '../providers/types.js';
 import { startInfobipFake } from './fakes/infobip.js';
 import { startSinchFake } from './fakes/sinch.js';
+import { startSmppFake } from './fakes/smpp.js';
 import { startTwilioFake } from './fakes/twilio.js';
 import { startVonageFake } from './fakes/vonage.js';
 import { waitFor } from './helpers/gateway.js';
@@ -19,11 +22,19 @@ interface Harness {
   /** Recipients the provider (or its fake) answers as sent, refused for good, and refused for now. */
   recipients: { deliverable: string; permanent: string; transient: string };
   /** Has the provider emit a positive receipt for a sent message and returns it as the /dlr route would see it. */
-  deliveredReceipt(request: SendRequest, sent: Extract<SendResult, { ok: true }>): Promise<IncomingReceipt>;
+  deliveredReceipt?(request: SendRequest, sent: Extract<SendResult, { ok: true }>): Promise<IncomingReceipt>;
   /** The same receipt with its content changed after signing. */
-  forge(receipt: IncomingReceipt): IncomingReceipt;
+  forge?(receipt: IncomingReceipt): IncomingReceipt;
+  /**
+   * For a plugin whose receipts arrive over its own connection (ProviderDeps.deliverReceipts, e.g. SMPP) instead
+   * of /dlr: has the provider emit a positive receipt and returns the events the plugin handed on.
+   */
+  pushedReceipt?(request: SendRequest, sent: Extract<SendResult, { ok: true }>): Promise<ReceiptEvent[]>;
   close(): Promise<void>;
 }
+
+/** Plugins that push receipts through ProviderDeps.deliverReceipts rather than parse them from /dlr requests. */
+const PUSHES_RECEIPTS = new Set(['smpp']);
 
 const tamperBody = (r: IncomingReceipt): IncomingReceipt => ({ ...r, rawBody: Buffer.from(r.rawBody.toString().replace('delivered', 'failed')) });
 
@@ -118,6 +129,28 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
       },
     };
   },
+
+  async smpp() {
+    const fake = await startSmppFake({ receipts: 'none' });
+    const pushed: ReceiptEvent[] = [];
+    const config = smpp.configSchema.parse({ type: 'smpp', host: fake.host, port: fake.port, system_id: fake.systemId, password: fake.password });
+    const provider = smpp.create('smpp', config, { logger: pino({ level: 'silent' }), now: Date.now, deliverReceipts: async (events) => void pushed.push(...events) });
+    await waitFor(() => fake.boundSessions() === 1, 5_000, 'the SMPP bind');
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+447700909911', transient: '+447700909958' },
+      async pushedReceipt(_request, sent) {
+        const seen = pushed.length;
+        await fake.sendReceipt(sent.providerMessageIds[0]!, 'DELIVRD');
+        await fake.sendReceipt(sent.providerMessageIds[0]!, 'DELIVRD');
+        return pushed.slice(seen);
+      },
+      async close() {
+        await provider.close?.();
+        await fake.close();
+      },
+    };
+  },
 };
 
 describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
@@ -157,7 +190,7 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
     await expect(h.provider.send(request(h.recipients.deliverable), AbortSignal.abort())).resolves.toHaveProperty('ok');
   });
 
-  describe('receipts', () => {
+  describe.skipIf(PUSHES_RECEIPTS.has(type))('receipts', () => {
     let req: SendRequest;
     let receipt: IncomingReceipt;
     let sentIds: string[];
@@ -166,7 +199,7 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
       const sent = await h.provider.send(req, noAbort());
       if (!sent.ok) throw new Error(`send failed: ${sent.error}`);
       sentIds = sent.providerMessageIds;
-      receipt = await h.deliveredReceipt(req, sent);
+      receipt = await h.deliveredReceipt!(req, sent);
     });
 
     it('a genuine receipt parses into events carrying our sms_id and the send\'s provider id', async () => {
@@ -179,11 +212,27 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
     });
 
     it('a receipt changed after signing is refused with a reason', async () => {
-      expect(await h.provider.parseReceipt(h.forge(receipt))).toMatchObject({ ok: false, reason: expect.stringMatching(/\S/) });
+      expect(await h.provider.parseReceipt(h.forge!(receipt))).toMatchObject({ ok: false, reason: expect.stringMatching(/\S/) });
     });
 
     it('parsing is repeatable: a duplicated receipt gives the same events', async () => {
       expect(await h.provider.parseReceipt(receipt)).toEqual(await h.provider.parseReceipt(receipt));
+    });
+  });
+
+  describe.runIf(PUSHES_RECEIPTS.has(type))('receipts over the provider\'s own connection', () => {
+    it('are handed on as events carrying the send\'s provider id, the same each time the provider repeats one', async () => {
+      const sent = await h.provider.send(request(h.recipients.deliverable), noAbort());
+      if (!sent.ok) throw new Error(`send failed: ${sent.error}`);
+      const events = await h.pushedReceipt!(request(h.recipients.deliverable), sent);
+      expect(events).toHaveLength(2);
+      expect(events[0]).toMatchObject({ status: 'delivered', providerStatus: expect.stringMatching(/\S/), providerMessageId: sent.providerMessageIds[0] });
+      expect(events[1]).toEqual(events[0]);
+    });
+
+    it('are not taken from /dlr requests, which nobody authenticated', async () => {
+      const forged: IncomingReceipt = { method: 'POST', publicUrl: `${capture.url}/dlr/${type}`, query: {}, headers: {}, contentType: 'text/plain', rawBody: Buffer.from('id:1 stat:DELIVRD err:000') };
+      expect(await h.provider.parseReceipt(forged)).toMatchObject({ ok: false, reason: expect.stringMatching(/\S/) });
     });
   });
 });

@@ -170,6 +170,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
     error_code: input.event.errorCode ?? null,
     matched: messages[k] ? 1 : 0,
     received_at: now,
+    per_part: input.event.perPart ? 1 : 0,
   }));
   // The same receipt twice in one batch counts once, like a duplicate arriving later.
   const firstIndex = new Map<string, number>();
@@ -275,6 +276,7 @@ async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParke
       providerStatus: r.provider_status,
       status: r.mapped_status as ReceiptEvent['status'],
       errorCode: r.error_code ?? undefined,
+      perPart: Number(r.per_part) === 1,
     },
   }));
   const messages = await resolveMessages(trx, inputs);

@@ -11,8 +11,7 @@ import type { Database } from '../ledger/schema.js';
 /**
  * The status the message as a whole moves to on this event: the event's own unless it is a per-part event of a
  * message with several parts. Only per-part events cost queries, so other providers' receipts stay one lookup.
- * (A parked per-part receipt, replayed from `receipts` without its perPart flag, is applied as it is; Vonage
- * echoes client-ref on every part, so its receipts match by sms_id and are not parked.)
+ * A parked per-part receipt keeps its flag in `receipts.per_part` and is rolled up the same way when matched.
  */
 export async function rollUpPartStatus(trx: Transaction<Database>, smsId: string, event: ReceiptEvent): Promise<MappedStatus> {
   if (!event.perPart) return event.status;

@@ -46,6 +46,7 @@ const storedReceiptSchema = z.strictObject({
   error_code: z.string().nullable(),
   matched: z.number().int().describe('1 once applied to its message; 0 while parked; 2 when set aside after delivery.parked_receipt_ttl'),
   received_at: epochMs,
+  per_part: z.number().int().describe('1 when the receipt reports one part of a concatenated message (rolled up with the other parts)'),
 });
 
 const conversionAttemptSchema = z.strictObject({

@@ -228,4 +228,12 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-24-50-smpp': {
+    async up(db) {
+      // Whether a receipt reports one part of a concatenated message (ReceiptEvent.perPart), kept so that a parked
+      // receipt is rolled up with its message's other parts when it is matched later: SMPP receipts carry only the
+      // SMSC's id of their part and may arrive before the submit_sm_resp that tells us that id.
+      await db.schema.alterTable('receipts').addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    },
+  },
 };

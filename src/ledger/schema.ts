@@ -67,6 +67,8 @@ export interface ReceiptsTable {
    */
   matched: number;
   received_at: number;
+  /** 1 when the receipt reports one part of a concatenated message (ReceiptEvent.perPart), else 0. */
+  per_part: Generated<number>;
 }
 
 export interface ConversionsTable {
