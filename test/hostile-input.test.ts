@@ -326,8 +326,12 @@ describe('failed authentications', () => {
   const token = async () => (await hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, grant_type: 'client_credentials' }))).json.access_token as string;
 
   let sends = 0;
-  const sms = (key: string) =>
-    hit(limited.url, 'POST', '/channels/sms/single', { headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify(smsMessage(`auth-${++sends}`)) });
+  const sms = (key: string, path = '/channels/sms/batch') =>
+    hit(limited.url, 'POST', path, {
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify(path.endsWith('batch') ? [smsMessage(`auth-${++sends}`)] : smsMessage(`auth-${++sends}`)),
+      transient: true,
+    });
 
   /** Each credential check: a failing attempt, and the same request with the right credential. */
   const checks: Array<[string, () => Promise<Answer>, () => Promise<Answer>]> = [
@@ -352,6 +356,17 @@ describe('failed authentications', () => {
     expect(Number((await succeed()).headers.get('retry-after'))).toBe(30);
     clock += 30_000;
     expect((await succeed()).status).toBeLessThan(400);
+  });
+
+  it('the single send answers 503 with Retry-After instead, since the CRM drops a single answered 4xx and retries a 5xx', async () => {
+    clock += 3_600_000;
+    for (let i = 0; i < BUDGET; i++) expect((await sms('guess', '/channels/sms/single')).status).toBe(401);
+    const refused = await sms(TEST_API_KEY, '/channels/sms/single');
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('60');
+    expect((await sms(TEST_API_KEY)).status).toBe(429);
+    clock += 60_000;
+    expect((await sms(TEST_API_KEY, '/channels/sms/single')).status).toBe(200);
   });
 });
 
