@@ -75,7 +75,12 @@ let gw: TestGateway;
 let twilio: TwilioFake;
 let vonage: VonageFake;
 
-const receiptRows = async () => Number((await gw.gateway.ledger.db.selectFrom('receipts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+/** Receipt rows stored for a message, all of them or those with one provider status (a forged status is one the real flow never sends). */
+async function receiptRows(smsId: string, providerStatus?: string): Promise<number> {
+  let query = gw.gateway.ledger.db.selectFrom('receipts').select((eb) => eb.fn.countAll<number>().as('n')).where('sms_id', '=', smsId);
+  if (providerStatus !== undefined) query = query.where('provider_status', '=', providerStatus);
+  return Number((await query.executeTakeFirstOrThrow()).n);
+}
 const messageRow = (smsId: string) => gw.gateway.ledger.db.selectFrom('messages').selectAll().where('sms_id', '=', smsId).executeTakeFirstOrThrow();
 const conversionsFor = (smsId: string) => crm.conversions.filter((c) => c.sms_id === smsId);
 
@@ -120,23 +125,24 @@ describe('forged, unsigned and replayed receipts', () => {
     expect(sent.status).toBe(200);
     const smsId: string = sent.json.sms_id;
     const body = JSON.stringify([{ sms_id: smsId, message_id: 'forged', status: 'failed' }]);
-    const before = await receiptRows();
     expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: { 'content-type': 'application/json' }, body }), 'unsigned');
     expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: { 'content-type': 'application/json', 'x-sandbox-signature': 'f'.repeat(64) }, body }), 'bad signature');
     expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: sandboxReceiptHeaders(body, 'someone-elses-secret') }), 'another key');
     // Receipts come to the provider's name only; an alias path is no way around the signature.
     expectRefused(await hit(gw.url, 'POST', '/dlr/test', { headers: sandboxReceiptHeaders(body, 'someone-elses-secret') }), 'by alias path', 404);
-    expect(await receiptRows()).toBe(before);
+    // (The sandbox's own receipt may already have come in meanwhile; none of the forged ones is stored.)
+    if ((await receiptRows(smsId, 'failed')) !== 0) tally.forgedAccepted += 1;
+    expect(await receiptRows(smsId, 'failed')).toBe(0);
     // The sandbox's own signed receipt still arrives and is the one reported.
     await waitFor(() => conversionsFor(smsId).length > 0, 10_000, 'the real sandbox receipt');
     await checkReported(smsId, 'delivered', 'sandbox message after forgeries');
 
     // A replay of a real (signed) receipt is acknowledged but stores and reports nothing new.
-    const stored = await receiptRows();
+    const stored = await receiptRows(smsId);
     const replay = JSON.stringify([{ sms_id: smsId, message_id: (await messageRow(smsId)).provider_message_id, status: 'delivered' }]);
     for (let i = 0; i < 3; i++) expect((await hit(gw.url, 'POST', '/dlr/sandbox', { headers: sandboxReceiptHeaders(replay), body: replay })).status).toBe(200);
-    if ((await receiptRows()) !== stored) tally.forgedAccepted += 1;
-    expect(await receiptRows()).toBe(stored);
+    if ((await receiptRows(smsId)) !== stored) tally.forgedAccepted += 1;
+    expect(await receiptRows(smsId)).toBe(stored);
     await checkReported(smsId, 'delivered', 'sandbox message after replays');
   });
 
@@ -146,25 +152,25 @@ describe('forged, unsigned and replayed receipts', () => {
     const smsId: string = sent.json.sms_id;
     const create = twilio.creates.at(-1)!;
     const path = new URL(create.form.StatusCallback!).pathname + new URL(create.form.StatusCallback!).search;
-    const before = await receiptRows();
+    const before = await receiptRows(smsId);
     const forgedForm = new URLSearchParams(twilio.callbackParams(create, 'undelivered')).toString();
     expectRefused(await hit(gw.url, 'POST', path, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: forgedForm }), 'unsigned');
     tally.sent += 1;
     const wrongToken = await twilio.postStatusCallback(create.form.StatusCallback!, twilio.callbackParams(create, 'undelivered'), 'not-the-auth-token');
     if (wrongToken !== 403) tally.forgedAccepted += 1;
     expect(wrongToken).toBe(403);
-    expect(await receiptRows()).toBe(before);
+    expect(await receiptRows(smsId)).toBe(before);
 
     tally.sent += 1;
     expect(await twilio.postStatusCallback(create.form.StatusCallback!, twilio.callbackParams(create, 'delivered'))).toBe(200);
     await waitFor(() => conversionsFor(smsId).length > 0, 10_000, 'the twilio conversion');
-    const stored = await receiptRows();
+    const stored = await receiptRows(smsId);
     for (let i = 0; i < 3; i++) {
       tally.sent += 1;
       expect(await twilio.postStatusCallback(create.form.StatusCallback!, twilio.callbackParams(create, 'delivered'))).toBe(200);
     }
-    if ((await receiptRows()) !== stored) tally.forgedAccepted += 1;
-    expect(await receiptRows()).toBe(stored);
+    if ((await receiptRows(smsId)) !== stored) tally.forgedAccepted += 1;
+    expect(await receiptRows(smsId)).toBe(stored);
     await checkReported(smsId, 'delivered', 'twilio message');
   });
 
@@ -174,7 +180,7 @@ describe('forged, unsigned and replayed receipts', () => {
     const smsId: string = sent.json.sms_id;
     const submit = vonage.submits.at(-1)!;
     const forged = vonage.receiptFields(submit, 0, 'failed');
-    const before = await receiptRows();
+    const before = await receiptRows(smsId);
     const query = (params: Record<string, string>) => `/dlr/vonage?${new URLSearchParams(params)}`;
     expectRefused(await hit(gw.url, 'GET', query(vonage.signReceipt(forged, { transport: 'get', signatureSecret: null }))), 'unsigned');
     expectRefused(await hit(gw.url, 'GET', query(vonage.signReceipt(forged, { transport: 'get', signatureSecret: 'not-the-secret' }))), 'wrong secret');
@@ -184,15 +190,15 @@ describe('forged, unsigned and replayed receipts', () => {
       await hit(gw.url, 'POST', '/dlr/vonage', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(vonage.signReceipt(forged, { transport: 'json', signatureSecret: null })) }),
       'unsigned JSON',
     );
-    expect(await receiptRows()).toBe(before);
+    expect(await receiptRows(smsId)).toBe(before);
 
     const real = vonage.signReceipt(vonage.receiptFields(submit, 0, 'delivered'), { transport: 'get' });
     expect((await hit(gw.url, 'GET', query(real))).status).toBe(200);
     await waitFor(() => conversionsFor(smsId).length > 0, 10_000, 'the vonage conversion');
-    const stored = await receiptRows();
+    const stored = await receiptRows(smsId);
     for (let i = 0; i < 3; i++) expect((await hit(gw.url, 'GET', query(real))).status).toBe(200);
-    if ((await receiptRows()) !== stored) tally.forgedAccepted += 1;
-    expect(await receiptRows()).toBe(stored);
+    if ((await receiptRows(smsId)) !== stored) tally.forgedAccepted += 1;
+    expect(await receiptRows(smsId)).toBe(stored);
     await checkReported(smsId, 'delivered', 'vonage message');
   });
 
@@ -270,7 +276,7 @@ describe('names every object inherits', () => {
       { numRuns: PROTOTYPE_NAMES.length * 2, examples: PROTOTYPE_NAMES.map((n) => [n] as [string]) },
     );
     expect((await hit(gw.url, 'GET', '/readyz')).status).toBe(200);
-  });
+  }, 180_000);
 
   it('as keys of arbitrary JSON bodies to every JSON route: never a 5xx', async () => {
     const routes = ['/channels/sms/single', '/channels/sms/batch', '/bonus/credit', '/bonus/credit/funds', '/reconciliation', '/userconsents/u-1', '/admin/conversions/replay'];
@@ -285,7 +291,7 @@ describe('names every object inherits', () => {
       }),
       { numRuns: 150 },
     );
-  });
+  }, 120_000);
 
   it('the receipt with a prototype name as status left the message with one report, of an unknown status', async () => {
     const row = await gw.gateway.ledger.db.selectFrom('messages').select(['sms_id']).where('activity_key', '=', 'proto-target').executeTakeFirstOrThrow();
