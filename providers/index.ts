@@ -1,5 +1,7 @@
 /** Provider plugins by `type`. Adding a provider: one file beside this one, one line here, one fake in test/fakes/. */
+import { infobip } from './infobip.js';
 import { sandbox } from './sandbox.js';
+import { sinch } from './sinch.js';
 import { twilio } from './twilio.js';
 import { vonage } from './vonage.js';
 import type { ProviderPlugin } from './types.js';
@@ -8,6 +10,8 @@ export const providerPlugins = {
   sandbox,
   twilio,
   vonage,
+  infobip,
+  sinch,
 } as const satisfies Record<string, ProviderPlugin>;
 
 export type ProviderType = keyof typeof providerPlugins;

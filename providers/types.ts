@@ -34,6 +34,11 @@ export interface SendRequest {
    * stopping, and a message not yet handed over is better answered transient now than cut off mid-send later.
    */
   waitSignal?: AbortSignal;
+  /**
+   * False: answer transient at once when the provider's rate or concurrency limit is full, instead of waiting up
+   * to `deadline` (a route's member that is not the last, so the message can move on to the next one in time).
+   */
+  waitForCapacity?: boolean;
 }
 
 /**
@@ -44,8 +49,11 @@ export interface SendRequest {
  * acceptance, instead of sending a second SMS at once.
  */
 export type SendResult =
-  | { ok: true; providerMessageIds: string[]; providerStatus?: string }
-  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean };
+  | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string }
+  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean; carrier?: string };
+// `carrier` is set by a route (src/sms/provider-route.ts) only: the member that carried the message, or that last
+// held it when the send failed there; the ledger records it as the message's provider, so receipts match at
+// /dlr/{carrier}. Plugins leave it unset.
 
 /** A failed send, its error prefixed with the plugin type; `ambiguous` only counts for a transient failure. */
 export function sendFailure(type: string, kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {
@@ -102,12 +110,22 @@ export interface ProviderDeps {
   processSecret?: Buffer;
 }
 
+/**
+ * `senders`: the sender per recipient country (ISO 3166 alpha-2), and a default for when the CRM sends no
+ * sender_name. Applied outside the plugin by src/sms/sender-rules.ts, which documents which sender wins when.
+ */
+export const sendersConfig = z.strictObject({
+  default: z.string().min(1).optional(),
+  by_country: z.record(z.string().regex(/^[A-Z]{2}$/, 'country codes are two capital letters (ISO 3166), e.g. GB'), z.string().min(1)).default({}),
+});
+
 /** Keys every provider block accepts besides its own. */
 export const providerCommonConfig = {
   aliases: z.array(z.string().min(1)).default([]),
   base_url: z.url().optional(),
   rate_per_second: z.number().positive().optional(),
   max_concurrency: z.number().int().positive().optional(),
+  senders: sendersConfig.optional(),
 };
 
 export interface ProviderPlugin<Schema extends z.ZodType = z.ZodType> {

@@ -28,6 +28,7 @@ import { requestContext, requestLogger } from './observability/request-context.j
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
+import type { MemberHealthView } from './sms/route-health.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -50,6 +51,8 @@ export interface AppParts {
   metrics?: GatewayMetrics;
   /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
   renderMetrics?: () => Promise<string>;
+  /** Route members' circuit breakers, for the console. */
+  circuits?: () => MemberHealthView[];
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -63,6 +66,7 @@ export function createApp(parts: AppParts): Hono {
   const limit = config.server.body_limit_bytes;
   const streamingLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413) });
   app.use('*', async (c, next) => {
+    c.set('maxJsonDepth', config.server.max_json_depth);
     const declared = c.req.header('content-length');
     if (declared === undefined) return streamingLimit(c, next);
     if (Number(declared) > limit) return c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413);
@@ -84,7 +88,7 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
 
-  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
+  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
@@ -105,6 +109,7 @@ export function createApp(parts: AppParts): Hono {
       providers: providerNames,
       now: parts.now,
       onReplay: parts.onReplay,
+      circuits: parts.circuits,
     }),
   );
 

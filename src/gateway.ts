@@ -16,12 +16,16 @@ import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createWriteBatcher } from './ledger/write-batcher.js';
+import { isRefusedValue } from './ledger/write-errors.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { anyParkedReceipts, countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
+import { createRoute } from './sms/provider-route.js';
+import { createRouteHealth, type RouteHealth } from './sms/route-health.js';
+import { withSenderRules } from './sms/sender-rules.js';
 import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
 
 export interface GatewayOptions {
@@ -46,6 +50,13 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+export interface RouteWiring {
+  /** The circuit breakers of every route member (/metrics, the console and the receipt path read them). */
+  health: RouteHealth;
+  /** The receipt URL for a message sent through a member: the one dispatch would build for it. */
+  callbackUrl(member: string, smsId: string): string;
+}
+
 export function createProviders(
   config: Readonly<Config>,
   logger: Logger,
@@ -53,18 +64,28 @@ export function createProviders(
   clock: Clock = systemClock(now),
   role?: ClusterRole,
   processSecret?: Buffer,
+  routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => `/dlr/${member}?sms_id=${smsId}` },
 ): SmsProvider[] {
-  return Object.entries(config.providers).map(([name, providerConfig]) => {
+  const built = new Map<string, SmsProvider>();
+  for (const [name, providerConfig] of Object.entries(config.providers)) {
+    if (providerConfig.type === 'route') continue;
     const plugin = providerPlugins[providerConfig.type] as ProviderPlugin;
     const provider = plugin.create(name, providerConfig, { logger: logger.child({ provider: name }), now, processSecret });
     // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
-    return withThrottle(
+    const throttled = withThrottle(
       provider,
       { ratePerSecond: shareOfLimit(providerConfig.rate_per_second, role), maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency) },
       clock,
     );
-  });
+    built.set(name, withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins));
+  }
+  // Routes over the members built above (a route's members are never routes: checkRouteMembers).
+  for (const [name, providerConfig] of Object.entries(config.providers)) {
+    if (providerConfig.type !== 'route') continue;
+    built.set(name, createRoute(name, providerConfig, { members: built, health: routes.health, callbackUrl: routes.callbackUrl }));
+  }
+  return Object.keys(config.providers).map((name) => built.get(name)!);
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
@@ -78,17 +99,20 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret);
+  let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
+  const callbackUrl = (provider: string, smsId: string) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`;
+  const routeHealth = createRouteHealth(now, logger);
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl });
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
   });
+  routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
     config.sms.default_provider,
   );
-  let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
 
   const webhook = createWebhookClient(config.crm);
   const worker =
@@ -107,7 +131,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     storeContent: config.ledger.store_content,
     repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
     sendTimeoutMs: config.sms.send_timeout,
-    callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
+    callbackUrl,
     metrics,
     // Receipts that beat the provider's answer and carry only its message id wait parked until now.
     async onRecorded(trx, records) {
@@ -121,10 +145,26 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   const receiptWrites = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
     const summary = await transact((trx) => ingestReceipts(trx, inputs, now(), observers));
+    // Route members' delivery rates (a collapse opens the member's circuit).
+    for (const input of inputs) routeHealth.observeReceipt(input.provider, input.event.status);
     if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
     reported(summary.reported);
     return inputs.map(() => summary);
   });
+  /**
+   * Each event is written on its own if its group fails (write-batcher.ts), so one event that cannot be stored
+   * never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot store
+   * it); any other failure answers 5xx, so the provider sends the request again (the stored events deduplicate).
+   */
+  async function storeReceipts(inputs: ReceiptInput[]): Promise<IngestSummary> {
+    const settled = await receiptWrites.settle(inputs);
+    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ error: s.reason as unknown, input: inputs[i]! }] : []));
+    const retry = failed.find((f) => !isRefusedValue(f.error));
+    if (retry) throw retry.error;
+    for (const f of failed) logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
+    const stored = settled.find((s) => s.status === 'fulfilled');
+    return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
+  }
 
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({
@@ -137,10 +177,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
     publicUrl: () => publicUrl,
     processSecret,
-    ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
+    ingestReceipts: storeReceipts,
     onReplay: () => worker?.wake(),
     metrics,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
+    circuits: () => routeHealth.snapshot(),
   });
 
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;

@@ -78,7 +78,8 @@ describe('send → receipt → conversion', () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
     // Receipts for messages this gateway never sent (another system on the same provider account).
     const orphans = Array.from({ length: 1_200 }, (_, k) => ({ message_id: `someone-else-${k}`, status: 'delivered' }));
-    expect((await gw.postReceipt(orphans)).status).toBe(200);
+    // Two requests: one holds at most delivery.max_receipt_events (1,000).
+    for (const part of [orphans.slice(0, 600), orphans.slice(600)]) expect((await gw.postReceipt(part)).status).toBe(200);
     expect((await gw.postReceipt([{ message_id: 'ours-later', status: 'delivered' }])).status).toBe(200);
     const sent = await gw.post('/channels/sms/single', smsMessage('parked-behind-orphans'));
     await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'ours-later' }).where('sms_id', '=', sent.json.sms_id).execute();

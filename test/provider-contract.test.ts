@@ -1,10 +1,13 @@
 /**
  * One contract suite for every provider plugin (STYLE: one contract suite per interface): what the gateway relies
- * on from `SmsProvider`, run against the sandbox and against the Twilio and Vonage plugins talking to their fakes.
+ * on from `SmsProvider`, run against the sandbox and against the Twilio, Vonage, Infobip and Sinch plugins talking to
+ * their fakes.
  * Receipts are the ones each provider really emits (posted over HTTP to a capture server), not hand-made.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingReceipt, SendRequest, SendResult, SmsProvider } from '../providers/types.js';
+import { startInfobipFake } from './fakes/infobip.js';
+import { startSinchFake } from './fakes/sinch.js';
 import { startTwilioFake } from './fakes/twilio.js';
 import { startVonageFake } from './fakes/vonage.js';
 import { waitFor } from './helpers/gateway.js';
@@ -69,6 +72,46 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
         return capture.receipts.at(-1)!;
       },
       forge: tamperBody,
+      async close() {
+        await provider.close?.();
+        await fake.close();
+      },
+    };
+  },
+
+  async infobip(capture) {
+    const fake = await startInfobipFake();
+    const provider = createPlugin('infobip', { api_key: fake.apiKey, base_url: fake.url, webhook_secret: 'infobip-webhook-secret-0123' });
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+15005550001', transient: '+15005550429' },
+      async deliveredReceipt(request) {
+        const send = fake.sends.find((s) => s.callbackData === request.smsId)!;
+        await fake.postReport(send.notifyUrl, [fake.result(send, 'DELIVERED_TO_HANDSET')]);
+        return capture.receipts.at(-1)!;
+      },
+      // Infobip signs nothing: the URL's token vouches for one sms_id, so a report about another message is forged.
+      forge: (r) => ({ ...r, rawBody: Buffer.from(r.rawBody.toString().replaceAll(r.query.sms_id!, '0190c0de-0000-7000-8000-999999999999')) }),
+      async close() {
+        await provider.close?.();
+        await fake.close();
+      },
+    };
+  },
+
+  async sinch(capture) {
+    const fake = await startSinchFake();
+    const provider = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: 'sinch-webhook-secret-01234' });
+    return {
+      provider,
+      recipients: { deliverable: '+447700900123', permanent: '+15005550001', transient: '+15005550429' },
+      async deliveredReceipt(request) {
+        const batch = fake.batches.find((b) => b.clientReference === request.smsId)!;
+        await fake.postCallback(batch.callbackUrl, fake.report(batch, 'Delivered'));
+        return capture.receipts.at(-1)!;
+      },
+      // Sinch signs nothing: the URL's token vouches for one sms_id, so a report about another message is forged.
+      forge: (r) => ({ ...r, rawBody: Buffer.from(r.rawBody.toString().replaceAll(r.query.sms_id!, '0190c0de-0000-7000-8000-999999999999')) }),
       async close() {
         await provider.close?.();
         await fake.close();

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
+import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
 import { parseDuration } from './duration.js';
 
 const duration = (fallback: string) =>
@@ -20,7 +21,8 @@ const duration = (fallback: string) =>
     });
 
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
-const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins]);
+// `route` is not a plugin but a provider_name over several of them (src/sms/provider-route.ts).
+const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, routeConfigSchema]);
 
 const server = z.strictObject({
   /**
@@ -33,6 +35,11 @@ const server = z.strictObject({
   /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
   public_url: z.url().optional(),
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
+  /**
+   * JSON bodies nesting deeper are refused when read (src/http/json-depth.ts); at most 1,000, well below where
+   * JSON.stringify of a stored activity would overflow the stack.
+   */
+  max_json_depth: z.number().int().min(2).max(1_000).default(64),
   /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
   workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
   /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
@@ -112,6 +119,11 @@ const sms = z.strictObject({
    * retry of the same activity.id waits this long for a receipt proving it was accepted before sending it again.
    */
   ambiguous_retry_after: duration('60s'),
+  /**
+   * Whether the CRM's sender_name beats a provider's `senders.by_country` rule for the recipient's country
+   * (src/sms/sender-rules.ts). Off: the country rule wins, so a US recipient gets the configured number.
+   */
+  sender_name_wins: z.boolean().default(false),
 });
 
 const ledger = z.strictObject({
@@ -131,6 +143,10 @@ const delivery = z.strictObject({
   unknown_after: duration('72h'),
   /** How long a receipt that matches no message keeps being matched again before it is set aside (kept, not searched). */
   parked_receipt_ttl: duration('72h'),
+  /** Receipts set aside after parked_receipt_ttl are deleted this long after they arrived (the sweep). */
+  parked_receipt_retention: duration('30d'),
+  /** Events one receipt request may carry; more answers 413 and stores nothing. */
+  max_receipt_events: z.number().int().min(1).max(100_000).default(1_000),
   sweep_interval: duration('1m'),
   poll_interval: duration('200ms'),
   retry_initial_ms: z.number().int().positive().default(1_000),
@@ -204,6 +220,7 @@ export const configSchema = z
         seen.set(key, name);
       }
     }
+    checkRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {
       ctx.addIssue({ code: 'custom', path: ['sms', 'default_provider'], message: `"${c.sms.default_provider}" is not a configured provider` });
     }

@@ -4,6 +4,7 @@ import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import type { messageStory } from '../delivery/admin-routes.js';
 import { indentJson } from '../http/exact-json.js';
 import { renderOutcomeChart } from './chart.js';
+import type { MemberHealthView } from '../sms/route-health.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
@@ -78,6 +79,16 @@ export interface DashboardView {
   query?: string;
   story?: MessageStory | null;
   replayed?: number;
+  /** Circuit breakers of route members (src/sms/route-health.ts); the section is left out when there are none. */
+  circuits?: MemberHealthView[];
+}
+
+function renderCircuits(circuits: MemberHealthView[]) {
+  return html`<section id="circuits">
+<h2>Route members</h2>
+<table data-table="circuits"><thead><tr><th>route</th><th>member</th><th>circuit</th><th>since</th><th title="delivered ÷ final receipts in the breaker's window">delivery rate</th><th>reason</th></tr></thead>
+<tbody>${circuits.map((c) => html`<tr data-member="${c.route}/${c.member}"><td>${c.route}</td><td>${c.member}</td><td data-circuit="${c.state}">${c.state.replace('_', '-')}</td><td>${c.since === undefined ? '—' : when(c.since)}</td><td>${percent(c.deliveryRate)}</td><td style="text-align:left">${c.reason ?? ''}</td></tr>`)}</tbody></table>
+</section>`;
 }
 
 export function renderDashboard(view: DashboardView) {
@@ -94,6 +105,7 @@ ${view.story ? renderStory(view.story) : ''}
 <p class="muted">As of ${when(summary.at)} UTC. <a href="/console">Refresh</a></p>
 ${summary.windows.map(renderWindow)}
 </section>
+${view.circuits?.length ? renderCircuits(view.circuits) : ''}
 <section id="charts"><h2>Delivery outcomes over time</h2>${summary.charts.map(renderOutcomeChart)}</section>
 <section id="outbox">
 <h2>Conversion outbox</h2>

@@ -15,6 +15,7 @@ import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console
 import { replayDeadConversions } from '../ledger/conversions.js';
 import { findMessageByActivityKey, findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import type { MemberHealthView } from '../sms/route-health.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
 import { createSessionCodec, type Session } from './session.js';
 import { loadConsoleSummary } from './summary.js';
@@ -34,6 +35,8 @@ export interface ConsoleRouteDeps {
   providers: readonly string[];
   now: () => number;
   onReplay: () => void;
+  /** Route members' circuit breakers, shown as a small table. */
+  circuits?: () => MemberHealthView[];
 }
 
 /** By sms_id first (what the logs and the CRM's conversions carry), else by activity.id. */
@@ -71,6 +74,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
       query,
       story: query === undefined ? undefined : await findStory(deps.db, query),
       replayed: replayed !== undefined && /^\d+$/.test(replayed) ? Number(replayed) : undefined,
+      circuits: deps.circuits?.(),
     });
     return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
   });

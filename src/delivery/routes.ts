@@ -3,13 +3,18 @@ import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../sms/provider-router.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
+import { describePath, findTooDeep } from '../http/json-depth.js';
 import type { IngestSummary, ReceiptInput } from './ingest.js';
+import { boundReceiptEvents } from './receipt-limits.js';
 
 export interface ReceiptRouteDeps {
   router: ProviderRouter;
   /** Base of the URLs we handed to providers; signatures are checked against it, never against the Host header. */
   publicUrl: () => string;
   ingest: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  /** delivery.max_receipt_events */
+  maxEvents: number;
   logger: Logger;
 }
 
@@ -22,21 +27,31 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     const url = new URL(c.req.url);
     // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
     const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
+    const rawBody = Buffer.from(await c.req.arrayBuffer());
+    // A provider plugin may walk a JSON body it parsed (providers/vonage.ts flattens it): refuse one too deep first.
+    const maxDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
+    const deep = /json/i.test(headers['content-type'] ?? '') ? findTooDeep(rawBody.toString('utf8'), maxDepth)[0] : undefined;
+    if (deep) return c.json({ error: `receipt refused: ${describePath(deep.path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)` }, 400);
     const parsed = await provider.parseReceipt({
       method: c.req.method,
       publicUrl: `${deps.publicUrl()}/dlr/${encodeURIComponent(name)}${url.search}`,
       query: Object.fromEntries(url.searchParams),
       headers,
-      contentType: c.req.header('content-type') ?? '',
-      rawBody: Buffer.from(await c.req.arrayBuffer()),
+      contentType: headers['content-type'] ?? '',
+      rawBody,
     });
     if (!parsed.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'receipt refused');
       return c.json({ error: `receipt refused: ${parsed.reason}` }, 403);
     }
+    const bounded = boundReceiptEvents(parsed.events, deps.maxEvents);
+    if (!bounded.ok) {
+      requestLogger(c, deps.logger).warn({ provider: name, reason: bounded.error }, 'receipt refused');
+      return c.json({ error: `receipt refused: ${bounded.error}` }, bounded.status);
+    }
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
-    await deps.ingest(parsed.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
-    return c.json({ received: parsed.events.length }, 200);
+    await deps.ingest(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
+    return c.json({ received: bounded.events.length }, 200);
   });
   return app;
 }

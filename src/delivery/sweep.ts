@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 import { insertConversions } from '../ledger/conversions.js';
 import { deleteMinuteStatsBefore, incrementDeliveryStats, MINUTE_STATS_RETENTION_MS } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
-import { expireParkedReceipts } from '../ledger/receipts.js';
+import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
 import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
 
 export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: IngestObservers = {}): Promise<number> {
@@ -41,12 +41,14 @@ export interface SweepResult {
   unknown: number;
   rematched: number;
   expired: number;
+  /** Set-aside receipts deleted after delivery.parked_receipt_retention. */
+  deleted: number;
 }
 
 export async function runSweep(
   db: Kysely<Database>,
   now: number,
-  delivery: { unknown_after: number; parked_receipt_ttl: number },
+  delivery: { unknown_after: number; parked_receipt_ttl: number; parked_receipt_retention: number },
   observers: IngestObservers = {},
 ): Promise<SweepResult> {
   const expiredByProvider = await expireParkedReceipts(db, now - delivery.parked_receipt_ttl);
@@ -56,8 +58,13 @@ export async function runSweep(
     observers.metrics?.receiptsExpired(provider, count);
   }
   if (expired > 0) observers.logger?.info({ expired, parked_receipt_ttl_ms: delivery.parked_receipt_ttl }, 'parked receipts matched no message in time and were set aside');
+  let deleted = 0;
+  for (let n = -1; n !== 0; deleted += n) {
+    n = await db.transaction().execute((trx) => deleteSetAsideReceipts(trx, now - delivery.parked_receipt_ttl - delivery.parked_receipt_retention));
+  }
+  if (deleted > 0) observers.logger?.info({ deleted, parked_receipt_retention_ms: delivery.parked_receipt_retention }, 'receipts set aside longer than the retention were deleted');
   const rematched = await matchAllParkedReceipts(db, now, observers);
   const unknown = await markTimedOutAsUnknown(db, now, delivery.unknown_after, observers);
   await deleteMinuteStatsBefore(db, now - MINUTE_STATS_RETENTION_MS);
-  return { unknown, rematched, expired };
+  return { unknown, rematched, expired, deleted };
 }

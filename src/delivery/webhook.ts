@@ -9,6 +9,14 @@ import type { ClaimedConversion } from '../ledger/conversions.js';
 
 export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string };
 
+/**
+ * Whether a refused post may be about some of its rows rather than about the request: a 4xx other than the
+ * credentials (401, 403, 407), a timeout or rate answer (408, 429) and too early (425).
+ */
+export function isRowRefusal(status: number | null): boolean {
+  return status !== null && status >= 400 && status < 500 && ![401, 403, 407, 408, 425, 429].includes(status);
+}
+
 export function conversionBody(rows: ClaimedConversion[]): string {
   return `[${rows
     .map((r) => `{"activity":${r.activity_json},"sms_id":${JSON.stringify(r.sms_id)},"delivery_status":${JSON.stringify(r.delivery_status)}}`)

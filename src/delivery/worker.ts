@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { claimDueConversions, markFailed, markPosted, recordAttempts } from '../ledger/conversions.js';
+import { claimDueConversions, markFailed, markPosted, recordAttempts, type ClaimedConversion } from '../ledger/conversions.js';
 import type { DialectFlags } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import { nextAttemptDelay } from './backoff.js';
-import type { WebhookClient } from './webhook.js';
+import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
 
 export interface WorkerDeps {
   db: Kysely<Database>;
@@ -34,45 +34,65 @@ export interface RoundResult {
   ok: boolean;
 }
 
-export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult> {
-  const { db, delivery, now } = deps;
-  const token = randomUUID();
-  const rows = await claimDueConversions(db, deps.flags, delivery.batch_size, now(), delivery.lease, token);
-  if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
+/**
+ * A webhook that refuses a post with a 4xx may refuse only one conversion in it (operator interface: the CRM
+ * validates each one). Such a post is split in halves and each half posted, down to single conversions, so only
+ * the one the CRM refuses backs off and dead-letters and each other one is posted once (about 2·log2(n) extra
+ * posts for one refused row among n). A 5xx or an unreachable webhook says nothing about the rows: no split.
+ * Splitting stops once half the lease is spent, so the rows are marked before another claimer may take them.
+ */
+async function postIsolatingRefusals(deps: WorkerDeps, rows: ClaimedConversion[], splitUntil: number): Promise<Array<{ rows: ClaimedConversion[]; result: PostResult }>> {
   const started = performance.now();
   const result = await deps.webhook.post(rows);
   deps.metrics?.webhookPosted((performance.now() - started) / 1000, result.ok ? { ok: true, conversions: rows.length } : result);
+  if (result.ok || rows.length === 1 || !isRowRefusal(result.status) || deps.now() >= splitUntil) return [{ rows, result }];
+  const half = Math.ceil(rows.length / 2);
+  const first = await postIsolatingRefusals(deps, rows.slice(0, half), splitUntil);
+  return [...first, ...(await postIsolatingRefusals(deps, rows.slice(half), splitUntil))];
+}
+
+export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult> {
+  const { db, delivery, now } = deps;
+  const token = randomUUID();
+  const claimedAt = now();
+  const rows = await db.transaction().execute((trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token));
+  if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
+  const outcomes = await postIsolatingRefusals(deps, rows, claimedAt + delivery.lease / 2);
   const at = now();
-  const ids = rows.map((r) => r.id);
-  if (result.ok) {
-    await db.transaction().execute(async (trx) => {
-      await markPosted(trx, ids, token, at);
-      await recordAttempts(trx, ids, at, true, result.status, null);
-    });
-    if (deps.logger.isLevelEnabled('debug')) {
-      for (const r of rows) {
-        deps.logger.debug({ sms_id: r.sms_id, activity_id: r.activity_key, delivery_status: r.delivery_status, conversion_id: r.id }, 'conversion posted');
-      }
-    }
-    return { claimed: rows.length, posted: rows.length, failed: 0, dead: 0, ok: true };
-  }
   const backoff = { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms };
-  const plan = rows.map((r) => ({
-    id: r.id,
-    dead: r.attempts + 1 >= delivery.max_attempts,
-    nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random),
-  }));
+  const refused = outcomes.flatMap((o) => (o.result.ok ? [] : [{ ...o, error: o.result.error, status: o.result.status }]));
+  const plans = refused.map((o) =>
+    o.rows.map((r) => ({ id: r.id, dead: r.attempts + 1 >= delivery.max_attempts, nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random) })),
+  );
   await db.transaction().execute(async (trx) => {
-    await markFailed(trx, plan, token, result.error);
-    await recordAttempts(trx, ids, at, false, result.status, result.error);
+    for (const o of outcomes) {
+      if (!o.result.ok) continue;
+      const ids = o.rows.map((r) => r.id);
+      await markPosted(trx, ids, token, at);
+      await recordAttempts(trx, ids, at, true, o.result.status, null);
+    }
+    for (const [k, o] of refused.entries()) {
+      await markFailed(trx, plans[k]!, token, o.error);
+      await recordAttempts(trx, o.rows.map((r) => r.id), at, false, o.status, o.error);
+    }
   });
-  const dead = plan.filter((p) => p.dead).length;
-  deps.logger.warn({ count: rows.length, dead, error: result.error }, 'conversion post failed; backing off');
+  const posted = outcomes.filter((o) => o.result.ok).flatMap((o) => o.rows);
+  if (deps.logger.isLevelEnabled('debug')) {
+    for (const r of posted) {
+      deps.logger.debug({ sms_id: r.sms_id, activity_id: r.activity_key, delivery_status: r.delivery_status, conversion_id: r.id }, 'conversion posted');
+    }
+  }
+  let failed = 0;
+  let dead = 0;
+  for (const [k, o] of refused.entries()) {
+    const deadRows = o.rows.filter((_r, i) => plans[k]![i]!.dead);
+    failed += o.rows.length - deadRows.length;
+    dead += deadRows.length;
+    deps.logger.warn({ count: o.rows.length, dead: deadRows.length, error: o.error, ...(o.rows.length === 1 ? { sms_id: o.rows[0]!.sms_id, activity_id: o.rows[0]!.activity_key } : {}) }, 'conversion post failed; backing off');
+    for (const r of deadRows) deps.logger.warn({ sms_id: r.sms_id, activity_id: r.activity_key, conversion_id: r.id, attempts: r.attempts + 1 }, 'conversion dead-lettered; replay it from the console or /admin');
+  }
   if (dead > 0) deps.metrics?.conversionsDeadLettered(dead);
-  rows.forEach((r, i) => {
-    if (plan[i]!.dead) deps.logger.warn({ sms_id: r.sms_id, activity_id: r.activity_key, conversion_id: r.id, attempts: r.attempts + 1 }, 'conversion dead-lettered; replay it from the console or /admin');
-  });
-  return { claimed: rows.length, posted: 0, failed: rows.length - dead, dead, ok: false };
+  return { claimed: rows.length, posted: posted.length, failed, dead, ok: refused.length === 0 };
 }
 
 /** Runs rounds until stopped; sleeps `poll_interval` when idle or after a failure, wakes early on `wake()`. */

@@ -1,18 +1,58 @@
-/** Reads a JSON request body with the answers DESIGN §4 asks for: 415 wrong type, 400 unparsable. */
+/** Reads a JSON request body with the answers DESIGN §4 asks for: 415 wrong type, 400 unparsable or too deep. */
 import type { Context } from 'hono';
+import { describePath, findTooDeep, withoutTooDeep } from './json-depth.js';
 
-/** `text` is the body as received, for the rare reader that needs more than the parsed value (exact-json.ts). */
-export type JsonBody = { ok: true; value: unknown; text: string } | { ok: false; status: 400 | 415; error: string };
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** server.max_json_depth, set for every request by the app (app.ts). */
+    maxJsonDepth: number;
+  }
+}
 
-export async function readJsonBody(c: Context): Promise<JsonBody> {
+/** The default of server.max_json_depth, for an app built without it. */
+export const DEFAULT_MAX_JSON_DEPTH = 64;
+
+/**
+ * `text` is the body as received, for the rare reader that needs more than the parsed value (exact-json.ts).
+ * `tooDeep` (list bodies only): entries nested deeper than the limit, by index, with the error naming the field;
+ * their over-deep values are `null` in `value` and `text`, so nothing after this walks them.
+ */
+export type JsonBody =
+  | { ok: true; value: unknown; text: string; tooDeep?: Map<number, string> }
+  | { ok: false; status: 400 | 415; error: string };
+
+export interface ReadJsonOptions {
+  /** The body is a list of independent entries (a batch): an over-deep entry is reported, not the whole body. */
+  list?: boolean;
+}
+
+export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): Promise<JsonBody> {
   const type = c.req.header('content-type') ?? '';
   if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
     return { ok: false, status: 415, error: `Content-Type must be application/json (got ${type ? JSON.stringify(type) : 'none'})` };
   }
-  const text = await c.req.text();
+  let text = await c.req.text();
+  const maxDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
+  const list = options.list === true && /^\s*\[/.test(text);
+  // Entries of a list are counted from their own level, as the same message sent alone would be.
+  const found = findTooDeep(text, list ? maxDepth + 1 : maxDepth);
+  let tooDeep: Map<number, string> | undefined;
+  if (found.length > 0) {
+    if (!list) return { ok: false, status: 400, error: tooDeepError(found[0]!.path, maxDepth) };
+    tooDeep = new Map();
+    for (const f of found) {
+      const [index, ...rest] = f.path;
+      if (typeof index === 'number' && !tooDeep.has(index)) tooDeep.set(index, tooDeepError(rest, maxDepth));
+    }
+    text = withoutTooDeep(text, found);
+  }
   try {
-    return { ok: true, value: JSON.parse(text) as unknown, text };
+    return { ok: true, value: JSON.parse(text) as unknown, text, ...(tooDeep ? { tooDeep } : {}) };
   } catch (error) {
     return { ok: false, status: 400, error: `body is not valid JSON: ${(error as Error).message}` };
   }
+}
+
+function tooDeepError(path: ReadonlyArray<string | number>, maxDepth: number): string {
+  return `${describePath(path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)`;
 }

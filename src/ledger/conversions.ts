@@ -33,7 +33,7 @@ export interface ClaimedConversion {
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked.
  */
-export async function claimDueConversions(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
+export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number }>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}

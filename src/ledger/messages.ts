@@ -85,11 +85,13 @@ export interface SendOutcomeRecord {
 const recordOutcomeTemplate = createQueryTemplate(
   (
     db: Kysely<Database>,
-    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
+    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { provider: string; state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
   ) =>
     db
       .updateTable('messages')
       .set({
+        // The provider that carried it: a route's member (provider-route.ts), else the one it was claimed for.
+        provider: set.provider,
         state: set.state,
         provider_message_id: sql<string | null>`case sms_id ${sql.join(rows.map((r) => sql`when ${r.smsId} then ${r.providerMessageId}`), sql` `)} end`,
         provider_status: set.providerStatus,
@@ -110,16 +112,16 @@ const recordOutcomeTemplate = createQueryTemplate(
 export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
   const groups = new Map<string, SendOutcomeRecord[]>();
   for (const r of records) {
-    const key = JSON.stringify([r.state, r.providerStatus, r.error, r.errorCode]);
+    const key = JSON.stringify([r.provider, r.state, r.providerStatus, r.error, r.errorCode]);
     const group = groups.get(key);
     if (group) group.push(r);
     else groups.set(key, [r]);
   }
   for (const group of groups.values()) {
-    const { state, providerStatus, error, errorCode } = group[0]!;
+    const { provider, state, providerStatus, error, errorCode } = group[0]!;
     for (let i = 0; i < group.length; i += 200) {
       const rows = group.slice(i, i + 200).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
-      await recordOutcomeTemplate(db, { rows, set: { state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
+      await recordOutcomeTemplate(db, { rows, set: { provider, state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
     }
   }
   const parts = records.flatMap((r) =>

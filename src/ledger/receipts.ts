@@ -56,6 +56,18 @@ export async function expireParkedReceipts(db: Db, receivedBefore: number): Prom
   return byProvider;
 }
 
+/**
+ * Deletes up to `limit` receipts set aside (matched = 2) that arrived before `receivedBefore`; returns how many.
+ * Bounded so one sweep's transaction stays short however many a flood of receipts left behind.
+ */
+export async function deleteSetAsideReceipts(db: Db, receivedBefore: number, limit = 5_000): Promise<number> {
+  const result = await db
+    .deleteFrom('receipts')
+    .where('id', 'in', (eb) => eb.selectFrom('receipts').select('id').where(sql<boolean>`matched = 2`).where('received_at', '<', receivedBefore).limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 export async function markReceiptsMatched(db: Db, matches: Array<{ id: number; smsId: string }>): Promise<void> {
   for (const m of matches) {
     await db.updateTable('receipts').set({ matched: 1, sms_id: m.smsId }).where('id', '=', m.id).execute();

@@ -9,6 +9,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       base: { service: 'crm-sms-gateway' },
       redact: { paths: ['*.content', '*.api_key', '*.authorization', '*.password', '*.client_secret'], censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // Values can come from outside (a provider's error text, a receipt's status): no line carries a huge one.
+      formatters: { log: shortenLongValues },
     },
     destination,
   );
@@ -17,4 +19,25 @@ export function createLogger(level: string, destination?: pino.DestinationStream
 /** Provider error texts sometimes quote the recipient; mask every run of 7 or more digits before logging one. */
 export function maskPhoneNumbersIn(text: string): string {
   return text.replace(/\+?\d(?:[\s.-]?\d){6,}/g, (run) => maskPhoneNumber(run.replace(/[\s.-]/g, '')));
+}
+
+/** Longest string value (and error message) a log line carries; longer ones are cut and marked. */
+export const MAX_LOGGED_VALUE_LENGTH = 1_000;
+
+/** Top-level values only: log objects are built by our code, and nothing recurses into outside data. */
+export function shortenLongValues(object: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined;
+  for (const [key, value] of Object.entries(object)) {
+    let shortened: unknown;
+    if (typeof value === 'string' && value.length > MAX_LOGGED_VALUE_LENGTH) shortened = shorten(value);
+    else if (value instanceof Error && value.message.length > MAX_LOGGED_VALUE_LENGTH) {
+      shortened = Object.assign(new Error(shorten(value.message)), { name: value.name, stack: shorten(value.stack ?? '') });
+    }
+    if (shortened !== undefined) (out ??= { ...object })[key] = shortened;
+  }
+  return out ?? object;
+}
+
+function shorten(text: string): string {
+  return `${text.slice(0, MAX_LOGGED_VALUE_LENGTH)}… (${text.length} characters)`;
 }

@@ -19,6 +19,7 @@ import type { Database } from '../ledger/schema.js';
 import type { Transact } from '../ledger/transaction-queue.js';
 import { newSmsId } from '../ledger/ids.js';
 import { createWriteBatcher } from '../ledger/write-batcher.js';
+import { isRefusedValue } from '../ledger/write-errors.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
@@ -91,6 +92,11 @@ function createDeadlineSignals(now: () => number) {
   };
 }
 
+function cut(text: string | undefined, max: number): string | null {
+  if (text === undefined) return null;
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 /** Where a failed send leaves its message: for good, free to send again, or waiting for a receipt first. */
 function failedState(answer: Extract<SendResult, { ok: false }>): SendOutcomeRecord['state'] {
   if (answer.kind === 'permanent') return 'rejected';
@@ -136,7 +142,13 @@ export function createDispatcher(deps: DispatcherDeps) {
           result.push({ send: true, smsId: row.sms_id });
           continue;
         }
-        const decision = decideRepeat(existing.get(row.activity_key)!, at, deps.repeatTimings);
+        const previous = existing.get(row.activity_key);
+        if (!previous) {
+          // Neither inserted nor found: the database stored the key as other text than it was given.
+          result.push({ send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(row.activity_key.slice(0, 60))}: cannot be stored as given` } });
+          continue;
+        }
+        const decision = decideRepeat(previous, at, deps.repeatTimings);
         if (decision.action === 'answer-sent') result.push({ send: false, result: { outcome: 'sent', smsId: decision.smsId } });
         else if (decision.action === 'answer-failed') result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error: decision.error } });
         else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, reclaimCutoffs(at)))) {
@@ -189,9 +201,12 @@ export function createDispatcher(deps: DispatcherDeps) {
     const started = performance.now();
     const answer = await callProvider(message, smsId, options.deadline, options.waitDeadline ?? options.deadline);
     const seconds = (performance.now() - started) / 1000;
+    // A route answers with the member that carried the message: its receipts come to /dlr/{member}.
+    const provider = answer.carrier ?? message.provider.name;
+    // A provider's answer is outside text: stored (and logged) cut to a length that still shows what it said.
     const record: SendOutcomeRecord = answer.ok
-      ? { smsId, provider: message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: answer.providerStatus ?? null, error: null, errorCode: null }
-      : { smsId, provider: message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: answer.error, errorCode: answer.code ?? null };
+      ? { smsId, provider, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
+      : { smsId, provider, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
     try {
       await records.run([record]);
     } catch (error) {
@@ -199,34 +214,39 @@ export function createDispatcher(deps: DispatcherDeps) {
       logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
     const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
-    deps.metrics?.sendCompleted(message.provider.name, outcome, message.segments, seconds);
+    deps.metrics?.sendCompleted(provider, outcome, message.segments, seconds);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
     logger[answer.ok ? 'debug' : 'info'](
       {
         sms_id: smsId,
         activity_id: message.activityKey,
-        provider: message.provider.name,
+        provider,
+        ...(provider !== message.provider.name ? { route: message.provider.name } : {}),
         to: maskPhoneNumber(message.recipient),
         segments: message.segments,
         state: record.state,
-        error: answer.ok ? undefined : maskPhoneNumbersIn(answer.error),
+        error: record.error === null ? undefined : maskPhoneNumbersIn(record.error),
         request_id: options.requestId,
       },
       'sms dispatched',
     );
     if (answer.ok) return { outcome: 'sent', smsId };
-    return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: answer.error };
+    return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: record.error ?? answer.error };
   }
 
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
-    let claimed: Claim[];
-    try {
-      claimed = await claims.run(fresh.map((f) => f.message));
-    } catch (error) {
-      logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
-      for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });
-      return;
-    }
+    // Each message's claim stands alone: a message whose row cannot be written fails only itself.
+    const settled = await claims.settle(fresh.map((f) => f.message));
+    const claimed: Claim[] = settled.map((s, i) => {
+      if (s.status === 'fulfilled') return s.value;
+      const message = fresh[i]!.message;
+      if (isRefusedValue(s.reason)) {
+        logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'message refused by the ledger: nothing sent');
+        return { send: false, result: { outcome: 'failed', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
+      }
+      logger.error({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: options.requestId }, 'ledger unavailable: nothing sent');
+      return { send: false, result: { outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' } };
+    });
     const toSend: number[] = [];
     claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
     let next = 0;

@@ -11,9 +11,15 @@ import { z } from 'zod';
 const integer = z.number().refine(Number.isInteger);
 const identifier = z.union([z.string(), integer], { error: 'must be a string or an integer' });
 
+/**
+ * A lone UTF-16 surrogate has no UTF-8 form: the database would store it as U+FFFD, another text than was
+ * given (so the id could never be found again), and PostgreSQL refuses NUL in text.
+ */
+const storableText = (s: string) => !/[\p{Cs}\u0000]/u.test(s);
+
 export const activitySchema = z.looseObject({
-  id: z.union([z.string().trim().min(1).max(255), integer], {
-    error: 'must be a non-empty string (at most 255 characters) or an integer',
+  id: z.union([z.string().trim().min(1).max(255).refine(storableText), integer], {
+    error: 'must be a non-empty string (at most 255 characters, no NUL or lone surrogate) or an integer',
   }),
   brand_id: identifier.optional(),
   user_id: identifier.optional(),
@@ -34,7 +40,10 @@ const senderName = z
 
 export const smsMessageSchema = z.looseObject({
   activity: activitySchema,
-  content: z.string({ error: 'must be a string' }).refine((s) => s.trim().length > 0, { error: 'must not be empty' }),
+  content: z
+    .string({ error: 'must be a string' })
+    .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
+    .refine(storableText, { error: 'must be Unicode text without NUL characters or lone surrogates' }),
   recipient: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }),
   sender_name: senderName.optional().nullable(),
   provider_name: z.string({ error: 'must be a string' }).optional().nullable(),

@@ -58,7 +58,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
   });
 
   app.post('/batch', async (c) => {
-    const body = await readJsonBody(c);
+    const body = await readJsonBody(c, { list: true });
     if (!body.ok) return c.json({ error: body.error }, body.status);
     if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
     const entries: unknown[] = body.value;
@@ -68,6 +68,8 @@ export function smsRoutes(deps: SmsRouteDeps) {
     const valid: PreparedMessage[] = [];
     const validIndex: number[] = [];
     entries.forEach((entry, i) => {
+      const deep = body.tooDeep?.get(i);
+      if (deep !== undefined) return void (results[i] = { outcome: 'invalid', error: deep });
       const prepared = prepareMessage(entry, router, sms, sources?.[i]);
       if (prepared.ok) {
         valid.push(prepared.message);

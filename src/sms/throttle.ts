@@ -152,7 +152,7 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
   }
 
   async function send(request: SendRequest, signal: AbortSignal): Promise<SendResult> {
-    const deadline = request.deadline ?? Number.POSITIVE_INFINITY;
+    const deadline = request.waitForCapacity === false ? clock.now() : request.deadline ?? Number.POSITIVE_INFINITY;
     const waitSignals = [signal, request.waitSignal];
     if (!(await waitForSlot(deadline, waitSignals))) {
       if (request.waitSignal?.aborted) return NOT_SENT_SHUTTING_DOWN;

@@ -34,10 +34,23 @@ export class FakeCrm {
     this.failures.push(...Array<number>(count).fill(status));
   }
 
+  /**
+   * Answers 400 to every post holding a conversion of this activity.id, as a CRM that validates each conversion
+   * refuses the whole request for one it cannot take. Refused posts are kept in `refused`.
+   */
+  refuseActivity(id: string | number): void {
+    this.refusedIds.add(String(id));
+  }
+
+  readonly refused: Conversion[][] = [];
+  private refusedIds = new Set<string>();
+
   /** Forgets recorded requests and pending failures (between tests). */
   reset(): void {
     this.requests.length = 0;
+    this.refused.length = 0;
     this.failures = [];
+    this.refusedIds.clear();
   }
 
   async start(port = this.port): Promise<this> {
@@ -74,6 +87,11 @@ export class FakeCrm {
     if (failure) return answer(failure, { error: 'simulated failure' });
     const body = JSON.parse(rawBody) as Conversion[];
     if (!Array.isArray(body)) return answer(400, { error: 'expected an array' });
+    const poison = body.find((c) => this.refusedIds.has(String(c.activity?.id)));
+    if (poison) {
+      this.refused.push(body);
+      return answer(400, { error: `activity ${String(poison.activity.id)}: refused` });
+    }
     this.requests.push({ apiKey: req.headers['x-api-key'] as string, rawBody, body });
     answer(200, { message: 'success' });
   }

@@ -1,0 +1,185 @@
+/**
+ * Infobip SMS over HTTP. Vendor docs: "Send SMS message" (POST /sms/2/text/advanced), "Receive outbound SMS message
+ * report" (the delivery-report webhook) and "Response status and error codes" on infobip.com/docs.
+ *
+ * Send: a JSON POST with `Authorization: App {api_key}` over a pooled undici client (no SDK). Each message carries
+ * our sms_id twice: as `callbackData`, which Infobip echoes in every report, and in `notifyUrl`, the report URL
+ * (with `notifyContentType: application/json`). The answer holds one entry per destination, with Infobip's
+ * messageId and a first status; a REJECTED status there means it was refused before it went anywhere.
+ * Receipts: JSON `{results: [...]}` posted to notifyUrl. Infobip signs nothing per message, so notifyUrl carries a
+ * token derived from `webhook_secret` (callback-token.ts); a report is believed only for the sms_id its URL vouches
+ * for, and its callbackData must name that same sms_id.
+ * Secrets to keep out of logs: api_key, webhook_secret.
+ */
+import { z } from 'zod';
+import { tokenisedCallbackUrl, verifyCallbackToken } from './callback-token.js';
+import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptEvent, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
+
+const configSchema = z.strictObject({
+  type: z.literal('infobip'),
+  ...providerCommonConfig,
+  /** Your account's API base (https://{id}.api.infobip.com); the global host works too. */
+  base_url: z.url().default('https://api.infobip.com'),
+  api_key: z.string().min(1),
+  /** Default sender when neither the CRM nor `senders` gives one. */
+  from: z.string().min(1).optional(),
+  /** Signs the per-message token in each report URL; without it no report could be believed. */
+  webhook_secret: z.string().min(16, 'must be at least 16 characters'),
+  /** Minutes Infobip keeps trying to deliver (its default is 48 hours). */
+  validity_period_minutes: z.number().int().min(1).max(2880).optional(),
+});
+export type InfobipConfig = z.infer<typeof configSchema>;
+
+/**
+ * Status names that do not follow their group's meaning. DELIVERED_TO_OPERATOR sits in the DELIVERED group, but
+ * only the operator took it; the handset has not confirmed (Infobip's status table lists it as intermediate).
+ * EXPIRED_DLR_UNKNOWN: sent, but the operator never reported, so the outcome is unknown rather than undelivered.
+ */
+export const INFOBIP_STATUS_NAMES: ReadonlyMap<string, MappedStatus> = new Map([
+  ['DELIVERED_TO_HANDSET', 'delivered'],
+  ['DELIVERED_TO_OPERATOR', 'intermediate'],
+  ['EXPIRED_DLR_UNKNOWN', 'delivery_unknown'],
+]);
+
+/** Status group → CRM status: PENDING 1, UNDELIVERABLE 2, DELIVERED 3, EXPIRED 4, REJECTED 5 (ACCEPTED 0 on old accounts). */
+export const INFOBIP_STATUS_GROUPS: ReadonlyMap<string, MappedStatus> = new Map([
+  ['ACCEPTED', 'intermediate'],
+  ['PENDING', 'intermediate'],
+  ['UNDELIVERABLE', 'undelivered'],
+  ['DELIVERED', 'delivered'],
+  ['EXPIRED', 'undelivered'], // validity ran out without a delivery
+  ['REJECTED', 'failed'],
+]);
+
+/** A report's status → CRM status; unknown names and groups stay intermediate until the unknown-timeout sweep. */
+export function mapInfobipStatus(groupName: string, name: string): MappedStatus {
+  return INFOBIP_STATUS_NAMES.get(name) ?? INFOBIP_STATUS_GROUPS.get(groupName) ?? 'intermediate';
+}
+
+/**
+ * REJECTED statuses in the send answer that a retry can fix: nothing was sent, and the cause is the account or
+ * Infobip's side, not the message (credit, a flooding filter, a route that is down, their own error).
+ */
+export const INFOBIP_TRANSIENT_REJECTIONS: ReadonlySet<string> = new Set([
+  'REJECTED_NOT_ENOUGH_CREDITS',
+  'REJECTED_PREPAID_PACKAGE_EXPIRED',
+  'REJECTED_FLOODING_FILTER',
+  'REJECTED_ROUTE_NOT_AVAILABLE',
+  'REJECTED_SYSTEM_ERROR',
+]);
+
+export type InfobipFailure = { httpStatus?: number; rejection?: string; network?: string; ambiguous?: boolean };
+
+/**
+ * Pure classification of a failed send. HTTP 400 is the message's fault (permanent); 401/403 are our credentials
+ * or permissions and 429 Infobip's rate limit: nothing was sent, a retry may work. 5xx and network failures are
+ * transient (and may have sent, see `ambiguous` from the caller).
+ */
+export function classifyInfobipFailure(failure: InfobipFailure): 'permanent' | 'transient' {
+  if (failure.network) return 'transient';
+  if (failure.rejection !== undefined) return INFOBIP_TRANSIENT_REJECTIONS.has(failure.rejection) ? 'transient' : 'permanent';
+  const status = failure.httpStatus ?? 0;
+  if (status === 401 || status === 403 || status === 429 || status >= 500) return 'transient';
+  if (status >= 400) return 'permanent';
+  return 'transient'; // a 2xx we cannot read: the message may exist
+}
+
+type InfobipStatus = { groupName?: unknown; name?: unknown; description?: unknown };
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? v : undefined);
+
+function readServiceException(json: unknown): string | undefined {
+  const e = (json as { requestError?: { serviceException?: { messageId?: unknown; text?: unknown } } } | undefined)?.requestError?.serviceException;
+  return [text(e?.messageId), text(e?.text)].filter(Boolean).join(': ') || undefined;
+}
+
+/** At most this many results per report request (Infobip's default bucket is 100; their maximum is far below). */
+const MAX_RESULTS = 1_000;
+
+export const infobip: ProviderPlugin<typeof configSchema> = {
+  type: 'infobip',
+  configSchema,
+  create(name, config: InfobipConfig, deps) {
+    const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
+    const headers = { authorization: `App ${config.api_key}`, 'content-type': 'application/json', accept: 'application/json' };
+    const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('infobip', kind, error, code, ambiguous);
+
+    function bodyFor(req: SendRequest): string {
+      const from = req.from ?? config.from;
+      return JSON.stringify({
+        messages: [
+          {
+            destinations: [{ to: req.to.replace(/^\+/, '') }],
+            ...(from ? { from } : {}),
+            text: req.text,
+            notifyUrl: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
+            notifyContentType: 'application/json',
+            callbackData: req.smsId,
+            ...(config.validity_period_minutes ? { validityPeriod: config.validity_period_minutes } : {}),
+          },
+        ],
+      });
+    }
+
+    return {
+      name,
+      type: 'infobip',
+      async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
+        let res;
+        try {
+          res = await pool.post('/sms/2/text/advanced', headers, bodyFor(req), signal);
+        } catch (error) {
+          const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
+          return failure(classifyInfobipFailure({ network }), detail, network, ambiguous);
+        }
+        if (res.status >= 200 && res.status < 300) {
+          const entry = (res.json as { messages?: Array<{ messageId?: unknown; status?: InfobipStatus }> } | undefined)?.messages?.[0];
+          const status = entry?.status;
+          const statusName = text(status?.name);
+          if (text(status?.groupName) === 'REJECTED' && statusName) {
+            const kind = classifyInfobipFailure({ rejection: statusName });
+            return failure(kind, `rejected: ${statusName}${text(status?.description) ? ` (${text(status?.description)})` : ''}`, statusName);
+          }
+          const messageId = text(entry?.messageId);
+          if (messageId) return { ok: true, providerMessageIds: [messageId], providerStatus: statusName };
+        }
+        const detail = readServiceException(res.json) ?? (res.text.slice(0, 200) || 'no body');
+        // A 5xx, or a success we cannot read, may have created the message; a 4xx never did.
+        const ambiguous = res.status >= 500 || res.status < 300;
+        return failure(classifyInfobipFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, `http_${res.status}`, ambiguous);
+      },
+
+      parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        const vouched = verifyCallbackToken(receipt, config.webhook_secret, name);
+        if (!vouched.ok) return vouched;
+        if (receipt.method !== 'POST' || !/^application\/json/i.test(receipt.contentType)) {
+          return { ok: false, reason: `Infobip reports are JSON posts, got ${receipt.method} ${JSON.stringify(receipt.contentType)}` };
+        }
+        let body: unknown;
+        try {
+          body = JSON.parse(receipt.rawBody.toString('utf8'));
+        } catch {
+          return { ok: false, reason: 'body is not JSON' };
+        }
+        const results = (body as { results?: unknown } | null)?.results;
+        if (!Array.isArray(results) || results.length === 0 || results.length > MAX_RESULTS) return { ok: false, reason: `results: must be a list of 1 to ${MAX_RESULTS} reports` };
+        const events: ReceiptEvent[] = [];
+        for (const [i, raw] of results.entries()) {
+          const r = (raw ?? {}) as { messageId?: unknown; callbackData?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } };
+          // The token vouches for one sms_id: a report about any other message in the same post is not believed.
+          if (r.callbackData !== vouched.smsId) return { ok: false, reason: `results[${i}].callbackData: is not the sms_id this report URL was issued for` };
+          const groupName = text(r.status?.groupName);
+          const statusName = text(r.status?.name);
+          if (!groupName || !statusName) return { ok: false, reason: `results[${i}].status: groupName and name are required` };
+          const status = mapInfobipStatus(groupName, statusName);
+          if (!INFOBIP_STATUS_NAMES.has(statusName) && !INFOBIP_STATUS_GROUPS.has(groupName)) deps.logger.warn({ provider: name, groupName, statusName }, 'unknown Infobip status; kept as intermediate');
+          const errorName = typeof r.error?.id === 'number' && r.error.id !== 0 ? text(r.error.name) ?? String(r.error.id) : undefined;
+          events.push({ smsId: vouched.smsId, providerMessageId: text(r.messageId), providerStatus: statusName, status, ...(errorName ? { errorCode: errorName } : {}) });
+        }
+        return { ok: true, events };
+      },
+
+      close: () => pool.close(),
+    };
+  },
+};

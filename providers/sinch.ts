@@ -1,0 +1,156 @@
+/**
+ * Sinch SMS REST API (XMS). Vendor docs on developers.sinch.com: "Batches" (send), "Delivery reports" (statuses
+ * and codes) and "Webhooks" (callbacks).
+ *
+ * Send: a JSON POST to `{base_url}/xms/v1/{service_plan_id}/batches` with `Authorization: Bearer {api_token}`,
+ * over a pooled undici client (no SDK); one recipient per batch, `delivery_report: per_recipient` so each status
+ * change of the recipient is called back, our sms_id as `client_reference` and in `callback_url`. The 201 answer's
+ * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts. Sinch signs no SMS
+ * callback (its Webhooks page offers basic auth, OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url
+ * carries a token derived from `webhook_secret` (callback-token.ts), and when Sinch has been asked to add basic
+ * auth, `webhook_basic_auth` makes the gateway require it too.
+ * Secrets to keep out of logs: api_token, webhook_secret, webhook_basic_auth.password.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { tokenisedCallbackUrl, verifyCallbackToken } from './callback-token.js';
+import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { headerValue } from './receipt-input.js';
+import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
+
+const configSchema = z.strictObject({
+  type: z.literal('sinch'),
+  ...providerCommonConfig,
+  /** The region's API host: https://us.sms.api.sinch.com, https://eu.sms.api.sinch.com, … */
+  base_url: z.url().default('https://us.sms.api.sinch.com'),
+  service_plan_id: z.string().regex(/^[A-Za-z0-9]+$/, 'letters and digits only'),
+  api_token: z.string().min(1),
+  /** Default sender when neither the CRM nor `senders` gives one. */
+  from: z.string().min(1).optional(),
+  /** Signs the per-message token in each callback URL; without it no callback could be believed. */
+  webhook_secret: z.string().min(16, 'must be at least 16 characters'),
+  /** Credentials Sinch was asked to send with its callbacks; when set, callbacks without them are refused. */
+  webhook_basic_auth: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
+});
+export type SinchConfig = z.infer<typeof configSchema>;
+
+/** Delivery report status → CRM status (Sinch "Delivery reports": Queued and Dispatched are intermediate, the rest final). */
+export const SINCH_STATUS_MAP: ReadonlyMap<string, MappedStatus> = new Map([
+  ['Queued', 'intermediate'],
+  ['Dispatched', 'intermediate'], // accepted by the SMSC, not yet on the handset
+  ['Delivered', 'delivered'],
+  ['Failed', 'undelivered'],
+  ['Expired', 'undelivered'],
+  ['Deleted', 'undelivered'], // a remote SMSC dropped it (invalid number or opted out)
+  ['Rejected', 'failed'],
+  ['Aborted', 'failed'], // never reached the SMSC
+  ['Cancelled', 'failed'],
+  ['Unknown', 'delivery_unknown'],
+]);
+
+/** Unknown statuses stay intermediate until the unknown-timeout sweep. */
+export function mapSinchStatus(status: string): MappedStatus {
+  return SINCH_STATUS_MAP.get(status) ?? 'intermediate';
+}
+
+export type SinchFailure = { httpStatus?: number; network?: string };
+
+/**
+ * Pure classification of a failed batch POST. 400 is the message's fault (permanent). 401/403/404 are our token,
+ * permissions or service plan: nothing was sent and a fixed config makes a retry work. 429 is Sinch's rate limit
+ * before acceptance. 5xx and network failures are transient (and may have sent: the caller says `ambiguous`).
+ */
+export function classifySinchFailure(failure: SinchFailure): 'permanent' | 'transient' {
+  if (failure.network) return 'transient';
+  const status = failure.httpStatus ?? 0;
+  if (status >= 400 && status < 500) return SINCH_RETRYABLE_4XX.has(status) ? 'transient' : 'permanent';
+  return 'transient';
+}
+
+/** 4xx answers that are not the message's fault: credentials, permissions, service plan, rate limit. */
+const SINCH_RETRYABLE_4XX: ReadonlySet<number> = new Set([401, 403, 404, 429]);
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? v : undefined);
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export const sinch: ProviderPlugin<typeof configSchema> = {
+  type: 'sinch',
+  configSchema,
+  create(name, config: SinchConfig, deps) {
+    const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
+    const path = `/xms/v1/${encodeURIComponent(config.service_plan_id)}/batches`;
+    const headers = { authorization: `Bearer ${config.api_token}`, 'content-type': 'application/json', accept: 'application/json' };
+    const expectedAuth = config.webhook_basic_auth
+      ? `Basic ${Buffer.from(`${config.webhook_basic_auth.username}:${config.webhook_basic_auth.password}`).toString('base64')}`
+      : undefined;
+    const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('sinch', kind, error, code, ambiguous);
+
+    function bodyFor(req: SendRequest): string {
+      const from = req.from ?? config.from;
+      return JSON.stringify({
+        to: [req.to],
+        ...(from ? { from } : {}),
+        body: req.text,
+        delivery_report: 'per_recipient',
+        callback_url: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
+        client_reference: req.smsId,
+      });
+    }
+
+    return {
+      name,
+      type: 'sinch',
+      async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
+        let res;
+        try {
+          res = await pool.post(path, headers, bodyFor(req), signal);
+        } catch (error) {
+          const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
+          return failure(classifySinchFailure({ network }), detail, network, ambiguous);
+        }
+        const body = res.json as { id?: unknown; code?: unknown; text?: unknown } | undefined;
+        const batchId = text(body?.id);
+        if (res.status >= 200 && res.status < 300 && batchId) return { ok: true, providerMessageIds: [batchId] };
+        const code = text(body?.code);
+        const detail = [code, text(body?.text)].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
+        // A 5xx, or a success we cannot read, may have created the batch; a 4xx never did.
+        const ambiguous = res.status >= 500 || res.status < 300;
+        return failure(classifySinchFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, code ?? `http_${res.status}`, ambiguous);
+      },
+
+      parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        if (expectedAuth && !sameSecret(headerValue(receipt, 'authorization') ?? '', expectedAuth)) {
+          return { ok: false, reason: 'Authorization does not carry webhook_basic_auth' };
+        }
+        const vouched = verifyCallbackToken(receipt, config.webhook_secret, name);
+        if (!vouched.ok) return vouched;
+        if (receipt.method !== 'POST' || !/^application\/json/i.test(receipt.contentType)) {
+          return { ok: false, reason: `Sinch callbacks are JSON posts, got ${receipt.method} ${JSON.stringify(receipt.contentType)}` };
+        }
+        let body: unknown;
+        try {
+          body = JSON.parse(receipt.rawBody.toString('utf8'));
+        } catch {
+          return { ok: false, reason: 'body is not JSON' };
+        }
+        const report = (body ?? {}) as { type?: unknown; batch_id?: unknown; status?: unknown; code?: unknown; client_reference?: unknown };
+        if (report.type !== 'recipient_delivery_report_sms') return { ok: false, reason: `type: expected recipient_delivery_report_sms` };
+        // The token vouches for one sms_id: a report naming another message is not believed.
+        if (report.client_reference !== vouched.smsId) return { ok: false, reason: 'client_reference: is not the sms_id this callback URL was issued for' };
+        const providerStatus = text(report.status);
+        if (!providerStatus) return { ok: false, reason: 'status: is required' };
+        const status = mapSinchStatus(providerStatus);
+        if (!SINCH_STATUS_MAP.has(providerStatus)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Sinch status; kept as intermediate');
+        const errorCode = typeof report.code === 'number' && status !== 'delivered' && status !== 'intermediate' ? String(report.code) : undefined;
+        return { ok: true, events: [{ smsId: vouched.smsId, providerMessageId: text(report.batch_id), providerStatus, status, ...(errorCode ? { errorCode } : {}) }] };
+      },
+
+      close: () => pool.close(),
+    };
+  },
+};

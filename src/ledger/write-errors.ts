@@ -1,0 +1,32 @@
+/**
+ * Which ledger write failures are about the database and which about the rows written: the first kind fails
+ * everyone waiting (retrying row by row would only wait again), the second only the row that caused it.
+ */
+
+function codeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/**
+ * SQLite's result codes for a busy, locked, full, read-only or broken database file (sqlite.org "Result and Error
+ * Codes"); PostgreSQL's SQLSTATE classes 08 (connection), 53 (insufficient resources), 57 (operator intervention)
+ * and 58 (system error); and Node's system errors (ECONNREFUSED, ETIMEDOUT …) from the pool's socket.
+ */
+export function isLedgerUnavailable(error: unknown): boolean {
+  const code = codeOf(error);
+  if (/^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|CORRUPT|NOMEM|NOTADB|PROTOCOL)/.test(code)) return true;
+  if (/^(08|53|57|58)[0-9A-Z]{3}$/.test(code)) return true;
+  if (/^E[A-Z]{3,}$/.test(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|database connection is not open/i.test(message);
+}
+
+/**
+ * The row itself cannot be stored as given: PostgreSQL's class 22 (data exception: a NUL character, an invalid
+ * byte sequence, a value too long) and SQLite's TOOBIG and MISMATCH. Such a row is the caller's input at fault.
+ */
+export function isRefusedValue(error: unknown): boolean {
+  const code = codeOf(error);
+  return /^22[0-9A-Z]{3}$/.test(code) || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
+}

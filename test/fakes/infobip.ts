@@ -1,0 +1,110 @@
+/**
+ * An Infobip SMS fake speaking its wire format (infobip.com/docs "Send SMS message", "Receive outbound SMS message
+ * report", "Response status and error codes"): `POST /sms/2/text/advanced` with `Authorization: App {key}` and a
+ * JSON body of messages and destinations; 200 with a PENDING_ACCEPTED status and a messageId per destination, or a
+ * REJECTED status, or a `requestError.serviceException` body with an HTTP error, chosen by magic numbers. Reports
+ * are JSON `{results: [...]}` posts to each message's notifyUrl, carrying its callbackData.
+ */
+import { randomUUID } from 'node:crypto';
+import { readBody, sendJson, startFakeServer } from './http.js';
+
+type Canned = { http: 200; rejection: string } | { http: number; messageId: string; text: string };
+
+/** Answers by destination (digits, as Infobip takes them). */
+export const INFOBIP_MAGIC_NUMBERS: ReadonlyMap<string, Canned> = new Map<string, Canned>([
+  ['15005550001', { http: 200, rejection: 'REJECTED_DESTINATION' }],
+  ['15005550012', { http: 200, rejection: 'REJECTED_NOT_ENOUGH_CREDITS' }],
+  ['15005550400', { http: 400, messageId: 'BAD_REQUEST', text: 'Bad request' }],
+  ['15005550429', { http: 429, messageId: 'TOO_MANY_REQUESTS', text: 'Too many requests' }],
+  ['15005550500', { http: 500, messageId: 'GENERAL_ERROR', text: 'Something went wrong' }],
+]);
+
+const STATUSES: ReadonlyMap<string, { groupId: number; groupName: string; id: number; name: string; description: string }> = new Map([
+  ['PENDING_ACCEPTED', { groupId: 1, groupName: 'PENDING', id: 26, name: 'PENDING_ACCEPTED', description: 'Message sent to next instance' }],
+  ['DELIVERED_TO_OPERATOR', { groupId: 3, groupName: 'DELIVERED', id: 2, name: 'DELIVERED_TO_OPERATOR', description: 'Message delivered to operator' }],
+  ['DELIVERED_TO_HANDSET', { groupId: 3, groupName: 'DELIVERED', id: 5, name: 'DELIVERED_TO_HANDSET', description: 'Message delivered to handset' }],
+  ['UNDELIVERABLE_NOT_DELIVERED', { groupId: 2, groupName: 'UNDELIVERABLE', id: 9, name: 'UNDELIVERABLE_NOT_DELIVERED', description: 'Message sent not delivered' }],
+  ['EXPIRED_EXPIRED', { groupId: 4, groupName: 'EXPIRED', id: 15, name: 'EXPIRED_EXPIRED', description: 'Message expired' }],
+  ['REJECTED_DESTINATION', { groupId: 5, groupName: 'REJECTED', id: 14, name: 'REJECTED_DESTINATION', description: 'Destination rejected' }],
+  ['REJECTED_NOT_ENOUGH_CREDITS', { groupId: 5, groupName: 'REJECTED', id: 12, name: 'REJECTED_NOT_ENOUGH_CREDITS', description: 'Not enough credits' }],
+]);
+
+export interface InfobipSend {
+  to: string;
+  from?: string;
+  text: string;
+  notifyUrl: string;
+  callbackData: string;
+  messageId?: string;
+}
+
+export interface InfobipFake {
+  url: string;
+  apiKey: string;
+  sends: InfobipSend[];
+  /** Reports posted by the fake, with the gateway's HTTP answer. */
+  reports: Array<{ url: string; status: number }>;
+  /** One report result as Infobip writes it. */
+  result(send: InfobipSend, statusName: string, overrides?: Record<string, unknown>): Record<string, unknown>;
+  /** Posts `{results}` to `url` (default: the send's notifyUrl); answers the gateway's HTTP status. */
+  postReport(url: string, results: Array<Record<string, unknown>>): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface InfobipFakeOptions {
+  apiKey?: string;
+  /** Statuses reported to each accepted message's notifyUrl after the answer, in order. */
+  reportStatuses?: string[];
+}
+
+export async function startInfobipFake(options: InfobipFakeOptions = {}): Promise<InfobipFake> {
+  const apiKey = options.apiKey ?? 'infobip-test-key';
+  const sends: InfobipSend[] = [];
+  const reports: InfobipFake['reports'] = [];
+
+  const result = (send: InfobipSend, statusName: string, overrides: Record<string, unknown> = {}) => ({
+    bulkId: `bulk-${send.messageId}`,
+    messageId: send.messageId,
+    to: send.to,
+    sentAt: '2026-11-24T04:00:00.000+0000',
+    doneAt: '2026-11-24T04:00:02.000+0000',
+    smsCount: 1,
+    mccMnc: '23410',
+    callbackData: send.callbackData,
+    price: { pricePerMessage: 0.01, currency: 'EUR' },
+    status: STATUSES.get(statusName) ?? { groupId: 1, groupName: 'PENDING', id: 7, name: statusName, description: '' },
+    error: statusName.startsWith('UNDELIVERABLE') ? { groupId: 1, groupName: 'HANDSET_ERRORS', id: 27, name: 'EC_ABSENT_SUBSCRIBER', description: 'Absent subscriber', permanent: false } : { groupId: 0, groupName: 'OK', id: 0, name: 'NO_ERROR', description: 'No Error', permanent: false },
+    ...overrides,
+  });
+
+  const postReport = async (url: string, results: Array<Record<string, unknown>>) => {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ results }) });
+    await res.arrayBuffer();
+    reports.push({ url, status: res.status });
+    return res.status;
+  };
+
+  const server = await startFakeServer(async (req, res) => {
+    const body = await readBody(req);
+    if (req.method !== 'POST' || req.url !== '/sms/2/text/advanced') return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
+    if (req.headers.authorization !== `App ${apiKey}`) return sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
+    const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
+    const to = message.destinations[0]!.to;
+    const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData };
+    sends.push(send);
+    const canned = INFOBIP_MAGIC_NUMBERS.get(to);
+    if (canned && 'rejection' in canned) {
+      return sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get(canned.rejection), messageId: randomUUID() }] });
+    }
+    if (canned) return sendJson(res, canned.http, { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } });
+    send.messageId = randomUUID();
+    sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }] });
+    if (options.reportStatuses?.length) {
+      void (async () => {
+        for (const status of options.reportStatuses!) await postReport(send.notifyUrl, [result(send, status)]);
+      })().catch(() => undefined);
+    }
+  });
+
+  return { url: server.url, apiKey, sends, reports, result, postReport, close: () => server.close() };
+}
