@@ -13,6 +13,8 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
+import { startInfobipFake, type InfobipFake } from './fakes/infobip.js';
+import { startSinchFake, type SinchFake } from './fakes/sinch.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { startVonageFake, type VonageFake } from './fakes/vonage.js';
 import { sampleUser } from './helpers/crm-schemas.js';
@@ -74,6 +76,8 @@ function expectRefused(answer: Answer, what: string, status = 403) {
 let gw: TestGateway;
 let twilio: TwilioFake;
 let vonage: VonageFake;
+let infobip: InfobipFake;
+let sinch: SinchFake;
 
 /** Receipt rows stored for a message, all of them or those with one provider status (a forged status is one the real flow never sends). */
 async function receiptRows(smsId: string, providerStatus?: string): Promise<number> {
@@ -97,6 +101,8 @@ beforeAll(async () => {
   await crm.start();
   twilio = await startTwilioFake({ callbackStatuses: [] });
   vonage = await startVonageFake({ signatureSecret: VONAGE_SECRET, signatureMethod: 'sha256' });
+  infobip = await startInfobipFake();
+  sinch = await startSinchFake();
   gw = await startTestGateway({
     crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
     delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
@@ -105,6 +111,8 @@ beforeAll(async () => {
       sandbox: { type: 'sandbox', dlr_delay_ms: 400 },
       twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
       vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: VONAGE_SECRET, signature_method: 'sha256' },
+      infobip: { type: 'infobip', api_key: infobip.apiKey, base_url: infobip.url, webhook_secret: 'infobip-webhook-secret-hostile' },
+      sinch: { type: 'sinch', service_plan_id: sinch.servicePlanId, api_token: sinch.apiToken, base_url: sinch.url, webhook_secret: 'sinch-webhook-secret-hostile' },
     },
   });
 });
@@ -113,6 +121,8 @@ afterAll(async () => {
   await gw?.close();
   await twilio?.close();
   await vonage?.close();
+  await infobip?.close();
+  await sinch?.close();
   await crm.stop();
   // One line of figures for the issue's closing note (counted above, never set by hand).
   console.log(`hostile: sent=${tally.sent} 5xx=${tally.serverErrors} forged_accepted=${tally.forgedAccepted} lost_or_misreported=${tally.lostOrMisreported}`);
@@ -200,6 +210,34 @@ describe('forged, unsigned and replayed receipts', () => {
     if ((await receiptRows(smsId)) !== stored) tally.forgedAccepted += 1;
     expect(await receiptRows(smsId)).toBe(stored);
     await checkReported(smsId, 'delivered', 'vonage message');
+  });
+
+  it('infobip and sinch: a report without its URL token, or with another message\'s, is refused; a replayed real one changes nothing', async () => {
+    for (const provider of ['infobip', 'sinch'] as const) {
+      const [a, b] = [await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-a`, { provider_name: provider })), await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-b`, { provider_name: provider }))];
+      expect([a.status, b.status]).toEqual([200, 200]);
+      const [smsA, smsB] = [a.json.sms_id as string, b.json.sms_id as string];
+      const urlOf = (smsId: string) => (provider === 'infobip' ? infobip.sends.find((x) => x.callbackData === smsId)!.notifyUrl : sinch.batches.find((x) => x.clientReference === smsId)!.callbackUrl);
+      const forgedBody = provider === 'infobip' ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'REJECTED_NETWORK')] } : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Rejected');
+      const post = (url: string, body: unknown) => {
+        const target = new URL(url);
+        return hit(gw.url, 'POST', target.pathname + target.search, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      };
+      const before = await receiptRows(smsA);
+      expectRefused(await post(`${gw.url}/dlr/${provider}?sms_id=${smsA}`, forgedBody), `${provider} without token`);
+      expectRefused(await post(urlOf(smsB).replace(smsB, smsA), forgedBody), `${provider} with another message's token`);
+      expectRefused(await post(urlOf(smsB), forgedBody), `${provider} about another message`);
+      expect(await receiptRows(smsA)).toBe(before);
+
+      const realBody = provider === 'infobip' ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'DELIVERED_TO_HANDSET')] } : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Delivered');
+      expect((await post(urlOf(smsA), realBody)).status).toBe(200);
+      await waitFor(() => conversionsFor(smsA).length > 0, 10_000, `the ${provider} conversion`);
+      const stored = await receiptRows(smsA);
+      for (let i = 0; i < 3; i++) expect((await post(urlOf(smsA), realBody)).status).toBe(200);
+      if ((await receiptRows(smsA)) !== stored) tally.forgedAccepted += 1;
+      expect(await receiptRows(smsA)).toBe(stored);
+      await checkReported(smsA, 'delivered', `${provider} message`);
+    }
   });
 
   it('a genuine receipt never makes a send that provably failed (nothing sent) look submitted', async () => {
