@@ -108,7 +108,7 @@ async function main() {
   writeFileSync(
     configFile,
     [
-      `server: { host: 127.0.0.1, port: ${port} }`,
+      `server: { environment: development, host: 127.0.0.1, port: ${port} }`,
       `database: { url: "sqlite:${join(dir, 'ledger.db')}" }`,
       `auth: { mode: api_key, api_keys: [${API_KEY}] }`,
       'providers: { sandbox: { type: sandbox } }',

@@ -40,7 +40,8 @@ export interface ServerProcess {
 /** A config for the sandbox on a fresh temporary SQLite ledger; modes adjust it before the server starts. */
 export function baseConfig(dir: string): ConfigDoc {
   return {
-    server: { host: '127.0.0.1', port: 0 },
+    // A bench key and a loopback URL: development runs them with a warning (production would exit 78).
+    server: { environment: 'development', host: '127.0.0.1', port: 0 },
     database: { url: `sqlite:${join(dir, 'ledger.db')}` },
     auth: { mode: 'api_key', api_keys: [BENCH_API_KEY] },
     // Receipts are due an hour after the send: none is posted while the send path is being measured.

@@ -206,9 +206,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         fetch: app.fetch,
         port: config.server.port,
         hostname: config.server.host,
-        // A client that sends slower than this is cut off (408), so a trickle cannot hold a connection for minutes;
-        // node:http checks the deadlines every connectionsCheckingInterval.
-        serverOptions: { requestTimeout, headersTimeout, keepAliveTimeout, connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.floor(headersTimeout / 4))) },
+        // A client that sends slower than this is cut off (408), so a trickle cannot hold a connection for minutes.
+        // node:http checks the deadlines every connectionsCheckingInterval (its default 30 s): half the shorter one.
+        serverOptions: {
+          requestTimeout,
+          headersTimeout,
+          keepAliveTimeout,
+          connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(Math.min(requestTimeout, headersTimeout) / 2))),
+        },
       },
       () => resolve(s),
     );

@@ -54,7 +54,9 @@ beforeAll(async () => {
       server: { host: '127.0.0.1', port: 0, workers: 2 },
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       delivery: { poll_interval: '20ms' },
-      providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 50 } },
+      // No receipt_secret: the workers sign and check receipts with the cluster's shared random key, so a receipt
+      // one worker's sandbox posts is accepted by whichever worker the connection lands on.
+      providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 50, receipt_secret: undefined } },
       // debug: each `sms dispatched` line names the worker that sent it.
       log: { level: 'debug' },
     }),

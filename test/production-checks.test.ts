@@ -41,6 +41,7 @@ describe('findUnsafeSettings', () => {
       ['auth.oauth.signing_secret'],
     ],
     ['a sandbox without receipt_secret', { providers: { sandbox: { type: 'sandbox' } } }, ['providers.sandbox.receipt_secret']],
+    ['a short sandbox receipt_secret', { providers: { sandbox: { type: 'sandbox', receipt_secret: 'abc' } } }, ['providers.sandbox.receipt_secret']],
     ['a Vonage provider without signature_secret', { providers: { nexmo: { type: 'vonage', api_key: 'k', api_secret: 's' } } }, ['providers.nexmo.signature_secret']],
     ['a loopback public_url with a real provider', { server: { public_url: 'http://127.0.0.1:8080' } }, ['server.public_url']],
     ['a private public_url with a real provider', { server: { public_url: 'http://10.1.2.3' } }, ['server.public_url']],

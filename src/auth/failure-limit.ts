@@ -2,8 +2,8 @@
  * Failed authentications per client address (issue 16, item 9): every credential check answers 401 on a wrong or
  * missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth tokens and the
  * token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget` failures within
- * `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends, so a guesser
- * gets a few dozen tries a minute instead of thousands a second.
+ * `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends (503 on the
+ * single send, see below), so a guesser gets a few dozen tries a minute instead of thousands a second.
  *
  * Counts live in this process: a cluster worker or another instance keeps its own (a guesser gets the budget once
  * per process). The address is the TCP peer's; behind a proxy that is the proxy, which then shares one budget.
@@ -13,6 +13,8 @@ import type { Context, MiddlewareHandler } from 'hono';
 
 /** Addresses remembered at most; past it the oldest window is forgotten, so a flood of addresses stays bounded. */
 const MAX_ADDRESSES = 100_000;
+
+const SINGLE_SEND_PATH = '/channels/sms/single';
 
 /** Paths that check no credential, or whose callers authenticate otherwise (providers sign their receipts). */
 const UNAUTHENTICATED = /^\/(healthz|readyz|openapi\.json|docs|dlr\/[^/]*)$/;
@@ -62,7 +64,10 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
       c.header('Retry-After', String(seconds));
-      return c.json({ error: `too many failed authentications from this address; try again in ${seconds} s` }, 429);
+      const error = `too many failed authentications from this address; try again in ${seconds} s`;
+      // The CRM skips a single SMS answered with any 4xx (operator-interface: Errors) and retries only 5xx: a CRM
+      // sharing its address with a guesser would lose messages to a 429, so the single send path answers 503.
+      return c.json({ error }, c.req.path === SINGLE_SEND_PATH ? 503 : 429);
     }
     await next();
     if (c.res.status === 401) limiter.recordFailure(address, now());

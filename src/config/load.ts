@@ -116,18 +116,21 @@ function environmentFromEnv(env: Env): (typeof ENVIRONMENTS)[number] {
   return known;
 }
 
+/** Puts server.environment into the expanded tree when the file leaves it out (or it expanded to nothing). */
+function fillEnvironment(tree: unknown, env: Env): void {
+  if (!tree || typeof tree !== 'object' || Array.isArray(tree)) return;
+  const root = tree as Record<string, unknown>;
+  const server = Object.hasOwn(root, 'server') ? root.server : undefined;
+  if (server === undefined || server === null) root.server = { environment: environmentFromEnv(env) };
+  else if (typeof server === 'object' && !Array.isArray(server) && (server as Record<string, unknown>).environment === undefined) {
+    (server as Record<string, unknown>).environment = environmentFromEnv(env);
+  }
+}
+
 /** Validates an already-parsed document (the YAML tree). */
 export function parseConfig(document: unknown, env: Env = process.env, source = 'config'): Readonly<Config> {
-  const { tree, substituted } = substituteTree(document ?? {}, env);
-  const expanded = tree;
-  if (expanded && typeof expanded === 'object' && !Array.isArray(expanded)) {
-    const root = expanded as Record<string, unknown>;
-    const server = Object.hasOwn(root, 'server') ? root.server : undefined;
-    if (server === undefined || server === null) root.server = { environment: environmentFromEnv(env) };
-    else if (typeof server === 'object' && !Array.isArray(server) && (server as Record<string, unknown>).environment === undefined) {
-      (server as Record<string, unknown>).environment = environmentFromEnv(env);
-    }
-  }
+  const { tree: expanded, substituted } = substituteTree(document ?? {}, env);
+  fillEnvironment(expanded, env);
   let result = configSchema.safeParse(expanded);
   // Each pass turns the referenced values the schema wants as numbers or booleans into them, then checks again.
   for (let pass = 0; !result.success && pass < 3; pass++) {

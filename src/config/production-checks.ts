@@ -67,6 +67,7 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
     if (provider.type === 'sandbox' && !provider.receipt_secret) {
       findings.push({ key: `providers.${name}.receipt_secret`, problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify' });
     }
+    if (provider.type === 'sandbox') credential(`providers.${name}.receipt_secret`, provider.receipt_secret);
     if (provider.type !== 'sandbox') realProvider ??= name;
   }
   const publicUrl = config.server.public_url;

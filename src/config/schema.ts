@@ -47,7 +47,7 @@ const server = z.strictObject({
   /** Longest time a client may take to send a whole request (headers and body); slower ones get 408 and are cut off. */
   request_timeout: duration('30s'),
   /** Longest time a client may take to send the request headers. */
-  headers_timeout: duration('10s'),
+  headers_timeout: duration('20s'),
   /**
    * How long an idle keep-alive connection is kept open for the client's next request. Longer than the 60 s idle
    * timeout of common HTTP clients and load balancers, so that they close an idle connection first: when the server

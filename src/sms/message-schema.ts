@@ -55,7 +55,8 @@ export type SmsMessageInput = z.infer<typeof smsMessageSchema>;
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let node = input;
   for (const key of path) {
-    if (node === null || typeof node !== 'object') return undefined;
+    // Own keys only: a path through `__proto__` or `constructor` names the request's field, never Object's.
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return undefined;
     node = (node as Record<PropertyKey, unknown>)[key];
   }
   return node;
