@@ -130,7 +130,9 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       summary: 'The ids of every user with a flag or consent set',
       description:
         'Streamed. An error after the list began cannot change the 200: the body then ends with `error` instead of `timestamp`, which marks the list incomplete.',
-      request: { schema: reconciliationRequestSchema.describe(`field: one of ${Object.keys(RECONCILIATION_FIELDS).join(', ')}`) },
+      // The route takes any string and answers 501 for an unknown one (operator-interface); the document lists the
+      // ones it implements, so a client built from it sends only those.
+      request: { schema: reconciliationRequestSchema.extend({ field: z.enum(Object.keys(RECONCILIATION_FIELDS) as [string, ...string[]]) }) },
       responses: {
         200: {
           description: 'The user ids',

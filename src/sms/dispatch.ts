@@ -28,6 +28,8 @@ import { maskPhoneNumber } from './recipient.js';
 export interface PreparedMessage {
   activityKey: string;
   activityJson: string;
+  /** activity.user_id as text, null when absent. */
+  userId: string | null;
   provider: SmsProvider;
   recipient: string;
   sender: string | null;
@@ -110,13 +112,15 @@ export function createDispatcher(deps: DispatcherDeps) {
     leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs,
     uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs,
   });
-  const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
+  const claims = createWriteBatcher<{ message: PreparedMessage; requestId: string | null }, Claim>((items) =>
     transact(async (trx) => {
       const at = now();
-      const rows: NewMessage[] = messages.map((m) => ({
+      const rows: NewMessage[] = items.map(({ message: m, requestId }) => ({
         sms_id: newSmsId(),
         activity_key: m.activityKey,
         activity_json: m.activityJson,
+        user_id: m.userId,
+        request_id: requestId,
         provider: m.provider.name,
         recipient: m.recipient,
         sender: m.sender,
@@ -221,7 +225,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     let claimed: Claim[];
     try {
-      claimed = await claims.run(fresh.map((f) => f.message));
+      claimed = await claims.run(fresh.map((f) => ({ message: f.message, requestId: options.requestId ?? null })));
     } catch (error) {
       logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
       for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });

@@ -34,7 +34,7 @@ const senderName = z
 
 export const smsMessageSchema = z.looseObject({
   activity: activitySchema,
-  content: z.string({ error: 'must be a string' }).refine((s) => s.trim().length > 0, { error: 'must not be empty' }),
+  content: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).refine((s) => s.trim().length > 0, { error: 'must not be empty' }),
   recipient: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }),
   sender_name: senderName.optional().nullable(),
   provider_name: z.string({ error: 'must be a string' }).optional().nullable(),
