@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import { renderOutcomeChart } from './chart.js';
+import { renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
 import { renderResults, renderSearchForm, when, type SearchView } from './search-page.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
@@ -63,11 +64,15 @@ ${renderResults(view.search)}
 <p class="muted">As of ${when(summary.at)} UTC. <a href="/console">Refresh</a></p>
 ${summary.windows.map(renderWindow)}
 </section>
-<section id="charts"><h2>Delivery outcomes over time</h2>${summary.charts.map(renderOutcomeChart)}</section>
 <section id="outbox">
 <h2>Conversion outbox</h2>
-<div class="scroll"><table><thead><tr><th>due</th><th>retrying</th><th>dead</th><th>parked receipts</th></tr></thead>
-<tbody><tr><td data-backlog="due">${summary.backlog.due}</td><td data-backlog="retrying">${summary.backlog.retrying}</td><td data-backlog="dead">${summary.backlog.dead}</td><td data-backlog="parked">${summary.parked}</td></tr></tbody></table></div>
+${renderOutbox(summary)}
 <p><a href="/console/dead-letters">The dead conversions, with their reasons →</a></p>
-</section>`;
+</section>
+<section id="charts"><h2>Delivery</h2>
+${renderRateChart(summary.rates)}
+${renderLatency(summary.latency)}
+${renderRefusals(summary.refusals)}
+<h3>Outcomes over time</h3>
+${summary.charts.map(renderOutcomeChart)}</section>`;
 }

@@ -53,7 +53,7 @@ const STYLE = `
   .method { display:inline-block; min-width:3.5rem; font-weight:700; text-transform:uppercase; }
   figure { margin:.5rem 0 1.2rem; max-width:100%; }
   figure svg { max-width:100%; height:auto; display:block; }
-  .charts { display:grid; grid-template-columns:repeat(auto-fill, minmax(min(100%, 22rem), 1fr)); gap:0 1.5rem; }
+  svg.bar { vertical-align:middle; }
   .legend span { display:inline-block; margin-right:1rem; }
   .swatch { display:inline-block; width:.8rem; height:.8rem; margin-right:.3rem; vertical-align:-1px; }
 `;
