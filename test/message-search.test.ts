@@ -203,3 +203,22 @@ async function planOf(filter: MessageFilter): Promise<string[]> {
     await db.destroy();
   }
 }
+
+describe('dead letters through the admin API (after the searches above)', () => {
+  it('lists them with reason, attempts and last answer, and replays those matching a filter', async () => {
+    const list = await gw.get('/admin/conversions/dead', admin);
+    expect(list.json.dead_letters).toEqual([
+      expect.objectContaining({ sms_id: sent.get('s-dead'), activity_key: 's-dead', provider: 'sandbox', delivery_status: 'delivered', attempts: 1, last_http_status: 500 }),
+    ]);
+    expect(list.json.dead_letters[0].last_error).toMatch(/500/);
+    expect(list.json.next_cursor).toBeNull();
+    expect((await gw.get('/admin/conversions/dead?provider=vonage', admin)).json.dead_letters).toEqual([]);
+    expect((await gw.post('/admin/conversions/replay', { provider: 'vonage' }, admin)).json).toEqual({ replayed: 0 });
+    expect((await gw.post('/admin/conversions/replay', { status: 'failed' }, admin)).json).toEqual({ replayed: 0 });
+    expect((await gw.post('/admin/conversions/replay', { status: 'lost' }, admin)).json.error).toMatch(/^status: /);
+    expect((await gw.post('/admin/conversions/replay', '{"constructor": 1}', admin)).json.error).toMatch(/^body: only ids, provider and status/);
+    expect((await gw.post('/admin/conversions/replay', { provider: 'sandbox', status: 'delivered' }, admin)).json).toEqual({ replayed: 1 });
+    await waitFor(() => crm.conversions.some((c) => c.sms_id === sent.get('s-dead')), 10_000, 'the replayed conversion');
+    expect((await gw.get('/admin/conversions/dead', admin)).json.dead_letters).toEqual([]);
+  });
+});
