@@ -81,10 +81,10 @@ describe('a message timeline', () => {
     const timeline = buildTimeline({ message, receipts: [receipt], conversions: [conversion] }, checks);
     expect(timeline.map((e) => [e.at, e.kind])).toEqual([[1_000, 'received'], [1_500, 'send'], [3_000, 'receipt'], [3_000, 'conversion'], [3_500, 'webhook'], [4_000, 'webhook']]);
     expect(timeline[0]!.detail).toEqual({ request_id: 'r-1', user_id: 'p-1' });
-    expect(timeline[1]!.summary).toBe('send attempt 2 to sandbox: accepted as pm-1 (queued)');
+    expect(timeline[1]!.summary).toBe('attempt 2 to sandbox: accepted as pm-1 (queued)');
     expect(timeline[1]!.detail.earlier_attempts).toBe(1);
     expect(timeline[2]!.detail.verified).toBe('x-sandbox-signature HMAC checked with receipt_secret');
-    expect(timeline[4]!.summary).toBe('conversion 9 posted to the CRM webhook: failed (HTTP 503)');
+    expect(timeline[4]!.summary).toBe('conversion 9 posted: failed (HTTP 503)');
   });
 
   it.each([
@@ -94,7 +94,7 @@ describe('a message timeline', () => {
     ['dispatching', { state: 'dispatching' as const }, 'under way (no answer recorded yet)'],
   ])('says a %s send as people read it', (_label, change, text) => {
     const [, send] = buildTimeline({ message: { ...message, ...change, attempts: 1 }, receipts: [], conversions: [] }, checks);
-    expect(send!.summary).toBe(`send attempt 1 to sandbox: ${text}`);
+    expect(send!.summary).toBe(`attempt 1 to sandbox: ${text}`);
   });
 
   it.each([

@@ -40,11 +40,11 @@ function sendAnswer(m: StoryRows['message']): string {
 export function buildTimeline(story: StoryRows, receiptCheck: (provider: string) => string): TimelineEntry[] {
   const m = story.message;
   const entries: TimelineEntry[] = [
-    { at: m.created_at, kind: 'received', summary: `received from the CRM (activity.id ${m.activity_key})`, detail: { request_id: m.request_id, user_id: m.user_id } },
+    { at: m.created_at, kind: 'received', summary: `from the CRM, activity.id ${m.activity_key}`, detail: { request_id: m.request_id, user_id: m.user_id } },
     {
       at: m.dispatched_at,
       kind: 'send',
-      summary: `send attempt ${m.attempts} to ${m.provider}: ${sendAnswer(m)}`,
+      summary: `attempt ${m.attempts} to ${m.provider}: ${sendAnswer(m)}`,
       detail: {
         answered_at: m.submitted_at,
         earlier_attempts: m.attempts > 1 ? m.attempts - 1 : null,
@@ -57,7 +57,7 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
     entries.push({
       at: r.received_at,
       kind: 'receipt',
-      summary: `receipt from ${r.provider}: ${r.provider_status} → ${r.mapped_status}`,
+      summary: `from ${r.provider}: ${r.provider_status} → ${r.mapped_status}`,
       detail: { error_code: r.error_code, matched: RECEIPT_MATCH.get(r.matched) ?? String(r.matched), verified: receiptCheck(r.provider), provider_message_id: r.provider_message_id },
     });
   }
@@ -65,13 +65,13 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
     entries.push({ at: m.completed_at, kind: 'timeout', summary: 'no terminal receipt in time: delivery_unknown (a later receipt still replaces it)', detail: {} });
   }
   for (const c of story.conversions) {
-    entries.push({ at: c.created_at, kind: 'conversion', summary: `conversion ${c.id} queued for the CRM: ${c.delivery_status}`, detail: { state: c.posted_at !== null ? 'posted' : c.dead ? 'dead' : 'owed', attempts: c.attempts } });
+    entries.push({ at: c.created_at, kind: 'conversion', summary: `${c.id} queued for the CRM: ${c.delivery_status}`, detail: { state: c.posted_at !== null ? 'posted' : c.dead ? 'dead' : 'owed', attempts: c.attempts } });
     for (const a of c.attempt_log) {
       const answer = a.http_status === null ? 'no HTTP answer' : `HTTP ${a.http_status}`;
       entries.push({
         at: a.attempted_at,
         kind: 'webhook',
-        summary: `conversion ${c.id} posted to the CRM webhook: ${a.ok ? 'accepted' : 'failed'} (${answer})`,
+        summary: `conversion ${c.id} posted: ${a.ok ? 'accepted' : 'failed'} (${answer})`,
         detail: { error: a.error },
       });
     }

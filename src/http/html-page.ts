@@ -31,6 +31,7 @@ const STYLE = `
   td.text { white-space:normal; min-width:12rem; }
   thead th { background:var(--bg); font-weight:600; }
   table.fields th { font-weight:600; color:var(--muted); }
+  table.fields td { white-space:normal; overflow-wrap:anywhere; }
   pre { background:var(--bg); border:1px solid var(--line); padding:.6rem; overflow:auto; font-size:12px; max-height:28rem; max-width:100%; }
   code { font-size:12px; background:var(--bg); padding:0 .2rem; }
   .muted { color:var(--muted); }
