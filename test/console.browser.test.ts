@@ -66,7 +66,7 @@ describe('the console in chromium', () => {
   it('signs in, shows numbers that follow the sends, finds a message by phone number, shows its story and replays a dead letter', async () => {
     process.stderr.write(`console screenshots: ${shots}\n`);
     await page.goto(`${gw.url}/console`);
-    await screenshot('sign-in');
+    await expectNoHorizontalOverflow('sign-in');
     await page.fill('input[name="key"]', 'not-the-admin-key');
     await page.click('button[type="submit"]');
     await expect.poll(() => page.locator('[role="alert"]').textContent()).toContain('not the admin key');
