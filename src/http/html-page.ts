@@ -1,6 +1,7 @@
 /**
- * The shell of the gateway's own HTML pages (/docs, /console): server-rendered, self-contained (inline CSS, no
- * scripts, nothing fetched from elsewhere: the machines have no network), escaped by hono/html.
+ * The shell of the console's HTML pages: server-rendered, self-contained (inline CSS, no scripts, nothing fetched
+ * from elsewhere: the machines have no network), escaped by hono/html. /docs has a shell of its own
+ * (observability/api-docs-routes.ts) because Swagger UI needs its scripts.
  */
 import type { Context } from 'hono';
 import { html, raw } from 'hono/html';
