@@ -97,6 +97,12 @@ describe('a message timeline', () => {
     expect(send!.summary).toBe(`attempt 1 to sandbox: ${text}`);
   });
 
+  it('passes provider error texts through shownError (the console masks numbers in them)', () => {
+    const refused = { ...message, state: 'rejected' as const, error: 'number +447700900123 is blocked', attempts: 1 };
+    const [, send] = buildTimeline({ message: refused, receipts: [], conversions: [] }, checks, (t) => t.replace(/\+\d+/g, '+44…'));
+    expect(send!.summary).toBe('attempt 1 to sandbox: refused: number +44… is blocked');
+  });
+
   it.each([
     [{ type: 'twilio' }, 'X-Twilio-Signature checked against the callback URL and form with auth_token'],
     [{ type: 'vonage' }, 'not signed: signature_secret is not set'],

@@ -17,6 +17,7 @@ import { listDeadConversions, replayDeadConversions } from '../ledger/conversion
 import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { normaliseRecipient } from '../sms/recipient.js';
 import { renderDeadLetters } from './dead-letters-page.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
@@ -95,7 +96,8 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     if (!message) return htmlPage(c, { title: TITLE, nav, status: 404, body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>` });
     // The number is shown in full only to someone who searched for it (the link from the results carries it).
     const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
-    const story = await messageStory(deps.db, message, deps.receiptCheck);
+    // Provider error texts may quote the number: masked on the page like every other number.
+    const story = await messageStory(deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
     return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
   });
 

@@ -2,6 +2,7 @@
 import { html } from 'hono/html';
 import type { messageStory } from '../delivery/admin-routes.js';
 import { indentJson } from '../http/exact-json.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { shownRecipient, statusWord, when } from './search-page.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
@@ -20,7 +21,7 @@ export function renderStory(story: MessageStory, searchedRecipient: string | und
     ['sms_id', m.sms_id], ['activity.id', m.activity_key], ['user_id', m.user_id], ['request id', m.request_id], ['status', statusWord(m)],
     ['provider', m.provider], ['provider message id', m.provider_message_id], ['recipient', shownRecipient(m.recipient, searchedRecipient)],
     ['sender', m.sender], ['encoding', m.encoding], ['segments', m.segments], ['send state', m.state], ['send attempts', m.attempts],
-    ['error', m.error], ['provider status', m.provider_status], ['delivery status', m.delivery_status], ['delivery source', m.delivery_source],
+    ['error', m.error === null ? null : maskPhoneNumbersIn(m.error)], ['provider status', m.provider_status], ['delivery status', m.delivery_status], ['delivery source', m.delivery_source],
   ];
   return html`<section id="story">
 <h2>Message ${m.sms_id}</h2>

@@ -29,7 +29,7 @@ export interface AdminRouteDeps {
  * console's message page show. Events the message caused (the events outbox) belong here as `events` once that
  * outbox exists, and in the timeline as their own kind.
  */
-export async function messageStory(db: Kysely<Database>, message: MessageRow, receiptCheck: (provider: string) => string) {
+export async function messageStory(db: Kysely<Database>, message: MessageRow, receiptCheck: (provider: string) => string, shownError?: (text: string) => string) {
   const { activity_json, ...rest } = message;
   const receipts = await findReceiptsBySmsId(db, message.sms_id);
   const conversions = await findConversionsBySmsId(db, message.sms_id);
@@ -38,7 +38,7 @@ export async function messageStory(db: Kysely<Database>, message: MessageRow, re
     message: { ...rest, activity: new RawJson(activity_json) },
     receipts,
     conversions,
-    timeline: buildTimeline({ message: rest, receipts, conversions }, receiptCheck),
+    timeline: buildTimeline({ message: rest, receipts, conversions }, receiptCheck, shownError),
   };
 }
 

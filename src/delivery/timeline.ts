@@ -26,25 +26,29 @@ const RECEIPT_MATCH: ReadonlyMap<number, string> = new Map([
   [2, 'set aside after delivery.parked_receipt_ttl'],
 ]);
 
-function sendAnswer(m: StoryRows['message']): string {
+function sendAnswer(m: StoryRows['message'], shown: (text: string) => string): string {
+  const error = m.error === null ? null : shown(m.error);
   switch (m.state) {
     case 'dispatching': return 'under way (no answer recorded yet)';
     case 'submitted': return `accepted${m.provider_message_id ? ` as ${m.provider_message_id}` : ''}${m.provider_status ? ` (${m.provider_status})` : ''}`;
-    case 'rejected': return `refused: ${m.error ?? 'no reason given'}${m.error_code ? ` [${m.error_code}]` : ''}`;
-    case 'retryable': return `transient error, nothing sent: ${m.error ?? '?'}`;
-    case 'uncertain': return `no clear answer, it may have been sent: ${m.error ?? '?'}`;
+    case 'rejected': return `refused: ${error ?? 'no reason given'}${m.error_code ? ` [${m.error_code}]` : ''}`;
+    case 'retryable': return `transient error, nothing sent: ${error ?? '?'}`;
+    case 'uncertain': return `no clear answer, it may have been sent: ${error ?? '?'}`;
   }
 }
 
-/** `receiptCheck`: how the provider's receipts are verified (receipt-checks.ts), by provider name. */
-export function buildTimeline(story: StoryRows, receiptCheck: (provider: string) => string): TimelineEntry[] {
+/**
+ * `receiptCheck`: how the provider's receipts are verified (receipt-checks.ts), by provider name. `shownError`:
+ * what a provider's error text becomes (the console masks phone numbers in it; the admin API keeps it as stored).
+ */
+export function buildTimeline(story: StoryRows, receiptCheck: (provider: string) => string, shownError: (text: string) => string = (t) => t): TimelineEntry[] {
   const m = story.message;
   const entries: TimelineEntry[] = [
     { at: m.created_at, kind: 'received', summary: `from the CRM, activity.id ${m.activity_key}`, detail: { request_id: m.request_id, user_id: m.user_id } },
     {
       at: m.dispatched_at,
       kind: 'send',
-      summary: `attempt ${m.attempts} to ${m.provider}: ${sendAnswer(m)}`,
+      summary: `attempt ${m.attempts} to ${m.provider}: ${sendAnswer(m, shownError)}`,
       detail: {
         answered_at: m.submitted_at,
         earlier_attempts: m.attempts > 1 ? m.attempts - 1 : null,
@@ -72,7 +76,7 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
         at: a.attempted_at,
         kind: 'webhook',
         summary: `conversion ${c.id} posted: ${a.ok ? 'accepted' : 'failed'} (${answer})`,
-        detail: { error: a.error },
+        detail: { error: a.error === null ? null : shownError(a.error) },
       });
     }
   }
