@@ -6,6 +6,7 @@
  *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
  *   --workers 2                                 server.workers of each gateway (processes on one port, node:cluster)
+ *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
@@ -27,6 +28,7 @@ import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice 
 import { createBenchDatabase } from './database.js';
 import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
+import { runSearchBench } from './message-search.js';
 import { drive, latencySummary, round, singleMessage, type Measurement } from './workload.js';
 
 interface Options {
@@ -282,7 +284,10 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
 }
 
 async function main(): Promise<void> {
-  const { modes, options } = parseOptions(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  // The search mode starts no gateway: it loads a ledger of its own and times the search queries on it.
+  if (argv.some((a, i) => a === '--mode=search' || (a === '--mode' && argv[i + 1] === 'search'))) return runSearchBench(argv);
+  const { modes, options } = parseOptions(argv);
   for (const name of modes) console.log(JSON.stringify(await runMode(name, MODES[name]!, options)));
 }
 

@@ -7,6 +7,7 @@ import type { Config } from './config/schema.js';
 import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
 import { adminRoutes } from './delivery/admin-routes.js';
+import { describeReceiptChecks } from './delivery/receipt-checks.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
 import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
@@ -89,7 +90,8 @@ export function createApp(parts: AppParts): Hono {
   );
 
   app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }));
-  app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
+  const receiptCheck = describeReceiptChecks(config.providers);
+  app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
@@ -110,6 +112,8 @@ export function createApp(parts: AppParts): Hono {
       now: parts.now,
       onReplay: parts.onReplay,
       circuits: parts.circuits,
+      defaultRegion: config.sms.default_region,
+      receiptCheck,
     }),
   );
 

@@ -92,11 +92,15 @@ async function main(argv: string[]): Promise<number> {
       warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
       const { migrateToLatest, openLedger } = await import('./ledger/db.js');
+      const { reportMigrationProgress } = await import('./observability/migrate-progress.js');
       const ledger = openLedger(config.database);
+      const progress = reportMigrationProgress(process.stderr);
       try {
-        const applied = await migrateToLatest(ledger.db);
+        const applied = await migrateToLatest(ledger.db, progress.step);
+        progress.stop();
         console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database schema is up to date');
       } finally {
+        progress.stop();
         await ledger.close();
       }
       return 0;

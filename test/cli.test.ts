@@ -86,6 +86,9 @@ describe('migrate', () => {
     const first = start(['migrate', '--config', config]);
     expect(await first.exit).toEqual({ code: 0, signal: null });
     expect(first.stdout()).toMatch(/applied \d+ migration\(s\): 2026-11-23-01-messages, 2026-11-23-02-delivery/);
+    // Not a terminal: one progress line per migration as it starts (and every few seconds while it runs).
+    expect(first.stderr()).toMatch(/^migrate: 1 of \d+, 2026-11-23-01-messages, \d+ s \(all: \d+ s\)$/m);
+    expect(first.stderr()).toMatch(/^migrate: (\d+) of \1, 2026-11-24-60-console, /m);
 
     const db = new BetterSqlite3(join(dir, 'migrate.yaml.db'), { readonly: true });
     const tables = (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as Array<{ name: string }>).map((t) => t.name);

@@ -178,7 +178,7 @@ describe('the stored activity', () => {
       expect(JSON.parse(retry.text)).toEqual({ sms_id: smsIds[k] });
     }
     // The operators' view shows it as stored, not parsed into doubles.
-    const admin = await fetch(`${gw.url}/admin/messages?activity_id=9007199254740993`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    const admin = await fetch(`${gw.url}/admin/messages/${smsIds[0]}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
     expect(await admin.text()).toContain(`"activity":${activity('9007199254740993')}`);
     const rows = await readMessages(gw, ['9007199254740993', '9007199254740992']);
     expect(rows.map((r) => [r.sms_id, r.attempts])).toEqual([

@@ -50,6 +50,8 @@ describe('crm-sms-gateway import users FILE', () => {
     expect(err.text()).toContain(`${file}:4: birth_date`);
     expect(err.text()).toContain(`${file}:5: user_id: is required`);
     expect(err.text()).toMatch(/import users: 5006 lines read, 5002 users loaded, 3 bad/);
+    // Progress: lines, rate and the share of the file read (the ETA comes from it).
+    expect(err.text()).toMatch(/^import users: 5,006 lines, [\d,]+ lines\/s, \d+ s elapsed, 100 % \(ETA 0 s\)$/m);
 
     const gw = await startTestGateway({}, { dir });
     try {

@@ -66,10 +66,13 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /admin/messages/{smsId} 403': () => call(closed, `/admin/messages/${sentSmsId}`, { headers: admin }),
   'GET /admin/messages/{smsId} 404': () => call(gw, '/admin/messages/no-such-id', { headers: admin }),
   'GET /admin/messages 200': () => call(gw, '/admin/messages?activity_id=doc-seed', { headers: admin }),
-  'GET /admin/messages 400': () => call(gw, '/admin/messages', { headers: admin }),
+  'GET /admin/messages 400': () => call(gw, '/admin/messages?__proto__=x', { headers: admin }),
   'GET /admin/messages 401': () => call(gw, '/admin/messages?activity_id=doc-seed'),
   'GET /admin/messages 403': () => call(closed, '/admin/messages?activity_id=doc-seed', { headers: admin }),
-  'GET /admin/messages 404': () => call(gw, '/admin/messages?activity_id=nobody', { headers: admin }),
+  'GET /admin/conversions/dead 200': () => call(gw, '/admin/conversions/dead?limit=5', { headers: admin }),
+  'GET /admin/conversions/dead 400': () => call(gw, '/admin/conversions/dead?status=lost', { headers: admin }),
+  'GET /admin/conversions/dead 401': () => call(gw, '/admin/conversions/dead'),
+  'GET /admin/conversions/dead 403': () => call(closed, '/admin/conversions/dead', { headers: admin }),
   'POST /admin/conversions/replay 200': () => call(gw, '/admin/conversions/replay', { method: 'POST', headers: admin, json: {} }),
   'POST /admin/conversions/replay 400': () => call(gw, '/admin/conversions/replay', { method: 'POST', headers: admin, json: { ids: [] } }),
   'POST /admin/conversions/replay 401': () => call(gw, '/admin/conversions/replay', { method: 'POST', json: {} }),
@@ -92,12 +95,24 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /metrics 403': () => call(closed, '/metrics', { headers: admin }),
   'GET /openapi.json 200': () => call(gw, '/openapi.json'),
   'GET /docs 200': () => call(gw, '/docs'),
+  'GET /docs/assets/{name} 200': () => call(gw, '/docs/assets/init.js'),
+  'GET /docs/assets/{name} 404': () => call(gw, '/docs/assets/..%2Fpackage.json'),
   'GET /console 200': () => call(gw, '/console', { headers: { cookie: session.cookie } }),
+  'GET /console 400': () => call(gw, '/console?status=lost', { headers: { cookie: session.cookie } }),
   'GET /console 403': () => call(closed, '/console'),
+  'GET /console/messages/{smsId} 200': () => call(gw, `/console/messages/${sentSmsId}`, { headers: { cookie: session.cookie } }),
+  'GET /console/messages/{smsId} 401': () => call(gw, `/console/messages/${sentSmsId}`),
+  'GET /console/messages/{smsId} 403': () => call(closed, `/console/messages/${sentSmsId}`),
+  'GET /console/messages/{smsId} 404': () => call(gw, '/console/messages/nobody', { headers: { cookie: session.cookie } }),
+  'GET /console/dead-letters 200': () => call(gw, '/console/dead-letters', { headers: { cookie: session.cookie } }),
+  'GET /console/dead-letters 400': () => call(gw, '/console/dead-letters?status=lost', { headers: { cookie: session.cookie } }),
+  'GET /console/dead-letters 401': () => call(gw, '/console/dead-letters'),
+  'GET /console/dead-letters 403': () => call(closed, '/console/dead-letters'),
   'POST /console/login 303': () => call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
   'POST /console/login 401': () => call(gw, '/console/login', { method: 'POST', form: { key: 'not-the-key' } }),
   'POST /console/login 403': () => call(closed, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
   'POST /console/replay 303': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf } }),
+  'POST /console/replay 400': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
   'POST /console/replay 401': () => call(gw, '/console/replay', { method: 'POST', form: { csrf: session.csrf } }),
   'POST /console/replay 403': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged' } }),
   // Sign-out ends the session on the server, so it gets a session of its own (the other cases keep theirs).
@@ -225,6 +240,17 @@ describe('GET /openapi.json', () => {
     // The public document does not say which providers are configured (issue 16).
     expect(doc.paths['/dlr/{provider}'].post.parameters[0].schema).toEqual({ type: 'string' });
     expect(JSON.stringify(doc)).not.toMatch(/"vonage"|"sandbox"/);
+    // What the routes refuse is in the document: empty content and activity.id, unknown reconciliation fields.
+    expect(single.properties.content.minLength).toBe(1);
+    expect(single.properties.activity.properties.id.anyOf[0].minLength).toBe(1);
+    const search = Object.fromEntries(doc.paths['/admin/messages'].get.parameters.map((p: any) => [p.name, p.schema]));
+    expect(search.activity_id).toMatchObject({ type: 'string', minLength: 1, maxLength: 256 });
+    expect(search.status.enum).toContain('refused');
+    const reconciliation = doc.paths['/reconciliation'].post.requestBody.content['application/json'].schema;
+    expect(reconciliation.properties.field.enum).toEqual(expect.arrayContaining(['blocked', 'consent_email']));
+    // The console page serves the sign-in form to anyone: no session needed.
+    expect(doc.paths['/console'].get.security).toEqual([]);
+    expect(doc.paths['/console/dead-letters'].get.security).toEqual([{ consoleSession: [] }]);
     const funds = doc.paths['/bonus/credit/funds'].post.requestBody.content['application/json'].schema;
     expect(funds.required).toEqual(['user_id', 'bonus_code', 'amount', 'currency']);
     expect(doc.paths['/admin/users/{userid}'].put.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
@@ -314,10 +340,22 @@ describe('every documented route answers as documented', () => {
 });
 
 describe('GET /docs', () => {
-  it('renders every documented path without scripts or anything fetched from elsewhere', async () => {
+  it('serves Swagger UI from this origin only, under a CSP relaxed only for it, with the plain reference for no-script readers', async () => {
     const page = await call(gw, '/docs');
     for (const path of Object.keys(doc.paths)) expect(page.text).toContain(path);
-    expect(page.text).not.toMatch(/<script|<link|<img|@import|(src|href)="https?:/i);
-    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const sources = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    for (const source of sources) expect(source).toMatch(/^\/(?!\/)/);
+    expect(page.text).not.toMatch(/<script>|<script [^>]*>[^<]|@import/);
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/unsafe-eval|script-src[^;]*unsafe-inline|https?:/);
+    for (const asset of ['swagger-ui-bundle.js', 'swagger-ui.css', 'init.js']) {
+      const answer = await call(gw, `/docs/assets/${asset}`);
+      expect(answer.status, asset).toBe(200);
+      expect(answer.text.length).toBeGreaterThan(asset === 'init.js' ? 50 : 10_000);
+    }
+    // The console keeps the strict policy.
+    expect((await call(gw, '/console')).headers.get('content-security-policy')).not.toContain('script-src');
   });
 });

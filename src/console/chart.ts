@@ -1,6 +1,7 @@
 /**
- * Delivery outcomes over time as an inline SVG of stacked bars, drawn here (no chart library, no script). Each
- * bar has a <title>, so hovering shows its counts and screen readers can read them.
+ * Delivery outcomes over time as inline SVG, drawn here (no chart library, no script): one row of bars per
+ * outcome, each row on its own scale, so 77 failures show beside 67,677 deliveries instead of vanishing into one
+ * linear axis. Each bar has a <title>, so hovering shows its count and screen readers can read it.
  */
 import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
@@ -12,43 +13,47 @@ export const CHART_SERIES: ReadonlyArray<{ outcome: keyof OutcomeCounts; label: 
   { outcome: 'delivery_unknown', label: 'unknown', colour: '#8c959f' },
 ];
 
-const WIDTH = 720;
-const HEIGHT = 180;
-const LEFT = 48;
-const BOTTOM = 22;
+export const WIDTH = 720;
+const LEFT = 92;
+const ROW = 40;
+const GAP = 8;
+const AXIS = 18;
 
-function clock(ms: number): string {
+export function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 16);
 }
 
 export function renderOutcomeChart(chart: { label: string; spanMs: number; buckets: Array<{ bucketStart: number; counts: OutcomeCounts }> }) {
-  const totals = chart.buckets.map((b) => CHART_SERIES.reduce((sum, s) => sum + b.counts[s.outcome], 0));
-  const max = Math.max(1, ...totals);
-  const plotHeight = HEIGHT - BOTTOM - 6;
+  const height = CHART_SERIES.length * (ROW + GAP) + AXIS;
   const slot = (WIDTH - LEFT) / chart.buckets.length;
   const barWidth = Math.max(1, slot * 0.8);
-  const labelEvery = Math.ceil(chart.buckets.length / 8);
+  const labelEvery = Math.ceil(chart.buckets.length / 6);
 
-  const bars = chart.buckets.map((bucket, i) => {
-    let y = HEIGHT - BOTTOM;
-    const x = LEFT + i * slot + (slot - barWidth) / 2;
-    const parts = CHART_SERIES.filter((s) => bucket.counts[s.outcome] > 0).map((s) => {
-      const h = (bucket.counts[s.outcome] / max) * plotHeight;
-      y -= h;
-      return html`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${barWidth.toFixed(1)}" height="${h.toFixed(1)}" fill="${s.colour}"></rect>`;
+  const rows = CHART_SERIES.map((s, row) => {
+    const top = row * (ROW + GAP);
+    const base = top + ROW;
+    const max = Math.max(0, ...chart.buckets.map((b) => b.counts[s.outcome]));
+    const total = chart.buckets.reduce((sum, b) => sum + b.counts[s.outcome], 0);
+    const bars = chart.buckets.map((bucket, i) => {
+      const n = bucket.counts[s.outcome];
+      if (n === 0) return '';
+      // At least 2 px: a single failure next to a busy hour is still a visible mark.
+      const h = Math.max(2, (n / max) * (ROW - 4));
+      const x = LEFT + i * slot + (slot - barWidth) / 2;
+      return html`<rect x="${x.toFixed(1)}" y="${(base - h).toFixed(1)}" width="${barWidth.toFixed(1)}" height="${h.toFixed(1)}" fill="${s.colour}"><title>${clock(bucket.bucketStart)} UTC: ${n} ${s.label}</title></rect>`;
     });
-    const title = `${clock(bucket.bucketStart)} UTC: ${CHART_SERIES.map((s) => `${bucket.counts[s.outcome]} ${s.label}`).join(', ')}`;
-    const tick = i % labelEvery === 0 ? html`<text x="${(x + barWidth / 2).toFixed(1)}" y="${HEIGHT - 6}" text-anchor="middle">${clock(bucket.bucketStart)}</text>` : '';
-    return html`<g><title>${title}</title>${parts}<rect x="${x.toFixed(1)}" y="6" width="${barWidth.toFixed(1)}" height="${plotHeight}" fill="transparent"></rect></g>${tick}`;
+    return html`<g data-outcome="${s.outcome}"><text x="0" y="${top + 14}" fill="#1d2733" font-size="11">${s.label}</text>
+<text x="0" y="${top + 28}">${total} total</text><text x="${LEFT - 6}" y="${top + 9}" text-anchor="end">${max}</text>
+<line x1="${LEFT}" y1="${base}" x2="${WIDTH}" y2="${base}" stroke="#d8dee4"></line>${bars}</g>`;
   });
+  const ticks = chart.buckets.map((bucket, i) =>
+    i % labelEvery === 0 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${height - 4}" text-anchor="middle">${clock(bucket.bucketStart)}</text>` : '',
+  );
 
   return html`<figure>
-<figcaption>${chart.label} (UTC) · <span class="legend">${CHART_SERIES.map((s) => html`<span><i class="swatch" style="background:${s.colour}"></i>${s.label}</span>`)}</span></figcaption>
-<svg role="img" aria-label="${chart.label}" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" font-size="10" fill="#5b6773">
-<line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="#d8dee4"></line>
-<text x="${LEFT - 6}" y="12" text-anchor="end">${max}</text>
-<text x="${LEFT - 6}" y="${HEIGHT - BOTTOM}" text-anchor="end">0</text>
-${bars}
+<figcaption>${chart.label} (UTC): each outcome on its own scale, the number left of a row is its tallest bar</figcaption>
+<svg role="img" aria-label="${chart.label}" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" font-size="10" fill="#5b6773">
+${rows}${ticks}
 </svg>
 </figure>`;
 }

@@ -3,6 +3,17 @@ import { z } from 'zod';
 import { describeRoute, type ResponseDoc } from '../observability/openapi.js';
 import { csrfFormSchema, loginFormSchema } from './routes.js';
 
+const field = (description: string) => z.string().max(256).describe(description);
+/** What the replay form posts: the CSRF token and which dead letters (console/replay-form.ts). */
+const replayFormSchema = csrfFormSchema.extend({
+  only: z.string().regex(/^[0-9]{1,15}$/).optional().describe('The one conversion whose Replay button was pressed'),
+  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching (or absent): every dead letter matching provider and status'),
+  ids: z.array(z.string().regex(/^[0-9]{1,15}$/)).optional().describe('Ticked conversion ids'),
+  provider: field('Filter of the list').optional(),
+  status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
+});
+const searchField = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: field(description) });
+
 const page = (description: string): ResponseDoc => ({ description, contentType: 'text/html; charset=UTF-8', schema: z.string() });
 const backToConsole: ResponseDoc = { description: 'Done; back to the console', headers: { Location: { description: '/console…', schema: z.string() } } };
 const form = 'application/x-www-form-urlencoded';
@@ -13,10 +24,41 @@ export const consoleRouteDocs = [
     method: 'get',
     path: '/console',
     tag: 'console',
-    summary: 'The console: the sign-in form, or totals, charts, outbox and search when signed in',
+    summary: 'The console: the sign-in form without a session; with one, message search, totals, charts and the outbox',
+    description: 'The search takes the parameters of GET /admin/messages; empty ones are ignored (the form sends every field).',
+    parameters: [
+      searchField('recipient', 'Phone number, E.164 or national'),
+      searchField('user_id', 'activity.user_id'),
+      searchField('activity_id', 'activity.id'),
+      searchField('sms_id', 'sms_id'),
+      searchField('provider', 'Provider name'),
+      searchField('status', 'A status word of GET /admin/messages'),
+      searchField('from', 'Created at or after (UTC)'),
+      searchField('to', 'Created before (UTC)'),
+      searchField('cursor', 'The next page'),
+    ],
+    responses: { 200: page('The console page, or the sign-in form'), 400: page('The console page with the search parameter named that is not valid'), 403: disabled },
+  }),
+  describeRoute({
+    method: 'get',
+    path: '/console/messages/{smsId}',
+    tag: 'console',
+    summary: 'One message: its fields and a timeline of its send, receipts and conversions',
     security: ['consoleSession'],
-    parameters: [{ name: 'q', in: 'query', description: 'activity.id or sms_id to look up', schema: z.string() }],
-    responses: { 200: page('The console page'), 403: disabled },
+    parameters: [
+      { name: 'smsId', in: 'path', schema: z.string() },
+      { name: 'recipient', in: 'query', description: 'The number searched for: shown unmasked when it is this message’s', schema: field('phone number') },
+    ],
+    responses: { 200: page('The message page'), 401: page('No valid session: the sign-in form'), 403: disabled, 404: page('No message with this sms_id') },
+  }),
+  describeRoute({
+    method: 'get',
+    path: '/console/dead-letters',
+    tag: 'console',
+    summary: 'Dead-lettered conversions with reasons, attempts, last answers and ages, and replay buttons',
+    security: ['consoleSession'],
+    parameters: [searchField('provider', 'Provider name'), searchField('status', 'Delivery status reported'), searchField('cursor', 'The next page')],
+    responses: { 200: page('The dead-letter list'), 400: page('A filter is not valid'), 401: page('No valid session: the sign-in form'), 403: disabled },
   }),
   describeRoute({
     method: 'post',
@@ -30,10 +72,10 @@ export const consoleRouteDocs = [
     method: 'post',
     path: '/console/replay',
     tag: 'console',
-    summary: 'Make every dead-lettered conversion due again',
+    summary: 'Make dead-lettered conversions due again: one, the ticked ones, or all matching the filter',
     security: ['consoleSession'],
-    request: { schema: csrfFormSchema, contentTypes: [form] },
-    responses: { 303: backToConsole, 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+    request: { schema: replayFormSchema, contentTypes: [form] },
+    responses: { 303: backToConsole, 400: page('The form names no valid dead letters'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
   }),
   describeRoute({
     method: 'post',

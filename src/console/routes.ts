@@ -10,14 +10,23 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { createKeyMatcher } from '../auth/api-key.js';
 import { messageStory } from '../delivery/admin-routes.js';
+import { parseDeadLetterQuery } from '../delivery/dead-letter-query.js';
+import { encodeCursor, parseMessageQuery } from '../delivery/message-query.js';
 import { htmlPage } from '../http/html-page.js';
 import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console-sessions.js';
-import { replayDeadConversions } from '../ledger/conversions.js';
-import { findMessageByActivityKey, findMessageBySmsId } from '../ledger/messages.js';
+import { listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
+import { searchMessages } from '../ledger/message-search.js';
+import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
+import { normaliseRecipient } from '../sms/recipient.js';
 import type { MemberHealthView } from '../sms/route-health.js';
+import { renderDeadLetters } from './dead-letters-page.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
+import { replayFormMatch } from './replay-form.js';
+import type { SearchView } from './search-page.js';
 import { createSessionCodec, type Session } from './session.js';
+import { renderStory } from './story-page.js';
 import { loadConsoleSummary } from './summary.js';
 
 export const SESSION_COOKIE = 'console_session';
@@ -37,12 +46,25 @@ export interface ConsoleRouteDeps {
   onReplay: () => void;
   /** Route members' circuit breakers, shown as a small table. */
   circuits?: () => MemberHealthView[];
+  /** sms.default_region: how a national number typed into the search is read. */
+  defaultRegion: string | undefined;
+  receiptCheck: (provider: string) => string;
 }
 
-/** By sms_id first (what the logs and the CRM's conversions carry), else by activity.id. */
-async function findStory(db: Kysely<Database>, query: string) {
-  const message = (await findMessageBySmsId(db, query)) ?? (await findMessageByActivityKey(db, query));
-  return message ? messageStory(db, message) : null;
+/** `?replayed=N` after a replay's redirect. */
+function replayedCount(params: URLSearchParams): number | undefined {
+  const value = params.get('replayed');
+  return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
+}
+
+/** The search the dashboard shows: none without parameters, an error naming a bad one, else a page of results. */
+async function runSearch(db: Kysely<Database>, params: URLSearchParams, deps: ConsoleRouteDeps): Promise<SearchView> {
+  const view: SearchView = { params, providers: deps.providers };
+  if (![...params.keys()].some((k) => k !== 'replayed')) return view;
+  const query = parseMessageQuery(params, deps.defaultRegion, { form: true, ignore: ['replayed'] });
+  if (!query.ok) return { ...view, error: query.error };
+  const { rows, more } = await searchMessages(db, query.filter);
+  return { ...view, filter: query.filter, results: { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1]!) : null } };
 }
 
 export function consoleRoutes(deps: ConsoleRouteDeps) {
@@ -65,17 +87,44 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   app.get('/', async (c) => {
     const session = await sessionOf(c);
     if (!session) return loginPage(c, 200);
-    const query = c.req.query('q')?.trim() || undefined;
-    const replayed = c.req.query('replayed');
+    const params = new URL(c.req.url).searchParams;
     const csrf = sessions.csrfToken(session);
+    const search = await runSearch(deps.db, params, deps);
     const body = renderDashboard({
       summary: await loadConsoleSummary(deps.db, deps.providers, deps.now()),
-      csrf,
-      query,
-      story: query === undefined ? undefined : await findStory(deps.db, query),
-      replayed: replayed !== undefined && /^\d+$/.test(replayed) ? Number(replayed) : undefined,
+      search,
+      replayed: replayedCount(params),
       circuits: deps.circuits?.(),
     });
+    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body, status: search.error ? 400 : 200 });
+  });
+
+  app.get('/messages/:smsId', async (c) => {
+    const session = await sessionOf(c);
+    if (!session) return loginPage(c, 401, 'Sign in to see this message.');
+    const nav = renderNav(sessions.csrfToken(session));
+    const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
+    if (!message) return htmlPage(c, { title: TITLE, nav, status: 404, body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>` });
+    // The number is shown in full only to someone who searched for it (the link from the results carries it).
+    const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
+    // Provider error texts may quote the number: masked on the page like every other number.
+    const story = await messageStory(deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
+    return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
+  });
+
+  app.get('/dead-letters', async (c) => {
+    const session = await sessionOf(c);
+    if (!session) return loginPage(c, 401, 'Sign in to see the dead letters.');
+    const csrf = sessions.csrfToken(session);
+    const params = new URL(c.req.url).searchParams;
+    const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
+    const now = deps.now();
+    const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
+    if (!query.ok) return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }) });
+    const rows = await listDeadConversions(deps.db, { ...query.match, limit: query.limit + 1 });
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
     return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
   });
 
@@ -108,9 +157,11 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   app.post(
     '/replay',
     guarded(async (c) => {
-      const replayed = await replayDeadConversions(deps.db, deps.now());
+      const form = replayFormMatch(await c.req.formData());
+      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="/console/dead-letters">Back to the dead letters</a></p>` });
+      const replayed = await replayDeadConversions(deps.db, deps.now(), form.match);
       if (replayed > 0) deps.onReplay();
-      return back(c, `?replayed=${replayed}`);
+      return c.redirect(`/console/dead-letters?replayed=${replayed}`, 303);
     }),
   );
 

@@ -1,10 +1,12 @@
 /**
- * Everything the console's front page shows, from maintained counters and partial indexes only: delivery_stats
- * for totals and charts, conversions_unposted for the outbox, receipts_unmatched for parked receipts. Its cost
- * does not grow with the messages table (bench/console-summary.ts measures it at 10 million messages).
+ * Everything the console's front page shows, from maintained counters and index ranges of bounded size:
+ * delivery_stats for totals, charts and rates, conversions_unposted for the outbox, receipts_unmatched for parked
+ * receipts, the newest receipts per provider for latency and the last day's refusals (ledger/console-stats.ts).
+ * Its cost does not grow with the messages table (bench/console-summary.ts measures it at 10 million messages).
  */
 import type { Kysely } from 'kysely';
-import { countOutboxBacklog, type OutboxBacklog } from '../ledger/conversions.js';
+import { countRefusalsByReason, listHourlyStatsByProvider, listReceiptLatencies } from '../ledger/console-stats.js';
+import { countOutboxBacklog, oldestUnpostedConversion, type OutboxBacklog } from '../ledger/conversions.js';
 import {
   emptyCounts,
   HOUR_MS,
@@ -29,7 +31,23 @@ export interface ConsoleSummary {
   /** Buckets from the first bucket of the window to now; missing buckets are zeros. */
   charts: Array<{ label: string; spanMs: number; from: number; buckets: Array<{ bucketStart: number; counts: OutcomeCounts }> }>;
   backlog: OutboxBacklog;
+  /** created_at of the oldest conversion still owed to the CRM; null when none is. */
+  oldestOwed: number | null;
   parked: number;
+  /** Delivered share per provider per hour of the last 24 (null where nothing settled in that hour). */
+  rates: Array<{ provider: string; points: Array<{ bucketStart: number; rate: number | null; settled: number }> }>;
+  /** Send to terminal receipt, over each provider's newest receipts of the last 24 hours. */
+  latency: Array<{ provider: string; p50: number | null; p95: number | null; n: number }>;
+  refusals: Array<{ provider: string; reason: string; n: number }>;
+}
+
+/** Receipts per provider the latency figures read: enough for a p95, bounded whatever the traffic. */
+export const LATENCY_SAMPLE = 2_000;
+
+/** The value below which a share p of the sorted values falls (nearest rank). */
+export function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
 }
 
 /** Delivered share of the messages whose outcome is known; null before any is. */
@@ -65,10 +83,33 @@ async function chart(db: Kysely<Database>, label: string, period: 'minute' | 'ho
   return { label, spanMs, from, buckets };
 }
 
+async function rateSeries(db: Kysely<Database>, names: readonly string[], now: number): Promise<ConsoleSummary['rates']> {
+  const from = Math.floor(now / HOUR_MS) * HOUR_MS - 23 * HOUR_MS;
+  const rows = await listHourlyStatsByProvider(db, from);
+  const seen = [...names, ...new Set(rows.map((r) => r.provider).filter((p) => !names.includes(p)))];
+  return seen.map((provider) => {
+    const byHour = new Map(rows.filter((r) => r.provider === provider).map((r) => [r.bucketStart, r.counts]));
+    const points = Array.from({ length: 24 }, (_, i) => {
+      const bucketStart = from + i * HOUR_MS;
+      const counts = byHour.get(bucketStart) ?? emptyCounts();
+      return { bucketStart, rate: deliveryRate(counts), settled: counts.delivered + counts.undelivered + counts.failed + counts.delivery_unknown };
+    });
+    return { provider, points };
+  });
+}
+
 export async function loadConsoleSummary(db: Kysely<Database>, providers: readonly string[], now: number): Promise<ConsoleSummary> {
   const windows = [await windowTotals(db, providers, 'Last hour', 60, now), await windowTotals(db, providers, 'Last 24 hours', 24 * 60, now)];
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
   const backlog = await countOutboxBacklog(db);
+  const oldestOwed = await oldestUnpostedConversion(db);
   const parked = (await countParkedReceiptsByProvider(db)).reduce((sum, row) => sum + row.parked, 0);
-  return { at: now, windows, charts, backlog, parked };
+  const dayAgo = now - 24 * HOUR_MS;
+  const latency = [];
+  for (const provider of providers) {
+    const sample = (await listReceiptLatencies(db, provider, dayAgo, LATENCY_SAMPLE)).sort((a, b) => a - b);
+    latency.push({ provider, p50: percentile(sample, 0.5), p95: percentile(sample, 0.95), n: sample.length });
+  }
+  const refusals = await countRefusalsByReason(db, dayAgo, 10);
+  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals };
 }

@@ -1,37 +1,56 @@
-/** What operators use to see and repair delivery: one message's story, and replaying dead conversions. */
+/** What operators use to see and repair delivery: searching messages, one message's story, dead letters and replays. */
 import { Hono, type Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
-import { findConversionsBySmsId, replayDeadConversions } from '../ledger/conversions.js';
-import { findMessageByActivityKey, findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
+import { findConversionsBySmsId, listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
+import { searchMessages } from '../ledger/message-search.js';
+import { findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
 import { findReceiptsBySmsId } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
+import { parseDeadLetterQuery } from './dead-letter-query.js';
+import { encodeCursor, parseMessageQuery } from './message-query.js';
+import { buildTimeline } from './timeline.js';
 
 export interface AdminRouteDeps {
   db: Kysely<Database>;
   adminKey: string | undefined;
   now: () => number;
   onReplay: () => void;
+  /** sms.default_region: how a national recipient number in a search is read. */
+  defaultRegion: string | undefined;
+  /** How a provider's receipts are verified (receipt-checks.ts). */
+  receiptCheck: (provider: string) => string;
 }
 
-/** One message with its receipts and conversion attempts: what /admin/messages and the console's search show. */
-export async function messageStory(db: Kysely<Database>, message: MessageRow) {
+/**
+ * One message with its receipts, conversion attempts and their timeline: what /admin/messages/{sms_id} and the
+ * console's message page show. Events the message caused (the events outbox) belong here as `events` once that
+ * outbox exists, and in the timeline as their own kind.
+ */
+export async function messageStory(db: Kysely<Database>, message: MessageRow, receiptCheck: (provider: string) => string, shownError?: (text: string) => string) {
   const { activity_json, ...rest } = message;
+  const receipts = await findReceiptsBySmsId(db, message.sms_id);
+  const conversions = await findConversionsBySmsId(db, message.sms_id);
   return {
     // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
     message: { ...rest, activity: new RawJson(activity_json) },
-    receipts: await findReceiptsBySmsId(db, message.sms_id),
-    conversions: await findConversionsBySmsId(db, message.sms_id),
+    receipts,
+    conversions,
+    timeline: buildTimeline({ message: rest, receipts, conversions }, receiptCheck, shownError),
   };
 }
 
-function storyAnswer(c: Context, story: Awaited<ReturnType<typeof messageStory>>) {
-  return c.body(stringifyExact(story), 200, { 'content-type': 'application/json' });
+function exactJson(c: Context, value: unknown) {
+  return c.body(stringifyExact(value), 200, { 'content-type': 'application/json' });
 }
 
-export const replayRequestSchema = z.strictObject({ ids: z.array(z.number().int().positive()).min(1).optional() });
+export const replayRequestSchema = z.strictObject({
+  ids: z.array(z.number().int().positive()).min(1).max(10_000).optional().describe('Conversion ids to replay'),
+  provider: z.string().min(1).max(256).optional().describe('Only dead letters of messages sent through this provider'),
+  status: z.enum(['delivered', 'undelivered', 'failed', 'delivery_unknown']).optional().describe('Only dead letters reporting this status'),
+});
 
 export function adminRoutes(deps: AdminRouteDeps) {
   const app = new Hono();
@@ -40,15 +59,23 @@ export function adminRoutes(deps: AdminRouteDeps) {
   app.get('/messages/:smsId', async (c) => {
     const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
     if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
-    return storyAnswer(c, await messageStory(deps.db, message));
+    return exactJson(c, await messageStory(deps.db, message, deps.receiptCheck));
   });
 
   app.get('/messages', async (c) => {
-    const activityId = c.req.query('activity_id');
-    if (!activityId) return c.json({ error: 'activity_id: query parameter is required' }, 400);
-    const message = await findMessageByActivityKey(deps.db, activityId);
-    if (!message) return c.json({ error: `activity_id ${activityId} is not in the ledger` }, 404);
-    return storyAnswer(c, await messageStory(deps.db, message));
+    const query = parseMessageQuery(new URL(c.req.url).searchParams, deps.defaultRegion);
+    if (!query.ok) return c.json({ error: query.error }, 400);
+    const { rows, more } = await searchMessages(deps.db, query.filter);
+    return c.json({ messages: rows, next_cursor: more ? encodeCursor(rows[rows.length - 1]!) : null });
+  });
+
+  app.get('/conversions/dead', async (c) => {
+    const query = parseDeadLetterQuery(new URL(c.req.url).searchParams);
+    if (!query.ok) return c.json({ error: query.error }, 400);
+    const rows = await listDeadConversions(deps.db, { ...query.match, limit: query.limit + 1 });
+    const more = rows.length > query.limit;
+    const page = more ? rows.slice(0, query.limit) : rows;
+    return c.json({ dead_letters: page, next_cursor: more ? String(page[page.length - 1]!.id) : null });
   });
 
   app.post('/conversions/replay', async (c) => {
@@ -60,8 +87,12 @@ export function adminRoutes(deps: AdminRouteDeps) {
       return c.json({ error: 'body is not valid JSON' }, 400);
     }
     const parsed = replayRequestSchema.safeParse(body);
-    if (!parsed.success) return c.json({ error: `ids: must be a non-empty array of conversion ids` }, 400);
-    const replayed = await replayDeadConversions(deps.db, deps.now(), parsed.data.ids);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = issue.path.length ? issue.path.map(String).join('.') : 'body';
+      return c.json({ error: `${field}: ${issue.code === 'unrecognized_keys' ? 'only ids, provider and status are accepted' : issue.message}` }, 400);
+    }
+    const replayed = await replayDeadConversions(deps.db, deps.now(), parsed.data);
     if (replayed > 0) deps.onReplay();
     return c.json({ replayed });
   });

@@ -5,7 +5,10 @@
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ResponseDoc } from '../observability/openapi.js';
+import { SEARCH_STATUSES } from '../ledger/message-search.js';
 import { replayRequestSchema } from './admin-routes.js';
+import { DEAD_LETTER_STATUSES } from './dead-letter-query.js';
+import { MAX_PAGE_SIZE, MAX_PARAMETER_LENGTH } from './message-query.js';
 
 const epochMs = z.number().int().describe('epoch milliseconds');
 const deliveryStatus = z.enum(['delivered', 'undelivered', 'failed', 'delivery_unknown']);
@@ -14,6 +17,8 @@ const storedMessageSchema = z.strictObject({
   sms_id: z.string(),
   activity_key: z.string().describe('activity.id as a string: the idempotency key'),
   activity: z.record(z.string(), z.unknown()).describe('activity exactly as the CRM sent it'),
+  user_id: z.string().nullable().describe('activity.user_id as text'),
+  request_id: z.string().nullable().describe('X-Request-Id of the request that first sent it'),
   provider: z.string(),
   provider_message_id: z.string().nullable(),
   recipient: z.string(),
@@ -73,11 +78,57 @@ const conversionSchema = z.strictObject({
   attempt_log: z.array(conversionAttemptSchema),
 });
 
+const timelineEntrySchema = z.strictObject({
+  at: epochMs.nullable(),
+  kind: z.enum(['received', 'send', 'receipt', 'timeout', 'conversion', 'webhook']),
+  summary: z.string(),
+  detail: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
+});
+
 export const messageStorySchema = z.strictObject({
   message: storedMessageSchema,
   receipts: z.array(storedReceiptSchema),
   conversions: z.array(conversionSchema),
+  timeline: z.array(timelineEntrySchema).describe('Everything above in time order, for people; only the latest send attempt’s answer is stored'),
 });
+
+const messageSummarySchema = storedMessageSchema.pick({
+  sms_id: true, activity_key: true, user_id: true, request_id: true, provider: true, provider_message_id: true, recipient: true, state: true,
+  delivery_status: true, provider_status: true, error: true, error_code: true, attempts: true, segments: true, created_at: true, submitted_at: true, completed_at: true,
+});
+
+const searchAnswerSchema = z.strictObject({
+  messages: z.array(messageSummarySchema).describe('Newest first'),
+  next_cursor: z.string().nullable().describe('Pass as `cursor` for the next (older) page; null on the last page'),
+});
+
+const deadLetterSchema = z.strictObject({
+  id: z.number().int(),
+  sms_id: z.string(),
+  activity_key: z.string(),
+  provider: z.string(),
+  delivery_status: deliveryStatus,
+  attempts: z.number().int(),
+  last_error: z.string().nullable().describe('Why the last post failed'),
+  last_http_status: z.number().int().nullable().describe('The webhook’s last HTTP status (null: no answer)'),
+  last_attempt_at: epochMs.nullable(),
+  created_at: epochMs,
+});
+
+const text = (description: string) => z.string().min(1).max(MAX_PARAMETER_LENGTH).describe(description);
+const time = text('ISO 8601 (UTC unless an offset is given, e.g. 2026-11-24T03:00Z) or epoch milliseconds');
+const searchParameters = [
+  { name: 'recipient', in: 'query' as const, description: 'Phone number, E.164 or national (read with sms.default_region); matched on its E.164 form', schema: text('phone number') },
+  { name: 'user_id', in: 'query' as const, description: 'activity.user_id', schema: text('player id') },
+  { name: 'activity_id', in: 'query' as const, description: 'activity.id', schema: text('activity.id') },
+  { name: 'sms_id', in: 'query' as const, schema: text('sms_id') },
+  { name: 'provider', in: 'query' as const, schema: text('provider name') },
+  { name: 'status', in: 'query' as const, description: 'refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet', schema: z.enum([...SEARCH_STATUSES.keys()] as [string, ...string[]]) },
+  { name: 'from', in: 'query' as const, description: 'created at or after', schema: time },
+  { name: 'to', in: 'query' as const, description: 'created before', schema: time },
+  { name: 'limit', in: 'query' as const, description: `page size (default 50)`, schema: z.string().regex(/^[0-9]{1,3}$/).describe(`1 to ${MAX_PAGE_SIZE}`) },
+  { name: 'cursor', in: 'query' as const, description: 'next_cursor of the previous page', schema: text('opaque') },
+];
 
 export const replayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('How many dead conversions are due again') });
 export const receiptAnswerSchema = z.strictObject({ received: z.number().int().describe('Events in the request, now stored') });
@@ -130,14 +181,32 @@ export const adminRouteDocs = [
     method: 'get',
     path: '/admin/messages',
     tag: 'admin',
-    summary: 'A message found by the CRM’s activity.id',
+    summary: 'Search messages: by phone number, player, activity.id, sms_id, provider, status and time; newest first',
+    description: 'Filters combine (AND). Every filter is backed by an index, so a page costs the same at any ledger size. Unknown or repeated parameters are refused.',
     security: ['adminBearer'],
-    parameters: [{ name: 'activity_id', in: 'query', required: true, schema: z.string() }],
+    parameters: searchParameters,
     responses: {
-      200: { description: 'The message story', schema: messageStorySchema },
-      400: { description: 'activity_id is missing', schema: errorAnswerSchema },
+      200: { description: 'A page of messages', schema: searchAnswerSchema },
+      400: { description: 'A parameter is unknown, repeated, empty, too long or not valid (the error names it)', schema: errorAnswerSchema },
       ...adminRefusals,
-      404: { description: 'No message with this activity.id', schema: errorAnswerSchema },
+    },
+  }),
+  describeRoute({
+    method: 'get',
+    path: '/admin/conversions/dead',
+    tag: 'admin',
+    summary: 'Dead-lettered conversions, newest first: reason, attempts, the webhook’s last answer',
+    security: ['adminBearer'],
+    parameters: [
+      { name: 'provider', in: 'query', schema: text('provider name') },
+      { name: 'status', in: 'query', schema: z.enum(DEAD_LETTER_STATUSES as [string, ...string[]]) },
+      { name: 'limit', in: 'query', description: 'page size (default 100)', schema: z.string().regex(/^[0-9]{1,4}$/).describe('1 to 1000') },
+      { name: 'cursor', in: 'query', description: 'next_cursor of the previous page', schema: z.string().regex(/^[0-9]{1,15}$/) },
+    ],
+    responses: {
+      200: { description: 'A page of dead letters', schema: z.strictObject({ dead_letters: z.array(deadLetterSchema), next_cursor: z.string().nullable() }) },
+      400: { description: 'A parameter is unknown, repeated, empty or not valid (the error names it)', schema: errorAnswerSchema },
+      ...adminRefusals,
     },
   }),
   describeRoute({
@@ -145,12 +214,12 @@ export const adminRouteDocs = [
     path: '/admin/conversions/replay',
     tag: 'admin',
     summary: 'Make dead-lettered conversions due again',
-    description: 'An empty body (or `{}`) replays every dead conversion; `ids` picks some.',
+    description: 'An empty body (or `{}`) replays every dead conversion; `ids` picks some; `provider` and `status` replay those matching.',
     security: ['adminBearer'],
     request: { schema: replayRequestSchema },
     responses: {
       200: { description: 'How many were replayed', schema: replayAnswerSchema },
-      400: { description: 'The body is not JSON or `ids` is not a list of conversion ids', schema: errorAnswerSchema },
+      400: { description: 'The body is not JSON, or a field is not valid (the error names it)', schema: errorAnswerSchema },
       ...adminRefusals,
     },
   }),

@@ -92,12 +92,64 @@ export async function recordAttempts(db: Db, ids: number[], now: number, ok: boo
   }
 }
 
-/** Dead rows back to due (all of them, or the given ids); returns how many. */
-export async function replayDeadConversions(db: Db, now: number, ids?: number[]): Promise<number> {
+/** Which dead letters: given ids, or those of a provider and/or a delivery status (none given: all of them). */
+export interface DeadLetterMatch {
+  ids?: number[];
+  provider?: string;
+  status?: DeliveryStatus;
+}
+
+/** Dead rows back to due (all of them, the given ids, or those matching); returns how many. */
+export async function replayDeadConversions(db: Db, now: number, match: number[] | DeadLetterMatch = {}): Promise<number> {
+  const { ids, provider, status } = Array.isArray(match) ? { ids: match } : match;
   let query = db.updateTable('conversions').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('posted_at', 'is', null);
   if (ids) query = query.where('id', 'in', ids);
+  if (status) query = query.where('delivery_status', '=', status);
+  if (provider) query = query.where((eb) => eb.exists(eb.selectFrom('messages').select('sms_id').whereRef('messages.sms_id', '=', 'conversions.sms_id').where('messages.provider', '=', provider)));
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+export interface DeadLetter {
+  id: number;
+  sms_id: string;
+  activity_key: string;
+  provider: string;
+  delivery_status: DeliveryStatus;
+  attempts: number;
+  last_error: string | null;
+  /** The webhook's HTTP status at the last attempt (null: no answer, e.g. a timeout). */
+  last_http_status: number | null;
+  last_attempt_at: number | null;
+  created_at: number;
+}
+
+/**
+ * Dead letters newest first, `limit` after conversion id `beforeId`. Starts from conversions_unposted (dead is its
+ * first column), so the count of posted rows never matters.
+ */
+export async function listDeadConversions(db: Db, match: Omit<DeadLetterMatch, 'ids'> & { beforeId?: number; limit: number }): Promise<DeadLetter[]> {
+  let query = db
+    .selectFrom('conversions as c')
+    .innerJoin('messages as m', 'm.sms_id', 'c.sms_id')
+    .select((eb) => [
+      'c.id', 'c.sms_id', 'm.activity_key', 'm.provider', 'c.delivery_status', 'c.attempts', 'c.last_error', 'c.created_at',
+      eb.selectFrom('conversion_attempts as a').select('a.http_status').whereRef('a.conversion_id', '=', 'c.id').orderBy('a.id', 'desc').limit(1).as('last_http_status'),
+      eb.selectFrom('conversion_attempts as a').select('a.attempted_at').whereRef('a.conversion_id', '=', 'c.id').orderBy('a.id', 'desc').limit(1).as('last_attempt_at'),
+    ])
+    .where('c.dead', '=', 1)
+    .where('c.posted_at', 'is', null);
+  if (match.provider) query = query.where('m.provider', '=', match.provider);
+  if (match.status) query = query.where('c.delivery_status', '=', match.status);
+  if (match.beforeId !== undefined) query = query.where('c.id', '<', match.beforeId);
+  const rows = await query.orderBy('c.id', 'desc').limit(match.limit).execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id), last_http_status: r.last_http_status ?? null, last_attempt_at: r.last_attempt_at ?? null }));
+}
+
+/** The oldest conversion still owed to the CRM (due, retrying or dead): how far behind the outbox is. */
+export async function oldestUnpostedConversion(db: Db): Promise<number | null> {
+  const row = await db.selectFrom('conversions').select((eb) => eb.fn.min('created_at').as('oldest')).where('posted_at', 'is', null).executeTakeFirst();
+  return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
 }
 
 export interface OutboxBacklog {

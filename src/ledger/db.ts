@@ -160,9 +160,31 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
   return { db, flags: { kind: 'postgres', skipLocked: true }, close: () => db.destroy() };
 }
 
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
+export interface MigrationStep {
+  name: string;
+  /** 1-based position among the migrations this run applies. */
+  index: number;
+  total: number;
+}
+
+/**
+ * `onStep`: told before each pending migration runs (the `migrate` command's progress). Each then runs on its
+ * own (in its own transaction where the database has transactional DDL) instead of all in one.
+ */
+export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: MigrationStep) => void): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw new Error(`migration failed: ${error instanceof Error ? error.message : String(error)}`);
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  if (!onStep) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw new Error(`migration failed: ${error instanceof Error ? error.message : String(error)}`);
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+  const pending = (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
+  const applied: string[] = [];
+  for (const [i, name] of pending.entries()) {
+    onStep({ name, index: i + 1, total: pending.length });
+    const { error, results } = await migrator.migrateUp();
+    if (error) throw new Error(`migration ${name} failed: ${error instanceof Error ? error.message : String(error)}`);
+    applied.push(...(results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName));
+  }
+  return applied;
 }

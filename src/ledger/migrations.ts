@@ -236,4 +236,22 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('receipts').addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     },
   },
+  '2026-11-24-60-console': {
+    async up(db) {
+      // The console's and GET /admin/messages' search (src/ledger/message-search.ts): every filter has an index
+      // that ends in created_at, so a newest-first page reads only the rows it shows. The player's id and the
+      // request id are columns of their own (set at insert); older rows get user_id from their stored activity.
+      await db.schema.alterTable('messages').addColumn('user_id', 'text').execute();
+      await db.schema.alterTable('messages').addColumn('request_id', 'text').execute();
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await sql`update messages set user_id = ${postgres ? sql`activity_json::json->>'user_id'` : sql`json_extract(activity_json, '$.user_id')`}
+        where user_id is null`.execute(db);
+      await db.schema.createIndex('messages_created').on('messages').column('created_at').execute();
+      await db.schema.createIndex('messages_recipient').on('messages').columns(['recipient', 'created_at']).execute();
+      await db.schema.createIndex('messages_user_id').on('messages').columns(['user_id', 'created_at']).where(sql.ref('user_id'), 'is not', null).execute();
+      await db.schema.createIndex('messages_provider_created').on('messages').columns(['provider', 'created_at']).execute();
+      // One status word per message: its terminal delivery status once known, else its send state.
+      await db.schema.createIndex('messages_status').on('messages').expression(sql`coalesce(delivery_status, state), created_at`).execute();
+    },
+  },
 };

@@ -18,6 +18,10 @@ export interface MessagesTable {
   activity_key: string;
   /** activity exactly as received, echoed unchanged in conversions. */
   activity_json: string;
+  /** activity.user_id as text (null when the CRM sent none): the console searches by player. */
+  user_id: string | null;
+  /** X-Request-Id of the request that first sent it (the log lines about it carry the same id). */
+  request_id: string | null;
   provider: string;
   provider_message_id: string | null;
   recipient: string;

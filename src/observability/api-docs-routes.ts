@@ -1,11 +1,39 @@
 /**
- * GET /openapi.json and GET /docs. The page is rendered here from the same document (no Swagger UI: that would
- * mean scripts from a CDN, and the machines have no network), one section per operation.
+ * GET /openapi.json and GET /docs. /docs is Swagger UI (swagger-ui-dist), its files served from node_modules by
+ * this origin, never a CDN: the machines may have no network, and a CDN would be one more party able to run
+ * script beside the admin API. The same reference, rendered here without script, sits in <noscript>.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Hono } from 'hono';
 import { html } from 'hono/html';
-import { htmlPage } from '../http/html-page.js';
 import type { OpenApiDocument } from './openapi.js';
+
+/**
+ * The strict CSP of html-page.ts, relaxed only as far as Swagger UI needs: its scripts and stylesheet from this
+ * origin, inline style attributes (React sets them), data: images (its icons), and fetches to this origin (the
+ * document and "Try it out"). Still no inline script and no eval.
+ */
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** Starts Swagger UI on the page's #reference; a file of ours, so the page needs no inline script. */
+const INIT_SCRIPT = `window.addEventListener('load', function () {
+  window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#reference', deepLinking: true, validatorUrl: null,
+    docExpansion: 'list', defaultModelsExpandDepth: 0, tryItOutEnabled: false });
+});
+`;
+
+/** The files the page loads, by the name it asks for: a fixed list, so no request names a path on disk. */
+function loadAssets(): Map<string, { body: string; type: string }> {
+  const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  return new Map([
+    ['swagger-ui.css', { body: readFileSync(join(dir, 'swagger-ui.css'), 'utf8'), type: 'text/css; charset=utf-8' }],
+    ['swagger-ui-bundle.js', { body: readFileSync(join(dir, 'swagger-ui-bundle.js'), 'utf8'), type: 'text/javascript; charset=utf-8' }],
+    ['init.js', { body: INIT_SCRIPT, type: 'text/javascript; charset=utf-8' }],
+  ]);
+}
 
 interface Operation {
   summary: string;
@@ -58,10 +86,49 @@ ${doc.tags.map(
 <pre>${pretty(doc.components)}</pre>`;
 }
 
+const PAGE_STYLE = `body { margin:0; font:14px/1.45 system-ui, sans-serif; color:#1d2733; } header { padding:.6rem 1rem; background:#1d2733; color:#fff; }
+header a { color:#dfe8f1; } .swagger-ui .info { margin:20px 0; } noscript main { display:block; padding:0 1rem; max-width:1200px; }
+noscript pre { overflow:auto; max-width:100%; } noscript table { display:block; overflow-x:auto; }`;
+
 export function apiDocsRoutes(doc: OpenApiDocument) {
   const app = new Hono();
   const json = JSON.stringify(doc);
+  const assets = loadAssets();
+  const title = `${doc.info.title} ${doc.info.version} — API`;
+  const page = html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<link rel="stylesheet" href="/docs/assets/page.css">
+<script src="/docs/assets/swagger-ui-bundle.js" defer></script>
+<script src="/docs/assets/init.js" defer></script>
+</head>
+<body>
+<header><a href="/console">Console</a> · <a href="/openapi.json">openapi.json</a></header>
+<div id="reference"></div>
+<noscript><main><h1>${title}</h1>${renderDocsBody(doc)}</main></noscript>
+</body>
+</html>`;
+  assets.set('page.css', { body: PAGE_STYLE, type: 'text/css; charset=utf-8' });
+
   app.get('/openapi.json', (c) => c.body(json, 200, { 'content-type': 'application/json' }));
-  app.get('/docs', (c) => htmlPage(c, { title: `${doc.info.title} ${doc.info.version} — API`, body: renderDocsBody(doc) }));
+  app.get('/docs', async (c) => {
+    c.header('Content-Security-Policy', DOCS_CSP);
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Referrer-Policy', 'no-referrer');
+    c.header('Cache-Control', 'no-store');
+    return c.html(await page);
+  });
+  app.get('/docs/assets/:name', (c) => {
+    const asset = assets.get(c.req.param('name'));
+    if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}` }, 404);
+    c.header('X-Content-Type-Options', 'nosniff');
+    // The files change only with the package version, which restarts the process.
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(asset.body, 200, { 'content-type': asset.type });
+  });
   return app;
 }

@@ -47,8 +47,19 @@ export function opsRouteDocs(options: { metricsPublic: boolean }) {
       method: 'get',
       path: '/docs',
       tag: 'operations',
-      summary: 'This document as a page (no scripts, no network)',
+      summary: 'This document as a navigable reference (Swagger UI, served from this origin; a plain rendering without script in <noscript>)',
       responses: { 200: { description: 'HTML', contentType: 'text/html; charset=UTF-8', schema: z.string() } },
+    }),
+    describeRoute({
+      method: 'get',
+      path: '/docs/assets/{name}',
+      tag: 'operations',
+      summary: 'The files the /docs page loads (from the swagger-ui-dist package, and its start script)',
+      parameters: [{ name: 'name', in: 'path', schema: z.enum(['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js', 'page.css']) }],
+      responses: {
+        200: { description: 'The file', contentType: 'text/javascript; charset=utf-8', schema: z.string() },
+        404: { description: 'No such file', schema: errorAnswerSchema },
+      },
     }),
   ];
 }

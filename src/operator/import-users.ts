@@ -4,12 +4,14 @@
  * so memory stays flat for any file size. A bad line is reported with its number and skipped; good lines are kept.
  */
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
+import { createProgressLine } from '../observability/progress.js';
 import { saveLoadedUsers, toLoadedUser, type LoadedUser } from './load-players.js';
 import { adminUserSchema, parseBody } from './requests.js';
 
@@ -94,24 +96,23 @@ export async function runImportUsers(config: Readonly<Config>, file: string, io:
       io.err.write(`import users: cannot read ${file}: ${opened.message}\n`);
       return 1;
     }
-    let lastShown = 0;
     let reported = 0;
-    const showProgress = (p: ImportProgress, final = false) => {
-      if (!final && now() - lastShown < 1_000) return;
-      lastShown = now();
-      const text = `import users: ${p.lines} lines read, ${p.loaded} users loaded, ${p.bad} bad`;
-      io.err.write(io.err.isTTY ? `\r${text}${final ? '\n' : ''}` : `${text}\n`);
-    };
+    // The share of the file read gives the ETA: lines vary in length, bytes do not lie about what is left.
+    const size = (await stat(file)).size;
+    const fraction = () => (size > 0 ? Math.min(1, input.bytesRead / size) : undefined);
+    const progress = createProgressLine(io.err, 'import users', now, 'lines');
+    const counts = (p: ImportProgress) => `${p.lines} lines read, ${p.loaded} users loaded, ${p.bad} bad`;
     const result = await importUsers(ledger.db, input, {
       now,
       onBadLine: (line, error) => {
         if (++reported > MAX_REPORTED) return;
-        // On a terminal the progress line has no newline yet; start the report on a line of its own.
-        io.err.write(`${io.err.isTTY ? '\n' : ''}${file}:${line}: ${error}${reported === MAX_REPORTED ? ' (further bad lines are counted, not shown)' : ''}\n`);
+        progress.breakLine();
+        io.err.write(`${file}:${line}: ${error}${reported === MAX_REPORTED ? ' (further bad lines are counted, not shown)' : ''}\n`);
       },
-      onProgress: (p) => showProgress(p),
+      onProgress: (p) => progress.update(p.lines, fraction()),
     });
-    showProgress(result, true);
+    progress.finish(result.lines, fraction());
+    io.err.write(`import users: ${counts(result)}\n`);
     io.out.write(`loaded ${result.loaded} users from ${file} (${result.lines} lines, ${result.bad} bad)\n`);
     return result.bad > 0 ? 1 : 0;
   } finally {

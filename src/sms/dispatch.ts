@@ -29,6 +29,8 @@ import { maskPhoneNumber } from './recipient.js';
 export interface PreparedMessage {
   activityKey: string;
   activityJson: string;
+  /** activity.user_id as text, null when absent. */
+  userId: string | null;
   provider: SmsProvider;
   recipient: string;
   sender: string | null;
@@ -119,13 +121,15 @@ export function createDispatcher(deps: DispatcherDeps) {
     leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs,
     uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs,
   });
-  const claims = createWriteBatcher<PreparedMessage, Claim>((messages) =>
+  const claims = createWriteBatcher<{ message: PreparedMessage; requestId: string | null }, Claim>((items) =>
     transact(async (trx) => {
       const at = now();
-      const rows: NewMessage[] = messages.map((m) => ({
+      const rows: NewMessage[] = items.map(({ message: m, requestId }) => ({
         sms_id: newSmsId(),
         activity_key: m.activityKey,
         activity_json: m.activityJson,
+        user_id: m.userId,
+        request_id: requestId,
         provider: m.provider.name,
         recipient: m.recipient,
         sender: m.sender,
@@ -239,7 +243,7 @@ export function createDispatcher(deps: DispatcherDeps) {
 
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     // Each message's claim stands alone: a message whose row cannot be written fails only itself.
-    const settled = await claims.settle(fresh.map((f) => f.message));
+    const settled = await claims.settle(fresh.map((f) => ({ message: f.message, requestId: options.requestId ?? null })));
     const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claimed: Claim[] = settled.map((s, i) => {
       if (s.status === 'fulfilled') return s.value;

@@ -42,6 +42,7 @@ export const smsMessageSchema = z.looseObject({
   activity: activitySchema,
   content: z
     .string({ error: 'must be a string' })
+    .min(1, { error: 'must not be empty' })
     .refine((s) => s.trim().length > 0, { error: 'must not be empty' })
     .refine(storableText, { error: 'must be Unicode text without NUL characters or lone surrogates' }),
   recipient: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }),
