@@ -260,9 +260,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await Promise.allSettled([...providers.map((p) => p.close?.()), operatorBackend.close()]);
         step = 'finishing open requests';
         await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          // Keep-alive connections would hold close() open for their idle timeout.
-          (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+          // Keep-alive connections would hold close() open for their idle timeout (server.keep_alive_timeout): close
+          // the idle ones now, and each busy one as soon as its answer is out.
+          const closeIdle = () => (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+          const sweep = setInterval(closeIdle, 50);
+          server.close(() => {
+            clearInterval(sweep);
+            resolve();
+          });
+          closeIdle();
         });
         step = 'stopping the conversion worker';
         await worker?.stop();
