@@ -70,6 +70,9 @@ export const TWILIO_PERMANENT_CODES: Readonly<Record<number, string>> = {
   21635: 'To is a landline',
 };
 
+/** Error 21610, "attempt to send to unsubscribed recipient". */
+export const TWILIO_OPTED_OUT_CODE = 21610;
+
 /**
  * Codes a retry can fix: 20429 too many concurrent requests (never processed, always safe to retry), 21611 the
  * sender's queue is over its backlog limit, 20003 authentication failed: a configuration fault of ours, which
@@ -175,7 +178,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
         // A 5xx, or a success we cannot read, may have created the message (providers.md §1.4); a 429 never did.
         const ambiguous = res.status >= 500 || res.status < 300;
-        return failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
+        const answer = <Extract<SendResult, { ok: false }>>failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
+        // The recipient replied STOP to this sender: the gateway opts the player out too (providers.md §1.4).
+        return code === TWILIO_OPTED_OUT_CODE ? { ...answer, recipientOptedOut: true } : answer;
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {

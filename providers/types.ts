@@ -45,7 +45,15 @@ export interface SendRequest {
  */
 export type SendResult =
   | { ok: true; providerMessageIds: string[]; providerStatus?: string }
-  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean };
+  | {
+      ok: false;
+      kind: 'permanent' | 'transient';
+      error: string;
+      code?: string;
+      ambiguous?: boolean;
+      /** The provider refuses because the recipient opted out with it (Twilio 21610): the gateway opts the player out. */
+      recipientOptedOut?: boolean;
+    };
 
 /** A failed send, its error prefixed with the plugin type; `ambiguous` only counts for a transient failure. */
 export function sendFailure(type: string, kind: 'permanent' | 'transient', error: string, code: string, ambiguous = false): SendResult {

@@ -21,7 +21,9 @@ import { anyParkedReceipts, countParkedReceiptsByProvider } from './ledger/recei
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
+import { createRecipientCheck } from './sms/suppression.js';
 import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
+import { createProviderOptOuts } from './consents/opt-outs.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -89,6 +91,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const reported = (count: number) => count > 0 && worker?.wake();
 
   const transact = createTransactionQueue(db);
+  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
+  const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
     db,
     transact,
@@ -99,6 +103,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl: (provider, smsId) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`,
     metrics,
+    recipients,
+    onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
     // Receipts that beat the provider's answer and carry only its message id wait parked until now.
     async onRecorded(trx, records) {
       if (!(await anyParkedReceipts(trx))) return;
@@ -116,7 +122,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     return inputs.map(() => summary);
   });
 
-  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({
     config,
     db,

@@ -22,6 +22,15 @@ const duration = (fallback: string) =>
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
 const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins]);
 
+/** A keyword list, or lists per language (`{en: [STOP], es: [BAJA]}`), read as one upper-case list. */
+const keywordLists = (fallback: string[]) => {
+  const words = z.array(z.string().trim().min(1, 'keywords must not be empty')).min(1, 'list at least one keyword');
+  return z
+    .union([words, z.record(z.string(), words)])
+    .default(fallback)
+    .transform((v) => [...new Set((Array.isArray(v) ? v : Object.values(v).flat()).map((w) => w.toUpperCase()))]);
+};
+
 const server = z.strictObject({
   host: z.string().default('0.0.0.0'),
   port: z.number().int().min(0).max(65_535).default(8080),
@@ -88,6 +97,17 @@ const sms = z.strictObject({
    * retry of the same activity.id waits this long for a receipt proving it was accepted before sending it again.
    */
   ambiguous_retry_after: duration('60s'),
+  /**
+   * `on`: before a message is claimed, its activity.user_id is looked up in the operator data; a blocked, excluded
+   * or opted-out player (or a known one without sms consent) is refused (src/sms/suppression.ts).
+   */
+  suppression: z.union([z.enum(['on', 'off']), z.boolean().transform((b) => (b ? 'on' : 'off'))]).default('on'),
+  /** operator.backend http: how long a player's /userconsents and /userblocks answers are reused. */
+  suppression_cache_ttl: duration('60s'),
+  /** Inbound texts (trimmed, any case) that opt the sender out of sms: one list, or lists per language. */
+  opt_out_keywords: keywordLists(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT']),
+  /** Inbound texts that opt the sender back in. */
+  opt_in_keywords: keywordLists(['START', 'UNSTOP', 'YES']),
 });
 
 const ledger = z.strictObject({
@@ -180,6 +200,8 @@ export const configSchema = z
         seen.set(key, name);
       }
     }
+    const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
+    if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {
       ctx.addIssue({ code: 'custom', path: ['sms', 'default_provider'], message: `"${c.sms.default_provider}" is not a configured provider` });
     }

@@ -24,6 +24,17 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
   return inserted;
 }
 
+/** Inserts messages refused before any provider call (suppression.ts); returns the keys that were new. */
+export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'error' | 'error_code'>>): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (let i = 0; i < rows.length; i += 200) {
+    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
+    const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
+    for (const r of result) inserted.add(r.activity_key);
+  }
+  return inserted;
+}
+
 export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
   if (keys.length === 0) return [];
   return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();

@@ -207,4 +207,55 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-24-41-consents': {
+    async up(db) {
+      // Who last changed a consent: null for the operator's own data (admin API, import users, the CRM's POST),
+      // 'sms' for a STOP/START keyword, 'provider' for a provider's opt-out error. An operator load does not
+      // re-opt-in over an opt-out of the last two made after its record (src/operator/load-players.ts).
+      await db.schema.alterTable('operator_consents').addColumn('source', 'text').execute();
+      // The player's number in E.164 (mobile_prefix + mobile), to find who sent an inbound STOP.
+      await db.schema.alterTable('operator_users').addColumn('mobile_e164', 'text').execute();
+      await db.schema.createIndex('operator_users_mobile_e164').on('operator_users').column('mobile_e164').execute();
+      // Rows loaded before this migration: the same rule as playerE164 (src/operator/player-phone.ts), frozen here.
+      const e164 = (prefix: unknown, mobile: unknown): string | null => {
+        const m = typeof mobile === 'string' ? mobile.trim() : '';
+        if (/^(\+|00)/.test(m)) return `+${m.replace(/^00/, '').replace(/\D/g, '')}`;
+        const digits = m.replace(/\D/g, '').replace(/^0+/, '');
+        const code = typeof prefix === 'string' ? prefix.replace(/\D/g, '') : '';
+        return digits && code ? `+${code}${digits}` : null;
+      };
+      let after = '';
+      for (;;) {
+        const rows: Array<{ user_id: string; record_json: string }> = await db
+          .selectFrom('operator_users')
+          .select(['user_id', 'record_json'])
+          .where('user_id', '>', after)
+          .orderBy('user_id')
+          .limit(1_000)
+          .execute();
+        for (const row of rows) {
+          const record = JSON.parse(row.record_json) as { mobile_prefix?: unknown; mobile?: unknown };
+          const number = e164(record.mobile_prefix, record.mobile);
+          if (number) await db.updateTable('operator_users').set({ mobile_e164: number }).where('user_id', '=', row.user_id).execute();
+        }
+        if (rows.length < 1_000) break;
+        after = rows[rows.length - 1]!.user_id;
+      }
+      // Every inbound SMS (STOP, START or anything else), stored once per provider message id.
+      await db.schema
+        .createTable('inbound_messages')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('provider_message_id', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text', (c) => c.notNull())
+        .addColumn('to_number', 'text', (c) => c.notNull())
+        .addColumn('content', 'text')
+        .addColumn('action', 'text')
+        .addColumn('matched_user_ids', 'text', (c) => c.notNull())
+        .addColumn('received_at', 'bigint', (c) => c.notNull())
+        .addUniqueConstraint('inbound_messages_provider_id', ['provider', 'provider_message_id'])
+        .execute();
+      await db.schema.createIndex('inbound_messages_from').on('inbound_messages').columns(['from_number', 'received_at']).execute();
+    },
+  },
 };

@@ -30,6 +30,7 @@ export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<void
           block_note: eb.ref('excluded.block_note'),
           exclusion_note: eb.ref('excluded.exclusion_note'),
           updated_at: eb.ref('excluded.updated_at'),
+          mobile_e164: eb.ref('excluded.mobile_e164'),
         })),
       )
       .execute();

@@ -103,6 +103,8 @@ export interface OperatorUsersTable {
   block_note: string;
   exclusion_note: string;
   updated_at: number;
+  /** mobile_prefix + mobile in E.164 (src/operator/player-phone.ts), to match inbound SMS senders; null if unknown. */
+  mobile_e164: string | null;
 }
 
 export interface OperatorConsentsTable {
@@ -111,6 +113,27 @@ export interface OperatorConsentsTable {
   type: string;
   opted_in: number;
   updated_at: number;
+  /** Who made the last change: null the operator's data or the CRM, `sms` a STOP/START keyword, `provider` a provider's opt-out error. */
+  source: ConsentSource | null;
+}
+
+export type ConsentSource = 'sms' | 'provider';
+
+/** Inbound SMS received at /mo/{provider} (src/consents/routes.ts). */
+export interface InboundMessagesTable {
+  id: Generated<number>;
+  provider: string;
+  provider_message_id: string;
+  /** The sender's number in E.164, as the provider reported it. */
+  from_number: string;
+  to_number: string;
+  /** The text, only with ledger.store_content. */
+  content: string | null;
+  /** What the text asked for: `opt_out`, `opt_in`, or null for anything else. */
+  action: 'opt_out' | 'opt_in' | null;
+  /** JSON array of the user_ids whose mobile matched the sender. */
+  matched_user_ids: string;
+  received_at: number;
 }
 
 export interface OperatorBonusesTable {
@@ -153,12 +176,17 @@ export interface OperatorCreditsTable {
  * answered) or a terminal delivery status. `n` only grows, except that a real receipt replacing a timeout's
  * delivery_unknown takes that one back from the bucket where it was counted.
  */
+/** Why a message was not sent to its player (src/sms/suppression.ts). */
+export type SuppressionReason = 'blocked' | 'excluded' | 'opted_out' | 'no_consent';
+/** Suppressed sends are counted beside the send outcomes, one outcome per reason. */
+export type SuppressedOutcome = `suppressed_${SuppressionReason}`;
+
 export interface DeliveryStatsTable {
   period: 'minute' | 'hour';
   bucket_start: number;
   provider: string;
   /** Send outcomes (an uncertain one counts as retryable) and delivery statuses. */
-  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus;
+  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
   n: number;
 }
 
@@ -173,4 +201,5 @@ export interface Database {
   operator_bonuses: OperatorBonusesTable;
   operator_credits: OperatorCreditsTable;
   delivery_stats: DeliveryStatsTable;
+  inbound_messages: InboundMessagesTable;
 }

@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import { upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { userRecordSchema } from './crm-shapes.js';
+import { playerE164 } from './player-phone.js';
 import type { AdminUser } from './requests.js';
 
 export interface LoadedUser {
@@ -27,6 +28,7 @@ export function toLoadedUser(input: AdminUser & { user_id: string }, at: number)
       block_note: block_note ?? '',
       exclusion_note: exclusion_note ?? '',
       updated_at: at,
+      mobile_e164: playerE164(record.mobile_prefix, record.mobile),
     },
     // A type listed twice keeps its last value (PostgreSQL refuses one upsert touching a row twice).
     consents: consents && [...new Map(consents.map((c) => [c.type, { user_id: record.user_id, type: c.type, opted_in: c.opted_in ? 1 : 0 }])).values()],
