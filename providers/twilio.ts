@@ -19,6 +19,7 @@ import {
   providerCommonConfig,
   sendFailure,
   type IncomingReceipt,
+  type InboundParse,
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
@@ -212,6 +213,27 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
           ],
         };
       },
+
+      parseInbound(request: IncomingReceipt): InboundParse {
+        const signature = headerValue(request, 'x-twilio-signature');
+        if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
+        if (!/^application\/x-www-form-urlencoded/i.test(request.contentType)) {
+          return { ok: false, reason: `inbound messages are form posts, got content-type ${JSON.stringify(request.contentType)}` };
+        }
+        const params = readFormFields(request.rawBody);
+        if (!webhooks.validateRequest(config.auth_token, signature, request.publicUrl, params)) {
+          return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
+        }
+        // The Messaging webhook's fields (Twilio docs "TwiML for Programmable Messaging", request parameters).
+        const sid = firstValue(params.MessageSid) ?? firstValue(params.SmsSid);
+        const from = firstValue(params.From);
+        const to = firstValue(params.To);
+        if (!sid || !from || !to) return { ok: false, reason: 'MessageSid, From and To are required' };
+        return { ok: true, message: { providerMessageId: sid, from, to, text: firstValue(params.Body) ?? '' } };
+      },
+
+      // Twilio reads the answer as TwiML: an empty Response sends no reply (Twilio answers STOP itself).
+      inboundAnswer: { contentType: 'text/xml', body: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' },
 
       close: () => pool.close(),
     };

@@ -4,6 +4,9 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { receiveInbound } from './consents/inbound.js';
+import { inboundRouteDocs } from './consents/route-docs.js';
+import { inboundRoutes } from './consents/routes.js';
 import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
 import { adminRoutes } from './delivery/admin-routes.js';
@@ -26,6 +29,7 @@ import { requestContext, requestLogger } from './observability/request-context.j
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
+import type { RecipientCheck } from './sms/suppression.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -46,6 +50,8 @@ export interface AppParts {
   metrics?: GatewayMetrics;
   /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
   renderMetrics?: () => Promise<string>;
+  /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
+  recipients?: RecipientCheck;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -78,6 +84,9 @@ export function createApp(parts: AppParts): Hono {
   );
 
   app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
+  const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
+  const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
@@ -95,6 +104,7 @@ export function createApp(parts: AppParts): Hono {
   const routeDocs = [
     ...smsRouteDocs,
     ...receiptRouteDocs(providerNames),
+    ...inboundRouteDocs(providerNames.filter((name) => parts.router.byName(name)?.parseInbound)),
     ...adminRouteDocs,
     ...opsRouteDocs({ metricsPublic: config.metrics.public }),
     ...consoleRouteDocs,

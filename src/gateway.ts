@@ -134,6 +134,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
     onReplay: () => worker?.wake(),
     metrics,
+    recipients,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
   });
 

@@ -7,7 +7,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
-import { userExistsForUpdate } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from '../operator/backend.js';
 import type { RecipientCheck } from '../sms/suppression.js';
@@ -25,11 +24,7 @@ export function createProviderOptOuts(deps: ConsentChangeDeps) {
     const { userId } = optOut;
     if (deps.backend.name === 'sql') {
       const at = deps.now();
-      const changed = await deps.db.transaction().execute(async (trx) => {
-        if (!(await userExistsForUpdate(trx, userId))) return false;
-        await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at }]);
-        return true;
-      });
+      const changed = await deps.db.transaction().execute(async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at }])).length > 0);
       deps.logger.info({ user_id: userId, provider: optOut.provider, sms_id: optOut.smsId, known_player: changed }, 'provider reports the recipient opted out');
     } else {
       const body = { consents: [{ opted_in: false, type: 'sms' }] };

@@ -89,11 +89,6 @@ export async function findPlayerSmsOptOuts(db: Db, userIds: readonly string[]): 
   return found;
 }
 
-/** Whether the player exists in the operator data (read inside the transaction that then changes them). */
-export async function userExistsForUpdate(trx: Transaction<Database>, userId: string): Promise<boolean> {
-  return (await trx.selectFrom('operator_users').select('user_id').where('user_id', '=', userId).executeTakeFirst()) !== undefined;
-}
-
 /** Players whose mobile is this E.164 number (several accounts may share one phone). */
 export async function findUserIdsByMobile(db: Db, e164: string, limit = 100): Promise<string[]> {
   const rows = await db.selectFrom('operator_users').select('user_id').where('mobile_e164', '=', e164).orderBy('user_id').limit(limit).execute();

@@ -207,6 +207,51 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-24-40-events': {
+    async up(db) {
+      // The outbox of real-time events to the CRM (crm-public-docs §7): relayed from the operator's platform or
+      // caused by the gateway's own data changes. `id` is the order of acceptance; rows of one user_id are
+      // delivered in that order. dedup_key (bonus user_bonus_id + status, not Ongoing) makes a repeat answer the
+      // first event instead of sending a second one.
+      await db.schema
+        .createTable('crm_events')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('event_id', 'text', (c) => c.notNull().unique())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('payload_json', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('dedup_key', 'text', (c) => c.unique())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('claim_token', 'text')
+        .addColumn('sent_at', 'bigint')
+        .addColumn('http_status', 'integer')
+        .addColumn('last_error', 'text')
+        .addColumn('dead', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // The worker's claim and the per-user order check read only rows still owed to the CRM.
+      await db.schema
+        .createIndex('crm_events_unsent_user')
+        .on('crm_events')
+        .columns(['user_id', 'id'])
+        .where(sql<boolean>`sent_at is null and dead = 0`)
+        .execute();
+      await db.schema
+        .createIndex('crm_events_unsent')
+        .on('crm_events')
+        .columns(['id', 'next_attempt_at'])
+        .where(sql<boolean>`sent_at is null and dead = 0`)
+        .execute();
+      // The admin listing by user, and the dead letters for replay.
+      await db.schema.createIndex('crm_events_user').on('crm_events').columns(['user_id', 'id']).execute();
+      await db.schema.createIndex('crm_events_dead').on('crm_events').column('id').where(sql.ref('dead'), '=', 1).execute();
+    },
+  },
   '2026-11-24-41-consents': {
     async up(db) {
       // Who last changed a consent: null for the operator's own data (admin API, import users, the CRM's POST),

@@ -190,6 +190,36 @@ export interface DeliveryStatsTable {
   n: number;
 }
 
+/**
+ * One real-time event owed to the CRM (crm-public-docs §7). `id` orders acceptance: one user_id's events go out in
+ * that order. `source` is `relay` (received on /relay/…) or `gateway` (caused by the gateway's own data change).
+ * Unsent while sent_at is null and dead is 0; `dead` rows stopped after relay.max_attempts and wait for a replay.
+ */
+export interface CrmEventsTable {
+  id: Generated<number>;
+  event_id: string;
+  /** The CRM's queue type (USER_CONSENTS_V2, BONUS, …): the RabbitMQ `type` property. */
+  type: string;
+  method: 'POST' | 'PUT';
+  /** The Integration API path, e.g. /v2/integration/user/consents. */
+  path: string;
+  user_id: string;
+  /** The body exactly as it is sent. */
+  payload_json: string;
+  source: 'relay' | 'gateway';
+  /** Set for events that may be sent only once (bonus status changes other than Ongoing). */
+  dedup_key: string | null;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number;
+  claim_token: string | null;
+  sent_at: number | null;
+  http_status: number | null;
+  last_error: string | null;
+  dead: number;
+  created_at: number;
+}
+
 export interface Database {
   messages: MessagesTable;
   message_parts: MessagePartsTable;
@@ -201,5 +231,6 @@ export interface Database {
   operator_bonuses: OperatorBonusesTable;
   operator_credits: OperatorCreditsTable;
   delivery_stats: DeliveryStatsTable;
+  crm_events: CrmEventsTable;
   inbound_messages: InboundMessagesTable;
 }

@@ -1,0 +1,30 @@
+/** OpenAPI description of /mo/{provider} (src/consents/routes.ts). */
+import { z } from 'zod';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { describeRoute } from '../observability/openapi.js';
+
+export const inboundAnswerSchema = z.strictObject({ received: z.number().int().describe('1 when the request carried a message, now stored') });
+
+/** `providers` are the configured names whose plugin takes inbound messages. */
+export function inboundRouteDocs(providers: readonly string[]) {
+  if (providers.length === 0) return [];
+  return (['get', 'post'] as const).map((method) =>
+    describeRoute({
+      method,
+      path: '/mo/{provider}',
+      tag: 'receipts',
+      summary: `Inbound SMS from a provider (${method.toUpperCase()}): STOP and START`,
+      description:
+        'A player’s reply, in the provider’s own format and signature (Twilio’s Messaging webhook, Vonage inbound SMS). ' +
+        'A text equal to one of sms.opt_out_keywords or sms.opt_in_keywords (trimmed, any case) opts the players whose mobile is the sender out of or into sms. ' +
+        'Every message is kept. Twilio is answered with empty TwiML.',
+      parameters: [{ name: 'provider', in: 'path', description: 'The key under `providers` in config.yaml', schema: z.enum(providers as [string, ...string[]]) }],
+      ...(method === 'post' ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/x-www-form-urlencoded', 'application/json'] } } : {}),
+      responses: {
+        200: { description: 'Stored (a provider retry of a stored message is acknowledged and changes nothing)', schema: inboundAnswerSchema },
+        403: { description: 'Refused by the provider plugin (signature or format); nothing stored', schema: errorAnswerSchema },
+        404: { description: 'No provider of that name, or it takes no inbound messages', schema: errorAnswerSchema },
+      },
+    }),
+  );
+}
