@@ -21,6 +21,13 @@ const COLUMNS: ReadonlyArray<{ outcome: keyof OutcomeCounts; label: string; hint
   { outcome: 'retryable', label: 'send errors', hint: 'transient provider errors (the CRM retries)' },
 ];
 
+const SUPPRESSION_LABELS: ReadonlyMap<string, string> = new Map([
+  ['blocked', 'blocked'],
+  ['excluded', 'excluded'],
+  ['opted_out', 'opted out of sms'],
+  ['no_consent', 'no sms consent'],
+]);
+
 const when = (ms: number | null) => (ms === null ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19));
 const percent = (rate: number | null) => (rate === null ? '—' : `${(rate * 100).toFixed(1)} %`);
 
@@ -93,6 +100,12 @@ ${view.story ? renderStory(view.story) : ''}
 <h2>Traffic and delivery</h2>
 <p class="muted">As of ${when(summary.at)} UTC. <a href="/console">Refresh</a></p>
 ${summary.windows.map(renderWindow)}
+</section>
+<section id="suppressed">
+<h2>Not sent to the player (last 24 hours)</h2>
+<p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>
+<table><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
+<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table>
 </section>
 <section id="charts"><h2>Delivery outcomes over time</h2>${summary.charts.map(renderOutcomeChart)}</section>
 <section id="outbox">

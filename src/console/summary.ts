@@ -11,10 +11,13 @@ import {
   listDeliveryStatsSeries,
   MINUTE_MS,
   sumDeliveryStatsSince,
+  sumSuppressionsSince,
   type OutcomeCounts,
 } from '../ledger/delivery-stats.js';
 import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
-import type { Database } from '../ledger/schema.js';
+import type { Database, SuppressionReason } from '../ledger/schema.js';
+
+const SUPPRESSION_REASONS: readonly SuppressionReason[] = ['blocked', 'excluded', 'opted_out', 'no_consent'];
 
 export interface WindowTotals {
   label: string;
@@ -30,6 +33,8 @@ export interface ConsoleSummary {
   charts: Array<{ label: string; spanMs: number; from: number; buckets: Array<{ bucketStart: number; counts: OutcomeCounts }> }>;
   backlog: OutboxBacklog;
   parked: number;
+  /** Sends refused because of the player's standing in the last 24 hours, per reason (sms.suppression). */
+  suppressed: Array<{ reason: SuppressionReason; count: number }>;
 }
 
 /** Delivered share of the messages whose outcome is known; null before any is. */
@@ -70,5 +75,7 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
   const backlog = await countOutboxBacklog(db);
   const parked = (await countParkedReceiptsByProvider(db)).reduce((sum, row) => sum + row.parked, 0);
-  return { at: now, windows, charts, backlog, parked };
+  const refusals = await sumSuppressionsSince(db, now - 24 * HOUR_MS);
+  const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: refusals.get(reason) ?? 0 }));
+  return { at: now, windows, charts, backlog, parked, suppressed };
 }

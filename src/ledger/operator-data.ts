@@ -55,7 +55,8 @@ export async function writeConsents(db: Db, rows: ConsentRow[], at: number, repl
       .insertInto('operator_consents')
       .values(rows.slice(i, i + CHUNK).map((r) => ({ ...r, updated_at: at })))
       .onConflict((oc) =>
-        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at') })),
+        // The operator's (or the CRM's) word now: no longer a change the player made by SMS.
+        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at'), source: null })),
       )
       .execute();
   }

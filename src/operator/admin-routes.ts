@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { readJsonBody } from '../http/json-body.js';
 import { findCreditsByUser } from '../ledger/credits.js';
-import { replaceBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
+import { replaceBonuses, userExists } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { crmReferencesObject } from './crm-references.js';
-import { saveLoadedUsers, toLoadedUser } from './load-players.js';
+import { replaceOperatorConsents, saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
 
 /** The answers of these routes, for the OpenAPI document (route-docs.ts). */
@@ -76,8 +76,9 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
     if (!(await userExists(db, userId))) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
-    // PUT replaces the set: a type not listed is opted out, like a type never set.
-    await db.transaction().execute((trx) => writeConsents(trx, [...rows.values()], now(), [userId]));
+    // PUT replaces the set: a type not listed is opted out, like a type never set; an SMS opt-out may be kept.
+    const set = { userId, rows: [...rows.values()], asOf: parsed.value.consents_updated_at };
+    await db.transaction().execute((trx) => replaceOperatorConsents(trx, [set], now()));
     const current = await backend.userConsents(userId);
     return c.json(current.ok ? current.value : { error: current.error }, 200);
   });
