@@ -26,7 +26,7 @@ import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import { maskPhoneNumber } from './recipient.js';
-import { decideSuppression, suppressionCode, suppressionError, type PlayerStanding, type RecipientCheck, type SuppressionReason } from './suppression.js';
+import { refusalsInClaim, standingsBeforeClaim, suppressionCode, suppressionError, type RecipientCheck, type SuppressionReason, type ToClaim } from './suppression.js';
 
 export interface PreparedMessage {
   activityKey: string;
@@ -82,7 +82,7 @@ export interface DispatchOptions {
 
 type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult; suppressed?: SuppressionReason };
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
-type ClaimItem = { message: PreparedMessage; standing?: PlayerStanding };
+type ClaimItem = ToClaim<PreparedMessage>;
 
 /**
  * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
@@ -124,21 +124,11 @@ export function createDispatcher(deps: DispatcherDeps) {
     leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs,
     uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs,
   });
-  /** The reason each item's player must not get it, read in the claim transaction when the ledger holds them. */
-  async function refusalsOf(items: ClaimItem[], trx: Transaction<Database>): Promise<Array<SuppressionReason | null>> {
-    const check = deps.recipients;
-    if (!check) return items.map(() => null);
-    if (!check.inClaim) return items.map((i) => decideSuppression(i.standing));
-    const ids = items.flatMap((i) => (i.message.userId === null ? [] : [i.message.userId]));
-    const standings = ids.length > 0 ? await check.standings(ids, trx) : new Map<string, PlayerStanding>();
-    return items.map((i) => (i.message.userId === null ? null : decideSuppression(standings.get(i.message.userId))));
-  }
-
   const claims = createWriteBatcher<ClaimItem, Claim>((items) =>
     transact(async (trx) => {
       const at = now();
       const messages = items.map((i) => i.message);
-      const refusals = await refusalsOf(items, trx);
+      const refusals = await refusalsInClaim(deps.recipients, items, trx);
       const rows: NewMessage[] = messages.map((m) => ({
         sms_id: newSmsId(),
         activity_key: m.activityKey,
@@ -267,15 +257,6 @@ export function createDispatcher(deps: DispatcherDeps) {
     return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: answer.error };
   }
 
-  /** The http backend's standings are asked before the claim: never a network call inside a transaction. */
-  async function withStandings(messages: PreparedMessage[]): Promise<ClaimItem[]> {
-    const check = deps.recipients;
-    if (!check || check.inClaim) return messages.map((message) => ({ message }));
-    const ids = messages.flatMap((m) => (m.userId === null ? [] : [m.userId]));
-    const standings = ids.length > 0 ? await check.standings(ids) : new Map<string, PlayerStanding>();
-    return messages.map((message) => ({ message, standing: message.userId === null ? undefined : standings.get(message.userId) }));
-  }
-
   function reportSuppressed(message: PreparedMessage, claim: Extract<Claim, { send: false }>, options: DispatchOptions): void {
     deps.metrics?.sendSuppressed(claim.suppressed!);
     logger.info(
@@ -287,7 +268,7 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     let claimed: Claim[];
     try {
-      claimed = await claims.run(await withStandings(fresh.map((f) => f.message)));
+      claimed = await claims.run(await standingsBeforeClaim(deps.recipients, fresh.map((f) => f.message)));
     } catch (error) {
       logger.error({ err: error, activity_ids: fresh.slice(0, 20).map((f) => f.message.activityKey), request_id: options.requestId }, 'ledger unavailable: nothing sent');
       for (const f of fresh) f.resolve({ outcome: 'fatal', error: 'ledger unavailable; nothing was sent, retry later' });

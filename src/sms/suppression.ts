@@ -57,6 +57,33 @@ export interface RecipientCheck {
   forget(userId: string): void;
 }
 
+/** A message on its way to the claim and, when its player was looked up before it (http backend), their standing. */
+export interface ToClaim<M extends { userId: string | null }> {
+  message: M;
+  standing?: PlayerStanding;
+}
+
+/** The http backend's standings are asked before the claim: never a network call inside a transaction. */
+export async function standingsBeforeClaim<M extends { userId: string | null }>(check: RecipientCheck | undefined, messages: M[]): Promise<Array<ToClaim<M>>> {
+  if (!check || check.inClaim) return messages.map((message) => ({ message }));
+  const ids = messages.flatMap((m) => (m.userId === null ? [] : [m.userId]));
+  const standings = ids.length > 0 ? await check.standings(ids) : new Map<string, PlayerStanding>();
+  return messages.map((message) => ({ message, standing: message.userId === null ? undefined : standings.get(message.userId) }));
+}
+
+/** Why each message's player must not get it (null: send), read in the claim transaction when the ledger holds them. */
+export async function refusalsInClaim<M extends { userId: string | null }>(
+  check: RecipientCheck | undefined,
+  items: Array<ToClaim<M>>,
+  trx: Transaction<Database>,
+): Promise<Array<SuppressionReason | null>> {
+  if (!check) return items.map(() => null);
+  if (!check.inClaim) return items.map((i) => decideSuppression(i.standing));
+  const ids = items.flatMap((i) => (i.message.userId === null ? [] : [i.message.userId]));
+  const standings = ids.length > 0 ? await check.standings(ids, trx) : new Map<string, PlayerStanding>();
+  return items.map((i) => (i.message.userId === null ? null : decideSuppression(standings.get(i.message.userId))));
+}
+
 export function createSqlRecipientCheck(): RecipientCheck {
   return {
     inClaim: true,
