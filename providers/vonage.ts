@@ -265,6 +265,8 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (!params) return { ok: false, reason: 'body is not a JSON object' };
         const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
         if (!check.ok) return check;
+        // A delivery receipt sent here by a dashboard mix-up: authentic, but no message from a player.
+        if (params.status !== undefined && params.text === undefined) return { ok: true, message: null };
         const id = params.messageId ?? params['message-id'];
         if (!id || !params.msisdn || !params.to) return { ok: false, reason: 'messageId, msisdn and to are required' };
         // Vonage writes numbers as digits without `+`.

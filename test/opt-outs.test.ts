@@ -91,6 +91,13 @@ describe('Twilio Messaging webhook at /mo/{provider}', () => {
     expect(JSON.parse(row.matched_user_ids)).toEqual(['other']);
   });
 
+  it('queues no second event for a second STOP, which changes nothing the CRM sees', async () => {
+    const before = (await consentEvents('other')).length;
+    for (let i = 0; i < 2; i++) expect((await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900222', to: OUR_NUMBER, body: 'STOP' })).status).toBe(200);
+    expect((await consentEvents('other')).length).toBe(before + 1);
+    expect(await smsConsent('other')).toBe(false);
+  });
+
   it('keeps a message that is no keyword and changes nobody', async () => {
     const stored = await inboundCount();
     expect((await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900111', to: OUR_NUMBER, body: 'please stop the emails' })).status).toBe(200);
@@ -135,6 +142,13 @@ describe('Vonage inbound SMS at /mo/{provider}', () => {
     expect((await send(`vonage-refused-${transport}`, 'tony-2', 'vg')).status).toBe(400);
     expect(await vonage.sendReceipt(`${gw.url}/mo/vg`, vonage.inboundFields('+447700900111', OUR_NUMBER, 'yes'), { transport })).toBe(200);
     expect(await smsConsent('tony')).toBe(true);
+  });
+
+  it('acknowledges a signed delivery receipt sent to the inbound URL without storing it', async () => {
+    const stored = await inboundCount();
+    const receipt = { msisdn: '447700900111', to: 'Casino', messageId: 'ABC123', status: 'delivered', 'err-code': '0', 'api-key': vonage.apiKey };
+    expect(await vonage.sendReceipt(`${gw.url}/mo/vg`, receipt, { transport: 'json' })).toBe(200);
+    expect(await inboundCount()).toBe(stored);
   });
 
   it.each([

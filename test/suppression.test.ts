@@ -153,6 +153,22 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
       expect(s.platform!.requests.filter((r) => r.path.endsWith('/p-in'))).toHaveLength(0);
     });
 
+    it('passes a Twilio 21610 on to the platform as an sms opt-out and stops sending to the player', async () => {
+      s.platform!.users.set('p-unsub', sampleUser('p-unsub'));
+      s.platform!.consents.set('p-unsub', consents(true));
+      const first = await s.gw.post('/channels/sms/single', { ...message('unsub-http-1', 'p-unsub'), recipient: '+15005550004' });
+      expect(first.status).toBe(400);
+      expect(first.json.error).toMatch(/21610/);
+      const posted = s.platform!.requests.find((r) => r.method === 'POST' && r.path === '/userconsents/p-unsub');
+      expect(JSON.parse(posted!.body)).toEqual({ consents: [{ opted_in: false, type: 'sms' }] });
+      // The cached standing was dropped: the next message is refused before reaching Twilio.
+      const before = s.twilio.creates.length;
+      const next = await s.gw.post('/channels/sms/single', message('unsub-http-2', 'p-unsub'));
+      expect(next.status).toBe(400);
+      expect(next.json.error).toMatch(/has opted out of sms/);
+      expect(s.twilio.creates.length).toBe(before);
+    });
+
     it('sends as before when the platform cannot answer (the CRM filtered already)', async () => {
       s.platform!.users.set('p-flaky', sampleUser('p-flaky', { is_blocked: true }));
       s.platform!.consents.set('p-flaky', consents(true));
@@ -169,7 +185,8 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
   it('counts refusals per reason in /metrics and on the console, apart from the provider\'s rejections', async () => {
     // Singles and the batch count once each (a repeat of a refused id is answered from the ledger). opted_out: p-out
     // twice, plus p-in after its opt-out (sql) or p-unset, which GET /userconsents reports as opted out (http).
-    const opted = 3;
+    // http: also the message after the Twilio 21610.
+    const opted = backend === 'http' ? 4 : 3;
     expect(await metricValue(s.gw, 'blocked')).toBe(4 + (backend === 'http' ? 1 : 0));
     expect(await metricValue(s.gw, 'excluded')).toBe(2);
     expect(await metricValue(s.gw, 'opted_out')).toBe(opted);
@@ -180,7 +197,8 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
       { reason: 'opted_out', count: opted },
       { reason: 'no_consent', count: backend === 'sql' ? 2 : 0 },
     ]);
-    expect(summary.windows[1]!.rows.find((r) => r.provider === 'tw')!.counts.rejected).toBe(0);
+    // Only Twilio's own refusal (21610, http) is a provider rejection.
+    expect(summary.windows[1]!.rows.find((r) => r.provider === 'tw')!.counts.rejected).toBe(backend === 'http' ? 1 : 0);
   });
 });
 

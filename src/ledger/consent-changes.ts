@@ -6,20 +6,25 @@
  */
 import type { Transaction } from 'kysely';
 import { userConsentsEvent, originOfRecord } from '../events/user-events.js';
-import { writeSmsConsentChanges, type SmsConsentChange } from './consents.js';
+import { findUsersWithSmsConsent, writeSmsConsentChanges, type SmsConsentChange } from './consents.js';
 import { enqueueEvents } from './events.js';
 import type { Database } from './schema.js';
 
 export type { SmsConsentChange };
 
-/** Writes the changes of players that exist and queues one event each; answers the user_ids changed. */
+/**
+ * Writes the changes of players that exist (a repeated STOP still records who opted out and when, which keeps the
+ * opt-out against older operator data) and queues an event for each player whose sms consent, as GET /userconsents
+ * answers it, changed. Answers the user_ids written.
+ */
 export async function recordSmsConsentChanges(trx: Transaction<Database>, changes: readonly SmsConsentChange[]): Promise<string[]> {
   if (changes.length === 0) return [];
-  const users = await trx.selectFrom('operator_users').select(['user_id', 'record_json']).where('user_id', 'in', [...new Set(changes.map((c) => c.userId))]).execute();
-  const origins = new Map(users.map((u) => [u.user_id, originOfRecord(u.record_json)]));
-  const known = changes.filter((c) => origins.has(c.userId));
+  const latest = [...new Map(changes.map((c) => [c.userId, c])).values()];
+  const users = await findUsersWithSmsConsent(trx, latest.map((c) => c.userId));
+  const known = latest.filter((c) => users.has(c.userId));
   await writeSmsConsentChanges(trx, known);
-  const latest = [...new Map(known.map((c) => [c.userId, c])).values()];
-  await enqueueEvents(trx, latest.map((c) => userConsentsEvent(c.userId, origins.get(c.userId)!, c.at)), latest[0]?.at);
-  return latest.map((c) => c.userId);
+  // A consent never set reads as opted out (sql-backend.ts), so opting such a player out changes nothing the CRM sees.
+  const changed = known.filter((c) => c.optedIn !== (users.get(c.userId)!.sms_opted_in === 1));
+  await enqueueEvents(trx, changed.map((c) => userConsentsEvent(c.userId, originOfRecord(users.get(c.userId)!.record_json), c.at)), changed[0]?.at);
+  return known.map((c) => c.userId);
 }

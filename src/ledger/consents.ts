@@ -89,6 +89,21 @@ export async function findPlayerSmsOptOuts(db: Db, userIds: readonly string[]): 
   return found;
 }
 
+/** The listed players that exist, with their record (for the event's origin) and current sms consent (null: never set). */
+export async function findUsersWithSmsConsent(trx: Transaction<Database>, userIds: readonly string[]) {
+  const found = new Map<string, { record_json: string; sms_opted_in: number | null }>();
+  for (let i = 0; i < userIds.length; i += 500) {
+    const rows = await trx
+      .selectFrom('operator_users as u')
+      .leftJoin('operator_consents as c', (join) => join.onRef('c.user_id', '=', 'u.user_id').on('c.type', '=', 'sms'))
+      .select(['u.user_id', 'u.record_json', 'c.opted_in as sms_opted_in'])
+      .where('u.user_id', 'in', userIds.slice(i, i + 500))
+      .execute();
+    for (const r of rows) found.set(r.user_id, { record_json: r.record_json, sms_opted_in: r.sms_opted_in });
+  }
+  return found;
+}
+
 /** Players whose mobile is this E.164 number (several accounts may share one phone). */
 export async function findUserIdsByMobile(db: Db, e164: string, limit = 100): Promise<string[]> {
   const rows = await db.selectFrom('operator_users').select('user_id').where('mobile_e164', '=', e164).orderBy('user_id').limit(limit).execute();
