@@ -84,6 +84,7 @@ export interface ClaimedEvent {
   user_id: string;
   payload_json: string;
   attempts: number;
+  created_at: number;
 }
 
 /**
@@ -107,8 +108,8 @@ export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, 
         )
       order by e.id limit ${limit}${lock}
     ) and claimed_until <= ${now} and sent_at is null and dead = 0
-    returning id, event_id, type, method, path, user_id, payload_json, attempts`.execute(db);
-  return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
+    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
 export async function markEventsSent(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {
