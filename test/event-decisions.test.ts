@@ -4,6 +4,7 @@ import { bonusBodyForCrm, bonusOnceKey } from '../src/events/bonus-event.js';
 import { guardPayload } from '../src/events/payload-guard.js';
 import { planRetry } from '../src/events/retry.js';
 import { isDelivered } from '../src/events/transport.js';
+import { decideUserChange } from '../src/events/user-changes.js';
 import type { CreditRow } from '../src/ledger/credits.js';
 
 describe('isDelivered', () => {
@@ -78,5 +79,28 @@ describe('guardPayload', () => {
   it('walks 100,000 levels without recursion', () => {
     const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`);
     expect(guardPayload({ deep }, 16)).toEqual({ ok: false, error: expect.stringContaining('relay.max_depth') });
+  });
+});
+
+describe('decideUserChange', () => {
+  const row = (record: Record<string, unknown>, notes: Partial<{ block_note: string; exclusion_note: string }> = {}) => ({
+    record_json: JSON.stringify({ user_id: 'u', city: 'Valletta', is_blocked: false, is_excluded: false, ...record }),
+    is_blocked: record.is_blocked ? 1 : 0,
+    is_excluded: record.is_excluded ? 1 : 0,
+    block_note: notes.block_note ?? '',
+    exclusion_note: notes.exclusion_note ?? '',
+  });
+  const sms = (opted_in: number) => [{ user_id: 'u', type: 'sms', opted_in }];
+  it.each([
+    ['a new user is one Registration', undefined, row({}), [], undefined, { writeUser: true, writeConsents: false, events: ['registration'] }],
+    ['the same row again is nothing', row({}), row({}), [], undefined, { writeUser: false, writeConsents: false, events: [] }],
+    ['another city is a User Update', row({}), row({ city: 'Gozo' }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_update'] }],
+    ['blocked alone is User Blocks, not User Update', row({}), row({ is_blocked: true }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_blocks'] }],
+    ['a new block note is User Blocks', row({}), row({}, { block_note: 'fraud' }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_blocks'] }],
+    ['other consents are User Consents', row({}), row({}), sms(1), sms(0), { writeUser: false, writeConsents: true, events: ['user_consents'] }],
+    ['the same consents are nothing', row({}), row({}), sms(1), sms(1), { writeUser: false, writeConsents: false, events: [] }],
+    ['consents not given leave the stored ones alone', row({}), row({}), sms(1), undefined, { writeUser: false, writeConsents: false, events: [] }],
+  ] as const)('%s', (_label, before, after, consentsBefore, consentsAfter, expected) => {
+    expect(decideUserChange(before, after, [...consentsBefore], consentsAfter && [...consentsAfter])).toEqual(expected);
   });
 });

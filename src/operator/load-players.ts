@@ -3,7 +3,10 @@
  * (thousands per transaction), so both store exactly the same thing.
  */
 import type { Kysely } from 'kysely';
-import { upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
+import { decideUserChange } from '../events/user-changes.js';
+import { originOfRecord, thinUserEvent } from '../events/user-events.js';
+import { enqueueEvents, type NewEvent } from '../ledger/events.js';
+import { findConsentsOfUsers, findUsersByIds, upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { userRecordSchema } from './crm-shapes.js';
 import type { AdminUser } from './requests.js';
@@ -33,14 +36,37 @@ export function toLoadedUser(input: AdminUser & { user_id: string }, at: number)
   };
 }
 
-/** Writes users (and their consents where given) in one transaction. */
-export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<void> {
+/**
+ * Writes users (and their consents where given) in one transaction, with the events the changes cause
+ * (src/events/user-changes.ts) in the same transaction, so a change is never without its event. Rows that did not
+ * change are neither written nor announced: loading the same million users again sends nothing.
+ */
+export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<{ written: number; events: number }> {
   // A user listed twice keeps its last version, as a sequence of PUTs would.
   const byId = new Map(loaded.map((l) => [l.user.user_id, l]));
   const unique = [...byId.values()];
-  await db.transaction().execute(async (trx) => {
-    await upsertUsers(trx, unique.map((l) => l.user));
+  const ids = [...byId.keys()];
+  return db.transaction().execute(async (trx) => {
+    const before = new Map((await findUsersByIds(trx, ids)).map((u) => [u.user_id, u]));
     const withConsents = unique.filter((l) => l.consents);
-    await writeConsents(trx, withConsents.flatMap((l) => l.consents!), at, withConsents.map((l) => l.user.user_id));
+    const consentsBefore = new Map<string, ConsentRow[]>();
+    for (const c of await findConsentsOfUsers(trx, withConsents.map((l) => l.user.user_id))) {
+      consentsBefore.set(c.user_id, [...(consentsBefore.get(c.user_id) ?? []), c]);
+    }
+    const users: OperatorUserRow[] = [];
+    const consentUsers: LoadedUser[] = [];
+    const events: NewEvent[] = [];
+    for (const l of unique) {
+      const id = l.user.user_id;
+      const change = decideUserChange(before.get(id), l.user, consentsBefore.get(id) ?? [], l.consents);
+      if (change.writeUser) users.push(l.user);
+      if (change.writeConsents) consentUsers.push(l);
+      const origin = originOfRecord(l.user.record_json);
+      for (const kind of change.events) events.push(thinUserEvent(kind, id, origin, at));
+    }
+    await upsertUsers(trx, users);
+    await writeConsents(trx, consentUsers.flatMap((l) => l.consents!), at, consentUsers.map((l) => l.user.user_id));
+    await enqueueEvents(trx, events, at);
+    return { written: users.length + consentUsers.length, events: events.length };
   });
 }
