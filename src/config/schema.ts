@@ -218,6 +218,10 @@ export const configSchema = z
     if (c.auth.mode === 'api_key' && c.auth.api_keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['auth', 'api_keys'], message: 'required when auth.mode is api_key' });
     }
+    // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
+    if (c.relay.lease <= c.crm.integration.timeout) {
+      ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });
+    }
     // Two names for one provider would make routing ambiguous.
     const seen = new Map<string, string>();
     for (const [name, p] of Object.entries(c.providers)) {
