@@ -9,11 +9,15 @@ import { inboundRouteDocs } from './consents/route-docs.js';
 import { inboundRoutes } from './consents/routes.js';
 import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
+import { eventAdminRoutes } from './events/admin-routes.js';
+import { eventRouteDocs } from './events/route-docs.js';
+import { relayRoutes } from './events/routes.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
 import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
+import { createTransactionQueue, type Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
@@ -52,6 +56,10 @@ export interface AppParts {
   renderMetrics?: () => Promise<string>;
   /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
   recipients?: RecipientCheck;
+  /** Shared commits for accepted relay events; a queue of its own when absent. */
+  transact?: Transact;
+  /** Called when events were queued or replayed, so the event worker looks at once. */
+  onEventsQueued?: () => void;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -94,6 +102,21 @@ export function createApp(parts: AppParts): Hono {
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  // Real-time events to the CRM (issue 13): the relay for the operator's platform, and their admin view.
+  const onEventsQueued = parts.onEventsQueued ?? (() => {});
+  app.route(
+    '/relay',
+    relayRoutes({
+      apiKeys: config.relay.api_keys,
+      transact: parts.transact ?? createTransactionQueue(parts.db),
+      now: parts.now,
+      referenceWindowMs: config.relay.reference_window,
+      maxEventBytes: config.relay.max_event_bytes,
+      maxDepth: config.relay.max_depth,
+      onAccepted: onEventsQueued,
+    }),
+  );
+  app.route('/admin', eventAdminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   if (parts.metrics) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
@@ -111,6 +134,7 @@ export function createApp(parts: AppParts): Hono {
     ...(operatorAuth.tokenRoutes ? oauthRouteDocs() : []),
     ...operatorRouteDocs({ mode: config.auth.mode, backend: config.operator.backend }),
     ...operatorAdminRouteDocs({ backend: config.operator.backend }),
+    ...eventRouteDocs,
   ];
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));

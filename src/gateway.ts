@@ -11,6 +11,10 @@ import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptIn
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
+import { createEventTransport } from './events/create-transport.js';
+import { registerEventMetrics } from './events/metrics.js';
+import { startEventWorker } from './events/worker.js';
+import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
@@ -90,6 +94,16 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
+  // Real-time events to the CRM (issue 13): delivered by the leader, like conversions; claims are safe anyway.
+  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
+  const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const eventWorker = eventTransport
+    ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
+    : undefined;
+  if (leader && config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
+    logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
+  }
+
   const transact = createTransactionQueue(db);
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
@@ -133,6 +147,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     publicUrl: () => publicUrl,
     ingestReceipts: async (inputs) => (await receiptWrites.run(inputs))[0]!,
     onReplay: () => worker?.wake(),
+    transact,
+    onEventsQueued: () => eventWorker?.wake(),
     metrics,
     recipients,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
@@ -185,6 +201,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         });
         step = 'stopping the conversion worker';
         await worker?.stop();
+        step = 'stopping the event worker';
+        await eventWorker?.stop();
+        await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();
         step = 'closing the ledger';

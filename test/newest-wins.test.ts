@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { importUsers } from '../src/operator/import-users.js';
-import { smsOptOutHolds } from '../src/operator/load-players.js';
+import { smsOptOutHolds } from '../src/operator/sms-opt-out-holds.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { startTestGateway, type TestGateway } from './helpers/gateway.js';
@@ -79,9 +79,15 @@ describe('PUT /admin/users/:id/consents', () => {
 });
 
 describe('PUT /admin/users/:id and import users', () => {
-  it('keeps the SMS opt-out when the whole record is loaded again without a timestamp', async () => {
+  it('keeps the SMS opt-out when the whole record is loaded again without a timestamp, and tells the CRM nothing', async () => {
+    const events = () => gw.gateway.ledger.db.selectFrom('crm_events').select('id').where('user_id', '=', 'p1').where('type', '=', 'USER_CONSENTS_V2').execute();
+    const before = (await events()).length;
     expect((await gw.adminPut('/admin/users/p1', player([{ type: 'sms', opted_in: true }]))).status).toBe(200);
     expect(await smsConsent()).toBe(false);
+    expect((await events()).length).toBe(before);
+    // Still held as the player's own: a later old record cannot undo it either.
+    const row = await gw.gateway.ledger.db.selectFrom('operator_consents').selectAll().where('user_id', '=', 'p1').where('type', '=', 'sms').executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ opted_in: 0, source: 'sms' });
   });
 
   it('keeps it through an import of older data and applies a newer line', async () => {

@@ -51,3 +51,22 @@ export async function recordCreditOutcome(
 export async function findCreditsByUser(db: Db, userId: string, limit: number): Promise<CreditRow[]> {
   return db.selectFrom('operator_credits').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').limit(limit).execute();
 }
+
+/** The credit a bonus event names by credit_id (the id POST /bonus/credit and /bonus/credit/funds answered). */
+export async function findCreditById(db: Db, id: number): Promise<CreditRow | undefined> {
+  return db.selectFrom('operator_credits').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The newest credit of a user and bonus code made at or after `since` that did not fail: a bonus event's fallback match. */
+export async function findLatestCreditForBonus(db: Db, userId: string, bonusCode: string, since: number): Promise<CreditRow | undefined> {
+  return db
+    .selectFrom('operator_credits')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('bonus_code', '=', bonusCode)
+    .where('created_at', '>=', since)
+    .where('state', '!=', 'failed')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

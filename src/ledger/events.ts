@@ -84,6 +84,7 @@ export interface ClaimedEvent {
   user_id: string;
   payload_json: string;
   attempts: number;
+  created_at: number;
 }
 
 /**
@@ -96,19 +97,20 @@ export interface ClaimedEvent {
  */
 export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedEvent[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  // The head test is a correlated min() over the (user_id, id) partial index: one index probe per candidate
+  // whatever the planner's statistics say (a NOT EXISTS anti-join was planned as a scan per row on a young table).
+  // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
   const claimed = await sql<ClaimedEvent>`
-    update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
-    where id in (
+    with heads as materialized (
       select e.id from crm_events e
       where e.sent_at is null and e.dead = 0 and e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
-        and not exists (
-          select 1 from crm_events p
-          where p.user_id = e.user_id and p.sent_at is null and p.dead = 0 and p.id < e.id
-        )
+        and e.id = (select min(p.id) from crm_events p where p.user_id = e.user_id and p.sent_at is null and p.dead = 0)
       order by e.id limit ${limit}${lock}
-    ) and claimed_until <= ${now} and sent_at is null and dead = 0
-    returning id, event_id, type, method, path, user_id, payload_json, attempts`.execute(db);
-  return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
+    )
+    update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
+    where id in (select id from heads) and claimed_until <= ${now} and sent_at is null and dead = 0
+    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
 export async function markEventsSent(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {

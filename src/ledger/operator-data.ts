@@ -135,3 +135,21 @@ export async function findReconciliationPage(
     .executeTakeFirstOrThrow();
   return { json: row.json ?? '', count: Number(row.count), last: row.last ?? '' };
 }
+
+/** The stored rows of the given users (absent ones are simply missing), read in chunks. */
+export async function findUsersByIds(db: Db, userIds: string[]): Promise<OperatorUserRow[]> {
+  const rows: OperatorUserRow[] = [];
+  for (let i = 0; i < userIds.length; i += CHUNK) {
+    rows.push(...(await db.selectFrom('operator_users').selectAll().where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+  }
+  return rows;
+}
+
+/** The stored consents of the given users, read in chunks. */
+export async function findConsentsOfUsers(db: Db, userIds: string[]): Promise<ConsentRow[]> {
+  const rows: ConsentRow[] = [];
+  for (let i = 0; i < userIds.length; i += CHUNK) {
+    rows.push(...(await db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in']).where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+  }
+  return rows;
+}

@@ -2,13 +2,16 @@
  * Loading player data into the sql backend: shared by the admin API (one user per request) and `import users`
  * (thousands per transaction), so both store exactly the same thing.
  */
-import type { Kysely, Transaction } from 'kysely';
-import { findPlayerSmsOptOuts, writeSmsConsentChanges } from '../ledger/consents.js';
-import { upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
+import type { Kysely } from 'kysely';
+import { decideUserChange } from '../events/user-changes.js';
+import { originOfRecord, thinUserEvent } from '../events/user-events.js';
+import { enqueueEvents, type NewEvent } from '../ledger/events.js';
+import { findConsentsOfUsers, findUsersByIds, upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { userRecordSchema } from './crm-shapes.js';
 import { playerE164 } from './player-phone.js';
 import type { AdminUser } from './requests.js';
+import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 
 export interface LoadedUser {
   user: OperatorUserRow;
@@ -40,45 +43,40 @@ export function toLoadedUser(input: AdminUser & { user_id: string }, at: number)
 }
 
 /**
- * Replaces the consents of the loaded users, except that an sms opt-out a player made themselves (by SMS, or
- * through a provider's STOP list: operator_consents.source) after the record's consents_updated_at, or with a record
- * that does not say when, is kept: the newest change wins, and the player's own word is newer than data that
- * cannot say it is not (README: Consents and opt-outs).
+ * Writes users (and their consents where given) in one transaction, with the events the changes cause
+ * (src/events/user-changes.ts) in the same transaction, so a change is never without its event. Rows that did not
+ * change are neither written nor announced: loading the same million users again sends nothing. A player's own sms
+ * opt-out holds against a record that would undo it (sms-opt-out-holds.ts).
  */
-export async function replaceOperatorConsents(trx: Transaction<Database>, sets: readonly ConsentSet[], at: number): Promise<void> {
-  const users = sets.map((s) => s.userId);
-  const optOuts = await findPlayerSmsOptOuts(trx, users);
-  const held = new Map(
-    sets.flatMap((s) => {
-      const optOut = optOuts.get(s.userId);
-      return optOut !== undefined && smsOptOutHolds(optOut.at, s.asOf) ? [[s.userId, optOut] as const] : [];
-    }),
-  );
-  const rows = sets.flatMap((s) => s.rows.filter((c) => !(c.type === 'sms' && held.has(s.userId))));
-  await writeConsents(trx, rows, at, users);
-  await writeSmsConsentChanges(trx, [...held].map(([userId, optOut]) => ({ userId, optedIn: false, ...optOut })));
-}
-
-/** Newest wins: the player's own opt-out stays unless the record says its consents are at least as recent. */
-export function smsOptOutHolds(optOutAt: number, recordAsOf: number | undefined): boolean {
-  return recordAsOf === undefined || recordAsOf < optOutAt;
-}
-
-/** One user's consents as an operator load replaces them; `asOf` is the record's consents_updated_at. */
-export interface ConsentSet {
-  userId: string;
-  rows: ConsentRow[];
-  asOf?: number;
-}
-
-/** Writes users (and their consents where given) in one transaction. */
-export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<void> {
+export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[], at: number): Promise<{ written: number; events: number }> {
   // A user listed twice keeps its last version, as a sequence of PUTs would.
   const byId = new Map(loaded.map((l) => [l.user.user_id, l]));
   const unique = [...byId.values()];
-  await db.transaction().execute(async (trx) => {
-    await upsertUsers(trx, unique.map((l) => l.user));
-    const sets = unique.flatMap((l) => (l.consents ? [{ userId: l.user.user_id, rows: l.consents, asOf: l.consentsAsOf }] : []));
-    await replaceOperatorConsents(trx, sets, at);
+  const ids = [...byId.keys()];
+  return db.transaction().execute(async (trx) => {
+    const before = new Map((await findUsersByIds(trx, ids)).map((u) => [u.user_id, u]));
+    const withConsents = unique.filter((l) => l.consents);
+    const consentsBefore = new Map<string, ConsentRow[]>();
+    for (const c of await findConsentsOfUsers(trx, withConsents.map((l) => l.user.user_id))) {
+      consentsBefore.set(c.user_id, [...(consentsBefore.get(c.user_id) ?? []), c]);
+    }
+    const held = await findHeldSmsOptOuts(trx, withConsents.map((l) => ({ userId: l.user.user_id, asOf: l.consentsAsOf })));
+    const users: OperatorUserRow[] = [];
+    const consentUsers: LoadedUser[] = [];
+    const events: NewEvent[] = [];
+    for (const l of unique) {
+      const id = l.user.user_id;
+      const consents = l.consents && keepHeldSmsOptOut(id, l.consents, held);
+      const change = decideUserChange(before.get(id), l.user, consentsBefore.get(id) ?? [], consents);
+      if (change.writeUser) users.push(l.user);
+      if (change.writeConsents) consentUsers.push({ ...l, consents });
+      const origin = originOfRecord(l.user.record_json);
+      for (const kind of change.events) events.push(thinUserEvent(kind, id, origin, at));
+    }
+    await upsertUsers(trx, users);
+    await writeConsents(trx, consentUsers.flatMap((l) => l.consents!), at, consentUsers.map((l) => l.user.user_id));
+    await restoreHeldSmsOptOuts(trx, consentUsers.map((l) => l.user.user_id), held);
+    await enqueueEvents(trx, events, at);
+    return { written: users.length + consentUsers.length, events: events.length };
   });
 }
