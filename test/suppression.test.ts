@@ -138,6 +138,19 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
       expect(res.json.error).toBe('recipient: player "p-unset" has no sms consent on record');
     });
 
+    it('refuses the retry of a transient failure once the player opted out, and records the refusal for good', async () => {
+      await s.gw.adminPut('/admin/users/p-retry', { ...sampleUser('p-retry'), consents: [{ type: 'sms', opted_in: true }] });
+      const first = await s.gw.post('/channels/sms/single', { ...message('retry-sql', 'p-retry'), recipient: '+15005550429' });
+      expect(first.status).toBe(503);
+      await s.gw.adminPut('/admin/users/p-retry/consents', { consents: [{ type: 'sms', opted_in: false }] });
+      const before = s.twilio.creates.length;
+      const retry = await s.gw.post('/channels/sms/single', { ...message('retry-sql', 'p-retry'), recipient: '+15005550429' });
+      expect(retry.status).toBe(400);
+      expect(retry.json.error).toBe('recipient: player "p-retry" has opted out of sms');
+      expect(s.twilio.creates.length).toBe(before);
+      expect((await story(s.gw, 'retry-sql')).json.message).toMatchObject({ state: 'rejected', error_code: 'suppressed_opted_out' });
+    });
+
     it('sees a consent change at once (the player tables are read in the claim transaction)', async () => {
       expect((await s.gw.adminPut('/admin/users/p-in/consents', { consents: [{ type: 'sms', opted_in: false }] })).status).toBe(200);
       const res = await s.gw.post('/channels/sms/single', message('single-sql-changed', 'p-in'));
@@ -185,8 +198,8 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
   it('counts refusals per reason in /metrics and on the console, apart from the provider\'s rejections', async () => {
     // Singles and the batch count once each (a repeat of a refused id is answered from the ledger). opted_out: p-out
     // twice, plus p-in after its opt-out (sql) or p-unset, which GET /userconsents reports as opted out (http).
-    // http: also the message after the Twilio 21610.
-    const opted = backend === 'http' ? 4 : 3;
+    // And one more: sql the retry refused after its player opted out, http the message after the Twilio 21610.
+    const opted = 4;
     expect(await metricValue(s.gw, 'blocked')).toBe(4 + (backend === 'http' ? 1 : 0));
     expect(await metricValue(s.gw, 'excluded')).toBe(2);
     expect(await metricValue(s.gw, 'opted_out')).toBe(opted);

@@ -35,6 +35,11 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
   return inserted;
 }
 
+/** A message just reclaimed for a retry that is refused instead (suppression.ts): rejected, nothing sent. */
+export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<MessagesTable, 'error' | 'error_code'>, now: number): Promise<void> {
+  await db.updateTable('messages').set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now }).where('sms_id', '=', smsId).execute();
+}
+
 export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
   if (keys.length === 0) return [];
   return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();

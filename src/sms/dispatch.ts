@@ -12,6 +12,7 @@ import {
   findMessagesByActivityKeys,
   insertNewMessages,
   insertRefusedMessages,
+  markMessageRefused,
   reclaimMessageForRetry,
   recordSendOutcomes,
   type NewMessage,
@@ -170,7 +171,8 @@ export function createDispatcher(deps: DispatcherDeps) {
           if (refusals[i]) {
             // A retry of a transient failure, for a player who must not get it any more: refused for good.
             const error = errorOf(i);
-            await recordSendOutcomes(trx, [{ smsId: decision.smsId, provider: row.provider, state: 'rejected', providerMessageIds: [], providerStatus: null, error, errorCode: suppressionCode(refusals[i]!) }], at);
+            await markMessageRefused(trx, decision.smsId, { error, error_code: suppressionCode(refusals[i]!) }, at);
+            await incrementDeliveryStats(trx, [{ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) }]);
             result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error }, suppressed: refusals[i]! });
           } else result.push({ send: true, smsId: decision.smsId });
         } else {
