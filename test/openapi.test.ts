@@ -62,7 +62,7 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /dlr/{provider} 404': () => call(gw, '/dlr/nobody'),
   'POST /mo/{provider} 200': () => call(gw, '/mo/vonage', { method: 'POST', form: vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hello'), { transport: 'form' }) }),
   'POST /mo/{provider} 403': () => call(gw, '/mo/vonage', { method: 'POST', form: { msisdn: '447700900111', text: 'STOP' } }),
-  'POST /mo/{provider} 404': () => call(gw, '/mo/sandbox', { method: 'POST', form: {} }),
+  'POST /mo/{provider} 404': () => call(gw, '/mo/nobody', { method: 'POST', form: {} }),
   'GET /mo/{provider} 200': () => call(gw, `/mo/vonage?${new URLSearchParams(vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hi'), { transport: 'get' }))}`),
   'GET /mo/{provider} 403': () => call(gw, '/mo/vonage'),
   'GET /mo/{provider} 404': () => call(gw, '/mo/nobody'),

@@ -4,6 +4,7 @@
  * opted out or back in, a User Consents event is in the outbox, GET /userconsents shows it at once, the next send
  * is refused, every inbound message is kept once, and nothing is stored for a refused webhook.
  */
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { startVonageFake, type ReceiptTransport, type VonageFake } from './fakes/vonage.js';
@@ -12,6 +13,7 @@ import { smsMessage, startTestGateway, type TestGateway } from './helpers/gatewa
 
 const VONAGE_SECRET = 'vonage-signing-secret';
 const OUR_NUMBER = '+447700900999';
+const SANDBOX_SECRET = 'sandbox-receipt-secret';
 
 let gw: TestGateway;
 let twilio: TwilioFake;
@@ -23,6 +25,7 @@ beforeAll(async () => {
   gw = await startTestGateway({
     providers: {
       tw: { type: 'twilio', base_url: twilio.url, account_sid: twilio.accountSid, auth_token: twilio.authToken, from: OUR_NUMBER },
+      sb: { type: 'sandbox', receipt_secret: SANDBOX_SECRET, dlr_delay_ms: 0 },
       vg: { type: 'vonage', base_url: vonage.url, api_key: vonage.apiKey, api_secret: vonage.apiSecret, from: 'Casino', signature_secret: VONAGE_SECRET, signature_method: 'sha256' },
     },
   });
@@ -158,6 +161,28 @@ describe('Vonage inbound SMS at /mo/{provider}', () => {
   ])('refuses a STOP %s with 403 and stores nothing', async (_label, options) => {
     const stored = await inboundCount();
     expect(await vonage.sendReceipt(`${gw.url}/mo/vg`, vonage.inboundFields('+447700900111', OUR_NUMBER, 'STOP'), { transport: 'form', ...options })).toBe(403);
+    expect(await inboundCount()).toBe(stored);
+    expect(await smsConsent('tony')).toBe(true);
+  });
+});
+
+describe('sandbox replies at /mo/{provider}', () => {
+  const reply = (text: string, secret = SANDBOX_SECRET) => {
+    const body = JSON.stringify({ message_id: `sbx-in-${Math.random()}`, from: '+447700900111', to: OUR_NUMBER, text });
+    const signature = createHmac('sha256', secret).update(body).digest('hex');
+    return fetch(`${gw.url}/mo/sb`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-sandbox-signature': signature }, body });
+  };
+
+  it('opts the sender out on a STOP signed with receipt_secret', async () => {
+    const res = await reply('STOP');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: 1 });
+    expect(await smsConsent('tony')).toBe(false);
+  });
+
+  it('refuses a reply signed with another secret', async () => {
+    const stored = await inboundCount();
+    expect((await reply('STOP', 'another-secret')).status).toBe(403);
     expect(await inboundCount()).toBe(stored);
     expect(await smsConsent('tony')).toBe(true);
   });
