@@ -5,8 +5,8 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { receiveInbound } from './consents/inbound.js';
-import { inboundRouteDocs } from './consents/route-docs.js';
-import { inboundRoutes } from './consents/routes.js';
+import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
+import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
 import { eventAdminRoutes } from './events/admin-routes.js';
@@ -94,6 +94,7 @@ export function createApp(parts: AppParts): Hono {
   app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, logger }));
   const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
+  app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
@@ -128,6 +129,7 @@ export function createApp(parts: AppParts): Hono {
     ...smsRouteDocs,
     ...receiptRouteDocs(providerNames),
     ...inboundRouteDocs(providerNames.filter((name) => parts.router.byName(name)?.parseInbound)),
+    ...inboundAdminRouteDocs,
     ...adminRouteDocs,
     ...opsRouteDocs({ metricsPublic: config.metrics.public }),
     ...consoleRouteDocs,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { startVonageFake, type ReceiptTransport, type VonageFake } from './fakes/vonage.js';
 import { sampleUser } from './helpers/crm-schemas.js';
-import { smsMessage, startTestGateway, type TestGateway } from './helpers/gateway.js';
+import { smsMessage, startTestGateway, TEST_ADMIN_KEY, type TestGateway } from './helpers/gateway.js';
 
 const VONAGE_SECRET = 'vonage-signing-secret';
 const OUR_NUMBER = '+447700900999';
@@ -99,6 +99,16 @@ describe('Twilio Messaging webhook at /mo/{provider}', () => {
     for (let i = 0; i < 2; i++) expect((await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900222', to: OUR_NUMBER, body: 'STOP' })).status).toBe(200);
     expect((await consentEvents('other')).length).toBe(before + 1);
     expect(await smsConsent('other')).toBe(false);
+  });
+
+  it('shows operators what a number sent, newest first, at /admin/inbound-messages', async () => {
+    await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900333', to: OUR_NUMBER, body: 'STOP' });
+    await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900333', to: OUR_NUMBER, body: 'hello' });
+    const res = await fetch(`${gw.url}/admin/inbound-messages?from=%2B447700900333`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    expect(res.status).toBe(200);
+    const { messages } = (await res.json()) as { messages: Array<Record<string, unknown>> };
+    expect(messages.map((m) => m.action)).toEqual([null, 'opt_out']);
+    expect(messages[1]).toMatchObject({ provider: 'tw', from_number: '+447700900333', content: null, matched_user_ids: [], received_at: expect.stringMatching(/Z$/) });
   });
 
   it('keeps a message that is no keyword and changes nobody', async () => {

@@ -5,6 +5,41 @@ import { describeRoute } from '../observability/openapi.js';
 
 export const inboundAnswerSchema = z.strictObject({ received: z.number().int().describe('1 when the request carried a message, now stored') });
 
+export const inboundMessagesAnswerSchema = z.strictObject({
+  messages: z
+    .array(
+      z.strictObject({
+        id: z.number().int(),
+        provider: z.string(),
+        provider_message_id: z.string(),
+        from_number: z.string(),
+        to_number: z.string(),
+        content: z.string().nullable().describe('null unless ledger.store_content is on'),
+        action: z.enum(['opt_out', 'opt_in']).nullable().describe('What the text asked for: a keyword of sms.opt_out_keywords or sms.opt_in_keywords, or null'),
+        matched_user_ids: z.array(z.string()).describe('Players whose mobile is the sender'),
+        received_at: z.string().describe('RFC 3339'),
+      }),
+    )
+    .describe('Newest first, at most 100'),
+});
+
+export const inboundAdminRouteDocs = [
+  describeRoute({
+    method: 'get',
+    path: '/admin/inbound-messages',
+    tag: 'admin',
+    summary: 'The inbound SMS received from a number (STOP, START and the rest)',
+    security: ['adminBearer'],
+    parameters: [{ name: 'from', in: 'query', required: true, description: 'The sender in E.164', schema: z.string() }],
+    responses: {
+      200: { description: 'The messages', schema: inboundMessagesAnswerSchema },
+      400: { description: '`from` is missing or not an E.164 number', schema: errorAnswerSchema },
+      401: { description: 'Bearer token missing or not admin.api_key', schema: errorAnswerSchema },
+      403: { description: 'The admin API is disabled (admin.api_key is not set)', schema: errorAnswerSchema },
+    },
+  }),
+];
+
 /** `providers` are the configured names whose plugin takes inbound messages. */
 export function inboundRouteDocs(providers: readonly string[]) {
   if (providers.length === 0) return [];

@@ -4,8 +4,12 @@
  * nothing is stored. The answer is what the provider expects (Twilio: empty TwiML, so no reply is sent).
  */
 import { Hono } from 'hono';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
+import { requireAdmin } from '../auth/admin.js';
+import { findInboundMessagesFrom } from '../ledger/consents.js';
+import type { Database } from '../ledger/schema.js';
 import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../sms/provider-router.js';
 
@@ -14,6 +18,19 @@ export interface InboundRouteDeps {
   publicUrl: () => string;
   receive: (provider: string, sms: InboundSms) => Promise<unknown>;
   logger: Logger;
+}
+
+/** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
+export function inboundAdminRoutes(deps: { db: Kysely<Database>; adminKey: string | undefined }) {
+  const app = new Hono();
+  app.get('/inbound-messages', requireAdmin(deps.adminKey), async (c) => {
+    const from = c.req.query('from');
+    if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
+    const rows = await findInboundMessagesFrom(deps.db, from, 100);
+    const messages = rows.map((r) => ({ ...r, matched_user_ids: JSON.parse(r.matched_user_ids) as string[], received_at: new Date(Number(r.received_at)).toISOString() }));
+    return c.json({ messages }, 200);
+  });
+  return app;
 }
 
 export function inboundRoutes(deps: InboundRouteDeps) {
