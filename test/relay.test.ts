@@ -4,6 +4,7 @@
  * that is down for a while.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConsoleSummary } from '../src/console/summary.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { bonusEvent, relay, RELAY_KEY, thinEvent } from './helpers/events.js';
@@ -30,6 +31,13 @@ afterAll(async () => {
 afterEach(() => {
   crm.delayMs = 0;
 });
+
+/** The console page as a signed-in operator sees it. */
+async function renderedConsole(): Promise<string> {
+  const login = await fetch(`${gw.url}/console/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: TEST_ADMIN_KEY }) });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  return (await fetch(`${gw.url}/console`, { headers: { cookie } })).text();
+}
 
 const delivered = (eventId: string) => waitFor(() => crm.accepted.find((r) => r.eventId === eventId), 10_000, `event ${eventId} at the CRM`);
 
@@ -196,6 +204,11 @@ describe('delivery', () => {
     const metrics = await fetch(`${gw.url}/metrics`, { headers: admin }).then((r) => r.text());
     expect(Number(/^sms_gateway_crm_events_outbox\{state="retrying"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(Number(/^sms_gateway_crm_events_oldest_unsent_age_seconds (\S+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+    const summary = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
+    expect(summary.events.unsent).toBeGreaterThanOrEqual(30);
+    expect(summary.events.oldestUnsentAt).not.toBeNull();
+    const page = await renderedConsole();
+    expect(page).toMatch(/CRM events not yet sent: <span data-events="unsent">\d+<\/span>/);
     await crm.start();
     await waitFor(() => ids.every((id) => crm.accepted.some((r) => r.eventId === id)), 15_000, 'all 30 events after the CRM came back');
     const counts = new Map<string, number>();

@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { countOutboxBacklog, type OutboxBacklog } from '../ledger/conversions.js';
+import { countEventBacklog, type EventBacklog } from '../ledger/events.js';
 import {
   emptyCounts,
   HOUR_MS,
@@ -30,6 +31,8 @@ export interface ConsoleSummary {
   charts: Array<{ label: string; spanMs: number; from: number; buckets: Array<{ bucketStart: number; counts: OutcomeCounts }> }>;
   backlog: OutboxBacklog;
   parked: number;
+  /** The CRM event outbox (src/ledger/events.ts): unsent, retrying, dead, oldest unsent. */
+  events: EventBacklog;
 }
 
 /** Delivered share of the messages whose outcome is known; null before any is. */
@@ -70,5 +73,6 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
   const backlog = await countOutboxBacklog(db);
   const parked = (await countParkedReceiptsByProvider(db)).reduce((sum, row) => sum + row.parked, 0);
-  return { at: now, windows, charts, backlog, parked };
+  const events = await countEventBacklog(db);
+  return { at: now, windows, charts, backlog, parked, events };
 }
