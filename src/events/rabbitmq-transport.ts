@@ -18,10 +18,15 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
     opening ??= (async () => {
       const connection = await amqp.connect(config.url, { timeout: timeoutMs });
       const channel = await connection.createConfirmChannel();
+      // A broker restart or a refused publish (e.g. no such exchange) closes the channel or the connection: drop
+      // both and open anew on the next send, so no half-closed connection is left behind.
+      let dropped = false;
       const reset = () => {
+        if (dropped) return;
+        dropped = true;
         opening = undefined;
+        connection.close().catch(() => {});
       };
-      // A broker restart or a refused publish closes the channel or the connection: open anew on the next send.
       connection.on('error', reset);
       connection.on('close', reset);
       channel.on('error', reset);
