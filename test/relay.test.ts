@@ -4,7 +4,13 @@
  * that is down for a while.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConsoleSummary } from '../src/console/summary.js';
+import { openLedger } from '../src/ledger/db.js';
+import { findEventById } from '../src/ledger/events.js';
+import { dropTestDatabase, testDatabaseUrl } from './helpers/database.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { bonusEvent, relay, RELAY_KEY, thinEvent } from './helpers/events.js';
@@ -201,6 +207,30 @@ describe('delivery', () => {
     }
     lags.sort((a, b) => a - b);
     expect(lags[7]!).toBeLessThan(500);
+  });
+
+  it('stops within the shutdown budget while the CRM hangs, and keeps the event for later', async () => {
+    const slow = await new FakeIntegrationApi().start();
+    slow.delayMs = 30_000;
+    const dir = mkdtempSync(join(tmpdir(), 'relay-hang-'));
+    const own = await startTestGateway({ relay: { api_keys: [RELAY_KEY], poll_interval: '10ms' }, crm: { integration: { url: slow.url } }, server: { shutdown_timeout: '4s' } }, { dir });
+    try {
+      const res = await relay(own, 'POST', '/v2/integration/login', thinEvent('u-hang'));
+      await waitFor(() => slow.arrivedCount === 1, 5_000, 'the send in flight');
+      const started = Date.now();
+      await own.close();
+      expect(Date.now() - started).toBeLessThan(4_000);
+      const ledger = openLedger({ url: testDatabaseUrl(dir), sqlite_synchronous: 'normal', pool_size: 2 });
+      try {
+        expect(await findEventById(ledger.db, res.json.event_id)).toMatchObject({ sent_at: null, dead: 0, attempts: 1 });
+      } finally {
+        await ledger.close();
+      }
+    } finally {
+      await slow.stop();
+      await dropTestDatabase(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('loses and doubles nothing while the CRM is down for a while, and the backlog shows in /metrics', async () => {

@@ -72,6 +72,10 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
         return { ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` };
       }
     },
+    abort() {
+      // Unconfirmed publishes fail when the connection goes; the worker backs them off.
+      void this.close();
+    },
     async close() {
       closed = true;
       const current = opening;
