@@ -202,7 +202,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         step = 'stopping the conversion worker';
         await worker?.stop();
         step = 'stopping the event worker';
+        // A round waits for its sends; past a quarter of the shutdown budget they are cut off (and retried later).
+        const cutOff = setTimeout(() => eventTransport?.abort(), config.server.shutdown_timeout / 4);
         await eventWorker?.stop();
+        clearTimeout(cutOff);
         await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();

@@ -41,7 +41,7 @@ describe('crm.integration.transport rabbitmq', () => {
     await waitFor(async () => {
       const page = await gw.get('/admin/events?user_id=rb-1', admin);
       return page.json.events[0]?.attempts >= 2 && page.json.events[0].status === 'pending' ? page : undefined;
-    }, 10_000, 'refused publishes');
+    }, 20_000, 'refused publishes');
     const second = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('rb-1'));
     const other = await relay(gw, 'POST', '/v1/integration/user/device/link', thinEvent('rb-2', { tokens: [{ token: 't', channel: 'android', provider: 'fcm' }] }));
 
@@ -50,7 +50,7 @@ describe('crm.integration.transport rabbitmq', () => {
     await channel.bindQueue(queue, exchange, 'crm.events');
     await channel.consume(queue, (m) => m && received.push(m), { noAck: true });
 
-    await waitFor(() => received.length >= 3, 15_000, 'three messages');
+    await waitFor(() => received.length >= 3, 30_000, 'three messages');
     const byId = new Map(received.map((m) => [m.properties.messageId as string, m]));
     expect(received.map((m) => m.properties.messageId).sort()).toEqual([first.json.event_id, second.json.event_id, other.json.event_id].sort());
     const bonus = byId.get(first.json.event_id)!;
@@ -63,7 +63,7 @@ describe('crm.integration.transport rabbitmq', () => {
     // rb-1's consents event waited for its bonus event.
     const order = received.filter((m) => JSON.parse(m.content.toString()).user_id === 'rb-1').map((m) => m.properties.messageId);
     expect(order).toEqual([first.json.event_id, second.json.event_id]);
-    await waitFor(async () => (await gw.get('/admin/events?status=pending', admin)).json.events.length === 0, 10_000, 'nothing pending');
+    await waitFor(async () => (await gw.get('/admin/events?status=pending', admin)).json.events.length === 0, 20_000, 'nothing pending');
     expect(received).toHaveLength(3);
-  });
+  }, 60_000);
 });

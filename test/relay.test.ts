@@ -4,6 +4,13 @@
  * that is down for a while.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConsoleSummary } from '../src/console/summary.js';
+import { openLedger } from '../src/ledger/db.js';
+import { findEventById } from '../src/ledger/events.js';
+import { dropTestDatabase, testDatabaseUrl } from './helpers/database.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { bonusEvent, relay, RELAY_KEY, thinEvent } from './helpers/events.js';
@@ -30,6 +37,13 @@ afterAll(async () => {
 afterEach(() => {
   crm.delayMs = 0;
 });
+
+/** The console page as a signed-in operator sees it. */
+async function renderedConsole(): Promise<string> {
+  const login = await fetch(`${gw.url}/console/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: TEST_ADMIN_KEY }) });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  return (await fetch(`${gw.url}/console`, { headers: { cookie } })).text();
+}
 
 const delivered = (eventId: string) => waitFor(() => crm.accepted.find((r) => r.eventId === eventId), 10_000, `event ${eventId} at the CRM`);
 
@@ -184,6 +198,42 @@ describe('delivery', () => {
     expect(crm.refusedCount).toBeGreaterThanOrEqual(15);
   });
 
+  it('delivers an event well under a second after accepting it when nothing is queued (median of 15)', async () => {
+    const lags: number[] = [];
+    for (let i = 0; i < 15; i++) {
+      const res = await relay(gw, 'POST', '/v2/integration/login', thinEvent('u-lag'));
+      const acceptedAt = Date.now();
+      lags.push((await delivered(res.json.event_id)).at - acceptedAt);
+    }
+    lags.sort((a, b) => a - b);
+    expect(lags[7]!).toBeLessThan(500);
+  });
+
+  it('stops within the shutdown budget while the CRM hangs, and keeps the event for later', async () => {
+    const slow = await new FakeIntegrationApi().start();
+    slow.delayMs = 30_000;
+    const dir = mkdtempSync(join(tmpdir(), 'relay-hang-'));
+    const own = await startTestGateway({ relay: { api_keys: [RELAY_KEY], poll_interval: '10ms' }, crm: { integration: { url: slow.url } }, server: { shutdown_timeout: '8s' } }, { dir });
+    try {
+      const res = await relay(own, 'POST', '/v2/integration/login', thinEvent('u-hang'));
+      await waitFor(() => slow.arrivedCount === 1, 5_000, 'the send in flight');
+      const started = Date.now();
+      // close() throws past server.shutdown_timeout; the CRM would hold a send for 30 s.
+      await own.close();
+      expect(Date.now() - started).toBeLessThan(8_000);
+      const ledger = openLedger({ url: testDatabaseUrl(dir), sqlite_synchronous: 'normal', pool_size: 2 });
+      try {
+        expect(await findEventById(ledger.db, res.json.event_id)).toMatchObject({ sent_at: null, dead: 0, attempts: 1 });
+      } finally {
+        await ledger.close();
+      }
+    } finally {
+      await slow.stop();
+      await dropTestDatabase(dir);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('loses and doubles nothing while the CRM is down for a while, and the backlog shows in /metrics', async () => {
     await crm.stop();
     const ids: string[] = [];
@@ -196,6 +246,11 @@ describe('delivery', () => {
     const metrics = await fetch(`${gw.url}/metrics`, { headers: admin }).then((r) => r.text());
     expect(Number(/^sms_gateway_crm_events_outbox\{state="retrying"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(Number(/^sms_gateway_crm_events_oldest_unsent_age_seconds (\S+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+    const summary = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
+    expect(summary.events.unsent).toBeGreaterThanOrEqual(30);
+    expect(summary.events.oldestUnsentAt).not.toBeNull();
+    const page = await renderedConsole();
+    expect(page).toMatch(/CRM events not yet sent: <span data-events="unsent">\d+<\/span>/);
     await crm.start();
     await waitFor(() => ids.every((id) => crm.accepted.some((r) => r.eventId === id)), 15_000, 'all 30 events after the CRM came back');
     const counts = new Map<string, number>();

@@ -114,5 +114,6 @@ ${summary.windows.map(renderWindow)}
 <tbody><tr><td data-backlog="due">${summary.backlog.due}</td><td data-backlog="retrying">${summary.backlog.retrying}</td><td data-backlog="dead">${summary.backlog.dead}</td><td data-backlog="parked">${summary.parked}</td></tr></tbody></table>
 <form method="post" action="/console/replay"><input type="hidden" name="csrf" value="${csrf}">
 <button type="submit"${summary.backlog.dead === 0 ? ' disabled' : ''}>Replay dead conversions</button></form>
+<p id="crm-events">CRM events not yet sent: <span data-events="unsent">${summary.events.unsent}</span> (retrying <span data-events="retrying">${summary.events.retrying}</span>, dead <span data-events="dead">${summary.events.dead}</span>)${summary.events.oldestUnsentAt === null ? '' : `, oldest accepted ${when(summary.events.oldestUnsentAt)} UTC`}. Details and replay: <code>GET /admin/events</code>.</p>
 </section>`;
 }

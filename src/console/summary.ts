@@ -5,6 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import { countOutboxBacklog, type OutboxBacklog } from '../ledger/conversions.js';
+import { countEventBacklog, type EventBacklog } from '../ledger/events.js';
 import {
   emptyCounts,
   HOUR_MS,
@@ -35,6 +36,8 @@ export interface ConsoleSummary {
   parked: number;
   /** Sends refused because of the player's standing in the last 24 hours, per reason (sms.suppression). */
   suppressed: Array<{ reason: SuppressionReason; count: number }>;
+  /** The CRM event outbox (src/ledger/events.ts): unsent, retrying, dead, oldest unsent. */
+  events: EventBacklog;
 }
 
 /** Delivered share of the messages whose outcome is known; null before any is. */
@@ -77,5 +80,6 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
   const parked = (await countParkedReceiptsByProvider(db)).reduce((sum, row) => sum + row.parked, 0);
   const refusals = await sumSuppressionsSince(db, now - 24 * HOUR_MS);
   const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: refusals.get(reason) ?? 0 }));
-  return { at: now, windows, charts, backlog, parked, suppressed };
+  const events = await countEventBacklog(db);
+  return { at: now, windows, charts, backlog, parked, suppressed, events };
 }

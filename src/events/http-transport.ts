@@ -31,6 +31,7 @@ export function createHttpTransport(integration: Config['crm']['integration'] & 
         return { ok: false, status: null, error: `CRM unreachable: ${e.code ?? e.name}: ${e.message}` };
       }
     },
-    close: () => dispatcher.close(),
+    abort: () => void dispatcher.destroy(new Error('gateway stopping')).catch(() => {}),
+    close: () => (dispatcher.destroyed ? Promise.resolve() : dispatcher.close()),
   };
 }

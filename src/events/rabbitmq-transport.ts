@@ -4,7 +4,7 @@
  * counts as sent only once the broker confirmed it (amqplib's ConfirmChannel). The connection is opened on first
  * use and again after it fails; a send while it is down fails and is retried by the worker like an HTTP refusal.
  */
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Config } from '../config/schema.js';
 import type { EventTransport, SendOutcome } from './transport.js';
 
@@ -16,12 +16,19 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
 
   const open = () => {
     opening ??= (async () => {
+      // Loaded on first use: a gateway sending over HTTP (or not at all) never pays for the AMQP client.
+      const amqp = (await import('amqplib')).default;
       const connection = await amqp.connect(config.url, { timeout: timeoutMs });
       const channel = await connection.createConfirmChannel();
+      // A broker restart or a refused publish (e.g. no such exchange) closes the channel or the connection: drop
+      // both and open anew on the next send, so no half-closed connection is left behind.
+      let dropped = false;
       const reset = () => {
+        if (dropped) return;
+        dropped = true;
         opening = undefined;
+        connection.close().catch(() => {});
       };
-      // A broker restart or a refused publish closes the channel or the connection: open anew on the next send.
       connection.on('error', reset);
       connection.on('close', reset);
       channel.on('error', reset);
@@ -66,6 +73,10 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
       } catch (error) {
         return { ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` };
       }
+    },
+    abort() {
+      // Unconfirmed publishes fail when the connection goes; the worker backs them off.
+      void this.close();
     },
     async close() {
       closed = true;

@@ -10,6 +10,8 @@ export interface EventTransport {
   /** Where events go, for logs: the Integration API base or the broker's host. */
   readonly target: string;
   send(event: ClaimedEvent): Promise<SendOutcome>;
+  /** Ends sends in flight at once (they fail and are retried later): a stopping gateway does not wait for a slow CRM. */
+  abort(): void;
   close(): Promise<void>;
 }
 

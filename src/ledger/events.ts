@@ -5,6 +5,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DialectFlags } from './db.js';
 import { newSmsId } from './ids.js';
+import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -43,10 +44,22 @@ function toRow(event: NewEvent, now: number, dedupKey: string | null) {
   } as const;
 }
 
+type EventInsert = ReturnType<typeof toRow>;
+
+// Compiled once per shape: the relay inserts one row per accepted event (src/ledger/query-template.ts).
+const insertEventTemplate = createQueryTemplate((db: Kysely<Database>, row: EventInsert) => db.insertInto('crm_events').values(row));
+const insertEventOnceTemplate = createQueryTemplate((db: Kysely<Database>, row: EventInsert) =>
+  db
+    .insertInto('crm_events')
+    .values(row)
+    .onConflict((oc) => oc.column('dedup_key').doNothing())
+    .returning('event_id'),
+);
+
 /** Queues one event and answers its event_id. Pass the transaction of the change that causes it. */
 export async function enqueueEvent(db: Db, event: NewEvent, now: number = Date.now()): Promise<string> {
   const row = toRow(event, now, null);
-  await db.insertInto('crm_events').values(row).execute();
+  await insertEventTemplate(db, row);
   return row.event_id;
 }
 
@@ -64,12 +77,7 @@ export async function enqueueEvents(db: Db, events: NewEvent[], now: number = Da
  */
 export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string, now: number = Date.now()): Promise<{ eventId: string; replayed: boolean }> {
   const row = toRow(event, now, dedupKey);
-  const inserted = await db
-    .insertInto('crm_events')
-    .values(row)
-    .onConflict((oc) => oc.column('dedup_key').doNothing())
-    .returning('event_id')
-    .executeTakeFirst();
+  const [inserted] = (await insertEventOnceTemplate(db, row)).rows;
   if (inserted) return { eventId: inserted.event_id, replayed: false };
   const first = await db.selectFrom('crm_events').select('event_id').where('dedup_key', '=', dedupKey).executeTakeFirstOrThrow();
   return { eventId: first.event_id, replayed: true };
@@ -96,15 +104,16 @@ export interface ClaimedEvent {
  * claimer has locked.
  */
 export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedEvent[]> {
-  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
-  // The head test is a correlated min() over the (user_id, id) partial index: one index probe per candidate
-  // whatever the planner's statistics say (a NOT EXISTS anti-join was planned as a scan per row on a young table).
-  // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
+  const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
+  // Each user's head is min(id) over the (user_id, id) partial index, read in one pass and grouped; a correlated
+  // probe per candidate row cost a probe for every unsent row on each round. The candidates are materialised
+  // first, so the UPDATE cannot re-run the search for each row it looks at.
   const claimed = await sql<ClaimedEvent>`
     with heads as materialized (
-      select e.id from crm_events e
-      where e.sent_at is null and e.dead = 0 and e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
-        and e.id = (select min(p.id) from crm_events p where p.user_id = e.user_id and p.sent_at is null and p.dead = 0)
+      select e.id from (
+        select min(id) as id from crm_events where sent_at is null and dead = 0 group by user_id
+      ) h join crm_events e on e.id = h.id
+      where e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
       order by e.id limit ${limit}${lock}
     )
     update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}

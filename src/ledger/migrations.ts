@@ -247,9 +247,16 @@ export const migrations: Record<string, Migration> = {
         .columns(['id', 'next_attempt_at'])
         .where(sql<boolean>`sent_at is null and dead = 0`)
         .execute();
-      // The admin listing by user, and the dead letters for replay.
+      // The admin listing by user.
       await db.schema.createIndex('crm_events_user').on('crm_events').columns(['user_id', 'id']).execute();
-      await db.schema.createIndex('crm_events_dead').on('crm_events').column('id').where(sql.ref('dead'), '=', 1).execute();
+      // The backlog count (metrics, console) and the replay of dead letters read only unsent rows; as with
+      // conversions_unposted, sent_at is in the key so that SQLite sees the count covered by the index.
+      await db.schema
+        .createIndex('crm_events_unsent_state')
+        .on('crm_events')
+        .columns(['dead', 'attempts', 'created_at', 'sent_at'])
+        .where(sql.ref('sent_at'), 'is', null)
+        .execute();
     },
   },
   '2026-11-24-41-consents': {

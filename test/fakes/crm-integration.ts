@@ -21,6 +21,8 @@ export class FakeIntegrationApi {
   readonly accepted: IntegrationRequest[] = [];
   /** Requests it refused (failNext). */
   refusedCount = 0;
+  /** Requests that arrived (answered or not yet). */
+  arrivedCount = 0;
   private failures: number[] = [];
   private server: FakeServer | undefined;
   private port = 0;
@@ -55,6 +57,7 @@ export class FakeIntegrationApi {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = (await readBody(req)).toString('utf8');
+    this.arrivedCount++;
     for (const [name, value] of Object.entries(this.requiredHeaders)) {
       if (req.headers[name.toLowerCase()] !== value) return sendJson(res, 401, { error: `${name} missing or wrong` });
     }
