@@ -8,6 +8,7 @@
  *   --workers 2                                 server.workers of each gateway (processes on one port, node:cluster)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
+ *   relay: bonus events of 1,000 users through /relay to a sink (--mode relay; not in the default list)
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
  *            --provider sandbox|twilio|smpp (sandbox; twilio: the plugin against the Twilio fake; smpp: the plugin
@@ -26,6 +27,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { createBenchDatabase } from './database.js';
+import { relayMode } from './relay.js';
 import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
 import { runSearchBench } from './message-search.js';
@@ -155,6 +157,9 @@ MODES.e2e = {
   },
 };
 
+/** Bonus events from 1,000 users through the event relay to a sink for the CRM (bench/relay.ts). */
+MODES.relay = relayMode as Mode;
+
 /** Waits until the CRM holds a conversion for every sms_id; fails after a minute without progress. */
 async function allConverted(sentAt: Map<string, number>, provider: BenchProvider): Promise<void> {
   let missing = sentAt.size;
@@ -216,6 +221,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
+      ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,

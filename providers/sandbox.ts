@@ -19,6 +19,7 @@ import { headerValue } from './receipt-input.js';
 import {
   providerCommonConfig,
   type IncomingReceipt,
+  type InboundParse,
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
@@ -79,6 +80,8 @@ interface SandboxReceipt {
 const receiptBodySchema = z.array(
   z.object({ sms_id: z.string().optional(), message_id: z.string().optional(), status: z.string().min(1) }),
 );
+
+const inboundBodySchema = z.object({ message_id: z.string().min(1).max(200), from: z.string().min(1).max(32), to: z.string().min(1).max(32), text: z.string().max(2_000) });
 
 /** The receipt key: the configured secret, else one derived from the process's random secret (per provider name). */
 export function sandboxReceiptKey(name: string, config: Pick<SandboxConfig, 'receipt_secret'>, processSecret: Buffer | undefined): string | Buffer {
@@ -184,6 +187,26 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
             status: mapSandboxStatus(r.status),
           })),
         };
+      },
+
+      /**
+       * A player's reply, for trying STOP and START without an account: POST `{message_id, from, to, text}` as JSON,
+       * signed like receipts (X-Sandbox-Signature). Only with receipt_secret: an unsigned reply could opt anyone in.
+       */
+      parseInbound(request: IncomingReceipt): InboundParse {
+        if (!config.receipt_secret) return { ok: false, reason: 'inbound messages are only accepted with receipt_secret set' };
+        const given = Buffer.from(request.headers['x-sandbox-signature'] ?? '', 'utf8');
+        const expected = Buffer.from(sign(config.receipt_secret, request.rawBody), 'utf8');
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'X-Sandbox-Signature does not match the body' };
+        let json: unknown;
+        try {
+          json = JSON.parse(request.rawBody.toString('utf8'));
+        } catch {
+          return { ok: false, reason: 'body is not JSON' };
+        }
+        const parsed = inboundBodySchema.safeParse(json);
+        if (!parsed.success) return { ok: false, reason: 'body is not {message_id, from, to, text}' };
+        return { ok: true, message: { providerMessageId: parsed.data.message_id, from: parsed.data.from, to: parsed.data.to, text: parsed.data.text } };
       },
 
       async close() {

@@ -20,6 +20,7 @@ import {
   providerCommonConfig,
   sendFailure,
   type IncomingReceipt,
+  type InboundParse,
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
@@ -70,6 +71,9 @@ export const TWILIO_PERMANENT_CODES: Readonly<Record<number, string>> = {
   21617: 'message body exceeds 1600 characters',
   21635: 'To is a landline',
 };
+
+/** Error 21610, "attempt to send to unsubscribed recipient". */
+export const TWILIO_OPTED_OUT_CODE = 21610;
 
 /**
  * Codes a retry can fix: 20429 too many concurrent requests (never processed, always safe to retry), 21611 the
@@ -176,7 +180,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
         // A 5xx, or a success we cannot read, may have created the message (providers.md §1.4); a 429 never did.
         const ambiguous = res.status >= 500 || res.status < 300;
-        return failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
+        const answer = <Extract<SendResult, { ok: false }>>failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
+        // The recipient replied STOP to this sender: the gateway opts the player out too (providers.md §1.4).
+        return code === TWILIO_OPTED_OUT_CODE ? { ...answer, recipientOptedOut: true } : answer;
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
@@ -208,6 +214,27 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
           ],
         };
       },
+
+      parseInbound(request: IncomingReceipt): InboundParse {
+        const signature = headerValue(request, 'x-twilio-signature');
+        if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
+        if (!/^application\/x-www-form-urlencoded/i.test(request.contentType)) {
+          return { ok: false, reason: `inbound messages are form posts, got content-type ${JSON.stringify(request.contentType)}` };
+        }
+        const params = readFormFields(request.rawBody);
+        if (!webhooks.validateRequest(config.auth_token, signature, request.publicUrl, params)) {
+          return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
+        }
+        // The Messaging webhook's fields (Twilio docs "TwiML for Programmable Messaging", request parameters).
+        const sid = firstValue(params.MessageSid) ?? firstValue(params.SmsSid);
+        const from = firstValue(params.From);
+        const to = firstValue(params.To);
+        if (!sid || !from || !to) return { ok: false, reason: 'MessageSid, From and To are required' };
+        return { ok: true, message: { providerMessageId: sid, from, to, text: firstValue(params.Body) ?? '' } };
+      },
+
+      // Twilio reads the answer as TwiML: an empty Response sends no reply (Twilio answers STOP itself).
+      inboundAnswer: { contentType: 'text/xml', body: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' },
 
       close: () => pool.close(),
     };

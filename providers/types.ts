@@ -50,7 +50,16 @@ export interface SendRequest {
  */
 export type SendResult =
   | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string }
-  | { ok: false; kind: 'permanent' | 'transient'; error: string; code?: string; ambiguous?: boolean; carrier?: string };
+  | {
+      ok: false;
+      kind: 'permanent' | 'transient';
+      error: string;
+      code?: string;
+      ambiguous?: boolean;
+      /** The provider refuses because the recipient opted out with it (Twilio 21610): the gateway opts the player out. */
+      recipientOptedOut?: boolean;
+      carrier?: string;
+    };
 // `carrier` is set by a route (src/sms/provider-route.ts) only: the member that carried the message, or that last
 // held it when the send failed there; the ledger records it as the message's provider, so receipts match at
 // /dlr/{carrier}. Plugins leave it unset.
@@ -92,11 +101,30 @@ export interface ReceiptEvent {
 /** `rejected` receipts fail verification: the route answers 403 and records nothing. */
 export type ReceiptParse = { ok: true; events: ReceiptEvent[] } | { ok: false; reason: string };
 
+/** An inbound SMS (a player's reply): numbers in E.164 with `+`. */
+export interface InboundSms {
+  /** The provider's id of the inbound message: a provider retry carries the same one. */
+  providerMessageId: string;
+  from: string;
+  to: string;
+  text: string;
+}
+
+/**
+ * `ok` with `message: null`: authentic, but nothing to keep (e.g. a Vonage inbound with no text). Not ok: the
+ * route answers 403 and stores nothing, as for receipts.
+ */
+export type InboundParse = { ok: true; message: InboundSms | null } | { ok: false; reason: string };
+
 export interface SmsProvider {
   readonly name: string;
   readonly type: string;
   send(request: SendRequest, signal: AbortSignal): Promise<SendResult>;
   parseReceipt(receipt: IncomingReceipt): ReceiptParse | Promise<ReceiptParse>;
+  /** Verifies and reads the provider's inbound-SMS webhook (`/mo/{name}`); absent when the plugin takes none. */
+  parseInbound?(request: IncomingReceipt): InboundParse;
+  /** The body the provider expects in answer to an inbound webhook (Twilio: TwiML); JSON `{received}` otherwise. */
+  readonly inboundAnswer?: { contentType: string; body: string };
   close?(): Promise<void>;
 }
 

@@ -19,6 +19,7 @@ import {
   providerCommonConfig,
   sendFailure,
   type IncomingReceipt,
+  type InboundParse,
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
@@ -255,6 +256,25 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
             },
           ],
         };
+      },
+
+      /**
+       * SMS API inbound messages, by GET, form or JSON like receipts (providers.md §3.3, §3.4): only signed ones
+       * are believed, so inbound needs signature_secret. `msisdn` is the sender, `to` our number.
+       */
+      parseInbound(request: IncomingReceipt): InboundParse {
+        if (!config.signature_secret) return { ok: false, reason: 'inbound messages are only accepted with signature_secret set' };
+        const params = readReceiptParams(request);
+        if (!params) return { ok: false, reason: 'body is not a JSON object' };
+        const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
+        if (!check.ok) return check;
+        // A delivery receipt sent here by a dashboard mix-up: authentic, but no message from a player.
+        if (params.status !== undefined && params.text === undefined) return { ok: true, message: null };
+        const id = params.messageId ?? params['message-id'];
+        if (!id || !params.msisdn || !params.to) return { ok: false, reason: 'messageId, msisdn and to are required' };
+        // Vonage writes numbers as digits without `+`.
+        const e164 = (n: string) => (n.startsWith('+') ? n : `+${n}`);
+        return { ok: true, message: { providerMessageId: id, from: e164(params.msisdn), to: e164(params.to), text: params.text ?? '' } };
       },
 
       close: () => pool.close(),

@@ -4,8 +4,14 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
+import { receiveInbound } from './consents/inbound.js';
+import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
+import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
+import { eventAdminRoutes } from './events/admin-routes.js';
+import { eventRouteDocs } from './events/route-docs.js';
+import { relayRoutes } from './events/routes.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
@@ -13,6 +19,7 @@ import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
+import { createTransactionQueue, type Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
@@ -30,6 +37,7 @@ import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './sms/provider-router.js';
 import type { MemberHealthView } from './sms/route-health.js';
+import type { RecipientCheck } from './sms/suppression.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -54,6 +62,12 @@ export interface AppParts {
   renderMetrics?: () => Promise<string>;
   /** Route members' circuit breakers, for the console. */
   circuits?: () => MemberHealthView[];
+  /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
+  recipients?: RecipientCheck;
+  /** Shared commits for accepted relay events; a queue of its own when absent. */
+  transact?: Transact;
+  /** Called when events were queued or replayed, so the event worker looks at once. */
+  onEventsQueued?: () => void;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -91,6 +105,10 @@ export function createApp(parts: AppParts): Hono {
 
   app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }));
   const receiptCheck = describeReceiptChecks(config.providers);
+  const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
+  const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
+  app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
@@ -98,6 +116,21 @@ export function createApp(parts: AppParts): Hono {
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  // Real-time events to the CRM (issue 13): the relay for the operator's platform, and their admin view.
+  const onEventsQueued = parts.onEventsQueued ?? (() => {});
+  app.route(
+    '/relay',
+    relayRoutes({
+      apiKeys: config.relay.api_keys,
+      transact: parts.transact ?? createTransactionQueue(parts.db),
+      now: parts.now,
+      referenceWindowMs: config.relay.reference_window,
+      maxEventBytes: config.relay.max_event_bytes,
+      maxDepth: config.relay.max_depth,
+      onAccepted: onEventsQueued,
+    }),
+  );
+  app.route('/admin', eventAdminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   if (parts.metrics) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
@@ -121,12 +154,15 @@ export function createApp(parts: AppParts): Hono {
   const routeDocs = [
     ...smsRouteDocs,
     ...receiptRouteDocs(),
+    ...inboundRouteDocs(),
+    ...inboundAdminRouteDocs,
     ...adminRouteDocs,
     ...opsRouteDocs({ metricsPublic: config.metrics.public }),
     ...consoleRouteDocs,
     ...(operatorAuth.tokenRoutes ? oauthRouteDocs() : []),
     ...operatorRouteDocs({ mode: config.auth.mode, backend: config.operator.backend }),
     ...operatorAdminRouteDocs({ backend: config.operator.backend }),
+    ...eventRouteDocs,
   ];
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));

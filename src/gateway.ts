@@ -12,6 +12,10 @@ import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptIn
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
+import { createEventTransport } from './events/create-transport.js';
+import { registerEventMetrics } from './events/metrics.js';
+import { startEventWorker } from './events/worker.js';
+import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
@@ -26,7 +30,9 @@ import { createProviderRouter } from './sms/provider-router.js';
 import { createRoute } from './sms/provider-route.js';
 import { createRouteHealth, type RouteHealth } from './sms/route-health.js';
 import { withSenderRules } from './sms/sender-rules.js';
+import { createRecipientCheck } from './sms/suppression.js';
 import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
+import { createProviderOptOuts } from './consents/opt-outs.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -136,7 +142,19 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
+  // Real-time events to the CRM (issue 13): delivered by the leader, like conversions; claims are safe anyway.
+  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
+  const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const eventWorker = eventTransport
+    ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
+    : undefined;
+  if (leader && config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
+    logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
+  }
+
   const transact = createTransactionQueue(db);
+  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
+  const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
     db,
     transact,
@@ -147,6 +165,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sendTimeoutMs: config.sms.send_timeout,
     callbackUrl,
     metrics,
+    recipients,
+    onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
     // Receipts that beat the provider's answer and carry only its message id wait parked until now.
     async onRecorded(trx, records) {
       if (!(await anyParkedReceipts(trx))) return;
@@ -181,7 +201,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   }
   ingestPushed = storeReceipts;
 
-  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const app = createApp({
     config,
     db,
@@ -194,7 +213,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     processSecret,
     ingestReceipts: storeReceipts,
     onReplay: () => worker?.wake(),
+    transact,
+    onEventsQueued: () => eventWorker?.wake(),
     metrics,
+    recipients,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
     circuits: () => routeHealth.snapshot(),
   });
@@ -272,6 +294,12 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         });
         step = 'stopping the conversion worker';
         await worker?.stop();
+        step = 'stopping the event worker';
+        // A round waits for its sends; past a quarter of the shutdown budget they are cut off (and retried later).
+        const cutOff = setTimeout(() => eventTransport?.abort(), config.server.shutdown_timeout / 4);
+        await eventWorker?.stop();
+        clearTimeout(cutOff);
+        await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();
         step = 'closing the ledger';

@@ -4,6 +4,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVonageFake, type VonageFake } from './fakes/vonage.js';
 import { sampleUser } from './helpers/crm-schemas.js';
+import { eventCatalogue } from '../src/events/catalogue.js';
+import { bonusEvent, thinEvent } from './helpers/events.js';
 import { sandboxReceiptHeaders, smsMessage, startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 
 type Answer = { status: number; headers: Headers; text: string };
@@ -61,6 +63,12 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /dlr/{provider} 200': () => call(gw, `/dlr/vonage?${vonageReceipt}`),
   'GET /dlr/{provider} 403': () => call(gw, '/dlr/sandbox'),
   'GET /dlr/{provider} 404': () => call(gw, '/dlr/nobody'),
+  'POST /mo/{provider} 200': () => call(gw, '/mo/vonage', { method: 'POST', form: vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hello'), { transport: 'form' }) }),
+  'POST /mo/{provider} 403': () => call(gw, '/mo/vonage', { method: 'POST', form: { msisdn: '447700900111', text: 'STOP' } }),
+  'POST /mo/{provider} 404': () => call(gw, '/mo/nobody', { method: 'POST', form: {} }),
+  'GET /mo/{provider} 200': () => call(gw, `/mo/vonage?${new URLSearchParams(vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hi'), { transport: 'get' }))}`),
+  'GET /mo/{provider} 403': () => call(gw, '/mo/vonage'),
+  'GET /mo/{provider} 404': () => call(gw, '/mo/nobody'),
   'GET /admin/messages/{smsId} 200': () => call(gw, `/admin/messages/${sentSmsId}`, { headers: admin }),
   'GET /admin/messages/{smsId} 401': () => call(gw, `/admin/messages/${sentSmsId}`),
   'GET /admin/messages/{smsId} 403': () => call(closed, `/admin/messages/${sentSmsId}`, { headers: admin }),
@@ -73,6 +81,10 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /admin/conversions/dead 400': () => call(gw, '/admin/conversions/dead?status=lost', { headers: admin }),
   'GET /admin/conversions/dead 401': () => call(gw, '/admin/conversions/dead'),
   'GET /admin/conversions/dead 403': () => call(closed, '/admin/conversions/dead', { headers: admin }),
+  'GET /admin/inbound-messages 200': () => call(gw, '/admin/inbound-messages?from=%2B447700900111', { headers: admin }),
+  'GET /admin/inbound-messages 400': () => call(gw, '/admin/inbound-messages?from=constructor', { headers: admin }),
+  'GET /admin/inbound-messages 401': () => call(gw, '/admin/inbound-messages?from=%2B447700900111'),
+  'GET /admin/inbound-messages 403': () => call(closed, '/admin/inbound-messages?from=%2B447700900111', { headers: admin }),
   'POST /admin/conversions/replay 200': () => call(gw, '/admin/conversions/replay', { method: 'POST', headers: admin, json: {} }),
   'POST /admin/conversions/replay 400': () => call(gw, '/admin/conversions/replay', { method: 'POST', headers: admin, json: { ids: [] } }),
   'POST /admin/conversions/replay 401': () => call(gw, '/admin/conversions/replay', { method: 'POST', json: {} }),
@@ -177,6 +189,38 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /admin/credits 403': () => call(closed, '/admin/credits?user_id=doc-user', { headers: admin }),
 };
 
+/** The event relay (issue 13): a valid body per event, then each documented refusal. */
+const relayKey = { 'x-api-key': 'doc-relay-key' };
+const relayBodies = new Map<string, unknown>([
+  ['bonus', bonusEvent('doc-user', 'doc-ub', 'Created')],
+  ['custom', thinEvent('doc-user', { notification_type: 'n', data: { a: 'b' } })],
+  ['balance', thinEvent('doc-user', { balances: [{ amount: 1, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] })],
+  ['device_link', thinEvent('doc-user', { tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] })],
+  ['device_unlink', thinEvent('doc-user', { tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] })],
+]);
+for (const route of eventCatalogue) {
+  const key = `${route.method} /relay${route.path}`;
+  const path = `/relay${route.path}`;
+  const json = relayBodies.get(route.kind) ?? thinEvent('doc-user');
+  // The bonus answer documents Idempotent-Replayed: the repeat of a status carries it.
+  cases[`${key} 202`] = async () => {
+    if (route.kind === 'bonus') await call(gw, path, { method: route.method, headers: relayKey, json });
+    return call(gw, path, { method: route.method, headers: relayKey, json });
+  };
+  cases[`${key} 400`] = () => call(gw, path, { method: route.method, headers: relayKey, json: {} });
+  cases[`${key} 401`] = () => call(gw, path, { method: route.method, json });
+  cases[`${key} 403`] = () => call(closed, path, { method: route.method, headers: relayKey, json });
+  cases[`${key} 415`] = () => call(gw, path, { method: route.method, headers: { ...relayKey, 'content-type': 'text/plain' }, body: '{}' });
+}
+cases['GET /admin/events 200'] = () => call(gw, '/admin/events?user_id=doc-user', { headers: admin });
+cases['GET /admin/events 400'] = () => call(gw, '/admin/events?status=lost', { headers: admin });
+cases['GET /admin/events 401'] = () => call(gw, '/admin/events');
+cases['GET /admin/events 403'] = () => call(closed, '/admin/events', { headers: admin });
+cases['POST /admin/events/replay 200'] = () => call(gw, '/admin/events/replay', { method: 'POST', headers: admin, json: {} });
+cases['POST /admin/events/replay 400'] = () => call(gw, '/admin/events/replay', { method: 'POST', headers: admin, json: { event_ids: [] } });
+cases['POST /admin/events/replay 401'] = () => call(gw, '/admin/events/replay', { method: 'POST', json: {} });
+cases['POST /admin/events/replay 403'] = () => call(closed, '/admin/events/replay', { method: 'POST', headers: admin, json: {} });
+
 /** Documented answers this branch cannot produce yet, each with the reason; listed so nothing is skipped silently. */
 const notExercised: Record<string, string> = {};
 
@@ -202,7 +246,7 @@ async function signIn(): Promise<{ cookie: string; csrf: string }> {
 beforeAll(async () => {
   vonage = await startVonageFake({ signatureSecret: VONAGE_SECRET, signatureMethod: 'md5hash' });
   const vonageProvider = { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: VONAGE_SECRET };
-  gw = await startTestGateway({ server: { body_limit_bytes: 4_096 }, providers: { vonage: vonageProvider } });
+  gw = await startTestGateway({ server: { body_limit_bytes: 4_096 }, providers: { vonage: vonageProvider }, relay: { api_keys: ['doc-relay-key'] } });
   closed = await startTestGateway({ admin: { api_key: undefined } });
   oauth = await startTestGateway({ auth: { mode: 'oauth', oauth: OAUTH } });
   sentSmsId = (await gw.post('/channels/sms/single', smsMessage('doc-seed'))).json.sms_id;
@@ -260,7 +304,7 @@ describe('GET /openapi.json', () => {
 
   it('documents the operator API under the scheme of auth.mode, and /oauth/token in oauth mode only', async () => {
     expect(doc.paths['/userdetails/{userid}'].get.security).toEqual([{ operatorApiKey: [] }]);
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminBearer', 'consoleSession', 'crmApiKey', 'operatorApiKey']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['adminBearer', 'consoleSession', 'crmApiKey', 'operatorApiKey', 'relayApiKey']);
     expect(doc.paths['/oauth/token']).toBeUndefined();
     expect(oauthDoc.paths['/reconciliation'].post.security).toEqual([{ operatorOAuth: [] }]);
     expect(oauthDoc.components.securitySchemes.operatorOAuth.flows.clientCredentials.tokenUrl).toBe('/oauth/token');

@@ -8,7 +8,8 @@ const noKey = { 'x-api-key': '' };
 
 async function loadUser(gw: TestGateway) {
   // 200 when a shared PostgreSQL test database (TEST_DATABASE_URL) already holds the user.
-  expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', sampleUser('u-1'))).status);
+  // With sms consent: the SMS tests below send to u-1, and sms.suppression refuses a known player without it.
+  expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { consents: [{ type: 'sms', opted_in: true }] }))).status);
 }
 
 describe('auth.mode api_key', () => {

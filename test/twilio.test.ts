@@ -92,7 +92,9 @@ describe('twilio send: error classes', () => {
   ])('the fake\'s %s answers %s with code %s', async (to, kind, code, error, ambiguous?: boolean) => {
     expect(TWILIO_MAGIC_NUMBERS[to]).toBeDefined();
     const result = await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
-    expect(result).toEqual({ ok: false, kind, code, error: expect.stringMatching(error), ...(ambiguous ? { ambiguous } : {}) });
+    // 21610 also tells the gateway to opt the player out (issue 14).
+    const optedOut = code === '21610' ? { recipientOptedOut: true } : {};
+    expect(result).toEqual({ ok: false, kind, code, error: expect.stringMatching(error), ...(ambiguous ? { ambiguous } : {}), ...optedOut });
   });
 
   it('a request that gets no answer before the signal fires is transient and says it may have been accepted', async () => {

@@ -24,6 +24,15 @@ const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) =>
 // `route` is not a plugin but a provider_name over several of them (src/sms/provider-route.ts).
 const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, routeConfigSchema]);
 
+/** A keyword list, or lists per language (`{en: [STOP], es: [BAJA]}`), read as one upper-case list. */
+const keywordLists = (fallback: string[]) => {
+  const words = z.array(z.string().trim().min(1, 'keywords must not be empty')).min(1, 'list at least one keyword');
+  return z
+    .union([words, z.record(z.string(), words)])
+    .default(fallback)
+    .transform((v) => [...new Set((Array.isArray(v) ? v : Object.values(v).flat()).map((w) => w.toUpperCase()))]);
+};
+
 const server = z.strictObject({
   /**
    * `production` refuses to start on unsafe settings (src/config/production-checks.ts), `development` warns about
@@ -128,6 +137,17 @@ const sms = z.strictObject({
    * (src/sms/sender-rules.ts). Off: the country rule wins, so a US recipient gets the configured number.
    */
   sender_name_wins: z.boolean().default(false),
+  /**
+   * `on`: before a message is claimed, its activity.user_id is looked up in the operator data; a blocked, excluded
+   * or opted-out player (or a known one without sms consent) is refused (src/sms/suppression.ts).
+   */
+  suppression: z.union([z.enum(['on', 'off']), z.boolean().transform((b) => (b ? 'on' : 'off'))]).default('on'),
+  /** operator.backend http: how long a player's /userconsents and /userblocks answers are reused. */
+  suppression_cache_ttl: duration('60s'),
+  /** Inbound texts (trimmed, any case) that opt the sender out of sms: one list, or lists per language. */
+  opt_out_keywords: keywordLists(['STOP', 'STOPALL', 'UNSUBSCRIBE', 'CANCEL', 'END', 'QUIT']),
+  /** Inbound texts that opt the sender back in. */
+  opt_in_keywords: keywordLists(['START', 'UNSTOP', 'YES']),
 });
 
 const ledger = z.strictObject({
@@ -135,10 +155,57 @@ const ledger = z.strictObject({
   store_content: z.boolean().default(false),
 });
 
+/** Where the real-time events of the relay outbox go (crm-public-docs §7): the Integration API, or a RabbitMQ connector. */
+const integration = z
+  .strictObject({
+    transport: z.enum(['http', 'rabbitmq']).default('http'),
+    /** Base of the CRM's Integration API ({base_url}); the event's path (/v1/integration/bonus, …) is appended. */
+    url: z.url().optional(),
+    /** Sent with every event: the CRM's credential (the spec leaves its scheme open). */
+    headers: z.record(z.string(), z.string()).default({}),
+    timeout: duration('10s'),
+    /** Events in flight at once over HTTP (each user has at most one). */
+    max_connections: z.number().int().positive().default(64),
+    rabbitmq: z
+      .strictObject({
+        url: z.string().regex(/^amqps?:\/\//, 'must start with amqp:// or amqps://'),
+        exchange: z.string().default(''),
+        routing_key: z.string().default(''),
+      })
+      .optional(),
+  })
+  .superRefine((i, ctx) => {
+    if (i.transport === 'rabbitmq' && !i.rabbitmq) ctx.addIssue({ code: 'custom', path: ['rabbitmq'], message: 'required when transport is rabbitmq' });
+  });
+
 const crm = z.strictObject({
   webhook_url: z.url().optional(),
   webhook_api_key: z.string().default(''),
   timeout: duration('10s'),
+  integration: integration.prefault({}),
+});
+
+/** The relay of real-time events from the operator's platform to the CRM (issue 13; README "Sending events to the CRM"). */
+const relay = z.strictObject({
+  /** X-Api-Key values the operator's platform sends on /relay/…: keys of their own, not the CRM's. Empty: relay off. */
+  api_keys: z.array(z.string().min(1)).default([]),
+  /** A bonus event without credit_id takes the references of the newest credit of its user and bonus_code this recent. */
+  reference_window: duration('30d'),
+  /** Deliver the outbox from `serve` (the cron `flush` delivers it too). */
+  worker: z.boolean().default(true),
+  /** Users whose next event is claimed per round. */
+  batch_size: z.number().int().min(1).max(10_000).default(1_000),
+  poll_interval: duration('100ms'),
+  retry_initial_ms: z.number().int().positive().default(1_000),
+  retry_max_ms: z.number().int().positive().default(300_000),
+  /** Attempts before an event is dead-lettered; unset = retry until the CRM answers 200, as its docs ask. */
+  max_attempts: z.number().int().positive().optional(),
+  /** How long a claimed event stays reserved for the worker (or flush) that claimed it. */
+  lease: duration('60s'),
+  /** Largest event body accepted on /relay (bytes). */
+  max_event_bytes: z.number().int().positive().default(64 * 1024),
+  /** Deepest nesting of objects and arrays accepted in an event. */
+  max_depth: z.number().int().min(2).max(100).default(16),
 });
 
 const delivery = z.strictObject({
@@ -200,6 +267,7 @@ export const configSchema = z
     ledger: ledger.prefault({}),
     crm: crm.prefault({}),
     delivery: delivery.prefault({}),
+    relay: relay.prefault({}),
     providers: z.record(z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _'), providerConfig),
     admin: admin.prefault({}),
     operator: operator.prefault({}),
@@ -214,6 +282,10 @@ export const configSchema = z
     if (c.auth.mode === 'api_key' && c.auth.api_keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['auth', 'api_keys'], message: 'required when auth.mode is api_key' });
     }
+    // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
+    if (c.relay.lease <= c.crm.integration.timeout) {
+      ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });
+    }
     // Two names for one provider would make routing ambiguous.
     const seen = new Map<string, string>();
     for (const [name, p] of Object.entries(c.providers)) {
@@ -225,6 +297,8 @@ export const configSchema = z
       }
     }
     checkRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
+    if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {
       ctx.addIssue({ code: 'custom', path: ['sms', 'default_provider'], message: `"${c.sms.default_provider}" is not a configured provider` });
     }

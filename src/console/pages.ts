@@ -20,6 +20,13 @@ const COLUMNS: ReadonlyArray<{ outcome: keyof OutcomeCounts; label: string; hint
 /** Rounded down, so a rate shows 100.0 % only when every message was delivered. */
 export const percent = (rate: number | null) => (rate === null ? '—' : `${(Math.floor(rate * 1000) / 10).toFixed(1)} %`);
 
+const SUPPRESSION_LABELS: ReadonlyMap<string, string> = new Map([
+  ['blocked', 'blocked'],
+  ['excluded', 'excluded'],
+  ['opted_out', 'opted out of sms'],
+  ['no_consent', 'no sms consent'],
+]);
+
 export function renderLoginForm(error?: string) {
   return html`${error ? html`<p class="notice error" role="alert">${error}</p>` : ''}
 <form method="post" action="/console/login">
@@ -80,6 +87,13 @@ ${view.circuits?.length ? renderCircuits(view.circuits) : ''}
 <h2>Conversion outbox</h2>
 ${renderOutbox(summary)}
 <p><a href="/console/dead-letters">The dead conversions, with their reasons →</a></p>
+<p id="crm-events">CRM events not yet sent: <span data-events="unsent">${summary.events.unsent}</span> (retrying <span data-events="retrying">${summary.events.retrying}</span>, dead <span data-events="dead">${summary.events.dead}</span>)${summary.events.oldestUnsentAt === null ? '' : `, oldest accepted ${when(summary.events.oldestUnsentAt)} UTC`}. Details and replay: <code>GET /admin/events</code>.</p>
+</section>
+<section id="suppressed">
+<h2>Not sent to the player (last 24 hours)</h2>
+<p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>
+<table><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
+<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table>
 </section>
 <section id="charts"><h2>Delivery</h2>
 ${renderRateChart(summary.rates)}

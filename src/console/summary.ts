@@ -7,16 +7,20 @@
 import type { Kysely } from 'kysely';
 import { countRefusalsByReason, listHourlyStatsByProvider, listReceiptLatencies } from '../ledger/console-stats.js';
 import { countOutboxBacklog, oldestUnpostedConversion, type OutboxBacklog } from '../ledger/conversions.js';
+import { countEventBacklog, type EventBacklog } from '../ledger/events.js';
 import {
   emptyCounts,
   HOUR_MS,
   listDeliveryStatsSeries,
   MINUTE_MS,
   sumDeliveryStatsSince,
+  sumSuppressionsSince,
   type OutcomeCounts,
 } from '../ledger/delivery-stats.js';
 import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
-import type { Database } from '../ledger/schema.js';
+import type { Database, SuppressionReason } from '../ledger/schema.js';
+
+const SUPPRESSION_REASONS: readonly SuppressionReason[] = ['blocked', 'excluded', 'opted_out', 'no_consent'];
 
 export interface WindowTotals {
   label: string;
@@ -39,6 +43,10 @@ export interface ConsoleSummary {
   /** Send to terminal receipt, over each provider's newest receipts of the last 24 hours. */
   latency: Array<{ provider: string; p50: number | null; p95: number | null; n: number }>;
   refusals: Array<{ provider: string; reason: string; n: number }>;
+  /** Sends refused because of the player's standing in the last 24 hours, per reason (sms.suppression). */
+  suppressed: Array<{ reason: SuppressionReason; count: number }>;
+  /** The CRM event outbox (src/ledger/events.ts): unsent, retrying, dead, oldest unsent. */
+  events: EventBacklog;
 }
 
 /** Receipts per provider the latency figures read: enough for a p95, bounded whatever the traffic. */
@@ -111,5 +119,8 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
     latency.push({ provider, p50: percentile(sample, 0.5), p95: percentile(sample, 0.95), n: sample.length });
   }
   const refusals = await countRefusalsByReason(db, dayAgo, 10);
-  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals };
+  const suppressions = await sumSuppressionsSince(db, dayAgo);
+  const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: suppressions.get(reason) ?? 0 }));
+  const events = await countEventBacklog(db);
+  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals, suppressed, events };
 }

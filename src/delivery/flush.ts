@@ -1,10 +1,13 @@
 /**
- * `crm-sms-gateway flush` for cron: runs the unknown-timeout sweep, posts every due conversion, prints one summary
- * line. Exit code 0, or 1 when the webhook could not be reached (cron mails or alerts on it).
+ * `crm-sms-gateway flush` for cron: runs the unknown-timeout sweep, posts every due conversion, sends every due
+ * real-time event (crm.integration), prints one summary line. Exit code 0, or 1 when the webhook or the CRM's
+ * Integration API could not be reached (cron mails or alerts on it).
  */
 import type { Writable } from 'node:stream';
 import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/schema.js';
+import { createEventTransport } from '../events/create-transport.js';
+import { flushEvents } from '../events/flush.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import { createLogger } from '../observability/logger.js';
@@ -13,32 +16,41 @@ import { createWebhookClient } from './webhook.js';
 import { postDueConversions } from './worker.js';
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
-  if (!config.crm.webhook_url) throw new ConfigError('crm.webhook_url: required by flush');
+  const transport = createEventTransport(config.crm.integration);
+  if (!config.crm.webhook_url && !transport) throw new ConfigError('crm.webhook_url: required by flush (or crm.integration, to send events)');
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
   const ledger = openLedger(config.database);
   const webhook = createWebhookClient(config.crm);
   try {
     await migrateToLatest(ledger.db);
-    const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
-    const sweep = await runSweep(ledger.db, Date.now(), config.delivery, {}, config.sms.dispatch_lease);
-    const totals = { posted: 0, failed: 0, dead: 0 };
     let reachable = true;
-    // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
-    for (;;) {
-      const round = await postDueConversions(deps);
-      totals.posted += round.posted;
-      totals.failed += round.failed;
-      totals.dead += round.dead;
-      if (!round.ok) reachable = false;
-      if (round.claimed === 0 || !round.ok) break;
+    if (config.crm.webhook_url) {
+      const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
+      const sweep = await runSweep(ledger.db, Date.now(), config.delivery, {}, config.sms.dispatch_lease);
+      const totals = { posted: 0, failed: 0, dead: 0 };
+      // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
+      for (;;) {
+        const round = await postDueConversions(deps);
+        totals.posted += round.posted;
+        totals.failed += round.failed;
+        totals.dead += round.dead;
+        if (!round.ok) reachable = false;
+        if (round.claimed === 0 || !round.ok) break;
+      }
+      const backlog = await countOutboxBacklog(ledger.db);
+      out.write(
+        `flush: posted=${totals.posted} failed=${totals.failed} dead=${totals.dead} left=${backlog.due + backlog.retrying} ` +
+          `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${reachable ? '' : ' (webhook unreachable)'}\n`,
+      );
     }
-    const backlog = await countOutboxBacklog(ledger.db);
-    out.write(
-      `flush: posted=${totals.posted} failed=${totals.failed} dead=${totals.dead} left=${backlog.due + backlog.retrying} ` +
-        `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${reachable ? '' : ' (webhook unreachable)'}\n`,
-    );
+    if (transport) {
+      const events = await flushEvents({ db: ledger.db, flags: ledger.flags, transport, relay: config.relay, logger, now: Date.now });
+      out.write(`${events.line}\n`);
+      if (!events.reachable) reachable = false;
+    }
     return reachable ? 0 : 1;
   } finally {
+    await transport?.close();
     await webhook.close();
     await ledger.close();
   }

@@ -21,7 +21,9 @@ export async function listHourlyStatsByProvider(db: Db, since: number): Promise<
   for (const row of rows) {
     const key = `${row.bucket_start}|${row.provider}`;
     const entry = series.get(key) ?? { bucketStart: Number(row.bucket_start), provider: row.provider, counts: emptyCounts() };
-    entry.counts[row.outcome] += Number(row.n);
+    // Sends refused for the player's standing (suppressed_*) never reached a provider: not part of its outcomes.
+    if (!Object.hasOwn(entry.counts, row.outcome)) continue;
+    entry.counts[row.outcome as keyof OutcomeCounts] += Number(row.n);
     series.set(key, entry);
   }
   return [...series.values()];

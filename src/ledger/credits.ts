@@ -1,5 +1,6 @@
 /** Repository for `operator_credits`: bonus and funds credits with their CRM references (one query, one name). */
 import type { Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import { createQueryTemplate } from './query-template.js';
 import type { Database, OperatorCreditsTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -50,4 +51,27 @@ export async function recordCreditOutcome(
 
 export async function findCreditsByUser(db: Db, userId: string, limit: number): Promise<CreditRow[]> {
   return db.selectFrom('operator_credits').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').limit(limit).execute();
+}
+
+/** The credit a bonus event names by credit_id (the id POST /bonus/credit and /bonus/credit/funds answered). */
+export async function findCreditById(db: Db, id: number): Promise<CreditRow | undefined> {
+  return db.selectFrom('operator_credits').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+// Compiled once: the relay runs it for every bonus event without credit_id (src/ledger/query-template.ts).
+const latestCreditTemplate = createQueryTemplate((db: Kysely<Database>, q: { userId: string; bonusCode: string; since: number; failed: 'failed' }) =>
+  db
+    .selectFrom('operator_credits')
+    .selectAll()
+    .where('user_id', '=', q.userId)
+    .where('bonus_code', '=', q.bonusCode)
+    .where('created_at', '>=', q.since)
+    .where('state', '!=', q.failed)
+    .orderBy('id', 'desc')
+    .limit(1),
+);
+
+/** The newest credit of a user and bonus code made at or after `since` that did not fail: a bonus event's fallback match. */
+export async function findLatestCreditForBonus(db: Db, userId: string, bonusCode: string, since: number): Promise<CreditRow | undefined> {
+  return (await latestCreditTemplate(db, { userId, bonusCode, since, failed: 'failed' })).rows[0] as CreditRow | undefined;
 }

@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, DeliveryStatsTable } from './schema.js';
+import type { Database, DeliveryStatsTable, SuppressedOutcome, SuppressionReason } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type StatsOutcome = DeliveryStatsTable['outcome'];
@@ -87,7 +87,8 @@ export async function incrementDeliveryStats(db: Db, events: readonly StatsEvent
   for (let i = 0; i < rows.length; i += 200) await upsertStatsTemplate(db, rows.slice(i, i + 200));
 }
 
-export type OutcomeCounts = Record<StatsOutcome, number>;
+/** The send outcomes and delivery statuses; suppressed sends are counted apart (sumSuppressionsSince). */
+export type OutcomeCounts = Record<Exclude<StatsOutcome, SuppressedOutcome>, number>;
 
 export function emptyCounts(): OutcomeCounts {
   return { submitted: 0, rejected: 0, retryable: 0, delivered: 0, undelivered: 0, failed: 0, delivery_unknown: 0 };
@@ -116,7 +117,8 @@ export async function sumDeliveryStatsSince(db: Db, since: number): Promise<Map<
   const totals = new Map<string, OutcomeCounts>();
   for (const row of rows) {
     const counts = totals.get(row.provider) ?? emptyCounts();
-    counts[row.outcome] += Number(row.n);
+    if (!Object.hasOwn(counts, row.outcome)) continue;
+    counts[row.outcome as keyof OutcomeCounts] += Number(row.n);
     totals.set(row.provider, counts);
   }
   return totals;
@@ -136,10 +138,24 @@ export async function listDeliveryStatsSeries(db: Db, period: StatsPeriod, since
   for (const row of rows) {
     const bucketStart = Number(row.bucket_start);
     const counts = series.get(bucketStart) ?? emptyCounts();
-    counts[row.outcome] += Number(row.n);
+    if (!Object.hasOwn(counts, row.outcome)) continue;
+    counts[row.outcome as keyof OutcomeCounts] += Number(row.n);
     series.set(bucketStart, counts);
   }
   return [...series].map(([bucketStart, counts]) => ({ bucketStart, counts }));
+}
+
+/** Sends refused before any provider call since `since` (hour precision), per reason, all providers together. */
+export async function sumSuppressionsSince(db: Db, since: number): Promise<Map<SuppressionReason, number>> {
+  const rows = await db
+    .selectFrom('delivery_stats')
+    .select((eb) => ['outcome', eb.fn.sum<number | string>('n').as('n')])
+    .where('period', '=', 'hour')
+    .where('bucket_start', '>=', Math.floor(since / HOUR_MS) * HOUR_MS)
+    .where(sql<boolean>`substr(outcome, 1, 11) = 'suppressed_'`)
+    .groupBy('outcome')
+    .execute();
+  return new Map(rows.map((r) => [r.outcome.slice('suppressed_'.length) as SuppressionReason, Number(r.n)]));
 }
 
 export async function deleteMinuteStatsBefore(db: Db, before: number): Promise<number> {

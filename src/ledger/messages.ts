@@ -24,6 +24,22 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
   return inserted;
 }
 
+/** Inserts messages refused before any provider call (suppression.ts); returns the keys that were new. */
+export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'error' | 'error_code'>>): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (let i = 0; i < rows.length; i += 200) {
+    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
+    const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
+    for (const r of result) inserted.add(r.activity_key);
+  }
+  return inserted;
+}
+
+/** A message just reclaimed for a retry that is refused instead (suppression.ts): rejected, nothing sent. */
+export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<MessagesTable, 'error' | 'error_code'>, now: number): Promise<void> {
+  await db.updateTable('messages').set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now }).where('sms_id', '=', smsId).execute();
+}
+
 export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
   if (keys.length === 0) return [];
   return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();

@@ -254,4 +254,107 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('messages_status').on('messages').expression(sql`coalesce(delivery_status, state), created_at`).execute();
     },
   },
+  '2026-11-24-40-events': {
+    async up(db) {
+      // The outbox of real-time events to the CRM (crm-public-docs §7): relayed from the operator's platform or
+      // caused by the gateway's own data changes. `id` is the order of acceptance; rows of one user_id are
+      // delivered in that order. dedup_key (bonus user_bonus_id + status, not Ongoing) makes a repeat answer the
+      // first event instead of sending a second one.
+      await db.schema
+        .createTable('crm_events')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('event_id', 'text', (c) => c.notNull().unique())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('path', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('payload_json', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('dedup_key', 'text', (c) => c.unique())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('claim_token', 'text')
+        .addColumn('sent_at', 'bigint')
+        .addColumn('http_status', 'integer')
+        .addColumn('last_error', 'text')
+        .addColumn('dead', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // The worker's claim and the per-user order check read only rows still owed to the CRM.
+      await db.schema
+        .createIndex('crm_events_unsent_user')
+        .on('crm_events')
+        .columns(['user_id', 'id'])
+        .where(sql<boolean>`sent_at is null and dead = 0`)
+        .execute();
+      await db.schema
+        .createIndex('crm_events_unsent')
+        .on('crm_events')
+        .columns(['id', 'next_attempt_at'])
+        .where(sql<boolean>`sent_at is null and dead = 0`)
+        .execute();
+      // The admin listing by user.
+      await db.schema.createIndex('crm_events_user').on('crm_events').columns(['user_id', 'id']).execute();
+      // The backlog count (metrics, console) and the replay of dead letters read only unsent rows; as with
+      // conversions_unposted, sent_at is in the key so that SQLite sees the count covered by the index.
+      await db.schema
+        .createIndex('crm_events_unsent_state')
+        .on('crm_events')
+        .columns(['dead', 'attempts', 'created_at', 'sent_at'])
+        .where(sql.ref('sent_at'), 'is', null)
+        .execute();
+    },
+  },
+  '2026-11-24-41-consents': {
+    async up(db) {
+      // Who last changed a consent: null for the operator's own data (admin API, import users, the CRM's POST),
+      // 'sms' for a STOP/START keyword, 'provider' for a provider's opt-out error. An operator load does not
+      // re-opt-in over an opt-out of the last two made after its record (src/operator/load-players.ts).
+      await db.schema.alterTable('operator_consents').addColumn('source', 'text').execute();
+      // The player's number in E.164 (mobile_prefix + mobile), to find who sent an inbound STOP.
+      await db.schema.alterTable('operator_users').addColumn('mobile_e164', 'text').execute();
+      await db.schema.createIndex('operator_users_mobile_e164').on('operator_users').column('mobile_e164').execute();
+      // Rows loaded before this migration: the same rule as playerE164 (src/operator/player-phone.ts), frozen here.
+      const e164 = (prefix: unknown, mobile: unknown): string | null => {
+        const m = typeof mobile === 'string' ? mobile.trim() : '';
+        if (/^(\+|00)/.test(m)) return `+${m.replace(/^00/, '').replace(/\D/g, '')}`;
+        const digits = m.replace(/\D/g, '').replace(/^0+/, '');
+        const code = typeof prefix === 'string' ? prefix.replace(/\D/g, '') : '';
+        return digits && code ? `+${code}${digits}` : null;
+      };
+      let after = '';
+      for (;;) {
+        const rows: Array<{ user_id: string; record_json: string }> = await db
+          .selectFrom('operator_users')
+          .select(['user_id', 'record_json'])
+          .where('user_id', '>', after)
+          .orderBy('user_id')
+          .limit(1_000)
+          .execute();
+        for (const row of rows) {
+          const record = JSON.parse(row.record_json) as { mobile_prefix?: unknown; mobile?: unknown };
+          const number = e164(record.mobile_prefix, record.mobile);
+          if (number) await db.updateTable('operator_users').set({ mobile_e164: number }).where('user_id', '=', row.user_id).execute();
+        }
+        if (rows.length < 1_000) break;
+        after = rows[rows.length - 1]!.user_id;
+      }
+      // Every inbound SMS (STOP, START or anything else), stored once per provider message id.
+      await db.schema
+        .createTable('inbound_messages')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('provider_message_id', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text', (c) => c.notNull())
+        .addColumn('to_number', 'text', (c) => c.notNull())
+        .addColumn('content', 'text')
+        .addColumn('action', 'text')
+        .addColumn('matched_user_ids', 'text', (c) => c.notNull())
+        .addColumn('received_at', 'bigint', (c) => c.notNull())
+        .addUniqueConstraint('inbound_messages_provider_id', ['provider', 'provider_message_id'])
+        .execute();
+      await db.schema.createIndex('inbound_messages_from').on('inbound_messages').columns(['from_number', 'received_at']).execute();
+    },
+  },
 };

@@ -30,6 +30,7 @@ export async function upsertUsers(db: Db, rows: OperatorUserRow[]): Promise<void
           block_note: eb.ref('excluded.block_note'),
           exclusion_note: eb.ref('excluded.exclusion_note'),
           updated_at: eb.ref('excluded.updated_at'),
+          mobile_e164: eb.ref('excluded.mobile_e164'),
         })),
       )
       .execute();
@@ -54,7 +55,8 @@ export async function writeConsents(db: Db, rows: ConsentRow[], at: number, repl
       .insertInto('operator_consents')
       .values(rows.slice(i, i + CHUNK).map((r) => ({ ...r, updated_at: at })))
       .onConflict((oc) =>
-        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at') })),
+        // The operator's (or the CRM's) word now: no longer a change the player made by SMS.
+        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at'), source: null })),
       )
       .execute();
   }
@@ -132,4 +134,22 @@ export async function findReconciliationPage(
     .select([jsonIdList(db).as('json'), sql<string | null>`max(user_id)`.as('last'), sql<number>`count(*)`.as('count')])
     .executeTakeFirstOrThrow();
   return { json: row.json ?? '', count: Number(row.count), last: row.last ?? '' };
+}
+
+/** The stored rows of the given users (absent ones are simply missing), read in chunks. */
+export async function findUsersByIds(db: Db, userIds: string[]): Promise<OperatorUserRow[]> {
+  const rows: OperatorUserRow[] = [];
+  for (let i = 0; i < userIds.length; i += CHUNK) {
+    rows.push(...(await db.selectFrom('operator_users').selectAll().where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+  }
+  return rows;
+}
+
+/** The stored consents of the given users, read in chunks. */
+export async function findConsentsOfUsers(db: Db, userIds: string[]): Promise<ConsentRow[]> {
+  const rows: ConsentRow[] = [];
+  for (let i = 0; i < userIds.length; i += CHUNK) {
+    rows.push(...(await db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in']).where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+  }
+  return rows;
 }

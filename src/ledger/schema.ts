@@ -109,6 +109,8 @@ export interface OperatorUsersTable {
   block_note: string;
   exclusion_note: string;
   updated_at: number;
+  /** mobile_prefix + mobile in E.164 (src/operator/player-phone.ts), to match inbound SMS senders; null if unknown. */
+  mobile_e164: string | null;
 }
 
 export interface OperatorConsentsTable {
@@ -117,6 +119,27 @@ export interface OperatorConsentsTable {
   type: string;
   opted_in: number;
   updated_at: number;
+  /** Who made the last change: null the operator's data or the CRM, `sms` a STOP/START keyword, `provider` a provider's opt-out error. */
+  source: ConsentSource | null;
+}
+
+export type ConsentSource = 'sms' | 'provider';
+
+/** Inbound SMS received at /mo/{provider} (src/consents/routes.ts). */
+export interface InboundMessagesTable {
+  id: Generated<number>;
+  provider: string;
+  provider_message_id: string;
+  /** The sender's number in E.164, as the provider reported it. */
+  from_number: string;
+  to_number: string;
+  /** The text, only with ledger.store_content. */
+  content: string | null;
+  /** What the text asked for: `opt_out`, `opt_in`, or null for anything else. */
+  action: 'opt_out' | 'opt_in' | null;
+  /** JSON array of the user_ids whose mobile matched the sender. */
+  matched_user_ids: string;
+  received_at: number;
 }
 
 export interface OperatorBonusesTable {
@@ -159,12 +182,17 @@ export interface OperatorCreditsTable {
  * answered) or a terminal delivery status. `n` only grows, except that a real receipt replacing a timeout's
  * delivery_unknown takes that one back from the bucket where it was counted.
  */
+/** Why a message was not sent to its player (src/sms/suppression.ts). */
+export type SuppressionReason = 'blocked' | 'excluded' | 'opted_out' | 'no_consent';
+/** Suppressed sends are counted beside the send outcomes, one outcome per reason. */
+export type SuppressedOutcome = `suppressed_${SuppressionReason}`;
+
 export interface DeliveryStatsTable {
   period: 'minute' | 'hour';
   bucket_start: number;
   provider: string;
   /** Send outcomes (an uncertain one counts as retryable) and delivery statuses. */
-  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus;
+  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
   n: number;
 }
 
@@ -174,6 +202,36 @@ export interface ConsoleSessionsRevokedTable {
   nonce: string;
   /** When the cookie would have expired; the row is useless after it. */
   expires_at: number;
+}
+
+/**
+ * One real-time event owed to the CRM (crm-public-docs §7). `id` orders acceptance: one user_id's events go out in
+ * that order. `source` is `relay` (received on /relay/…) or `gateway` (caused by the gateway's own data change).
+ * Unsent while sent_at is null and dead is 0; `dead` rows stopped after relay.max_attempts and wait for a replay.
+ */
+export interface CrmEventsTable {
+  id: Generated<number>;
+  event_id: string;
+  /** The CRM's queue type (USER_CONSENTS_V2, BONUS, …): the RabbitMQ `type` property. */
+  type: string;
+  method: 'POST' | 'PUT';
+  /** The Integration API path, e.g. /v2/integration/user/consents. */
+  path: string;
+  user_id: string;
+  /** The body exactly as it is sent. */
+  payload_json: string;
+  source: 'relay' | 'gateway';
+  /** Set for events that may be sent only once (bonus status changes other than Ongoing). */
+  dedup_key: string | null;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number;
+  claim_token: string | null;
+  sent_at: number | null;
+  http_status: number | null;
+  last_error: string | null;
+  dead: number;
+  created_at: number;
 }
 
 export interface Database {
@@ -188,4 +246,6 @@ export interface Database {
   operator_credits: OperatorCreditsTable;
   delivery_stats: DeliveryStatsTable;
   console_sessions_revoked: ConsoleSessionsRevokedTable;
+  crm_events: CrmEventsTable;
+  inbound_messages: InboundMessagesTable;
 }

@@ -8,12 +8,15 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryStatus, MappedStatus } from '../../providers/types.js';
 import type { OutboxBacklog } from '../ledger/conversions.js';
+import type { SuppressionReason } from '../ledger/schema.js';
 
 export type SendOutcome = 'sent' | 'failed' | 'fatal';
 
 export interface SendMetrics {
   /** One provider call (or a message given up at the deadline) and what became of it. */
   sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number): void;
+  /** A message refused before any provider call because of its player's standing (src/sms/suppression.ts). */
+  sendSuppressed(reason: SuppressionReason): void;
 }
 
 export interface ReceiptMetrics {
@@ -47,6 +50,7 @@ const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 /** Receipts come back in a second from a sandbox and in hours from a phone that was off. */
 const DELIVERY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200];
 const SEND_OUTCOMES: SendOutcome[] = ['sent', 'failed', 'fatal'];
+const SUPPRESSION_REASONS: SuppressionReason[] = ['blocked', 'excluded', 'opted_out', 'no_consent'];
 const DELIVERY_STATUSES: DeliveryStatus[] = ['delivered', 'undelivered', 'failed', 'delivery_unknown'];
 
 export function statusClass(status: number): string {
@@ -72,6 +76,8 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   const webhookDuration = new Histogram({ name: 'sms_gateway_webhook_post_duration_seconds', help: 'Conversion webhook post latency', labelNames: ['result'], buckets: FAST_CALL_BUCKETS, registers });
   const webhookFailures = new Counter({ name: 'sms_gateway_webhook_failures_total', help: 'Conversion webhook posts that failed, by HTTP status class or unreachable', labelNames: ['reason'], registers });
   const conversionsPosted = new Counter({ name: 'sms_gateway_conversions_posted_total', help: 'Conversions the CRM acknowledged', registers });
+  const suppressed = new Counter({ name: 'sms_gateway_sends_suppressed_total', help: 'Messages refused before any provider call because of the player\'s standing (sms.suppression), by reason', labelNames: ['reason'], registers });
+  for (const reason of SUPPRESSION_REASONS) suppressed.inc({ reason }, 0);
   const conversionsDead = new Counter({ name: 'sms_gateway_conversions_dead_lettered_total', help: 'Conversions dead-lettered after their retry budget', registers });
 
   new Gauge({
@@ -122,6 +128,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       segmentsSent.inc({ provider, outcome }, segments);
       providerDuration.observe({ provider, outcome }, seconds);
     },
+    sendSuppressed: (reason: SuppressionReason) => suppressed.inc({ reason }),
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),

@@ -15,6 +15,7 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export const SECURITY_SCHEMES = {
   crmApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'sms.api_keys (falls back to auth.api_keys)' },
   adminBearer: { type: 'http', scheme: 'bearer', description: 'admin.api_key' },
+  relayApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'relay.api_keys: the operator platform’s keys for /relay' },
   consoleSession: { type: 'apiKey', in: 'cookie', name: 'console_session', description: 'set by POST /console/login' },
   // The operator API's schemes, one per auth.mode; the document lists only the one the configured mode uses.
   operatorApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'auth.mode api_key: one of auth.api_keys' },

@@ -8,11 +8,15 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { readJsonBody } from '../http/json-body.js';
 import { findCreditsByUser } from '../ledger/credits.js';
-import { replaceBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
+import { decideUserChange } from '../events/user-changes.js';
+import { originOfRecord, userConsentsEvent } from '../events/user-events.js';
+import { enqueueEvent } from '../ledger/events.js';
+import { findConsents, findUser, replaceBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { crmReferencesObject } from './crm-references.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
+import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
 
 /** The answers of these routes, for the OpenAPI document (route-docs.ts). */
@@ -75,9 +79,24 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
     const parsed = parseBody(adminConsentsSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
-    if (!(await userExists(db, userId))) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
-    // PUT replaces the set: a type not listed is opted out, like a type never set.
-    await db.transaction().execute((trx) => writeConsents(trx, [...rows.values()], now(), [userId]));
+    // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
+    // Consents event in the same transaction; the same set again changes nothing and sends nothing.
+    const found = await db.transaction().execute(async (trx) => {
+      const user = await findUser(trx, userId);
+      if (!user) return false;
+      const at = now();
+      // A player's own sms opt-out newer than consents_updated_at (or with none given) stays (sms-opt-out-holds.ts).
+      const held = await findHeldSmsOptOuts(trx, [{ userId, asOf: parsed.value.consents_updated_at }]);
+      const consents = keepHeldSmsOptOut(userId, [...rows.values()], held);
+      const change = decideUserChange(user, user, await findConsents(trx, userId), consents);
+      if (change.writeConsents) {
+        await writeConsents(trx, consents, at, [userId]);
+        await restoreHeldSmsOptOuts(trx, [userId], held);
+        await enqueueEvent(trx, userConsentsEvent(userId, originOfRecord(user.record_json), at), at);
+      }
+      return true;
+    });
+    if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
     const current = await backend.userConsents(userId);
     return c.json(current.ok ? current.value : { error: current.error }, 200);
   });

@@ -33,6 +33,15 @@ export const reconciliationRequestSchema = z.object({ field: z.string({ error: '
 
 const adminConsents = z.array(consentEntrySchema.strict(), { error: 'must be an array of {opted_in, type}' });
 
+/**
+ * When the operator's consents in this record were last changed. An sms opt-in does not replace an opt-out the
+ * player made later by SMS (STOP, or a provider's STOP list); without it the player's own opt-out is kept.
+ */
+const consentsUpdatedAt = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 timestamp such as 2026-11-24T08:27:58Z' })
+  .transform((s) => Date.parse(s))
+  .optional();
+
 /** A user record as GET /userdetails answers it, plus what the blocks and consents answers need. */
 export const adminUserSchema = z.strictObject({
   ...userRecordFields,
@@ -42,10 +51,11 @@ export const adminUserSchema = z.strictObject({
   exclusion_note: z.string({ error: 'must be a string' }).optional(),
   /** Replaces the user's consents when present; types not listed are opted out. */
   consents: adminConsents.optional(),
+  consents_updated_at: consentsUpdatedAt,
 });
 export type AdminUser = z.output<typeof adminUserSchema>;
 
-export const adminConsentsSchema = z.strictObject({ consents: adminConsents });
+export const adminConsentsSchema = z.strictObject({ consents: adminConsents, consents_updated_at: consentsUpdatedAt });
 
 export const adminBonusesSchema = z
   .array(bonusEntrySchema.strict(), { error: 'must be an array of {text, value}' })

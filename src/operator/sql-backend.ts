@@ -14,6 +14,8 @@ import {
   writeConsents,
 } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
+import { enqueueEvent } from '../ledger/events.js';
+import { originOfRecord, userConsentsEvent } from '../events/user-events.js';
 import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
 import { oneActionKey } from './crm-references.js';
 import { newCreditRow } from './credit-rows.js';
@@ -47,11 +49,18 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
     },
 
     async updateConsents(userId, changes) {
-      if (!(await userExists(db, userId))) return unknownUser(userId);
-      // At most six rows: one statement, atomic without a transaction.
       const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
-      await writeConsents(db, [...rows.values()], now());
-      return { ok: true, value: undefined };
+      // The change and its User Consents event commit together. The unsubscribe flow (operator-interface.md,
+      // POST /userconsents) has the operator send the event after processing, so it goes out even when the stored
+      // value was already the one asked for: the CRM then reads GET /userconsents as step 4 says.
+      return db.transaction().execute(async (trx) => {
+        const user = await findUser(trx, userId);
+        if (!user) return unknownUser(userId);
+        const at = now();
+        await writeConsents(trx, [...rows.values()], at);
+        await enqueueEvent(trx, userConsentsEvent(userId, originOfRecord(user.record_json), at), at);
+        return { ok: true, value: undefined } as const;
+      });
     },
 
     async userBlocks(userId) {

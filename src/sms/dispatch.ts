@@ -7,9 +7,12 @@ import { setMaxListeners } from 'node:events';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { NOT_SENT_SHUTTING_DOWN, type SendResult, type SmsProvider } from '../../providers/types.js';
+import { incrementDeliveryStats } from '../ledger/delivery-stats.js';
 import {
   findMessagesByActivityKeys,
   insertNewMessages,
+  insertRefusedMessages,
+  markMessageRefused,
   reclaimMessageForRetry,
   recordSendOutcomes,
   type NewMessage,
@@ -25,11 +28,12 @@ import type { SendMetrics } from '../observability/metrics.js';
 import type { Encoding } from './encoding.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import { maskPhoneNumber } from './recipient.js';
+import { refusalsInClaim, standingsBeforeClaim, suppressionCode, suppressionError, type RecipientCheck, type SuppressionReason, type ToClaim } from './suppression.js';
 
 export interface PreparedMessage {
   activityKey: string;
   activityJson: string;
-  /** activity.user_id as text, null when absent. */
+  /** activity.user_id as text, or null: the player sms.suppression looks up. */
   userId: string | null;
   provider: SmsProvider;
   recipient: string;
@@ -59,6 +63,13 @@ export interface DispatcherDeps {
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
   metrics?: SendMetrics;
+  /** sms.suppression: where a player's standing is read; absent when suppression is off. */
+  recipients?: RecipientCheck;
+  /**
+   * The provider said the recipient opted out (SendResult.recipientOptedOut) and the message names a player:
+   * awaited before the answer, so the opt-out is committed when the CRM hears the 400.
+   */
+  onRecipientOptedOut?: (optOut: { userId: string; recipient: string; provider: string; smsId: string }) => Promise<void>;
 }
 
 export interface DispatchOptions {
@@ -71,7 +82,9 @@ export interface DispatchOptions {
   requestId?: string;
 }
 
-type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
+type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult; suppressed?: SuppressionReason };
+/** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
+type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null };
 
 /**
  * An AbortSignal.timeout per message costs more than a sandbox send; messages whose deadlines fall in the same
@@ -121,9 +134,11 @@ export function createDispatcher(deps: DispatcherDeps) {
     leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs,
     uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs,
   });
-  const claims = createWriteBatcher<{ message: PreparedMessage; requestId: string | null }, Claim>((items) =>
+  const claims = createWriteBatcher<ClaimItem, Claim>((items) =>
     transact(async (trx) => {
       const at = now();
+      const messages = items.map((i) => i.message);
+      const refusals = await refusalsInClaim(deps.recipients, items, trx);
       const rows: NewMessage[] = items.map(({ message: m, requestId }) => ({
         sms_id: newSmsId(),
         activity_key: m.activityKey,
@@ -140,13 +155,24 @@ export function createDispatcher(deps: DispatcherDeps) {
         updated_at: at,
         dispatched_at: at,
       }));
-      const inserted = await insertNewMessages(trx, rows);
-      const repeats = rows.filter((r) => !inserted.has(r.activity_key));
+      const errorOf = (i: number) => suppressionError(messages[i]!.userId!, refusals[i]!);
+      const inserted = await insertNewMessages(trx, rows.filter((_, i) => !refusals[i]));
+      const refused = await insertRefusedMessages(
+        trx,
+        rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: errorOf(i), error_code: suppressionCode(refusals[i]!) }] : [])),
+      );
+      // Counted per reason beside the send outcomes, for the console (never sent, so not a provider's `rejected`).
+      await incrementDeliveryStats(trx, rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])));
+      const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
       const existing = new Map((await findMessagesByActivityKeys(trx, repeats.map((r) => r.activity_key))).map((r) => [r.activity_key, r]));
       const result: Claim[] = [];
-      for (const row of rows) {
+      for (const [i, row] of rows.entries()) {
         if (inserted.has(row.activity_key)) {
           result.push({ send: true, smsId: row.sms_id });
+          continue;
+        }
+        if (refused.has(row.activity_key)) {
+          result.push({ send: false, result: { outcome: 'failed', smsId: row.sms_id, error: errorOf(i) }, suppressed: refusals[i]! });
           continue;
         }
         const previous = existing.get(row.activity_key);
@@ -159,7 +185,13 @@ export function createDispatcher(deps: DispatcherDeps) {
         if (decision.action === 'answer-sent') result.push({ send: false, result: { outcome: 'sent', smsId: decision.smsId } });
         else if (decision.action === 'answer-failed') result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error: decision.error } });
         else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, reclaimCutoffs(at)))) {
-          result.push({ send: true, smsId: decision.smsId });
+          if (refusals[i]) {
+            // A retry of a transient failure, for a player who must not get it any more: refused for good.
+            const error = errorOf(i);
+            await markMessageRefused(trx, decision.smsId, { error, error_code: suppressionCode(refusals[i]!) }, at);
+            await incrementDeliveryStats(trx, [{ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) }]);
+            result.push({ send: false, result: { outcome: 'failed', smsId: decision.smsId, error }, suppressed: refusals[i]! });
+          } else result.push({ send: true, smsId: decision.smsId });
         } else {
           const error =
             decision.action === 'busy' && decision.reason === 'awaiting-receipt'
@@ -220,6 +252,13 @@ export function createDispatcher(deps: DispatcherDeps) {
       // The row was committed before the call, so receipts still match; the answer stays what the provider said.
       logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: options.requestId }, 'could not record the provider answer');
     }
+    if (!answer.ok && answer.recipientOptedOut && message.userId !== null && deps.onRecipientOptedOut) {
+      try {
+        await deps.onRecipientOptedOut({ userId: message.userId, recipient: message.recipient, provider: message.provider.name, smsId });
+      } catch (error) {
+        logger.error({ err: error, sms_id: smsId, user_id: message.userId }, 'could not record the opt-out the provider reported');
+      }
+    }
     const outcome = answer.ok ? 'sent' : answer.kind === 'permanent' ? 'failed' : 'fatal';
     deps.metrics?.sendCompleted(provider, outcome, message.segments, seconds);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
@@ -241,9 +280,18 @@ export function createDispatcher(deps: DispatcherDeps) {
     return { outcome: answer.kind === 'permanent' ? 'failed' : 'fatal', smsId, error: record.error ?? answer.error };
   }
 
+  function reportSuppressed(message: PreparedMessage, claim: Extract<Claim, { send: false }>, options: DispatchOptions): void {
+    deps.metrics?.sendSuppressed(claim.suppressed!);
+    logger.info(
+      { sms_id: claim.result.smsId, activity_id: message.activityKey, user_id: message.userId, to: maskPhoneNumber(message.recipient), reason: claim.suppressed, request_id: options.requestId },
+      'sms suppressed',
+    );
+  }
+
   async function process(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     // Each message's claim stands alone: a message whose row cannot be written fails only itself.
-    const settled = await claims.settle(fresh.map((f) => ({ message: f.message, requestId: options.requestId ?? null })));
+    const toClaim = await standingsBeforeClaim(deps.recipients, fresh.map((f) => f.message));
+    const settled = await claims.settle(toClaim.map((item) => ({ ...item, requestId: options.requestId ?? null })));
     const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claimed: Claim[] = settled.map((s, i) => {
       if (s.status === 'fulfilled') return s.value;
@@ -261,7 +309,11 @@ export function createDispatcher(deps: DispatcherDeps) {
       logger.error({ err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: options.requestId }, 'ledger unavailable: nothing sent');
     }
     const toSend: number[] = [];
-    claimed.forEach((claim, i) => (claim.send ? toSend.push(i) : fresh[i]!.resolve(claim.result)));
+    claimed.forEach((claim, i) => {
+      if (claim.send) return void toSend.push(i);
+      if (claim.suppressed) reportSuppressed(fresh[i]!.message, claim, options);
+      fresh[i]!.resolve(claim.result);
+    });
     let next = 0;
     const worker = async () => {
       while (next < toSend.length) {

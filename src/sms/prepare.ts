@@ -34,7 +34,8 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
       activityKey: activityKey(m.activity.id, source),
       // The activity exactly as it arrived (keys, JSON types and every digit), for the conversion webhook.
       activityJson: source?.json ?? JSON.stringify((input as { activity: unknown }).activity),
-      userId: m.activity.user_id === undefined ? null : String(m.activity.user_id),
+      // The player the suppression check looks up (suppression.ts); "" names nobody.
+      userId: m.activity.user_id === undefined || m.activity.user_id === '' ? null : String(m.activity.user_id),
       provider: route.provider,
       recipient: recipient.e164,
       sender: m.sender_name?.trim() || null,

@@ -11,7 +11,7 @@
  * Time comes from an injected clock so tests move it by hand.
  */
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
 
 export interface Clock {
   now(): number;
@@ -185,6 +185,8 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
     type: provider.type,
     send,
     parseReceipt: (receipt) => provider.parseReceipt(receipt),
+    ...(provider.parseInbound ? { parseInbound: (request: IncomingReceipt) => provider.parseInbound!(request) } : {}),
+    ...(provider.inboundAnswer ? { inboundAnswer: provider.inboundAnswer } : {}),
     ...(provider.close ? { close: () => provider.close!() } : {}),
   };
 }

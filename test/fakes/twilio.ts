@@ -59,6 +59,11 @@ export interface TwilioFake {
   callbacks: Array<{ url: string; params: Record<string, string>; status: number }>;
   /** Posts a status callback signed with `signingToken` (default: the account's auth token). */
   postStatusCallback(url: string, params: Record<string, string>, signingToken?: string): Promise<number>;
+  /**
+   * Posts an inbound SMS the way Twilio's Messaging webhook does (form fields of "TwiML for Programmable
+   * Messaging"), signed with `signingToken` (default: the account's auth token; null: unsigned).
+   */
+  postInbound(url: string, message: { from: string; to: string; body: string; sid?: string }, signingToken?: string | null): Promise<{ status: number; contentType: string; text: string }>;
   /** The form fields Twilio sends in a status callback for `create`. */
   callbackParams(create: TwilioCreateCall, status: string, errorCode?: string): Record<string, string>;
   close(): Promise<void>;
@@ -99,6 +104,28 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     await res.arrayBuffer();
     callbacks.push({ url, params, status: res.status });
     return res.status;
+  }
+
+  async function postInbound(url: string, message: { from: string; to: string; body: string; sid?: string }, signingToken: string | null = authToken) {
+    const params: Record<string, string> = {
+      ToCountry: 'GB',
+      SmsMessageSid: message.sid ?? randomSid('SM'),
+      NumMedia: '0',
+      SmsSid: message.sid ?? '',
+      SmsStatus: 'received',
+      Body: message.body,
+      To: message.to,
+      NumSegments: '1',
+      MessageSid: message.sid ?? '',
+      AccountSid: accountSid,
+      From: message.from,
+      ApiVersion: '2010-04-01',
+    };
+    params.SmsSid = params.MessageSid = params.SmsMessageSid!;
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+    if (signingToken !== null) headers['x-twilio-signature'] = getExpectedTwilioSignature(signingToken, url, params);
+    const res = await fetch(url, { method: 'POST', headers, body: new URLSearchParams(params).toString() });
+    return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
   }
 
   const server = await startFakeServer(async (req, res) => {
@@ -153,6 +180,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     creates,
     callbacks,
     postStatusCallback,
+    postInbound,
     callbackParams,
     async close() {
       await Promise.allSettled([...pendingCallbacks]);

@@ -66,6 +66,11 @@ export interface VonageFake {
   /** Adds timestamp, nonce and sig when signing; returns exactly the parameters that go on the wire. */
   signReceipt(fields: Record<string, string>, options: ReceiptOptions): Record<string, string>;
   sendReceipt(url: string, fields: Record<string, string>, options: ReceiptOptions): Promise<number>;
+  /**
+   * The fields of an inbound SMS as the SMS API posts them to the account's inbound URL (Vonage docs "Receiving
+   * an SMS"): `msisdn` the sender and `to` our number, digits without `+`. Sent and signed like receipts (sendReceipt).
+   */
+  inboundFields(from: string, to: string, text: string): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -184,6 +189,16 @@ export async function startVonageFake(options: VonageFakeOptions = {}): Promise<
     receiptFields,
     signReceipt,
     sendReceipt,
+    inboundFields: (from, to, text) => ({
+      msisdn: from.replace(/^\+/, ''),
+      to: to.replace(/^\+/, ''),
+      messageId: randomUUID().toUpperCase().replace(/-/g, '').slice(0, 16),
+      text,
+      type: 'text',
+      keyword: text.trim().split(/\s+/)[0]!.toUpperCase(),
+      'api-key': apiKey,
+      'message-timestamp': new Date().toISOString().replace('T', ' ').slice(0, 19),
+    }),
     async close() {
       await Promise.allSettled([...pending]);
       await server.close();

@@ -1,0 +1,64 @@
+/**
+ * An inbound SMS, verified by its provider's plugin: kept (once per provider message id), and when its text is an
+ * opt-out or opt-in keyword, the players whose mobile is the sender's number are opted out of or back into sms,
+ * with a User Consents event each, all in one transaction (src/ledger/consent-changes.ts).
+ * On the http backend the platform holds the players and offers no lookup by number, so the message is kept with
+ * no players matched (README: Consents and opt-outs).
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { InboundSms } from '../../providers/types.js';
+import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
+import { findUserIdsByMobile, insertInboundMessage } from '../ledger/consents.js';
+import type { Database } from '../ledger/schema.js';
+import { maskPhoneNumber } from '../sms/recipient.js';
+import type { RecipientCheck } from '../sms/suppression.js';
+import { keywordAction, type KeywordAction, type KeywordLists } from './keywords.js';
+
+export interface InboundDeps {
+  db: Kysely<Database>;
+  backend: 'sql' | 'http';
+  storeContent: boolean;
+  keywords: KeywordLists;
+  recipients?: RecipientCheck;
+  now: () => number;
+  logger: Logger;
+}
+
+export interface InboundOutcome {
+  /** false: the provider sent this message before (same id); nothing was changed again. */
+  stored: boolean;
+  action: KeywordAction | null;
+  /** Players whose sms consent this message changed. */
+  changed: string[];
+}
+
+/** Only a plain E.164 sender can be a player's mobile (Twilio also posts `whatsapp:+…` and short codes). */
+const E164 = /^\+\d{6,15}$/;
+
+export async function receiveInbound(deps: InboundDeps, provider: string, sms: InboundSms): Promise<InboundOutcome> {
+  const action = keywordAction(sms.text, deps.keywords);
+  const at = deps.now();
+  const outcome = await deps.db.transaction().execute(async (trx): Promise<InboundOutcome> => {
+    const matched = deps.backend === 'sql' && E164.test(sms.from) ? await findUserIdsByMobile(trx, sms.from) : [];
+    const stored = await insertInboundMessage(trx, {
+      provider,
+      provider_message_id: sms.providerMessageId,
+      from_number: sms.from,
+      to_number: sms.to,
+      content: deps.storeContent ? sms.text : null,
+      action,
+      matched_user_ids: JSON.stringify(matched),
+      received_at: at,
+    });
+    if (!stored || !action || matched.length === 0) return { stored, action, changed: [] };
+    const changed = await recordSmsConsentChanges(trx, matched.map((userId) => ({ userId, optedIn: action === 'opt_in', source: 'sms' as const, at })));
+    return { stored, action, changed };
+  });
+  for (const userId of outcome.changed) deps.recipients?.forget(userId);
+  deps.logger.info(
+    { provider, from: maskPhoneNumber(sms.from), action, players: outcome.changed.length, repeated: !outcome.stored },
+    action ? `inbound sms: ${action === 'opt_out' ? 'opt-out' : 'opt-in'}` : 'inbound sms',
+  );
+  return outcome;
+}

@@ -1,0 +1,64 @@
+/**
+ * /mo/{provider}: a provider's inbound-SMS webhook (a player's reply, such as STOP). The provider's plugin verifies
+ * it like a receipt, against the public URL we configured (never the Host header): unsigned or forged is 403 and
+ * nothing is stored. The answer is what the provider expects (Twilio: empty TwiML, so no reply is sent).
+ */
+import { Hono } from 'hono';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { InboundSms } from '../../providers/types.js';
+import { requireAdmin } from '../auth/admin.js';
+import { findInboundMessagesFrom } from '../ledger/consents.js';
+import type { Database } from '../ledger/schema.js';
+import { requestLogger } from '../observability/request-context.js';
+import type { ProviderRouter } from '../sms/provider-router.js';
+
+export interface InboundRouteDeps {
+  router: ProviderRouter;
+  publicUrl: () => string;
+  receive: (provider: string, sms: InboundSms) => Promise<unknown>;
+  logger: Logger;
+}
+
+/** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
+export function inboundAdminRoutes(deps: { db: Kysely<Database>; adminKey: string | undefined }) {
+  const app = new Hono();
+  app.get('/inbound-messages', requireAdmin(deps.adminKey), async (c) => {
+    const from = c.req.query('from');
+    if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
+    const rows = await findInboundMessagesFrom(deps.db, from, 100);
+    const messages = rows.map((r) => ({ ...r, matched_user_ids: JSON.parse(r.matched_user_ids) as string[], received_at: new Date(Number(r.received_at)).toISOString() }));
+    return c.json({ messages }, 200);
+  });
+  return app;
+}
+
+export function inboundRoutes(deps: InboundRouteDeps) {
+  const app = new Hono();
+  app.on(['GET', 'POST'], '/:provider', async (c) => {
+    const name = c.req.param('provider');
+    const provider = deps.router.byName(name);
+    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured` }, 404);
+    if (!provider.parseInbound) return c.json({ error: `provider ${JSON.stringify(name)} takes no inbound messages` }, 404);
+    const url = new URL(c.req.url);
+    const headers: Record<string, string> = {};
+    c.req.raw.headers.forEach((value, key) => (headers[key] = value));
+    const parsed = provider.parseInbound({
+      method: c.req.method,
+      publicUrl: `${deps.publicUrl()}/mo/${encodeURIComponent(name)}${url.search}`,
+      query: Object.fromEntries(url.searchParams),
+      headers,
+      contentType: headers['content-type'] ?? '',
+      rawBody: Buffer.from(await c.req.arrayBuffer()),
+    });
+    if (!parsed.ok) {
+      requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'inbound message refused');
+      return c.json({ error: `inbound message refused: ${parsed.reason}` }, 403);
+    }
+    // Answered after the commit: a provider that got its 2xx does not send the message again.
+    if (parsed.message) await deps.receive(name, parsed.message);
+    const answer = provider.inboundAnswer;
+    return answer ? c.body(answer.body, 200, { 'content-type': answer.contentType }) : c.json({ received: parsed.message ? 1 : 0 }, 200);
+  });
+  return app;
+}

@@ -1,0 +1,44 @@
+/**
+ * Accepting a relayed event: find the credit a bonus event refers to, apply the one-per-status rule, and commit the
+ * body to the outbox. Runs inside the caller's transaction; answers a value, never throws for a bad event, so a
+ * refused event never fails the others sharing the commit (src/ledger/transaction-queue.ts).
+ */
+import type { Transaction } from 'kysely';
+import { findCreditById, findLatestCreditForBonus, type CreditRow } from '../ledger/credits.js';
+import { enqueueEvent, enqueueEventOnce, type NewEvent } from '../ledger/events.js';
+import type { Database } from '../ledger/schema.js';
+import { bonusBodyForCrm, bonusOnceKey } from './bonus-event.js';
+import type { EventRoute } from './catalogue.js';
+
+export type AcceptResult = { ok: true; eventId: string; replayed: boolean } | { ok: false; error: string };
+
+export interface AcceptInput {
+  route: EventRoute;
+  /** The body as received (already checked by guardPayload and the event's schema). */
+  received: Record<string, unknown>;
+  /** user_id as validated (trimmed): the key of per-user order. */
+  userId: string;
+  /** For bonus events: the validated credit_id, bonus_code, user_bonus_id and status. */
+  bonus?: { creditId?: string; bonusCode?: string; userBonusId: string; status: string };
+}
+
+export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput, now: number, referenceWindowMs: number): Promise<AcceptResult> {
+  const { route, received, userId, bonus } = input;
+  let body: Record<string, unknown> = received;
+  let onceKey: string | null = null;
+  if (bonus) {
+    let credit: CreditRow | undefined;
+    if (bonus.creditId !== undefined) {
+      const id = /^\d{1,15}$/.test(bonus.creditId) ? Number(bonus.creditId) : NaN;
+      credit = Number.isSafeInteger(id) ? await findCreditById(trx, id) : undefined;
+      if (!credit || credit.user_id !== userId) return { ok: false, error: `credit_id: no credit "${bonus.creditId}" for user_id "${userId}"` };
+    } else if (bonus.bonusCode !== undefined) {
+      credit = await findLatestCreditForBonus(trx, userId, bonus.bonusCode, now - referenceWindowMs);
+    }
+    body = bonusBodyForCrm(received, credit);
+    onceKey = bonusOnceKey(bonus.userBonusId, bonus.status);
+  }
+  const event: NewEvent = { type: route.type, method: route.method, path: route.path, userId, payload: body, source: 'relay' };
+  if (onceKey !== null) return { ok: true, ...(await enqueueEventOnce(trx, event, onceKey, now)) };
+  return { ok: true, eventId: await enqueueEvent(trx, event, now), replayed: false };
+}

@@ -1,0 +1,81 @@
+/** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
+import { Hono } from 'hono';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import { requireAdmin } from '../auth/admin.js';
+import { RawJson, stringifyExact } from '../http/exact-json.js';
+import { listEvents, replayDeadEvents, type EventRow, type EventStatus } from '../ledger/events.js';
+import type { Database } from '../ledger/schema.js';
+
+export interface EventAdminDeps {
+  db: Kysely<Database>;
+  adminKey: string | undefined;
+  now: () => number;
+  onReplay: () => void;
+}
+
+export const eventReplayRequestSchema = z.strictObject({
+  event_ids: z.array(z.string().min(1).max(100)).min(1).max(10_000).optional().describe('Dead events to replay; all dead events when absent'),
+});
+
+const STATUSES: ReadonlySet<string> = new Set(['pending', 'sent', 'dead']);
+const PAGE = 100;
+
+export function eventStatus(row: Pick<EventRow, 'sent_at' | 'dead'>): EventStatus {
+  if (row.sent_at !== null) return 'sent';
+  return row.dead === 1 ? 'dead' : 'pending';
+}
+
+function eventView(row: EventRow) {
+  return {
+    event_id: row.event_id,
+    type: row.type,
+    method: row.method,
+    path: row.path,
+    user_id: row.user_id,
+    source: row.source,
+    status: eventStatus(row),
+    attempts: row.attempts,
+    created_at: Number(row.created_at),
+    next_attempt_at: Number(row.next_attempt_at),
+    sent_at: row.sent_at === null ? null : Number(row.sent_at),
+    http_status: row.http_status,
+    last_error: row.last_error,
+    // As stored, which is as it is sent (stringifyExact keeps its numbers exactly).
+    payload: new RawJson(row.payload_json),
+  };
+}
+
+export function eventAdminRoutes(deps: EventAdminDeps) {
+  const app = new Hono();
+  app.use('/events', requireAdmin(deps.adminKey));
+  app.use('/events/*', requireAdmin(deps.adminKey));
+
+  app.get('/events', async (c) => {
+    const userId = c.req.query('user_id');
+    const status = c.req.query('status');
+    const cursor = c.req.query('cursor');
+    if (status !== undefined && !STATUSES.has(status)) return c.json({ error: 'status: must be one of pending, sent, dead' }, 400);
+    if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) return c.json({ error: 'cursor: must be the next_cursor of a previous page' }, 400);
+    const rows = await listEvents(deps.db, { userId, status: status as EventStatus | undefined, before: cursor === undefined ? undefined : Number(cursor), limit: PAGE + 1 });
+    const page = rows.slice(0, PAGE);
+    const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
+    return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });
+  });
+
+  app.post('/events/replay', async (c) => {
+    const text = await c.req.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      return c.json({ error: 'body is not valid JSON' }, 400);
+    }
+    const parsed = eventReplayRequestSchema.safeParse(body);
+    if (!parsed.success) return c.json({ error: 'event_ids: must be a non-empty array of event ids' }, 400);
+    const replayed = await replayDeadEvents(deps.db, deps.now(), parsed.data.event_ids);
+    if (replayed > 0) deps.onReplay();
+    return c.json({ replayed }, 200);
+  });
+  return app;
+}

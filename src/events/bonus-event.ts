@@ -1,0 +1,39 @@
+/**
+ * The bonus event's two rules (operator-interface.md, "Bonus event record"): exactly one event per status change
+ * except Ongoing, and `crm_references` carried back from the credit the CRM asked for. Pure functions.
+ */
+import type { CreditRow } from '../ledger/credits.js';
+import { crmReferencesObject } from '../operator/crm-references.js';
+
+/** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
+export function bonusOnceKey(userBonusId: string, status: string): string | null {
+  return status === 'Ongoing' ? null : JSON.stringify(['bonus', userBonusId, status]);
+}
+
+/** A credit's stored X-Crm-* values as the CRM's example types them (id and trigger_hash strings, other ids integers). */
+export function referencesOfCredit(credit: CreditRow): Record<string, string | number> {
+  return crmReferencesObject({
+    id: credit.crm_id,
+    action_id: credit.crm_action_id,
+    action_group_id: credit.crm_action_group_id,
+    action_communication_profile_id: credit.crm_action_communication_profile_id,
+    activity_id: credit.crm_activity_id,
+    trigger_hash: credit.crm_trigger_hash,
+    player_origin_id: credit.crm_player_origin_id,
+  });
+}
+
+/**
+ * The body sent to the CRM: the received one without our `credit_id`, plus `crm_references` from the matched credit.
+ * References the platform sent itself are kept; a credit without any X-Crm-* header (not triggered by the CRM) adds
+ * none, and neither does no credit.
+ */
+export function bonusBodyForCrm(received: Record<string, unknown>, credit: CreditRow | undefined): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(received)) if (key !== 'credit_id') body[key] = value;
+  if (credit && !Object.hasOwn(received, 'crm_references')) {
+    const refs = referencesOfCredit(credit);
+    if (Object.keys(refs).length > 0) body.crm_references = refs;
+  }
+  return body;
+}

@@ -1,0 +1,67 @@
+/**
+ * /relay/…: the operator's platform sends each real-time event here instead of to the CRM, at the CRM's own path and
+ * method (crm-public-docs §7). Check the key, the size, the shape; commit to the outbox; answer 202 {event_id}.
+ */
+import { Hono, type MiddlewareHandler } from 'hono';
+import type { Transact } from '../ledger/transaction-queue.js';
+import { createKeyMatcher } from '../auth/api-key.js';
+import { readJsonBody } from '../http/json-body.js';
+import { describeFirstIssue } from '../sms/message-schema.js';
+import { acceptEvent } from './accept.js';
+import { eventCatalogue } from './catalogue.js';
+import { guardPayload } from './payload-guard.js';
+import { relaySchemas, type BonusEventInput } from './relay-schemas.js';
+
+export interface RelayRouteDeps {
+  apiKeys: readonly string[];
+  transact: Transact;
+  now: () => number;
+  referenceWindowMs: number;
+  maxEventBytes: number;
+  maxDepth: number;
+  /** Told after an event was committed, so the delivery worker looks at once. */
+  onAccepted: () => void;
+}
+
+function relayKey(keys: readonly string[]): MiddlewareHandler {
+  const matches = createKeyMatcher(keys);
+  return async (c, next) => {
+    if (keys.length === 0) return c.json({ error: 'the relay is off: set relay.api_keys to use it' }, 403);
+    const given = c.req.header('x-api-key');
+    if (!matches(given)) return c.json({ error: given ? 'x-api-key: the key is not valid' : 'x-api-key: header is missing' }, 401);
+    await next();
+  };
+}
+
+export function relayRoutes(deps: RelayRouteDeps) {
+  const app = new Hono();
+  app.use('*', relayKey(deps.apiKeys));
+  for (const route of eventCatalogue) {
+    const schema = relaySchemas.get(route.kind)!;
+    app.on(route.method, route.path, async (c) => {
+      const declared = Number(c.req.header('content-length') ?? 0);
+      if (declared > deps.maxEventBytes) return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
+      const body = await readJsonBody(c);
+      if (!body.ok) return c.json({ error: body.error }, body.status);
+      if (Buffer.byteLength(body.text) > deps.maxEventBytes) return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
+      const guarded = guardPayload(body.value, deps.maxDepth);
+      if (!guarded.ok) return c.json({ error: guarded.error }, 400);
+      const parsed = schema.safeParse(body.value);
+      if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value) }, 400);
+      const valid = parsed.data as { user_id: string };
+      const bonus =
+        route.kind === 'bonus'
+          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusEventInput) => ({ creditId: credit_id, bonusCode: bonus_code, userBonusId: user_bonus_id, status }))(
+              parsed.data as BonusEventInput,
+            )
+          : undefined;
+      const input = { route, received: body.value as Record<string, unknown>, userId: valid.user_id, bonus };
+      const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
+      if (!result.ok) return c.json({ error: result.error }, 400);
+      if (result.replayed) c.header('Idempotent-Replayed', 'true');
+      else deps.onAccepted();
+      return c.json({ event_id: result.eventId }, 202);
+    });
+  }
+  return app;
+}

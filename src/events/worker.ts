@@ -1,0 +1,113 @@
+/**
+ * The event delivery worker: claims the oldest unsent event of each user whose turn it is (claimDueEvents), sends
+ * them all at once through the transport, marks each sent or backs it off. A user's next event is claimable only
+ * after its previous one was sent, so per-user order holds across rounds, processes and instances. `serve` runs it
+ * in a loop; the cron `flush` runs rounds until nothing is due or the CRM refuses.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import type { DialectFlags } from '../ledger/db.js';
+import { claimDueEvents, markEventsFailed, markEventsSent, type FailedEvent } from '../ledger/events.js';
+import type { Database } from '../ledger/schema.js';
+import { planRetry } from './retry.js';
+import type { EventTransport } from './transport.js';
+
+export interface EventWorkerDeps {
+  db: Kysely<Database>;
+  flags: DialectFlags;
+  transport: EventTransport;
+  relay: Config['relay'];
+  logger: Logger;
+  now: () => number;
+  random?: () => number;
+  /** Told the accept-to-sent time of each event sent (seconds), for /metrics. */
+  onSent?: (count: number, latenciesSeconds: number[]) => void;
+  onDead?: (count: number) => void;
+}
+
+export interface EventRound {
+  claimed: number;
+  sent: number;
+  failed: number;
+  dead: number;
+}
+
+export async function deliverDueEvents(deps: EventWorkerDeps): Promise<EventRound> {
+  const { db, relay, now } = deps;
+  const token = randomUUID();
+  const events = await claimDueEvents(db, deps.flags, relay.batch_size, now(), relay.lease, token);
+  if (events.length === 0) return { claimed: 0, sent: 0, failed: 0, dead: 0 };
+  const outcomes = await Promise.all(events.map((e) => deps.transport.send(e)));
+  const at = now();
+  const sentIds: number[] = [];
+  const failed: FailedEvent[] = [];
+  const policy = { initialMs: relay.retry_initial_ms, maxMs: relay.retry_max_ms, maxAttempts: relay.max_attempts };
+  let lastError = '';
+  events.forEach((event, i) => {
+    const outcome = outcomes[i]!;
+    if (outcome.ok) sentIds.push(event.id);
+    else {
+      lastError = outcome.error;
+      failed.push({ id: event.id, httpStatus: outcome.status, error: outcome.error, ...planRetry(event.attempts, at, policy, deps.random) });
+    }
+  });
+  await db.transaction().execute(async (trx) => {
+    await markEventsSent(trx, sentIds, token, at, outcomes.find((o) => o.ok)?.status ?? null);
+    await markEventsFailed(trx, failed, token);
+  });
+  const dead = failed.filter((f) => f.dead);
+  if (sentIds.length > 0 && deps.onSent) {
+    const acceptedAt = new Map(events.map((e) => [e.id, e.created_at]));
+    deps.onSent(sentIds.length, sentIds.map((id) => (at - acceptedAt.get(id)!) / 1000));
+  }
+  if (failed.length > 0) deps.logger.warn({ count: failed.length, dead: dead.length, error: lastError, target: deps.transport.target }, 'CRM events not taken; backing off');
+  for (const d of dead) deps.logger.warn({ event: events.find((e) => e.id === d.id)?.event_id }, 'CRM event dead-lettered; replay it from /admin/events');
+  if (dead.length > 0) deps.onDead?.(dead.length);
+  return { claimed: events.length, sent: sentIds.length, failed: failed.length - dead.length, dead: dead.length };
+}
+
+/** Runs rounds until stopped: at once while there is work, else every relay.poll_interval or on `wake()`. */
+export function startEventWorker(deps: EventWorkerDeps) {
+  let stopped = false;
+  let wakeUp: (() => void) | undefined;
+  let woken = false;
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken) {
+        woken = false;
+        return resolve();
+      }
+      const timer = setTimeout(resolve, ms);
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const done = (async () => {
+    while (!stopped) {
+      try {
+        const round = await deliverDueEvents(deps);
+        if (round.claimed === 0 || round.sent === 0) await sleep(deps.relay.poll_interval);
+      } catch (error) {
+        deps.logger.error({ err: error }, 'event worker round failed');
+        await sleep(deps.relay.poll_interval);
+      }
+      wakeUp = undefined;
+    }
+  })();
+
+  return {
+    wake() {
+      if (wakeUp) wakeUp();
+      else woken = true;
+    },
+    async stop() {
+      stopped = true;
+      wakeUp?.();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,216 @@
+/**
+ * Repository for the CRM event outbox (`crm_events`): one query, one name (STYLE: Database). Every function takes
+ * the database or a transaction first, so a data change and the event it causes commit together.
+ */
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DialectFlags } from './db.js';
+import { newSmsId } from './ids.js';
+import { createQueryTemplate } from './query-template.js';
+import type { CrmEventsTable, Database } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type EventRow = Selectable<CrmEventsTable>;
+
+/** An event to queue for the CRM. `type` is the CRM's queue type; `path` the Integration API path. */
+export interface NewEvent {
+  type: string;
+  method: 'POST' | 'PUT';
+  path: string;
+  userId: string;
+  /** The body as it will be sent: an object (serialised here) or JSON text already serialised. */
+  payload: object | string;
+  /** `gateway` (default) for events the gateway's own changes cause, `relay` for events received on /relay. */
+  source?: 'relay' | 'gateway';
+}
+
+/** Event ids are UUIDv7 like sms_ids: time-ordered, so the unique index grows at its end. */
+export const newEventId = newSmsId;
+
+function toRow(event: NewEvent, now: number, dedupKey: string | null) {
+  return {
+    event_id: newEventId(),
+    type: event.type,
+    method: event.method,
+    path: event.path,
+    user_id: event.userId,
+    payload_json: typeof event.payload === 'string' ? event.payload : JSON.stringify(event.payload),
+    source: event.source ?? 'gateway',
+    dedup_key: dedupKey,
+    attempts: 0,
+    next_attempt_at: now,
+    claimed_until: 0,
+    dead: 0,
+    created_at: now,
+  } as const;
+}
+
+type EventInsert = ReturnType<typeof toRow>;
+
+// Compiled once per shape: the relay inserts one row per accepted event (src/ledger/query-template.ts).
+const insertEventTemplate = createQueryTemplate((db: Kysely<Database>, row: EventInsert) => db.insertInto('crm_events').values(row));
+const insertEventOnceTemplate = createQueryTemplate((db: Kysely<Database>, row: EventInsert) =>
+  db
+    .insertInto('crm_events')
+    .values(row)
+    .onConflict((oc) => oc.column('dedup_key').doNothing())
+    .returning('event_id'),
+);
+
+/** Queues one event and answers its event_id. Pass the transaction of the change that causes it. */
+export async function enqueueEvent(db: Db, event: NewEvent, now: number = Date.now()): Promise<string> {
+  const row = toRow(event, now, null);
+  await insertEventTemplate(db, row);
+  return row.event_id;
+}
+
+/** Queues many events in statements of 200 rows (import users); answers their event_ids in order. */
+export async function enqueueEvents(db: Db, events: NewEvent[], now: number = Date.now()): Promise<string[]> {
+  const rows = events.map((e) => toRow(e, now, null));
+  for (let i = 0; i < rows.length; i += 200) await db.insertInto('crm_events').values(rows.slice(i, i + 200)).execute();
+  return rows.map((r) => r.event_id);
+}
+
+/**
+ * Queues an event that may exist only once per `dedupKey`. A repeat answers the first event's id with
+ * `replayed: true` and queues nothing. On PostgreSQL a concurrent insert of the same key waits for the other
+ * transaction and then yields to it, so the unique constraint decides.
+ */
+export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string, now: number = Date.now()): Promise<{ eventId: string; replayed: boolean }> {
+  const row = toRow(event, now, dedupKey);
+  const [inserted] = (await insertEventOnceTemplate(db, row)).rows;
+  if (inserted) return { eventId: inserted.event_id, replayed: false };
+  const first = await db.selectFrom('crm_events').select('event_id').where('dedup_key', '=', dedupKey).executeTakeFirstOrThrow();
+  return { eventId: first.event_id, replayed: true };
+}
+
+export interface ClaimedEvent {
+  id: number;
+  event_id: string;
+  type: string;
+  method: 'POST' | 'PUT';
+  path: string;
+  user_id: string;
+  payload_json: string;
+  attempts: number;
+  created_at: number;
+}
+
+/**
+ * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
+ * is due and unclaimed. Only a user's head is ever claimed, so a user's events go out one after another in the
+ * order accepted, while different users go out in parallel. A dead event no longer holds its user's later events.
+ * One statement, so two claimers (serve and a cron flush, or two instances) never take the same row; a later
+ * event cannot be claimed while an earlier one is unsent, whoever holds it. PostgreSQL skips rows another
+ * claimer has locked.
+ */
+export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedEvent[]> {
+  const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
+  // Each user's head is min(id) over the (user_id, id) partial index, read in one pass and grouped; a correlated
+  // probe per candidate row cost a probe for every unsent row on each round. The candidates are materialised
+  // first, so the UPDATE cannot re-run the search for each row it looks at.
+  const claimed = await sql<ClaimedEvent>`
+    with heads as materialized (
+      select e.id from (
+        select min(id) as id from crm_events where sent_at is null and dead = 0 group by user_id
+      ) h join crm_events e on e.id = h.id
+      where e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
+      order by e.id limit ${limit}${lock}
+    )
+    update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
+    where id in (select id from heads) and claimed_until <= ${now} and sent_at is null and dead = 0
+    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
+}
+
+export async function markEventsSent(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db
+      .updateTable('crm_events')
+      .set((eb) => ({ sent_at: now, attempts: eb('attempts', '+', 1), http_status: httpStatus, last_error: null, claimed_until: 0 }))
+      .where('id', 'in', ids.slice(i, i + 500))
+      .where('claim_token', '=', token)
+      .execute();
+  }
+}
+
+export interface FailedEvent {
+  id: number;
+  nextAttemptAt: number;
+  dead: boolean;
+  httpStatus: number | null;
+  error: string;
+}
+
+/** Backs an event off until `nextAttemptAt`, or dead-letters it when relay.max_attempts is spent. */
+export async function markEventsFailed(db: Db, rows: FailedEvent[], token: string): Promise<void> {
+  for (const r of rows) {
+    await db
+      .updateTable('crm_events')
+      .set((eb) => ({
+        attempts: eb('attempts', '+', 1),
+        next_attempt_at: r.nextAttemptAt,
+        claimed_until: 0,
+        http_status: r.httpStatus,
+        last_error: r.error.slice(0, 500),
+        dead: r.dead ? 1 : 0,
+      }))
+      .where('id', '=', r.id)
+      .where('claim_token', '=', token)
+      .execute();
+  }
+}
+
+/** Gives claimed events back unattempted (a shutdown before they were sent). */
+export async function releaseEvents(db: Db, ids: number[], token: string): Promise<void> {
+  if (ids.length === 0) return;
+  await db.updateTable('crm_events').set({ claimed_until: 0 }).where('id', 'in', ids).where('claim_token', '=', token).execute();
+}
+
+/** Dead events back to due (all, or the given event_ids); answers how many. */
+export async function replayDeadEvents(db: Db, now: number, eventIds?: string[]): Promise<number> {
+  let query = db.updateTable('crm_events').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('sent_at', 'is', null);
+  if (eventIds) query = query.where('event_id', 'in', eventIds);
+  const result = await query.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export interface EventBacklog {
+  /** Unsent, not dead. */
+  unsent: number;
+  /** Of those, the ones that failed at least once. */
+  retrying: number;
+  dead: number;
+  /** Acceptance time of the oldest unsent event, or null when none is owed. */
+  oldestUnsentAt: number | null;
+}
+
+export async function countEventBacklog(db: Db): Promise<EventBacklog> {
+  const row = await db
+    .selectFrom('crm_events')
+    .select((eb) => [
+      eb.fn.countAll<number>().filterWhere('dead', '=', 0).as('unsent'),
+      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
+      eb.fn.countAll<number>().filterWhere('dead', '=', 1).as('dead'),
+      sql<number | null>`min(case when dead = 0 then created_at end)`.as('oldest'),
+    ])
+    .where('sent_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { unsent: Number(row.unsent), retrying: Number(row.retrying), dead: Number(row.dead), oldestUnsentAt: row.oldest === null ? null : Number(row.oldest) };
+}
+
+export type EventStatus = 'pending' | 'sent' | 'dead';
+
+/** One page of events, newest first, after the keyset cursor `before` (an internal id). */
+export async function listEvents(db: Db, filter: { userId?: string; status?: EventStatus; before?: number; limit: number }): Promise<EventRow[]> {
+  let query = db.selectFrom('crm_events').selectAll().orderBy('id', 'desc').limit(filter.limit);
+  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.before !== undefined) query = query.where('id', '<', filter.before);
+  if (filter.status === 'sent') query = query.where('sent_at', 'is not', null);
+  if (filter.status === 'dead') query = query.where('dead', '=', 1);
+  if (filter.status === 'pending') query = query.where('sent_at', 'is', null).where('dead', '=', 0);
+  return (await query.execute()).map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+export async function findEventById(db: Db, eventId: string): Promise<EventRow | undefined> {
+  return db.selectFrom('crm_events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+}
