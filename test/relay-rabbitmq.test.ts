@@ -5,6 +5,8 @@
  */
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bonusEvent, relay, RELAY_KEY, thinEvent } from './helpers/events.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
@@ -16,6 +18,9 @@ let connection: ChannelModel;
 let channel: Channel;
 let gw: TestGateway;
 const received: ConsumeMessage[] = [];
+/** The gateway's warnings, shown when a wait times out (what the broker said). */
+const warnings: string[] = [];
+const logStream = new Writable({ write: (chunk, _e, done) => (warnings.push(String(chunk)), done()) });
 
 beforeAll(async () => {
   connection = await amqp.connect(BROKER);
@@ -23,7 +28,7 @@ beforeAll(async () => {
   gw = await startTestGateway({
     relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
     crm: { integration: { transport: 'rabbitmq', rabbitmq: { url: BROKER, exchange, routing_key: 'crm.events' } } },
-  });
+  }, { logger: pino({ level: 'warn' }, logStream) });
 });
 
 afterAll(async () => {
@@ -50,7 +55,9 @@ describe('crm.integration.transport rabbitmq', () => {
     await channel.bindQueue(queue, exchange, 'crm.events');
     await channel.consume(queue, (m) => m && received.push(m), { noAck: true });
 
-    await waitFor(() => received.length >= 3, 30_000, 'three messages');
+    await waitFor(() => received.length >= 3, 30_000, 'three messages').catch((error: Error) => {
+      throw new Error(`${error.message}; received ${received.length}; last warnings: ${warnings.slice(-3).join('')}`);
+    });
     const byId = new Map(received.map((m) => [m.properties.messageId as string, m]));
     expect(received.map((m) => m.properties.messageId).sort()).toEqual([first.json.event_id, second.json.event_id, other.json.event_id].sort());
     const bonus = byId.get(first.json.event_id)!;

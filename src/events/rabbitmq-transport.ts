@@ -14,8 +14,15 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
   let opening: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
   let closed = false;
 
-  const open = () => {
-    opening ??= (async () => {
+  type Link = { connection: ChannelModel; channel: ConfirmChannel };
+  /**
+   * The open link, or one being opened. A connect or handshake that takes longer than the timeout is given up (its
+   * connection closed if it still arrives), so a send never waits on it for ever; each reset forgets only its own link.
+   */
+  const open = (): Promise<Link> => {
+    if (opening) return opening;
+    let forget = () => {};
+    const attempt: Promise<Link> = (async () => {
       // Loaded on first use: a gateway sending over HTTP (or not at all) never pays for the AMQP client.
       const amqp = (await import('amqplib')).default;
       const connection = await amqp.connect(config.url, { timeout: timeoutMs });
@@ -26,7 +33,7 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
       const reset = () => {
         if (dropped) return;
         dropped = true;
-        opening = undefined;
+        forget();
         connection.close().catch(() => {});
       };
       connection.on('error', reset);
@@ -35,10 +42,22 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
       channel.on('close', reset);
       return { connection, channel };
     })();
-    opening.catch(() => {
-      opening = undefined;
-    });
-    return opening;
+    forget = () => {
+      if (opening === guarded) opening = undefined;
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const guarded: Promise<Link> = Promise.race([
+      attempt,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          reject(new Error(`no connection within ${timeoutMs} ms`));
+          attempt.then((late) => late.connection.close().catch(() => {}), () => {});
+        }, timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    opening = guarded;
+    guarded.catch(forget);
+    return guarded;
   };
 
   const host = (() => {
