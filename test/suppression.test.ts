@@ -63,8 +63,13 @@ const message = (id: string, userId: string | undefined) => {
   return { ...base, activity: userId === undefined ? activity : { ...activity, user_id: userId } };
 };
 
+/** The message stored for an activity.id, found by the admin search and read whole. */
 async function story(gw: TestGateway, activityId: string) {
-  const res = await fetch(`${gw.url}/admin/messages?activity_id=${encodeURIComponent(activityId)}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+  const headers = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+  const found = await fetch(`${gw.url}/admin/messages?activity_id=${encodeURIComponent(activityId)}`, { headers });
+  const { messages } = (await found.json()) as { messages: Array<{ sms_id: string }> };
+  if (messages.length !== 1) return { status: 404, json: { message: {} as Record<string, unknown> } };
+  const res = await fetch(`${gw.url}/admin/messages/${messages[0]!.sms_id}`, { headers });
   return { status: res.status, json: (await res.json()) as { message: Record<string, unknown> } };
 }
 

@@ -41,7 +41,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
     app.on(route.method, route.path, async (c) => {
       const declared = Number(c.req.header('content-length') ?? 0);
       if (declared > deps.maxEventBytes) return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
-      const body = await readJsonBody(c);
+      const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
       if (!body.ok) return c.json({ error: body.error }, body.status);
       if (Buffer.byteLength(body.text) > deps.maxEventBytes) return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
       const guarded = guardPayload(body.value, deps.maxDepth);

@@ -24,6 +24,8 @@ export type JsonBody =
 export interface ReadJsonOptions {
   /** The body is a list of independent entries (a batch): an over-deep entry is reported, not the whole body. */
   list?: boolean;
+  /** A tighter limit of the route's own, and the config key that sets it (relay.max_depth). */
+  depthLimit?: { maxDepth: number; key: string };
 }
 
 export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): Promise<JsonBody> {
@@ -32,17 +34,20 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
     return { ok: false, status: 415, error: `Content-Type must be application/json (got ${type ? JSON.stringify(type) : 'none'})` };
   }
   let text = await c.req.text();
-  const maxDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
+  const serverDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
+  const own = options.depthLimit && options.depthLimit.maxDepth < serverDepth ? options.depthLimit : undefined;
+  const maxDepth = own?.maxDepth ?? serverDepth;
+  const key = own?.key ?? 'server.max_json_depth';
   const list = options.list === true && /^\s*\[/.test(text);
   // Entries of a list are counted from their own level, as the same message sent alone would be.
   const found = findTooDeep(text, list ? maxDepth + 1 : maxDepth);
   let tooDeep: Map<number, string> | undefined;
   if (found.length > 0) {
-    if (!list) return { ok: false, status: 400, error: tooDeepError(found[0]!.path, maxDepth) };
+    if (!list) return { ok: false, status: 400, error: tooDeepError(found[0]!.path, maxDepth, key) };
     tooDeep = new Map();
     for (const f of found) {
       const [index, ...rest] = f.path;
-      if (typeof index === 'number' && !tooDeep.has(index)) tooDeep.set(index, tooDeepError(rest, maxDepth));
+      if (typeof index === 'number' && !tooDeep.has(index)) tooDeep.set(index, tooDeepError(rest, maxDepth, key));
     }
     text = withoutTooDeep(text, found);
   }
@@ -53,6 +58,6 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
   }
 }
 
-function tooDeepError(path: ReadonlyArray<string | number>, maxDepth: number): string {
-  return `${describePath(path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)`;
+function tooDeepError(path: ReadonlyArray<string | number>, maxDepth: number, key: string): string {
+  return `${describePath(path)}: nested deeper than ${maxDepth} levels (${key})`;
 }
