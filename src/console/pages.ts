@@ -64,8 +64,8 @@ export interface DashboardView {
 function renderCircuits(circuits: MemberHealthView[]) {
   return html`<section id="circuits">
 <h2>Route members</h2>
-<table data-table="circuits"><thead><tr><th>route</th><th>member</th><th>circuit</th><th>since</th><th title="delivered ÷ final receipts in the breaker's window">delivery rate</th><th>reason</th></tr></thead>
-<tbody>${circuits.map((c) => html`<tr data-member="${c.route}/${c.member}"><td>${c.route}</td><td>${c.member}</td><td data-circuit="${c.state}">${c.state.replace('_', '-')}</td><td>${c.since === undefined ? '—' : when(c.since)}</td><td>${percent(c.deliveryRate)}</td><td style="text-align:left">${c.reason ?? ''}</td></tr>`)}</tbody></table>
+<div class="scroll"><table data-table="circuits"><thead><tr><th>route</th><th>member</th><th>circuit</th><th>since</th><th title="delivered ÷ final receipts in the breaker's window">delivery rate</th><th>reason</th></tr></thead>
+<tbody>${circuits.map((c) => html`<tr data-member="${c.route}/${c.member}"><td>${c.route}</td><td>${c.member}</td><td data-circuit="${c.state}">${c.state.replace('_', '-')}</td><td>${c.since === undefined ? '—' : when(c.since)}</td><td>${percent(c.deliveryRate)}</td><td style="text-align:left">${c.reason ?? ''}</td></tr>`)}</tbody></table></div>
 </section>`;
 }
 
@@ -92,8 +92,8 @@ ${renderOutbox(summary)}
 <section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>
 <p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>
-<table><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
-<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table>
+<div class="scroll"><table data-table="suppressed"><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
+<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table></div>
 </section>
 <section id="charts"><h2>Delivery</h2>
 ${renderRateChart(summary.rates)}
