@@ -14,24 +14,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type smppLib from 'smpp';
-import { parseDuration } from '../src/config/duration.js';
+import { durationSchema } from '../src/config/duration.js';
 import { openSmppBind, type SubmitOutcome } from './smpp-bind.js';
 import { destinationAddress, encodeSmppParts, sourceAddress } from './smpp-message.js';
 import { canonicalMessageId, classifySubmitStatus, parseSmppReceipt, type ReceiptIdFormat } from './smpp-status.js';
 import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from './types.js';
 
-const duration = (fallback: string) =>
-  z
-    .union([z.string(), z.number()])
-    .default(fallback)
-    .transform((value, ctx) => {
-      const ms = parseDuration(value);
-      if (ms === null || ms === 0) {
-        ctx.addIssue({ code: 'custom', message: `"${value}" is not a positive duration (use e.g. 500ms, 30s, 5m)` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+const duration = (fallback: string) => durationSchema(fallback, { positive: true });
 
 const configSchema = z.strictObject({
   type: z.literal('smpp'),

@@ -5,20 +5,9 @@
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
-import { parseDuration } from './duration.js';
+import { durationSchema } from './duration.js';
 
-const duration = (fallback: string) =>
-  z
-    .union([z.string(), z.number()])
-    .default(fallback)
-    .transform((value, ctx) => {
-      const ms = parseDuration(value);
-      if (ms === null) {
-        ctx.addIssue({ code: 'custom', message: `"${value}" is not a duration (use e.g. 500ms, 30s, 5m, 72h, 2d)` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+const duration = (fallback: string) => durationSchema(fallback);
 
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
 // `route` is not a plugin but a provider_name over several of them (src/sms/provider-route.ts).

@@ -7,23 +7,12 @@
  */
 import { z } from 'zod';
 import type { ReceiptParse, SendRequest, SendResult, SmsProvider } from '../../providers/types.js';
-import { parseDuration } from '../config/duration.js';
+import { durationSchema } from '../config/duration.js';
 import type { BreakerSettings } from './circuit-breaker.js';
 import { judgeMemberAnswer, orderMembers } from './failover.js';
 import type { RouteHealth } from './route-health.js';
 
-const duration = (fallback: string) =>
-  z
-    .union([z.string(), z.number()])
-    .default(fallback)
-    .transform((value, ctx) => {
-      const ms = parseDuration(value);
-      if (ms === null) {
-        ctx.addIssue({ code: 'custom', message: `"${value}" is not a duration (use e.g. 500ms, 30s, 5m)` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+const duration = (fallback: string) => durationSchema(fallback);
 
 const providerName = z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _');
 
