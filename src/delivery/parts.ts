@@ -6,6 +6,7 @@
 import type { Transaction } from 'kysely';
 import { aggregatePartStatuses } from '../../providers/multipart.js';
 import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
+import { findPartIds, findPartReceipts, findSegmentCount } from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 
 /**
@@ -15,23 +16,17 @@ import type { Database } from '../ledger/schema.js';
  */
 export async function rollUpPartStatus(trx: Transaction<Database>, smsId: string, event: ReceiptEvent): Promise<MappedStatus> {
   if (!event.perPart) return event.status;
-  const parts = await trx.selectFrom('message_parts').select('provider_message_id').where('sms_id', '=', smsId).execute();
+  const parts = await findPartIds(trx, smsId);
   // Before the send's answer is recorded (an early receipt) the part ids are unknown: our own segment count stands in.
-  const partCount = parts.length >= 2 ? parts.length : (await trx.selectFrom('messages').select('segments').where('sms_id', '=', smsId).executeTakeFirst())?.segments ?? 1;
+  const partCount = parts.length >= 2 ? parts.length : await findSegmentCount(trx, smsId);
   if (partCount < 2) return event.status;
 
-  const known = parts.length >= 2 ? new Set(parts.map((p) => p.provider_message_id)) : undefined;
-  const receipts = await trx
-    .selectFrom('receipts')
-    .select(['provider_message_id', 'mapped_status'])
-    .where('sms_id', '=', smsId)
-    .where('provider_message_id', 'is not', null)
-    .orderBy('id')
-    .execute();
+  const known = parts.length >= 2 ? new Set(parts) : undefined;
+  const receipts = await findPartReceipts(trx, smsId);
   // Per part, the first final status wins and intermediates never overwrite it (status only moves forward).
   const byPart = new Map<string, MappedStatus>();
   for (const r of receipts) {
-    const id = r.provider_message_id!;
+    const id = r.provider_message_id;
     if (known && !known.has(id)) continue;
     const seen = byPart.get(id);
     if (seen === undefined || seen === 'intermediate') byPart.set(id, r.mapped_status as MappedStatus);
