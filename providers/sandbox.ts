@@ -14,6 +14,7 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
+import { callbackEndpoint } from './callback-url.js';
 import { ownValue } from './own-key.js';
 import { headerValue } from './receipt-input.js';
 import {
@@ -132,7 +133,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
     }
 
     function schedule(callbackUrl: string, receipt: SandboxReceipt): void {
-      const url = callbackUrl.split('?')[0] ?? callbackUrl;
+      const url = callbackEndpoint(callbackUrl);
       const list = due.get(url) ?? [];
       list.push(receipt);
       if (config.duplicate_receipts) list.push(receipt);
@@ -155,7 +156,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
         const messageId = `sbx-${randomUUID()}`;
         if (outcome !== 'silent' && !closed) {
           const receipt = { sms_id: req.smsId, message_id: messageId, status: outcome };
-          if (config.early_receipts) await post(req.callbackUrl.split('?')[0]!, config.duplicate_receipts ? [receipt, receipt] : [receipt]);
+          if (config.early_receipts) await post(callbackEndpoint(req.callbackUrl), config.duplicate_receipts ? [receipt, receipt] : [receipt]);
           else schedule(req.callbackUrl, receipt);
         }
         return { ok: true, providerMessageIds: [messageId], providerStatus: 'accepted' };

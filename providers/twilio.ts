@@ -13,6 +13,7 @@
 import { createRequire } from 'node:module';
 import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
+import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
@@ -205,7 +206,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
           ok: true,
           events: [
             {
-              smsId: receipt.query.sms_id || undefined,
+              smsId: receipt.query[CALLBACK_SMS_ID_PARAM] || undefined,
               providerMessageId: firstValue(params.MessageSid) ?? firstValue(params.SmsSid),
               providerStatus,
               status,

@@ -12,6 +12,7 @@
  */
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
+import { callbackUrlWithoutSmsId } from './callback-url.js';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
@@ -146,11 +147,7 @@ function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | n
 }
 
 /** Vonage's `callback` is limited to 100 characters and `client-ref` already carries our sms_id (§3.1). */
-function receiptUrlFor(callbackUrl: string): string {
-  const url = new URL(callbackUrl);
-  url.searchParams.delete('sms_id');
-  return url.toString();
-}
+const receiptUrlFor = callbackUrlWithoutSmsId;
 
 export const vonage: ProviderPlugin<typeof configSchema> = {
   type: 'vonage',
