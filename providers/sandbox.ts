@@ -1,6 +1,6 @@
 /**
  * Sandbox provider: accepts messages without any account and later posts receipts to the gateway's own
- * `/dlr/{name}` through the real HTTP path (DESIGN §3). The outcome is chosen by the recipient's last four digits,
+ * `/dlr/{name}` through the real HTTP path (docs/design.md §3). The outcome is chosen by the recipient's last four digits,
  * so every branch of the gateway can be exercised from the CRM side:
  *
  *   …0001 undelivered receipt   …0002 failed receipt        …0003 no receipt ever (ends as delivery_unknown)
@@ -8,7 +8,7 @@
  *
  * Receipts due at the same moment are posted together as one JSON array, which keeps the simulator cheap enough
  * to benchmark the gateway rather than itself. Fault injection for what real providers do to gateways
- * (research/user-pain.md §2): `early_receipts` posts the receipt before the send call answers, and
+ * (duplicates and early arrival: docs/providers.md §2.1, §3.3): `early_receipts` posts the receipt before the send call answers, and
  * `duplicate_receipts` posts every receipt twice.
  */
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
@@ -163,7 +163,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
-        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (issue 16).
+        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (README "Security").
         const header = headerValue(receipt, 'x-sandbox-signature');
         if (header === undefined) return { ok: false, reason: 'X-Sandbox-Signature is missing' };
         const given = Buffer.from(header, 'utf8');

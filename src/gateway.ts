@@ -85,7 +85,7 @@ export function createProviders(
       ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
-    // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
+    // One throttle per provider instance, shared by single and batch traffic (README "Providers"); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
       provider,
@@ -142,7 +142,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
-  // Real-time events to the CRM (issue 13): delivered by the leader, like conversions; claims are safe anyway.
+  // Real-time events to the CRM (README "Sending events to the CRM"): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventWorker = eventTransport

@@ -23,7 +23,7 @@ const FORBIDDEN: Array<[name: string, pattern: RegExp]> = [
 
 /**
  * Lines allowed for now, each with its reason. src/sms/dispatch.ts is being reworked for the send path's
- * performance in parallel (issue 15 item 3 restructures it later): its default transaction stays until then.
+ * performance in parallel (docs/architecture.md: the dispatcher is restructured later): its default transaction stays until then.
  */
 const KNOWN_EXCEPTIONS: Array<{ file: string; contains: string; why: string }> = [
   { file: 'src/sms/dispatch.ts', contains: 'db.transaction().execute(work)', why: 'send path under rework elsewhere; move to inTransaction with it' },

@@ -1,5 +1,5 @@
 /**
- * Consent changes the gateway learns of itself (issue 14): a STOP or START by SMS and a provider's opt-out error.
+ * Consent changes the gateway learns of itself (README "Consents and opt-outs"): a STOP or START by SMS and a provider's opt-out error.
  * On the sql backend the change is written to the player data with recordSmsConsentChanges (in one transaction
  * with what caused it); on the http backend the player data is the platform's, so an opt-out is sent to it as
  * the CRM's unsubscribe page would (POST /userconsents/:id).

@@ -1,5 +1,5 @@
 /**
- * Receipt ingestion (DESIGN §1 "receipt"): store every valid event once, match it to its message, move the
+ * Receipt ingestion (docs/design.md §1 "receipt"): store every valid event once, match it to its message, move the
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
@@ -156,7 +156,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
 
 /**
  * A receipt for a message whose send ended ambiguously proves the provider accepted it after all (a 5xx or a
- * timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted, so
+ * timeout after Twilio had created the message: docs/providers.md §1, "ambiguous"). The message becomes submitted, so
  * the CRM's retry is answered with its sms_id instead of sending the SMS a second time. Only `uncertain` sends
  * qualify: a `retryable` one provably never reached the provider (429, connection refused), so a receipt claiming
  * it was accepted is wrong, and believing it would answer the CRM's retry `successful` for an SMS never sent.

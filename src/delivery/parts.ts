@@ -1,6 +1,6 @@
 /**
- * Multipart roll-up for providers that send one receipt per SMS part (Vonage SMS API, providers.md §3.3, §4.2):
- * the CRM gets one status for the whole message (DESIGN §4), computed by aggregatePartStatuses from the latest
+ * Multipart roll-up for providers that send one receipt per SMS part (Vonage SMS API, docs/providers.md §3.3, §4.2):
+ * the CRM gets one status for the whole message (docs/design.md §4), computed by aggregatePartStatuses from the latest
  * receipt of each part. Runs inside the receipt transaction, after the event's own receipt row was stored.
  */
 import type { Transaction } from 'kysely';

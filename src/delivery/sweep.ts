@@ -1,5 +1,5 @@
 /**
- * The sweep (DESIGN §4), run by `serve` every delivery.sweep_interval and by `flush`:
+ * The sweep (docs/design.md §4), run by `serve` every delivery.sweep_interval and by `flush`:
  * - parked receipts older than `delivery.parked_receipt_ttl` are set aside (receipts for messages this gateway never
  *   sent, e.g. another system on the same provider account); the rest are matched again, all of them;
  * - messages submitted longer than `delivery.unknown_after` ago without a terminal receipt become delivery_unknown

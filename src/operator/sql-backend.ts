@@ -51,7 +51,7 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     async updateConsents(userId, changes) {
       const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
-      // The change and its User Consents event commit together. The unsubscribe flow (operator-interface.md,
+      // The change and its User Consents event commit together. The unsubscribe flow (docs/crm-interface.md,
       // POST /userconsents) has the operator send the event after processing, so it goes out even when the stored
       // value was already the one asked for: the CRM then reads GET /userconsents as step 4 says.
       return inTransaction(db, async (trx) => {

@@ -1,9 +1,9 @@
 /**
- * Throughput control per provider instance (issue 5, STYLE "Provider plugins": rate limits wrap every provider
+ * Throughput control per provider instance (README "Providers", STYLE "Provider plugins": rate limits wrap every provider
  * once, outside it). Single and batch traffic go through the same wrapper, so they share one budget:
  *
  * - `rate_per_second` is counted in message segments, because providers bill and throttle per segment
- *   (Twilio's MPS queue, error 21611; Vonage's "Throughput Rate Exceeded", status 1: providers.md §1.4, §3.1).
+ *   (Twilio's MPS queue, error 21611; Vonage's "Throughput Rate Exceeded", status 1: docs/providers.md §1.4, §3.1).
  * - `max_concurrency` bounds the requests in flight to the provider.
  *
  * Work over the limit waits until the request's `deadline` (SendRequest.deadline). When the wait would pass it,
