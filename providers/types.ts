@@ -93,7 +93,7 @@ export interface ReceiptEvent {
   errorCode?: string;
   /**
    * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API, SMPP): the
-   * delivery module then rolls the parts up into one status with aggregatePartStatuses (multipart.ts).
+   * delivery module then rolls the parts up into one status with aggregatePartStatuses (src/delivery/parts.ts).
    */
   perPart?: boolean;
 }

@@ -7,7 +7,7 @@
  * part, each with its own message-id and status. Receipts: one per part, by GET query, POST form or POST JSON
  * (the transport is an account setting, so all three are accepted), optionally signed with `sig` (docs/providers.md §3.4).
  * Messages-API-style status webhooks (JSON with message_uuid, Bearer JWT) are accepted too (docs/providers.md §3.5, §3.6).
- * Parts are rolled up into one status by aggregatePartStatuses (multipart.ts) in the delivery module.
+ * Parts are rolled up into one status by aggregatePartStatuses (src/delivery/parts.ts).
  * Secrets to keep out of logs: api_secret, signature_secret.
  */
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';

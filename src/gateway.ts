@@ -31,7 +31,8 @@ import { createRoute } from './sms/provider-route.js';
 import { createRouteHealth, type RouteHealth } from './sms/route-health.js';
 import { withSenderRules } from './sms/sender-rules.js';
 import { createRecipientCheck } from './sms/suppression.js';
-import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
+import { systemClock, type Clock } from './clock.js';
+import { withThrottle } from './sms/throttle.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
 
 export interface GatewayOptions {

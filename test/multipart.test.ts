@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { aggregatePartStatuses } from '../providers/multipart.js';
+import { aggregatePartStatuses } from '../src/delivery/parts.js';
 import type { MappedStatus } from '../providers/types.js';
 
 describe('aggregatePartStatuses (docs/providers.md §4.2)', () => {

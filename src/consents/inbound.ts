@@ -11,7 +11,7 @@ import type { InboundSms } from '../../providers/types.js';
 import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import { findUserIdsByMobile, insertInboundMessage } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
-import { maskPhoneNumber } from '../sms/recipient.js';
+import { maskPhoneNumber } from '../observability/logger.js';
 import type { RecipientCheck } from '../sms/suppression.js';
 import { keywordAction, type KeywordAction, type KeywordLists } from './keywords.js';
 import { inTransaction } from '../ledger/db.js';

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
 import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
-import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
+import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
 import { confirmSubmitted, findReceiptTargetsByProviderId, findReceiptTargetsBySmsId, updateDeliveryStatus, type ReceiptTarget } from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
@@ -132,7 +132,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
     provider_status: input.event.providerStatus,
     mapped_status: input.event.status,
     error_code: input.event.errorCode ?? null,
-    matched: messages[k] ? 1 : 0,
+    matched: messages[k] ? RECEIPT_MATCH.applied : RECEIPT_MATCH.parked,
     received_at: now,
     per_part: input.event.perPart ? 1 : 0,
   }));
@@ -181,7 +181,7 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
   inputs.forEach((input, k) => {
     if (!isFresh.has(k)) return metrics?.receiptDuplicate(input.provider);
     metrics?.receiptStored(input.provider, input.event.status);
-    if (rows[k]!.matched) return;
+    if (rows[k]!.matched !== RECEIPT_MATCH.parked) return;
     metrics?.receiptParked(input.provider);
     logger?.debug(
       { sms_id: input.event.smsId, provider: input.provider, provider_message_id: input.event.providerMessageId, status: input.event.status, request_id: input.requestId },
@@ -190,6 +190,9 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
   });
 }
 
+/** Parked receipts read (and applied) per query and per transaction. */
+const PARKED_PAGE = 1_000;
+
 /** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
 export async function matchParkedReceipts(
   trx: Trx,
@@ -197,7 +200,7 @@ export async function matchParkedReceipts(
   scope: { provider: string; providerMessageIds: string[] },
   observers: IngestObservers = {},
 ): Promise<number> {
-  return applyParked(trx, await findParkedReceipts(trx, 1_000, scope), now, observers);
+  return applyParked(trx, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
 }
 
 /**
@@ -208,11 +211,11 @@ export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, 
   let applied = 0;
   for (let afterId = 0; ; ) {
     const page = await inTransaction(db, async (trx) => {
-      const parked = await findParkedReceipts(trx, 1_000, { afterId });
+      const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
       applied += await applyParked(trx, parked, now, observers);
       return parked;
     });
-    if (page.length < 1_000) return applied;
+    if (page.length < PARKED_PAGE) return applied;
     afterId = Number(page[page.length - 1]!.id);
   }
 }

@@ -5,6 +5,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
+import { IDS_PER_STATEMENT } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -54,13 +55,10 @@ const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsI
     .where('sms_id', 'in', smsIds),
 );
 
-/** Rows per UPDATE … WHERE sms_id IN (…): well under both dialects' bound-parameter limits. */
-export const DELIVERY_UPDATE_CHUNK = 500;
-
-/** Writes one delivery status to many messages, DELIVERY_UPDATE_CHUNK at a time. */
+/** Writes one delivery status to many messages, IDS_PER_STATEMENT at a time. */
 export async function updateDeliveryStatus(db: Db, smsIds: string[], set: DeliveryUpdate): Promise<void> {
-  for (let i = 0; i < smsIds.length; i += DELIVERY_UPDATE_CHUNK) {
-    await updateDeliveryTemplate(db, { smsIds: smsIds.slice(i, i + DELIVERY_UPDATE_CHUNK), set });
+  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) {
+    await updateDeliveryTemplate(db, { smsIds: smsIds.slice(i, i + IDS_PER_STATEMENT), set });
   }
 }
 

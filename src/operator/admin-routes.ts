@@ -41,14 +41,14 @@ export const creditsAnswerSchema = z.strictObject({
     .describe('Newest first, at most 100'),
 });
 
-export interface AdminRouteDeps {
+export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
   backend: OperatorBackend;
   adminKey: string | undefined;
   now: () => number;
 }
 
-export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDeps) {
+export function operatorAdminRoutes({ db, backend, adminKey, now }: OperatorAdminRouteDeps) {
   const app = new Hono();
   const admin = requireAdmin(adminKey);
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.

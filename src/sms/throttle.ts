@@ -10,18 +10,9 @@
  * the answer is transient, so a single request gets 503 and a batch entry lands in `fatal` and the CRM retries.
  * Time comes from an injected clock so tests move it by hand.
  */
-import { setTimeout as sleepFor } from 'node:timers/promises';
 import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
+import type { Clock } from '../clock.js';
 
-export interface Clock {
-  now(): number;
-  /** Resolves after `ms`, rejects when `signal` aborts first. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
-export function systemClock(now: () => number = Date.now): Clock {
-  return { now, sleep: (ms, signal) => sleepFor(ms, undefined, { signal }) };
-}
 
 export interface ThrottleLimits {
   ratePerSecond?: number;
