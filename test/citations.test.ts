@@ -2,25 +2,16 @@
  * Comments cite documents in this repository (docs/architecture.md, "Where new code goes"): a citation of a document
  * that is not shipped, or of a section our docs do not have, fails here naming file and line.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const root = join(import.meta.dirname, '..');
+import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
 
 /** Names of documents that live outside this repository. */
 const OUTSIDE = /\bDESIGN §|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
 
 /** src/sms/dispatch.ts and the ledger's two grouping files are reworked elsewhere; their citations go with that work. */
 const KNOWN_EXCEPTIONS = new Set(['src/sms/dispatch.ts', 'src/ledger/write-batcher.ts', 'src/ledger/transaction-queue.ts']);
-
-function files(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : files(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
 
 /** The section numbers (1, 1.1, 0.3) and letters (A, B, C) a doc defines, in headings or bold list labels. */
 export function sectionsOf(markdown: string): Set<string> {
@@ -30,7 +21,7 @@ export function sectionsOf(markdown: string): Set<string> {
   return found;
 }
 
-const all = [...files('src'), ...files('providers'), ...files('test'), ...files('bench')];
+const all = ['src', 'providers', 'test', 'bench'].flatMap((dir) => sourceFiles(dir));
 
 describe('citations', () => {
   it('finds sections in headings and labels', () => {

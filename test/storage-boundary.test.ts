@@ -4,11 +4,10 @@
  * and providers/ (bench/ is outside it on purpose: benchmarks prepare their data directly) and names each line
  * that writes SQL or builds a query.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const root = join(import.meta.dirname, '..');
+import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
 
 const FORBIDDEN: Array<[name: string, pattern: RegExp]> = [
   ['sql template', /\bsql\s*`/],
@@ -58,14 +57,6 @@ export function findStorageCalls(text: string): Array<{ line: number; kind: stri
   return found;
 }
 
-function tsFiles(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return path === join('src', 'ledger') ? [] : tsFiles(path);
-    return entry.name.endsWith('.ts') ? [path] : [];
-  });
-}
-
 describe('storage boundary', () => {
   it.each([
     ['a sql template', "await sql`select 1`.execute(db);", 'sql template'],
@@ -94,11 +85,11 @@ describe('storage boundary', () => {
   });
 
   it('no file under src/ (outside src/ledger/) or providers/ writes SQL or builds a query', () => {
-    const files = [...tsFiles('src'), ...tsFiles('providers')];
+    const files = [...sourceFiles('src', [join('src', 'ledger')]), ...sourceFiles('providers')];
     expect(files.length).toBeGreaterThan(50);
     const violations = files.flatMap((file) =>
       findStorageCalls(readFileSync(join(root, file), 'utf8'))
-        .filter((v) => !KNOWN_EXCEPTIONS.some((e) => e.file === relative('.', file) && v.text.includes(e.contains)))
+        .filter((v) => !KNOWN_EXCEPTIONS.some((e) => e.file === file && v.text.includes(e.contains)))
         .map((v) => `${file}:${v.line}: ${v.kind}: ${v.text}`),
     );
     expect(violations).toEqual([]);
