@@ -1,7 +1,7 @@
 /**
  * CPU cost per message of the Twilio send path: our plugin (pooled undici form POST) against the official SDK's
  * messages.create, both talking to the Twilio fake (test/fakes/twilio.ts) in a child process, so only the
- * client's CPU is counted (process.cpuUsage of this process). DESIGN §6 budget: ≤ 100 µs per message for ours.
+ * client's CPU is counted (process.cpuUsage of this process). docs/design.md §6 budget: ≤ 100 µs per message for ours.
  *
  *   npm run build && node dist/bench/provider-client.js [--count 20000] [--concurrency 50] [--sdk-count N]
  *
@@ -64,7 +64,7 @@ async function measure(count: number, concurrency: number, sendOne: (i: number) 
   };
 }
 
-/** The SDK has no base-URL option; a RequestClient that rewrites scheme and host is the robust hook (providers.md §0.1, §7.1). */
+/** The SDK has no base-URL option; a RequestClient that rewrites scheme and host is the robust hook (docs/providers.md §0.1, §7.1). */
 function sdkClientFor(info: TwilioFakeInfo) {
   const target = new URL(info.url);
   const Base = twilioSdk.RequestClient as unknown as typeof RequestClient;

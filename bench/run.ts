@@ -1,5 +1,5 @@
 /**
- * npm run bench — figures for the send path, printed, never asserted (DESIGN §6, §7).
+ * npm run bench — figures for the send path, printed, never asserted (docs/design.md §6, §7).
  *
  *   node dist/bench/run.js                      single, then batch, then e2e
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)

@@ -6,6 +6,7 @@
  * one for its sms_id, and then only about that sms_id. Leaking one URL exposes one message, never the others.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
 import type { IncomingReceipt } from './types.js';
 
 export function callbackToken(secret: string, provider: string, smsId: string): string {
@@ -21,7 +22,7 @@ export function tokenisedCallbackUrl(callbackUrl: string, secret: string, provid
 
 /** The sms_id the receipt URL vouches for, or why it does not. */
 export function verifyCallbackToken(receipt: IncomingReceipt, secret: string, provider: string): { ok: true; smsId: string } | { ok: false; reason: string } {
-  const smsId = receipt.query.sms_id;
+  const smsId = receipt.query[CALLBACK_SMS_ID_PARAM];
   const token = receipt.query.token;
   if (!smsId || !token) return { ok: false, reason: 'the receipt URL has no sms_id and token (it was not one we handed out)' };
   const expected = Buffer.from(callbackToken(secret, provider, smsId));

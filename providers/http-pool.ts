@@ -1,6 +1,6 @@
 /**
  * The pooled HTTP client provider plugins send with: one undici Pool per provider instance, keep-alive, no SDK on
- * the hot path (DESIGN §6: a pooled request costs a tenth of the Twilio SDK's CPU per message).
+ * the hot path (docs/design.md §6: a pooled request costs a tenth of the Twilio SDK's CPU per message).
  */
 import { Pool } from 'undici';
 
@@ -50,7 +50,7 @@ const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNRE
 
 /**
  * Describes a failure of the request itself (no HTTP answer). An abort means our timeout fired, possibly after
- * the provider received the request: the message may exist there (providers.md §1.4 "timeout after the request
+ * the provider received the request: the message may exist there (docs/providers.md §1.4 "timeout after the request
  * was sent"), and so may it after a connection reset; `ambiguous` says so. A refused connection sent nothing.
  */
 export function describeRequestFailure(error: unknown, signal: AbortSignal): { network: string; error: string; ambiguous: boolean } {

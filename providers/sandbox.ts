@@ -1,6 +1,6 @@
 /**
  * Sandbox provider: accepts messages without any account and later posts receipts to the gateway's own
- * `/dlr/{name}` through the real HTTP path (DESIGN §3). The outcome is chosen by the recipient's last four digits,
+ * `/dlr/{name}` through the real HTTP path (docs/design.md §3). The outcome is chosen by the recipient's last four digits,
  * so every branch of the gateway can be exercised from the CRM side:
  *
  *   …0001 undelivered receipt   …0002 failed receipt        …0003 no receipt ever (ends as delivery_unknown)
@@ -8,12 +8,13 @@
  *
  * Receipts due at the same moment are posted together as one JSON array, which keeps the simulator cheap enough
  * to benchmark the gateway rather than itself. Fault injection for what real providers do to gateways
- * (research/user-pain.md §2): `early_receipts` posts the receipt before the send call answers, and
+ * (duplicates and early arrival: docs/providers.md §2.1, §3.3): `early_receipts` posts the receipt before the send call answers, and
  * `duplicate_receipts` posts every receipt twice.
  */
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
+import { callbackEndpoint } from './callback-url.js';
 import { ownValue } from './own-key.js';
 import { headerValue } from './receipt-input.js';
 import {
@@ -132,7 +133,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
     }
 
     function schedule(callbackUrl: string, receipt: SandboxReceipt): void {
-      const url = callbackUrl.split('?')[0] ?? callbackUrl;
+      const url = callbackEndpoint(callbackUrl);
       const list = due.get(url) ?? [];
       list.push(receipt);
       if (config.duplicate_receipts) list.push(receipt);
@@ -155,14 +156,14 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
         const messageId = `sbx-${randomUUID()}`;
         if (outcome !== 'silent' && !closed) {
           const receipt = { sms_id: req.smsId, message_id: messageId, status: outcome };
-          if (config.early_receipts) await post(req.callbackUrl.split('?')[0]!, config.duplicate_receipts ? [receipt, receipt] : [receipt]);
+          if (config.early_receipts) await post(callbackEndpoint(req.callbackUrl), config.duplicate_receipts ? [receipt, receipt] : [receipt]);
           else schedule(req.callbackUrl, receipt);
         }
         return { ok: true, providerMessageIds: [messageId], providerStatus: 'accepted' };
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
-        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (issue 16).
+        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (README "Security").
         const header = headerValue(receipt, 'x-sandbox-signature');
         if (header === undefined) return { ok: false, reason: 'X-Sandbox-Signature is missing' };
         const given = Buffer.from(header, 'utf8');

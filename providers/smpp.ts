@@ -35,7 +35,7 @@ const configSchema = z.strictObject({
   system_id: z.string().min(1).max(15),
   password: z.string().max(8),
   system_type: z.string().max(12).default(''),
-  /** service_type of each submit_sm (§5.2.11); empty: the SMSC's default. */
+  /** service_type of each submit_sm (SMPP 3.4 §5.2.11); empty: the SMSC's default. */
   service_type: z.string().max(5).default(''),
   /** Default sender when the CRM gives no sender_name. */
   from: z.string().min(1).optional(),
@@ -193,7 +193,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
                 dest_addr_npi: destination.npi,
                 destination_addr: destination.addr,
                 esm_class: part.esmClass,
-                registered_delivery: 1, // an SMSC delivery receipt on the final outcome (§5.2.17)
+                registered_delivery: 1, // an SMSC delivery receipt on the final outcome (SMPP 3.4 §5.2.17)
                 data_coding: part.dataCoding,
                 short_message: part.shortMessage,
               },

@@ -1,10 +1,10 @@
 /**
- * Twilio Programmable Messaging (API 2010-04-01). Facts from providers.md §1–§2 and §4.1; vendor docs:
+ * Twilio Programmable Messaging (API 2010-04-01). Facts from docs/providers.md §1, §2 and §4.1; vendor docs:
  * https://www.twilio.com/docs/messaging/api/message-resource and
  * https://www.twilio.com/docs/usage/webhooks/webhooks-security
  *
  * Send: a form POST to `{base_url}/2010-04-01/Accounts/{account_sid}/Messages.json` with Basic auth over a pooled
- * undici client. The twilio SDK stays off this path (DESIGN §6: its messages.create costs about ten times the CPU).
+ * undici client. The twilio SDK stays off this path (docs/design.md §6: its messages.create costs about ten times the CPU).
  * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with the twilio
  * package's own `validateRequest` against the public URL we handed out (never the Host header).
  * Secrets to keep out of logs: auth_token.
@@ -13,6 +13,7 @@
 import { createRequire } from 'node:module';
 import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
+import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
@@ -41,7 +42,7 @@ const configSchema = z
     messaging_service_sid: z.string().regex(/^MG[0-9a-f]{32}$/i, 'must be MG followed by 32 hex digits').optional(),
     /** Seconds a message may wait in Twilio's queue before Twilio fails it (error 30036); 1–36000. */
     validity_period: z.number().int().min(1).max(36_000).optional(),
-    /** Twilio replaces Unicode look-alikes with GSM-7 characters (providers.md §5). */
+    /** Twilio replaces Unicode look-alikes with GSM-7 characters (docs/providers.md §5). */
     smart_encoded: z.boolean().optional(),
   })
   .refine((c) => c.from !== undefined || c.messaging_service_sid !== undefined, {
@@ -53,7 +54,7 @@ export type TwilioConfig = z.infer<typeof configSchema>;
 export type TwilioFailure = { httpStatus?: number; code?: number; network?: string };
 
 /**
- * Send-time error codes that mean this message will never go out as it is (providers.md §1.4,
+ * Send-time error codes that mean this message will never go out as it is (docs/providers.md §1.4,
  * https://www.twilio.com/docs/api/errors). The text is what the CRM reads in the 400 answer.
  */
 export const TWILIO_PERMANENT_CODES: Readonly<Record<number, string>> = {
@@ -78,7 +79,7 @@ export const TWILIO_OPTED_OUT_CODE = 21610;
 /**
  * Codes a retry can fix: 20429 too many concurrent requests (never processed, always safe to retry), 21611 the
  * sender's queue is over its backlog limit, 20003 authentication failed: a configuration fault of ours, which
- * must not burn the CRM's messages as permanent failures (providers.md §1.4).
+ * must not burn the CRM's messages as permanent failures (docs/providers.md §1.4).
  */
 export const TWILIO_TRANSIENT_CODES: ReadonlySet<number> = new Set([20003, 20429, 21611]);
 
@@ -97,7 +98,7 @@ export function classifyTwilioFailure(failure: TwilioFailure): 'permanent' | 'tr
   return 'transient'; // a 2xx/3xx we cannot read: the message may exist, the CRM decides on retry
 }
 
-/** MessageStatus → CRM status (providers.md §2.2, §4.1). `ignore`: inbound statuses, nothing to record. */
+/** MessageStatus → CRM status (docs/providers.md §2.2, §4.1). `ignore`: inbound statuses, nothing to record. */
 export const TWILIO_STATUS_MAP: Readonly<Record<string, MappedStatus | 'ignore'>> = {
   accepted: 'intermediate',
   scheduled: 'intermediate',
@@ -109,13 +110,13 @@ export const TWILIO_STATUS_MAP: Readonly<Record<string, MappedStatus | 'ignore'>
   read: 'delivered', // WhatsApp/RCS read implies delivered
   undelivered: 'undelivered',
   failed: 'failed',
-  canceled: 'failed', // a cancelled scheduled send never went out (judgement call, §4.1)
+  canceled: 'failed', // a cancelled scheduled send never went out (judgement call, docs/providers.md §4.1)
   partially_delivered: 'delivery_unknown', // not described for SMS; some parts unconfirmed (judgement call)
   receiving: 'ignore',
   received: 'ignore',
 };
 
-/** Unknown values stay intermediate until the timeout: Twilio adds statuses without notice (§4.1). */
+/** Unknown values stay intermediate until the timeout: Twilio adds statuses without notice (docs/providers.md §4.1). */
 export function mapTwilioStatus(status: string): MappedStatus | 'ignore' {
   return ownValue(TWILIO_STATUS_MAP, status.toLowerCase()) ?? 'intermediate';
 }
@@ -150,7 +151,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       if (from) form.set('From', from);
       if (config.messaging_service_sid) form.set('MessagingServiceSid', config.messaging_service_sid);
       form.set('Body', req.text);
-      // The callback URL carries our sms_id, which the signature then covers (§2.4).
+      // The callback URL carries our sms_id, which the signature then covers (docs/providers.md §2.4).
       form.set('StatusCallback', req.callbackUrl);
       if (config.validity_period !== undefined) form.set('ValidityPeriod', String(config.validity_period));
       if (config.smart_encoded !== undefined) form.set('SmartEncoded', String(config.smart_encoded));
@@ -178,10 +179,10 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const kind = classifyTwilioFailure({ httpStatus: res.status, code });
         const meaning = code !== undefined ? ownValue(TWILIO_PERMANENT_CODES, code) : undefined;
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
-        // A 5xx, or a success we cannot read, may have created the message (providers.md §1.4); a 429 never did.
+        // A 5xx, or a success we cannot read, may have created the message (docs/providers.md §1.4); a 429 never did.
         const ambiguous = res.status >= 500 || res.status < 300;
         const answer = <Extract<SendResult, { ok: false }>>failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
-        // The recipient replied STOP to this sender: the gateway opts the player out too (providers.md §1.4).
+        // The recipient replied STOP to this sender: the gateway opts the player out too (docs/providers.md §1.4).
         return code === TWILIO_OPTED_OUT_CODE ? { ...answer, recipientOptedOut: true } : answer;
       },
 
@@ -205,7 +206,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
           ok: true,
           events: [
             {
-              smsId: receipt.query.sms_id || undefined,
+              smsId: receipt.query[CALLBACK_SMS_ID_PARAM] || undefined,
               providerMessageId: firstValue(params.MessageSid) ?? firstValue(params.SmsSid),
               providerStatus,
               status,

@@ -1,5 +1,5 @@
 /**
- * The contract between the gateway and an SMS provider plugin (DESIGN §2, §4).
+ * The contract between the gateway and an SMS provider plugin (docs/design.md §2, §4).
  *
  * A plugin is one file exporting a `ProviderPlugin`: a zod schema for its `providers.<name>` config block and a
  * factory. The gateway wraps every provider once, outside it, with timing, rate limits and the ledger; a plugin
@@ -93,7 +93,7 @@ export interface ReceiptEvent {
   errorCode?: string;
   /**
    * True when the provider reports each SMS part of a concatenated message on its own (Vonage SMS API, SMPP): the
-   * delivery module then rolls the parts up into one status with aggregatePartStatuses (multipart.ts).
+   * delivery module then rolls the parts up into one status with aggregatePartStatuses (src/delivery/parts.ts).
    */
   perPart?: boolean;
 }

@@ -1,11 +1,11 @@
 /**
- * Checks for Vonage's two webhook signing schemes (providers.md §3.4, §3.6; vendor docs:
+ * Checks for Vonage's two webhook signing schemes (docs/providers.md §3.4, §3.6; vendor docs:
  * https://developer.vonage.com/getting-started/concepts/signing-messages and
  * https://developer.vonage.com/getting-started/concepts/webhooks).
  *
  * The SMS API `sig` check is our own code rather than @vonage/sms's `verifySignature`, because that one throws on
  * non-string values (JSON receipts carry numbers), compares in variable time and never looks at `timestamp`
- * (providers.md §0.5). The test fakes sign independently and the tests check their signatures against the SDK's
+ * (docs/providers.md §0.5). The test fakes sign independently and the tests check their signatures against the SDK's
  * verifier, so the algorithm is not only ours twice.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
@@ -14,14 +14,14 @@ import type * as VonageJwt from '@vonage/jwt';
 
 export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
 
-/** How far a signed webhook's time may be from ours, either way (replay window, §3.4 step 6). */
+/** How far a signed webhook's time may be from ours, either way (replay window, docs/providers.md §3.4 step 6). */
 export const SIGNATURE_WINDOW_SECONDS = 300;
 
 export type SignatureCheck = { ok: true } | { ok: false; reason: string };
 
 /**
  * The string Vonage signs: every parameter except `sig`, sorted by name, each as `&name=value` with `&` and `=`
- * inside values replaced by `_` (§3.4 steps 1–3).
+ * inside values replaced by `_` (docs/providers.md §3.4 steps 1–3).
  */
 export function vonageSignedString(params: Readonly<Record<string, string>>): string {
   return Object.keys(params)
@@ -70,7 +70,7 @@ function verifyJwtSignature(token: string, secret: string): boolean {
 }
 
 /**
- * Messages-API-style webhook: `Authorization: Bearer <HS256 JWT>` signed with the signature secret (§3.6).
+ * Messages-API-style webhook: `Authorization: Bearer <HS256 JWT>` signed with the signature secret (docs/providers.md §3.6).
  * @vonage/jwt checks the signature (and `exp` if present); it leaves out what we add here: the token must be fresh
  * (`iat` within the window) and `payload_hash` must be the SHA-256 of the exact body bytes, or an old token could
  * be replayed with any body.

@@ -1,17 +1,18 @@
 /**
- * Vonage SMS API (https://rest.nexmo.com/sms/json). Facts from providers.md §3 and §4.2; vendor docs:
+ * Vonage SMS API (https://rest.nexmo.com/sms/json). Facts from docs/providers.md §3 and §4.2; vendor docs:
  * https://developer.vonage.com/messaging/sms/guides/delivery-receipts and
  * https://developer.vonage.com/messaging/sms/guides/troubleshooting-sms
  *
- * Send: a JSON POST with Basic auth, as the SDK does (§0.7), over a pooled undici client; one answer entry per SMS
+ * Send: a JSON POST with Basic auth, as the SDK does (docs/providers.md §0.7), over a pooled undici client; one answer entry per SMS
  * part, each with its own message-id and status. Receipts: one per part, by GET query, POST form or POST JSON
- * (the transport is an account setting, so all three are accepted), optionally signed with `sig` (§3.4).
- * Messages-API-style status webhooks (JSON with message_uuid, Bearer JWT) are accepted too (§3.5, §3.6).
- * Parts are rolled up into one status by aggregatePartStatuses (multipart.ts) in the delivery module.
+ * (the transport is an account setting, so all three are accepted), optionally signed with `sig` (docs/providers.md §3.4).
+ * Messages-API-style status webhooks (JSON with message_uuid, Bearer JWT) are accepted too (docs/providers.md §3.5, §3.6).
+ * Parts are rolled up into one status by aggregatePartStatuses (src/delivery/parts.ts).
  * Secrets to keep out of logs: api_secret, signature_secret.
  */
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
+import { callbackUrlWithoutSmsId } from './callback-url.js';
 import { createProviderPool, describeRequestFailure } from './http-pool.js';
 import { ownValue } from './own-key.js';
 import { headerValue, readFormFields } from './receipt-input.js';
@@ -46,10 +47,10 @@ const configSchema = z.strictObject({
 });
 export type VonageConfig = z.infer<typeof configSchema>;
 
-/** Submit statuses: the SDK's enum plus 17, which the spec lists and the SDK leaves out (§3.1). */
+/** Submit statuses: the SDK's enum plus 17, which the spec lists and the SDK leaves out (docs/providers.md §3.1). */
 type SubmitStatus = Exclude<`${SMSStatus}` | '17', '0'>;
 
-/** Per-part submit status → class (providers.md §3.1, §4.2): throttled and temporary codes transient, the rest permanent. */
+/** Per-part submit status → class (docs/providers.md §3.1, §4.2): throttled and temporary codes transient, the rest permanent. */
 export const VONAGE_SUBMIT_STATUS: Readonly<Record<SubmitStatus, { kind: 'permanent' | 'transient'; meaning: string }>> = {
   '1': { kind: 'transient', meaning: 'throttled' },
   '2': { kind: 'permanent', meaning: 'missing parameters' },
@@ -80,7 +81,7 @@ export function classifyVonageSubmitStatus(status: string): 'accepted' | 'perman
 
 /**
  * One answer for the whole message from its parts' statuses. Mixed answers are permanent: the accepted parts go
- * out anyway, so a retry would send them twice (§4.2). With every part refused, transient only if all were.
+ * out anyway, so a retry would send them twice (docs/providers.md §4.2). With every part refused, transient only if all were.
  */
 export function classifyVonageParts(statuses: readonly string[]): 'accepted' | 'permanent' | 'transient' {
   if (statuses.length === 0) return 'transient';
@@ -90,16 +91,16 @@ export function classifyVonageParts(statuses: readonly string[]): 'accepted' | '
   return classes.every((c) => c === 'transient') ? 'transient' : 'permanent';
 }
 
-/** SMS API DLR `status` per part → CRM status (providers.md §3.3, §4.2). */
+/** SMS API DLR `status` per part → CRM status (docs/providers.md §3.3, §4.2). */
 export const VONAGE_DLR_STATUS: Readonly<Record<string, MappedStatus>> = {
   accepted: 'intermediate',
   buffered: 'intermediate',
   delivered: 'delivered',
-  // Also what Vonage synthesises after 72 h without a final DLR; the payload cannot tell them apart (§4.2).
+  // Also what Vonage synthesises after 72 h without a final DLR; the payload cannot tell them apart (docs/providers.md §4.2).
   expired: 'undelivered',
   failed: 'undelivered',
   undelivered: 'undelivered', // older guides
-  rejected: 'failed', // refused by the carrier before the handset network (judgement call, §4.2)
+  rejected: 'failed', // refused by the carrier before the handset network (judgement call, docs/providers.md §4.2)
   unknown: 'delivery_unknown',
 };
 
@@ -109,7 +110,7 @@ export function mapVonageDlrStatus(status: string): MappedStatus {
 }
 
 /**
- * Messages API status → CRM status (§4.3). A plain `rejected` means undelivered after a `submitted` and failed
+ * Messages API status → CRM status (docs/providers.md §4.3). A plain `rejected` means undelivered after a `submitted` and failed
  * before one; a plugin sees one webhook at a time, so it takes the common SMS case, a carrier-side rejection.
  */
 export function mapVonageMessagesStatus(status: string, errorCode: string | undefined): MappedStatus {
@@ -122,13 +123,13 @@ export function mapVonageMessagesStatus(status: string, errorCode: string | unde
   }
 }
 
-/** The submit answer as the API sends it: `message-count` is a string (the SDK's type says number, §0.3). */
+/** The submit answer as the API sends it: `message-count` is a string (the SDK's type says number, docs/providers.md §0.3). */
 interface SubmitAnswer {
   'message-count'?: string;
   messages?: Array<Partial<Omit<SMSMessageResponse, 'status'>> & { status?: string; 'error-text'?: string }>;
 }
 
-/** Receipt parameters with every value a string, from whichever transport carried them (§3.3). */
+/** Receipt parameters with every value a string, from whichever transport carried them (docs/providers.md §3.3). */
 function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | null {
   if (receipt.method === 'GET' || receipt.rawBody.length === 0) return { ...receipt.query };
   if (/json/i.test(receipt.contentType)) {
@@ -139,18 +140,14 @@ function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | n
       return null;
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
-    // JSON receipts may carry numbers; the signature is over their text (§0.5).
+    // JSON receipts may carry numbers; the signature is over their text (docs/providers.md §0.5).
     return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)]));
   }
   return Object.fromEntries(Object.entries(readFormFields(receipt.rawBody)).map(([k, v]) => [k, Array.isArray(v) ? v[0]! : v]));
 }
 
-/** Vonage's `callback` is limited to 100 characters and `client-ref` already carries our sms_id (§3.1). */
-function receiptUrlFor(callbackUrl: string): string {
-  const url = new URL(callbackUrl);
-  url.searchParams.delete('sms_id');
-  return url.toString();
-}
+/** Vonage's `callback` is limited to 100 characters and `client-ref` already carries our sms_id (docs/providers.md §3.1). */
+const receiptUrlFor = callbackUrlWithoutSmsId;
 
 export const vonage: ProviderPlugin<typeof configSchema> = {
   type: 'vonage',
@@ -175,7 +172,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         from,
         to: req.to.replace(/^\+/, ''), // Vonage wants E.164 digits without '+'
         text: req.text,
-        type: req.encoding === 'ucs2' ? 'unicode' : 'text', // Vonage never picks the encoding itself (§5)
+        type: req.encoding === 'ucs2' ? 'unicode' : 'text', // Vonage never picks the encoding itself (docs/providers.md §5)
         'client-ref': req.smsId,
         ...(fits ? { callback } : {}),
       });
@@ -252,14 +249,14 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
               providerStatus,
               status,
               ...(errorCode ? { errorCode } : {}),
-              perPart: true, // one DLR per part (§3.3); Messages API webhooks (above) arrive already aggregated
+              perPart: true, // one DLR per part (docs/providers.md §3.3); Messages API webhooks (above) arrive already aggregated
             },
           ],
         };
       },
 
       /**
-       * SMS API inbound messages, by GET, form or JSON like receipts (providers.md §3.3, §3.4): only signed ones
+       * SMS API inbound messages, by GET, form or JSON like receipts (docs/providers.md §3.3, §3.4): only signed ones
        * are believed, so inbound needs signature_secret. `msisdn` is the sender, `to` our number.
        */
       parseInbound(request: IncomingReceipt): InboundParse {

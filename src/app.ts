@@ -110,13 +110,13 @@ export function createApp(parts: AppParts): Hono {
   app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
-  // Operator API (issue 6): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
+  // Operator API (README "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
-  // Real-time events to the CRM (issue 13): the relay for the operator's platform, and their admin view.
+  // Real-time events to the CRM (README "Sending events to the CRM"): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued ?? (() => {});
   app.route(
     '/relay',

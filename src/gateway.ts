@@ -3,12 +3,14 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
+import { buildCallbackUrl } from '../providers/callback-url.js';
 import { providerPlugins } from '../providers/index.js';
 import type { ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
-import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './delivery/ingest.js';
+import type { ReceiptInput } from './delivery/ingest.js';
+import { createReceiptIntake } from './delivery/intake.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
@@ -19,11 +21,9 @@ import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
 import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
-import { createWriteBatcher } from './ledger/write-batcher.js';
-import { isRefusedValue } from './ledger/write-errors.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
-import { anyParkedReceipts, countParkedReceiptsByProvider } from './ledger/receipts.js';
+import { countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
@@ -31,7 +31,8 @@ import { createRoute } from './sms/provider-route.js';
 import { createRouteHealth, type RouteHealth } from './sms/route-health.js';
 import { withSenderRules } from './sms/sender-rules.js';
 import { createRecipientCheck } from './sms/suppression.js';
-import { systemClock, withThrottle, type Clock } from './sms/throttle.js';
+import { systemClock, type Clock } from './clock.js';
+import { withThrottle } from './sms/throttle.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
 
 export interface GatewayOptions {
@@ -70,7 +71,7 @@ export function createProviders(
   clock: Clock = systemClock(now),
   role?: ClusterRole,
   processSecret?: Buffer,
-  routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => `/dlr/${member}?sms_id=${smsId}` },
+  routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
   /** Where plugins that receive receipts over their own connection (SMPP) hand them in. */
   deliverReceipts?: (provider: string, events: ReceiptEvent[]) => Promise<void>,
 ): SmsProvider[] {
@@ -85,7 +86,7 @@ export function createProviders(
       ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
-    // One throttle per provider instance, shared by single and batch traffic (issue 5); in a cluster, a share each.
+    // One throttle per provider instance, shared by single and batch traffic (README "Providers"); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
       provider,
@@ -114,7 +115,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);
   let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
-  const callbackUrl = (provider: string, smsId: string) => `${publicUrl}/dlr/${encodeURIComponent(provider)}?sms_id=${smsId}`;
+  const callbackUrl = (provider: string, smsId: string) => buildCallbackUrl(publicUrl, provider, smsId);
   const routeHealth = createRouteHealth(now, logger);
   // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
   // arrives before then is refused, and the SMSC offers it again.
@@ -142,7 +143,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
-  // Real-time events to the CRM (issue 13): delivered by the leader, like conversions; claims are safe anyway.
+  // Real-time events to the CRM (README "Sending events to the CRM"): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventWorker = eventTransport
@@ -153,6 +154,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   }
 
   const transact = createTransactionQueue(db);
+  const receipts = createReceiptIntake({ transact, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
@@ -167,39 +169,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     metrics,
     recipients,
     onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
-    // Receipts that beat the provider's answer and carry only its message id wait parked until now.
-    async onRecorded(trx, records) {
-      if (!(await anyParkedReceipts(trx))) return;
-      for (const provider of new Set(records.map((r) => r.provider))) {
-        const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
-        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));
-      }
-    },
+    onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
   });
 
-  const receiptWrites = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
-    const summary = await transact((trx) => ingestReceipts(trx, inputs, now(), observers));
-    // Route members' delivery rates (a collapse opens the member's circuit).
-    for (const input of inputs) routeHealth.observeReceipt(input.provider, input.event.status);
-    if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
-    reported(summary.reported);
-    return inputs.map(() => summary);
-  });
-  /**
-   * Each event is written on its own if its group fails (write-batcher.ts), so one event that cannot be stored
-   * never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot store
-   * it); any other failure answers 5xx, so the provider sends the request again (the stored events deduplicate).
-   */
-  async function storeReceipts(inputs: ReceiptInput[]): Promise<IngestSummary> {
-    const settled = await receiptWrites.settle(inputs);
-    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ error: s.reason as unknown, input: inputs[i]! }] : []));
-    const retry = failed.find((f) => !isRefusedValue(f.error));
-    if (retry) throw retry.error;
-    for (const f of failed) logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
-    const stored = settled.find((s) => s.status === 'fulfilled');
-    return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
-  }
-  ingestPushed = storeReceipts;
+  ingestPushed = receipts.store;
 
   const app = createApp({
     config,
@@ -211,7 +184,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
     publicUrl: () => publicUrl,
     processSecret,
-    ingestReceipts: storeReceipts,
+    ingestReceipts: receipts.store,
     onReplay: () => worker?.wake(),
     transact,
     onEventsQueued: () => eventWorker?.wake(),

@@ -1,4 +1,4 @@
-/** categoriseBatch: the pure decision of which array each batch entry lands in (DESIGN §4, batch). */
+/** categoriseBatch: the pure decision of which array each batch entry lands in (docs/design.md §4, batch). */
 import { describe, expect, it } from 'vitest';
 import { categoriseBatch, type BatchAnswer } from '../src/sms/routes.js';
 

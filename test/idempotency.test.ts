@@ -1,5 +1,5 @@
 /**
- * Idempotency on activity.id (DESIGN §4): what a retry answers and whether it reaches the provider, checked in the
+ * Idempotency on activity.id (docs/design.md §4): what a retry answers and whether it reaches the provider, checked in the
  * ledger on its own read-only connection. A send that reached the sandbox leaves its provider_message_id (random
  * per call) in the row and `attempts` counts provider calls, so a second call would show in either.
  */

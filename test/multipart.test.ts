@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { aggregatePartStatuses } from '../providers/multipart.js';
+import { aggregatePartStatuses } from '../src/delivery/parts.js';
 import type { MappedStatus } from '../providers/types.js';
 
-describe('aggregatePartStatuses (providers.md §4.2)', () => {
+describe('aggregatePartStatuses (docs/providers.md §4.2)', () => {
   it.each<[string, MappedStatus[], number, MappedStatus]>([
     ['a single delivered part', ['delivered'], 1, 'delivered'],
     ['every part delivered', ['delivered', 'delivered', 'delivered'], 3, 'delivered'],

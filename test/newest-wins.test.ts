@@ -1,5 +1,5 @@
 /**
- * Opt-outs hold against the operator's data (issue 14 item 5): a player's own sms opt-out (a STOP by SMS, here from
+ * Opt-outs hold against the operator's data (README "Consents and opt-outs"): a player's own sms opt-out (a STOP by SMS, here from
  * the Twilio fake) is not undone by an operator load whose consents are older, or do not say when they were set;
  * a record whose consents_updated_at is newer wins, which is how an operator re-opts a player in deliberately.
  */

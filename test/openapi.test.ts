@@ -189,7 +189,7 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /admin/credits 403': () => call(closed, '/admin/credits?user_id=doc-user', { headers: admin }),
 };
 
-/** The event relay (issue 13): a valid body per event, then each documented refusal. */
+/** The event relay (README "Sending events to the CRM"): a valid body per event, then each documented refusal. */
 const relayKey = { 'x-api-key': 'doc-relay-key' };
 const relayBodies = new Map<string, unknown>([
   ['bonus', bonusEvent('doc-user', 'doc-ub', 'Created')],
@@ -281,7 +281,7 @@ describe('GET /openapi.json', () => {
     expect(single.properties.activity.properties.id.anyOf).toHaveLength(2);
     const batch = doc.paths['/channels/sms/batch'].post.requestBody.content['application/json'].schema;
     expect(batch.items).toEqual(single);
-    // The public document does not say which providers are configured (issue 16).
+    // The public document does not say which providers are configured (README "Security").
     expect(doc.paths['/dlr/{provider}'].post.parameters[0].schema).toEqual({ type: 'string' });
     expect(JSON.stringify(doc)).not.toMatch(/"vonage"|"sandbox"/);
     // What the routes refuse is in the document: empty content and activity.id, unknown reconciliation fields.

@@ -1,7 +1,7 @@
 /**
  * Receipts end to end: the fakes post signed receipts to the real gateway's /dlr/{provider}; the ledger moves the
  * message forward and the CRM fake gets one conversion per message. Covers receipts that beat the provider's
- * answer to the send, and Vonage's per-part receipts rolled up into one status (providers.md §4.2).
+ * answer to the send, and Vonage's per-part receipts rolled up into one status (docs/providers.md §4.2).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';

@@ -1,7 +1,7 @@
 /**
  * POST /channels/sms/batch against the real server: every entry lands in exactly one of successful | failed | fatal
  * with its id as received (same JSON type), all three arrays are always present, and the batch deadline turns
- * entries not yet sent into fatal ones that a retry sends (DESIGN §4).
+ * entries not yet sent into fatal ones that a retry sends (docs/design.md §4).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

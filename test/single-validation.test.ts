@@ -1,6 +1,6 @@
 /**
  * POST /channels/sms/single: every problem with the message itself answers 400 with an error naming the field and
- * the offending value (DESIGN §4), and nothing reaches the ledger. Accepted variants (provider aliases, recipient
+ * the offending value (docs/design.md §4), and nothing reaches the ledger. Accepted variants (provider aliases, recipient
  * spellings, extra fields) answer 200.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

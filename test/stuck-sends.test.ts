@@ -1,5 +1,5 @@
 /**
- * No row is stuck forever (issue 16, item 7): a send left `dispatching` by a process that died mid-call, and one
+ * No row is stuck forever (README "Security"): a send left `dispatching` by a process that died mid-call, and one
  * left `uncertain` by an ambiguous provider failure, are resolved by the sweep: the first becomes `uncertain`
  * once sms.dispatch_lease has passed (a receipt still confirms it, a CRM retry sends again), and both are
  * reported `delivery_unknown` to the CRM after delivery.unknown_after when nothing else happened.
@@ -91,7 +91,7 @@ describe('a send left uncertain by an ambiguous provider failure', () => {
   it('is reported delivery_unknown after delivery.unknown_after when neither a receipt nor a retry came', async () => {
     let time = Date.now();
     gw = await startTestGateway(overrides('10s'), { now: () => time });
-    // Twilio answers 500: the message may have been created anyway (providers.md §1, "ambiguous").
+    // Twilio answers 500: the message may have been created anyway (docs/providers.md §1, "ambiguous").
     const sent = await gw.post('/channels/sms/single', smsMessage('ambiguous-500', { provider_name: 'twilio', recipient: '+15005550500', sender_name: null }));
     expect(sent.status).toBe(503);
     const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'ambiguous-500').executeTakeFirstOrThrow();

@@ -111,7 +111,7 @@ describe('vonage send: error classes', () => {
   });
 });
 
-describe('mapVonageDlrStatus (providers.md §4.2)', () => {
+describe('mapVonageDlrStatus (docs/providers.md §4.2)', () => {
   it.each<[string, MappedStatus]>([
     ['accepted', 'intermediate'], ['buffered', 'intermediate'], ['delivered', 'delivered'], ['expired', 'undelivered'],
     ['failed', 'undelivered'], ['undelivered', 'undelivered'], ['rejected', 'failed'], ['unknown', 'delivery_unknown'],
@@ -207,7 +207,7 @@ describe('vonage delivery receipts (sig)', () => {
   });
 });
 
-describe('vonage Messages API webhooks (JWT, providers.md §3.6)', () => {
+describe('vonage Messages API webhooks (JWT, docs/providers.md §3.6)', () => {
   const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
   function jwt(claims: Record<string, unknown>, secret = SECRET, alg = 'HS256') {
     const head = b64({ alg, typ: 'JWT' });

@@ -1,5 +1,5 @@
 /**
- * `/admin/*` authentication: `Authorization: Bearer <admin.api_key>`, compared in constant time (DESIGN §3).
+ * `/admin/*` authentication: `Authorization: Bearer <admin.api_key>`, compared in constant time (docs/design.md §3).
  * Without admin.api_key the admin API is off rather than open.
  */
 import type { MiddlewareHandler } from 'hono';

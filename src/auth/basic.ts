@@ -1,4 +1,4 @@
-/** HTTP Basic authentication for the operator API (operator-interface: Authentication), compared in constant time. */
+/** HTTP Basic authentication for the operator API (docs/crm-interface.md, Authentication), compared in constant time. */
 import type { MiddlewareHandler } from 'hono';
 import { createKeyMatcher } from './api-key.js';
 

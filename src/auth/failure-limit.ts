@@ -1,5 +1,5 @@
 /**
- * Failed authentications per client address (issue 16, item 9): every credential check answers 401 on a wrong or
+ * Failed authentications per client address (README "Security"): every credential check answers 401 on a wrong or
  * missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth tokens and the
  * token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget` failures within
  * `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends (503 on the
@@ -65,7 +65,7 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
       const seconds = Math.ceil(waitMs / 1000);
       c.header('Retry-After', String(seconds));
       const error = `too many failed authentications from this address; try again in ${seconds} s`;
-      // The CRM skips a single SMS answered with any 4xx (operator-interface: Errors) and retries only 5xx: a CRM
+      // The CRM skips a single SMS answered with any 4xx (docs/crm-interface.md, Errors) and retries only 5xx: a CRM
       // sharing its address with a guesser would lose messages to a 429, so the single send path answers 503.
       return c.json({ error }, c.req.path === SINGLE_SEND_PATH ? 503 : 429);
     }

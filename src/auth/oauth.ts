@@ -1,5 +1,5 @@
 /**
- * OAuth 2 client credentials for the operator API (operator-interface: Authentication; crm-public-docs §6).
+ * OAuth 2 client credentials for the operator API (docs/crm-interface.md, Authentication; docs/crm-interface.md §6).
  * The token endpoint takes client_id, client_secret and grant_type=client_credentials as a JSON body (POST), a
  * form body (POST, as RFC 6749 has it) or query parameters (GET), and answers {access_token, expires_in, token_type}.
  * Tokens are HS256 JWTs checked by signature and expiry alone, so any instance that shares auth.oauth.signing_secret

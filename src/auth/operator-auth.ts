@@ -1,4 +1,4 @@
-/** The authentication the operator API uses, picked by auth.mode (operator-interface: Authentication). */
+/** The authentication the operator API uses, picked by auth.mode (docs/crm-interface.md, Authentication). */
 import type { Hono, MiddlewareHandler } from 'hono';
 import type { Config } from '../config/schema.js';
 import { requireApiKey } from './api-key.js';

@@ -1,5 +1,5 @@
 /**
- * The config.yaml schema (DESIGN §3). Every object is strict, so an unknown or misspelt key stops the start
+ * The config.yaml schema (docs/design.md §3). Every object is strict, so an unknown or misspelt key stops the start
  * with its path; defaults make the shipped config.yaml runnable with no account anywhere.
  */
 import { z } from 'zod';
@@ -144,7 +144,7 @@ const ledger = z.strictObject({
   store_content: z.boolean().default(false),
 });
 
-/** Where the real-time events of the relay outbox go (crm-public-docs §7): the Integration API, or a RabbitMQ connector. */
+/** Where the real-time events of the relay outbox go (docs/crm-interface.md §7): the Integration API, or a RabbitMQ connector. */
 const integration = z
   .strictObject({
     transport: z.enum(['http', 'rabbitmq']).default('http'),
@@ -174,7 +174,7 @@ const crm = z.strictObject({
   integration: integration.prefault({}),
 });
 
-/** The relay of real-time events from the operator's platform to the CRM (issue 13; README "Sending events to the CRM"). */
+/** The relay of real-time events from the operator's platform to the CRM (README "Sending events to the CRM"). */
 const relay = z.strictObject({
   /** X-Api-Key values the operator's platform sends on /relay/…: keys of their own, not the CRM's. Empty: relay off. */
   api_keys: z.array(z.string().min(1)).default([]),
@@ -216,7 +216,7 @@ const delivery = z.strictObject({
   lease: duration('60s'),
 });
 
-/** Where the player data of the operator endpoints lives (DESIGN §1 "operator"). */
+/** Where the player data of the operator endpoints lives (docs/design.md §1 "operator"). */
 const operator = z
   .strictObject({
     /** `sql`: users, consents, bonuses and credits in this gateway's database; `http`: the operator's platform. */

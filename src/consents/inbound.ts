@@ -11,9 +11,10 @@ import type { InboundSms } from '../../providers/types.js';
 import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import { findUserIdsByMobile, insertInboundMessage } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
-import { maskPhoneNumber } from '../sms/recipient.js';
+import { maskPhoneNumber } from '../observability/logger.js';
 import type { RecipientCheck } from '../sms/suppression.js';
 import { keywordAction, type KeywordAction, type KeywordLists } from './keywords.js';
+import { inTransaction } from '../ledger/db.js';
 
 export interface InboundDeps {
   db: Kysely<Database>;
@@ -39,7 +40,7 @@ const E164 = /^\+\d{6,15}$/;
 export async function receiveInbound(deps: InboundDeps, provider: string, sms: InboundSms): Promise<InboundOutcome> {
   const action = keywordAction(sms.text, deps.keywords);
   const at = deps.now();
-  const outcome = await deps.db.transaction().execute(async (trx): Promise<InboundOutcome> => {
+  const outcome = await inTransaction(deps.db, async (trx): Promise<InboundOutcome> => {
     const matched = deps.backend === 'sql' && E164.test(sms.from) ? await findUserIdsByMobile(trx, sms.from) : [];
     const stored = await insertInboundMessage(trx, {
       provider,

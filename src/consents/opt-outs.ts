@@ -1,5 +1,5 @@
 /**
- * Consent changes the gateway learns of itself (issue 14): a STOP or START by SMS and a provider's opt-out error.
+ * Consent changes the gateway learns of itself (README "Consents and opt-outs"): a STOP or START by SMS and a provider's opt-out error.
  * On the sql backend the change is written to the player data with recordSmsConsentChanges (in one transaction
  * with what caused it); on the http backend the player data is the platform's, so an opt-out is sent to it as
  * the CRM's unsubscribe page would (POST /userconsents/:id).
@@ -10,6 +10,7 @@ import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from '../operator/backend.js';
 import type { RecipientCheck } from '../sms/suppression.js';
+import { inTransaction } from '../ledger/db.js';
 
 export interface ConsentChangeDeps {
   db: Kysely<Database>;
@@ -24,7 +25,7 @@ export function createProviderOptOuts(deps: ConsentChangeDeps) {
     const { userId } = optOut;
     if (deps.backend.name === 'sql') {
       const at = deps.now();
-      const changed = await deps.db.transaction().execute(async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at }])).length > 0);
+      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at }])).length > 0);
       deps.logger.info({ user_id: userId, provider: optOut.provider, sms_id: optOut.smsId, known_player: changed }, 'provider reports the recipient opted out');
     } else {
       const body = { consents: [{ opted_in: false, type: 'sms' }] };

@@ -76,7 +76,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   }
   const sessions = createSessionCodec(adminKey, SESSION_TTL_MS, deps.now);
   const isAdminKey = createKeyMatcher([adminKey]);
-  // A signed cookie is not enough: a session signed out before it expires is refused too (issue 16).
+  // A signed cookie is not enough: a session signed out before it expires is refused too (README "Security").
   const sessionOf = async (c: Context): Promise<Session | null> => {
     const session = sessions.verify(getCookie(c, SESSION_COOKIE));
     return session && !(await isConsoleSessionRevoked(deps.db, session.nonce)) ? session : null;

@@ -13,7 +13,7 @@ import { parseDeadLetterQuery } from './dead-letter-query.js';
 import { encodeCursor, parseMessageQuery } from './message-query.js';
 import { buildTimeline } from './timeline.js';
 
-export interface AdminRouteDeps {
+export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
   adminKey: string | undefined;
   now: () => number;
@@ -52,7 +52,7 @@ export const replayRequestSchema = z.strictObject({
   status: z.enum(['delivered', 'undelivered', 'failed', 'delivery_unknown']).optional().describe('Only dead letters reporting this status'),
 });
 
-export function adminRoutes(deps: AdminRouteDeps) {
+export function adminRoutes(deps: DeliveryAdminRouteDeps) {
   const app = new Hono();
   app.use('*', requireAdmin(deps.adminKey));
 

@@ -1,5 +1,5 @@
 /**
- * Receipt ingestion (DESIGN §1 "receipt"): store every valid event once, match it to its message, move the
+ * Receipt ingestion (docs/design.md §1 "receipt"): store every valid event once, match it to its message, move the
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
@@ -8,15 +8,16 @@ import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
 import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
-import { createQueryTemplate } from '../ledger/query-template.js';
-import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, type NewReceipt } from '../ledger/receipts.js';
-import type { Database, MessagesTable } from '../ledger/schema.js';
+import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
+import { confirmSubmitted, findReceiptTargetsByProviderId, findReceiptTargetsBySmsId, updateDeliveryStatus, type ReceiptTarget } from '../ledger/receipt-targets.js';
+import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import { decideTransition } from './status.js';
+import { inTransaction } from '../ledger/db.js';
 
 type Trx = Transaction<Database>;
-type MessageState = Pick<MessagesTable, 'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at'>;
+type MessageState = ReceiptTarget;
 
 export interface ReceiptInput {
   /** The config name of the provider whose /dlr endpoint received it. */
@@ -48,11 +49,8 @@ export function receiptDedupKey({ provider, event }: ReceiptInput): string {
 
 /** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
 async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<MessageState | undefined>> {
-  const columns = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at', 'provider_message_id'] as const;
   const smsIds = [...new Set(inputs.flatMap((i) => (i.event.smsId ? [i.event.smsId] : [])))];
-  const bySmsId = new Map(
-    smsIds.length ? (await trx.selectFrom('messages').select(columns).where('sms_id', 'in', smsIds).execute()).map((m) => [m.sms_id, m]) : [],
-  );
+  const bySmsId = new Map((await findReceiptTargetsBySmsId(trx, smsIds)).map((m) => [m.sms_id, m]));
   const found: Array<MessageState | undefined> = inputs.map((i) => {
     const m = i.event.smsId ? bySmsId.get(i.event.smsId) : undefined;
     // A receipt only counts for a message sent through the provider whose endpoint received it.
@@ -63,41 +61,10 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
   const missing = inputs.filter((i, k) => !found[k] && i.event.providerMessageId);
   for (const provider of new Set(missing.map((i) => i.provider))) {
     const ids = missing.filter((i) => i.provider === provider).map((i) => i.event.providerMessageId!);
-    const direct = await trx.selectFrom('messages').select(columns).where('provider', '=', provider).where('provider_message_id', 'in', ids).execute();
-    for (const m of direct) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
-    const parts = await trx
-      .selectFrom('message_parts')
-      .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
-      .select([
-        'messages.sms_id',
-        'messages.activity_key',
-        'messages.provider',
-        'messages.state',
-        'messages.delivery_status',
-        'messages.delivery_source',
-        'messages.dispatched_at',
-        'messages.updated_at',
-        'messages.completed_at',
-        'message_parts.provider_message_id',
-      ])
-      .where('message_parts.provider', '=', provider)
-      .where('message_parts.provider_message_id', 'in', ids)
-      .execute();
-    for (const m of parts) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
+    for (const m of await findReceiptTargetsByProviderId(trx, provider, ids)) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
   }
   return inputs.map((i, k) => found[k] ?? (i.event.providerMessageId ? byProviderId.get(`${i.provider}|${i.event.providerMessageId}`) : undefined));
 }
-
-const updateDeliveryTemplate = createQueryTemplate(
-  (
-    db: Kysely<Database>,
-    { smsIds, set }: { smsIds: string[]; set: { deliveryStatus: MessageState['delivery_status']; deliverySource: MessageState['delivery_source']; providerStatus: string | null; now: number; completedAt: number | null } },
-  ) =>
-    db
-      .updateTable('messages')
-      .set({ delivery_status: set.deliveryStatus, delivery_source: set.deliverySource, provider_status: set.providerStatus, updated_at: set.now, completed_at: set.completedAt })
-      .where('sms_id', 'in', smsIds),
-);
 
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
 async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>, now: number, observers: IngestObservers): Promise<number> {
@@ -148,10 +115,7 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   }
   for (const [key, smsIds] of groups) {
     const [deliveryStatus, deliverySource, providerStatus] = JSON.parse(key) as [MessageState['delivery_status'], MessageState['delivery_source'], string | null];
-    for (let i = 0; i < smsIds.length; i += 500) {
-      const set = { deliveryStatus, deliverySource, providerStatus, now, completedAt: deliveryStatus ? now : null };
-      await updateDeliveryTemplate(trx, { smsIds: smsIds.slice(i, i + 500), set });
-    }
+    await updateDeliveryStatus(trx, smsIds, { deliveryStatus, deliverySource, providerStatus, now, completedAt: deliveryStatus ? now : null });
   }
   await insertConversions(trx, conversions, now);
   await incrementDeliveryStats(trx, stats);
@@ -168,7 +132,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
     provider_status: input.event.providerStatus,
     mapped_status: input.event.status,
     error_code: input.event.errorCode ?? null,
-    matched: messages[k] ? 1 : 0,
+    matched: messages[k] ? RECEIPT_MATCH.applied : RECEIPT_MATCH.parked,
     received_at: now,
     per_part: input.event.perPart ? 1 : 0,
   }));
@@ -192,7 +156,7 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
 
 /**
  * A receipt for a message whose send ended ambiguously proves the provider accepted it after all (a 5xx or a
- * timeout after Twilio had created the message: providers.md §1, "ambiguous"). The message becomes submitted, so
+ * timeout after Twilio had created the message: docs/providers.md §1, "ambiguous"). The message becomes submitted, so
  * the CRM's retry is answered with its sms_id instead of sending the SMS a second time. Only `uncertain` sends
  * qualify: a `retryable` one provably never reached the provider (429, connection refused), so a receipt claiming
  * it was accepted is wrong, and believing it would answer the CRM's retry `successful` for an SMS never sent.
@@ -202,20 +166,7 @@ const UNSENT_STATES = ['uncertain'] as const;
 async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   const stats: StatsEvent[] = [];
   for (const { message, event } of accepted) {
-    const updated = await trx
-      .updateTable('messages')
-      .set((eb) => ({
-        state: 'submitted',
-        submitted_at: now,
-        provider_message_id: eb.fn.coalesce('provider_message_id', eb.val(event.providerMessageId ?? null)),
-        error: null,
-        error_code: null,
-        updated_at: now,
-      }))
-      .where('sms_id', '=', message.sms_id)
-      .where('state', 'in', UNSENT_STATES)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) === 0) continue;
+    if (!(await confirmSubmitted(trx, message.sms_id, event.providerMessageId ?? null, UNSENT_STATES, now))) continue;
     message.state = 'submitted';
     // Taken back from the bucket the failed answer was counted in (its row was last written then).
     stats.push({ at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 }, { at: now, provider: message.provider, outcome: 'submitted' });
@@ -230,7 +181,7 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
   inputs.forEach((input, k) => {
     if (!isFresh.has(k)) return metrics?.receiptDuplicate(input.provider);
     metrics?.receiptStored(input.provider, input.event.status);
-    if (rows[k]!.matched) return;
+    if (rows[k]!.matched !== RECEIPT_MATCH.parked) return;
     metrics?.receiptParked(input.provider);
     logger?.debug(
       { sms_id: input.event.smsId, provider: input.provider, provider_message_id: input.event.providerMessageId, status: input.event.status, request_id: input.requestId },
@@ -239,6 +190,9 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
   });
 }
 
+/** Parked receipts read (and applied) per query and per transaction. */
+const PARKED_PAGE = 1_000;
+
 /** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
 export async function matchParkedReceipts(
   trx: Trx,
@@ -246,7 +200,7 @@ export async function matchParkedReceipts(
   scope: { provider: string; providerMessageIds: string[] },
   observers: IngestObservers = {},
 ): Promise<number> {
-  return applyParked(trx, await findParkedReceipts(trx, 1_000, scope), now, observers);
+  return applyParked(trx, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
 }
 
 /**
@@ -256,12 +210,12 @@ export async function matchParkedReceipts(
 export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: IngestObservers = {}): Promise<number> {
   let applied = 0;
   for (let afterId = 0; ; ) {
-    const page = await db.transaction().execute(async (trx) => {
-      const parked = await findParkedReceipts(trx, 1_000, { afterId });
+    const page = await inTransaction(db, async (trx) => {
+      const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
       applied += await applyParked(trx, parked, now, observers);
       return parked;
     });
-    if (page.length < 1_000) return applied;
+    if (page.length < PARKED_PAGE) return applied;
     afterId = Number(page[page.length - 1]!.id);
   }
 }

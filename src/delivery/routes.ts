@@ -1,6 +1,7 @@
 /** /dlr/{provider}: verify and parse with the provider's plugin, store, answer 2xx quickly (providers retry otherwise). */
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
+import { receivedCallbackUrl } from '../../providers/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../sms/provider-router.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
@@ -34,7 +35,7 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     if (deep) return c.json({ error: `receipt refused: ${describePath(deep.path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)` }, 400);
     const parsed = await provider.parseReceipt({
       method: c.req.method,
-      publicUrl: `${deps.publicUrl()}/dlr/${encodeURIComponent(name)}${url.search}`,
+      publicUrl: receivedCallbackUrl(deps.publicUrl(), name, url.search),
       query: Object.fromEntries(url.searchParams),
       headers,
       contentType: headers['content-type'] ?? '',

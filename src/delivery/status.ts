@@ -1,5 +1,5 @@
 /**
- * How a receipt moves a message's delivery status (DESIGN §4, "status only moves forward"). Pure: takes the
+ * How a receipt moves a message's delivery status (docs/design.md §4, "status only moves forward"). Pure: takes the
  * message's current terminal status (if any) and the receipt's mapped status, returns what to store and report.
  */
 import type { DeliveryStatus, MappedStatus } from '../../providers/types.js';

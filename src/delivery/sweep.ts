@@ -1,5 +1,5 @@
 /**
- * The sweep (DESIGN §4), run by `serve` every delivery.sweep_interval and by `flush`:
+ * The sweep (docs/design.md §4), run by `serve` every delivery.sweep_interval and by `flush`:
  * - parked receipts older than `delivery.parked_receipt_ttl` are set aside (receipts for messages this gateway never
  *   sent, e.g. another system on the same provider account); the rest are matched again, all of them;
  * - messages submitted longer than `delivery.unknown_after` ago without a terminal receipt become delivery_unknown
@@ -13,12 +13,13 @@ import { expireDispatchLeases, markUnreportedAsUnknown } from '../ledger/message
 import type { Database } from '../ledger/schema.js';
 import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
 import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
+import { inTransaction } from '../ledger/db.js';
 
 export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: IngestObservers = {}): Promise<number> {
   const cutoff = now - unknownAfterMs;
   let total = 0;
   for (;;) {
-    const marked = await db.transaction().execute(async (trx) => {
+    const marked = await inTransaction(db, async (trx) => {
       const result = { rows: await markUnreportedAsUnknown(trx, cutoff, now) };
       await insertConversions(trx, result.rows.map((r) => ({ smsId: r.sms_id, status: 'delivery_unknown' as const })), now);
       await incrementDeliveryStats(trx, result.rows.map((r) => ({ at: now, provider: r.provider, outcome: 'delivery_unknown' as const })));
@@ -54,7 +55,7 @@ export async function runSweep(
   let leasesExpired = 0;
   if (dispatchLeaseMs !== undefined) {
     for (let n = -1; n !== 0; leasesExpired += n) {
-      n = (await db.transaction().execute((trx) => expireDispatchLeases(trx, now - dispatchLeaseMs, now))).length;
+      n = (await inTransaction(db, (trx) => expireDispatchLeases(trx, now - dispatchLeaseMs, now))).length;
     }
     if (leasesExpired > 0) observers.logger?.warn({ count: leasesExpired, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain');
   }
@@ -67,7 +68,7 @@ export async function runSweep(
   if (expired > 0) observers.logger?.info({ expired, parked_receipt_ttl_ms: delivery.parked_receipt_ttl }, 'parked receipts matched no message in time and were set aside');
   let deleted = 0;
   for (let n = -1; n !== 0; deleted += n) {
-    n = await db.transaction().execute((trx) => deleteSetAsideReceipts(trx, now - delivery.parked_receipt_ttl - delivery.parked_receipt_retention));
+    n = await inTransaction(db, (trx) => deleteSetAsideReceipts(trx, now - delivery.parked_receipt_ttl - delivery.parked_receipt_retention));
   }
   if (deleted > 0) observers.logger?.info({ deleted, parked_receipt_retention_ms: delivery.parked_receipt_retention }, 'receipts set aside longer than the retention were deleted');
   const rematched = await matchAllParkedReceipts(db, now, observers);

@@ -5,6 +5,7 @@
  * so earlier attempts show as a count.
  */
 import type { ConversionAttemptsTable, ConversionsTable, MessagesTable, ReceiptsTable } from '../ledger/schema.js';
+import { RECEIPT_MATCH } from '../ledger/receipts.js';
 
 export interface TimelineEntry {
   at: number | null;
@@ -20,10 +21,10 @@ export interface StoryRows {
   conversions: Array<Row<ConversionsTable> & { attempt_log: Array<Row<ConversionAttemptsTable>> }>;
 }
 
-const RECEIPT_MATCH: ReadonlyMap<number, string> = new Map([
-  [0, 'parked (no message matched yet)'],
-  [1, 'applied to this message'],
-  [2, 'set aside after delivery.parked_receipt_ttl'],
+const MATCH_WORDS: ReadonlyMap<number, string> = new Map([
+  [RECEIPT_MATCH.parked, 'parked (no message matched yet)'],
+  [RECEIPT_MATCH.applied, 'applied to this message'],
+  [RECEIPT_MATCH.setAside, 'set aside after delivery.parked_receipt_ttl'],
 ]);
 
 function sendAnswer(m: StoryRows['message'], shown: (text: string) => string): string {
@@ -62,7 +63,7 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
       at: r.received_at,
       kind: 'receipt',
       summary: `from ${r.provider}: ${r.provider_status} → ${r.mapped_status}`,
-      detail: { error_code: r.error_code, matched: RECEIPT_MATCH.get(r.matched) ?? String(r.matched), verified: receiptCheck(r.provider), provider_message_id: r.provider_message_id },
+      detail: { error_code: r.error_code, matched: MATCH_WORDS.get(r.matched) ?? String(r.matched), verified: receiptCheck(r.provider), provider_message_id: r.provider_message_id },
     });
   }
   if (m.delivery_source === 'timeout') {

@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, recordAttempts, type ClaimedConversion } from '../ledger/conversions.js';
-import type { DialectFlags } from '../ledger/db.js';
+import { inTransaction, type DialectFlags } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import { nextAttemptDelay } from './backoff.js';
@@ -55,7 +55,7 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   const { db, delivery, now } = deps;
   const token = randomUUID();
   const claimedAt = now();
-  const rows = await db.transaction().execute((trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token));
+  const rows = await inTransaction(db, (trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token));
   if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
   const outcomes = await postIsolatingRefusals(deps, rows, claimedAt + delivery.lease / 2);
   const at = now();
@@ -64,7 +64,7 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   const plans = refused.map((o) =>
     o.rows.map((r) => ({ id: r.id, dead: r.attempts + 1 >= delivery.max_attempts, nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random) })),
   );
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     for (const o of outcomes) {
       if (!o.result.ok) continue;
       const ids = o.rows.map((r) => r.id);

@@ -1,5 +1,5 @@
 /**
- * The bonus event's two rules (operator-interface.md, "Bonus event record"): exactly one event per status change
+ * The bonus event's two rules (docs/crm-interface.md, "Bonus event record"): exactly one event per status change
  * except Ongoing, and `crm_references` carried back from the credit the CRM asked for. Pure functions.
  */
 import type { CreditRow } from '../ledger/credits.js';

@@ -1,8 +1,8 @@
 /**
- * The CRM's real-time event catalogue (docs/…: shared spec crm-public-docs §7 and operator-interface.md Endpoints B):
+ * The CRM's real-time event catalogue (docs/crm-interface.md §7 and §B):
  * for each event, the Integration API method and path and the queue type a RabbitMQ connector puts in the message
- * property `type`. The device link/unlink queue types are not documented (operator-interface.md: "Queue details: not
- * shown"); USER_DEVICE_LINK / USER_DEVICE_UNLINK are our names for them.
+ * property `type`. The device link/unlink queue types are not documented (docs/crm-interface.md §B: "their queue details are
+ * not documented"); USER_DEVICE_LINK / USER_DEVICE_UNLINK are our names for them.
  */
 export type EventKind =
   | 'registration'

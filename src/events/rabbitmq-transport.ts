@@ -1,5 +1,5 @@
 /**
- * Publishes events to a RabbitMQ connector of the CRM (crm-public-docs §7: the event name goes in the message
+ * Publishes events to a RabbitMQ connector of the CRM (docs/crm-interface.md §7: the event name goes in the message
  * property `type`; headers are ignored). Messages are persistent and published on a confirm channel: an event
  * counts as sent only once the broker confirmed it (amqplib's ConfirmChannel). The connection is opened on first
  * use and again after it fails; a send while it is down fails and is retried by the worker like an HTTP refusal.

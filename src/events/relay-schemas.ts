@@ -1,6 +1,6 @@
 /**
- * What a relayed event must hold, per event of the catalogue (crm-public-docs §7; the bonus event record and the
- * device token message of operator-interface.md). Only documented fields are checked; every other key is kept and
+ * What a relayed event must hold, per event of the catalogue (docs/crm-interface.md §7; the bonus event record and the
+ * device token message of docs/crm-interface.md). Only documented fields are checked; every other key is kept and
  * sent on (the CRM adds fields over time), which is why these objects are loose. The schemas only judge: the body
  * that goes out is the one received (src/events/accept.ts), not a parsed copy.
  */
@@ -22,7 +22,7 @@ export const BONUS_PRODUCTS = ['Casino', 'Sportsbook', 'Lotto', 'Poker'] as cons
 
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 
-/** user_id, timestamp and origin: the thin events carry only these (§7 "deliberately thin"). */
+/** user_id, timestamp and origin: the thin events carry only these (docs/crm-interface.md §7, "deliberately thin"). */
 const thin = { user_id: id, timestamp, origin: text() };
 const client = { user_agent: text().optional(), ip_address: text().optional() };
 

@@ -1,6 +1,6 @@
 /**
  * /relay/…: the operator's platform sends each real-time event here instead of to the CRM, at the CRM's own path and
- * method (crm-public-docs §7). Check the key, the size, the shape; commit to the outbox; answer 202 {event_id}.
+ * method (docs/crm-interface.md §7). Check the key, the size, the shape; commit to the outbox; answer 202 {event_id}.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { Transact } from '../ledger/transaction-queue.js';

@@ -16,7 +16,7 @@ export interface EventTransport {
 }
 
 /**
- * The CRM's rule is "if the Integration API does not answer 200, keep retrying until it does" (crm-public-docs §7),
+ * The CRM's rule is "if the Integration API does not answer 200, keep retrying until it does" (docs/crm-interface.md §7),
  * so 200 alone marks an event sent; any other answer, 2xx included, is retried.
  */
 export function isDelivered(status: number): boolean {

@@ -1,8 +1,8 @@
 /**
- * Which thin events a change of player data causes (issue 13, "Events the gateway causes itself"): Registration for
+ * Which thin events a change of player data causes (README "Sending events to the CRM", "Events the gateway causes itself"): Registration for
  * a new user, User Update when the record changed, User Blocks when blocked/excluded (or their notes, which
  * /userblocks answers) changed, User Consents when the consents changed; nothing for a row loaded again unchanged.
- * Reconciliation never calls this: it changes nothing and must cause no event (operator-interface.md, item 5).
+ * Reconciliation never calls this: it changes nothing and must cause no event (docs/crm-interface.md §A, POST /reconciliation).
  */
 import type { ConsentRow, OperatorUserRow } from '../ledger/operator-data.js';
 import type { ThinEventKind } from './user-events.js';
@@ -32,7 +32,7 @@ function sameConsents(before: ConsentRow[], after: ConsentRow[]): boolean {
 
 export function decideUserChange(before: UserState | undefined, after: UserState, consentsBefore: ConsentRow[], consentsAfter: ConsentRow[] | undefined): UserChange {
   const consentsChanged = consentsAfter !== undefined && !sameConsents(consentsBefore, consentsAfter);
-  // A new user is one Registration: the CRM then reads /userdetails, /userconsents and /userblocks (crm-public-docs §1.1, §2.2).
+  // A new user is one Registration: the CRM then reads /userdetails, /userconsents and /userblocks (docs/crm-interface.md §1.1, §2.2).
   if (!before) return { writeUser: true, writeConsents: consentsAfter !== undefined, events: ['registration'] };
   const events: ThinEventKind[] = [];
   const recordChanged = before.record_json !== after.record_json && recordWithoutBlocks(before.record_json) !== recordWithoutBlocks(after.record_json);

@@ -1,5 +1,5 @@
 /**
- * The thin events the gateway's own data changes cause (crm-public-docs §7: "deliberately thin: user_id, timestamp
+ * The thin events the gateway's own data changes cause (docs/crm-interface.md §7: "deliberately thin: user_id, timestamp
  * and origin"; the CRM then reads /userdetails, /userconsents or /userblocks). Pure builders: the caller passes
  * the result to enqueueEvent (src/ledger/events.ts) inside the transaction of the change.
  */

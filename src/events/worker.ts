@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import type { DialectFlags } from '../ledger/db.js';
+import { inTransaction, type DialectFlags } from '../ledger/db.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type FailedEvent } from '../ledger/events.js';
 import type { Database } from '../ledger/schema.js';
 import { planRetry } from './retry.js';
@@ -53,7 +53,7 @@ export async function deliverDueEvents(deps: EventWorkerDeps): Promise<EventRoun
       failed.push({ id: event.id, httpStatus: outcome.status, error: outcome.error, ...planRetry(event.attempts, at, policy, deps.random) });
     }
   });
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     await markEventsSent(trx, sentIds, token, at, outcomes.find((o) => o.ok)?.status ?? null);
     await markEventsFailed(trx, failed, token);
   });

@@ -1,4 +1,4 @@
-/** Every error body the gateway answers (DESIGN §3): one sentence naming the field or value that is wrong. */
+/** Every error body the gateway answers (docs/design.md §3): one sentence naming the field or value that is wrong. */
 import { z } from 'zod';
 
 export const errorAnswerSchema = z.strictObject({

@@ -1,4 +1,4 @@
-/** Reads a JSON request body with the answers DESIGN §4 asks for: 415 wrong type, 400 unparsable or too deep. */
+/** Reads a JSON request body with the answers docs/design.md §4 asks for: 415 wrong type, 400 unparsable or too deep. */
 import type { Context } from 'hono';
 import { describePath, findTooDeep, withoutTooDeep } from './json-depth.js';
 

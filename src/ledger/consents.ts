@@ -6,6 +6,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { ConsentSource, Database, InboundMessagesTable } from './schema.js';
+import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -30,8 +31,8 @@ const standingsTemplate = createQueryTemplate((db: Kysely<Database>, ids: string
 export async function findSmsStandings(db: Db, userIds: readonly string[]): Promise<Map<string, SmsStandingRow>> {
   const found = new Map<string, SmsStandingRow>();
   const unique = [...new Set(userIds)];
-  for (let i = 0; i < unique.length; i += 200) {
-    const result = await standingsTemplate(db as Kysely<Database>, unique.slice(i, i + 200));
+  for (let i = 0; i < unique.length; i += ROWS_PER_STATEMENT) {
+    const result = await standingsTemplate(db as Kysely<Database>, unique.slice(i, i + ROWS_PER_STATEMENT));
     for (const row of result.rows as SmsStandingRow[]) found.set(row.user_id, row);
   }
   return found;
@@ -54,10 +55,10 @@ export async function writeSmsConsentChanges(trx: Transaction<Database>, changes
     updated_at: c.at,
     source: c.source,
   }));
-  for (let i = 0; i < rows.length; i += 200) {
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     await trx
       .insertInto('operator_consents')
-      .values(rows.slice(i, i + 200))
+      .values(rows.slice(i, i + ROWS_PER_STATEMENT))
       .onConflict((oc) =>
         oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({
           opted_in: eb.ref('excluded.opted_in'),
@@ -75,11 +76,11 @@ export async function writeSmsConsentChanges(trx: Transaction<Database>, changes
  */
 export async function findPlayerSmsOptOuts(db: Db, userIds: readonly string[]): Promise<Map<string, { at: number; source: ConsentSource }>> {
   const found = new Map<string, { at: number; source: ConsentSource }>();
-  for (let i = 0; i < userIds.length; i += 500) {
+  for (let i = 0; i < userIds.length; i += IDS_PER_STATEMENT) {
     const rows = await db
       .selectFrom('operator_consents')
       .select(['user_id', 'updated_at', 'source'])
-      .where('user_id', 'in', userIds.slice(i, i + 500))
+      .where('user_id', 'in', userIds.slice(i, i + IDS_PER_STATEMENT))
       .where('type', '=', 'sms')
       .where('opted_in', '=', 0)
       .where('source', 'is not', null)
@@ -92,12 +93,12 @@ export async function findPlayerSmsOptOuts(db: Db, userIds: readonly string[]): 
 /** The listed players that exist, with their record (for the event's origin) and current sms consent (null: never set). */
 export async function findUsersWithSmsConsent(trx: Transaction<Database>, userIds: readonly string[]) {
   const found = new Map<string, { record_json: string; sms_opted_in: number | null }>();
-  for (let i = 0; i < userIds.length; i += 500) {
+  for (let i = 0; i < userIds.length; i += IDS_PER_STATEMENT) {
     const rows = await trx
       .selectFrom('operator_users as u')
       .leftJoin('operator_consents as c', (join) => join.onRef('c.user_id', '=', 'u.user_id').on('c.type', '=', 'sms'))
       .select(['u.user_id', 'u.record_json', 'c.opted_in as sms_opted_in'])
-      .where('u.user_id', 'in', userIds.slice(i, i + 500))
+      .where('u.user_id', 'in', userIds.slice(i, i + IDS_PER_STATEMENT))
       .execute();
     for (const r of rows) found.set(r.user_id, { record_json: r.record_json, sms_opted_in: r.sms_opted_in });
   }

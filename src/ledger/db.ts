@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig, type Transaction, sql } from 'kysely';
 import { createRequire } from 'node:module';
 import type PgModule from 'pg';
 import type { Logger } from 'pino';
@@ -16,6 +16,14 @@ export interface DialectFlags {
   kind: 'sqlite' | 'postgres';
   /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
   skipLocked: boolean;
+}
+
+const SQLITE_FLAGS: DialectFlags = { kind: 'sqlite', skipLocked: false };
+const POSTGRES_FLAGS: DialectFlags = { kind: 'postgres', skipLocked: true };
+
+/** The flags of the dialect a connection (or transaction) speaks, for query functions given only the database. */
+export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectFlags {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS;
 }
 
 export interface Ledger {
@@ -134,7 +142,7 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     const checkpointer = background && background.thread !== false ? startCheckpointer(sqlite, file, background.logger) : undefined;
     return {
       db,
-      flags: { kind: 'sqlite', skipLocked: false },
+      flags: SQLITE_FLAGS,
       async close() {
         await db.destroy();
         await checkpointer?.close();
@@ -157,7 +165,7 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, flags: { kind: 'postgres', skipLocked: true }, close: () => db.destroy() };
+  return { db, flags: POSTGRES_FLAGS, close: () => db.destroy() };
 }
 
 export interface MigrationStep {
@@ -187,4 +195,34 @@ export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: Migr
     applied.push(...(results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName));
   }
   return applied;
+}
+
+/** The database answers a trivial query (readiness checks); throws when it does not. */
+export async function pingDatabase(db: Kysely<any>): Promise<void> {
+  await sql`select 1`.execute(db);
+}
+
+/**
+ * SQLite: a second, read-only connection with a small page cache, for long scans (operator reconciliation). A scan
+ * of millions of rows would otherwise push the send path's hot pages out of the shared connection's cache
+ * (better-sqlite3 sets 16 MB), and fill that cache with pages read once. WAL mode lets the two connections read
+ * side by side. PostgreSQL draws its connections from the pool anyway, and an in-memory database has no file to
+ * share: both get undefined.
+ */
+export function openScanConnection(database: Config['database']): { db: Kysely<Database>; close: () => Promise<void> } | undefined {
+  const file = database.url.startsWith('sqlite:') ? database.url.slice('sqlite:'.length) : null;
+  if (!file || file === ':memory:') return undefined;
+  const sqlite = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  sqlite.pragma('cache_size = -2000');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, close: () => db.destroy() };
+}
+
+/**
+ * Runs `work` in one transaction (committed when it resolves, rolled back when it throws). Callers outside the
+ * ledger choose the unit of work with this; the statements inside are the ledger's query functions.
+ */
+export function inTransaction<T>(db: Kysely<Database>, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  return db.transaction().execute(work);
 }

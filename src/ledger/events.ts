@@ -7,6 +7,7 @@ import type { DialectFlags } from './db.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
+import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type EventRow = Selectable<CrmEventsTable>;
@@ -66,7 +67,7 @@ export async function enqueueEvent(db: Db, event: NewEvent, now: number = Date.n
 /** Queues many events in statements of 200 rows (import users); answers their event_ids in order. */
 export async function enqueueEvents(db: Db, events: NewEvent[], now: number = Date.now()): Promise<string[]> {
   const rows = events.map((e) => toRow(e, now, null));
-  for (let i = 0; i < rows.length; i += 200) await db.insertInto('crm_events').values(rows.slice(i, i + 200)).execute();
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await db.insertInto('crm_events').values(rows.slice(i, i + ROWS_PER_STATEMENT)).execute();
   return rows.map((r) => r.event_id);
 }
 
@@ -123,11 +124,11 @@ export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, 
 }
 
 export async function markEventsSent(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) {
+  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
     await db
       .updateTable('crm_events')
       .set((eb) => ({ sent_at: now, attempts: eb('attempts', '+', 1), http_status: httpStatus, last_error: null, claimed_until: 0 }))
-      .where('id', 'in', ids.slice(i, i + 500))
+      .where('id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
       .where('claim_token', '=', token)
       .execute();
   }

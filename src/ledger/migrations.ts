@@ -156,7 +156,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
 
       // One row per bonus or funds credit, with the CRM's X-Crm-* references as received (text: header values).
-      // dedup_key (activity id, action id, user id, trigger hash) is unique: the one-action rule of spec §C.
+      // dedup_key (activity id, action id, user id, trigger hash) is unique: the one-action rule of docs/crm-interface.md §C.
       await db.schema
         .createTable('operator_credits')
         .addColumn('id', idColumnType(db), (c) => c.primaryKey())
@@ -256,7 +256,7 @@ export const migrations: Record<string, Migration> = {
   },
   '2026-11-24-40-events': {
     async up(db) {
-      // The outbox of real-time events to the CRM (crm-public-docs §7): relayed from the operator's platform or
+      // The outbox of real-time events to the CRM (docs/crm-interface.md §7): relayed from the operator's platform or
       // caused by the gateway's own data changes. `id` is the order of acceptance; rows of one user_id are
       // delivered in that order. dedup_key (bonus user_bonus_id + status, not Ongoing) makes a repeat answer the
       // first event instead of sending a second one.

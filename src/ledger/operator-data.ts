@@ -1,5 +1,6 @@
 /** Repository for the sql operator backend's player data: users, consents, bonuses. Functions take `db` first. */
-import { PostgresAdapter, sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { dialectFlagsOf } from './db.js';
 import type { Database, OperatorBonusesTable, OperatorUsersTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -94,7 +95,7 @@ export interface EncodedIdPage {
  * which does not depend on it. The two dialects spell this aggregate differently.
  */
 function jsonIdList(db: Db) {
-  return db.getExecutor().adapter instanceof PostgresAdapter
+  return dialectFlagsOf(db).kind === 'postgres'
     ? sql<string | null>`string_agg(to_json(user_id)::text, ',')`
     : sql<string | null>`group_concat(json_quote(user_id), ',')`;
 }

@@ -1,6 +1,6 @@
 /**
  * Compile once, run many. Kysely builds and compiles a fresh query tree on every call, at a cost per value, so a
- * batch of hundreds of rows pays it hundreds of times on the hot path (DESIGN §6). A template builds the query
+ * batch of hundreds of rows pays it hundreds of times on the hot path (docs/design.md §6). A template builds the query
  * once per shape (per array length) with marker values, remembers where each real value goes, and afterwards only
  * fills in parameters: the same SQL Kysely would produce, for whichever dialect the database has.
  */

@@ -2,9 +2,25 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
+import { ROWS_PER_STATEMENT } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type NewReceipt = Insertable<ReceiptsTable>;
+
+/** The three states `receipts.matched` holds (src/ledger/schema.ts). */
+export const RECEIPT_MATCH = {
+  /** No message known yet: searched again by later sends and by the sweep. */
+  parked: 0,
+  /** Applied to its message. */
+  applied: 1,
+  /** Parked longer than delivery.parked_receipt_ttl: kept for the record, no longer searched. */
+  setAside: 2,
+} as const;
+
+// Literals, not bound parameters: SQLite uses the partial index receipts_unmatched only when the WHERE clause
+// visibly implies its condition.
+const isParked = sql<boolean>`matched = ${sql.lit(RECEIPT_MATCH.parked)}`;
+const isSetAside = sql<boolean>`matched = ${sql.lit(RECEIPT_MATCH.setAside)}`;
 
 const insertReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: NewReceipt[]) =>
   db.insertInto('receipts').values(rows).onConflict((oc) => oc.column('dedup_key').doNothing()).returning('dedup_key'),
@@ -13,15 +29,15 @@ const insertReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 /** Inserts receipts not seen before; returns the dedup keys that were new (duplicates change nothing). */
 export async function insertNewReceipts(db: Db, rows: NewReceipt[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const result = await insertReceiptsTemplate(db, rows.slice(i, i + 200));
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const result = await insertReceiptsTemplate(db, rows.slice(i, i + ROWS_PER_STATEMENT));
     for (const r of result.rows) fresh.add(r.dedup_key);
   }
   return fresh;
 }
 
 const anyParkedTemplate = createQueryTemplate((db: Kysely<Database>, _input: Record<string, never>) =>
-  db.selectFrom('receipts').select(sql<number>`1`.as('one')).where(sql<boolean>`matched = 0`).limit(1),
+  db.selectFrom('receipts').select(sql<number>`1`.as('one')).where(isParked).limit(1),
 );
 
 /** Whether any receipt waits for its message: one index probe, so the send path can skip the search when none does. */
@@ -31,8 +47,7 @@ export async function anyParkedReceipts(db: Db): Promise<boolean> {
 
 /** Parked receipts in id order: all of them page by page (`afterId`), or those of some provider message ids. */
 export async function findParkedReceipts(db: Db, limit: number, filter: { provider?: string; providerMessageIds?: string[]; afterId?: number } = {}) {
-  // A literal `matched = 0` (not a bound parameter) lets SQLite use the partial index receipts_unmatched.
-  let query = db.selectFrom('receipts').selectAll().where(sql<boolean>`matched = 0`);
+  let query = db.selectFrom('receipts').selectAll().where(isParked);
   if (filter.provider) query = query.where('provider', '=', filter.provider);
   if (filter.providerMessageIds) query = query.where('provider_message_id', 'in', filter.providerMessageIds);
   if (filter.afterId !== undefined) query = query.where('id', '>', filter.afterId);
@@ -40,14 +55,14 @@ export async function findParkedReceipts(db: Db, limit: number, filter: { provid
 }
 
 /**
- * Sets aside receipts parked since before `receivedBefore` (matched = 2): they stay in the table for the record
+ * Sets aside receipts parked since before `receivedBefore` (RECEIPT_MATCH.setAside): they stay in the table for the record
  * but are no longer searched for a message. Returns how many, per provider.
  */
 export async function expireParkedReceipts(db: Db, receivedBefore: number): Promise<Map<string, number>> {
   const rows = await db
     .updateTable('receipts')
-    .set({ matched: 2 })
-    .where(sql<boolean>`matched = 0`)
+    .set({ matched: RECEIPT_MATCH.setAside })
+    .where(isParked)
     .where('received_at', '<', receivedBefore)
     .returning('provider')
     .execute();
@@ -57,20 +72,20 @@ export async function expireParkedReceipts(db: Db, receivedBefore: number): Prom
 }
 
 /**
- * Deletes up to `limit` receipts set aside (matched = 2) that arrived before `receivedBefore`; returns how many.
+ * Deletes up to `limit` receipts set aside (RECEIPT_MATCH.setAside) that arrived before `receivedBefore`; returns how many.
  * Bounded so one sweep's transaction stays short however many a flood of receipts left behind.
  */
 export async function deleteSetAsideReceipts(db: Db, receivedBefore: number, limit = 5_000): Promise<number> {
   const result = await db
     .deleteFrom('receipts')
-    .where('id', 'in', (eb) => eb.selectFrom('receipts').select('id').where(sql<boolean>`matched = 2`).where('received_at', '<', receivedBefore).limit(limit))
+    .where('id', 'in', (eb) => eb.selectFrom('receipts').select('id').where(isSetAside).where('received_at', '<', receivedBefore).limit(limit))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 
 export async function markReceiptsMatched(db: Db, matches: Array<{ id: number; smsId: string }>): Promise<void> {
   for (const m of matches) {
-    await db.updateTable('receipts').set({ matched: 1, sms_id: m.smsId }).where('id', '=', m.id).execute();
+    await db.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId }).where('id', '=', m.id).execute();
   }
 }
 
@@ -83,7 +98,7 @@ export async function countParkedReceiptsByProvider(db: Db): Promise<Array<{ pro
   const rows = await db
     .selectFrom('receipts')
     .select((eb) => ['provider', eb.fn.countAll<number | string>().as('parked')])
-    .where(sql<boolean>`matched = 0`)
+    .where(isParked)
     .groupBy('provider')
     .execute();
   return rows.map((r) => ({ provider: r.provider, parked: Number(r.parked) }));

@@ -1,4 +1,4 @@
-/** Row types of the ledger (DESIGN §5). Times are epoch milliseconds. */
+/** Row types of the ledger (docs/design.md §5). Times are epoch milliseconds. */
 import type { Generated } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
 
@@ -115,7 +115,7 @@ export interface OperatorUsersTable {
 
 export interface OperatorConsentsTable {
   user_id: string;
-  /** One of the six consent types of crm-public-docs §1 (email, sms, telephone, postMail, …). */
+  /** One of the six consent types of docs/crm-interface.md §1 (email, sms, telephone, postMail, …). */
   type: string;
   opted_in: number;
   updated_at: number;
@@ -205,7 +205,7 @@ export interface ConsoleSessionsRevokedTable {
 }
 
 /**
- * One real-time event owed to the CRM (crm-public-docs §7). `id` orders acceptance: one user_id's events go out in
+ * One real-time event owed to the CRM (docs/crm-interface.md §7). `id` orders acceptance: one user_id's events go out in
  * that order. `source` is `relay` (received on /relay/…) or `gateway` (caused by the gateway's own data change).
  * Unsent while sent_at is null and dead is 0; `dead` rows stopped after relay.max_attempts and wait for a replay.
  */

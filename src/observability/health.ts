@@ -1,7 +1,8 @@
 /** /healthz: the process answers. /readyz: the ledger answers too (load balancers stop routing when it does not). */
 import { Hono } from 'hono';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { pingDatabase } from '../ledger/db.js';
 import { requestLogger } from './request-context.js';
 
 export function healthRoutes(db: Kysely<any>, logger?: Logger) {
@@ -9,7 +10,7 @@ export function healthRoutes(db: Kysely<any>, logger?: Logger) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     try {
-      await sql`select 1`.execute(db);
+      await pingDatabase(db);
       return c.json({ status: 'ready' });
     } catch (error) {
       // The answer is public: it names the dependency, the error text (hosts, paths, users) goes to the log only.

@@ -1,6 +1,5 @@
 /** pino logger. Lines about a message carry sms_id and activity_id; phone numbers are masked, content never logged. */
 import pino, { type Logger } from 'pino';
-import { maskPhoneNumber } from '../sms/recipient.js';
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -14,6 +13,12 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination,
   );
+}
+
+/** For logs: keep the country code and the last two digits (`+44*******01`). */
+export function maskPhoneNumber(e164: string): string {
+  if (e164.length <= 6) return '*'.repeat(e164.length);
+  return `${e164.slice(0, 3)}${'*'.repeat(e164.length - 5)}${e164.slice(-2)}`;
 }
 
 /** Provider error texts sometimes quote the recipient; mask every run of 7 or more digits before logging one. */

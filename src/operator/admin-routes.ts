@@ -18,6 +18,7 @@ import { crmReferencesObject } from './crm-references.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
+import { inTransaction } from '../ledger/db.js';
 
 /** The answers of these routes, for the OpenAPI document (route-docs.ts). */
 export const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
@@ -40,14 +41,14 @@ export const creditsAnswerSchema = z.strictObject({
     .describe('Newest first, at most 100'),
 });
 
-export interface AdminRouteDeps {
+export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
   backend: OperatorBackend;
   adminKey: string | undefined;
   now: () => number;
 }
 
-export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDeps) {
+export function operatorAdminRoutes({ db, backend, adminKey, now }: OperatorAdminRouteDeps) {
   const app = new Hono();
   const admin = requireAdmin(adminKey);
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
@@ -81,7 +82,7 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
     const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
     // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
     // Consents event in the same transaction; the same set again changes nothing and sends nothing.
-    const found = await db.transaction().execute(async (trx) => {
+    const found = await inTransaction(db, async (trx) => {
       const user = await findUser(trx, userId);
       if (!user) return false;
       const at = now();
@@ -106,7 +107,7 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: AdminRouteDe
     if (!body.ok) return c.json({ error: body.error }, body.status);
     const parsed = parseBody(adminBonusesSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    await db.transaction().execute((trx) => replaceBonuses(trx, parsed.value));
+    await inTransaction(db, (trx) => replaceBonuses(trx, parsed.value));
     return c.json({ count: parsed.value.length }, 200);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Where the operator endpoints get their answers (DESIGN §1 "operator"). Two implementations: `sql` keeps the player
+ * Where the operator endpoints get their answers (docs/design.md §1 "operator"). Two implementations: `sql` keeps the player
  * data in the gateway's own database (loaded through the admin API or `import users`), `http` asks the operator's
  * platform. Backends return values, never throw for an expected outcome; the routes alone turn `kind` into a status.
  */

@@ -1,5 +1,5 @@
 /**
- * The X-Crm-* headers the CRM puts on every request (operator-interface §C). They are stored with each credit so a
+ * The X-Crm-* headers the CRM puts on every request (docs/crm-interface.md §C). They are stored with each credit so a
  * later bonus event can carry them back as `crm_references`, and four of them make up the one-action key.
  */
 
@@ -26,7 +26,7 @@ export function readCrmReferences(header: (name: string) => string | undefined):
 }
 
 /**
- * "Only one action with the same activity_id, action_id, user_id and trigger hash is received" (§C). Without the
+ * "Only one action with the same activity_id, action_id, user_id and trigger hash is received" (docs/crm-interface.md §C). Without the
  * three header values there is nothing to recognise a repeat by, so such a request gets no key and always counts.
  */
 export function oneActionKey(refs: CrmReferences, userId: string): string | null {

@@ -1,16 +1,16 @@
 /**
- * The answers the CRM validates strictly (crm-public-docs §1, §2, §3; operator-interface "Resources"). Both backends
+ * The answers the CRM validates strictly (docs/crm-interface.md §1, §2, §3; docs/crm-interface.md "Resources"). Both backends
  * produce values of these shapes: the sql backend from what the admin API stored, the http backend by parsing the
  * operator platform's answer, which turns any mismatch into a 502 naming the field.
  */
 import { z } from 'zod';
 
-/** Case-sensitive, and every one appears in each GET answer (crm-public-docs §1.1). */
+/** Case-sensitive, and every one appears in each GET answer (docs/crm-interface.md §1.1). */
 export const CONSENT_TYPES = ['email', 'sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification'] as const;
 export type ConsentType = (typeof CONSENT_TYPES)[number];
 
 const text = z.string({ error: 'must be a string' });
-/** "Required" means the key is present; an unknown value is sent as "" (crm-public-docs §2.1). */
+/** "Required" means the key is present; an unknown value is sent as "" (docs/crm-interface.md §2.1). */
 const formatted = (pattern: RegExp, message: string) => text.refine((s) => s === '' || pattern.test(s), { error: message });
 const isoDate = z.iso.date();
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' });
@@ -116,7 +116,7 @@ export const bonusListSchema = z.object({
 });
 export type BonusList = z.output<typeof bonusListSchema>;
 
-/** The eight reconciliation keys (operator-interface "POST /reconciliation") and what each one selects. */
+/** The eight reconciliation keys (docs/crm-interface.md "POST /reconciliation") and what each one selects. */
 export const RECONCILIATION_FIELDS = {
   blocked: { flag: 'is_blocked' },
   excluded: { flag: 'is_excluded' },

@@ -1,5 +1,5 @@
 /**
- * The one-action rule (operator-interface §C) in front of a credit that is forwarded over the network. A transaction
+ * The one-action rule (docs/crm-interface.md §C) in front of a credit that is forwarded over the network. A transaction
  * must not stay open across the call (STYLE: Database), so the credit is claimed first as a committed `pending`
  * row, forwarded, then marked `done` or `failed`:
  * - a repeat of a `done` credit answers it again and forwards nothing;

@@ -12,6 +12,7 @@ import { userRecordSchema } from './crm-shapes.js';
 import { playerE164 } from './player-phone.js';
 import type { AdminUser } from './requests.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
+import { inTransaction } from '../ledger/db.js';
 
 export interface LoadedUser {
   user: OperatorUserRow;
@@ -53,7 +54,7 @@ export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[]
   const byId = new Map(loaded.map((l) => [l.user.user_id, l]));
   const unique = [...byId.values()];
   const ids = [...byId.keys()];
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const before = new Map((await findUsersByIds(trx, ids)).map((u) => [u.user_id, u]));
     const withConsents = unique.filter((l) => l.consents);
     const consentsBefore = new Map<string, ConsentRow[]>();

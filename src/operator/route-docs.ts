@@ -130,7 +130,7 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       summary: 'The ids of every user with a flag or consent set',
       description:
         'The whole list or none of it: the ids are read to the end (spooled to a temporary file) before the answer starts, and a failure while reading answers 200 with `error` instead of `users` and `timestamp`, so a partial list is never sent.',
-      // The route takes any string and answers 501 for an unknown one (operator-interface); the document lists the
+      // The route takes any string and answers 501 for an unknown one (docs/crm-interface.md); the document lists the
       // ones it implements, so a client built from it sends only those.
       request: { schema: reconciliationRequestSchema.extend({ field: z.enum(Object.keys(RECONCILIATION_FIELDS) as [string, ...string[]]) }) },
       responses: {

@@ -1,5 +1,5 @@
 /**
- * The operator API the CRM calls (operator-interface §A; GET /userblocks from crm-public-docs §2.2): parse, call the
+ * The operator API the CRM calls (docs/crm-interface.md §A; GET /userblocks from docs/crm-interface.md §2.2): parse, call the
  * backend, map its result. `auth` is the middleware of the configured auth.mode; it is attached per route, because
  * this sub-app is mounted at the root and must not guard anything else.
  */
@@ -29,7 +29,7 @@ export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape,
 export const bonusListErrorSchema = z.strictObject({ error: z.string(), Data: z.array(z.never()).max(0), Success: z.literal(false), Errors: z.array(z.string()) });
 
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
-  // Player data must never sit in a cache between the CRM and us (operator-interface: GET /userdetails).
+  // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).
   if (privateData) c.header('Cache-Control', 'no-store');
   if (result.ok) return c.json(result.value as object, 200);
   if (result.kind === 'busy') c.header('Retry-After', '1');

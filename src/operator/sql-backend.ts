@@ -20,6 +20,7 @@ import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, Recon
 import { oneActionKey } from './crm-references.js';
 import { newCreditRow } from './credit-rows.js';
 import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from './crm-shapes.js';
+import { inTransaction } from '../ledger/db.js';
 
 export interface SqlBackendOptions {
   db: Kysely<Database>;
@@ -50,10 +51,10 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     async updateConsents(userId, changes) {
       const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
-      // The change and its User Consents event commit together. The unsubscribe flow (operator-interface.md,
+      // The change and its User Consents event commit together. The unsubscribe flow (docs/crm-interface.md,
       // POST /userconsents) has the operator send the event after processing, so it goes out even when the stored
       // value was already the one asked for: the CRM then reads GET /userconsents as step 4 says.
-      return db.transaction().execute(async (trx) => {
+      return inTransaction(db, async (trx) => {
         const user = await findUser(trx, userId);
         if (!user) return unknownUser(userId);
         const at = now();
@@ -122,7 +123,7 @@ class CreditRefused extends Error {
 async function creditOnce(db: Kysely<Database>, request: CreditRequest, at: number): Promise<BackendResult<CreditAnswer>> {
   const key = oneActionKey(request.refs, request.userId);
   try {
-    return await db.transaction().execute(async (trx): Promise<BackendResult<CreditAnswer>> => {
+    return await inTransaction(db, async (trx): Promise<BackendResult<CreditAnswer>> => {
       let id = await insertCreditUnlessKnown(trx, newCreditRow(request, key, 'done', at));
       if (id === undefined) {
         const seen = (await findCreditByKey(trx, key!))!;

@@ -1,4 +1,4 @@
-/** The HTTP status for each backend outcome (DESIGN §4: never 4xx for what a retry would fix, never 5xx for what it won't). */
+/** The HTTP status for each backend outcome (docs/design.md §4: never 4xx for what a retry would fix, never 5xx for what it won't). */
 import type { BackendErrorKind } from './backend.js';
 
 const STATUS = {

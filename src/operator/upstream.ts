@@ -1,5 +1,5 @@
 /**
- * Pooled HTTP to the operator's platform (undici: DESIGN §6 keeps SDK-style clients off hot paths). Answers values;
+ * Pooled HTTP to the operator's platform (undici: docs/design.md §6 keeps SDK-style clients off hot paths). Answers values;
  * network failures and timeouts become BackendErrors so the routes can answer 502 or 504.
  */
 import { Agent, errors, request, type Dispatcher } from 'undici';

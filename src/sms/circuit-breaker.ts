@@ -1,5 +1,5 @@
 /**
- * A circuit breaker per route member (issue 12): after `failures` consecutive failed sends, or when the member's
+ * A circuit breaker per route member (README "Providers"): after `failures` consecutive failed sends, or when the member's
  * delivery rate collapses over a window of receipts, the member is taken out of its route for `open_for`; then one
  * probe at a time is let through (half-open) and its answer closes or reopens the circuit.
  *

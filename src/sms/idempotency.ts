@@ -1,5 +1,5 @@
 /**
- * What to do with a send request whose activity.id is already in the ledger (DESIGN §4, idempotency):
+ * What to do with a send request whose activity.id is already in the ledger (docs/design.md §4, idempotency):
  * a sent id answers its sms_id and sends nothing; a permanently failed id answers the same failure; only an id
  * whose last attempt was transient (or whose sender died mid-call) is sent again, and one whose last attempt may
  * have reached the provider only once no receipt has shown up for a while.

@@ -1,5 +1,5 @@
 /**
- * `type: route` (issue 12): a provider_name that stands for several configured providers, its members. A message
+ * `type: route` (README "Providers"): a provider_name that stands for several configured providers, its members. A message
  * goes to one member; when that member provably did not take it (failover.ts) it goes on to the next within the
  * same request, and the ledger records the member that carried it (SendResult.carrier), so its receipts arrive at
  * /dlr/{member} and match there. Members keep their own rate limits and concurrency (each is throttled on its

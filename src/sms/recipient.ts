@@ -28,8 +28,5 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
   return { ok: true, e164: parsed.number };
 }
 
-/** For logs: keep the country code and the last two digits (`+44*******01`). */
-export function maskPhoneNumber(e164: string): string {
-  if (e164.length <= 6) return '*'.repeat(e164.length);
-  return `${e164.slice(0, 3)}${'*'.repeat(e164.length - 5)}${e164.slice(-2)}`;
-}
+/** Masking for logs lives with the logger; kept here for the send path's existing import. */
+export { maskPhoneNumber } from '../observability/logger.js';

@@ -1,27 +1,18 @@
 /**
- * Throughput control per provider instance (issue 5, STYLE "Provider plugins": rate limits wrap every provider
+ * Throughput control per provider instance (README "Providers", STYLE "Provider plugins": rate limits wrap every provider
  * once, outside it). Single and batch traffic go through the same wrapper, so they share one budget:
  *
  * - `rate_per_second` is counted in message segments, because providers bill and throttle per segment
- *   (Twilio's MPS queue, error 21611; Vonage's "Throughput Rate Exceeded", status 1: providers.md §1.4, §3.1).
+ *   (Twilio's MPS queue, error 21611; Vonage's "Throughput Rate Exceeded", status 1: docs/providers.md §1.4, §3.1).
  * - `max_concurrency` bounds the requests in flight to the provider.
  *
  * Work over the limit waits until the request's `deadline` (SendRequest.deadline). When the wait would pass it,
  * the answer is transient, so a single request gets 503 and a batch entry lands in `fatal` and the CRM retries.
  * Time comes from an injected clock so tests move it by hand.
  */
-import { setTimeout as sleepFor } from 'node:timers/promises';
 import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
+import type { Clock } from '../clock.js';
 
-export interface Clock {
-  now(): number;
-  /** Resolves after `ms`, rejects when `signal` aborts first. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
-export function systemClock(now: () => number = Date.now): Clock {
-  return { now, sleep: (ms, signal) => sleepFor(ms, undefined, { signal }) };
-}
 
 export interface ThrottleLimits {
   ratePerSecond?: number;

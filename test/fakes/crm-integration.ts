@@ -1,5 +1,5 @@
 /**
- * A fake of the CRM's Integration API (crm-public-docs §7): a real HTTP server that records every event request
+ * A fake of the CRM's Integration API (docs/crm-interface.md §7): a real HTTP server that records every event request
  * (method, path, headers, body) in arrival order, answers 200, and can refuse the next N requests, answer slowly,
  * or go down (port closed) and come back on the same port.
  */

@@ -99,7 +99,7 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
-    // The platform's API lives under a path prefix, as operator.base_url may carry one (crm-public-docs §6).
+    // The platform's API lives under a path prefix, as operator.base_url may carry one (docs/crm-interface.md §6).
     const path = (req.url ?? '/').split('?')[0]!.replace(/^\/op-api/, '');
     fake.requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
     const next = scripted.get(path)?.shift();

@@ -1,5 +1,5 @@
 /**
- * A Twilio Programmable Messaging fake that speaks the wire format (providers.md §1.1, §1.4, §2, §6):
+ * A Twilio Programmable Messaging fake that speaks the wire format (docs/providers.md §1.1, §1.4, §2, §6):
  * `POST /2010-04-01/Accounts/:sid/Messages.json` with Basic auth and a form body, 201 JSON on success
  * (`num_segments` as a string), legacy `{code, message, more_info, status}` error bodies chosen by magic To
  * numbers, and status callbacks signed with the twilio package's own getExpectedTwilioSignature.
@@ -13,7 +13,7 @@ type CannedError = { http: number; code?: number; message: string; rfc9457?: boo
 type Canned = CannedError | 'hang' | 'reset' | 'accepted-then-500';
 
 /**
- * Answers by To number. The first five are Twilio's documented test numbers (providers.md §1.4, from memory
+ * Answers by To number. The first five are Twilio's documented test numbers (docs/providers.md §1.4, from memory
  * there); the rest are this fake's own, for the transient classes.
  */
 export const TWILIO_MAGIC_NUMBERS: Readonly<Record<string, Canned>> = {
@@ -87,7 +87,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     From: create.form.From ?? '',
     To: create.form.To ?? '',
     ApiVersion: '2010-04-01',
-    // Twilio sends ErrorCode on failed/undelivered and may send it empty otherwise (§2.1).
+    // Twilio sends ErrorCode on failed/undelivered and may send it empty otherwise (docs/providers.md §2.1).
     ErrorCode: errorCode ?? (status === 'undelivered' || status === 'failed' ? '30003' : ''),
     ...(status === 'delivered' ? { RawDlrDoneDate: '2611230412' } : {}),
   });

@@ -1,10 +1,10 @@
 /**
- * A Vonage SMS API fake that speaks the wire format (providers.md §3.1, §3.3, §3.4, §6): `POST /sms/json` taking
+ * A Vonage SMS API fake that speaks the wire format (docs/providers.md §3.1, §3.3, §3.4, §6): `POST /sms/json` taking
  * JSON (what the SDK sends) or a form, Basic auth or api_key/api_secret fields, HTTP 200 with `message-count` as a
  * string and one entry per SMS part; per-part status codes chosen by magic recipients; and delivery receipts sent
  * by GET query, POST form or POST JSON, signed with `sig` when the fake has a signature secret.
  *
- * The signing here is written from Vonage's description (§3.4) independently of the plugin's checker; the tests
+ * The signing here is written from Vonage's description (docs/providers.md §3.4) independently of the plugin's checker; the tests
  * confirm these signatures with @vonage/sms's own verifySignature.
  */
 import { createHash, createHmac, randomUUID } from 'node:crypto';
@@ -15,7 +15,7 @@ export type ReceiptTransport = 'get' | 'form' | 'json';
 
 /**
  * Per-part submit status by the recipient's last four digits (the fake's own convention). `…9902` accepts the
- * first part and refuses the others with status 5, the partial case of §4.2. `…9429`/`…9500` answer at HTTP level.
+ * first part and refuses the others with status 5, the partial case of docs/providers.md §4.2. `…9429`/`…9500` answer at HTTP level.
  */
 export const VONAGE_MAGIC_SUFFIXES: Readonly<Record<string, { status: string; text: string } | { http: number }>> = {
   '9901': { status: '1', text: 'Throughput Rate Exceeded - please wait [ 30 ] and retry' },
@@ -61,7 +61,7 @@ export interface VonageFake {
   apiKey: string;
   apiSecret: string;
   submits: VonageSubmitCall[];
-  /** DLR fields Vonage sends for one part of `submit` (§3.3). */
+  /** DLR fields Vonage sends for one part of `submit` (docs/providers.md §3.3). */
   receiptFields(submit: VonageSubmitCall, partIndex: number, status: string, errCode?: string): Record<string, string>;
   /** Adds timestamp, nonce and sig when signing; returns exactly the parameters that go on the wire. */
   signReceipt(fields: Record<string, string>, options: ReceiptOptions): Record<string, string>;
@@ -81,7 +81,7 @@ export function fakeSignature(params: Record<string, string>, secret: string, me
   return createHmac(method, secret).update(text).digest('hex');
 }
 
-/** Part count as Vonage bills it: text 160 / 153 per part, unicode 70 / 67 UTF-16 units (§5). */
+/** Part count as Vonage bills it: text 160 / 153 per part, unicode 70 / 67 UTF-16 units (docs/providers.md §5). */
 export function vonagePartCount(text: string, type: string): number {
   const [single, perPart] = type === 'unicode' ? [70, 67] : [160, 153];
   return text.length <= single ? 1 : Math.ceil(text.length / perPart);

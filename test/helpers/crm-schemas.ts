@@ -1,5 +1,5 @@
 /**
- * The CRM's required answer shapes, written again from spec/crm-public-docs.md and spec/operator-interface.md for the
+ * The CRM's required answer shapes, written again from docs/crm-interface.md for the
  * tests alone: deliberately separate from src/operator/crm-shapes.ts, so a mistake there cannot hide here.
  * Strict objects: an answer with a key the docs do not list fails.
  */

@@ -1,5 +1,5 @@
 /** A clock that only moves when the test says so (STYLE: pass the clock in). Implements src/sms/throttle.ts Clock. */
-import type { Clock } from '../../src/sms/throttle.js';
+import type { Clock } from '../../src/clock.js';
 
 interface Timer {
   at: number;

@@ -1,0 +1,78 @@
+/**
+ * The receipt intake: where every receipt enters the ledger, whether it came to /dlr/{provider}
+ * (src/delivery/routes.ts) or over a provider's own connection (SMPP deliver_sm), and where parked receipts are
+ * re-matched once a send records the provider's message ids (src/sms/dispatch.ts calls `rematchAfterSend` in the
+ * transaction that records them). Built once by src/gateway.ts.
+ */
+import type { Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import type { MappedStatus } from '../../providers/types.js';
+import type { SendOutcomeRecord } from '../ledger/messages.js';
+import { anyParkedReceipts } from '../ledger/receipts.js';
+import type { Database } from '../ledger/schema.js';
+import type { Transact } from '../ledger/transaction-queue.js';
+import { createWriteBatcher } from '../ledger/write-batcher.js';
+import { isRefusedValue } from '../ledger/write-errors.js';
+import type { ReceiptMetrics } from '../observability/metrics.js';
+import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './ingest.js';
+
+export interface ReceiptIntakeDeps {
+  transact: Transact;
+  now: () => number;
+  logger: Logger;
+  metrics?: ReceiptMetrics;
+  /** Told of every stored receipt's provider and status (route members' delivery rates: src/sms/route-health.ts). */
+  observeReceipt?: (provider: string, status: MappedStatus) => void;
+  /** Told how many conversions a write queued (the conversion worker wakes up for them). */
+  onReported?: (count: number) => void;
+}
+
+export interface ReceiptIntake {
+  /** Stores a request's receipts, batched with other requests' into one transaction. */
+  store(inputs: ReceiptInput[]): Promise<IngestSummary>;
+  /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
+  rematchAfterSend(trx: Transaction<Database>, records: SendOutcomeRecord[]): Promise<void>;
+}
+
+export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
+  const { transact, now, logger } = deps;
+  const observers = { metrics: deps.metrics, logger };
+  const reported = (count: number) => {
+    if (count > 0) deps.onReported?.(count);
+  };
+
+  const writes = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
+    const summary = await transact((trx) => ingestReceipts(trx, inputs, now(), observers));
+    for (const input of inputs) deps.observeReceipt?.(input.provider, input.event.status);
+    if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
+    reported(summary.reported);
+    return inputs.map(() => summary);
+  });
+
+  return {
+    /**
+     * Each event is written on its own if its group fails (src/ledger/write-batcher.ts), so one event that cannot be
+     * stored never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot
+     * store it); any other failure answers 5xx, so the provider sends the request again (stored events deduplicate).
+     */
+    async store(inputs) {
+      const settled = await writes.settle(inputs);
+      const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ error: s.reason as unknown, input: inputs[i]! }] : []));
+      const retry = failed.find((f) => !isRefusedValue(f.error));
+      if (retry) throw retry.error;
+      for (const f of failed) {
+        logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
+      }
+      const stored = settled.find((s) => s.status === 'fulfilled');
+      return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
+    },
+
+    async rematchAfterSend(trx, records) {
+      if (!(await anyParkedReceipts(trx))) return;
+      for (const provider of new Set(records.map((r) => r.provider))) {
+        const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
+        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));
+      }
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Queries of the receipt path (src/delivery/ingest.ts, src/delivery/parts.ts): finding the message a receipt is
+ * about, moving its delivery status forward, and reading its parts' receipts for the multipart roll-up.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { createQueryTemplate } from './query-template.js';
+import type { Database, MessagesTable } from './schema.js';
+import { IDS_PER_STATEMENT } from './chunks.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** What the receipt path reads of a message. */
+export type ReceiptTarget = Pick<
+  MessagesTable,
+  'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at'
+>;
+export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string | null };
+
+const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at'] as const;
+
+/** The messages of these sms_ids (any provider: the caller checks the provider matches). */
+export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promise<ReceiptTargetWithId[]> {
+  if (smsIds.length === 0) return [];
+  return db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds).execute();
+}
+
+/**
+ * The messages one provider knows by these ids: a whole message's id, or one of its parts' ids. Each row carries
+ * the id it was found by in `provider_message_id`.
+ */
+export async function findReceiptTargetsByProviderId(db: Db, provider: string, ids: string[]): Promise<ReceiptTargetWithId[]> {
+  const direct = await db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('provider', '=', provider).where('provider_message_id', 'in', ids).execute();
+  const parts = await db
+    .selectFrom('message_parts')
+    .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
+    .select([...TARGET_COLUMNS.map((c) => `messages.${c}` as const), 'message_parts.provider_message_id'])
+    .where('message_parts.provider', '=', provider)
+    .where('message_parts.provider_message_id', 'in', ids)
+    .execute();
+  return [...direct, ...parts];
+}
+
+export interface DeliveryUpdate {
+  deliveryStatus: ReceiptTarget['delivery_status'];
+  deliverySource: ReceiptTarget['delivery_source'];
+  providerStatus: string | null;
+  now: number;
+  completedAt: number | null;
+}
+
+const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsIds, set }: { smsIds: string[]; set: DeliveryUpdate }) =>
+  db
+    .updateTable('messages')
+    .set({ delivery_status: set.deliveryStatus, delivery_source: set.deliverySource, provider_status: set.providerStatus, updated_at: set.now, completed_at: set.completedAt })
+    .where('sms_id', 'in', smsIds),
+);
+
+/** Writes one delivery status to many messages, IDS_PER_STATEMENT at a time. */
+export async function updateDeliveryStatus(db: Db, smsIds: string[], set: DeliveryUpdate): Promise<void> {
+  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) {
+    await updateDeliveryTemplate(db, { smsIds: smsIds.slice(i, i + IDS_PER_STATEMENT), set });
+  }
+}
+
+/**
+ * Marks a message whose send ended in one of `fromStates` as submitted after all, keeping a provider message id it
+ * already has. Returns whether the row changed (false: it had already left those states).
+ */
+export async function confirmSubmitted(db: Db, smsId: string, providerMessageId: string | null, fromStates: readonly MessagesTable['state'][], now: number): Promise<boolean> {
+  const updated = await db
+    .updateTable('messages')
+    .set((eb) => ({
+      state: 'submitted',
+      submitted_at: now,
+      provider_message_id: eb.fn.coalesce('provider_message_id', eb.val(providerMessageId)),
+      error: null,
+      error_code: null,
+      updated_at: now,
+    }))
+    .where('sms_id', '=', smsId)
+    .where('state', 'in', fromStates)
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) > 0;
+}
+
+/** The provider ids of a message's parts, as recorded from the send's answer (none before it is recorded). */
+export async function findPartIds(db: Db, smsId: string): Promise<string[]> {
+  return (await db.selectFrom('message_parts').select('provider_message_id').where('sms_id', '=', smsId).execute()).map((p) => p.provider_message_id);
+}
+
+/** Our own segment count for a message (1 when it is unknown). */
+export async function findSegmentCount(db: Db, smsId: string): Promise<number> {
+  return (await db.selectFrom('messages').select('segments').where('sms_id', '=', smsId).executeTakeFirst())?.segments ?? 1;
+}
+
+/** The receipts of a message that name a provider (part) id, in arrival order. */
+export async function findPartReceipts(db: Db, smsId: string): Promise<Array<{ provider_message_id: string; mapped_status: string }>> {
+  const rows = await db
+    .selectFrom('receipts')
+    .select(['provider_message_id', 'mapped_status'])
+    .where('sms_id', '=', smsId)
+    .where('provider_message_id', 'is not', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => ({ provider_message_id: r.provider_message_id!, mapped_status: r.mapped_status }));
+}
