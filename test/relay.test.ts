@@ -252,6 +252,7 @@ describe('delivery', () => {
     const page = await renderedConsole();
     expect(Number(/<td data-events="unsent">(\d+)<\/td>/.exec(page)?.[1])).toBeGreaterThanOrEqual(30);
     expect(page).toContain('href="/console/dead-events"');
+    expect(page).toMatch(/<td data-events="oldest" title="[^"]+ UTC">\d+ min<\/td>/);
     await crm.start();
     await waitFor(() => ids.every((id) => crm.accepted.some((r) => r.eventId === id)), 15_000, 'all 30 events after the CRM came back');
     const counts = new Map<string, number>();

@@ -43,12 +43,12 @@ ${view.error ? html`<p class="notice error" role="alert">${view.error}</p>` : ''
 <input type="hidden" name="csrf" value="${view.csrf}">
 <input type="hidden" name="type" value="${type}"><input type="hidden" name="user_id" value="${userId}">
 <div class="scroll"><table data-table="dead-events">
-<thead><tr><th>pick</th><th>event</th><th>type</th><th>user</th><th>attempts</th><th>last answer</th><th>reason</th><th>age</th><th></th></tr></thead>
+<thead><tr><th>pick</th><th>type</th><th>user</th><th>last answer</th><th>reason</th><th>attempts</th><th>age</th><th></th><th>event</th></tr></thead>
 <tbody>${view.rows.map(
-    (e) => html`<tr data-event="${e.event_id}"><td><input type="checkbox" name="ids" value="${e.event_id}" aria-label="pick event ${e.event_id}"></td><td><code>${e.event_id}</code></td>
-<td>${e.type}</td><td><a href="/console/dead-events?user_id=${encodeURIComponent(e.user_id)}">${e.user_id}</a></td><td class="num">${e.attempts}</td><td>${lastAnswer(e)}</td>
-<td class="text">${e.last_error === null ? '—' : maskPhoneNumbersIn(e.last_error)}</td><td title="accepted ${when(Number(e.created_at))} UTC">${age(view.now - Number(e.created_at))}</td>
-<td><button type="submit" name="only" value="${e.event_id}">Replay</button></td></tr>`,
+    (e) => html`<tr data-event="${e.event_id}"><td><input type="checkbox" name="ids" value="${e.event_id}" aria-label="pick event ${e.event_id}"></td>
+<td>${e.type}</td><td><a href="/console/dead-events?user_id=${encodeURIComponent(e.user_id)}">${e.user_id}</a></td><td>${lastAnswer(e)}</td>
+<td class="text">${e.last_error === null ? '—' : maskPhoneNumbersIn(e.last_error)}</td><td class="num">${e.attempts}</td><td title="accepted ${when(Number(e.created_at))} UTC">${age(view.now - Number(e.created_at))}</td>
+<td><button type="submit" name="only" value="${e.event_id}">Replay</button></td><td><code>${e.event_id}</code></td></tr>`,
   )}</tbody></table></div>
 ${view.rows.length === 0 ? html`<p class="notice" role="status">No dead CRM event${filtered ? ' matches' : ''}.</p>` : ''}
 <p><button type="submit" name="action" value="selected"${view.rows.length === 0 ? ' disabled' : ''}>Replay ticked</button>

@@ -96,8 +96,8 @@ ${renderEventOutbox(summary)}
 <section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>
 <p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>
-<table><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
-<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table>
+<div class="scroll"><table data-table="suppressed"><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>
+<tbody><tr>${summary.suppressed.map((s) => html`<td data-suppressed="${s.reason}">${s.count}</td>`)}</tr></tbody></table></div>
 </section>
 <section id="charts"><h2>Delivery</h2>
 ${renderRateChart(summary.rates)}
