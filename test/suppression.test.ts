@@ -63,8 +63,12 @@ const message = (id: string, userId: string | undefined) => {
   return { ...base, activity: userId === undefined ? activity : { ...activity, user_id: userId } };
 };
 
+/** The stored message of an activity.id: found by the search (GET /admin/messages), then its story by sms_id. */
 async function story(gw: TestGateway, activityId: string) {
-  const res = await fetch(`${gw.url}/admin/messages?activity_id=${encodeURIComponent(activityId)}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+  const headers = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
+  const found = (await (await fetch(`${gw.url}/admin/messages?activity_id=${encodeURIComponent(activityId)}`, { headers })).json()) as { messages: Array<{ sms_id: string }> };
+  const smsId = found.messages[0]?.sms_id ?? 'none';
+  const res = await fetch(`${gw.url}/admin/messages/${encodeURIComponent(smsId)}`, { headers });
   return { status: res.status, json: (await res.json()) as { message: Record<string, unknown> } };
 }
 
