@@ -23,12 +23,19 @@ export const eventReplayRequestSchema = z.strictObject({
 
 const PAGE = 100;
 
+/** What each field of a replay request must be, for the 400 that names it. */
+const REPLAY_FIELD_PROBLEMS: ReadonlyMap<string, string> = new Map([
+  ['event_ids', 'must be a non-empty array of event ids'],
+  ['type', `must be one of ${EVENT_TYPES.join(', ')}`],
+  ['user_id', 'must be a string of 1 to 256 characters'],
+]);
+
 export function eventStatus(row: Pick<EventRow, 'sent_at' | 'dead'>): EventStatus {
   if (row.sent_at !== null) return 'sent';
   return row.dead === 1 ? 'dead' : 'pending';
 }
 
-export function eventView(row: EventRow) {
+function eventView(row: EventRow) {
   return {
     event_id: row.event_id,
     type: row.type,
@@ -74,9 +81,8 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const field = issue.path.length ? String(issue.path[0]) : 'body';
-      if (issue.code === 'unrecognized_keys') return c.json({ error: 'body: only event_ids, type and user_id are accepted' }, 400);
-      if (field === 'event_ids') return c.json({ error: 'event_ids: must be a non-empty array of event ids' }, 400);
-      return c.json({ error: `${field}: ${field === 'type' ? `must be one of ${EVENT_TYPES.join(', ')}` : field === 'user_id' ? 'must be a string of 1 to 256 characters' : 'must be a JSON object'}` }, 400);
+      const problem = issue.code === 'unrecognized_keys' ? 'only event_ids, type and user_id are accepted' : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
+      return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
     }
     const { event_ids: eventIds, type, user_id: userId } = parsed.data;
     const replayed = await replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId });
