@@ -82,6 +82,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('while another process h
       body: orphan,
     });
     expect(parked.status).toBe(200);
+    const parkedAt = Date.now();
     // A conversion waiting in the outbox: the worker's claim will meet the lock too.
     const before = await gw.post('/channels/sms/single', smsMessage('before-the-lock'));
     await waitFor(() => crm.conversions.some((c) => c.sms_id === before.json.sms_id), 10_000, 'the first conversion');
@@ -90,6 +91,8 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('while another process h
     // Its first post has failed: the retry (delivery.retry_initial_ms, 1 s) is claimed while the lock is held.
     await waitFor(() => crm.pendingFailures === 0, 10_000, 'the failed post');
 
+    // The orphan must be past its ttl when the sweep runs; on an idle machine the steps above take less than 200 ms.
+    await waitFor(() => Date.now() - parkedAt > 250, 5_000, 'the parked receipt past its ttl');
     const holder = await holdWriteLockInAnotherProcess(gw.config.database.url.slice('sqlite:'.length), 4_000);
     const lockedAt = Date.now();
     const delay = monitorEventLoopDelay({ resolution: 10 });
