@@ -144,6 +144,7 @@ export function createApp(parts: AppParts): Hono {
       providers: providerNames,
       now: parts.now,
       onReplay: parts.onReplay,
+      onEventsReplay: onEventsQueued,
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
       receiptCheck,

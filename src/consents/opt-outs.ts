@@ -25,7 +25,7 @@ export function createProviderOptOuts(deps: ConsentChangeDeps) {
     const { userId } = optOut;
     if (deps.backend.name === 'sql') {
       const at = deps.now();
-      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at }])).length > 0);
+      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at, smsId: optOut.smsId }])).length > 0);
       deps.logger.info({ user_id: userId, provider: optOut.provider, sms_id: optOut.smsId, known_player: changed }, 'provider reports the recipient opted out');
     } else {
       const body = { consents: [{ opted_in: false, type: 'sms' }] };

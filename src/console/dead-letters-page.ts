@@ -37,7 +37,7 @@ export function renderDeadLetters(view: DeadLettersView) {
 ${view.error ? html`<p class="notice error" role="alert">${view.error}</p>` : ''}
 <section id="dead-letters">
 <h2>Dead conversions</h2>
-<p class="muted">Conversions the CRM's webhook did not take within delivery.max_attempts. Replaying one makes it due again with a fresh retry budget.</p>
+<p class="muted">Conversions the CRM's webhook did not take within delivery.max_attempts. Replaying one makes it due again with a fresh retry budget. <a href="/console/dead-events">Dead CRM events →</a></p>
 <form method="get" action="/console/dead-letters" class="search">
 <label>Provider<select name="provider"><option value="">any</option>${view.providers.map((p) => html`<option${p === provider ? ' selected' : ''}>${p}</option>`)}</select></label>
 <label>Status<select name="status"><option value="">any</option>${DEAD_LETTER_STATUSES.map((s) => html`<option${s === status ? ' selected' : ''}>${s}</option>`)}</select></label>

@@ -3,7 +3,7 @@ import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import { renderOutcomeChart } from './chart.js';
 import type { MemberHealthView } from '../sms/route-health.js';
-import { renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
+import { renderEventOutbox, renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
 import { renderResults, renderSearchForm, when, type SearchView } from './search-page.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
@@ -37,7 +37,7 @@ export function renderLoginForm(error?: string) {
 }
 
 export function renderNav(csrf: string) {
-  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/docs">API docs</a> ·
+  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/console/dead-events">Dead events</a> · <a href="/docs">API docs</a> ·
 <form class="inline" method="post" action="/console/logout"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Sign out</button></form></nav>`;
 }
 
@@ -87,7 +87,11 @@ ${view.circuits?.length ? renderCircuits(view.circuits) : ''}
 <h2>Conversion outbox</h2>
 ${renderOutbox(summary)}
 <p><a href="/console/dead-letters">The dead conversions, with their reasons →</a></p>
-<p id="crm-events">CRM events not yet sent: <span data-events="unsent">${summary.events.unsent}</span> (retrying <span data-events="retrying">${summary.events.retrying}</span>, dead <span data-events="dead">${summary.events.dead}</span>)${summary.events.oldestUnsentAt === null ? '' : `, oldest accepted ${when(summary.events.oldestUnsentAt)} UTC`}. Details and replay: <code>GET /admin/events</code>.</p>
+</section>
+<section id="crm-events">
+<h2>CRM event outbox</h2>
+${renderEventOutbox(summary)}
+<p><a href="/console/dead-events">The dead CRM events, with their reasons →</a></p>
 </section>
 <section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>

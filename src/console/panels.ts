@@ -7,6 +7,7 @@ import { html } from 'hono/html';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { clock, WIDTH } from './chart.js';
 import { age } from './dead-letters-page.js';
+import { when } from './search-page.js';
 import type { ConsoleSummary } from './summary.js';
 
 const LINE_COLOURS = ['#0b5cad', '#8250df', '#bc4c00', '#1a7f37', '#cf222e'];
@@ -75,4 +76,12 @@ export function renderOutbox(summary: ConsoleSummary) {
   return html`<div class="scroll"><table data-table="outbox"><thead><tr><th>due</th><th>retrying</th><th>dead</th><th>oldest owed</th><th>parked receipts</th></tr></thead>
 <tbody><tr><td data-backlog="due">${backlog.due}</td><td data-backlog="retrying">${backlog.retrying}</td><td data-backlog="dead">${backlog.dead}</td>
 <td data-backlog="oldest">${summary.oldestOwed === null ? '—' : age(summary.at - summary.oldestOwed)}</td><td data-backlog="parked">${summary.parked}</td></tr></tbody></table></div>`;
+}
+
+/** The CRM event outbox (src/ledger/events.ts): owed, of which retrying, dead, and how long the oldest has waited. */
+export function renderEventOutbox(summary: ConsoleSummary) {
+  const { events } = summary;
+  return html`<div class="scroll"><table data-table="crm-events"><thead><tr><th title="accepted, not yet taken by the CRM">owed</th><th title="of those, failed at least once">retrying</th><th title="stopped after relay.max_attempts">dead</th><th title="since the oldest owed event was accepted">oldest owed</th></tr></thead>
+<tbody><tr><td data-events="unsent">${events.unsent}</td><td data-events="retrying">${events.retrying}</td><td data-events="dead">${events.dead}</td>
+<td data-events="oldest" title="${events.oldestUnsentAt === null ? '' : `${when(events.oldestUnsentAt)} UTC`}">${events.oldestUnsentAt === null ? '—' : age(summary.at - events.oldestUnsentAt)}</td></tr></tbody></table></div>`;
 }

@@ -1,6 +1,7 @@
 /** OpenAPI description of the console's page and form posts (for completeness: people use it through a browser). */
 import { z } from 'zod';
 import { describeRoute, type ResponseDoc } from '../observability/openapi.js';
+import { EVENT_TYPES } from '../events/event-query.js';
 import { csrfFormSchema, loginFormSchema } from './routes.js';
 
 const field = (description: string) => z.string().max(256).describe(description);
@@ -11,6 +12,14 @@ const replayFormSchema = csrfFormSchema.extend({
   ids: z.array(z.string().regex(/^[0-9]{1,15}$/)).optional().describe('Ticked conversion ids'),
   provider: field('Filter of the list').optional(),
   status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
+});
+/** What the dead-event replay form posts (console/event-replay-form.ts). */
+const eventReplayFormSchema = csrfFormSchema.extend({
+  only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
+  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching: every dead event matching type and user_id (required unless only is given)'),
+  ids: z.array(z.string().uuid()).optional().describe('Ticked event ids'),
+  type: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]).optional().describe('Filter of the list'),
+  user_id: field('Filter of the list').optional(),
 });
 const searchField = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: field(description) });
 
@@ -59,6 +68,28 @@ export const consoleRouteDocs = [
     security: ['consoleSession'],
     parameters: [searchField('provider', 'Provider name'), searchField('status', 'Delivery status reported'), searchField('cursor', 'The next page')],
     responses: { 200: page('The dead-letter list'), 400: page('A filter is not valid'), 401: page('No valid session: the sign-in form'), 403: disabled },
+  }),
+  describeRoute({
+    method: 'get',
+    path: '/console/dead-events',
+    tag: 'console',
+    summary: 'Dead-lettered CRM events with type, user, attempts, the CRM’s last answer and age, and replay buttons',
+    security: ['consoleSession'],
+    parameters: [
+      { name: 'type', in: 'query', description: 'CRM queue type', schema: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]) },
+      searchField('user_id', 'The player'),
+      { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) },
+    ],
+    responses: { 200: page('The dead-event list'), 400: page('A filter is not valid (named on the page)'), 401: page('No valid session: the sign-in form'), 403: disabled },
+  }),
+  describeRoute({
+    method: 'post',
+    path: '/console/events/replay',
+    tag: 'console',
+    summary: 'Make dead CRM events due again: one, the ticked ones, or all matching the filter',
+    security: ['consoleSession'],
+    request: { schema: eventReplayFormSchema, contentTypes: [form] },
+    responses: { 303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } }, 400: page('The form names no valid dead events'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
   }),
   describeRoute({
     method: 'post',

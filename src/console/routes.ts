@@ -15,13 +15,17 @@ import { encodeCursor, parseMessageQuery } from '../delivery/message-query.js';
 import { htmlPage } from '../http/html-page.js';
 import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console-sessions.js';
 import { listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
+import { listEvents, replayDeadEvents } from '../ledger/events.js';
+import { parseEventQuery } from '../events/event-query.js';
 import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { normaliseRecipient } from '../sms/recipient.js';
 import type { MemberHealthView } from '../sms/route-health.js';
+import { renderDeadEvents } from './dead-events-page.js';
 import { renderDeadLetters } from './dead-letters-page.js';
+import { eventReplayFormMatch } from './event-replay-form.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
 import { replayFormMatch } from './replay-form.js';
 import type { SearchView } from './search-page.js';
@@ -32,6 +36,7 @@ import { loadConsoleSummary } from './summary.js';
 export const SESSION_COOKIE = 'console_session';
 const SESSION_TTL_MS = 8 * 3_600_000;
 const TITLE = 'crm-sms-gateway console';
+const DEAD_EVENTS_PAGE = 100;
 
 export const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
 export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
@@ -44,6 +49,8 @@ export interface ConsoleRouteDeps {
   providers: readonly string[];
   now: () => number;
   onReplay: () => void;
+  /** Wakes the event relay after dead CRM events were replayed. */
+  onEventsReplay?: () => void;
   /** Route members' circuit breakers, shown as a small table. */
   circuits?: () => MemberHealthView[];
   /** sms.default_region: how a national number typed into the search is read. */
@@ -128,6 +135,24 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
   });
 
+  app.get('/dead-events', async (c) => {
+    const session = await sessionOf(c);
+    if (!session) return loginPage(c, 401, 'Sign in to see the dead CRM events.');
+    const csrf = sessions.csrfToken(session);
+    const params = new URL(c.req.url).searchParams;
+    // The list is of dead events only: status is not a parameter here.
+    const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
+    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+    const refused = query.ok && query.filter.status !== undefined ? 'status: this list shows dead events only' : query.ok ? undefined : query.error;
+    if (refused !== undefined || !query.ok) {
+      return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }) });
+    }
+    const rows = await listEvents(deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
+    const page = rows.slice(0, DEAD_EVENTS_PAGE);
+    const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
+    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
+  });
+
   app.post('/login', async (c) => {
     const form = loginFormSchema.safeParse(await c.req.parseBody());
     if (!form.success || !isAdminKey(form.data.key)) return loginPage(c, 401, 'That is not the admin key.');
@@ -162,6 +187,17 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
       const replayed = await replayDeadConversions(deps.db, deps.now(), form.match);
       if (replayed > 0) deps.onReplay();
       return c.redirect(`/console/dead-letters?replayed=${replayed}`, 303);
+    }),
+  );
+
+  app.post(
+    '/events/replay',
+    guarded(async (c) => {
+      const form = eventReplayFormMatch(await c.req.formData());
+      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="/console/dead-events">Back to the dead CRM events</a></p>` });
+      const replayed = await replayDeadEvents(deps.db, deps.now(), form.match);
+      if (replayed > 0) deps.onEventsReplay?.();
+      return c.redirect(`/console/dead-events?replayed=${replayed}`, 303);
     }),
   );
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { findConversionsBySmsId, listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
+import { findEventsBySmsId } from '../ledger/events.js';
 import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
 import { findReceiptsBySmsId } from '../ledger/receipts.js';
@@ -25,20 +26,24 @@ export interface DeliveryAdminRouteDeps {
 }
 
 /**
- * One message with its receipts, conversion attempts and their timeline: what /admin/messages/{sms_id} and the
- * console's message page show. Events the message caused (the events outbox) belong here as `events` once that
- * outbox exists, and in the timeline as their own kind.
+ * One message with its receipts, conversion attempts, the CRM events its send caused (a provider's opt-out error:
+ * User Consents, tied by crm_events.sms_id) and their timeline: what /admin/messages/{sms_id} and the console's
+ * message page show.
  */
 export async function messageStory(db: Kysely<Database>, message: MessageRow, receiptCheck: (provider: string) => string, shownError?: (text: string) => string) {
   const { activity_json, ...rest } = message;
   const receipts = await findReceiptsBySmsId(db, message.sms_id);
   const conversions = await findConversionsBySmsId(db, message.sms_id);
+  const events = (await findEventsBySmsId(db, message.sms_id)).map(({ event_id, type, user_id, created_at, sent_at, dead, attempts, http_status, last_error }) => ({
+    event_id, type, user_id, created_at: Number(created_at), sent_at: sent_at === null ? null : Number(sent_at), dead, attempts, http_status, last_error,
+  }));
   return {
     // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
     message: { ...rest, activity: new RawJson(activity_json) },
     receipts,
     conversions,
-    timeline: buildTimeline({ message: rest, receipts, conversions }, receiptCheck, shownError),
+    events,
+    timeline: buildTimeline({ message: rest, receipts, conversions, events }, receiptCheck, shownError),
   };
 }
 

@@ -80,7 +80,7 @@ const conversionSchema = z.strictObject({
 
 const timelineEntrySchema = z.strictObject({
   at: epochMs.nullable(),
-  kind: z.enum(['received', 'send', 'receipt', 'timeout', 'conversion', 'webhook']),
+  kind: z.enum(['received', 'send', 'receipt', 'timeout', 'conversion', 'webhook', 'event']),
   summary: z.string(),
   detail: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
 });
@@ -89,6 +89,21 @@ export const messageStorySchema = z.strictObject({
   message: storedMessageSchema,
   receipts: z.array(storedReceiptSchema),
   conversions: z.array(conversionSchema),
+  events: z
+    .array(
+      z.strictObject({
+        event_id: z.string(),
+        type: z.string().describe('The CRM queue type, e.g. USER_CONSENTS_V2'),
+        user_id: z.string(),
+        created_at: epochMs,
+        sent_at: epochMs.nullable(),
+        dead: z.number().int(),
+        attempts: z.number().int(),
+        http_status: z.number().int().nullable(),
+        last_error: z.string().nullable(),
+      }),
+    )
+    .describe('CRM events this message’s send caused: a provider’s opt-out error queues a User Consents event (GET /admin/events has them in full)'),
   timeline: z.array(timelineEntrySchema).describe('Everything above in time order, for people; only the latest send attempt’s answer is stored'),
 });
 

@@ -4,12 +4,12 @@
  * messageStory() read. Only the latest send attempt's answer is stored (messages keeps one row per message),
  * so earlier attempts show as a count.
  */
-import type { ConversionAttemptsTable, ConversionsTable, MessagesTable, ReceiptsTable } from '../ledger/schema.js';
+import type { ConversionAttemptsTable, ConversionsTable, CrmEventsTable, MessagesTable, ReceiptsTable } from '../ledger/schema.js';
 import { RECEIPT_MATCH } from '../ledger/receipts.js';
 
 export interface TimelineEntry {
   at: number | null;
-  kind: 'received' | 'send' | 'receipt' | 'timeout' | 'conversion' | 'webhook';
+  kind: 'received' | 'send' | 'receipt' | 'timeout' | 'conversion' | 'webhook' | 'event';
   summary: string;
   detail: Record<string, string | number | null>;
 }
@@ -19,6 +19,8 @@ export interface StoryRows {
   message: Omit<MessagesTable, 'activity_json'>;
   receipts: Array<Row<ReceiptsTable>>;
   conversions: Array<Row<ConversionsTable> & { attempt_log: Array<Row<ConversionAttemptsTable>> }>;
+  /** CRM events the message's send caused (crm_events.sms_id: a provider's opt-out error → User Consents). */
+  events?: Array<Pick<Row<CrmEventsTable>, 'event_id' | 'type' | 'user_id' | 'created_at' | 'sent_at' | 'dead' | 'attempts' | 'http_status' | 'last_error'>>;
 }
 
 const MATCH_WORDS: ReadonlyMap<number, string> = new Map([
@@ -80,6 +82,15 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
         detail: { error: a.error === null ? null : shownError(a.error) },
       });
     }
+  }
+  for (const e of story.events ?? []) {
+    const state = e.sent_at !== null ? 'sent to the CRM' : e.dead ? 'dead-lettered' : 'owed to the CRM';
+    entries.push({
+      at: Number(e.created_at),
+      kind: 'event',
+      summary: `${e.type} event for user ${e.user_id} queued: ${state}`,
+      detail: { event_id: e.event_id, attempts: e.attempts, sent_at: e.sent_at === null ? null : Number(e.sent_at), http_status: e.http_status, last_error: e.last_error === null ? null : shownError(e.last_error) },
+    });
   }
   // Stable: entries at the same millisecond keep the order they happen in.
   return entries.map((e, i) => ({ e, i })).sort((a, b) => (a.e.at ?? Infinity) - (b.e.at ?? Infinity) || a.i - b.i).map(({ e }) => e);

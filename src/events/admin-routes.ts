@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { listEvents, replayDeadEvents, type EventRow, type EventStatus } from '../ledger/events.js';
+import { EVENT_TYPES, parseEventQuery } from './event-query.js';
 import type { Database } from '../ledger/schema.js';
 
 export interface EventAdminDeps {
@@ -15,11 +16,19 @@ export interface EventAdminDeps {
 }
 
 export const eventReplayRequestSchema = z.strictObject({
-  event_ids: z.array(z.string().min(1).max(100)).min(1).max(10_000).optional().describe('Dead events to replay; all dead events when absent'),
+  event_ids: z.array(z.string().min(1).max(100)).min(1).max(10_000).optional().describe('Dead events to replay; all dead events (of type and user_id, when given) when absent'),
+  type: z.enum(EVENT_TYPES as [string, ...string[]]).optional().describe('Only dead events of this CRM queue type'),
+  user_id: z.string().min(1).max(256).optional().describe('Only dead events of this user'),
 });
 
-const STATUSES: ReadonlySet<string> = new Set(['pending', 'sent', 'dead']);
 const PAGE = 100;
+
+/** What each field of a replay request must be, for the 400 that names it. */
+const REPLAY_FIELD_PROBLEMS: ReadonlyMap<string, string> = new Map([
+  ['event_ids', 'must be a non-empty array of event ids'],
+  ['type', `must be one of ${EVENT_TYPES.join(', ')}`],
+  ['user_id', 'must be a string of 1 to 256 characters'],
+]);
 
 export function eventStatus(row: Pick<EventRow, 'sent_at' | 'dead'>): EventStatus {
   if (row.sent_at !== null) return 'sent';
@@ -52,12 +61,9 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
   app.use('/events/*', requireAdmin(deps.adminKey));
 
   app.get('/events', async (c) => {
-    const userId = c.req.query('user_id');
-    const status = c.req.query('status');
-    const cursor = c.req.query('cursor');
-    if (status !== undefined && !STATUSES.has(status)) return c.json({ error: 'status: must be one of pending, sent, dead' }, 400);
-    if (cursor !== undefined && !/^\d{1,15}$/.test(cursor)) return c.json({ error: 'cursor: must be the next_cursor of a previous page' }, 400);
-    const rows = await listEvents(deps.db, { userId, status: status as EventStatus | undefined, before: cursor === undefined ? undefined : Number(cursor), limit: PAGE + 1 });
+    const query = parseEventQuery(new URL(c.req.url).searchParams);
+    if (!query.ok) return c.json({ error: query.error }, 400);
+    const rows = await listEvents(deps.db, { ...query.filter, limit: PAGE + 1 });
     const page = rows.slice(0, PAGE);
     const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
     return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });
@@ -72,8 +78,14 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
       return c.json({ error: 'body is not valid JSON' }, 400);
     }
     const parsed = eventReplayRequestSchema.safeParse(body);
-    if (!parsed.success) return c.json({ error: 'event_ids: must be a non-empty array of event ids' }, 400);
-    const replayed = await replayDeadEvents(deps.db, deps.now(), parsed.data.event_ids);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = issue.path.length ? String(issue.path[0]) : 'body';
+      const problem = issue.code === 'unrecognized_keys' ? 'only event_ids, type and user_id are accepted' : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
+      return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
+    }
+    const { event_ids: eventIds, type, user_id: userId } = parsed.data;
+    const replayed = await replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId });
     if (replayed > 0) deps.onReplay();
     return c.json({ replayed }, 200);
   });

@@ -4,6 +4,7 @@ import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ResponseDoc, type RouteDoc } from '../observability/openapi.js';
 import { eventReplayRequestSchema } from './admin-routes.js';
 import { eventCatalogue } from './catalogue.js';
+import { EVENT_TYPES } from './event-query.js';
 import { relaySchemas } from './relay-schemas.js';
 
 const acceptedSchema = z.strictObject({ event_id: z.string().describe('The outbox id of the event (the first one’s, for a repeated bonus status)') });
@@ -68,13 +69,14 @@ export const eventRouteDocs: RouteDoc[] = [
     summary: 'Events of the CRM outbox, newest first (100 a page)',
     security: ['adminBearer'],
     parameters: [
-      { name: 'user_id', in: 'query', schema: z.string(), description: 'Only this user’s events' },
+      { name: 'user_id', in: 'query', schema: z.string().min(1).max(256), description: 'Only this user’s events' },
       { name: 'status', in: 'query', schema: z.enum(['pending', 'sent', 'dead']) },
-      { name: 'cursor', in: 'query', schema: z.string(), description: 'next_cursor of the previous page' },
+      { name: 'type', in: 'query', schema: z.enum(EVENT_TYPES as [string, ...string[]]), description: 'Only events of this CRM queue type' },
+      { name: 'cursor', in: 'query', schema: z.string().regex(/^[0-9]{1,15}$/), description: 'next_cursor of the previous page' },
     ],
     responses: {
       200: { description: 'A page', schema: z.strictObject({ events: z.array(eventSchema), next_cursor: z.string().nullable() }) },
-      400: { description: 'status or cursor is not valid', schema: errorAnswerSchema },
+      400: { description: 'A parameter is unknown, repeated, empty, too long (256) or not valid (named in the error)', schema: errorAnswerSchema },
       ...adminRefusals,
     },
   }),
@@ -82,7 +84,7 @@ export const eventRouteDocs: RouteDoc[] = [
     method: 'post',
     path: '/admin/events/replay',
     tag: 'events',
-    summary: 'Send dead events again (all of them, or the given event_ids)',
+    summary: 'Send dead events again: the given event_ids, or all of them (of a type and/or user_id when given)',
     security: ['adminBearer'],
     request: { schema: eventReplayRequestSchema },
     responses: {

@@ -27,7 +27,7 @@ const STYLE = `
   table { border-collapse:collapse; margin:.3rem 0 1rem; }
   .scroll > table { margin:0; }
   th, td { border-bottom:1px solid var(--line); padding:.3rem .7rem; text-align:left; white-space:nowrap; vertical-align:top; }
-  td.num, th.num, table[data-window] td, table[data-window] th, #outbox td, #outbox th { text-align:right; font-variant-numeric:tabular-nums; }
+  td.num, th.num, table[data-window] td, table[data-window] th, #outbox td, #outbox th, #crm-events td, #crm-events th { text-align:right; font-variant-numeric:tabular-nums; }
   table[data-window] th:first-child, table[data-window] td:first-child { text-align:left; }
   td.text { white-space:normal; min-width:12rem; }
   thead th { background:var(--bg); font-weight:600; }
@@ -50,7 +50,7 @@ const STYLE = `
   ol.timeline li { padding:.25rem 0 .45rem .8rem; overflow-wrap:anywhere; }
   ol.timeline time { font-variant-numeric:tabular-nums; color:var(--muted); }
   .kind { display:inline-block; min-width:5.5rem; font-weight:600; }
-  .kind-receipt { color:#1a7f37; } .kind-webhook, .kind-conversion { color:#8250df; } .kind-timeout { color:#9a6700; }
+  .kind-receipt { color:#1a7f37; } .kind-webhook, .kind-conversion { color:#8250df; } .kind-timeout { color:#9a6700; } .kind-event { color:#bc4c00; }
   .op { border:1px solid var(--line); border-radius:6px; padding:.2rem 1rem .8rem; margin:1rem 0; }
   .method { display:inline-block; min-width:3.5rem; font-weight:700; text-transform:uppercase; }
   figure { margin:.5rem 0 1.2rem; max-width:100%; }

@@ -25,6 +25,6 @@ export async function recordSmsConsentChanges(trx: Transaction<Database>, change
   await writeSmsConsentChanges(trx, known);
   // A consent never set reads as opted out (sql-backend.ts), so opting such a player out changes nothing the CRM sees.
   const changed = known.filter((c) => c.optedIn !== (users.get(c.userId)!.sms_opted_in === 1));
-  await enqueueEvents(trx, changed.map((c) => userConsentsEvent(c.userId, originOfRecord(users.get(c.userId)!.record_json), c.at)), changed[0]?.at);
+  await enqueueEvents(trx, changed.map((c) => ({ ...userConsentsEvent(c.userId, originOfRecord(users.get(c.userId)!.record_json), c.at), ...(c.smsId ? { smsId: c.smsId } : {}) })), changed[0]?.at);
   return known.map((c) => c.userId);
 }

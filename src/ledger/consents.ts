@@ -43,6 +43,8 @@ export interface SmsConsentChange {
   optedIn: boolean;
   source: ConsentSource;
   at: number;
+  /** The message whose send reported the opt-out (a provider's error), recorded on the User Consents event. */
+  smsId?: string;
 }
 
 /** Sets the sms consent of each player (who must exist), remembering who changed it and when. */

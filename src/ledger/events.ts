@@ -22,6 +22,8 @@ export interface NewEvent {
   payload: object | string;
   /** `gateway` (default) for events the gateway's own changes cause, `relay` for events received on /relay. */
   source?: 'relay' | 'gateway';
+  /** The message whose send caused it (a provider's opt-out error), shown on that message's timeline. */
+  smsId?: string;
 }
 
 /** Event ids are UUIDv7 like sms_ids: time-ordered, so the unique index grows at its end. */
@@ -42,6 +44,7 @@ function toRow(event: NewEvent, now: number, dedupKey: string | null) {
     claimed_until: 0,
     dead: 0,
     created_at: now,
+    sms_id: event.smsId ?? null,
   } as const;
 }
 
@@ -167,10 +170,20 @@ export async function releaseEvents(db: Db, ids: number[], token: string): Promi
   await db.updateTable('crm_events').set({ claimed_until: 0 }).where('id', 'in', ids).where('claim_token', '=', token).execute();
 }
 
-/** Dead events back to due (all, or the given event_ids); answers how many. */
-export async function replayDeadEvents(db: Db, now: number, eventIds?: string[]): Promise<number> {
+/** Which dead events a replay takes: the given event_ids, or every one of a type and/or user (all when empty). */
+export interface DeadEventMatch {
+  eventIds?: string[];
+  type?: string;
+  userId?: string;
+}
+
+/** Dead events back to due (all, the given event_ids, or those matching); answers how many. */
+export async function replayDeadEvents(db: Db, now: number, match: string[] | DeadEventMatch = {}): Promise<number> {
+  const { eventIds, type, userId } = Array.isArray(match) ? { eventIds: match } : match;
   let query = db.updateTable('crm_events').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('sent_at', 'is', null);
   if (eventIds) query = query.where('event_id', 'in', eventIds);
+  if (type !== undefined) query = query.where('type', '=', type);
+  if (userId !== undefined) query = query.where('user_id', '=', userId);
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
@@ -202,16 +215,25 @@ export async function countEventBacklog(db: Db): Promise<EventBacklog> {
 export type EventStatus = 'pending' | 'sent' | 'dead';
 
 /** One page of events, newest first, after the keyset cursor `before` (an internal id). */
-export async function listEvents(db: Db, filter: { userId?: string; status?: EventStatus; before?: number; limit: number }): Promise<EventRow[]> {
+export async function listEvents(db: Db, filter: { userId?: string; status?: EventStatus; type?: string; before?: number; limit: number }): Promise<EventRow[]> {
+  // status=dead reads the partial index crm_events_dead (id) where dead = 1, or crm_events_user with user_id.
   let query = db.selectFrom('crm_events').selectAll().orderBy('id', 'desc').limit(filter.limit);
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.type !== undefined) query = query.where('type', '=', filter.type);
   if (filter.before !== undefined) query = query.where('id', '<', filter.before);
   if (filter.status === 'sent') query = query.where('sent_at', 'is not', null);
-  if (filter.status === 'dead') query = query.where('dead', '=', 1);
+  // A literal, not a parameter: SQLite uses a partial index only when it can see the query implies its condition.
+  if (filter.status === 'dead') query = query.where(sql<boolean>`dead = 1`);
   if (filter.status === 'pending') query = query.where('sent_at', 'is', null).where('dead', '=', 0);
   return (await query.execute()).map((r) => ({ ...r, id: Number(r.id) }));
 }
 
 export async function findEventById(db: Db, eventId: string): Promise<EventRow | undefined> {
   return db.selectFrom('crm_events').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+}
+
+/** The events a message's send caused (crm_events_sms_id), oldest first: for its timeline. */
+export async function findEventsBySmsId(db: Db, smsId: string): Promise<EventRow[]> {
+  const rows = await db.selectFrom('crm_events').selectAll().where('sms_id', '=', smsId).orderBy('id').execute();
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
 }

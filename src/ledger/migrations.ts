@@ -357,4 +357,14 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('inbound_messages_from').on('inbound_messages').columns(['from_number', 'received_at']).execute();
     },
   },
+  '2026-11-24-70-console-events': {
+    async up(db) {
+      // The message whose send caused an event (a provider's opt-out error at send: a User Consents event), so the
+      // message's timeline can show it exactly; null for every other event.
+      await db.schema.alterTable('crm_events').addColumn('sms_id', 'text').execute();
+      await db.schema.createIndex('crm_events_sms_id').on('crm_events').column('sms_id').where(sql<boolean>`sms_id is not null`).execute();
+      // The console's list of dead events, newest first, reads only dead rows (few, however many were sent).
+      await db.schema.createIndex('crm_events_dead').on('crm_events').column('id').where(sql<boolean>`dead = 1`).execute();
+    },
+  },
 };

@@ -232,6 +232,8 @@ export interface CrmEventsTable {
   last_error: string | null;
   dead: number;
   created_at: number;
+  /** The message whose send caused the event (a provider's opt-out error), else null. */
+  sms_id: string | null;
 }
 
 export interface Database {
