@@ -1,6 +1,6 @@
 /**
- * Dead CRM events for operators (issue 18 item 3, for the events of issue 13): listed with reason, attempts, type,
- * user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
+ * Dead CRM events for operators (README "Console and admin API" and "Sending events to the CRM"): listed with
+ * reason, attempts, type, user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
  * posts carry the session's CSRF token), hostile parameters refused naming them; and the User Consents event a
  * Twilio 21610 at send causes, on that message's timeline and nowhere else. Real gateway, the fake Integration API
  * refusing, relay.max_attempts 1 so one refusal dead-letters an event.

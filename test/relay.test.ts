@@ -100,9 +100,8 @@ describe('relay routes', () => {
   it('refuses hostile bodies with 400 and keeps serving: 5,000 levels deep, __proto__ and constructor keys, oversized', async () => {
     const deep = `{"user_id":"u","timestamp":"2026-11-24T09:00:00Z","origin":"o","x":${'['.repeat(5_000)}${']'.repeat(5_000)}}`;
     const cases: Array<[string, string]> = [
-      // 5,000 deep is refused by the server-wide guard while reading (server.max_json_depth, 64); deeper than
-      // relay.max_depth (16) but within 64 by the relay's own.
-      [deep, 'nested deeper than 64 levels (server.max_json_depth)'],
+      // Refused while reading, at the relay's own limit (tighter than server.max_json_depth), however deep.
+      [deep, 'nested deeper than 16 levels (relay.max_depth)'],
       [`{"user_id":"u","timestamp":"2026-11-24T09:00:00Z","origin":"o","x":${'['.repeat(20)}${']'.repeat(20)}}`, 'relay.max_depth'],
       ['{"user_id":"u","timestamp":"2026-11-24T09:00:00Z","origin":"o","__proto__":{"polluted":true}}', '__proto__: key name not allowed'],
       ['{"user_id":"u","timestamp":"2026-11-24T09:00:00Z","origin":"o","data":{"constructor":{"prototype":1}}}', 'data.constructor: key name not allowed'],
