@@ -166,7 +166,7 @@ export function createApp(parts: AppParts): Hono {
     ...eventRouteDocs,
   ];
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
-  app.route('/', apiDocsRoutes(buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
+  app.route('/', apiDocsRoutes(() => buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
 
   // Read on first use, when every route above is in the table.
   let allowedMethods: ((path: string) => string[]) | undefined;

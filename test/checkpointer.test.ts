@@ -56,4 +56,15 @@ describe('background WAL checkpoints', () => {
     // Under 1,000 pages nothing checkpoints yet: the rows are still only in the WAL.
     expect(await grows(file, before, 600)).toBe(false);
   });
+
+  it('cuts the WAL file back to nothing once writes stop (not at the next write)', async () => {
+    const { file } = await openWithRows(true);
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(4_000_000);
+    let size = -1;
+    for (const started = Date.now(); Date.now() - started < 10_000; await new Promise((r) => setTimeout(r, 50))) {
+      size = statSync(`${file}-wal`).size;
+      if (size === 0) break;
+    }
+    expect(size).toBe(0);
+  });
 });

@@ -3,7 +3,8 @@
  * WAL past 1,000 pages: that commit copies the pages into the database file and fsyncs both, on the event loop
  * (better-sqlite3 is synchronous). Measured with groups of 25 sends: claim and record writes cost 78 µs a message
  * with automatic checkpoints, 47 µs without. `serve` turns them off and lets this thread checkpoint in PASSIVE
- * mode, which never blocks the writer; `journal_size_limit` keeps the WAL file from staying large after a burst.
+ * mode, which never blocks the writer, and truncates the WAL once a burst is over (67k messages left 467 MB until
+ * the next write); `journal_size_limit` also cuts it back when a writer restarts it.
  */
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -17,9 +18,22 @@ const { workerData, parentPort } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
+let lastFrames = -1;
 const checkpoint = () => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    const [done] = db.pragma('wal_checkpoint(PASSIVE)');
+    // A burst is over when a whole interval added no frame and every frame is in the database file: cut the WAL
+    // file to zero now, not at the next write. TRUNCATE holds the write lock while it waits for readers, so it
+    // waits 50 ms at most (a writer arriving meanwhile waits that long once) and is tried again next interval.
+    if (done.log > 0 && done.log === lastFrames && done.checkpointed === done.log) {
+      db.pragma('busy_timeout = 50');
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      } finally {
+        db.pragma('busy_timeout = 5000');
+      }
+    }
+    lastFrames = done.log;
   } catch (error) {
     parentPort.postMessage({ error: String(error && error.message || error) });
   }

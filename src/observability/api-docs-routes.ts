@@ -32,6 +32,7 @@ function loadAssets(): Map<string, { body: string; type: string }> {
     ['swagger-ui.css', { body: readFileSync(join(dir, 'swagger-ui.css'), 'utf8'), type: 'text/css; charset=utf-8' }],
     ['swagger-ui-bundle.js', { body: readFileSync(join(dir, 'swagger-ui-bundle.js'), 'utf8'), type: 'text/javascript; charset=utf-8' }],
     ['init.js', { body: INIT_SCRIPT, type: 'text/javascript; charset=utf-8' }],
+    ['page.css', { body: PAGE_STYLE, type: 'text/css; charset=utf-8' }],
   ]);
 }
 
@@ -90,12 +91,9 @@ const PAGE_STYLE = `body { margin:0; font:14px/1.45 system-ui, sans-serif; color
 header a { color:#dfe8f1; } .swagger-ui .info { margin:20px 0; } noscript main { display:block; padding:0 1rem; max-width:1200px; }
 noscript pre { overflow:auto; max-width:100%; } noscript table { display:block; overflow-x:auto; }`;
 
-export function apiDocsRoutes(doc: OpenApiDocument) {
-  const app = new Hono();
-  const json = JSON.stringify(doc);
-  const assets = loadAssets();
+function renderPage(doc: OpenApiDocument) {
   const title = `${doc.info.title} ${doc.info.version} — API`;
-  const page = html`<!doctype html>
+  return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -112,18 +110,30 @@ export function apiDocsRoutes(doc: OpenApiDocument) {
 <noscript><main><h1>${title}</h1>${renderDocsBody(doc)}</main></noscript>
 </body>
 </html>`;
-  assets.set('page.css', { body: PAGE_STYLE, type: 'text/css; charset=utf-8' });
+}
 
-  app.get('/openapi.json', (c) => c.body(json, 200, { 'content-type': 'application/json' }));
+/**
+ * `describe` runs on the first request for the document or the page, and Swagger UI's files (1.9 MB) are read on
+ * the first request for them: a gateway that never serves its docs never holds them in memory.
+ */
+export function apiDocsRoutes(describe: () => OpenApiDocument) {
+  const app = new Hono();
+  let doc: OpenApiDocument | undefined;
+  let json: string | undefined;
+  let page: ReturnType<typeof renderPage> | undefined;
+  let assets: ReturnType<typeof loadAssets> | undefined;
+  const document = () => (doc ??= describe());
+
+  app.get('/openapi.json', (c) => c.body((json ??= JSON.stringify(document())), 200, { 'content-type': 'application/json' }));
   app.get('/docs', async (c) => {
     c.header('Content-Security-Policy', DOCS_CSP);
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'no-referrer');
     c.header('Cache-Control', 'no-store');
-    return c.html(await page);
+    return c.html(await (page ??= renderPage(document())));
   });
   app.get('/docs/assets/:name', (c) => {
-    const asset = assets.get(c.req.param('name'));
+    const asset = (assets ??= loadAssets()).get(c.req.param('name'));
     if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}` }, 404);
     c.header('X-Content-Type-Options', 'nosniff');
     // The files change only with the package version, which restarts the process.

@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.js';
 import { RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { PreparedMessage } from './dispatch.js';
 import { parseRequestedEncoding, planEncoding } from './encoding.js';
+import { checkSmsMessage, type CheckedMessage } from './message-check.js';
 import { describeFirstIssue, smsMessageSchema } from './message-schema.js';
 import type { ProviderRouter } from './provider-router.js';
 import { normaliseRecipient } from './recipient.js';
@@ -14,10 +15,18 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return { ok: false, error: 'body: must be an SMS message object' };
   }
-  const parsed = smsMessageSchema.safeParse(input);
-  if (!parsed.success) return { ok: false, error: describeFirstIssue(parsed.error, input) };
-  const m = parsed.data;
+  // The compiled check accepts what the schema accepts; a refusal is described by the schema itself.
+  const m = checkSmsMessage(input);
+  if (!m) {
+    const parsed = smsMessageSchema.safeParse(input);
+    if (!parsed.success) return { ok: false, error: describeFirstIssue(parsed.error, input) };
+    // Unreachable while message-check.property.test.ts passes; if ever reached, the schema's verdict stands.
+    return prepareChecked(parsed.data, input, router, sms, source);
+  }
+  return prepareChecked(m, input, router, sms, source);
+}
 
+function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRouter, sms: Config['sms'], source?: ActivitySource): Prepared {
   // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
   const requested = parseRequestedEncoding(m.encoding ?? undefined);
   if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(m.encoding)} is not one of auto, gsm7, ucs2 (usc2)` };
