@@ -4,7 +4,7 @@
  */
 import type { DeliveryStatus } from '../../providers/types.js';
 import type { DeadLetterMatch } from '../ledger/conversions.js';
-import { MAX_PARAMETER_LENGTH } from './message-query.js';
+import { readQueryParameters } from '../http/query-parameters.js';
 
 export const DEAD_LETTER_STATUSES: readonly DeliveryStatus[] = ['delivered', 'undelivered', 'failed', 'delivery_unknown'];
 export const DEAD_LETTER_PAGE_SIZE = 100;
@@ -18,21 +18,10 @@ export interface DeadLetterQuery {
 const NAMES = ['provider', 'status', 'cursor', 'limit'] as const;
 
 export function parseDeadLetterQuery(params: URLSearchParams, options: { form?: boolean; ignore?: readonly string[] } = {}): DeadLetterQuery | { ok: false; error: string } {
-  const ignore = options.ignore ?? [];
   const query: DeadLetterQuery = { ok: true, match: {}, limit: DEAD_LETTER_PAGE_SIZE };
-  const seen = new Set<string>();
-  for (const [name, raw] of params) {
-    if (ignore.includes(name)) continue;
-    if (!(NAMES as readonly string[]).includes(name)) {
-      const shown = name.length > 40 ? `${JSON.stringify(name.slice(0, 40))}…` : JSON.stringify(name);
-      return { ok: false, error: `${shown}: unknown query parameter; known: ${NAMES.join(', ')}` };
-    }
-    if (seen.has(name)) return { ok: false, error: `${name}: given more than once` };
-    seen.add(name);
-    const value = raw.trim();
-    if (value === '' && options.form) continue;
-    if (value === '') return { ok: false, error: `${name}: must not be empty` };
-    if (value.length > MAX_PARAMETER_LENGTH) return { ok: false, error: `${name}: longer than ${MAX_PARAMETER_LENGTH} characters` };
+  const read = readQueryParameters(params, NAMES, options);
+  if (!read.ok) return read;
+  for (const [name, value] of read.values) {
     if (name === 'provider') query.match.provider = value;
     else if (name === 'status') {
       const status = DEAD_LETTER_STATUSES.find((s) => s === value);

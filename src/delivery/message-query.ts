@@ -5,8 +5,8 @@
  */
 import { SEARCH_STATUSES, type MessageFilter } from '../ledger/message-search.js';
 import { normaliseRecipient } from '../sms/recipient.js';
+import { readQueryParameters } from '../http/query-parameters.js';
 
-export const MAX_PARAMETER_LENGTH = 256;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 
@@ -63,21 +63,11 @@ export const MESSAGE_QUERY_PARAMETERS: readonly string[] = [...SETTERS.keys()];
  * `ignore` names parameters another part of the page owns (the console's own).
  */
 export function parseMessageQuery(params: URLSearchParams, defaultRegion: string | undefined, options: { form?: boolean; ignore?: readonly string[] } = {}): MessageQuery {
-  const ignore = options.ignore ?? [];
   const filter: MessageFilter = { limit: DEFAULT_PAGE_SIZE };
-  const seen = new Set<string>();
-  for (const [name, raw] of params) {
-    if (ignore.includes(name)) continue;
-    const setter = SETTERS.get(name);
-    const shown = name.length > 40 ? `${JSON.stringify(name.slice(0, 40))}…` : JSON.stringify(name);
-    if (!setter) return { ok: false, error: `${shown}: unknown query parameter; known: ${MESSAGE_QUERY_PARAMETERS.join(', ')}` };
-    if (seen.has(name)) return { ok: false, error: `${name}: given more than once` };
-    seen.add(name);
-    const value = raw.trim();
-    if (value === '' && options.form) continue;
-    if (value === '') return { ok: false, error: `${name}: must not be empty` };
-    if (value.length > MAX_PARAMETER_LENGTH) return { ok: false, error: `${name}: longer than ${MAX_PARAMETER_LENGTH} characters` };
-    const error = setter(filter, value, defaultRegion);
+  const read = readQueryParameters(params, MESSAGE_QUERY_PARAMETERS, options);
+  if (!read.ok) return read;
+  for (const [name, value] of read.values) {
+    const error = SETTERS.get(name)!(filter, value, defaultRegion);
     if (error) return { ok: false, error };
   }
   if (filter.from !== undefined && filter.to !== undefined && filter.from >= filter.to) return { ok: false, error: 'to: must be later than from' };

@@ -8,7 +8,8 @@ import { describeRoute, type ResponseDoc } from '../observability/openapi.js';
 import { SEARCH_STATUSES } from '../ledger/message-search.js';
 import { replayRequestSchema } from './admin-routes.js';
 import { DEAD_LETTER_STATUSES } from './dead-letter-query.js';
-import { MAX_PAGE_SIZE, MAX_PARAMETER_LENGTH } from './message-query.js';
+import { MAX_PARAMETER_LENGTH } from '../http/query-parameters.js';
+import { MAX_PAGE_SIZE } from './message-query.js';
 
 const epochMs = z.number().int().describe('epoch milliseconds');
 const deliveryStatus = z.enum(['delivered', 'undelivered', 'failed', 'delivery_unknown']);
