@@ -13,6 +13,7 @@ import type { Database } from '../ledger/schema.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import { nextAttemptDelay } from './backoff.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
+import { startWorkerLoop, type WorkerLoop } from '../worker-loop.js';
 
 export interface WorkerDeps {
   db: Kysely<Database>;
@@ -96,36 +97,12 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
 }
 
 /** Runs rounds until stopped; sleeps `poll_interval` when idle or after a failure, wakes early on `wake()`. */
-export function startConversionWorker(deps: WorkerDeps) {
-  let stopped = false;
-  let wakeUp: (() => void) | undefined;
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-
-  const done = (async () => {
-    while (!stopped) {
-      try {
-        const round = await postDueConversions(deps);
-        if (round.claimed === 0 || !round.ok) await sleep(deps.delivery.poll_interval);
-      } catch (error) {
-        deps.logger.error({ err: error }, 'conversion worker round failed');
-        await sleep(deps.delivery.poll_interval);
-      }
-    }
-  })();
-
-  return {
-    wake: () => wakeUp?.(),
-    async stop() {
-      stopped = true;
-      wakeUp?.();
-      await done;
+export function startConversionWorker(deps: WorkerDeps): WorkerLoop {
+  return startWorkerLoop(
+    async () => {
+      const round = await postDueConversions(deps);
+      return round.claimed > 0 && round.ok;
     },
-  };
+    { idleMs: deps.delivery.poll_interval, logger: deps.logger, name: 'conversion worker' },
+  );
 }

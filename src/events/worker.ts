@@ -13,6 +13,7 @@ import { claimDueEvents, markEventsFailed, markEventsSent, type FailedEvent } fr
 import type { Database } from '../ledger/schema.js';
 import { planRetry } from './retry.js';
 import type { EventTransport } from './transport.js';
+import { startWorkerLoop, type WorkerLoop } from '../worker-loop.js';
 
 export interface EventWorkerDeps {
   db: Kysely<Database>;
@@ -69,45 +70,12 @@ export async function deliverDueEvents(deps: EventWorkerDeps): Promise<EventRoun
 }
 
 /** Runs rounds until stopped: at once while there is work, else every relay.poll_interval or on `wake()`. */
-export function startEventWorker(deps: EventWorkerDeps) {
-  let stopped = false;
-  let wakeUp: (() => void) | undefined;
-  let woken = false;
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (woken) {
-        woken = false;
-        return resolve();
-      }
-      const timer = setTimeout(resolve, ms);
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-
-  const done = (async () => {
-    while (!stopped) {
-      try {
-        const round = await deliverDueEvents(deps);
-        if (round.claimed === 0 || round.sent === 0) await sleep(deps.relay.poll_interval);
-      } catch (error) {
-        deps.logger.error({ err: error }, 'event worker round failed');
-        await sleep(deps.relay.poll_interval);
-      }
-      wakeUp = undefined;
-    }
-  })();
-
-  return {
-    wake() {
-      if (wakeUp) wakeUp();
-      else woken = true;
+export function startEventWorker(deps: EventWorkerDeps): WorkerLoop {
+  return startWorkerLoop(
+    async () => {
+      const round = await deliverDueEvents(deps);
+      return round.claimed > 0 && round.sent > 0;
     },
-    async stop() {
-      stopped = true;
-      wakeUp?.();
-      await done;
-    },
-  };
+    { idleMs: deps.relay.poll_interval, logger: deps.logger, name: 'event worker' },
+  );
 }
