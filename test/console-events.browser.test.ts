@@ -4,43 +4,36 @@
  * outbox shows it (readable at 390 px, linking to the list), the list shows its reason, and its Replay button
  * sends it to the CRM. Without chromium this fails (it never skips): .ci/run installs it.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchTestBrowser, type TestBrowser } from './helpers/chromium.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
 import { relay, RELAY_KEY, thinEvent } from './helpers/events.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const crm = new FakeIntegrationApi();
 let gw: TestGateway;
-let browser: BrowserContext;
 let page: Page;
-let profile: string;
+let testBrowser: TestBrowser | undefined;
 const shots = mkdtempSync(join(tmpdir(), 'console-events-screenshots-'));
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium, as .ci/run does`);
   await crm.start();
   gw = await startTestGateway({
     relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100, max_attempts: 1 },
     crm: { integration: { url: crm.url } },
   });
-  profile = mkdtempSync(join(tmpdir(), 'console-events-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-component-update', '--disable-sync'],
-  });
-  page = browser.pages()[0] ?? (await browser.newPage());
+  testBrowser = await launchTestBrowser();
+  ({ page } = testBrowser);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await testBrowser?.close();
   await gw?.close();
   await crm.stop();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 /** At a phone's width the page never scrolls sideways and the element named is inside the screen; screenshots of both widths. */

@@ -2,47 +2,39 @@
  * The console in a real browser: Debian's chromium driven by playwright-core, against a real gateway. Without
  * chromium this fails (it never skips): .ci/run installs it.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchTestBrowser, type TestBrowser } from './helpers/chromium.js';
 import { FakeCrm } from './fakes/crm.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const crm = new FakeCrm();
 let gw: TestGateway;
 let browser: BrowserContext;
 let page: Page;
-let profile: string;
+let testBrowser: TestBrowser | undefined;
 
 const cell = (window: 'hour' | 'day', outcome: string, provider = 'sandbox') =>
   page.locator(`table[data-window="${window}"] tr[data-provider="${provider}"] td[data-outcome="${outcome}"]`);
 const backlog = (state: string) => page.locator(`td[data-backlog="${state}"]`);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: the console browser test needs Debian's chromium (apt-get install -y chromium, as .ci/run does)`);
-  }
   await crm.start();
   // The console shows totals over the whole ledger: this gateway gets one of its own.
   gw = await startTestGateway(
     { crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } },
   );
-  profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-component-update', '--disable-sync'],
-  });
-  page = browser.pages()[0] ?? (await browser.newPage());
+  testBrowser = await launchTestBrowser();
+  ({ context: browser, page } = testBrowser);
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await testBrowser?.close();
   await gw?.close();
   await crm.stop();
-  if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 /** Full-page screenshots of each page, kept for people to look at (the path is printed). */
