@@ -87,17 +87,8 @@ export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string
   return { eventId: first.event_id, replayed: true };
 }
 
-export interface ClaimedEvent {
-  id: number;
-  event_id: string;
-  type: string;
-  method: 'POST' | 'PUT';
-  path: string;
-  user_id: string;
-  payload_json: string;
-  attempts: number;
-  created_at: number;
-}
+/** What a claim hands the transport: the row's columns it needs, typed from the table itself. */
+export type ClaimedEvent = Pick<EventRow, 'id' | 'event_id' | 'type' | 'method' | 'path' | 'user_id' | 'payload_json' | 'attempts' | 'created_at'>;
 
 /**
  * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
