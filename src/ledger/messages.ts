@@ -1,6 +1,7 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
+import { ROWS_PER_STATEMENT } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, SendState } from './schema.js';
 
@@ -90,7 +91,14 @@ export async function reclaimMessageForRetry(
 
 export interface SendOutcomeRecord {
   smsId: string;
+  /** The provider that carried it: a route's member (provider-route.ts), else the one it was claimed for. */
   provider: string;
+  /**
+   * A route's member carried it, so the row's provider changes from the route's name to the member's. Only then is
+   * the column written: an UPDATE that sets an indexed column rewrites that column's index entries even when the
+   * value stays the same, which doubled the cost of recording an answer.
+   */
+  rerouted: boolean;
   state: Exclude<SendState, 'dispatching'>;
   providerMessageIds: string[];
   providerStatus: string | null;
@@ -98,46 +106,47 @@ export interface SendOutcomeRecord {
   errorCode: string | null;
 }
 
+/**
+ * One UPDATE for many answers that differ only in the provider's message id: the ids arrive as a VALUES list joined
+ * on sms_id. (A `CASE sms_id WHEN … THEN …` over the same rows costs a comparison per row and branch: quadratic in
+ * the group, and the most expensive statement of a batch before this.)
+ */
 const recordOutcomeTemplate = createQueryTemplate(
   (
     db: Kysely<Database>,
-    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { provider: string; state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
-  ) =>
-    db
-      .updateTable('messages')
-      .set({
-        // The provider that carried it: a route's member (provider-route.ts), else the one it was claimed for.
-        provider: set.provider,
-        state: set.state,
-        provider_message_id: sql<string | null>`case sms_id ${sql.join(rows.map((r) => sql`when ${r.smsId} then ${r.providerMessageId}`), sql` `)} end`,
-        provider_status: set.providerStatus,
-        error: set.error,
-        error_code: set.errorCode,
-        updated_at: set.now,
-        submitted_at: set.submittedAt,
-      })
-      .where('sms_id', 'in', rows.map((r) => r.smsId)),
+    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { carrier: [string] | []; state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
+  ) => {
+    const answers = sql.join(rows.map((r) => sql`(${r.smsId}, ${r.providerMessageId})`));
+    // A template decides nothing from values; whether the provider is written is part of the input's shape.
+    const carrier = set.carrier.map((name) => sql`provider = ${name}, `);
+    const statement = sql`with answers (sms_id, provider_message_id) as (values ${answers})
+      update messages set ${sql.join(carrier, sql``)}state = ${set.state}, provider_message_id = answers.provider_message_id,
+        provider_status = ${set.providerStatus}, error = ${set.error}, error_code = ${set.errorCode}, updated_at = ${set.now},
+        submitted_at = ${set.submittedAt}
+      from answers where messages.sms_id = answers.sms_id`;
+    return { compile: () => statement.compile(db) };
+  },
 );
 
 /**
  * Writes the provider's answers and counts them in delivery_stats; never touches delivery_status, which a fast
  * receipt may already have set.
- * Answers that differ only in the provider's message id share one UPDATE (a CASE picks each row's id), so a
- * flush of many sends costs a few statements, not one each.
+ * Answers that differ only in the provider's message id share one UPDATE, so a flush of many sends costs a few
+ * statements, not one each.
  */
 export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
   const groups = new Map<string, SendOutcomeRecord[]>();
   for (const r of records) {
-    const key = JSON.stringify([r.provider, r.state, r.providerStatus, r.error, r.errorCode]);
+    const key = JSON.stringify([r.provider, r.rerouted, r.state, r.providerStatus, r.error, r.errorCode]);
     const group = groups.get(key);
     if (group) group.push(r);
     else groups.set(key, [r]);
   }
   for (const group of groups.values()) {
-    const { provider, state, providerStatus, error, errorCode } = group[0]!;
-    for (let i = 0; i < group.length; i += 200) {
-      const rows = group.slice(i, i + 200).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
-      await recordOutcomeTemplate(db, { rows, set: { provider, state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
+    const { provider, rerouted, state, providerStatus, error, errorCode } = group[0]!;
+    for (let i = 0; i < group.length; i += ROWS_PER_STATEMENT) {
+      const rows = group.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
+      await recordOutcomeTemplate(db, { rows, set: { carrier: rerouted ? [provider] : [], state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
     }
   }
   const parts = records.flatMap((r) =>

@@ -244,8 +244,8 @@ export function createDispatcher(deps: DispatcherDeps) {
     const provider = answer.carrier ?? message.provider.name;
     // A provider's answer is outside text: stored (and logged) cut to a length that still shows what it said.
     const record: SendOutcomeRecord = answer.ok
-      ? { smsId, provider, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
-      : { smsId, provider, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
+      ? { smsId, provider, rerouted: provider !== message.provider.name, state: 'submitted', providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
+      : { smsId, provider, rerouted: provider !== message.provider.name, state: failedState(answer), providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
     try {
       await records.run([record]);
     } catch (error) {
