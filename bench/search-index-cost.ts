@@ -6,6 +6,7 @@
  * per answer update, wall and CPU (user + system of this process: the one to compare on a shared machine).
  *
  *   npm run build && node dist/bench/search-index-cost.js [--rows 200000] [--rounds 3] [--variants none,v60,latest]
+ *     [--cache-kib N] [--checkpoint-every GROUPS] [--players 50000] [--numbers any|per-player]
  *
  * `latest` is the schema as migrated; `v60` the five indexes of migration 2026-11-24-60-console as built there; the
  * others are single indexes or candidate shapes (README, Benchmarks, gives their figures and why none replaced v60).
@@ -27,6 +28,7 @@ const V60: Record<string, string> = {
   provider: 'create index messages_provider_created on messages (provider, created_at)',
   status: `create index messages_status on messages (${STATUS}, created_at)`,
 };
+const PAIRS = 'create table if not exists message_user_recipients (user_id text not null, recipient text not null, primary key (user_id, recipient)) without rowid';
 const VARIANTS: Record<string, string[] | 'latest'> = {
   none: [],
   latest: 'latest',
@@ -43,12 +45,16 @@ const VARIANTS: Record<string, string[] | 'latest'> = {
   'only-recipient-tail': ['create index messages_recipient on messages (substr(recipient, -7), created_at)'],
   // The day first: inserts land in the current day's part of the index, still in random order within it.
   'only-recipient-day': ['create index messages_recipient on messages (created_at / 86400000, recipient, created_at)'],
+  // The player's numbers in a small table of their own instead of messages_user_id (2026-11-24-81-search-keys):
+  // a player's next message to a number already known only reads it.
+  pairs: [V60.created!, V60.recipient!, V60.provider!, V60.status!, PAIRS],
+  'only-pairs': [PAIRS],
 };
 
 const GROUP = 500;
 const round = (us: number) => Math.round(us * 10) / 10;
 
-async function run(rows: number, variant: string, cacheKib: number) {
+async function run(rows: number, variant: string, cacheKib: number, checkpointEvery: number, players: number, perPlayer: boolean) {
   const dir = mkdtempSync(join(tmpdir(), 'search-index-cost-'));
   const file = join(dir, 'ledger.db');
   const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
@@ -65,8 +71,11 @@ async function run(rows: number, variant: string, cacheKib: number) {
   if (indexes !== 'latest') {
     const existing = db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'messages' and sql is not null").all() as Array<{ name: string }>;
     for (const { name } of existing) if (!NOT_SEARCH.has(name)) db.exec(`drop index ${name}`);
+    db.exec('drop table if exists message_user_recipients');
     for (const ddl of indexes) db.exec(ddl);
   }
+  const pairs = db.prepare("select 1 from sqlite_master where name = 'message_user_recipients'").get() !== undefined;
+  const pair = pairs ? db.prepare('insert into message_user_recipients (user_id, recipient) values (?, ?) on conflict do nothing') : undefined;
   const insert = db.prepare(`insert into messages (sms_id, activity_key, activity_json, user_id, request_id, provider, recipient, sender, encoding, segments,
     state, attempts, created_at, updated_at, dispatched_at) values (?, ?, ?, ?, 'req', 'sandbox', ?, 'Casino', 'gsm7', 1, 'dispatching', 1, ?, ?, ?)`);
   const answer = db.prepare(`update messages set state = 'submitted', provider_message_id = ?, submitted_at = ?, updated_at = ? where sms_id = ?`);
@@ -76,37 +85,60 @@ async function run(rows: number, variant: string, cacheKib: number) {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1000;
   };
+  // With --checkpoint-every, the WAL is copied into the file and cut every so many groups, as the checkpointer
+  // thread would; its time is kept apart (it is off the commit path) but it is CPU the random keys also cost.
+  let checkpointMs = 0;
+  let checkpointCpuMs = 0;
+  const maybeCheckpoint = (group: number) => {
+    if (!checkpointEvery || group % checkpointEvery !== checkpointEvery - 1) return;
+    const [t, c] = [performance.now(), cpuMs()];
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    checkpointMs += performance.now() - t;
+    checkpointCpuMs += cpuMs() - c;
+  };
   let started = performance.now();
   let cpuStarted = cpuMs();
   for (let from = 0; from < rows; from += GROUP) {
+    maybeCheckpoint(from / GROUP);
     db.transaction(() => {
       for (let i = from; i < Math.min(rows, from + GROUP); i++) {
         const at = 1_764_000_000_000 + i;
-        insert.run(smsId(i), `a-${i}`, `{"id":"a-${i}","user_id":"u-${(i * 104_729) % 50_000}"}`, `u-${(i * 104_729) % 50_000}`, `+4477${String((i * 7919) % 1_000_000).padStart(8, '0')}`, at, at, at);
+        const player = (i * 104_729) % players;
+        const number = `+4477${String((perPlayer ? player * 7919 : i * 7919) % 1_000_000).padStart(8, '0')}`;
+        insert.run(smsId(i), `a-${i}`, `{"id":"a-${i}","user_id":"u-${player}"}`, `u-${player}`, number, at, at, at);
+        pair?.run(`u-${player}`, number);
       }
     })();
   }
-  const insertUs = ((performance.now() - started) * 1000) / rows;
-  const insertCpuUs = ((cpuMs() - cpuStarted) * 1000) / rows;
+  const insertUs = ((performance.now() - started - checkpointMs) * 1000) / rows;
+  const insertCpuUs = ((cpuMs() - cpuStarted - checkpointCpuMs) * 1000) / rows;
+  const insertCheckpointCpuUs = (checkpointCpuMs * 1000) / rows;
+  [checkpointMs, checkpointCpuMs] = [0, 0];
   started = performance.now();
   cpuStarted = cpuMs();
   for (let from = 0; from < rows; from += GROUP) {
+    maybeCheckpoint(from / GROUP);
     db.transaction(() => {
       for (let i = from; i < Math.min(rows, from + GROUP); i++) answer.run(`pm-${i}`, 1, 1, smsId(i));
     })();
   }
-  const updateUs = ((performance.now() - started) * 1000) / rows;
-  const updateCpuUs = ((cpuMs() - cpuStarted) * 1000) / rows;
+  const updateUs = ((performance.now() - started - checkpointMs) * 1000) / rows;
+  const updateCpuUs = ((cpuMs() - cpuStarted - checkpointCpuMs) * 1000) / rows;
+  const updateCheckpointCpuUs = (checkpointCpuMs * 1000) / rows;
   const cache = -(db.pragma('cache_size', { simple: true }) as number);
   db.close();
   rmSync(dir, { recursive: true, force: true });
-  return { bench: 'search-index-cost', variant, rows, cache_kib: cache, insert_us: round(insertUs), insert_cpu_us: round(insertCpuUs), answer_update_us: round(updateUs), answer_update_cpu_us: round(updateCpuUs) };
+  return { bench: 'search-index-cost', variant, rows, players, numbers: perPlayer ? 'per-player' : 'any', cache_kib: cache, insert_us: round(insertUs), insert_cpu_us: round(insertCpuUs), answer_update_us: round(updateUs), answer_update_cpu_us: round(updateCpuUs),
+    ...(checkpointEvery ? { insert_checkpoint_cpu_us: round(insertCheckpointCpuUs), answer_checkpoint_cpu_us: round(updateCheckpointCpuUs) } : {}) };
 }
 
 const { values } = parseArgs({
-  options: { rows: { type: 'string', default: '200000' }, rounds: { type: 'string', default: '3' }, variants: { type: 'string', default: 'none,v60,latest' }, 'cache-kib': { type: 'string', default: '0' } }, // 0: the connection's default
-
+  options: { rows: { type: 'string', default: '200000' }, rounds: { type: 'string', default: '3' }, variants: { type: 'string', default: 'none,v60,latest' },     // 0: the connection's default; 0: never (the WAL grows by every dirtied page: GBs at a million rows)
+    'cache-kib': { type: 'string', default: '0' }, 'checkpoint-every': { type: 'string', default: '0' },
+    // per-player: each player's messages go to the player's own number, as a CRM's do; any: every message to a
+    // number of its own (the worst case for message_user_recipients: every pair is new)
+    players: { type: 'string', default: '50000' }, numbers: { type: 'string', default: 'any' } },
 });
 for (let round = 0; round < Number(values.rounds); round++) {
-  for (const variant of values.variants.split(',')) console.log(JSON.stringify(await run(Number(values.rows), variant, Number(values['cache-kib']))));
+  for (const variant of values.variants.split(',')) console.log(JSON.stringify(await run(Number(values.rows), variant, Number(values['cache-kib']), Number(values['checkpoint-every']), Number(values.players), values.numbers === 'per-player')));
 }
