@@ -14,6 +14,7 @@ import { SEARCH_STATUSES, searchMessages, type MessageFilter } from '../src/ledg
 import { migrations } from '../src/ledger/migrations.js';
 import type { Database } from '../src/ledger/schema.js';
 import { FakeCrm } from './fakes/crm.js';
+import { createTestDatabase } from './helpers/database.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 
 const crm = new FakeCrm();
@@ -269,7 +270,9 @@ describe('the search by player, through the numbers each player was sent to (mig
   });
 
   it('gives the messages stored before it their (player, number) pairs', async () => {
-    const ledger = openLedger({ url: `sqlite:${join(mkdtempSync(join(tmpdir(), 'crm-sms-migrate-')), 'ledger.db')}`, sqlite_synchronous: 'normal', pool_size: 1 });
+    // A ledger of its own, SQLite or (with TEST_DATABASE_URL) PostgreSQL.
+    const database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'crm-sms-migrate-')));
+    const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
     try {
       const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
       expect((await migrator.migrateTo('2026-11-24-70-console-events')).error).toBeUndefined();
@@ -283,6 +286,7 @@ describe('the search by player, through the numbers each player was sent to (mig
       expect((await searchMessages(ledger.db, { userId: 'player-9', limit: 10 })).rows.map((r) => r.activity_key).sort()).toEqual(['a', 'b', 'c']);
     } finally {
       await ledger.close();
+      await database.drop();
     }
   });
 });
