@@ -84,6 +84,11 @@ async function load(file: string, rows: number, now: number): Promise<number> {
     sqlite.exec(index.sql);
     process.stderr.write(`built ${index.name} in ${Math.round((performance.now() - t) / 1000)} s\n`);
   }
+  // The search by player reads each player's numbers (migration 2026-11-24-81-search-keys); the send path records
+  // them with each message, the load all at once.
+  const pairs = performance.now();
+  sqlite.exec('insert into message_user_recipients (user_id, recipient) select distinct user_id, recipient from messages where user_id is not null on conflict do nothing');
+  process.stderr.write(`filled message_user_recipients in ${Math.round((performance.now() - pairs) / 1000)} s\n`);
   // A few hundred dead conversions among the newest delivered messages, for status=dead.
   const dead = sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, posted_at, last_error, dead, created_at)
     select sms_id, delivery_status, 25, created_at, 0, null, 'webhook answered 503', 1, created_at from messages where delivery_status = 'delivered' and rowid % 997 = 0 order by rowid desc limit 500`);

@@ -6,13 +6,15 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, sql, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, parseMessageQuery, parseTime } from '../src/delivery/message-query.js';
 import { migrateToLatest, openLedger } from '../src/ledger/db.js';
 import { SEARCH_STATUSES, searchMessages, type MessageFilter } from '../src/ledger/message-search.js';
+import { migrations } from '../src/ledger/migrations.js';
 import type { Database } from '../src/ledger/schema.js';
 import { FakeCrm } from './fakes/crm.js';
+import { createTestDatabase } from './helpers/database.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 
 const crm = new FakeCrm();
@@ -179,6 +181,12 @@ describe('query plans (SQLite)', () => {
     for (const step of plan) if (/^(SCAN|SEARCH) messages/.test(step)) expect(step).toMatch(/USING (COVERING )?INDEX|USING PRIMARY KEY/);
   });
 
+  it('user_id with several numbers: reads messages_recipient for each, then sorts only those rows', async () => {
+    const plan = (await planOf({ userId: 'player-2', limit: 50 })).join('\n');
+    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient \(recipient=\?/);
+    expect(plan).not.toMatch(/^SCAN messages$/m);
+  });
+
   it('status dead starts from the dead letters (conversions_unposted)', async () => {
     const plan = (await planOf({ status: 'dead', limit: 50 })).join('\n');
     expect(plan).toMatch(/conversions.*USING (COVERING )?INDEX conversions_unposted/);
@@ -186,18 +194,27 @@ describe('query plans (SQLite)', () => {
   });
 });
 
-/** On a SQLite ledger of its own (the gateway above may be PostgreSQL): migrated, empty, never analysed. */
+/**
+ * On a SQLite ledger of its own (the gateway above may be PostgreSQL): migrated, never analysed, with no messages;
+ * player-1 has one number and player-2 two, so the search by player reaches its messages query. The plan is the
+ * last query's (the search by player first reads the player's numbers).
+ */
 async function planOf(filter: MessageFilter): Promise<string[]> {
   const file = join(mkdtempSync(join(tmpdir(), 'crm-sms-search-plans-')), 'ledger.db');
   const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
   await migrateToLatest(ledger.db);
+  await ledger.db
+    .insertInto('message_user_recipients')
+    .values([{ user_id: 'player-1', recipient: '+447700900123' }, { user_id: 'player-2', recipient: '+447700900001' }, { user_id: 'player-2', recipient: '+447700900002' }])
+    .execute();
   await ledger.close();
   const sqlite = new BetterSqlite3(file, { readonly: true });
   const captured: CompiledQuery[] = [];
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
   try {
     await searchMessages(db, filter);
-    const query = captured[0]!;
+    const query = captured.at(-1)!;
+    expect(query.sql).toMatch(/from "messages"/);
     return (sqlite.prepare(`explain query plan ${query.sql}`).all(...(query.parameters as unknown[])) as Array<{ detail: string }>).map((p) => p.detail);
   } finally {
     await db.destroy();
@@ -220,5 +237,56 @@ describe('dead letters through the admin API (after the searches above)', () => 
     expect((await gw.post('/admin/conversions/replay', { provider: 'sandbox', status: 'delivered' }, admin)).json).toEqual({ replayed: 1 });
     await waitFor(() => crm.conversions.some((c) => c.sms_id === sent.get('s-dead')), 10_000, 'the replayed conversion');
     expect((await gw.get('/admin/conversions/dead', admin)).json.dead_letters).toEqual([]);
+  });
+});
+
+describe('the search by player, through the numbers each player was sent to (migration 2026-11-24-81-search-keys)', () => {
+  it('finds a player’s messages to each of their numbers, exactly as the unfiltered list has them, page by page', async () => {
+    const send = async (id: string, recipient: string, user: string) => {
+      const answer = await gw.post('/channels/sms/single', smsMessage(id, { recipient, activity: { id, user_id: user } }));
+      expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+    };
+    await send('p4-a', '+447700900201', 'player-4');
+    await send('p4-b', '+447700900202', 'player-4');
+    await send('p5-a', '+447700900201', 'player-5');
+    await send('p4-c', '+447700900201', 'player-4');
+    const all = await ids('limit=200');
+    const ofPlayer4 = all.filter((id) => id.startsWith('p4-'));
+    expect([...ofPlayer4].sort()).toEqual(['p4-a', 'p4-b', 'p4-c']);
+    expect(await ids('user_id=player-4')).toEqual(ofPlayer4);
+    expect(await ids('user_id=player-5')).toEqual(['p5-a']);
+    expect(await ids('user_id=player-4&recipient=%2B447700900202')).toEqual(['p4-b']);
+    expect(await ids('user_id=player-5&recipient=%2B447700900202')).toEqual([]);
+    expect(await ids('user_id=player-4&status=refused')).toEqual([]);
+    expect(await ids('user_id=nobody')).toEqual([]);
+    const paged: string[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const page = await search(`user_id=player-4&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      paged.push(...page.json.messages.map((m: { activity_key: string }) => m.activity_key));
+      cursor = page.json.next_cursor;
+    }
+    expect(paged).toEqual(ofPlayer4);
+  });
+
+  it('gives the messages stored before it their (player, number) pairs', async () => {
+    // A ledger of its own, SQLite or (with TEST_DATABASE_URL) PostgreSQL.
+    const database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'crm-sms-migrate-')));
+    const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
+    try {
+      const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
+      expect((await migrator.migrateTo('2026-11-24-70-console-events')).error).toBeUndefined();
+      for (const [key, user, number] of [['a', 'player-9', '+447700900123'], ['b', 'player-9', '+447700900123'], ['c', 'player-9', '+447700900124'], ['d', null, '+447700900125']]) {
+        await sql`insert into messages (sms_id, activity_key, activity_json, user_id, provider, recipient, encoding, segments, state, attempts, created_at, updated_at, dispatched_at)
+          values (${`s-${key}`}, ${key}, '{}', ${user}, 'sandbox', ${number}, 'gsm7', 1, 'submitted', 1, 1, 1, 1)`.execute(ledger.db);
+      }
+      await migrateToLatest(ledger.db);
+      const pairs = await ledger.db.selectFrom('message_user_recipients').selectAll().orderBy('recipient').execute();
+      expect(pairs).toEqual([{ user_id: 'player-9', recipient: '+447700900123' }, { user_id: 'player-9', recipient: '+447700900124' }]);
+      expect((await searchMessages(ledger.db, { userId: 'player-9', limit: 10 })).rows.map((r) => r.activity_key).sort()).toEqual(['a', 'b', 'c']);
+    } finally {
+      await ledger.close();
+      await database.drop();
+    }
   });
 });

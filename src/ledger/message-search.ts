@@ -2,6 +2,9 @@
  * Finding messages for operators (GET /admin/messages and the console): equality filters and a time range, newest
  * first, keyset-paged on (created_at, sms_id). Each filter has an index ending in created_at (migration
  * 2026-11-24-60-console), so a page reads about as many index entries as it shows rows, whatever the table's size.
+ * The player's filter is the exception (migration 2026-11-24-81-search-keys): it reads the player's numbers from
+ * message_user_recipients and then messages_recipient, in order for a player with one number; the messages to
+ * several numbers are sorted, so that page costs as many rows as were sent to them.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
@@ -59,7 +62,14 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   if (filter.smsId !== undefined) query = query.where('sms_id', '=', filter.smsId);
   if (filter.activityKey !== undefined) query = query.where('activity_key', '=', filter.activityKey);
   if (filter.recipient !== undefined) query = query.where('recipient', '=', filter.recipient);
-  if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);
+  if (filter.userId !== undefined) {
+    const numbers = (await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', filter.userId).execute()).map((r) => r.recipient);
+    // Every message with a player was stored with its (player, number) pair: no pair, no message.
+    const wanted = filter.recipient === undefined ? numbers : numbers.filter((n) => n === filter.recipient);
+    if (wanted.length === 0) return { rows: [], more: false };
+    query = query.where('user_id', '=', filter.userId);
+    if (filter.recipient === undefined) query = wanted.length === 1 ? query.where('recipient', '=', wanted[0]!) : query.where('recipient', 'in', wanted);
+  }
   if (filter.provider !== undefined) query = query.where('provider', '=', filter.provider);
   if (filter.status !== undefined) {
     const stored = SEARCH_STATUSES.get(filter.status);

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessagesTable, SendState } from './schema.js';
+import type { Database, MessagesTable, MessageUserRecipientsTable, SendState } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -14,6 +14,30 @@ const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
   db.insertInto('messages').values(rows).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key'),
 );
 
+const insertPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: MessageUserRecipientsTable[]) =>
+  db.insertInto('message_user_recipients').values(rows).onConflict((oc) => oc.columns(['user_id', 'recipient']).doNothing()),
+);
+
+/**
+ * Records each row's (player, number) for the search by player (message-search.ts), in the transaction that stores
+ * the messages. Pairs of rows that turn out to be repeats are recorded too: a pair with no message of its own is
+ * harmless, a missing one would hide messages.
+ */
+async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage, 'user_id' | 'recipient'>>): Promise<void> {
+  const seen = new Set<string>();
+  const pairs: MessageUserRecipientsTable[] = [];
+  for (const { user_id, recipient } of rows) {
+    if (user_id === null) continue;
+    // A batch often holds one player's number more than once; one row per statement is enough (PostgreSQL refuses
+    // the same key twice in one INSERT … ON CONFLICT).
+    const key = `${user_id}\u0000${recipient}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    pairs.push({ user_id, recipient });
+  }
+  for (let i = 0; i < pairs.length; i += 200) await insertPairsTemplate(db, pairs.slice(i, i + 200));
+}
+
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
@@ -22,6 +46,7 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
   }
+  await recordUserRecipients(db, rows);
   return inserted;
 }
 
@@ -33,6 +58,7 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
     const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
     for (const r of result) inserted.add(r.activity_key);
   }
+  await recordUserRecipients(db, rows);
   return inserted;
 }
 

@@ -367,4 +367,25 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('crm_events_dead').on('crm_events').column('id').where(sql<boolean>`dead = 1`).execute();
     },
   },
+  '2026-11-24-81-search-keys': {
+    async up(db) {
+      // messages_user_id cost every stored message a write at a random place in an index as big as the table
+      // (players arrive in no order), as messages_recipient does: the two were most of what the search indexes
+      // cost the send path (README, Benchmarks). A player's messages go to the player's few numbers, so the search
+      // by player reads those numbers here and then messages_recipient; a message to a number its player already
+      // had only reads this table. Rows are never deleted: a pair without messages only costs an empty seek.
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable('message_user_recipients')
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('message_user_recipients_pk', ['user_id', 'recipient'])
+        // SQLite: the primary key is the table, not a second b-tree beside a rowid one.
+        .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
+        .execute();
+      await sql`insert into message_user_recipients (user_id, recipient)
+        select distinct user_id, recipient from messages where user_id is not null`.execute(db);
+      await db.schema.dropIndex('messages_user_id').execute();
+    },
+  },
 };

@@ -236,8 +236,15 @@ export interface CrmEventsTable {
   sms_id: string | null;
 }
 
+/** Every (player, number) some message went to (migration 2026-11-24-81-search-keys): the search by player. */
+export interface MessageUserRecipientsTable {
+  user_id: string;
+  recipient: string;
+}
+
 export interface Database {
   messages: MessagesTable;
+  message_user_recipients: MessageUserRecipientsTable;
   message_parts: MessagePartsTable;
   receipts: ReceiptsTable;
   conversions: ConversionsTable;
