@@ -2,7 +2,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessagesTable, SendState } from './schema.js';
+import { ROWS_PER_STATEMENT } from './chunks.js';
+import type { Database, MessagesTable, SendOutcome, SendState } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -16,8 +17,8 @@ const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
   }
@@ -27,8 +28,8 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
 /** Inserts messages refused before any provider call (suppression.ts); returns the keys that were new. */
 export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'error' | 'error_code'>>): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
     const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
     for (const r of result) inserted.add(r.activity_key);
   }
@@ -91,7 +92,7 @@ export async function reclaimMessageForRetry(
 export interface SendOutcomeRecord {
   smsId: string;
   provider: string;
-  state: Exclude<SendState, 'dispatching'>;
+  state: SendOutcome;
   providerMessageIds: string[];
   providerStatus: string | null;
   error: string | null;
@@ -135,8 +136,8 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
   }
   for (const group of groups.values()) {
     const { provider, state, providerStatus, error, errorCode } = group[0]!;
-    for (let i = 0; i < group.length; i += 200) {
-      const rows = group.slice(i, i + 200).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
+    for (let i = 0; i < group.length; i += ROWS_PER_STATEMENT) {
+      const rows = group.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
       await recordOutcomeTemplate(db, { rows, set: { provider, state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
     }
   }
@@ -145,10 +146,11 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
       ? r.providerMessageIds.map((id, part_index) => ({ provider: r.provider, provider_message_id: id, sms_id: r.smsId, part_index, status: null }))
       : [],
   );
-  for (let i = 0; i < parts.length; i += 200) {
-    await db.insertInto('message_parts').values(parts.slice(i, i + 200)).onConflict((oc) => oc.doNothing()).execute();
+  for (let i = 0; i < parts.length; i += ROWS_PER_STATEMENT) {
+    await db.insertInto('message_parts').values(parts.slice(i, i + ROWS_PER_STATEMENT)).onConflict((oc) => oc.doNothing()).execute();
   }
-  // In the same transaction, so the console's counts never disagree with the messages they count.
+  // In the same transaction, so the console's counts never disagree with the messages they count. The console
+  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (ingest.ts).
   await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })));
 }
 
