@@ -66,6 +66,7 @@ const runWork: GroupWrite<(trx: Transaction<Database>) => Promise<unknown>, unkn
   return out;
 };
 
+/** `maxItems`: the most items of one writer (or pieces of work) one transaction takes. */
 export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): TransactionQueue {
   let queue: Pending[] = [];
   let running = false;
@@ -136,8 +137,18 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
 
   async function drain(): Promise<void> {
     while (queue.length > 0) {
-      const group = queue.length <= maxItems ? queue : queue.slice(0, maxItems);
-      queue = queue.length <= maxItems ? [] : queue.slice(maxItems);
+      // Everything queued, up to maxItems of each writer (a transaction's size stays bounded); the rest, in order, next.
+      const group: Pending[] = [];
+      const rest: Pending[] = [];
+      const taken = new Map<GroupWrite<unknown, unknown>, number>();
+      for (const p of queue) {
+        const n = taken.get(p.write) ?? 0;
+        if (n < maxItems) {
+          taken.set(p.write, n + 1);
+          group.push(p);
+        } else rest.push(p);
+      }
+      queue = rest;
       await writeGroup(group);
     }
     running = false;
