@@ -101,4 +101,18 @@ describe('createTransactionQueue', () => {
     await Promise.all(pending);
     await queue.idle();
   });
+
+  it('takes at most maxItems items of each writer into one transaction, the rest into the next', async () => {
+    const queue = createTransactionQueue(ledger.db, 2);
+    const calls: string[] = [];
+    const writerOf = (name: string) =>
+      queue.writer<number, void>(async (_trx, items) => {
+        calls.push(`${name}:${items.join(',')}`);
+        return items.map(() => undefined);
+      });
+    const [a, b] = [writerOf('a'), writerOf('b')];
+    await Promise.all([a.run([1, 2, 3, 4, 5]), b.run([1])]);
+    // One call per writer per transaction: a's first two with b's one, then two, then the last.
+    expect(calls).toEqual(['a:1,2', 'b:1', 'a:3,4', 'a:5']);
+  });
 });

@@ -157,15 +157,20 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
 /**
  * Sends still `dispatching` since before `leaseCutoff`: their process died, or the provider never answered before
  * a shutdown, so the call may have reached the provider. They become `uncertain` (a receipt still confirms them,
- * a CRM retry sends again after sms.ambiguous_retry_after). Up to `limit` rows; returns them.
+ * a CRM retry sends again after sms.ambiguous_retry_after), or `submitted` when a receipt has already reported them:
+ * the provider took them (the process died after the answer, before its record was written: src/sms/record.ts).
+ * Up to `limit` rows; returns them with the state each got.
  */
 export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: number, limit = 1_000) {
-  const result = await sql<{ sms_id: string; provider: string }>`
-    update messages set state = 'uncertain', updated_at = ${now}
+  const result = await sql<{ sms_id: string; provider: string; state: 'uncertain' | 'submitted' }>`
+    update messages
+    set state = case when delivery_source = 'receipt' then 'submitted' else 'uncertain' end,
+        submitted_at = case when delivery_source = 'receipt' then ${now} else submitted_at end,
+        updated_at = ${now}
     where sms_id in (
       select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${limit}
     ) and state = 'dispatching'
-    returning sms_id, provider`.execute(db);
+    returning sms_id, provider, state`.execute(db);
   return result.rows;
 }
 
