@@ -54,11 +54,6 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
   sweep(): Promise<SweepResult>;
-  /**
-   * Resolves once every provider answer this process has given the CRM is written to the ledger (a submitted answer
-   * is recorded in the next grouped write, after the CRM's answer: src/sms/record.ts).
-   */
-  recordsWritten(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -248,10 +243,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     ledger,
     metrics,
     sweep,
-    async recordsWritten() {
-      await dispatcher.flushRecords();
-      await ledgerWrites.idle();
-    },
     async close() {
       clearInterval(sweepTimer);
       // Requests in flight answer now: what was sent is successful, the rest transient for the CRM to retry.
@@ -285,10 +276,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();
-        step = 'recording the last provider answers';
-        // Every request is answered by now; answers it gave before their record was written are written now.
-        await dispatcher.flushRecords();
-        await ledgerWrites.idle();
         step = 'closing the ledger';
         await ledger.close();
       })();

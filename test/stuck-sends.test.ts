@@ -88,14 +88,16 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
   }, 30_000);
 });
 
-describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after answering the CRM, before the provider answer was recorded', () => {
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after answering the CRM, its provider answer not recorded', () => {
   it('keeps the claimed row; the sweep makes it submitted from its receipt; a CRM retry sends nothing again', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-unrecorded-'));
     dirs.push(dir);
     const ledgerFile = join(dir, 'ledger.db');
     let lock: BetterSqlite3.Database | undefined;
     // The receipt beats the answer (posted while the create call is still open); then, before the fake answers, the
-    // test takes SQLite's write lock, so the record of the answer cannot be committed while the CRM hears its 200.
+    // test takes SQLite's write lock, so the record of the answer cannot be committed: it gives up after the ledger's
+    // busy wait (src/ledger/db.ts), the CRM hears its 200 all the same (the provider took the message), and the
+    // process is killed with the row still `dispatching`.
     const provider = await startTwilioFake({
       callbackStatuses: ['delivered'],
       callbacksBeforeAnswer: true,

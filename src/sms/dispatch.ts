@@ -60,21 +60,17 @@ export function createDispatcher(deps: DispatcherDeps) {
   const queue = deps.queue ?? createTransactionQueue(deps.db);
   const claim = createClaimStep({ ...deps, queue });
   const sender = createSendStep(deps);
-  const recorder = createRecordStep({ ...deps, queue });
-  /**
-   * Requests for an activity.id already being handled here wait for that answer instead of sending again; an
-   * answer stays here until its outcome is recorded (record.ts), so a repeat never finds the row still `dispatching`.
-   */
+  const record = createRecordStep({ ...deps, queue });
+  /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
-  type Fresh = { message: PreparedMessage; resolve: (result: DispatchResult, recorded?: Promise<void>) => void };
 
-  async function sendAndRecord(message: PreparedMessage, smsId: string, options: DispatchOptions) {
+  async function sendAndRecord(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
     const started = performance.now();
     const answer = await sender.send(message, smsId, { deadline: options.deadline, waitDeadline: options.waitDeadline ?? options.deadline });
-    return recorder.record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
+    return record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
   }
 
-  async function run(fresh: Fresh[], options: DispatchOptions): Promise<void> {
+  async function run(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
     const claims = await claim(fresh.map((f) => f.message), options.requestId);
     const toSend: Array<{ index: number; smsId: string }> = [];
     claims.forEach((c, index) => {
@@ -85,8 +81,7 @@ export function createDispatcher(deps: DispatcherDeps) {
     const worker = async () => {
       while (next < toSend.length) {
         const { index, smsId } = toSend[next++]!;
-        const { result, recorded } = await sendAndRecord(fresh[index]!.message, smsId, options);
-        fresh[index]!.resolve(result, recorded);
+        fresh[index]!.resolve(await sendAndRecord(fresh[index]!.message, smsId, options));
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));
@@ -96,26 +91,13 @@ export function createDispatcher(deps: DispatcherDeps) {
     async dispatch(messages: PreparedMessage[], options: DispatchOptions): Promise<DispatchResult[]> {
       // Nothing is claimed once stopping: the CRM's retry finds these ids untouched.
       if (sender.stopping) return messages.map(() => ({ outcome: 'retryable', error: NOT_SENT_SHUTTING_DOWN.error }));
-      const fresh: Fresh[] = [];
+      const fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }> = [];
       const answers = messages.map((message) => {
-        const key = message.activityKey;
-        const running = inflight.get(key);
+        const running = inflight.get(message.activityKey);
         if (running) return running;
-        let answer!: Promise<DispatchResult>;
-        answer = new Promise<DispatchResult>((resolve) =>
-          fresh.push({
-            message,
-            resolve: (result, recorded) => {
-              resolve(result);
-              const done = () => {
-                if (inflight.get(key) === answer) inflight.delete(key);
-              };
-              if (recorded) void recorded.then(done);
-              else done();
-            },
-          }),
-        );
-        inflight.set(key, answer);
+        const answer = new Promise<DispatchResult>((resolve) => fresh.push({ message, resolve }));
+        inflight.set(message.activityKey, answer);
+        void answer.then(() => inflight.delete(message.activityKey));
         return answer;
       });
       await run(fresh, options);
@@ -138,11 +120,6 @@ export function createDispatcher(deps: DispatcherDeps) {
      */
     abandonInFlight(): void {
       sender.abandonInFlight();
-    },
-
-    /** Resolves once every provider answer received so far is recorded: a shutdown waits for it before closing the ledger. */
-    flushRecords(): Promise<void> {
-      return recorder.flushed();
     },
   };
 }
