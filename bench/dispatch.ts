@@ -39,7 +39,7 @@ const providers = createProviders(config, logger, Date.now);
 const router = createProviderRouter(providers.map((provider) => ({ provider, aliases: [] })), undefined);
 const dispatcher = createDispatcher({
   db: ledger.db,
-  transact: createTransactionQueue(ledger.db),
+  queue: createTransactionQueue(ledger.db),
   logger,
   now: Date.now,
   storeContent: config.ledger.store_content,
@@ -66,7 +66,7 @@ async function dispatchAll(texts: string[]) {
   return drive(texts.length, concurrency, async (i) => {
     const at = Date.now();
     const [result] = await dispatcher.dispatch([prepare(texts[i]!)], { deadline: at + config.sms.send_timeout, waitDeadline: at + config.sms.single_wait, concurrency: 1 });
-    if (result!.outcome !== 'sent') throw new Error(`message ${i}: ${JSON.stringify(result)}`);
+    if (result!.outcome !== 'submitted') throw new Error(`message ${i}: ${JSON.stringify(result)}`);
     return 0;
   });
 }

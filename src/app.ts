@@ -122,7 +122,7 @@ export function createApp(parts: AppParts): Hono {
     '/relay',
     relayRoutes({
       apiKeys: config.relay.api_keys,
-      transact: parts.transact ?? createTransactionQueue(parts.db),
+      transact: parts.transact ?? createTransactionQueue(parts.db).transact,
       now: parts.now,
       referenceWindowMs: config.relay.reference_window,
       maxEventBytes: config.relay.max_event_bytes,

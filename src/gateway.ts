@@ -153,13 +153,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
   }
 
-  const transact = createTransactionQueue(db);
-  const receipts = createReceiptIntake({ transact, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
+  // The ledger's one grouping layer: sends, receipts and accepted CRM events share its commits.
+  const ledgerWrites = createTransactionQueue(db);
+  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
     db,
-    transact,
+    queue: ledgerWrites,
     logger,
     now,
     storeContent: config.ledger.store_content,
@@ -186,7 +187,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     processSecret,
     ingestReceipts: receipts.store,
     onReplay: () => worker?.wake(),
-    transact,
+    transact: ledgerWrites.transact,
     onEventsQueued: () => eventWorker?.wake(),
     metrics,
     recipients,

@@ -7,19 +7,19 @@ type Id = string | number | null;
 
 describe('categoriseBatch puts one entry in exactly one array', () => {
   it.each<[string, Id, Result, BatchAnswer]>([
-    ['a sent message is successful with its sms_id', 'a1', { outcome: 'sent', smsId: 's1' }, { successful: [{ id: 'a1', sms_id: 's1' }], failed: [], fatal: [] }],
-    ['a numeric id stays a number', 42, { outcome: 'sent', smsId: 's1' }, { successful: [{ id: 42, sms_id: 's1' }], failed: [], fatal: [] }],
-    ['a numeric-looking string stays a string', '42', { outcome: 'sent', smsId: 's1' }, { successful: [{ id: '42', sms_id: 's1' }], failed: [], fatal: [] }],
+    ['a sent message is successful with its sms_id', 'a1', { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: 'a1', sms_id: 's1' }], failed: [], fatal: [] }],
+    ['a numeric id stays a number', 42, { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: 42, sms_id: 's1' }], failed: [], fatal: [] }],
+    ['a numeric-looking string stays a string', '42', { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: '42', sms_id: 's1' }], failed: [], fatal: [] }],
     [
       'a permanent provider failure is failed with its sms_id',
       'a2',
-      { outcome: 'failed', smsId: 's2', error: 'rejected' },
+      { outcome: 'rejected', smsId: 's2', error: 'rejected' },
       { successful: [], failed: [{ id: 'a2', sms_id: 's2', error: 'rejected' }], fatal: [] },
     ],
     [
       'a permanent failure without an sms_id has no sms_id key',
       'a3',
-      { outcome: 'failed', error: 'rejected' },
+      { outcome: 'rejected', error: 'rejected' },
       { successful: [], failed: [{ id: 'a3', error: 'rejected' }], fatal: [] },
     ],
     [
@@ -37,13 +37,13 @@ describe('categoriseBatch puts one entry in exactly one array', () => {
     [
       'a transient failure is fatal with its sms_id',
       7,
-      { outcome: 'fatal', smsId: 's7', error: 'outage' },
+      { outcome: 'uncertain', smsId: 's7', error: 'outage' },
       { successful: [], failed: [], fatal: [{ id: 7, sms_id: 's7', error: 'outage' }] },
     ],
     [
       'a transient failure before any row was written is fatal without an sms_id',
       8,
-      { outcome: 'fatal', error: 'ledger unavailable' },
+      { outcome: 'retryable', error: 'ledger unavailable' },
       { successful: [], failed: [], fatal: [{ id: 8, error: 'ledger unavailable' }] },
     ],
   ])('%s', (_label, id, result, expected) => {
@@ -57,12 +57,12 @@ describe('categoriseBatch puts one entry in exactly one array', () => {
   it('keeps request order inside each array and accounts for every entry once', () => {
     const ids: Id[] = ['x', 1, 'y', 2, null, 'z'];
     const results: Result[] = [
-      { outcome: 'sent', smsId: 'sx' },
-      { outcome: 'fatal', smsId: 's1', error: 'later' },
-      { outcome: 'failed', smsId: 'sy', error: 'no' },
-      { outcome: 'sent', smsId: 's2' },
+      { outcome: 'submitted', smsId: 'sx' },
+      { outcome: 'retryable', smsId: 's1', error: 'later' },
+      { outcome: 'rejected', smsId: 'sy', error: 'no' },
+      { outcome: 'submitted', smsId: 's2' },
       { outcome: 'invalid', error: 'body: must be an SMS message object' },
-      { outcome: 'fatal', smsId: 'sz', error: 'later' },
+      { outcome: 'retryable', smsId: 'sz', error: 'later' },
     ];
     const answer = categoriseBatch(ids, results);
     expect(answer.successful.map((e) => e.id)).toEqual(['x', 2]);

@@ -8,10 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
 
 /** Names of documents that live outside this repository. */
-const OUTSIDE = /\bDESIGN §|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
+const OUTSIDE = /\bDESIGN §|\bSTYLE "|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
 
-/** src/sms/dispatch.ts and the ledger's two grouping files are reworked elsewhere; their citations go with that work. */
-const KNOWN_EXCEPTIONS = new Set(['src/sms/dispatch.ts', 'src/ledger/write-batcher.ts', 'src/ledger/transaction-queue.ts']);
 
 /** The section numbers (1, 1.1, 0.3) and letters (A, B, C) a doc defines, in headings or bold list labels. */
 export function sectionsOf(markdown: string): Set<string> {
@@ -30,7 +28,7 @@ describe('citations', () => {
 
   it('names only documents that are in the repository', () => {
     const outside = all.flatMap((file) =>
-      KNOWN_EXCEPTIONS.has(file) || file === join('test', 'citations.test.ts')
+      file === join('test', 'citations.test.ts')
         ? []
         : readFileSync(join(root, file), 'utf8')
             .split('\n')

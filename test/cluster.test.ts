@@ -96,7 +96,7 @@ describe('server.workers: 2', () => {
       const res = await client.request({ method: 'GET', path: '/metrics', headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
       expect(res.statusCode).toBe(200);
       const metrics = parsePrometheusText(await res.body.text());
-      expect(valueOf(metrics, 'sms_gateway_messages_sent_total', { provider: 'sandbox', outcome: 'sent' })).toBe(200);
+      expect(valueOf(metrics, 'sms_gateway_messages_sent_total', { provider: 'sandbox', outcome: 'submitted' })).toBe(200);
       // A figure read from the shared database is reported once, not once per worker.
       expect(valueOf(metrics, 'sms_gateway_conversion_outbox', { state: 'due' })).toBe(0);
     }

@@ -56,11 +56,11 @@ describe('GET /metrics after real sends and receipts', () => {
 
     const m = await scrape(gw);
     const sandbox = { provider: 'sandbox' };
-    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'sent' })).toBe(4);
-    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'failed' })).toBe(1);
-    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'fatal' })).toBe(1);
-    expect(valueOf(m, 'sms_gateway_segments_sent_total', { ...sandbox, outcome: 'sent' })).toBe(5);
-    expect(valueOf(m, 'sms_gateway_provider_send_duration_seconds_count', { ...sandbox, outcome: 'sent' })).toBe(4);
+    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'submitted' })).toBe(4);
+    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'rejected' })).toBe(1);
+    expect(valueOf(m, 'sms_gateway_messages_sent_total', { ...sandbox, outcome: 'retryable' })).toBe(1);
+    expect(valueOf(m, 'sms_gateway_segments_sent_total', { ...sandbox, outcome: 'submitted' })).toBe(5);
+    expect(valueOf(m, 'sms_gateway_provider_send_duration_seconds_count', { ...sandbox, outcome: 'submitted' })).toBe(4);
     expect(valueOf(m, 'sms_gateway_receipts_total', { ...sandbox, status: 'delivered' })).toBe(4); // three matched, one parked
     expect(valueOf(m, 'sms_gateway_receipts_total', { ...sandbox, status: 'undelivered' })).toBe(1);
     expect(valueOf(m, 'sms_gateway_receipts_total', { ...sandbox, status: 'intermediate' })).toBe(1);
@@ -113,14 +113,14 @@ describe('who may read /metrics', () => {
     const open = await gatewayWith({ metrics: { public: true } });
     const res = await fetch(`${open.url}/metrics`);
     expect(res.status).toBe(200);
-    expect(valueOf(parsePrometheusText(await res.text()), 'sms_gateway_messages_sent_total', { provider: 'sandbox', outcome: 'sent' })).toBe(0);
+    expect(valueOf(parsePrometheusText(await res.text()), 'sms_gateway_messages_sent_total', { provider: 'sandbox', outcome: 'submitted' })).toBe(0);
   });
 
   it('keeps each gateway’s counts to itself when several run in one process', async () => {
     const first = await gatewayWith();
     const second = await gatewayWith();
     await first.post('/channels/sms/single', smsMessage('own-1'));
-    const sent = { provider: 'sandbox', outcome: 'sent' };
+    const sent = { provider: 'sandbox', outcome: 'submitted' };
     expect(valueOf(await scrape(first), 'sms_gateway_messages_sent_total', sent)).toBe(1);
     expect(valueOf(await scrape(second), 'sms_gateway_messages_sent_total', sent)).toBe(0);
   });

@@ -20,13 +20,6 @@ const FORBIDDEN: Array<[name: string, pattern: RegExp]> = [
   ['own connection', /\bnew\s+(Kysely|SqliteDialect|PostgresDialect|BetterSqlite3)\b|from\s+'(better-sqlite3|pg)'/],
 ];
 
-/**
- * Lines allowed for now, each with its reason. src/sms/dispatch.ts is being reworked for the send path's
- * performance in parallel (docs/architecture.md: the dispatcher is restructured later): its default transaction stays until then.
- */
-const KNOWN_EXCEPTIONS: Array<{ file: string; contains: string; why: string }> = [
-  { file: 'src/sms/dispatch.ts', contains: 'db.transaction().execute(work)', why: 'send path under rework elsewhere; move to inTransaction with it' },
-];
 
 /** The storage calls in a file's text: one entry per offending line, comments ignored. */
 export function findStorageCalls(text: string): Array<{ line: number; kind: string; text: string }> {
@@ -89,13 +82,8 @@ describe('storage boundary', () => {
     expect(files.length).toBeGreaterThan(50);
     const violations = files.flatMap((file) =>
       findStorageCalls(readFileSync(join(root, file), 'utf8'))
-        .filter((v) => !KNOWN_EXCEPTIONS.some((e) => e.file === file && v.text.includes(e.contains)))
         .map((v) => `${file}:${v.line}: ${v.kind}: ${v.text}`),
     );
     expect(violations).toEqual([]);
-  });
-
-  it('every known exception still exists (a fixed one is taken off the list)', () => {
-    for (const e of KNOWN_EXCEPTIONS) expect(readFileSync(join(root, e.file), 'utf8')).toContain(e.contains);
   });
 });

@@ -4,6 +4,7 @@
  * once sms.dispatch_lease has passed (a receipt still confirms it, a CRM retry sends again), and both are
  * reported `delivery_unknown` to the CRM after delivery.unknown_after when nothing else happened.
  */
+import BetterSqlite3 from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -84,6 +85,69 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
       { activity: smsMessage('died-mid-call').activity, sms_id: row.sms_id, delivery_status: 'delivery_unknown' },
     ]);
     expect(await gw.gateway.sweep()).toMatchObject({ unknown: 0, leasesExpired: 0 });
+  }, 30_000);
+});
+
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after answering the CRM, its provider answer not recorded', () => {
+  it('keeps the claimed row; the sweep makes it submitted from its receipt; a CRM retry sends nothing again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-unrecorded-'));
+    dirs.push(dir);
+    const ledgerFile = join(dir, 'ledger.db');
+    let lock: BetterSqlite3.Database | undefined;
+    // The receipt beats the answer (posted while the create call is still open); then, before the fake answers, the
+    // test takes SQLite's write lock, so the record of the answer cannot be committed: it gives up after the ledger's
+    // busy wait (src/ledger/db.ts), the CRM hears its 200 all the same (the provider took the message), and the
+    // process is killed with the row still `dispatching`.
+    const provider = await startTwilioFake({
+      callbackStatuses: ['delivered'],
+      callbacksBeforeAnswer: true,
+      beforeAnswer: () => {
+        lock = new BetterSqlite3(ledgerFile);
+        lock.exec('begin immediate');
+      },
+    });
+    try {
+      const config = {
+        ...overrides('60s'),
+        providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } },
+      };
+      const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
+      const message = smsMessage('killed-before-record', { provider_name: 'twilio', recipient: '+15005550100', sender_name: null });
+      const answer = await fetch(`${serve.url}/channels/sms/single`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+        body: JSON.stringify(message),
+      });
+      expect(answer.status).toBe(200);
+      const { sms_id: smsId } = (await answer.json()) as { sms_id: string };
+      serve.child.kill('SIGKILL');
+      await once(serve.child, 'exit');
+      lock!.exec('rollback');
+      lock!.close();
+      expect(provider.creates).toHaveLength(1);
+      expect(provider.callbacks.map((c) => c.status)).toEqual([200]);
+
+      let time = Date.now();
+      gw = await startTestGateway(config, { dir, now: () => time });
+      // Committed before the provider call, with the receipt that came first; the answer's record never was.
+      expect((await story(gw, smsId)).message).toMatchObject({ state: 'dispatching', delivery_status: 'delivered', delivery_source: 'receipt' });
+      // The CRM heard 200, but a repeat of the request (a retry whose answer got lost) must not send again.
+      const during = await gw.post('/channels/sms/single', message);
+      expect(during.status).toBe(503);
+      time += 5 * 60_000 + 1_000;
+      expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1 });
+      expect((await story(gw, smsId)).message).toMatchObject({ state: 'submitted', delivery_status: 'delivered' });
+      const retry = await gw.post('/channels/sms/single', message);
+      expect(retry).toMatchObject({ status: 200, json: { sms_id: smsId } });
+      expect(provider.creates).toHaveLength(1);
+      // The receipt's conversion (the killed process may have claimed it mid-post: its lease has passed by now).
+      await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
+      // Delivered at least once (the killed process may have posted it before it could mark it done), never another status.
+      for (const c of crm.conversions.filter((c) => c.sms_id === smsId)) expect(c).toEqual({ activity: message.activity, sms_id: smsId, delivery_status: 'delivered' });
+    } finally {
+      lock?.open && lock.close();
+      await provider.close();
+    }
   }, 30_000);
 });
 

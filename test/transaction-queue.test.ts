@@ -1,6 +1,7 @@
 /**
- * The transaction queue (src/ledger/transaction-queue.ts): pieces of work queued together share one commit, their
- * counter increments are written once at the end, and one failing piece fails only itself.
+ * The transaction queue (src/ledger/transaction-queue.ts), the ledger's one grouping layer: pieces of work and
+ * writers' items queued together share one commit, their counter increments are written once at the end, and one
+ * failing piece or item fails only itself.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,7 @@ const statsRows = (db: Ledger['db']) =>
 
 describe('createTransactionQueue', () => {
   it('holds counter increments back until every piece of a shared transaction has run, then writes their sum', async () => {
-    const transact = createTransactionQueue(ledger.db);
+    const { transact } = createTransactionQueue(ledger.db);
     const at = Date.now();
     const seenInside: number[] = [];
     await Promise.all(
@@ -49,7 +50,7 @@ describe('createTransactionQueue', () => {
   });
 
   it('fails only the piece that fails, and keeps the others and their counts', async () => {
-    const transact = createTransactionQueue(ledger.db);
+    const { transact } = createTransactionQueue(ledger.db);
     const at = Date.now();
     const results = await Promise.allSettled([
       transact(async (trx) => incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: 'submitted' }])),
@@ -63,5 +64,55 @@ describe('createTransactionQueue', () => {
       ['hour', 'submitted', 1],
       ['minute', 'submitted', 1],
     ]);
+  });
+
+  it('hands a writer all its items queued together in one call, and splits a failing group until only the bad item fails', async () => {
+    const queue = createTransactionQueue(ledger.db);
+    const calls: string[][] = [];
+    const committed: string[][] = [];
+    const writer = queue.writer<string, string>(
+      async (trx, items) => {
+        calls.push(items);
+        await sql`select 1`.execute(trx);
+        if (items.includes('poison')) throw new Error('poisoned');
+        return items.map((i) => i.toUpperCase());
+      },
+      (items) => committed.push(items),
+    );
+    const first = await Promise.all([writer.run(['a', 'b']), writer.run(['c'])]);
+    expect(first).toEqual([['A', 'B'], ['C']]);
+    expect(calls).toEqual([['a', 'b', 'c']]);
+    expect(committed).toEqual([['a', 'b', 'c']]);
+    const settled = await writer.settle(['d', 'e', 'poison', 'f']);
+    expect(settled.map((s) => (s.status === 'fulfilled' ? s.value : 'failed'))).toEqual(['D', 'E', 'failed', 'F']);
+    expect(committed.flat().sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+  });
+
+  it('shares one commit between writers and single pieces of work, and is idle once everything is written', async () => {
+    const queue = createTransactionQueue(ledger.db);
+    const seen: string[] = [];
+    const writer = queue.writer<string, void>(async (_trx, items) => {
+      seen.push(`writer:${items.join(',')}`);
+      return items.map(() => undefined);
+    });
+    const pending = [writer.run(['x']), queue.transact(async () => void seen.push('work')), writer.run(['y'])];
+    await queue.idle();
+    expect(seen).toEqual(['writer:x,y', 'work']);
+    await Promise.all(pending);
+    await queue.idle();
+  });
+
+  it('takes at most maxItems items of each writer into one transaction, the rest into the next', async () => {
+    const queue = createTransactionQueue(ledger.db, 2);
+    const calls: string[] = [];
+    const writerOf = (name: string) =>
+      queue.writer<number, void>(async (_trx, items) => {
+        calls.push(`${name}:${items.join(',')}`);
+        return items.map(() => undefined);
+      });
+    const [a, b] = [writerOf('a'), writerOf('b')];
+    await Promise.all([a.run([1, 2, 3, 4, 5]), b.run([1])]);
+    // One call per writer per transaction: a's first two with b's one, then two, then the last.
+    expect(calls).toEqual(['a:1,2', 'b:1', 'a:3,4', 'a:5']);
   });
 });

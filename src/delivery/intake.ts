@@ -1,7 +1,7 @@
 /**
  * The receipt intake: where every receipt enters the ledger, whether it came to /dlr/{provider}
  * (src/delivery/routes.ts) or over a provider's own connection (SMPP deliver_sm), and where parked receipts are
- * re-matched once a send records the provider's message ids (src/sms/dispatch.ts calls `rematchAfterSend` in the
+ * re-matched once a send records the provider's message ids (src/sms/record.ts calls `rematchAfterSend` in the
  * transaction that records them). Built once by src/gateway.ts.
  */
 import type { Transaction } from 'kysely';
@@ -10,14 +10,14 @@ import type { MappedStatus } from '../../providers/types.js';
 import type { SendOutcomeRecord } from '../ledger/messages.js';
 import { anyParkedReceipts } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
-import type { Transact } from '../ledger/transaction-queue.js';
-import { createWriteBatcher } from '../ledger/write-batcher.js';
+import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './ingest.js';
 
 export interface ReceiptIntakeDeps {
-  transact: Transact;
+  /** The ledger's grouping layer: receipts share commits with each other and with the send path's writes. */
+  queue: TransactionQueue;
   now: () => number;
   logger: Logger;
   metrics?: ReceiptMetrics;
@@ -35,23 +35,29 @@ export interface ReceiptIntake {
 }
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
-  const { transact, now, logger } = deps;
+  const { queue, now, logger } = deps;
   const observers = { metrics: deps.metrics, logger };
   const reported = (count: number) => {
     if (count > 0) deps.onReported?.(count);
   };
 
-  const writes = createWriteBatcher<ReceiptInput, IngestSummary>(async (inputs) => {
-    const summary = await transact((trx) => ingestReceipts(trx, inputs, now(), observers));
-    for (const input of inputs) deps.observeReceipt?.(input.provider, input.event.status);
-    if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
-    reported(summary.reported);
-    return inputs.map(() => summary);
-  });
+  const writes = queue.writer<ReceiptInput, IngestSummary>(
+    async (trx, inputs) => {
+      const summary = await ingestReceipts(trx, inputs, now(), observers);
+      return inputs.map(() => summary);
+    },
+    // Told once the receipts are committed: the worker must not wake up for conversions not yet stored.
+    (inputs, summaries) => {
+      const summary = summaries[0]!;
+      for (const input of inputs) deps.observeReceipt?.(input.provider, input.event.status);
+      if (summary.parked > 0) logger.info({ parked: summary.parked }, 'receipts parked until their message is known');
+      reported(summary.reported);
+    },
+  );
 
   return {
     /**
-     * Each event is written on its own if its group fails (src/ledger/write-batcher.ts), so one event that cannot be
+     * Each event is written on its own if its group fails (src/ledger/transaction-queue.ts), so one event that cannot be
      * stored never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot
      * store it); any other failure answers 5xx, so the provider sends the request again (stored events deduplicate).
      */

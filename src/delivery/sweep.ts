@@ -40,7 +40,7 @@ export interface SweepResult {
   expired: number;
   /** Set-aside receipts deleted after delivery.parked_receipt_retention. */
   deleted: number;
-  /** Sends left `dispatching` past sms.dispatch_lease, made `uncertain`. */
+  /** Sends left `dispatching` past sms.dispatch_lease, made `uncertain` (or `submitted` when a receipt came). */
   leasesExpired: number;
 }
 
@@ -53,11 +53,21 @@ export async function runSweep(
   dispatchLeaseMs?: number,
 ): Promise<SweepResult> {
   let leasesExpired = 0;
+  let confirmed = 0;
   if (dispatchLeaseMs !== undefined) {
     for (let n = -1; n !== 0; leasesExpired += n) {
-      n = (await inTransaction(db, (trx) => expireDispatchLeases(trx, now - dispatchLeaseMs, now))).length;
+      const rows = await inTransaction(db, async (trx) => {
+        const expired = await expireDispatchLeases(trx, now - dispatchLeaseMs, now);
+        // A receipt proved these were taken: counted as the record that never came would have counted them.
+        await incrementDeliveryStats(trx, expired.flatMap((r) => (r.state === 'submitted' ? [{ at: now, provider: r.provider, outcome: 'submitted' as const }] : [])));
+        return expired;
+      });
+      n = rows.length;
+      confirmed += rows.filter((r) => r.state === 'submitted').length;
     }
-    if (leasesExpired > 0) observers.logger?.warn({ count: leasesExpired, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain');
+    if (leasesExpired > 0) {
+      observers.logger?.warn({ count: leasesExpired, submitted: confirmed, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain, or submitted where a receipt came');
+    }
   }
   const expiredByProvider = await expireParkedReceipts(db, now - delivery.parked_receipt_ttl);
   let expired = 0;

@@ -3,7 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessagesTable, MessageUserRecipientsTable, SendState } from './schema.js';
+import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, SendState } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -41,8 +41,8 @@ async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage,
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
   }
@@ -53,8 +53,8 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
 /** Inserts messages refused before any provider call (suppression.ts); returns the keys that were new. */
 export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'error' | 'error_code'>>): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
     const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
     for (const r of result) inserted.add(r.activity_key);
   }
@@ -125,7 +125,7 @@ export interface SendOutcomeRecord {
    * value stays the same, which doubled the cost of recording an answer.
    */
   rerouted: boolean;
-  state: Exclude<SendState, 'dispatching'>;
+  state: SendOutcome;
   providerMessageIds: string[];
   providerStatus: string | null;
   error: string | null;
@@ -180,25 +180,31 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
       ? r.providerMessageIds.map((id, part_index) => ({ provider: r.provider, provider_message_id: id, sms_id: r.smsId, part_index, status: null }))
       : [],
   );
-  for (let i = 0; i < parts.length; i += 200) {
-    await db.insertInto('message_parts').values(parts.slice(i, i + 200)).onConflict((oc) => oc.doNothing()).execute();
+  for (let i = 0; i < parts.length; i += ROWS_PER_STATEMENT) {
+    await db.insertInto('message_parts').values(parts.slice(i, i + ROWS_PER_STATEMENT)).onConflict((oc) => oc.doNothing()).execute();
   }
-  // In the same transaction, so the console's counts never disagree with the messages they count.
+  // In the same transaction, so the console's counts never disagree with the messages they count. The console
+  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (ingest.ts).
   await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })));
 }
 
 /**
  * Sends still `dispatching` since before `leaseCutoff`: their process died, or the provider never answered before
  * a shutdown, so the call may have reached the provider. They become `uncertain` (a receipt still confirms them,
- * a CRM retry sends again after sms.ambiguous_retry_after). Up to `limit` rows; returns them.
+ * a CRM retry sends again after sms.ambiguous_retry_after), or `submitted` when a receipt has already reported them:
+ * the provider took them (the process died after the answer, before its record was written: src/sms/record.ts).
+ * Up to `limit` rows; returns them with the state each got.
  */
 export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: number, limit = 1_000) {
-  const result = await sql<{ sms_id: string; provider: string }>`
-    update messages set state = 'uncertain', updated_at = ${now}
+  const result = await sql<{ sms_id: string; provider: string; state: 'uncertain' | 'submitted' }>`
+    update messages
+    set state = case when delivery_source = 'receipt' then 'submitted' else 'uncertain' end,
+        submitted_at = case when delivery_source = 'receipt' then ${now} else submitted_at end,
+        updated_at = ${now}
     where sms_id in (
       select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${limit}
     ) and state = 'dispatching'
-    returning sms_id, provider`.execute(db);
+    returning sms_id, provider, state`.execute(db);
   return result.rows;
 }
 

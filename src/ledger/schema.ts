@@ -10,7 +10,15 @@ import type { DeliveryStatus } from '../../providers/types.js';
  * `uncertain` transient failure that may have sent it (SendResult.ambiguous): a receipt makes it `submitted`, and a
  * retry sends again only after sms.ambiguous_retry_after without one.
  */
-export type SendState = 'dispatching' | 'submitted' | 'rejected' | 'retryable' | 'uncertain';
+/**
+ * What became of one message's send, in the one vocabulary the send path uses from the provider plugin's answer to
+ * the ledger's row and the metrics (src/sms/outcome.ts derives it; only src/sms/routes.ts speaks the CRM's words):
+ * `submitted` the provider took it; `rejected` never sendable as it is; `retryable` not sent, free to send again;
+ * `uncertain` maybe sent (no answer, or an ambiguous one): sent again only after a wait for a receipt.
+ */
+export type SendOutcome = 'submitted' | 'rejected' | 'retryable' | 'uncertain';
+/** `dispatching`: claimed and being handed to the provider; then the send's outcome. */
+export type SendState = 'dispatching' | SendOutcome;
 
 export interface MessagesTable {
   sms_id: string;

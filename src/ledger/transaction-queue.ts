@@ -1,19 +1,52 @@
 /**
- * Shares commits between independent writers: work queued while a transaction runs is done together in the next
- * one. The send path's claims, its recorded provider answers and receipt ingestion each batch their own rows;
- * this lets them also share the commit, the most expensive step of a small SQLite write (DESIGN §6).
- * If a shared transaction fails, each piece of work is retried alone, so one bad write fails only itself; a piece
+ * The ledger's one grouping layer (group commit, docs/design.md §6): every write queued while a transaction runs
+ * is done together in the next one, so concurrent requests share a commit, the most expensive step of a small
+ * SQLite write, instead of paying one each. One transaction runs at a time, which is also what SQLite's single
+ * writer wants.
+ *
+ * Two ways in, one queue:
+ * - `writer(write)`: items of one kind (the send path's claims and recorded answers, stored receipts). All items of
+ *   a writer queued for the same transaction reach `write` in one call, so they cost a few multi-row statements,
+ *   not one each. Writers run in the order their first item was queued.
+ * - `transact(work)`: one piece of work of its own (an accepted CRM event, an admin change).
+ *
+ * A grouped transaction that fails is split in halves and each half tried again, down to single items, so one item
+ * that cannot be written (a poison item) fails alone and every other item of its group is written: about
+ * 2·log2(n) extra transactions for one bad item among n. A failure that says the database itself is unreachable
+ * or locked (ledger/write-errors.ts) fails the whole group at once: splitting would only repeat the wait. A group
  * that loses a deadlock or serialization conflict (PostgreSQL, several instances) is tried again a few times.
- * Counter increments of all the pieces are written once, last (withDeferredStats).
+ * Counter increments of the whole transaction are written once, last (withDeferredStats).
  */
 import type { Kysely, Transaction } from 'kysely';
+import { inTransaction } from './db.js';
 import { withDeferredStats } from './delivery-stats.js';
 import type { Database } from './schema.js';
+import { isLedgerUnavailable } from './write-errors.js';
 
 export type Transact = <T>(work: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
 
-interface Queued {
-  work: (trx: Transaction<Database>) => Promise<unknown>;
+/** Writes a group of items in the transaction given; answers one output per item, in order. */
+export type GroupWrite<I, O> = (trx: Transaction<Database>, items: I[]) => Promise<O[]>;
+
+export interface GroupedWriter<I, O> {
+  /** Resolves with every item's output, or rejects with the first item's error. */
+  run(items: readonly I[]): Promise<O[]>;
+  /** Each item's own outcome: one item's failure leaves the others' results intact. */
+  settle(items: readonly I[]): Promise<Array<PromiseSettledResult<O>>>;
+}
+
+export interface TransactionQueue {
+  transact: Transact;
+  /** `committed`: told of each group of this writer's items once its transaction has committed. */
+  writer<I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void): GroupedWriter<I, O>;
+  /** Resolves once nothing is queued or being written (a shutdown waits for it before closing the ledger). */
+  idle(): Promise<void>;
+}
+
+interface Pending {
+  write: GroupWrite<unknown, unknown>;
+  committed: ((items: unknown[], outputs: unknown[]) => void) | undefined;
+  item: unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -24,48 +57,133 @@ function isConflict(error: unknown): boolean {
   return code === '40P01' || code === '40001';
 }
 
-async function runAlone(db: Kysely<Database>, work: Queued['work']): Promise<unknown> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await db.transaction().execute((trx) => withDeferredStats(trx, () => work(trx)));
-    } catch (error) {
-      if (!isConflict(error) || attempt === 3) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+const CONFLICT_ATTEMPTS = 3;
+
+/** `transact`'s items are the pieces of work themselves, run one after the other. */
+const runWork: GroupWrite<(trx: Transaction<Database>) => Promise<unknown>, unknown> = async (trx, works) => {
+  const out: unknown[] = [];
+  for (const work of works) out.push(await work(trx));
+  return out;
+};
+
+/** `maxItems`: the most items of one writer (or pieces of work) one transaction takes. */
+export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): TransactionQueue {
+  let queue: Pending[] = [];
+  let running = false;
+  let idleWaiters: Array<() => void> = [];
+
+  async function writeOnce(group: Pending[]): Promise<unknown[]> {
+    // Items of one writer together, writers in the order they were first queued.
+    const byWriter = new Map<GroupWrite<unknown, unknown>, Pending[]>();
+    for (const p of group) {
+      const same = byWriter.get(p.write);
+      if (same) same.push(p);
+      else byWriter.set(p.write, [p]);
+    }
+    const outputs = new Map<Pending, unknown>();
+    await inTransaction(db, (trx) =>
+      withDeferredStats(trx, async () => {
+        for (const [write, items] of byWriter) {
+          const out = await write(trx, items.map((p) => p.item));
+          items.forEach((p, i) => outputs.set(p, out[i]));
+        }
+      }),
+    );
+    return group.map((p) => outputs.get(p));
+  }
+
+  /** After the commit: an observer's throw must not look like a failed write (that would write the group again). */
+  function tellCommitted(group: Pending[], outputs: unknown[]): void {
+    const byCallback = new Map<NonNullable<Pending['committed']>, { items: unknown[]; outputs: unknown[] }>();
+    group.forEach((p, i) => {
+      if (!p.committed) return;
+      let entry = byCallback.get(p.committed);
+      if (!entry) byCallback.set(p.committed, (entry = { items: [], outputs: [] }));
+      entry.items.push(p.item);
+      entry.outputs.push(outputs[i]);
+    });
+    for (const [committed, { items, outputs: out }] of byCallback) {
+      try {
+        committed(items, out);
+      } catch {
+        // An observer (metrics, a log line, a wake-up) failed; the rows are committed all the same.
+      }
     }
   }
-}
 
-export function createTransactionQueue(db: Kysely<Database>): Transact {
-  let queue: Queued[] = [];
-  let running = false;
+  async function writeGroup(group: Pending[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outputs = await writeOnce(group);
+        tellCommitted(group, outputs);
+        group.forEach((p, i) => p.resolve(outputs[i]));
+        return;
+      } catch (error) {
+        if (isConflict(error) && attempt < CONFLICT_ATTEMPTS) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * attempt));
+          continue;
+        }
+        if (group.length === 1 || isLedgerUnavailable(error)) {
+          for (const p of group) p.reject(error);
+          return;
+        }
+        const half = Math.ceil(group.length / 2);
+        await writeGroup(group.slice(0, half));
+        await writeGroup(group.slice(half));
+        return;
+      }
+    }
+  }
 
   async function drain(): Promise<void> {
     while (queue.length > 0) {
-      const batch = queue;
-      queue = [];
-      try {
-        const results = await db.transaction().execute((trx) =>
-          withDeferredStats(trx, async () => {
-            const out: unknown[] = [];
-            for (const q of batch) out.push(await q.work(trx));
-            return out;
-          }),
-        );
-        batch.forEach((q, i) => q.resolve(results[i]));
-      } catch (error) {
-        if (batch.length === 1 && !isConflict(error)) batch[0]!.reject(error);
-        else for (const q of batch) await runAlone(db, q.work).then(q.resolve, q.reject);
+      // Everything queued, up to maxItems of each writer (a transaction's size stays bounded); the rest, in order, next.
+      const group: Pending[] = [];
+      const rest: Pending[] = [];
+      const taken = new Map<GroupWrite<unknown, unknown>, number>();
+      for (const p of queue) {
+        const n = taken.get(p.write) ?? 0;
+        if (n < maxItems) {
+          taken.set(p.write, n + 1);
+          group.push(p);
+        } else rest.push(p);
       }
+      queue = rest;
+      await writeGroup(group);
     }
     running = false;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const wake of waiters) wake();
   }
 
-  return <T>(work: (trx: Transaction<Database>) => Promise<T>) =>
-    new Promise<T>((resolve, reject) => {
-      queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
-      if (!running) {
-        running = true;
-        setImmediate(() => void drain());
-      }
-    });
+  function enqueue<I, O>(write: GroupWrite<I, O>, items: readonly I[], committed?: (items: I[], outputs: O[]) => void): Array<Promise<O>> {
+    const promises = items.map(
+      (item) =>
+        new Promise<O>((resolve, reject) =>
+          queue.push({
+            write: write as GroupWrite<unknown, unknown>,
+            committed: committed as Pending['committed'],
+            item,
+            resolve: resolve as (value: unknown) => void,
+            reject,
+          }),
+        ),
+    );
+    // Wait one turn of the event loop so requests arriving together are written together.
+    if (!running && queue.length > 0) {
+      running = true;
+      setImmediate(() => void drain());
+    }
+    return promises;
+  }
+
+  return {
+    transact: <T>(work: (trx: Transaction<Database>) => Promise<T>) => enqueue(runWork, [work])[0]! as Promise<T>,
+    writer: <I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void) => ({
+      run: (items: readonly I[]) => Promise.all(enqueue(write, items, committed)),
+      settle: (items: readonly I[]) => Promise.allSettled(enqueue(write, items, committed)),
+    }),
+    idle: () => (running ? new Promise<void>((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
+  };
 }

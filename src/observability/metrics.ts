@@ -8,9 +8,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryStatus, MappedStatus } from '../../providers/types.js';
 import type { OutboxBacklog } from '../ledger/conversions.js';
-import type { SuppressionReason } from '../ledger/schema.js';
-
-export type SendOutcome = 'sent' | 'failed' | 'fatal';
+import type { SendOutcome, SuppressionReason } from '../ledger/schema.js';
 
 export interface SendMetrics {
   /** One provider call (or a message given up at the deadline) and what became of it. */
@@ -49,7 +47,7 @@ const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Receipts come back in a second from a sandbox and in hours from a phone that was off. */
 const DELIVERY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200];
-const SEND_OUTCOMES: SendOutcome[] = ['sent', 'failed', 'fatal'];
+const SEND_OUTCOMES: SendOutcome[] = ['submitted', 'rejected', 'retryable', 'uncertain'];
 const SUPPRESSION_REASONS: SuppressionReason[] = ['blocked', 'excluded', 'opted_out', 'no_consent'];
 const DELIVERY_STATUSES: DeliveryStatus[] = ['delivered', 'undelivered', 'failed', 'delivery_unknown'];
 
@@ -64,7 +62,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
 
   const httpRequests = new Counter({ name: 'sms_gateway_http_requests_total', help: 'HTTP requests answered, by route pattern and status class', labelNames: ['method', 'route', 'status_class'], registers });
   const httpDuration = new Histogram({ name: 'sms_gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: HTTP_BUCKETS, registers });
-  const messagesSent = new Counter({ name: 'sms_gateway_messages_sent_total', help: 'Messages handed to a provider, by outcome (sent, failed = permanent, fatal = transient)', labelNames: ['provider', 'outcome'], registers });
+  const messagesSent = new Counter({ name: 'sms_gateway_messages_sent_total', help: 'Messages handed to a provider, by outcome (submitted, rejected = permanent, retryable = transient and not sent, uncertain = transient and maybe sent)', labelNames: ['provider', 'outcome'], registers });
   const segmentsSent = new Counter({ name: 'sms_gateway_segments_sent_total', help: 'SMS segments of the messages handed to a provider, by outcome', labelNames: ['provider', 'outcome'], registers });
   const providerDuration = new Histogram({ name: 'sms_gateway_provider_send_duration_seconds', help: 'Provider send call latency', labelNames: ['provider', 'outcome'], buckets: FAST_CALL_BUCKETS, registers });
   const receipts = new Counter({ name: 'sms_gateway_receipts_total', help: 'Delivery receipts stored (duplicates excluded), by mapped status', labelNames: ['provider', 'status'], registers });

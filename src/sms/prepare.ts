@@ -1,12 +1,26 @@
 /** Turns one SMS message object from the CRM into a message ready to dispatch, or an error naming the field. */
 import type { Config } from '../config/schema.js';
 import { RawJson, type ActivitySource } from '../http/exact-json.js';
-import type { PreparedMessage } from './dispatch.js';
-import { parseRequestedEncoding, planEncoding } from './encoding.js';
+import type { SmsProvider } from '../../providers/types.js';
+import { parseRequestedEncoding, planEncoding, type Encoding } from './encoding.js';
 import { checkSmsMessage, type CheckedMessage } from './message-check.js';
 import { describeFirstIssue, smsMessageSchema } from './message-schema.js';
 import type { ProviderRouter } from './provider-router.js';
 import { normaliseRecipient } from './recipient.js';
+
+/** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
+export interface PreparedMessage {
+  activityKey: string;
+  activityJson: string;
+  /** activity.user_id as text, or null: the player sms.suppression looks up. */
+  userId: string | null;
+  provider: SmsProvider;
+  recipient: string;
+  sender: string | null;
+  text: string;
+  encoding: Encoding;
+  segments: number;
+}
 
 export type Prepared = { ok: true; message: PreparedMessage } | { ok: false; error: string };
 

@@ -1,10 +1,16 @@
-/** POST /channels/sms/single and /channels/sms/batch: parse, dispatch, map the outcome to the CRM's status classes. */
+/**
+ * POST /channels/sms/single and /channels/sms/batch: parse, dispatch, and put each message's SendOutcome
+ * (src/sms/outcome.ts) in the CRM's words, here and nowhere else: `submitted` is successful (single 200); `rejected`
+ * is failed (single 400, never worth a retry); `retryable` and `uncertain` are fatal (single 503 with Retry-After:
+ * the CRM retries, and the ledger decides whether the retry sends again).
+ */
 import { Hono } from 'hono';
 import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
 import { activitySources, stringifyExact, type RawJson } from '../http/exact-json.js';
 import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
+import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
 import type { ProviderRouter } from './provider-router.js';
 import type { BatchAnswer } from './route-docs.js';
@@ -19,6 +25,10 @@ export interface SmsRouteDeps {
   now: () => number;
 }
 
+/** The CRM's class for each outcome (its batch answer's three arrays). */
+const CRM_CLASS: Readonly<Record<SendOutcome, keyof BatchAnswer>> = { submitted: 'successful', rejected: 'failed', retryable: 'fatal', uncertain: 'fatal' };
+const SINGLE_STATUS = { successful: 200, failed: 400, fatal: 503 } as const;
+
 type WithId<T, Id> = Omit<T, 'id'> & { id: Id };
 /** A batch answer whose ids may be kept as their received text (numbers beyond what a double holds exactly). */
 export type BatchReply<Id> = { [K in keyof BatchAnswer]: Array<WithId<BatchAnswer[K][number], Id>> };
@@ -31,8 +41,8 @@ export function categoriseBatch<Id = BatchAnswer['successful'][number]['id']>(
   const answer: BatchReply<Id | null> = { successful: [], failed: [], fatal: [] };
   results.forEach((r, i) => {
     const id = ids[i] ?? null;
-    if (r.outcome === 'sent') answer.successful.push({ id, sms_id: r.smsId });
-    else if (r.outcome === 'fatal') answer.fatal.push({ id, ...(r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
+    if (r.outcome === 'submitted') answer.successful.push({ id, sms_id: r.smsId });
+    else if (r.outcome !== 'invalid' && CRM_CLASS[r.outcome] === 'fatal') answer.fatal.push({ id, ...(r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
     else answer.failed.push({ id, ...('smsId' in r && r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
   });
   return answer;
@@ -51,10 +61,10 @@ export function smsRoutes(deps: SmsRouteDeps) {
     // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
     const at = now();
     const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1, requestId: c.get('requestId') });
-    if (result!.outcome === 'sent') return c.json({ sms_id: result!.smsId }, 200);
-    if (result!.outcome === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, 400);
+    if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
+    if (CRM_CLASS[result!.outcome] === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
     c.header('Retry-After', '1');
-    return c.json({ error: result!.error }, 503);
+    return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
   });
 
   app.post('/batch', async (c) => {

@@ -41,7 +41,7 @@ const REASON_TEXT: ReadonlyMap<SuppressionReason, string> = new Map([
   ['no_consent', 'has no sms consent on record'],
 ]);
 
-/** The error the CRM reads (single 400, batch `failed`) and /admin/messages shows. */
+/** The error of the `rejected` outcome the CRM reads (src/sms/routes.ts) and /admin/messages shows. */
 export function suppressionError(userId: string, reason: SuppressionReason): string {
   return `recipient: player ${JSON.stringify(userId)} ${REASON_TEXT.get(reason)}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Throughput control per provider instance (README "Providers", STYLE "Provider plugins": rate limits wrap every provider
+ * Throughput control per provider instance (README "Providers"; providers/types.ts: rate limits wrap every provider
  * once, outside it). Single and batch traffic go through the same wrapper, so they share one budget:
  *
  * - `rate_per_second` is counted in message segments, because providers bill and throttle per segment
@@ -7,7 +7,7 @@
  * - `max_concurrency` bounds the requests in flight to the provider.
  *
  * Work over the limit waits until the request's `deadline` (SendRequest.deadline). When the wait would pass it,
- * the answer is transient, so a single request gets 503 and a batch entry lands in `fatal` and the CRM retries.
+ * the answer is transient (`retryable`, src/sms/outcome.ts), so the CRM retries.
  * Time comes from an injected clock so tests move it by hand.
  */
 import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';

@@ -46,6 +46,8 @@ export interface TwilioFakeOptions {
   callbackStatuses?: string[];
   /** Post those callbacks before answering the create call (a receipt that beats the provider's answer). */
   callbacksBeforeAnswer?: boolean;
+  /** Awaited just before a successful create is answered (a test holds the answer back while it prepares something). */
+  beforeAnswer?: (create: TwilioCreateCall) => Promise<void> | void;
   port?: number;
 }
 
@@ -153,6 +155,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
       for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
     };
     if (options.callbacksBeforeAnswer && form.StatusCallback) await postCallbacks(form.StatusCallback);
+    await options.beforeAnswer?.(create);
     if (canned === 'accepted-then-500') answerError(res, { http: 500, code: 20500, message: 'Internal Server Error' });
     else sendJson(res, 201, {
       sid: create.sid,

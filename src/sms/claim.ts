@@ -1,0 +1,166 @@
+/**
+ * The send path's first step: claim each message in the ledger, committed before any provider call, so a message
+ * the provider may get is never lost and never sent twice (docs/design.md §4). A claim is one of:
+ * - a new row (`dispatching`): send it;
+ * - a repeat of an activity.id the ledger knows: answered from its row, or taken over for another attempt
+ *   (src/sms/idempotency.ts decides which);
+ * - a player who must not get it (src/sms/suppression.ts): stored `rejected`, nothing sent.
+ * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
+ * row cannot be written fails only itself.
+ */
+import type { Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { incrementDeliveryStats } from '../ledger/delivery-stats.js';
+import { newSmsId } from '../ledger/ids.js';
+import {
+  findMessagesByActivityKeys,
+  insertNewMessages,
+  insertRefusedMessages,
+  markMessageRefused,
+  reclaimMessageForRetry,
+  type NewMessage,
+} from '../ledger/messages.js';
+import type { Database } from '../ledger/schema.js';
+import type { TransactionQueue } from '../ledger/transaction-queue.js';
+import { isRefusedValue } from '../ledger/write-errors.js';
+import type { SendMetrics } from '../observability/metrics.js';
+import { decideRepeat, type RepeatTimings } from './idempotency.js';
+import type { DispatchResult } from './outcome.js';
+import type { PreparedMessage } from './prepare.js';
+import { maskPhoneNumber } from './recipient.js';
+import {
+  refusalsInClaim,
+  standingsBeforeClaim,
+  suppressionCode,
+  suppressionError,
+  type RecipientCheck,
+  type SuppressionReason,
+  type ToClaim,
+} from './suppression.js';
+
+/** `send`: the message is this request's to hand to its provider; otherwise it is answered now. */
+export type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
+
+export interface ClaimStepDeps {
+  queue: TransactionQueue;
+  logger: Logger;
+  now: () => number;
+  storeContent: boolean;
+  /** sms.dispatch_lease and sms.ambiguous_retry_after, for repeats of an activity.id (idempotency.ts). */
+  repeatTimings: RepeatTimings;
+  /** sms.suppression: where a player's standing is read; absent when suppression is off. */
+  recipients?: RecipientCheck;
+  metrics?: Pick<SendMetrics, 'sendSuppressed'>;
+}
+
+/** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
+type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null };
+type ClaimAnswer = Claim | { send: false; result: DispatchResult; suppressed: SuppressionReason };
+
+/** The claims of one grouped write, all in `trx`: one answer per item, in order. */
+async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, items: ClaimItem[]): Promise<ClaimAnswer[]> {
+  const at = deps.now();
+  const refusals = await refusalsInClaim(deps.recipients, items, trx);
+  const rows: NewMessage[] = items.map(({ message: m, requestId }) => ({
+    sms_id: newSmsId(),
+    activity_key: m.activityKey,
+    activity_json: m.activityJson,
+    user_id: m.userId,
+    request_id: requestId,
+    provider: m.provider.name,
+    recipient: m.recipient,
+    sender: m.sender,
+    encoding: m.encoding,
+    segments: m.segments,
+    content: deps.storeContent ? m.text : null,
+    created_at: at,
+    updated_at: at,
+    dispatched_at: at,
+  }));
+  const errorOf = (i: number) => suppressionError(items[i]!.message.userId!, refusals[i]!);
+  const inserted = await insertNewMessages(trx, rows.filter((_, i) => !refusals[i]));
+  const refused = await insertRefusedMessages(
+    trx,
+    rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: errorOf(i), error_code: suppressionCode(refusals[i]!) }] : [])),
+  );
+  // Counted per reason beside the send outcomes, for the console (never sent, so not a provider's `rejected`).
+  await incrementDeliveryStats(trx, rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])));
+  const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
+  const existing = new Map((await findMessagesByActivityKeys(trx, repeats.map((r) => r.activity_key))).map((r) => [r.activity_key, r]));
+  const cutoffs = { leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs, uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
+  const answers: ClaimAnswer[] = [];
+  for (const [i, row] of rows.entries()) {
+    if (inserted.has(row.activity_key)) {
+      answers.push({ send: true, smsId: row.sms_id });
+      continue;
+    }
+    if (refused.has(row.activity_key)) {
+      answers.push({ send: false, result: { outcome: 'rejected', smsId: row.sms_id, error: errorOf(i) }, suppressed: refusals[i]! });
+      continue;
+    }
+    const previous = existing.get(row.activity_key);
+    if (!previous) {
+      // Neither inserted nor found: the database stored the key as other text than it was given.
+      answers.push({ send: false, result: { outcome: 'rejected', error: `activity.id ${JSON.stringify(row.activity_key.slice(0, 60))}: cannot be stored as given` } });
+      continue;
+    }
+    const decision = decideRepeat(previous, at, deps.repeatTimings);
+    if (decision.action === 'answer-sent') answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId } });
+    else if (decision.action === 'answer-failed') answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error: decision.error } });
+    else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
+      if (refusals[i]) {
+        // A retry of a transient failure, for a player who must not get it any more: refused for good.
+        const error = errorOf(i);
+        await markMessageRefused(trx, decision.smsId, { error, error_code: suppressionCode(refusals[i]!) }, at);
+        await incrementDeliveryStats(trx, [{ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) }]);
+        answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error }, suppressed: refusals[i]! });
+      } else answers.push({ send: true, smsId: decision.smsId });
+    } else if (decision.action === 'busy' && decision.reason === 'awaiting-receipt') {
+      const error = `activity.id ${row.activity_key}: its last send may have reached the provider; waiting for a receipt before sending it again, retry later`;
+      answers.push({ send: false, result: { outcome: 'uncertain', smsId: decision.smsId, error } });
+    } else {
+      answers.push({ send: false, result: { outcome: 'retryable', smsId: decision.smsId, error: `activity.id ${row.activity_key} is being sent by another request; retry later` } });
+    }
+  }
+  return answers;
+}
+
+export function createClaimStep(deps: ClaimStepDeps) {
+  const { logger } = deps;
+  const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items) => claimInTransaction(deps, trx, items));
+
+  /** Claims `messages` for one request: one Claim per message, in order; never throws. */
+  return async function claim(messages: PreparedMessage[], requestId: string | undefined): Promise<Claim[]> {
+    // The http backend's standings are asked here, before the claim: never a network call inside a transaction.
+    const toClaim = await standingsBeforeClaim(deps.recipients, messages);
+    const settled = await writes.settle(toClaim.map((item) => ({ ...item, requestId: requestId ?? null })));
+    const unavailable: Array<{ activityKey: string; error: unknown }> = [];
+    const claims = settled.map((s, i): Claim => {
+      const message = messages[i]!;
+      if (s.status === 'fulfilled') {
+        const answer = s.value;
+        if (!answer.send && 'suppressed' in answer) {
+          deps.metrics?.sendSuppressed(answer.suppressed);
+          logger.info(
+            { sms_id: answer.result.smsId, activity_id: message.activityKey, user_id: message.userId, to: maskPhoneNumber(message.recipient), reason: answer.suppressed, request_id: requestId },
+            'sms suppressed',
+          );
+          return { send: false, result: answer.result };
+        }
+        return answer;
+      }
+      if (isRefusedValue(s.reason)) {
+        logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: requestId }, 'message refused by the ledger: nothing sent');
+        return { send: false, result: { outcome: 'rejected', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
+      }
+      unavailable.push({ activityKey: message.activityKey, error: s.reason });
+      return { send: false, result: { outcome: 'retryable', error: 'ledger unavailable; nothing was sent, retry later' } };
+    });
+    if (unavailable.length > 0) {
+      // One line per request, not per message: a ledger that is down fails every message alike.
+      const activityIds = unavailable.slice(0, 20).map((u) => u.activityKey.slice(0, 100));
+      logger.error({ err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: requestId }, 'ledger unavailable: nothing sent');
+    }
+    return claims;
+  };
+}
