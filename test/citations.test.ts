@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
 
 /** Names of documents that live outside this repository. */
-const OUTSIDE = /\bDESIGN §|\bSTYLE "|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
+const OUTSIDE = /\bDESIGN §|\bSTYLE ?[:"]|\bHELPERS\/|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
 
 
 /** The section numbers (1, 1.1, 0.3) and letters (A, B, C) a doc defines, in headings or bold list labels. */

@@ -1,5 +1,5 @@
 /**
- * One contract suite for every provider plugin (STYLE: one contract suite per interface): what the gateway relies
+ * One contract suite for every provider plugin (docs/design.md §7: one contract suite per interface): what the gateway relies
  * on from `SmsProvider`, run against the sandbox and against the Twilio, Vonage, Infobip and Sinch plugins talking to
  * their fakes.
  * Receipts are the ones each provider really emits (posted over HTTP to a capture server), not hand-made.

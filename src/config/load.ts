@@ -1,6 +1,6 @@
 /**
  * loadConfig: read config.yaml, substitute `${VAR}` and `${VAR:-default}` from the environment, validate, freeze.
- * Nothing else reads process.env after startup (STYLE: one validated, frozen object).
+ * Nothing else reads process.env after startup (docs/design.md §8: one validated, frozen object).
  */
 import { readFile } from 'node:fs/promises';
 import YAML from 'yaml';

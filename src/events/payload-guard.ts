@@ -1,5 +1,5 @@
 /**
- * Checks an event body before any schema sees it (HELPERS/STYLE: hostile input is normal input): nesting no deeper
+ * Checks an event body before any schema sees it (docs/design.md §8: outside input): nesting no deeper
  * than `maxDepth`, and no key named __proto__, constructor or prototype anywhere (a passed-through object is copied
  * and serialised; such keys have no meaning to the CRM and only ever carry prototype tricks). Iterative, never
  * recursive, so a body 5,000 levels deep costs a loop, not the stack.

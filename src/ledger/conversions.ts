@@ -1,4 +1,4 @@
-/** Repository for the conversion outbox: one query, one name (STYLE: Database). */
+/** Repository for the conversion outbox: one query, one name (docs/design.md §8). */
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './db.js';

@@ -1,5 +1,5 @@
 /**
- * Repository for the CRM event outbox (`crm_events`): one query, one name (STYLE: Database). Every function takes
+ * Repository for the CRM event outbox (`crm_events`): one query, one name (docs/design.md §8). Every function takes
  * the database or a transaction first, so a data change and the event it causes commit together.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';

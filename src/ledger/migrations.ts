@@ -1,5 +1,5 @@
 /**
- * Frozen migrations: each takes Kysely<any> and imports nothing from the app (STYLE: Database). Names sort by date.
+ * Frozen migrations: each takes Kysely<any> and imports nothing from the app (docs/design.md §8). Names sort by date.
  * Times are epoch milliseconds in bigint columns so both dialects store them the same way.
  */
 import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';

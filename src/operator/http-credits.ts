@@ -1,6 +1,6 @@
 /**
  * The one-action rule (docs/crm-interface.md §C) in front of a credit that is forwarded over the network. A transaction
- * must not stay open across the call (STYLE: Database), so the credit is claimed first as a committed `pending`
+ * must not stay open across the call (docs/design.md §8), so the credit is claimed first as a committed `pending`
  * row, forwarded, then marked `done` or `failed`:
  * - a repeat of a `done` credit answers it again and forwards nothing;
  * - a repeat while the first is still under way waits for it in this process, or answers busy (503) on another;

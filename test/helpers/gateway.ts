@@ -126,7 +126,7 @@ export function smsMessage(id: string | number, overrides: Record<string, unknow
   };
 }
 
-/** Polls until `check` returns a truthy value (never sleeps a fixed time, STYLE: Tests). */
+/** Polls until `check` returns a truthy value (never sleeps a fixed time, docs/design.md §7). */
 export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<NonNullable<T>> {
   const started = Date.now();
   for (;;) {

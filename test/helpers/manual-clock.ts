@@ -1,4 +1,4 @@
-/** A clock that only moves when the test says so (STYLE: pass the clock in). Implements src/sms/throttle.ts Clock. */
+/** A clock that only moves when the test says so (docs/design.md §7: time is passed in). Implements the Clock of src/clock.ts. */
 import type { Clock } from '../../src/clock.js';
 
 interface Timer {
