@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, SendState } from './schema.js';
+import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -16,8 +17,8 @@ const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += 200) {
-    const chunk = rows.slice(i, i + 200).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
+  for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
+    const chunk = part.map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
   }
@@ -135,8 +136,8 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
   }
   for (const group of groups.values()) {
     const { provider, state, providerStatus, error, errorCode } = group[0]!;
-    for (let i = 0; i < group.length; i += 200) {
-      const rows = group.slice(i, i + 200).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
+    for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
+      const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
       await recordOutcomeTemplate(db, { rows, set: { provider, state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
     }
   }
