@@ -45,11 +45,10 @@ export async function claimDueConversions(db: Db, flags: DialectFlags, limit: nu
     ) and claimed_until <= ${now}
     returning id, sms_id, delivery_status, attempts`.execute(db);
   if (claimed.rows.length === 0) return [];
-  const activities = await db
-    .selectFrom('messages')
-    .select(['sms_id', 'activity_json', 'activity_key'])
-    .where('sms_id', 'in', [...new Set(claimed.rows.map((r) => r.sms_id))])
-    .execute();
+  const activities: Array<{ sms_id: string; activity_json: string; activity_key: string }> = [];
+  for (const ids of idChunks([...new Set(claimed.rows.map((r) => r.sms_id))], IDS_PER_STATEMENT)) {
+    activities.push(...(await db.selectFrom('messages').select(['sms_id', 'activity_json', 'activity_key']).where('sms_id', 'in', ids).execute()));
+  }
   const bySmsId = new Map(activities.map((a) => [a.sms_id, a]));
   return claimed.rows
     .map((r) => {
