@@ -6,7 +6,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { ConsentSource, Database, InboundMessagesTable } from './schema.js';
-import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
+import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT, idChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -31,8 +31,8 @@ const standingsTemplate = createQueryTemplate((db: Kysely<Database>, ids: string
 export async function findSmsStandings(db: Db, userIds: readonly string[]): Promise<Map<string, SmsStandingRow>> {
   const found = new Map<string, SmsStandingRow>();
   const unique = [...new Set(userIds)];
-  for (let i = 0; i < unique.length; i += ROWS_PER_STATEMENT) {
-    const result = await standingsTemplate(db as Kysely<Database>, unique.slice(i, i + ROWS_PER_STATEMENT));
+  for (const chunk of idChunks(unique, ROWS_PER_STATEMENT)) {
+    const result = await standingsTemplate(db as Kysely<Database>, chunk);
     for (const row of result.rows as SmsStandingRow[]) found.set(row.user_id, row);
   }
   return found;

@@ -4,7 +4,7 @@ import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
+import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -13,10 +13,10 @@ const insertConversionsTemplate = createQueryTemplate((db: Kysely<Database>, row
 );
 
 export async function insertConversions(db: Db, rows: Array<{ smsId: string; status: DeliveryStatus }>, now: number): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+  for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
     await insertConversionsTemplate(
       db,
-      rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
+      part.map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
     );
   }
 }
@@ -45,11 +45,10 @@ export async function claimDueConversions(db: Db, flags: DialectFlags, limit: nu
     ) and claimed_until <= ${now}
     returning id, sms_id, delivery_status, attempts`.execute(db);
   if (claimed.rows.length === 0) return [];
-  const activities = await db
-    .selectFrom('messages')
-    .select(['sms_id', 'activity_json', 'activity_key'])
-    .where('sms_id', 'in', [...new Set(claimed.rows.map((r) => r.sms_id))])
-    .execute();
+  const activities: Array<{ sms_id: string; activity_json: string; activity_key: string }> = [];
+  for (const ids of idChunks([...new Set(claimed.rows.map((r) => r.sms_id))], IDS_PER_STATEMENT)) {
+    activities.push(...(await db.selectFrom('messages').select(['sms_id', 'activity_json', 'activity_key']).where('sms_id', 'in', ids).execute()));
+  }
   const bySmsId = new Map(activities.map((a) => [a.sms_id, a]));
   return claimed.rows
     .map((r) => {
@@ -68,7 +67,7 @@ const markPostedTemplate = createQueryTemplate((db: Kysely<Database>, { ids, tok
 );
 
 export async function markPosted(db: Db, ids: number[], token: string, now: number): Promise<void> {
-  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) await markPostedTemplate(db, { ids: ids.slice(i, i + IDS_PER_STATEMENT), token, now });
+  for (const chunk of idChunks(ids, IDS_PER_STATEMENT)) await markPostedTemplate(db, { ids: chunk, token, now });
 }
 
 /** Backs a row off until `nextAttemptAt`, or dead-letters it when its retry budget is spent. */
@@ -88,8 +87,8 @@ const recordAttemptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 );
 
 export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
-  for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
-    await recordAttemptsTemplate(db, ids.slice(i, i + ROWS_PER_STATEMENT).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
+  for (const part of statementChunks(ids, ROWS_PER_STATEMENT)) {
+    await recordAttemptsTemplate(db, part.map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
   }
 }
 

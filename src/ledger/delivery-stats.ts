@@ -6,7 +6,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, DeliveryStatsTable, SuppressedOutcome, SuppressionReason } from './schema.js';
-import { ROWS_PER_STATEMENT } from './chunks.js';
+import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type StatsOutcome = DeliveryStatsTable['outcome'];
@@ -85,7 +85,7 @@ export async function incrementDeliveryStats(db: Db, events: readonly StatsEvent
     return;
   }
   const rows = toStatsRows(events);
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await upsertStatsTemplate(db, rows.slice(i, i + ROWS_PER_STATEMENT));
+  for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) await upsertStatsTemplate(db, part);
 }
 
 /** The send outcomes and delivery statuses; suppressed sends are counted apart (sumSuppressionsSince). */

@@ -1,7 +1,7 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { incrementDeliveryStats } from './delivery-stats.js';
-import { ROWS_PER_STATEMENT } from './chunks.js';
+import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, SendState } from './schema.js';
 
@@ -35,14 +35,14 @@ async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage,
     seen.add(key);
     pairs.push({ user_id, recipient });
   }
-  for (let i = 0; i < pairs.length; i += 200) await insertPairsTemplate(db, pairs.slice(i, i + 200));
+  for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) await insertPairsTemplate(db, part);
 }
 
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
+  for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
+    const chunk = part.map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
   }
@@ -170,8 +170,8 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
   }
   for (const group of groups.values()) {
     const { provider, rerouted, state, providerStatus, error, errorCode } = group[0]!;
-    for (let i = 0; i < group.length; i += ROWS_PER_STATEMENT) {
-      const rows = group.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
+    for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
+      const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
       await recordOutcomeTemplate(db, { rows, set: { carrier: rerouted ? [provider] : [], state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
     }
   }

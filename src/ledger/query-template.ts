@@ -2,9 +2,10 @@
  * Compile once, run many. Kysely builds and compiles a fresh query tree on every call, at a cost per value, so a
  * batch of hundreds of rows pays it hundreds of times on the hot path (docs/design.md §6). A template builds the query
  * once per shape (per array length) with marker values, remembers where each real value goes, and afterwards only
- * fills in parameters: the same SQL Kysely would produce, for whichever dialect the database has.
+ * fills in parameters: the same SQL Kysely would produce, for whichever dialect the database has. Callers give it
+ * row counts from a short ladder (chunks.ts), so each template holds a few shapes.
  */
-import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import type { Compilable, CompiledQuery, Kysely, QueryResult, RootOperationNode } from 'kysely';
 
 const MARK = '\u0000param:';
 
@@ -48,7 +49,10 @@ export function createQueryTemplate<Input, Result>(build: (db: Kysely<any>, inpu
       const plan: Plan = query.parameters.map((p) =>
         typeof p === 'string' && p.startsWith(MARK) ? { path: paths[Number(p.slice(MARK.length))]! } : { constant: p },
       );
-      entry = { query, plan };
+      // Only the SQL text is kept: the drivers run a compiled query from its text and parameters, so the query tree
+      // (a node per value) and the marker parameters would be held per shape for nothing; SQLite's driver looks at
+      // the root node's kind alone, and only to stream.
+      entry = { query: { sql: query.sql, queryId: query.queryId, query: { kind: query.query.kind } as RootOperationNode, parameters: [] }, plan };
       cache.set(key, entry);
     }
     const parameters = entry.plan.map((slot) => ('path' in slot ? valueAt(input, slot.path) : slot.constant));

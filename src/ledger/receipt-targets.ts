@@ -5,7 +5,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
-import { IDS_PER_STATEMENT } from './chunks.js';
+import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -20,8 +20,11 @@ const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery
 
 /** The messages of these sms_ids (any provider: the caller checks the provider matches). */
 export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promise<ReceiptTargetWithId[]> {
-  if (smsIds.length === 0) return [];
-  return db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds).execute();
+  const found: ReceiptTargetWithId[] = [];
+  for (const chunk of idChunks(smsIds, IDS_PER_STATEMENT)) {
+    found.push(...(await db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', chunk).execute()));
+  }
+  return found;
 }
 
 /**
@@ -57,9 +60,7 @@ const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsI
 
 /** Writes one delivery status to many messages, IDS_PER_STATEMENT at a time. */
 export async function updateDeliveryStatus(db: Db, smsIds: string[], set: DeliveryUpdate): Promise<void> {
-  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) {
-    await updateDeliveryTemplate(db, { smsIds: smsIds.slice(i, i + IDS_PER_STATEMENT), set });
-  }
+  for (const chunk of idChunks(smsIds, IDS_PER_STATEMENT)) await updateDeliveryTemplate(db, { smsIds: chunk, set });
 }
 
 /**
