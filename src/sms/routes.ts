@@ -9,6 +9,7 @@ import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
 import { activitySources, stringifyExact, type RawJson } from '../http/exact-json.js';
 import { readJsonBody } from '../http/json-body.js';
+import { admitBatches, createAdmission } from './batch-admission.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
@@ -23,6 +24,8 @@ export interface SmsRouteDeps {
   router: ProviderRouter;
   dispatcher: Dispatcher;
   now: () => number;
+  /** server.request_timeout: a batch waiting for admission is worked on before the server would answer it 408. */
+  requestTimeoutMs: number;
 }
 
 /** The CRM's class for each outcome (its batch answer's three arrays). */
@@ -67,6 +70,9 @@ export function smsRoutes(deps: SmsRouteDeps) {
     return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
   });
 
+  // Half of request_timeout (0 there means none): the rest is left for reading a slow client's body.
+  const maxWaitMs = deps.requestTimeoutMs > 0 ? deps.requestTimeoutMs / 2 : sms.batch_deadline;
+  if (sms.concurrent_batches > 0) app.post('/batch', admitBatches(createAdmission(sms.concurrent_batches, maxWaitMs)));
   app.post('/batch', async (c) => {
     const body = await readJsonBody(c, { list: true });
     if (!body.ok) return c.json({ error: body.error }, body.status);
