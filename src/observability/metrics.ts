@@ -55,21 +55,6 @@ export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }
 
-/**
- * The child of `metric` for one tuple of label values, looked up once and kept: `inc({ … })` validates and hashes
- * its label object on every call, which the send path pays several times per message. Only for series that are
- * never reset (a reset would leave the kept child outside the metric).
- */
-function boundChildren<C>(child: (...values: string[]) => C): (...values: string[]) => C {
-  const children = new Map<string, C>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let found = children.get(key);
-    if (found === undefined) children.set(key, (found = child(...values)));
-    return found;
-  };
-}
-
 export function createGatewayMetrics(providers: readonly string[], ledger: LedgerGaugeSources) {
   const registry = new Registry();
   const registers = [registry];
@@ -130,26 +115,16 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     receiptsExpired.inc({ provider }, 0);
   }
 
-  // Label order as in each metric's labelNames.
-  const httpRequestsOf = boundChildren((method, route, statusClassLabel) => httpRequests.labels(method!, route!, statusClassLabel!));
-  const httpDurationOf = boundChildren((method, route) => httpDuration.labels(method!, route!));
-  const sendOf = boundChildren((provider, outcome) => ({
-    sent: messagesSent.labels(provider!, outcome!),
-    segments: segmentsSent.labels(provider!, outcome!),
-    duration: providerDuration.labels(provider!, outcome!),
-  }));
-
   return {
     registry,
     httpRequest(method: string, route: string, status: number, seconds: number) {
-      httpRequestsOf(method, route, statusClass(status)).inc();
-      httpDurationOf(method, route).observe(seconds);
+      httpRequests.inc({ method, route, status_class: statusClass(status) });
+      httpDuration.observe({ method, route }, seconds);
     },
     sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number) {
-      const series = sendOf(provider, outcome);
-      series.sent.inc();
-      series.segments.inc(segments);
-      series.duration.observe(seconds);
+      messagesSent.inc({ provider, outcome });
+      segmentsSent.inc({ provider, outcome }, segments);
+      providerDuration.observe({ provider, outcome }, seconds);
     },
     sendSuppressed: (reason: SuppressionReason) => suppressed.inc({ reason }),
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
