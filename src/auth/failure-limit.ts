@@ -23,11 +23,16 @@ export interface FailureLimiter {
   /** Milliseconds until `address` may try again, or 0 when it may now. */
   blockedFor(address: string, now: number): number;
   recordFailure(address: string, now: number): void;
+  /** False while no address has a failure on record: then nothing can be blocked, and no address need be read. */
+  readonly tracking: boolean;
 }
 
 export function createFailureLimiter(budget: number, windowMs: number, maxAddresses = MAX_ADDRESSES): FailureLimiter {
   const windows = new Map<string, { start: number; failures: number }>();
   return {
+    get tracking() {
+      return windows.size > 0;
+    },
     blockedFor(address, now) {
       const w = windows.get(address);
       if (!w || budget === 0 || now - w.start >= windowMs || w.failures < budget) return 0;
@@ -59,8 +64,10 @@ function clientAddress(c: Context): string {
 export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number): MiddlewareHandler {
   return async (c, next) => {
     if (UNAUTHENTICATED.test(c.req.path)) return next();
-    const address = clientAddress(c);
-    const waitMs = limiter.blockedFor(address, now());
+    // The peer's address is read only when some address has failed: a gateway whose callers all hold valid
+    // credentials pays one property read per request here.
+    const address = limiter.tracking ? clientAddress(c) : undefined;
+    const waitMs = address === undefined ? 0 : limiter.blockedFor(address, now());
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
       c.header('Retry-After', String(seconds));
@@ -70,6 +77,6 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
       return c.json({ error }, c.req.path === SINGLE_SEND_PATH ? 503 : 429);
     }
     await next();
-    if (c.res.status === 401) limiter.recordFailure(address, now());
+    if (c.res.status === 401) limiter.recordFailure(address ?? clientAddress(c), now());
   };
 }

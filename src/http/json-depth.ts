@@ -48,11 +48,24 @@ function endOfContainer(text: string, open: number): number {
 }
 
 /**
+ * Whether `text` holds at least `maxDepth + 1` opening brackets: a value can only nest as deep as it has brackets
+ * (brackets inside strings only make this say yes more often). A single SMS message has two or three, so the
+ * character-by-character pass of findTooDeep is skipped for nearly every body; indexOf runs natively.
+ */
+export function mayNestDeeperThan(text: string, maxDepth: number): boolean {
+  let opens = 0;
+  for (let at = text.indexOf('{'); at >= 0; at = text.indexOf('{', at + 1)) if (++opens > maxDepth) return true;
+  for (let at = text.indexOf('['); at >= 0; at = text.indexOf('[', at + 1)) if (++opens > maxDepth) return true;
+  return false;
+}
+
+/**
  * Every outermost object or array that opens deeper than `maxDepth` levels (the root value is level 1), in text
  * order. Nothing inside a found value is looked at again, so the pass stays linear in the text.
  */
 export function findTooDeep(text: string, maxDepth: number): TooDeep[] {
   const found: TooDeep[] = [];
+  if (!mayNestDeeperThan(text, maxDepth)) return found;
   const isObject: boolean[] = [];
   const keys: Array<string | number> = [];
   let expectKey = false;

@@ -154,6 +154,11 @@ const recordOutcomeTemplate = createQueryTemplate(
   },
 );
 
+/** The fields an UPDATE of recordSendOutcomes shares: equal in both, the two records go in one statement. */
+function sameAnswer(a: SendOutcomeRecord, b: SendOutcomeRecord): boolean {
+  return a.provider === b.provider && a.rerouted === b.rerouted && a.state === b.state && a.providerStatus === b.providerStatus && a.error === b.error && a.errorCode === b.errorCode;
+}
+
 /**
  * Writes the provider's answers and counts them in delivery_stats; never touches delivery_status, which a fast
  * receipt may already have set.
@@ -161,14 +166,26 @@ const recordOutcomeTemplate = createQueryTemplate(
  * statements, not one each.
  */
 export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
-  const groups = new Map<string, SendOutcomeRecord[]>();
+  // Nearly every record of a flush says what the one before it said (`submitted`, `accepted`): comparing the fields
+  // with the last group's first record finds its group without building a key for each record.
+  const groups: SendOutcomeRecord[][] = [];
+  let keyed: Map<string, SendOutcomeRecord[]> | undefined;
+  let last: SendOutcomeRecord[] | undefined;
   for (const r of records) {
+    if (last !== undefined && sameAnswer(last[0]!, r)) {
+      last.push(r);
+      continue;
+    }
+    keyed ??= new Map();
     const key = JSON.stringify([r.provider, r.rerouted, r.state, r.providerStatus, r.error, r.errorCode]);
-    const group = groups.get(key);
-    if (group) group.push(r);
-    else groups.set(key, [r]);
+    last = keyed.get(key);
+    if (last) last.push(r);
+    else {
+      keyed.set(key, (last = [r]));
+      groups.push(last);
+    }
   }
-  for (const group of groups.values()) {
+  for (const group of groups) {
     const { provider, rerouted, state, providerStatus, error, errorCode } = group[0]!;
     for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
       const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));

@@ -49,6 +49,8 @@ interface Pending {
   item: unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** What the write answered for this item, set inside the transaction and read once it has committed. */
+  output?: unknown;
 }
 
 /** PostgreSQL's deadlock_detected and serialization_failure: the transaction was fine, another one was in the way. */
@@ -80,16 +82,16 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
       if (same) same.push(p);
       else byWriter.set(p.write, [p]);
     }
-    const outputs = new Map<Pending, unknown>();
+    // Each item's output is kept on its entry until the commit; the entries are this attempt's own (writeGroup).
     await inTransaction(db, (trx) =>
       withDeferredStats(trx, async () => {
         for (const [write, items] of byWriter) {
           const out = await write(trx, items.map((p) => p.item));
-          items.forEach((p, i) => outputs.set(p, out[i]));
+          for (let i = 0; i < items.length; i++) items[i]!.output = out[i];
         }
       }),
     );
-    return group.map((p) => outputs.get(p));
+    return group.map((p) => p.output);
   }
 
   /** After the commit: an observer's throw must not look like a failed write (that would write the group again). */

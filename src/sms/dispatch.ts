@@ -77,6 +77,12 @@ export function createDispatcher(deps: DispatcherDeps) {
       if (c.send) toSend.push({ index, smsId: c.smsId });
       else fresh[index]!.resolve(c.result);
     });
+    // A single send (and any request with one message left to send) needs no worker loop.
+    if (toSend.length === 1) {
+      const { index, smsId } = toSend[0]!;
+      fresh[index]!.resolve(await sendAndRecord(fresh[index]!.message, smsId, options));
+      return;
+    }
     let next = 0;
     const worker = async () => {
       while (next < toSend.length) {
