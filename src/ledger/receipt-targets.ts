@@ -18,10 +18,15 @@ export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string 
 
 const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at'] as const;
 
-/** The messages of these sms_ids (any provider: the caller checks the provider matches). */
+const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>
+  db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds),
+);
+
+/** The messages of these sms_ids (any provider: the caller checks the provider matches), IDS_PER_STATEMENT at a time. */
 export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promise<ReceiptTargetWithId[]> {
-  if (smsIds.length === 0) return [];
-  return db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds).execute();
+  const found: ReceiptTargetWithId[] = [];
+  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) found.push(...(await targetsBySmsIdTemplate(db, smsIds.slice(i, i + IDS_PER_STATEMENT))).rows);
+  return found;
 }
 
 /**
