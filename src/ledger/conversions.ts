@@ -4,7 +4,7 @@ import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
+import { idChunks, rowPieces } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -13,10 +13,10 @@ const insertConversionsTemplate = createQueryTemplate((db: Kysely<Database>, row
 );
 
 export async function insertConversions(db: Db, rows: Array<{ smsId: string; status: DeliveryStatus }>, now: number): Promise<void> {
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+  for (const [start, end] of rowPieces(rows.length)) {
     await insertConversionsTemplate(
       db,
-      rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
+      rows.slice(start, end).map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
     );
   }
 }
@@ -59,7 +59,7 @@ const markPostedTemplate = createQueryTemplate((db: Kysely<Database>, { ids, tok
 );
 
 export async function markPosted(db: Db, ids: number[], token: string, now: number): Promise<void> {
-  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) await markPostedTemplate(db, { ids: ids.slice(i, i + IDS_PER_STATEMENT), token, now });
+  for (const chunk of idChunks(ids)) await markPostedTemplate(db, { ids: chunk, token, now });
 }
 
 /** Backs a row off until `nextAttemptAt`, or dead-letters it when its retry budget is spent. */
@@ -79,8 +79,8 @@ const recordAttemptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 );
 
 export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
-  for (let i = 0; i < ids.length; i += ROWS_PER_STATEMENT) {
-    await recordAttemptsTemplate(db, ids.slice(i, i + ROWS_PER_STATEMENT).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
+  for (const [start, end] of rowPieces(ids.length)) {
+    await recordAttemptsTemplate(db, ids.slice(start, end).map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
   }
 }
 

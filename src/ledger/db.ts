@@ -100,7 +100,7 @@ class ImmediateSqliteDialect extends SqliteDialect {
  * Kysely's SQLite driver prepares every query anew; preparing costs more than running our small statements, so
  * reuse prepared statements by SQL text (bounded, least recently used first out).
  */
-function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 1024) {
+function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
   const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     close: () => sqlite.close(),

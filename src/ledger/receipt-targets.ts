@@ -5,7 +5,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
-import { IDS_PER_STATEMENT } from './chunks.js';
+import { idChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -22,10 +22,11 @@ const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds
   db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds),
 );
 
-/** The messages of these sms_ids (any provider: the caller checks the provider matches), IDS_PER_STATEMENT at a time. */
+/** The messages of these distinct sms_ids (any provider: the caller checks the provider matches). */
 export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promise<ReceiptTargetWithId[]> {
   const found: ReceiptTargetWithId[] = [];
-  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) found.push(...(await targetsBySmsIdTemplate(db, smsIds.slice(i, i + IDS_PER_STATEMENT))).rows);
+  // A padded chunk repeats its last id; the query returns its row once all the same.
+  for (const chunk of idChunks(smsIds)) found.push(...(await targetsBySmsIdTemplate(db, chunk)).rows);
   return found;
 }
 
@@ -60,11 +61,9 @@ const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsI
     .where('sms_id', 'in', smsIds),
 );
 
-/** Writes one delivery status to many messages, IDS_PER_STATEMENT at a time. */
+/** Writes one delivery status to many messages. */
 export async function updateDeliveryStatus(db: Db, smsIds: string[], set: DeliveryUpdate): Promise<void> {
-  for (let i = 0; i < smsIds.length; i += IDS_PER_STATEMENT) {
-    await updateDeliveryTemplate(db, { smsIds: smsIds.slice(i, i + IDS_PER_STATEMENT), set });
-  }
+  for (const chunk of idChunks(smsIds)) await updateDeliveryTemplate(db, { smsIds: chunk, set });
 }
 
 /**

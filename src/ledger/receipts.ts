@@ -2,7 +2,7 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
-import { ROWS_PER_STATEMENT } from './chunks.js';
+import { rowPieces } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type NewReceipt = Insertable<ReceiptsTable>;
@@ -29,8 +29,8 @@ const insertReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 /** Inserts receipts not seen before; returns the dedup keys that were new (duplicates change nothing). */
 export async function insertNewReceipts(db: Db, rows: NewReceipt[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-    const result = await insertReceiptsTemplate(db, rows.slice(i, i + ROWS_PER_STATEMENT));
+  for (const [start, end] of rowPieces(rows.length)) {
+    const result = await insertReceiptsTemplate(db, rows.slice(start, end));
     for (const r of result.rows) fresh.add(r.dedup_key);
   }
   return fresh;
