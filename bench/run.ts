@@ -8,6 +8,7 @@
  *   --workers 2                                 server.workers of each gateway (processes on one port, node:cluster)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
+ *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
  *   relay: bonus events of 1,000 users through /relay to a sink (--mode relay; not in the default list)
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
@@ -157,6 +158,31 @@ MODES.e2e = {
   },
 };
 
+/**
+ * Single requests as in `single`, with the provider's receipts at once and the conversions posted to the CRM, as the
+ * peer benchmark's single mode runs the gateway (receipts then arrive a few at a time, so the per-request costs of
+ * the receipt path and the worker's per-round costs show). Latency is conversion lag from the message's submit.
+ */
+MODES['e2e-single'] = {
+  prepare: () => crm.start(),
+  receipts: true,
+  config: (base) => ({ ...base, crm: { webhook_url: crm.url, webhook_api_key: 'bench' } }),
+  async run({ client, options, provider, idPrefix }, messages) {
+    const sentAt = new Map<string, number>();
+    const started = performance.now();
+    await drive(messages, options.connections, async (i) => {
+      const submittedAt = performance.now();
+      const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name));
+      if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
+      sentAt.set(res.json.sms_id, submittedAt);
+      return res.ms;
+    });
+    await allConverted(sentAt, provider);
+    const finished = Math.max(...[...sentAt.keys()].map((id) => crm.arrivals.get(id)!));
+    return { messages, seconds: (finished - started) / 1000, latenciesMs: [...sentAt].map(([id, at]) => crm.arrivals.get(id)! - at) };
+  },
+};
+
 /** Bonus events from 1,000 users through the event relay to a sink for the CRM (bench/relay.ts). */
 MODES.relay = relayMode as Mode;
 
@@ -220,7 +246,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...provider.labels,
       messages: measured.messages,
       msgs_per_s: Math.round(measured.messages / measured.seconds),
-      ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : {}),
+      ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : name === 'e2e-single' ? { latency: 'conversion lag from submit' } : {}),
       ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
       ...latencySummary(measured.latenciesMs),
       database: database.kind,

@@ -132,7 +132,8 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
   const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', configFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '' },
+    // BENCH_SERVER_NODE_OPTIONS: node options for the server alone (a --require'd tracer, say), never the client's.
+    env: { PATH: process.env.PATH ?? '', ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}) },
   });
   let stderr = '';
   child.stdout!.setEncoding('utf8');

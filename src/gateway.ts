@@ -135,10 +135,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     config.sms.default_provider,
   );
 
+  // The ledger's one grouping layer: sends, receipts, the conversion worker's claims and marks and accepted CRM
+  // events share its commits.
+  const ledgerWrites = createTransactionQueue(db);
   const webhook = createWebhookClient(config.crm);
   const worker =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, transact: ledgerWrites.transact })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
@@ -153,8 +156,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
   }
 
-  // The ledger's one grouping layer: sends, receipts and accepted CRM events share its commits.
-  const ledgerWrites = createTransactionQueue(db);
   const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);

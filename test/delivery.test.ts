@@ -124,7 +124,8 @@ describe('send → receipt → conversion', () => {
   it('turns a message without a terminal receipt into delivery_unknown after unknown_after, and lets a late receipt replace it', async () => {
     gw = await gatewayWith({ delivery: { unknown_after: '1ms', poll_interval: '20ms' } });
     const sent = await gw.post('/channels/sms/single', smsMessage('silent-1', { recipient: '+447700900003' }));
-    await gw.gateway.sweep();
+    // A sweep in the same millisecond as the send's record finds it not yet older than unknown_after: sweep again.
+    await waitFor(async () => (await gw.gateway.sweep()).unknown > 0);
     const [unknown] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
     expect(unknown!.delivery_status).toBe('delivery_unknown');
     await gw.postReceipt([{ sms_id: sent.json.sms_id, message_id: 'late', status: 'delivered' }]);

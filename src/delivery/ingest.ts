@@ -71,10 +71,13 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
   const stats: StatsEvent[] = [];
+  // Asked once per batch, not per event: the per-receipt line costs an object per event even when it is not written.
+  const debug = observers.logger?.isLevelEnabled('debug') ? observers.logger : undefined;
   for (const { message, event, requestId } of pairs) {
     const current = state.get(message.sms_id) ?? { ...message, changed: false };
-    const transition = decideTransition(current, await rollUpPartStatus(trx, message.sms_id, event));
-    observers.logger?.debug(
+    // Only a per-part event needs the ledger (src/delivery/parts.ts); any other is its own status, without an await.
+    const transition = decideTransition(current, event.perPart ? await rollUpPartStatus(trx, message.sms_id, event) : event.status);
+    debug?.debug(
       {
         sms_id: message.sms_id,
         activity_id: message.activity_key,
@@ -104,18 +107,18 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
     }
     state.set(message.sms_id, current);
   }
-  // Messages that end in the same place share one UPDATE.
-  const groups = new Map<string, string[]>();
+  // Messages that end in the same place share one UPDATE (the key is built once per message, never parsed back).
+  const groups = new Map<string, { set: MessageState & { providerStatus?: string }; smsIds: string[] }>();
   for (const m of state.values()) {
     if (!m.changed) continue;
     const key = JSON.stringify([m.delivery_status, m.delivery_source, m.providerStatus ?? null]);
     const group = groups.get(key);
-    if (group) group.push(m.sms_id);
-    else groups.set(key, [m.sms_id]);
+    if (group) group.smsIds.push(m.sms_id);
+    else groups.set(key, { set: m, smsIds: [m.sms_id] });
   }
-  for (const [key, smsIds] of groups) {
-    const [deliveryStatus, deliverySource, providerStatus] = JSON.parse(key) as [MessageState['delivery_status'], MessageState['delivery_source'], string | null];
-    await updateDeliveryStatus(trx, smsIds, { deliveryStatus, deliverySource, providerStatus, now, completedAt: deliveryStatus ? now : null });
+  for (const { set, smsIds } of groups.values()) {
+    const deliveryStatus = set.delivery_status;
+    await updateDeliveryStatus(trx, smsIds, { deliveryStatus, deliverySource: set.delivery_source, providerStatus: set.providerStatus ?? null, now, completedAt: deliveryStatus ? now : null });
   }
   await insertConversions(trx, conversions, now);
   await incrementDeliveryStats(trx, stats);

@@ -32,30 +32,22 @@ export interface ClaimedConversion {
 
 /**
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
- * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked.
+ * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
+ * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
  */
 export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
-  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number }>`
+  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string }>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}
     where id in (
       select id from conversions
       where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at, id limit ${limit}${lock}
     ) and claimed_until <= ${now}
-    returning id, sms_id, delivery_status, attempts`.execute(db);
-  if (claimed.rows.length === 0) return [];
-  const activities: Array<{ sms_id: string; activity_json: string; activity_key: string }> = [];
-  for (const ids of idChunks([...new Set(claimed.rows.map((r) => r.sms_id))], IDS_PER_STATEMENT)) {
-    activities.push(...(await db.selectFrom('messages').select(['sms_id', 'activity_json', 'activity_key']).where('sms_id', 'in', ids).execute()));
-  }
-  const bySmsId = new Map(activities.map((a) => [a.sms_id, a]));
-  return claimed.rows
-    .map((r) => {
-      const { activity_json, activity_key } = bySmsId.get(r.sms_id)!;
-      return { ...r, id: Number(r.id), activity_json, activity_key };
-    })
-    .sort((a, b) => a.id - b.id);
+    returning id, sms_id, delivery_status, attempts,
+      (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
+      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 }
 
 const markPostedTemplate = createQueryTemplate((db: Kysely<Database>, { ids, token, now }: { ids: number[]; token: string; now: number }) =>

@@ -98,18 +98,30 @@ class ImmediateSqliteDialect extends SqliteDialect {
 
 /**
  * Kysely's SQLite driver prepares every query anew; preparing costs more than running our small statements, so
- * reuse prepared statements by SQL text (bounded, least recently used first out).
+ * reuse prepared statements by SQL text (least recently used first out). Multi-row statements have one text per
+ * row count, and groups of every size made 256 entries too few: e2e-single (bench/run.ts) prepared ~2,500
+ * statements a run. The bound is on the texts' total length as well as their number, because a statement's
+ * memory grows with its text (~30 bytes per character measured: ~53 KB for a 30-row insert into messages), so a
+ * few hundred statements of 200 rows cannot hold hundreds of MB.
  */
-function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 256) {
+function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 1_024, maxTextChars = 1_000_000) {
   const cache = new Map<string, BetterSqlite3.Statement>();
+  let textChars = 0;
   return {
     close: () => sqlite.close(),
     prepare(sql: string) {
       let statement = cache.get(sql);
       if (statement) cache.delete(sql);
-      else statement = sqlite.prepare(sql);
+      else {
+        statement = sqlite.prepare(sql);
+        textChars += sql.length;
+      }
       cache.set(sql, statement);
-      if (cache.size > capacity) cache.delete(cache.keys().next().value!);
+      while (cache.size > capacity || textChars > maxTextChars) {
+        const oldest = cache.keys().next().value!;
+        cache.delete(oldest);
+        textChars -= oldest.length;
+      }
       return statement;
     },
   };

@@ -18,12 +18,15 @@ export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string 
 
 const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at'] as const;
 
-/** The messages of these sms_ids (any provider: the caller checks the provider matches). */
+const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>
+  db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds),
+);
+
+/** The messages of these distinct sms_ids (any provider: the caller checks the provider matches). */
 export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promise<ReceiptTargetWithId[]> {
   const found: ReceiptTargetWithId[] = [];
-  for (const chunk of idChunks(smsIds, IDS_PER_STATEMENT)) {
-    found.push(...(await db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', chunk).execute()));
-  }
+  // A padded chunk repeats its last id; the query returns its row once all the same.
+  for (const chunk of idChunks(smsIds, IDS_PER_STATEMENT)) found.push(...(await targetsBySmsIdTemplate(db, chunk)).rows);
   return found;
 }
 
@@ -58,7 +61,7 @@ const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsI
     .where('sms_id', 'in', smsIds),
 );
 
-/** Writes one delivery status to many messages, IDS_PER_STATEMENT at a time. */
+/** Writes one delivery status to many messages. */
 export async function updateDeliveryStatus(db: Db, smsIds: string[], set: DeliveryUpdate): Promise<void> {
   for (const chunk of idChunks(smsIds, IDS_PER_STATEMENT)) await updateDeliveryTemplate(db, { smsIds: chunk, set });
 }
