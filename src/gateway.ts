@@ -141,7 +141,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const webhook = createWebhookClient(config.crm);
   const worker =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, transact: ledgerWrites.transact })
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
