@@ -100,7 +100,6 @@ export function createApp(parts: AppParts): Hono {
       router: parts.router,
       dispatcher: parts.dispatcher,
       now: parts.now,
-      requestTimeoutMs: config.server.request_timeout,
     }),
   );
 

@@ -1,14 +1,12 @@
 /**
- * Bounds how many batch requests are worked on at once (sms.concurrent_batches). A batch holds every one of its
- * messages in memory until its answer (the body, the prepared messages, their claims and answers: a few KB each), so
- * fifty connections sending batches of 500 at once keep 25,000 messages alive and the heap grows with them. The CPU
- * is the limit either way, so a request over the bound waits, its body still unread (in the socket, not in our
- * heap), and is admitted in arrival order as earlier batches answer. Nothing is acknowledged before it is
- * committed, so waiting changes no promise made to the CRM.
- * A request never waits longer than `maxWaitMs` (below server.request_timeout, which would otherwise answer 408
- * to a request whose body we have not read yet): after that it is worked on anyway, over the bound.
+ * Bounds how many batch requests are worked on at once (sms.concurrent_batches). A batch keeps every one of its
+ * messages in memory until its answer (the prepared messages, their claims, promises and answers: a few KB each),
+ * so fifty connections sending batches of 500 at once keep 25,000 messages alive and the heap grows with them. The
+ * CPU is the limit either way, so a batch over the bound waits with only its parsed body, and is admitted in
+ * arrival order as earlier batches answer. Nothing is acknowledged before it is committed, so waiting changes no
+ * promise made to the CRM. The slot is taken after the body is read (src/sms/routes.ts): a slow upload never holds
+ * one. A batch never waits longer than `maxWaitMs`: after that it is worked on anyway, over the bound.
  */
-import type { MiddlewareHandler } from 'hono';
 
 export interface Admission {
   /** Resolves with a release function once a slot is free, or after `maxWaitMs` with one that releases nothing. */
@@ -65,14 +63,5 @@ function once(release: () => void): () => void {
   };
 }
 
-/** The middleware form: the slot is held until the handler has produced its answer. */
-export function admitBatches(admission: Admission): MiddlewareHandler {
-  return async (_c, next) => {
-    const release = await admission.enter();
-    try {
-      await next();
-    } finally {
-      release();
-    }
-  };
-}
+/** sms.concurrent_batches 0: every batch is admitted at once. */
+export const NO_BOUND: Admission = { enter: () => Promise.resolve(() => {}), active: 0, waiting: 0 };
