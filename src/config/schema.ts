@@ -110,11 +110,6 @@ const sms = z.strictObject({
   batch_concurrency: z.number().int().positive().default(64),
   /** After this, batch entries not yet sent are answered `fatal` so the CRM retries them instead of timing out. */
   batch_deadline: duration('20s'),
-  /**
-   * Batch requests worked on at once; more wait unread, in arrival order (src/sms/batch-admission.ts), which bounds
-   * the memory batches hold. 0: no bound.
-   */
-  concurrent_batches: z.number().int().min(0).default(8),
   /** Longest a single request waits for provider capacity before answering 503. */
   single_wait: duration('2s'),
   /** Provider call timeout; a timed-out send is transient (the CRM retries). */

@@ -4,12 +4,11 @@
  * is failed (single 400, never worth a retry); `retryable` and `uncertain` are fatal (single 503 with Retry-After:
  * the CRM retries, and the ledger decides whether the retry sends again).
  */
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
 import { activitySources, stringifyExact, type RawJson } from '../http/exact-json.js';
-import { readJsonBody, type JsonBody } from '../http/json-body.js';
-import { createAdmission, NO_BOUND } from './batch-admission.js';
+import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
@@ -68,25 +67,13 @@ export function smsRoutes(deps: SmsRouteDeps) {
     return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
   });
 
-  // A batch waits at most half its deadline for a slot, then is worked on over the bound with the time left.
-  const admission = sms.concurrent_batches > 0 ? createAdmission(sms.concurrent_batches, sms.batch_deadline / 2) : NO_BOUND;
   app.post('/batch', async (c) => {
     const body = await readJsonBody(c, { list: true });
     if (!body.ok) return c.json({ error: body.error }, body.status);
     if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
-    const deadline = now() + sms.batch_deadline;
-    // Taken once the body is in, so a client that uploads slowly never holds a slot others wait for.
-    const release = await admission.enter();
-    try {
-      return await answerBatch(c, body, deadline);
-    } finally {
-      release();
-    }
-  });
-
-  async function answerBatch(c: Context, body: Extract<JsonBody, { ok: true }>, deadline: number): Promise<Response> {
-    const entries: unknown[] = body.value as unknown[];
+    const entries: unknown[] = body.value;
     const sources = activitySources(body.text);
+    const deadline = now() + sms.batch_deadline;
     const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
     const valid: PreparedMessage[] = [];
     const validIndex: number[] = [];
@@ -104,7 +91,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
     const answer = categoriseBatch<string | number | RawJson>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
     // Only a body holding numbers a double cannot keep exactly needs the slower writer.
     return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
-  }
+  });
 
   return app;
 }
