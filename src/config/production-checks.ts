@@ -1,5 +1,5 @@
 /**
- * What production refuses and development warns about (README "Security"): settings that let a stranger in or make
+ * What production refuses and development warns about (docs/security.md): settings that let a stranger in or make
  * the gateway believe what it cannot verify. Pure: takes the config, returns one finding per problem, each naming
  * its key; `serve`, `flush` and `migrate` exit 78 on them in production and log them as warnings in development.
  */
