@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
 import { receiveInbound } from './consents/inbound.js';
 import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
@@ -52,6 +53,8 @@ export interface AppParts {
   /** Random bytes of this process (or cluster), the key of what is signed without a configured secret. */
   processSecret: Buffer;
   ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
+  receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
@@ -108,7 +111,8 @@ export function createApp(parts: AppParts): Hono {
   const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
   app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
+  const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (README "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
