@@ -25,6 +25,7 @@ import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
+import { createAddressSet } from './http/client-address.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { createOperatorBackend } from './operator/create-backend.js';
@@ -92,7 +93,8 @@ export function createApp(parts: AppParts): Hono {
   });
 
   // Before every credential check: an address that failed too often is answered 429 without trying again.
-  app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now));
+  const trust = { isTrustedProxy: createAddressSet(config.server.trusted_proxies), isTrustedClient: createAddressSet(config.auth.trusted_addresses) };
+  app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now, trust));
 
   app.route('/', healthRoutes(parts.db, logger));
   app.route(
