@@ -1,5 +1,5 @@
 /**
- * Hostile-input cases for findings 3, 4 and 6 of issue 22 (the public doors), each against the real server: the
+ * Hostile-input cases for findings 3, 4 and 6 of the review of the public doors, each against the real server: the
  * fake SMSC speaking real SMPP PDUs (test/fakes/smpp.ts), the Twilio fake signing inbound webhooks, the built CLI.
  * Every case here failed on main 387be1b: a texted `id:… stat:UNDELIV` was taken as a receipt and STOP over SMPP
  * was dropped (3); expired or foreign tokens of ours counted as guesses, /mo was refused 429, and a guesser behind
