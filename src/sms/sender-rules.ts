@@ -35,14 +35,12 @@ export function recipientCountry(e164: string): string | undefined {
 export function withSenderRules(provider: SmsProvider, rules: SenderRules | undefined, senderNameWins: boolean): SmsProvider {
   if (!rules) return provider;
   const needsCountry = Object.keys(rules.by_country).length > 0;
+  // Spread, so everything but send (receipts, inbound SMS, close, whatever the interface grows) stays the plugin's.
   return {
-    name: provider.name,
-    type: provider.type,
+    ...provider,
     send(request: SendRequest, signal: AbortSignal) {
       const country = needsCountry ? recipientCountry(request.to) : undefined;
       return provider.send({ ...request, from: chooseSender(request.from, country, rules, senderNameWins) }, signal);
     },
-    parseReceipt: (receipt) => provider.parseReceipt(receipt),
-    ...(provider.close ? { close: () => provider.close!() } : {}),
   };
 }

@@ -10,7 +10,7 @@
  * the answer is transient (`retryable`, src/sms/outcome.ts), so the CRM retries.
  * Time comes from an injected clock so tests move it by hand.
  */
-import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
 import type { Clock } from '../clock.js';
 
 
@@ -171,13 +171,6 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
     }
   }
 
-  return {
-    name: provider.name,
-    type: provider.type,
-    send,
-    parseReceipt: (receipt) => provider.parseReceipt(receipt),
-    ...(provider.parseInbound ? { parseInbound: (request: IncomingReceipt) => provider.parseInbound!(request) } : {}),
-    ...(provider.inboundAnswer ? { inboundAnswer: provider.inboundAnswer } : {}),
-    ...(provider.close ? { close: () => provider.close!() } : {}),
-  };
+  // Spread, so everything but send stays the plugin's (see withSenderRules).
+  return { ...provider, send };
 }
