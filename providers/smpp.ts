@@ -126,6 +126,12 @@ function waitLimit(req: SendRequest, signal: AbortSignal, now: number): { signal
   };
 }
 
+/** A short_message or message_payload as the smpp package decodes it by data_coding: `{ message: string }`. */
+function decodedText(field: unknown): string {
+  const message = (field as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : '';
+}
+
 export const smpp: ProviderPlugin<typeof configSchema> = {
   type: 'smpp',
   configSchema,
@@ -133,8 +139,8 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
     let reference = Math.floor(Math.random() * 256);
 
     async function onDeliverSm(pdu: smppLib.PDU): Promise<number> {
-      const message = pdu.short_message as { message?: unknown } | undefined;
-      const text = typeof message?.message === 'string' ? message.message : '';
+      // The text travels in short_message, or (a long text) in the message_payload TLV with short_message empty.
+      const text = decodedText(pdu.short_message) || decodedText(pdu.message_payload);
       const kind = classifyDeliverSm(
         {
           esmClass: Number(pdu.esm_class ?? 0),

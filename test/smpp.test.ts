@@ -222,6 +222,13 @@ describe('smpp plugin against the fake SMSC', () => {
     expect(received).toEqual([{ providerMessageId: '10001', providerStatus: 'UNDELIV', status: 'undelivered', errorCode: '001', perPart: true }]);
   });
 
+  it('reads a player\'s text from message_payload when short_message is empty', async () => {
+    plugin();
+    await bound();
+    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', esm_class: 0, short_message: '', message_payload: 'STOP' })).toEqual([0]);
+    expect(inbound.map((m) => m.text)).toEqual(['STOP']);
+  });
+
   it('answers ESME_RX_T_APPN to a player\'s message where nothing takes inbound messages, so the SMSC offers it again', async () => {
     const config = smpp.configSchema.parse({ type: 'smpp', host: fake.host, port: fake.port, system_id: fake.systemId, password: fake.password, rebind_min: '20ms' });
     open.push(smpp.create('smpp', config, { logger: pino({ level: 'silent' }), now: Date.now, deliverReceipts: async () => {} }));
