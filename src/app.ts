@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
 import { receiveInbound } from './consents/inbound.js';
 import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
@@ -24,6 +25,7 @@ import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
+import { createAddressSet } from './http/client-address.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
@@ -51,6 +53,8 @@ export interface AppParts {
   /** Random bytes of this process (or cluster), the key of what is signed without a configured secret. */
   processSecret: Buffer;
   ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
+  receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
@@ -88,7 +92,8 @@ export function createApp(parts: AppParts): Hono {
   });
 
   // Before every credential check: an address that failed too often is answered 429 without trying again.
-  app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now));
+  const trust = { isTrustedProxy: createAddressSet(config.server.trusted_proxies), isTrustedClient: createAddressSet(config.auth.trusted_addresses) };
+  app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now, trust));
 
   app.route('/', healthRoutes(parts.db, logger));
   app.route(
@@ -107,7 +112,8 @@ export function createApp(parts: AppParts): Hono {
   const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
   app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
+  const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend;

@@ -40,14 +40,17 @@ async function main(argv: string[]): Promise<number> {
   const config = await loadConfig(values.config!);
   // Production refuses what is unsafe; development says it once, at the start (src/config/production-checks.ts).
   const findings = command === 'import' ? [] : findUnsafeSettings(config);
-  if (findings.length > 0 && config.server.environment === 'production') {
+  const refused = findings.filter((f) => f.severity === 'refuse');
+  if (refused.length > 0 && config.server.environment === 'production') {
     console.error(
-      `server.environment is production and the configuration is not safe for it:\n${findings.map((f) => `  - ${describeFinding(f)}`).join('\n')}\n` +
+      `server.environment is production and the configuration is not safe for it:\n${refused.map((f) => `  - ${describeFinding(f)}`).join('\n')}\n` +
         'Fix these keys, or run with server.environment: development (or GATEWAY_ENV=development) to start anyway with warnings.',
     );
     return 78;
   }
-  const warnOnce = (warn: (line: string) => void) => findings.forEach((f) => warn(`not safe for production: ${describeFinding(f)}`));
+  // Every finding is said once at the start: `refuse` ones only get here in development, `warn` ones in any environment.
+  const warnOnce = (warn: (line: string) => void) =>
+    findings.forEach((f) => warn(f.severity === 'refuse' ? `not safe for production: ${describeFinding(f)}` : `check this setting: ${describeFinding(f)}`));
 
   switch (command) {
     case 'serve': {

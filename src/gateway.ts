@@ -5,11 +5,10 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { buildCallbackUrl } from '../providers/kit/callback-url.js';
 import { providerPlugins } from '../providers/index.js';
-import type { ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
+import type { InboundSms, ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
-import type { ReceiptInput } from './delivery/ingest.js';
 import { createReceiptIntake } from './delivery/intake.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
@@ -34,6 +33,7 @@ import { createRecipientCheck } from './consents/suppression.js';
 import { systemClock, type Clock } from './kit/clock.js';
 import { withThrottle } from './provider-wrappers/throttle.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
+import { receiveInbound } from './consents/inbound.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -64,6 +64,12 @@ export interface RouteWiring {
   callbackUrl(member: string, smsId: string): string;
 }
 
+/** The ingestion behind ProviderDeps.deliverReceipts and deliverInbound, by provider name. */
+export interface PushedIntake {
+  receipts(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<void>;
+  inbound(provider: string, message: InboundSms): Promise<void>;
+}
+
 export function createProviders(
   config: Readonly<Config>,
   logger: Logger,
@@ -72,8 +78,8 @@ export function createProviders(
   role?: ClusterRole,
   processSecret?: Buffer,
   routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
-  /** Where plugins that receive receipts over their own connection (SMPP) hand them in. */
-  deliverReceipts?: (provider: string, events: ReceiptEvent[]) => Promise<void>,
+  /** Where plugins that receive receipts or players' messages over their own connection (SMPP) hand them in. */
+  pushed?: PushedIntake,
 ): SmsProvider[] {
   const built = new Map<string, SmsProvider>();
   for (const [name, providerConfig] of Object.entries(config.providers)) {
@@ -83,7 +89,12 @@ export function createProviders(
       logger: logger.child({ provider: name }),
       now,
       processSecret,
-      ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}),
+      ...(pushed
+        ? {
+            deliverReceipts: (events: ReceiptEvent[], limits?: { maxParked?: number }) => pushed.receipts(name, events, limits),
+            deliverInbound: (message: InboundSms) => pushed.inbound(name, message),
+          }
+        : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
     // One throttle per provider instance, shared by single and batch traffic (docs/configuration.md "Providers"); in a cluster, a share each.
@@ -119,11 +130,18 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const routeHealth = createRouteHealth(now, logger);
   // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
   // arrives before then is refused, and the SMSC offers it again.
-  let ingestPushed: ((inputs: ReceiptInput[]) => Promise<unknown>) | undefined;
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, async (provider, events) => {
-    if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
-    await ingestPushed(events.map((event) => ({ provider, event })));
-  });
+  let ingestPushed: PushedIntake | undefined;
+  const pushed: PushedIntake = {
+    async receipts(provider, events, limits) {
+      if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
+      await ingestPushed.receipts(provider, events, limits);
+    },
+    async inbound(provider, message) {
+      if (!ingestPushed) throw new Error('inbound ingestion is not ready yet');
+      await ingestPushed.inbound(provider, message);
+    },
+  };
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, pushed);
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
@@ -174,7 +192,21 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
   });
 
-  ingestPushed = receipts.store;
+  // The same inbound handling as /mo/{provider} (src/consents/routes.ts), for messages a plugin receives itself.
+  const inboundDeps = {
+    db,
+    backend: config.operator.backend,
+    storeContent: config.ledger.store_content,
+    keywords: { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords },
+    recipients,
+    now,
+    logger,
+  };
+  const receiveInboundSms = (provider: string, sms: InboundSms) => receiveInbound(inboundDeps, provider, sms);
+  ingestPushed = {
+    receipts: async (provider, events, limits) => void (await receipts.storePushed(provider, events, limits)),
+    inbound: async (provider, message) => void (await receiveInboundSms(provider, message)),
+  };
 
   const app = createApp({
     config,
@@ -187,6 +219,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     publicUrl: () => publicUrl,
     processSecret,
     ingestReceipts: receipts.store,
+    receiveInbound: receiveInboundSms,
     onReplay: () => worker?.wake(),
     transact: ledgerWrites.transact,
     onEventsQueued: () => eventWorker?.wake(),

@@ -1,9 +1,9 @@
 /** The SMPP plugin's decisions as tables: submit_sm_resp classes, part outcomes, receipts, message layout, ids. */
 import { isGsmChar } from '@trt2/gsm-charset-utils/lib/SmsUtil.js';
 import { describe, expect, it } from 'vitest';
-import { combinePartOutcomes, needsPartRetry, readPartOutcome } from '../providers/smpp/index.js';
-import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp/message.js';
-import { canonicalMessageId, classifySubmitStatus, parseSmppReceipt } from '../providers/smpp/status.js';
+import { combinePartOutcomes, needsPartRetry, readPartOutcome } from '../providers/smpp.js';
+import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp-message.js';
+import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
 
 describe('submit_sm_resp status classes', () => {
   it.each([
@@ -83,10 +83,29 @@ describe('delivery receipts from deliver_sm', () => {
     ['hex_to_decimal: ids past 64 bits convert exactly', 'ffffffffffffffffff', 'receipt_text', 'hex_to_decimal', '4722366482869645213695'],
   ] as const)('message id %s', (_label, id, from, format, expected) => expect(canonicalMessageId(id, from, format)).toBe(expected));
 
-  it('is not a receipt: a mobile-originated message, or a receipt without an id', () => {
-    expect(parseSmppReceipt({ esmClass: 0, text: 'STOP' })).toBeNull();
+  it('has no receipt in it: a receipt without an id', () => {
     expect(parseSmppReceipt({ esmClass: 0x04, text: 'stat:DELIVRD err:000' })).toBeNull();
   });
+});
+
+describe('what a deliver_sm is, by its esm_class (SMPP 3.4 §5.2.12)', () => {
+  const receiptText = 'id:7f3a sub:001 dlvrd:001 submit date:2611240400 done date:2611240401 stat:UNDELIV err:001 text:';
+  it.each([
+    ['an SMSC delivery receipt (0x04)', { esmClass: 0x04, text: receiptText }, {}, 'receipt'],
+    ['an SME delivery acknowledgement (0x08)', { esmClass: 0x08, text: receiptText }, {}, 'receipt'],
+    ['an intermediate delivery notification (0x20)', { esmClass: 0x20, text: receiptText.replace('UNDELIV', 'ENROUTE') }, {}, 'receipt'],
+    ['a receipt with UDHI and reply-path bits beside its type', { esmClass: 0xc4, text: receiptText }, {}, 'receipt'],
+    ['a receipt by TLVs alone', { esmClass: 0x04, text: '', receiptedMessageId: '7f3a', messageState: 5 }, {}, 'receipt'],
+    ['a flagged receipt without an id: neither', { esmClass: 0x04, text: 'stat:DELIVRD' }, {}, 'ignored'],
+    ['a player\'s STOP', { esmClass: 0, text: 'STOP' }, {}, 'message'],
+    ['a player\'s text that reads like a receipt: still a message', { esmClass: 0, text: receiptText }, {}, 'message'],
+    ['a player\'s text with receipt TLVs on an unflagged PDU: a message', { esmClass: 0, text: 'hi', receiptedMessageId: '7f3a', messageState: 5 }, {}, 'message'],
+    ['receipt text without the flag where the provider allows it', { esmClass: 0, text: receiptText }, { textReceiptsWithoutFlag: true }, 'receipt'],
+    ['a plain STOP where the provider allows unflagged receipts: still a message', { esmClass: 0, text: 'STOP' }, { textReceiptsWithoutFlag: true }, 'message'],
+    ['a manual/user acknowledgement (0x10): neither', { esmClass: 0x10, text: receiptText }, {}, 'ignored'],
+    ['a conversation abort (0x18): neither', { esmClass: 0x18, text: 'STOP' }, {}, 'ignored'],
+    ['a reserved message type (0x0c): neither', { esmClass: 0x0c, text: receiptText }, {}, 'ignored'],
+  ])('%s', (_label, fields, options, kind) => expect(classifyDeliverSm(fields, options).kind).toBe(kind));
 });
 
 describe('message layout', () => {

@@ -5,14 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { smpp, type SmppConfig } from '../providers/smpp/index.js';
-import type { ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
+import { smpp, type SmppConfig } from '../providers/smpp.js';
+import type { InboundSms, ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
 import { startSmppFake, type SmppFake } from './fakes/smpp.js';
 import { noAbort, sendRequest } from './helpers/providers.js';
 import { waitFor } from './helpers/gateway.js';
 
 let fake: SmppFake;
 const received: ReceiptEvent[] = [];
+const inbound: InboundSms[] = [];
 const open: SmsProvider[] = [];
 
 function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}, target: SmppFake = fake): SmsProvider {
@@ -21,6 +22,7 @@ function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}, targ
     logger: pino({ level: 'silent' }),
     now: Date.now,
     deliverReceipts: async (events) => void received.push(...events),
+    deliverInbound: async (message) => void inbound.push(message),
   });
   open.push(provider);
   return provider;
@@ -38,6 +40,7 @@ afterEach(async () => {
   fake.release();
   fake.nextStatuses.length = 0;
   received.length = 0;
+  inbound.length = 0;
 });
 afterAll(async () => fake.close());
 
@@ -196,11 +199,41 @@ describe('smpp plugin against the fake SMSC', () => {
     expect(fake.submits.at(-1)).toMatchObject({ sourceTon: 1, sourceNpi: 1, source: '447700900999' });
   });
 
-  it('acknowledges a mobile-originated deliver_sm without handing anything on', async () => {
+  it('hands a mobile-originated deliver_sm to inbound handling, never to receipts, and acknowledges it', async () => {
     plugin();
     await bound();
-    expect(await fake.sendDeliverSm({ source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'STOP' })).toEqual([0]);
+    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'STOP' })).toEqual([0]);
     expect(received).toEqual([]);
+    expect(inbound).toEqual([{ providerMessageId: expect.stringMatching(/^smpp-/), from: '+447700900123', to: 'Casino', text: 'STOP' }]);
+  });
+
+  it('takes receipt text in an unflagged deliver_sm as a player\'s message, unless receipts_without_esm_class says otherwise', async () => {
+    const forged = { source_addr_ton: 1, source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'id:10001 sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:UNDELIV err:001 text:' };
+    const strict = plugin();
+    await bound();
+    expect(await fake.sendDeliverSm(forged)).toEqual([0]);
+    expect(received).toEqual([]);
+    expect(inbound.map((m) => m.text)).toEqual([forged.short_message]);
+    await strict.close?.();
+    await waitFor(() => fake.boundSessions() === 0, 5_000, 'the unbind');
+    plugin({ receipts_without_esm_class: true });
+    await bound();
+    expect(await fake.sendDeliverSm(forged)).toEqual([0]);
+    expect(received).toEqual([{ providerMessageId: '10001', providerStatus: 'UNDELIV', status: 'undelivered', errorCode: '001', perPart: true }]);
+  });
+
+  it('reads a player\'s text from message_payload when short_message is empty', async () => {
+    plugin();
+    await bound();
+    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', esm_class: 0, short_message: '', message_payload: 'STOP' })).toEqual([0]);
+    expect(inbound.map((m) => m.text)).toEqual(['STOP']);
+  });
+
+  it('answers ESME_RX_T_APPN to a player\'s message where nothing takes inbound messages, so the SMSC offers it again', async () => {
+    const config = smpp.configSchema.parse({ type: 'smpp', host: fake.host, port: fake.port, system_id: fake.systemId, password: fake.password, rebind_min: '20ms' });
+    open.push(smpp.create('smpp', config, { logger: pino({ level: 'silent' }), now: Date.now, deliverReceipts: async () => {} }));
+    await bound();
+    expect(await fake.sendDeliverSm({ source_addr: '447700900123', esm_class: 0, short_message: 'STOP' })).toEqual([0x64]);
   });
 
   it('hands on a receipt whose id is __proto__ as a plain string, like any other', async () => {

@@ -5,20 +5,24 @@
  *
  * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
- * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
- * Receipts: deliver_sm on the same bind, correlated by the SMSC's message id of each part (the SMSC echoes nothing
- * of ours), handed to the gateway's receipt ingestion through `deps.deliverReceipts` and acknowledged once stored.
+ * every provider (src/sms/throttle.ts). A bind that is down answers at once, transient and nothing sent.
+ * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (smpp-status.ts classifyDeliverSm),
+ * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
+ * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
+ * message type is a player's text (mobile-originated): it goes to the inbound handling through
+ * `deps.deliverInbound`, so STOP and START work over SMPP as they do at /mo/{name}.
  * With several gateway instances each holds its own bind; a receipt may arrive on any of them and is matched in
  * the shared ledger. Secrets to keep out of logs: password.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type smppLib from 'smpp';
-import { durationSchema } from '../../src/kit/duration.js';
-import { openSmppBind, type SubmitOutcome } from './bind.js';
-import { destinationAddress, encodeSmppParts, sourceAddress } from './message.js';
-import { canonicalMessageId, classifySubmitStatus, parseSmppReceipt, type ReceiptIdFormat } from './status.js';
-import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from '../types.js';
+import { durationSchema } from '../src/config/duration.js';
+import { openSmppBind, type SubmitOutcome } from './smpp-bind.js';
+import { destinationAddress, encodeSmppParts, inboundSourceNumber, sourceAddress } from './smpp-message.js';
+import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, type ReceiptIdFormat } from './smpp-status.js';
+import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from './types.js';
 
 const duration = (fallback: string) => durationSchema(fallback, { positive: true });
 
@@ -50,6 +54,13 @@ const configSchema = z.strictObject({
   gsm_packing: z.boolean().default(false),
   /** How the receipt text writes the message id against the submit_sm_resp (status.ts canonicalMessageId). */
   receipt_id_format: z.enum(['same', 'decimal_to_hex', 'hex_to_decimal']).default('same'),
+  /**
+   * Read receipt text (`id:… stat:…`) in a deliver_sm whose esm_class is 0, for an SMSC that never sets the receipt
+   * bits. Off by default: such text can come from anyone who texts our number (docs/trust.md).
+   */
+  receipts_without_esm_class: z.boolean().default(false),
+  /** Receipts of this provider left parked (no message known for their id) at most; past it the oldest are set aside. */
+  max_parked_receipts: z.number().int().min(1).max(10_000_000).default(10_000),
 });
 export type SmppConfig = z.infer<typeof configSchema>;
 
@@ -115,6 +126,12 @@ function waitLimit(req: SendRequest, signal: AbortSignal, now: number): { signal
   };
 }
 
+/** A short_message or message_payload as the smpp package decodes it by data_coding: `{ message: string }`. */
+function decodedText(field: unknown): string {
+  const message = (field as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : '';
+}
+
 export const smpp: ProviderPlugin<typeof configSchema> = {
   type: 'smpp',
   configSchema,
@@ -122,22 +139,29 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
     let reference = Math.floor(Math.random() * 256);
 
     async function onDeliverSm(pdu: smppLib.PDU): Promise<number> {
-      const message = pdu.short_message as { message?: unknown } | undefined;
-      const receipt = parseSmppReceipt({
-        esmClass: Number(pdu.esm_class ?? 0),
-        text: typeof message?.message === 'string' ? message.message : '',
-        receiptedMessageId: typeof pdu.receipted_message_id === 'string' ? pdu.receipted_message_id : undefined,
-        messageState: typeof pdu.message_state === 'number' ? pdu.message_state : undefined,
-      });
-      if (!receipt) {
-        // Mobile-originated messages are not handled by the gateway; acknowledged so the SMSC stops offering them.
-        deps.logger.info({ provider: name }, 'deliver_sm that is not a delivery receipt; acknowledged and dropped');
+      // The text travels in short_message, or (a long text) in the message_payload TLV with short_message empty.
+      const text = decodedText(pdu.short_message) || decodedText(pdu.message_payload);
+      const kind = classifyDeliverSm(
+        {
+          esmClass: Number(pdu.esm_class ?? 0),
+          text,
+          receiptedMessageId: typeof pdu.receipted_message_id === 'string' ? pdu.receipted_message_id : undefined,
+          messageState: typeof pdu.message_state === 'number' ? pdu.message_state : undefined,
+        },
+        { textReceiptsWithoutFlag: config.receipts_without_esm_class },
+      );
+      if (kind.kind === 'ignored') {
+        // Acknowledged so the SMSC stops offering it; nothing in it is about a message of ours or a player's consent.
+        deps.logger.info({ provider: name, reason: kind.reason }, 'deliver_sm acknowledged and dropped');
         return 0;
       }
+      if (kind.kind === 'message') return receiveMessage(pdu, text);
+      const receipt = kind.receipt;
       if (receipt.unknownState) deps.logger.warn({ provider: name, providerStatus: receipt.providerStatus }, 'unknown SMPP receipt state; mapped to delivery_unknown');
       if (!deps.deliverReceipts) throw new Error('this process does not ingest receipts');
       // No signature to check: the receipt came over the bind we opened to the configured SMSC and authenticated
-      // with system_id/password, so the connection itself vouches for its sender (unlike an HTTP callback).
+      // with system_id/password, so the connection vouches for the SMSC; the esm_class bits, which only the SMSC
+      // sets, vouch that it is the SMSC's receipt and not a subscriber's text.
       const event: ReceiptEvent = {
         providerMessageId: canonicalMessageId(receipt.messageId, receipt.idFrom, config.receipt_id_format),
         providerStatus: receipt.providerStatus,
@@ -146,7 +170,21 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
         // One receipt per submit_sm, so a long message's parts are rolled up (src/delivery/parts.ts).
         perPart: true,
       };
-      await deps.deliverReceipts([event]);
+      await deps.deliverReceipts([event], { maxParked: config.max_parked_receipts });
+      return 0;
+    }
+
+    /** A player's text: kept and checked for STOP/START like one posted to /mo/{name}; acknowledged once committed. */
+    async function receiveMessage(pdu: smppLib.PDU, text: string): Promise<number> {
+      if (!deps.deliverInbound) throw new Error('this process does not take inbound messages');
+      await deps.deliverInbound({
+        // SMPP gives a mobile-originated message no id of its own; an SMSC that offers it again after a lost
+        // deliver_sm_resp makes a second row, and a repeated STOP changes nothing (src/ledger/consent-changes.ts).
+        providerMessageId: `smpp-${randomUUID()}`,
+        from: inboundSourceNumber(String(pdu.source_addr ?? ''), Number(pdu.source_addr_ton ?? 0)),
+        to: String(pdu.destination_addr ?? ''),
+        text,
+      });
       return 0;
     }
 

@@ -137,3 +137,14 @@ export function sourceAddress(value: string): SmppAddress | { error: string } {
 export function destinationAddress(e164: string): SmppAddress {
   return { ton: 1, npi: 1, addr: e164.replace(/^\+/, '') };
 }
+
+/**
+ * A mobile-originated message's source_addr as the number players are stored under: E.164 with `+` when the SMSC
+ * marks it international (TON 1), or sends it with unknown TON (0) as 9 to 15 digits, as SMSCs commonly write full
+ * international numbers; anything else (national or alphanumeric) is kept as received and matches no player.
+ */
+export function inboundSourceNumber(addr: string, ton: number): string {
+  const digits = addr.replace(/^\+/, '');
+  if (/^\d{6,15}$/.test(digits) && (ton === 1 || (ton === 0 && digits.length >= 9))) return `+${digits}`;
+  return addr;
+}

@@ -83,7 +83,7 @@ export interface SmppReceipt {
   unknownState: boolean;
 }
 
-/** The fields of a deliver_sm that matter for a receipt, already decoded by the smpp package. */
+/** The fields of a deliver_sm that matter for telling a receipt from a message, already decoded by the smpp package. */
 export interface DeliverSmFields {
   esmClass: number;
   /** short_message decoded to text (the receipt text is plain ASCII). */
@@ -93,18 +93,60 @@ export interface DeliverSmFields {
 }
 
 /**
- * A delivery receipt from a deliver_sm, or null when it is not one (a mobile-originated message). The TLVs win
- * when present (they carry the id exactly as the submit_sm_resp did); else the text `id:… stat:… err:…`.
+ * The message type of a deliver_sm, bits 5–2 of esm_class (SMPP 3.4 §5.2.12), as the plugin treats it. Only the
+ * SMSC sets these bits; a subscriber's text arrives with type 0 whatever it says, so the bits, never the words,
+ * decide what is a receipt. `receipt`: an SMSC delivery receipt (0x04), an SME delivery acknowledgement (0x08) or an
+ * intermediate delivery notification (0x20), each about a message we sent. `message`: a mobile-originated text.
+ * `other`: a manual/user acknowledgement (0x10), a conversation abort (0x18) or a reserved value, none of which says
+ * anything about delivery or consent.
+ */
+export const SMPP_DELIVER_TYPE: ReadonlyMap<number, 'message' | 'receipt' | 'other'> = new Map([
+  [0x00, 'message'],
+  [0x04, 'receipt'],
+  [0x08, 'receipt'],
+  [0x10, 'other'],
+  [0x18, 'other'],
+  [0x20, 'receipt'],
+]);
+
+export interface DeliverSmOptions {
+  /**
+   * Take receipt text (`id:… stat:…`) in a deliver_sm whose esm_class does not mark it as a receipt, for an SMSC that
+   * leaves the bits at 0 (providers.<name>.receipts_without_esm_class). Off by default: then anyone who can text our
+   * number could write a receipt for any message.
+   */
+  textReceiptsWithoutFlag?: boolean;
+}
+
+/** What one deliver_sm is: a receipt for one of our messages, a player's message, or neither. */
+export type DeliverSmKind = { kind: 'receipt'; receipt: SmppReceipt } | { kind: 'message' } | { kind: 'ignored'; reason: string };
+
+export function classifyDeliverSm(fields: DeliverSmFields, options: DeliverSmOptions = {}): DeliverSmKind {
+  const type = SMPP_DELIVER_TYPE.get(fields.esmClass & 0x3c) ?? 'other';
+  if (type === 'other') return { kind: 'ignored', reason: `esm_class 0x${fields.esmClass.toString(16)} is neither a receipt nor a message` };
+  if (type === 'receipt') {
+    const receipt = parseSmppReceipt(fields);
+    return receipt ? { kind: 'receipt', receipt } : { kind: 'ignored', reason: 'a receipt without a message id or a state' };
+  }
+  if (options.textReceiptsWithoutFlag) {
+    const receipt = parseSmppReceipt(fields);
+    if (receipt) return { kind: 'receipt', receipt };
+  }
+  return { kind: 'message' };
+}
+
+/**
+ * A delivery receipt's id and state, or null when it carries none. The TLVs win when present (they carry the id
+ * exactly as the submit_sm_resp did); else the text `id:… stat:… err:…`. Whether the deliver_sm is a receipt at all
+ * is classifyDeliverSm's decision, by its esm_class.
  */
 export function parseSmppReceipt(fields: DeliverSmFields): SmppReceipt | null {
-  // esm_class bits 2–5: 0x04 SMSC delivery receipt, 0x08 SME delivery ack, 0x20 intermediate notification.
-  const receiptType = fields.esmClass & 0x3c;
   const textId = /(?:^|\s)id:(\S+)/i.exec(fields.text)?.[1];
   const textStat = /(?:^|\s)stat:(\S+)/i.exec(fields.text)?.[1]?.toUpperCase();
   const textErr = /(?:^|\s)err:(\S+)/i.exec(fields.text)?.[1];
   const messageId = fields.receiptedMessageId || textId;
   const idFrom = fields.receiptedMessageId ? 'receipt_tlv' : 'receipt_text';
-  if (!messageId || (receiptType === 0 && fields.messageState === undefined && !textStat)) return null;
+  if (!messageId) return null;
 
   const errorCode = textErr && !/^0+$/.test(textErr) ? textErr : undefined;
   if (fields.messageState !== undefined) {

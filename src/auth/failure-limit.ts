@@ -1,15 +1,36 @@
 /**
- * Failed authentications per client address (docs/security.md): every credential check answers 401 on a wrong or
- * missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth tokens and the
- * token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget` failures within
- * `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends (503 on the
- * single send, see below), so a guesser gets a few dozen tries a minute instead of thousands a second.
+ * Failed authentications per client address (README "Security", docs/trust.md): every credential check answers 401
+ * on a wrong or missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth
+ * tokens and the token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget`
+ * failures within `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends
+ * (503 on the single send, see below), so a guesser gets a few dozen tries a minute instead of thousands a second.
  *
+ * What is not a guess is not counted: a check that recognises a credential as one of ours that merely ran out (an
+ * expired token we signed, a token of ours signed by another process or before a restart) marks its 401 with
+ * `markNotAGuess`, so a CRM with many calls in flight at expiry is told 401 and fetches a new token, never 429.
+ * Addresses in `auth.trusted_addresses` (the CRM's egress) are never counted nor refused. Paths that check no
+ * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused.
+ *
+ * The address is the TCP peer's, or behind a proxy listed in `server.trusted_proxies` the X-Forwarded-For hop that
+ * proxy saw (src/http/client-address.ts), so one guesser behind a load balancer locks out only itself.
  * Counts live in this process: a cluster worker or another instance keeps its own (a guesser gets the budget once
- * per process). The address is the TCP peer's; behind a proxy that is the proxy, which then shares one budget.
+ * per process).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
+import { clientAddressOf } from '../http/client-address.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by a credential check whose 401 is not a guess (markNotAGuess). */
+    authFailureNotAGuess: boolean;
+  }
+}
+
+/** Marks this request's 401 as a credential of ours that is no longer good, not a guess: it is not counted. */
+export function markNotAGuess(c: Context): void {
+  c.set('authFailureNotAGuess', true);
+}
 
 /** Addresses remembered at most; past it the oldest window is forgotten, so a flood of addresses stays bounded. */
 const MAX_ADDRESSES = 100_000;
@@ -17,7 +38,7 @@ const MAX_ADDRESSES = 100_000;
 const SINGLE_SEND_PATH = '/channels/sms/single';
 
 /** Paths that check no credential, or whose callers authenticate otherwise (providers sign their receipts). */
-const UNAUTHENTICATED = /^\/(healthz|readyz|openapi\.json|docs|dlr\/[^/]*)$/;
+const UNAUTHENTICATED = /^\/(healthz|readyz|openapi\.json|docs|dlr\/[^/]*|mo\/[^/]*)$/;
 
 export interface FailureLimiter {
   /** Milliseconds until `address` may try again, or 0 when it may now. */
@@ -53,7 +74,16 @@ export function createFailureLimiter(budget: number, windowMs: number, maxAddres
   };
 }
 
-function clientAddress(c: Context): string {
+export interface AddressTrust {
+  /** server.trusted_proxies: peers whose X-Forwarded-For is believed. */
+  isTrustedProxy: (address: string) => boolean;
+  /** auth.trusted_addresses: clients never counted nor refused. */
+  isTrustedClient: (address: string) => boolean;
+}
+
+const NO_TRUST: AddressTrust = { isTrustedProxy: () => false, isTrustedClient: () => false };
+
+function peerAddress(c: Context): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
   } catch {
@@ -61,22 +91,26 @@ function clientAddress(c: Context): string {
   }
 }
 
-export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number): MiddlewareHandler {
+export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
+  const clientAddress = (c: Context) => clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
   return async (c, next) => {
     if (UNAUTHENTICATED.test(c.req.path)) return next();
-    // The peer's address is read only when some address has failed: a gateway whose callers all hold valid
+    // The client's address is read only when some address has failed: a gateway whose callers all hold valid
     // credentials pays one property read per request here.
     const address = limiter.tracking ? clientAddress(c) : undefined;
-    const waitMs = address === undefined ? 0 : limiter.blockedFor(address, now());
+    const waitMs = address === undefined || trust.isTrustedClient(address) ? 0 : limiter.blockedFor(address, now());
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
       c.header('Retry-After', String(seconds));
       const error = `too many failed authentications from this address; try again in ${seconds} s`;
       // The CRM skips a single SMS answered with any 4xx (docs/crm-interface.md, Errors) and retries only 5xx: a CRM
       // sharing its address with a guesser would lose messages to a 429, so the single send path answers 503.
-      return c.json({ error }, c.req.path === SINGLE_SEND_PATH ? 503 : 429);
+      const status = c.req.path === SINGLE_SEND_PATH ? 503 : 429;
+      return c.json({ error, code: status }, status);
     }
     await next();
-    if (c.res.status === 401) limiter.recordFailure(address ?? clientAddress(c), now());
+    if (c.res.status !== 401 || c.get('authFailureNotAGuess')) return;
+    const failed = address ?? clientAddress(c);
+    if (!trust.isTrustedClient(failed)) limiter.recordFailure(failed, now());
   };
 }

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { readJsonBody } from '../http/json-body.js';
 import { createKeyMatcher } from './api-key.js';
+import { markNotAGuess } from './failure-limit.js';
 
 type OAuthConfig = NonNullable<Config['auth']['oauth']>;
 
@@ -30,10 +31,20 @@ export const tokenAnswerSchema = z.strictObject({
   token_type: z.literal('Bearer'),
 });
 
+/**
+ * Why a token is refused. `ours`: the token is one of this gateway's, merely no longer good here (expired, or signed
+ * by another process: before a restart without signing_secret, or another instance), so its 401 is not a guess and
+ * the failure limit does not count it (src/auth/failure-limit.ts).
+ */
+export interface TokenProblem {
+  problem: string;
+  ours: boolean;
+}
+
 export interface TokenIssuer {
   issue(): z.output<typeof tokenAnswerSchema>;
   /** Undefined when the token is good, else why it is not. */
-  check(token: string): string | undefined;
+  check(token: string): TokenProblem | undefined;
 }
 
 const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url');
@@ -61,31 +72,47 @@ export function createTokenIssuer(oauth: OAuthConfig, now: () => number, process
     },
     check(token) {
       const parts = token.split('.');
-      if (parts.length !== 3 || parts[0] !== header) return 'the token is not one this gateway issued';
+      if (parts.length !== 3 || parts[0] !== header) return { problem: 'the token is not one this gateway issued', ours: false };
+      const claims = readClaims(parts[1]!);
       const given = Buffer.from(parts[2]!, 'base64url');
       const expected = sign(`${parts[0]}.${parts[1]}`);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'the token signature is not valid';
-      let claims: { sub?: unknown; exp?: unknown };
-      try {
-        claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as typeof claims;
-      } catch {
-        return 'the token is not one this gateway issued';
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        // Our header and our claims' shape with a well-formed signature: a token of ours from a key this process does
+        // not hold. Forging the shape gains nothing (the HMAC is what a guesser would have to guess), and the check
+        // does not compare `sub`, so the lockout cannot be used to learn the client_id.
+        return { problem: 'the token signature is not valid; request a new token', ours: claims !== undefined && given.length === expected.length };
       }
-      if (claims.sub !== oauth.client_id) return 'the token was issued to another client';
-      if (typeof claims.exp !== 'number' || now() / 1000 >= claims.exp) return 'the token has expired; request a new one';
+      if (!claims) return { problem: 'the token is not one this gateway issued', ours: false };
+      if (claims.sub !== oauth.client_id) return { problem: 'the token was issued to another client', ours: true };
+      if (now() / 1000 >= claims.exp) return { problem: 'the token has expired; request a new one', ours: true };
       return undefined;
     },
   };
+}
+
+/** The claims of a token this gateway issues (issue() above), or undefined when the payload is not of that shape. */
+function readClaims(payload: string): { sub: string; iat: number; exp: number; jti: string } | undefined {
+  // A payload longer than any we issue is not ours; it is not parsed.
+  if (payload.length > 512) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const { sub, iat, exp, jti } = claims ?? {};
+    if (typeof sub !== 'string' || typeof iat !== 'number' || typeof exp !== 'number' || typeof jti !== 'string') return undefined;
+    return { sub, iat, exp, jti };
+  } catch {
+    return undefined;
+  }
 }
 
 export function requireBearerToken(issuer: TokenIssuer): MiddlewareHandler {
   return async (c, next) => {
     const header = c.req.header('authorization');
     const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
-    const problem = token ? issuer.check(token) : header ? 'Authorization: expected Bearer <access_token>' : 'Authorization: header is missing (Bearer <access_token>)';
-    if (problem) {
+    const refused = token ? issuer.check(token) : { problem: header ? 'Authorization: expected Bearer <access_token>' : 'Authorization: header is missing (Bearer <access_token>)', ours: false };
+    if (refused) {
+      if (refused.ours) markNotAGuess(c);
       c.header('WWW-Authenticate', 'Bearer error="invalid_token"');
-      return c.json({ error: problem }, 401);
+      return c.json({ error: refused.problem, code: 401 }, 401);
     }
     await next();
   };

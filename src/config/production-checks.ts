@@ -1,7 +1,9 @@
 /**
- * What production refuses and development warns about (docs/security.md): settings that let a stranger in or make
- * the gateway believe what it cannot verify. Pure: takes the config, returns one finding per problem, each naming
- * its key; `serve`, `flush` and `migrate` exit 78 on them in production and log them as warnings in development.
+ * What production refuses and development warns about (README "Security", docs/trust.md): settings that let a
+ * stranger in or make the gateway believe what it cannot verify. Pure: takes the config, returns one finding per
+ * problem, each naming its key. A `refuse` finding makes `serve`, `flush` and `migrate` exit 78 in production and is
+ * a warning in development; a `warn` finding (traffic in clear text, metrics open to anyone who can reach the port)
+ * may be right on a private network, so it is logged as a warning at start in every environment.
  */
 import { isIP } from 'node:net';
 import type { Config } from './schema.js';
@@ -9,6 +11,7 @@ import type { Config } from './schema.js';
 export interface Finding {
   key: string;
   problem: string;
+  severity: 'refuse' | 'warn';
 }
 
 /** The development values the shipped config.yaml falls back to; they are public, so they are no secret. */
@@ -45,27 +48,29 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
   const findings: Finding[] = [];
   const credential = (key: string, value: string | undefined) => {
     const problem = value === undefined ? undefined : credentialProblem(value);
-    if (problem) findings.push({ key, problem });
+    if (problem) findings.push({ key, problem, severity: 'refuse' });
   };
   config.auth.api_keys.forEach((k, i) => credential(`auth.api_keys[${i}]`, k));
   config.sms.api_keys?.forEach((k, i) => credential(`sms.api_keys[${i}]`, k));
+  // The relay's keys let the operator's platform speak for players to the CRM (consents, bonuses): as strong as any.
+  config.relay.api_keys.forEach((k, i) => credential(`relay.api_keys[${i}]`, k));
   credential('admin.api_key', config.admin.api_key);
   if (config.crm.webhook_url) credential('crm.webhook_api_key', config.crm.webhook_api_key);
   credential('auth.basic.password', config.auth.basic?.password);
   const oauth = config.auth.oauth;
   if (oauth && oauth.client_secret.length < MIN_OAUTH_CLIENT_SECRET_LENGTH) {
-    findings.push({ key: 'auth.oauth.client_secret', problem: `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters` });
+    findings.push({ key: 'auth.oauth.client_secret', problem: `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters`, severity: 'refuse' });
   }
   if (oauth && !oauth.signing_secret && runsSeveralInstances(config)) {
-    findings.push({ key: 'auth.oauth.signing_secret', problem: 'is not set while instances share a PostgreSQL database: each would refuse the others\' tokens' });
+    findings.push({ key: 'auth.oauth.signing_secret', problem: 'is not set while instances share a PostgreSQL database: each would refuse the others\' tokens', severity: 'refuse' });
   }
   let realProvider: string | undefined;
   for (const [name, provider] of Object.entries(config.providers)) {
     if (provider.type === 'vonage' && !provider.signature_secret) {
-      findings.push({ key: `providers.${name}.signature_secret`, problem: 'is not set: receipts cannot be verified and are all refused' });
+      findings.push({ key: `providers.${name}.signature_secret`, problem: 'is not set: receipts cannot be verified and are all refused', severity: 'refuse' });
     }
     if (provider.type === 'sandbox' && !provider.receipt_secret) {
-      findings.push({ key: `providers.${name}.receipt_secret`, problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify' });
+      findings.push({ key: `providers.${name}.receipt_secret`, problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify', severity: 'refuse' });
     }
     if (provider.type === 'sandbox') credential(`providers.${name}.receipt_secret`, provider.receipt_secret);
     if (provider.type !== 'sandbox') realProvider ??= name;
@@ -75,7 +80,37 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
     findings.push({
       key: 'server.public_url',
       problem: `${publicUrl ? `(${publicUrl}) is a loopback or private address` : 'is not set (receipt URLs would point at 127.0.0.1)'} while provider ${realProvider} must reach it with receipts`,
+      severity: 'refuse',
     });
+  }
+  findings.push(...findClearTextSettings(config));
+  return findings;
+}
+
+/** A URL whose traffic crosses the network unencrypted: plain http (or amqp) to a host that is not this machine. */
+function inClearText(url: string | undefined): boolean {
+  if (!url) return false;
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'amqp:') return false;
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return !(host === 'localhost' || host === '::1' || /^127\./.test(host));
+}
+
+/** The `warn` findings: the CRM's keys and players' data in clear text, /metrics without a key, SMPP without TLS. */
+function findClearTextSettings(config: Readonly<Config>): Finding[] {
+  const findings: Finding[] = [];
+  const warn = (key: string, problem: string) => findings.push({ key, problem, severity: 'warn' });
+  const { crm } = config;
+  if (inClearText(crm.webhook_url)) warn('crm.webhook_url', `(${crm.webhook_url}) is plain http: conversions and crm.webhook_api_key cross the network unencrypted`);
+  if (inClearText(crm.integration.url)) warn('crm.integration.url', `(${crm.integration.url}) is plain http: players' events and the CRM's headers cross the network unencrypted`);
+  if (crm.integration.transport === 'rabbitmq' && inClearText(crm.integration.rabbitmq?.url)) {
+    warn('crm.integration.rabbitmq.url', 'is plain amqp://: players\' events and the broker password cross the network unencrypted (amqps:// encrypts them)');
+  }
+  if (config.metrics.public) warn('metrics.public', 'is on: /metrics answers anyone who can reach the port, without admin.api_key');
+  for (const [name, provider] of Object.entries(config.providers)) {
+    if (provider.type === 'smpp' && provider.tls === false) {
+      warn(`providers.${name}.tls`, 'is off: the SMPP password, every message and every receipt cross the network in plain TCP');
+    }
   }
   return findings;
 }

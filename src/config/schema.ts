@@ -4,8 +4,9 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
-import { checkRouteMembers, routeConfigSchema } from './route-config.js';
-import { durationSchema } from '../kit/duration.js';
+import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
+import { durationSchema } from './duration.js';
+import { addressOrBlock } from '../http/client-address.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
@@ -54,6 +55,12 @@ const server = z.strictObject({
   keep_alive_timeout: duration('65s'),
   /** Open connections per gateway process; connections beyond it are closed at once. */
   max_connections: z.number().int().positive().default(10_000),
+  /**
+   * Load balancers and proxies (addresses or CIDR blocks) whose X-Forwarded-For is believed: a request from one of
+   * them counts as coming from the rightmost forwarded address that is not itself listed (docs/trust.md). Empty: the
+   * TCP peer is the client, and the header is ignored.
+   */
+  trusted_proxies: z.array(addressOrBlock).default([]),
 }).superRefine((s, ctx) => {
   // Node refuses a headers timeout longer than the request timeout it is part of.
   if (s.request_timeout > 0 && s.headers_timeout > s.request_timeout) {
@@ -91,6 +98,8 @@ const auth = z
     /** Failed authentications one client address may make per `failure_window` before it gets 429 (0: no limit). */
     failure_budget: z.number().int().min(0).default(20),
     failure_window: duration('1m'),
+    /** The CRM's egress addresses or CIDR blocks: never counted nor refused by the failure limit (docs/trust.md). */
+    trusted_addresses: z.array(addressOrBlock).default([]),
   })
   .superRefine((a, ctx) => {
     if (a.mode === 'basic' && !a.basic) ctx.addIssue({ code: 'custom', path: ['basic'], message: 'required when auth.mode is basic' });

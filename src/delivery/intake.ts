@@ -6,9 +6,9 @@
  */
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { MappedStatus } from '../../providers/types.js';
+import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
 import type { SendOutcomeRecord } from '../ledger/messages.js';
-import { anyParkedReceipts } from '../ledger/receipts.js';
+import { anyParkedReceipts, setAsideParkedBeyond } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
@@ -30,6 +30,11 @@ export interface ReceiptIntakeDeps {
 export interface ReceiptIntake {
   /** Stores a request's receipts, batched with other requests' into one transaction. */
   store(inputs: ReceiptInput[]): Promise<IngestSummary>;
+  /**
+   * Stores receipts a plugin pushed over its own connection (SMPP), then keeps at most `maxParked` of that provider's
+   * receipts parked, setting the oldest aside: a source that reports ids we never issued cannot grow the pile forever.
+   */
+  storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<IngestSummary>;
   /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
   rematchAfterSend(trx: Transaction<Database>, records: SendOutcomeRecord[]): Promise<void>;
 }
@@ -55,7 +60,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
     },
   );
 
-  return {
+  const intake: ReceiptIntake = {
     /**
      * Each event is written on its own if its group fails (src/ledger/transaction-queue.ts), so one event that cannot be
      * stored never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot
@@ -73,6 +78,19 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
     },
 
+    async storePushed(provider, events, limits) {
+      const summary = await intake.store(events.map((event) => ({ provider, event })));
+      const keep = limits?.maxParked;
+      if (keep !== undefined && summary.parked > 0) {
+        const dropped = await queue.transact((trx) => setAsideParkedBeyond(trx, provider, keep));
+        if (dropped > 0) {
+          deps.metrics?.parkedReceiptsDropped(provider, dropped);
+          logger.warn({ provider, dropped, max_parked_receipts: keep }, 'parked receipts over the provider\'s bound; the oldest were set aside');
+        }
+      }
+      return summary;
+    },
+
     async rematchAfterSend(trx, records) {
       if (!(await anyParkedReceipts(trx))) return;
       for (const provider of new Set(records.map((r) => r.provider))) {
@@ -81,4 +99,5 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       }
     },
   };
+  return intake;
 }

@@ -72,6 +72,32 @@ export async function expireParkedReceipts(db: Db, receivedBefore: number): Prom
 }
 
 /**
+ * Sets aside (RECEIPT_MATCH.setAside) a provider's parked receipts beyond its newest `keep`, oldest first, so the
+ * receipts one source can leave waiting stay bounded; returns how many. Two portable statements: the id of the
+ * `keep`-th newest parked receipt, then everything parked before it.
+ */
+export async function setAsideParkedBeyond(db: Db, provider: string, keep: number): Promise<number> {
+  const boundary = await db
+    .selectFrom('receipts')
+    .select('id')
+    .where(isParked)
+    .where('provider', '=', provider)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .offset(keep - 1)
+    .executeTakeFirst();
+  if (!boundary) return 0;
+  const result = await db
+    .updateTable('receipts')
+    .set({ matched: RECEIPT_MATCH.setAside })
+    .where(isParked)
+    .where('provider', '=', provider)
+    .where('id', '<', boundary.id)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
  * Deletes up to `limit` receipts set aside (RECEIPT_MATCH.setAside) that arrived before `receivedBefore`; returns how many.
  * Bounded so one sweep's transaction stays short however many a flood of receipts left behind.
  */

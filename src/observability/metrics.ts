@@ -23,6 +23,8 @@ export interface ReceiptMetrics {
   receiptParked(provider: string): void;
   /** Parked receipts set aside by the sweep after delivery.parked_receipt_ttl. */
   receiptsExpired(provider: string, count: number): void;
+  /** Parked receipts set aside, oldest first, because their provider's bound on parked receipts was full. */
+  parkedReceiptsDropped(provider: string, count: number): void;
   /** A terminal status from a receipt; `secondsSinceDispatch` from the ledger's dispatched_at. */
   deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number): void;
   deliveryTimedOut(provider: string): void;
@@ -68,6 +70,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   const receipts = new Counter({ name: 'sms_gateway_receipts_total', help: 'Delivery receipts stored (duplicates excluded), by mapped status', labelNames: ['provider', 'status'], registers });
   const receiptDuplicates = new Counter({ name: 'sms_gateway_receipts_duplicate_total', help: 'Delivery receipts received again and ignored', labelNames: ['provider'], registers });
   const receiptsParked = new Counter({ name: 'sms_gateway_receipts_parked_total', help: 'Receipts that matched no message when they arrived and were parked', labelNames: ['provider'], registers });
+  const parkedDropped = new Counter({ name: 'sms_gateway_parked_receipts_dropped_total', help: 'Parked receipts set aside (oldest first) because their provider held its max_parked_receipts already', labelNames: ['provider'], registers });
   const receiptsExpired = new Counter({ name: 'sms_gateway_receipts_expired_total', help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message', labelNames: ['provider'], registers });
   const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
   const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
@@ -113,6 +116,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     for (const status of DELIVERY_STATUSES) deliveryStatuses.inc({ provider, status, source: 'receipt' }, 0);
     receiptsParked.inc({ provider }, 0);
     receiptsExpired.inc({ provider }, 0);
+    parkedDropped.inc({ provider }, 0);
   }
 
   return {
@@ -131,6 +135,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),
     receiptsExpired: (provider: string, count: number) => receiptsExpired.inc({ provider }, count),
+    parkedReceiptsDropped: (provider: string, count: number) => parkedDropped.inc({ provider }, count),
     deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number) {
       deliveryStatuses.inc({ provider, status, source: 'receipt' });
       deliveryDuration.observe({ provider, status }, Math.max(0, secondsSinceDispatch));
