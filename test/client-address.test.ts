@@ -1,8 +1,8 @@
-/** Whose address a request counts under (src/http/client-address.ts), and which tokens are ours (src/auth/oauth.ts), as tables. */
+/** Whose address a request counts under (src/kit/client-address.ts), and which tokens are ours (src/auth/oauth.ts), as tables. */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createTokenIssuer } from '../src/auth/oauth.js';
-import { clientAddressOf, createAddressSet, normaliseAddress } from '../src/http/client-address.js';
+import { clientAddressOf, createAddressSet, normaliseAddress } from '../src/kit/client-address.js';
 import { configSchema } from '../src/config/schema.js';
 
 describe('createAddressSet', () => {

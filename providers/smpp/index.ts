@@ -5,7 +5,7 @@
  *
  * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
- * every provider (src/sms/throttle.ts). A bind that is down answers at once, transient and nothing sent.
+ * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
  * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (smpp-status.ts classifyDeliverSm),
  * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
  * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
@@ -18,11 +18,11 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type smppLib from 'smpp';
-import { durationSchema } from '../src/config/duration.js';
-import { openSmppBind, type SubmitOutcome } from './smpp-bind.js';
-import { destinationAddress, encodeSmppParts, inboundSourceNumber, sourceAddress } from './smpp-message.js';
-import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, type ReceiptIdFormat } from './smpp-status.js';
-import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from './types.js';
+import { durationSchema } from '../../src/kit/duration.js';
+import { openSmppBind, type SubmitOutcome } from './bind.js';
+import { destinationAddress, encodeSmppParts, inboundSourceNumber, sourceAddress } from './message.js';
+import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, type ReceiptIdFormat } from './status.js';
+import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from '../types.js';
 
 const duration = (fallback: string) => durationSchema(fallback, { positive: true });
 

@@ -1,5 +1,5 @@
 /**
- * Failed authentications per client address (README "Security", docs/trust.md): every credential check answers 401
+ * Failed authentications per client address (docs/security.md, docs/trust.md): every credential check answers 401
  * on a wrong or missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth
  * tokens and the token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget`
  * failures within `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends
@@ -12,13 +12,13 @@
  * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused.
  *
  * The address is the TCP peer's, or behind a proxy listed in `server.trusted_proxies` the X-Forwarded-For hop that
- * proxy saw (src/http/client-address.ts), so one guesser behind a load balancer locks out only itself.
+ * proxy saw (src/kit/client-address.ts), so one guesser behind a load balancer locks out only itself.
  * Counts live in this process: a cluster worker or another instance keeps its own (a guesser gets the budget once
  * per process).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context, MiddlewareHandler } from 'hono';
-import { clientAddressOf } from '../http/client-address.js';
+import { clientAddressOf } from '../kit/client-address.js';
 
 declare module 'hono' {
   interface ContextVariableMap {

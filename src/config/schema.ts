@@ -4,9 +4,9 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
-import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
-import { durationSchema } from './duration.js';
-import { addressOrBlock } from '../http/client-address.js';
+import { checkRouteMembers, routeConfigSchema } from './route-config.js';
+import { durationSchema } from '../kit/duration.js';
+import { addressOrBlock } from '../kit/client-address.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
