@@ -23,9 +23,13 @@ export const MAX_IDENTIFIER_LENGTH = 255;
  * The activity's other identifiers: at most 255 characters like `id` (user_id is stored with the message and
  * indexed; PostgreSQL cannot index a text of several kilobytes, issue 22 finding 9).
  */
-const identifier = z.union([z.string().max(MAX_IDENTIFIER_LENGTH).refine(storableText), integer], {
-  error: 'must be a string (at most 255 characters, no NUL or lone surrogate) or an integer',
-});
+const identifier = z.union(
+  [
+    z.string().max(MAX_IDENTIFIER_LENGTH, { error: `must be at most ${MAX_IDENTIFIER_LENGTH} characters` }).refine(storableText, { error: 'must not hold a NUL or a lone surrogate' }),
+    integer,
+  ],
+  { error: 'must be a string or an integer' },
+);
 
 export const activitySchema = z.looseObject({
   id: z.union([z.string().trim().min(1).max(MAX_IDENTIFIER_LENGTH).refine(storableText), integer], {
