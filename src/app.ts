@@ -70,8 +70,12 @@ export interface AppParts {
   onEventsQueued?: () => void;
 }
 
-/** The provider callbacks' paths (`/dlr/{provider}`, `/mo/{provider}`), the doors anyone can knock on. */
-const isCallbackPath = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/');
+/**
+ * The doors anyone can knock on before any credential is checked, whose honest bodies are small: the provider
+ * callbacks (`/dlr/{provider}`, `/mo/{provider}`) and the two sign-ins (the console's form, the OAuth token
+ * request). A 4 MB form there cost seconds of parsing (issue 22, finding 1).
+ */
+const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/') || path === '/console/login' || path === '/oauth/token';
 
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
@@ -80,8 +84,8 @@ export function createApp(parts: AppParts): Hono {
   app.use('*', requestContext(parts.metrics));
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
-  // request); checking Content-Length first keeps that cost for the rare request sent without one. Provider
-  // callbacks face the internet, so theirs is server.callback_body_limit: far below any other (issue 22).
+  // request); checking Content-Length first keeps that cost for the rare request sent without one. The open doors
+  // (isOpenDoor) face the internet, so theirs is server.callback_body_limit: far below any other (issue 22).
   const bodyLimits = [
     { limit: config.server.callback_body_limit, key: 'server.callback_body_limit' },
     { limit: config.server.body_limit_bytes, key: 'server.body_limit_bytes' },
@@ -91,7 +95,7 @@ export function createApp(parts: AppParts): Hono {
   });
   app.use('*', async (c, next) => {
     c.set('maxJsonDepth', config.server.max_json_depth);
-    const { limit, tooLarge, streaming } = bodyLimits[isCallbackPath(c.req.path) ? 0 : 1]!;
+    const { limit, tooLarge, streaming } = bodyLimits[isOpenDoor(c.req.path) ? 0 : 1]!;
     const declared = c.req.header('content-length');
     if (declared === undefined) return streaming(c, next);
     if (Number(declared) > limit) return tooLarge(c);

@@ -93,6 +93,11 @@ describe('finding 1: one unauthenticated request froze the gateway', () => {
     expectRefusal(await form('/mo/twilio', body), 413, /server\.callback_body_limit/);
   });
 
+  it('finding 1: a 1.2 MB form to the console sign-in, which anyone can reach too, is answered 413 before it is parsed', async () => {
+    const body = `key=guess&${Array.from({ length: 120_000 }, (_, i) => `f${i}=v`).join('&')}`;
+    expectRefusal(await send('POST', '/console/login', { 'content-type': 'application/x-www-form-urlencoded' }, body), 413, /server\.callback_body_limit/);
+  });
+
   it('finding 1: an oversized callback sent without Content-Length is cut off at the limit while it streams', async () => {
     const answer = await sendChunked('/mo/twilio', { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'forged' }, 'Body=vvvvvvvvvvvvvvvvvvvvvvvvvvvvv&'.repeat(256), 64);
     expectRefusal(answer, 413, /server\.callback_body_limit/);

@@ -34,8 +34,9 @@ const server = z.strictObject({
   public_url: z.url().optional(),
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
   /**
-   * Largest body of a provider callback (`/dlr/*`, `/mo/*`), which anyone can reach: a receipt or an inbound SMS
-   * is well under 10 KB, so bodies beyond this are answered 413 as they arrive, before any is read in full.
+   * Largest body of a provider callback (`/dlr/*`, `/mo/*`) and of the two sign-ins (`/console/login`,
+   * `/oauth/token`), which anyone can reach: a receipt or an inbound SMS is well under 10 KB and a sign-in under
+   * 1 KB, so bodies beyond this are answered 413 as they arrive, before any is read in full.
    */
   callback_body_limit: z.number().int().positive().default(64 * 1024),
   /**
