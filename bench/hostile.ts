@@ -1,5 +1,5 @@
 /**
- * The hostile mode of `npm run bench` (issue 22, requirement 1): the peer benchmark's single-send load, first
+ * The hostile mode of `npm run bench` (docs/public-doors.md): the peer benchmark's single-send load, first
  * quiet, then again while strangers knock on the provider callbacks with 20 requests per second of each hostile
  * shape the adversarial review used:
  *

@@ -11,7 +11,7 @@ export function headerValue(receipt: IncomingReceipt, name: string): string | un
 /**
  * Form fields exactly as received; a repeated field becomes an array (the shape twilio's validateRequest takes).
  * Linear in the body: a repeated field's values are pushed onto one array, never copied into a new one per value
- * (copying made 40,000 copies of one field cost seconds, issue 22 finding 1). The callback routes bound the number
+ * (copying made 40,000 copies of one field cost seconds: docs/public-doors.md). The callback routes bound the number
  * of fields before a plugin gets here (src/http/callback-body.ts).
  */
 export function readFormFields(rawBody: Buffer): Record<string, string | string[]> {

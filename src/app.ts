@@ -73,7 +73,7 @@ export interface AppParts {
 /**
  * The doors anyone can knock on before any credential is checked, whose honest bodies are small: the provider
  * callbacks (`/dlr/{provider}`, `/mo/{provider}`) and the two sign-ins (the console's form, the OAuth token
- * request). A 4 MB form there cost seconds of parsing (issue 22, finding 1).
+ * request). A 4 MB form there cost seconds of parsing (docs/public-doors.md).
  */
 const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/') || path === '/console/login' || path === '/oauth/token';
 
@@ -85,7 +85,7 @@ export function createApp(parts: AppParts): Hono {
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
   // request); checking Content-Length first keeps that cost for the rare request sent without one. The open doors
-  // (isOpenDoor) face the internet, so theirs is server.callback_body_limit: far below any other (issue 22).
+  // (isOpenDoor) face the internet, so theirs is server.callback_body_limit: far below any other.
   const bodyLimits = [
     { limit: config.server.callback_body_limit, key: 'server.callback_body_limit' },
     { limit: config.server.body_limit_bytes, key: 'server.body_limit_bytes' },

@@ -1,5 +1,5 @@
 /**
- * The public doors under attack (issue 22): each case is one of the issue's findings, replayed against the real
+ * The public doors under attack (docs/public-doors.md): each case is one finding of the adversarial review, replayed against the real
  * server the way the adversarial review sent it. The provider callbacks (`/dlr/*`, `/mo/*`) take anyone's request,
  * so what they do before a signature is checked must be bounded and linear, and every refusal a 4xx
  * `{ error, code }` naming what is wrong. The CRM's bodies are read once: a key given twice is refused, and every
@@ -9,6 +9,9 @@
 import { request } from 'node:http';
 import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { boundInboundSms } from '../src/consents/inbound-limits.js';
+import { checkCallbackBody } from '../src/http/callback-body.js';
+import { findDuplicateKeys } from '../src/http/duplicate-keys.js';
 import { fakeSignature } from './fakes/vonage.js';
 import { sandboxReceiptHeaders, smsMessage, startTestGateway, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 
@@ -230,5 +233,48 @@ describe('finding 9: an 8 KB activity.user_id was unstorable on PostgreSQL and a
     const fields: Record<string, string> = { msisdn: '447700900123', to: '15005550006', messageId: 'vn-long-text', text: 'x'.repeat(5_000), type: 'text', timestamp: String(Math.floor(Date.now() / 1000)) };
     fields.sig = fakeSignature(fields, VONAGE_SECRET, 'sha256');
     expectRefusal(await json('/mo/vonage', JSON.stringify(fields)), 400, /text is longer than 4096 characters/);
+  });
+});
+
+describe('the checks as pure functions', () => {
+  it.each([
+    ['a flat object', '{"a":1,"b":2}', []],
+    ['the same key in two objects', '{"a":{"k":1},"b":{"k":2}}', []],
+    ['a key twice at the root', '{"a":1,"a":2}', [{ path: [], key: 'a' }]],
+    ['a key twice inside an array entry', '[{"x":1},{"id":1,"id":2}]', [{ path: [1], key: 'id' }]],
+    ['an escaped spelling of the same key', '{"id":1,"\\u0069d":2}', [{ path: [], key: 'id' }]],
+    ['a key inside a string value is no key', '{"a":"\\"a\\":1","b":1}', []],
+    ['three copies count twice', '{"k":1,"k":2,"k":3}', [{ path: [], key: 'k' }, { path: [], key: 'k' }]],
+    ['a nested object path', '{"activity":{"meta":{"x":1,"x":1}}}', [{ path: ['activity', 'meta'], key: 'x' }]],
+    ['__proto__ twice', '{"__proto__":1,"__proto__":2}', [{ path: [], key: '__proto__' }]],
+  ])('repeated keys: %s', (_label, text, expected) => {
+    expect(findDuplicateKeys(text)).toEqual(expected);
+  });
+
+  const form = 'application/x-www-form-urlencoded';
+  it.each([
+    ['a small form', form, '', 'a=1&b=2', true],
+    ['256 form fields', form, '', Array.from({ length: 256 }, (_, i) => `f${i}=v`).join('&'), true],
+    ['257 form fields', form, '', Array.from({ length: 257 }, (_, i) => `f${i}=v`).join('&'), false],
+    ['257 query fields', '', `?${Array.from({ length: 257 }, () => 'a=1').join('&')}`, '', false],
+    ['JSON one level too deep', 'application/json', '', `${'['.repeat(65)}${']'.repeat(65)}`, false],
+    ['JSON at the depth limit', 'application/json', '', `${'['.repeat(64)}${']'.repeat(64)}`, true],
+    ['JSON with a repeated key', 'application/json', '', '{"a":1,"a":1}', false],
+    ['JSON-looking text of another type', 'text/plain', '', ' {"a":1,"a":1}', false],
+    ['plain text', 'text/plain', '', 'a=1&a=1', true],
+  ])('callback bodies: %s', (_label, contentType, search, body, ok) => {
+    expect(checkCallbackBody({ contentType, search, rawBody: Buffer.from(body) }, 64).ok).toBe(ok);
+  });
+
+  const sms = { providerMessageId: 'SM1', from: '+447700900123', to: '+15005550006', text: 'STOP' };
+  it.each([
+    ['an ordinary message', sms, undefined],
+    ['a 129-character id', { ...sms, providerMessageId: 'x'.repeat(129) }, 'providerMessageId is longer than 128 characters'],
+    ['a 65-character sender', { ...sms, from: '+'.padEnd(65, '1') }, 'from is longer than 64 characters'],
+    ['a 65-character recipient', { ...sms, to: '+'.padEnd(65, '1') }, 'to is longer than 64 characters'],
+    ['a 4,096-character text', { ...sms, text: 'x'.repeat(4_096) }, undefined],
+    ['a 4,097-character text', { ...sms, text: 'x'.repeat(4_097) }, 'text is longer than 4096 characters'],
+  ])('inbound SMS bounds: %s', (_label, message, error) => {
+    expect(boundInboundSms(message)).toBe(error);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The longest values an inbound SMS may carry into the ledger (issue 22, requirement 7: every string taken from
+ * The longest values an inbound SMS may carry into the ledger (docs/public-doors.md: every string taken from
  * outside has a stated maximum). Even a signed webhook is refused beyond them, with a 400 naming the field, so a
  * value the database would refuse (PostgreSQL cannot index a text of several kilobytes) never becomes a 5xx that
  * the provider retries forever. Pure.

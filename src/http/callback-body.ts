@@ -1,7 +1,7 @@
 /**
  * What a provider callback (`/dlr/{provider}`, `/mo/{provider}`) must pass before its plugin reads a byte of it.
  * These doors face the internet and anyone may knock, so the work done before the signature check has to be
- * small and linear whatever is sent (issue 22, finding 1): the body is at most server.callback_body_limit (app.ts
+ * small and linear whatever is sent (docs/public-doors.md): the body is at most server.callback_body_limit (app.ts
  * checks that while the body arrives), a form or query string holds at most MAX_CALLBACK_FIELDS fields, and a JSON
  * body is within server.max_json_depth and holds each key once. Pure: the route maps the answer to HTTP.
  */

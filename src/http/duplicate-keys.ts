@@ -3,7 +3,7 @@
  *
  * JSON.parse keeps the last copy of a repeated key, while a tree parser such as exact-json.ts's keeps the first
  * (jsonc-parser's findNodeAtLocation), so a body with `"id"` twice was validated with one value and echoed with
- * the other (issue 22, finding 8). Refusing such a body is the only way both readers see the same thing.
+ * the other (docs/public-doors.md). Refusing such a body is the only way both readers see the same thing.
  * Keys are compared as JSON.parse would decode them: `"a"` and `"\u0061"` are the same key.
  * The text need not be valid JSON (JSON.parse judges that afterwards).
  */

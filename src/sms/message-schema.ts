@@ -21,7 +21,7 @@ export const MAX_IDENTIFIER_LENGTH = 255;
 
 /**
  * The activity's other identifiers: at most 255 characters like `id` (user_id is stored with the message and
- * indexed; PostgreSQL cannot index a text of several kilobytes, issue 22 finding 9).
+ * indexed; PostgreSQL cannot index a text of several kilobytes: docs/public-doors.md).
  */
 const identifier = z.union(
   [
