@@ -10,6 +10,8 @@
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
  *   relay: bonus events of 1,000 users through /relay to a sink (--mode relay; not in the default list)
+ *   hostile: single sends quiet, then again under 20 hostile callback requests per second of each shape, with
+ *            /healthz probed throughout (--mode hostile; not in the default list; bench/hostile.ts)
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
  *            --provider sandbox|twilio|smpp (sandbox; twilio: the plugin against the Twilio fake; smpp: the plugin
@@ -28,6 +30,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { createBenchDatabase } from './database.js';
+import { hostileMode } from './hostile.js';
 import { relayMode } from './relay.js';
 import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
@@ -58,6 +61,8 @@ interface Load {
   provider: BenchProvider;
   /** Distinct activity ids per run and phase, so warm-up messages never make measured ones idempotent repeats. */
   idPrefix: string;
+  /** The gateways' base URLs (modes that send more than the client's requests). */
+  urls: string[];
   /** Told the sms_ids of each accepted batch and when it was submitted (the end-to-end mode times conversions from there). */
   onAccepted?: (smsIds: string[], submittedAt: number) => void;
 }
@@ -186,6 +191,9 @@ MODES['e2e-single'] = {
 /** Bonus events from 1,000 users through the event relay to a sink for the CRM (bench/relay.ts). */
 MODES.relay = relayMode as Mode;
 
+/** Single sends quiet, then under hostile callback requests (bench/hostile.ts). */
+MODES.hostile = hostileMode as Mode;
+
 /** Waits until the CRM holds a conversion for every sms_id; fails after a minute without progress. */
 async function allConverted(sentAt: Map<string, number>, provider: BenchProvider): Promise<void> {
   let missing = sentAt.size;
@@ -236,9 +244,10 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     return (user + system) / 1000;
   };
   try {
-    if (options.warmup > 0) await mode.run({ client, options, provider, idPrefix: `${name}-warmup` }, options.warmup);
+    const urls = servers.map((s) => s.url);
+    if (options.warmup > 0) await mode.run({ client, options, provider, urls, idPrefix: `${name}-warmup` }, options.warmup);
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
-    const measured = await mode.run({ client, options, provider, idPrefix: `${name}-run` }, options.messages);
+    const measured = await mode.run({ client, options, provider, urls, idPrefix: `${name}-run` }, options.messages);
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     return {
       mode: name,

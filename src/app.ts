@@ -1,5 +1,5 @@
 /** Builds the Hono app from its parts. No I/O here: the caller opens the ledger, creates providers and listens. */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -73,6 +73,13 @@ export interface AppParts {
   onEventsQueued: () => void;
 }
 
+/**
+ * The doors anyone can knock on before any credential is checked, whose honest bodies are small: the provider
+ * callbacks (`/dlr/{provider}`, `/mo/{provider}`) and the two sign-ins (the console's form, the OAuth token
+ * request). A 4 MB form there cost seconds of parsing (docs/public-doors.md).
+ */
+const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/') || path === '/console/login' || path === '/oauth/token';
+
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
@@ -80,14 +87,21 @@ export function createApp(parts: AppParts): Hono {
   app.use('*', requestContext(parts.metrics));
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
-  // request); checking Content-Length first keeps that cost for the rare request sent without one.
-  const limit = config.server.body_limit_bytes;
-  const streamingLimit = bodyLimit({ maxSize: limit, onError: (c) => c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413) });
+  // request); checking Content-Length first keeps that cost for the rare request sent without one. The open doors
+  // (isOpenDoor) face the internet, so theirs is server.callback_body_limit: far below any other.
+  const bodyLimits = [
+    { limit: config.server.callback_body_limit, key: 'server.callback_body_limit' },
+    { limit: config.server.body_limit_bytes, key: 'server.body_limit_bytes' },
+  ].map(({ limit, key }) => {
+    const tooLarge = (c: Context) => c.json({ error: `body is larger than ${limit} bytes (${key})`, code: 413 }, 413);
+    return { limit, tooLarge, streaming: bodyLimit({ maxSize: limit, onError: tooLarge }) };
+  });
   app.use('*', async (c, next) => {
     c.set('maxJsonDepth', config.server.max_json_depth);
+    const { limit, tooLarge, streaming } = bodyLimits[isOpenDoor(c.req.path) ? 0 : 1]!;
     const declared = c.req.header('content-length');
-    if (declared === undefined) return streamingLimit(c, next);
-    if (Number(declared) > limit) return c.json({ error: `body is larger than ${limit} bytes (server.body_limit_bytes)` }, 413);
+    if (declared === undefined) return streaming(c, next);
+    if (Number(declared) > limit) return tooLarge(c);
     await next();
   });
 

@@ -121,10 +121,10 @@ describe('bad HTTP input', () => {
   it.each([
     ['single', '/channels/sms/single', { ...smsMessage('too-big'), padding: 'x'.repeat(BODY_LIMIT) }],
     ['batch', '/channels/sms/batch', Array.from({ length: 40 }, (_, i) => smsMessage(`too-big-${i}`))],
-  ])('%s answers 413 {error} naming server.body_limit_bytes for a body over the limit', async (_label, path, body) => {
+  ])('%s answers 413 {error, code} naming server.body_limit_bytes for a body over the limit', async (_label, path, body) => {
     const res = await gw.post(path, body);
     expect(res.status).toBe(413);
-    expect(res.json).toEqual({ error: expect.stringContaining('server.body_limit_bytes') });
+    expect(res.json).toEqual({ error: expect.stringContaining('server.body_limit_bytes'), code: 413 });
   });
 
   it('answers 413 to a chunked body over the limit (no Content-Length to trust)', async () => {

@@ -14,6 +14,7 @@ describe('classifying a failed ledger write', () => {
     ['pool connection terminated', new Error('Connection terminated unexpectedly'), true, false],
     ['PostgreSQL NUL in text', err('22021'), false, true],
     ['PostgreSQL value too long', err('22001'), false, true],
+    ['PostgreSQL index row too large (an 8 KB user_id)', err('54000'), false, true],
     ['SQLite value too big', err('SQLITE_TOOBIG'), false, true],
     ['a trigger refusing the row', err('SQLITE_CONSTRAINT_TRIGGER'), false, false],
     ['a unique violation', err('23505'), false, false],

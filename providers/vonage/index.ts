@@ -228,10 +228,11 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
+        // A JWT covers the body's bytes (payload_hash): it is checked before the body is parsed at all.
+        if (/^Bearer\s/i.test(headerValue(receipt, 'authorization') ?? '')) return parseMessagesWebhook(receipt);
         const params = readReceiptParams(receipt);
         if (!params) return { ok: false, reason: 'body is not a JSON object' };
-        const isJwt = /^Bearer\s/i.test(headerValue(receipt, 'authorization') ?? '');
-        if (isJwt || params.message_uuid !== undefined) return parseMessagesWebhook(receipt);
+        if (params.message_uuid !== undefined) return parseMessagesWebhook(receipt);
         if (!config.signature_secret) return { ok: false, reason: 'receipts are only accepted with signature_secret set (unsigned ones could come from anyone)' };
         const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
         if (!check.ok) return check;

@@ -35,6 +35,12 @@ const server = z.strictObject({
   public_url: z.url().optional(),
   body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
   /**
+   * Largest body of a provider callback (`/dlr/*`, `/mo/*`) and of the two sign-ins (`/console/login`,
+   * `/oauth/token`), which anyone can reach: a receipt or an inbound SMS is well under 10 KB and a sign-in under
+   * 1 KB, so bodies beyond this are answered 413 as they arrive, before any is read in full.
+   */
+  callback_body_limit: z.number().int().positive().default(64 * 1024),
+  /**
    * JSON bodies nesting deeper are refused when read (src/http/json-depth.ts); at most 1,000, well below where
    * JSON.stringify of a stored activity would overflow the stack.
    */

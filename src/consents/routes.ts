@@ -8,10 +8,13 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
 import { requireAdmin } from '../auth/admin.js';
+import { checkCallbackBody } from '../http/callback-body.js';
+import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { ProviderRouter } from '../sms/provider-router.js';
+import { boundInboundSms } from './inbound-limits.js';
 
 export interface InboundRouteDeps {
   router: ProviderRouter;
@@ -38,22 +41,31 @@ export function inboundRoutes(deps: InboundRouteDeps) {
   app.on(['GET', 'POST'], '/:provider', async (c) => {
     const name = c.req.param('provider');
     const provider = deps.router.byName(name);
-    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured` }, 404);
-    if (!provider.parseInbound) return c.json({ error: `provider ${JSON.stringify(name)} takes no inbound messages` }, 404);
+    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
+    if (!provider.parseInbound) return c.json({ error: `provider ${JSON.stringify(name)} takes no inbound messages`, code: 404 }, 404);
     const url = new URL(c.req.url);
-    const headers: Record<string, string> = {};
-    c.req.raw.headers.forEach((value, key) => (headers[key] = value));
+    // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
+    const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
+    const rawBody = Buffer.from(await c.req.arrayBuffer());
+    // The same bounds as receipts' (src/delivery/routes.ts), before the plugin looks at anything.
+    const checked = checkCallbackBody({ contentType: headers['content-type'] ?? '', search: url.search, rawBody }, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    if (!checked.ok) return c.json({ error: `inbound message refused: ${checked.error}`, code: checked.status }, checked.status);
     const parsed = provider.parseInbound({
       method: c.req.method,
       publicUrl: `${deps.publicUrl()}/mo/${encodeURIComponent(name)}${url.search}`,
       query: Object.fromEntries(url.searchParams),
       headers,
       contentType: headers['content-type'] ?? '',
-      rawBody: Buffer.from(await c.req.arrayBuffer()),
+      rawBody,
     });
     if (!parsed.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'inbound message refused');
-      return c.json({ error: `inbound message refused: ${parsed.reason}` }, 403);
+      return c.json({ error: `inbound message refused: ${parsed.reason}`, code: 403 }, 403);
+    }
+    const bounded = parsed.message ? boundInboundSms(parsed.message) : undefined;
+    if (bounded) {
+      requestLogger(c, deps.logger).warn({ provider: name, reason: bounded }, 'inbound message refused');
+      return c.json({ error: `inbound message refused: ${bounded}`, code: 400 }, 400);
     }
     // Answered after the commit: a provider that got its 2xx does not send the message again.
     if (parsed.message) await deps.receive(name, parsed.message);

@@ -1,4 +1,5 @@
 /** What operators use to see and repair delivery: searching messages, one message's story, dead letters and replays. */
+import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
 import { Hono, type Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -85,6 +86,9 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
 
   app.post('/conversions/replay', async (c) => {
     const text = await c.req.text();
+    // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
+    const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    if (refused) return c.json({ error: refused, code: 400 }, 400);
     let body: unknown = {};
     try {
       body = text ? JSON.parse(text) : {};

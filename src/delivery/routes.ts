@@ -3,9 +3,9 @@ import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { ProviderRouter } from '../sms/provider-router.js';
+import { checkCallbackBody } from '../http/callback-body.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
-import { describePath, findTooDeep } from '../http/json-depth.js';
 import type { IngestSummary, ReceiptInput } from './ingest.js';
 import { boundReceiptEvents } from './receipt-limits.js';
 
@@ -24,15 +24,14 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
   app.on(['GET', 'POST'], '/:provider', async (c) => {
     const name = c.req.param('provider');
     const provider = deps.router.byName(name);
-    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured` }, 404);
+    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
     const url = new URL(c.req.url);
     // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
     const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
     const rawBody = Buffer.from(await c.req.arrayBuffer());
-    // A provider plugin may walk a JSON body it parsed (providers/vonage/index.ts flattens it): refuse one too deep first.
-    const maxDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
-    const deep = /json/i.test(headers['content-type'] ?? '') ? findTooDeep(rawBody.toString('utf8'), maxDepth)[0] : undefined;
-    if (deep) return c.json({ error: `receipt refused: ${describePath(deep.path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)` }, 400);
+    // Before the plugin: a form with too many fields, or JSON too deep or with a key twice, costs no more than this.
+    const checked = checkCallbackBody({ contentType: headers['content-type'] ?? '', search: url.search, rawBody }, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    if (!checked.ok) return c.json({ error: `receipt refused: ${checked.error}`, code: checked.status }, checked.status);
     const parsed = await provider.parseReceipt({
       method: c.req.method,
       publicUrl: receivedCallbackUrl(deps.publicUrl(), name, url.search),
@@ -43,12 +42,12 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     });
     if (!parsed.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'receipt refused');
-      return c.json({ error: `receipt refused: ${parsed.reason}` }, 403);
+      return c.json({ error: `receipt refused: ${parsed.reason}`, code: 403 }, 403);
     }
     const bounded = boundReceiptEvents(parsed.events, deps.maxEvents);
     if (!bounded.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: bounded.error }, 'receipt refused');
-      return c.json({ error: `receipt refused: ${bounded.error}` }, bounded.status);
+      return c.json({ error: `receipt refused: ${bounded.error}`, code: bounded.status }, bounded.status);
     }
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
     await deps.ingest(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));

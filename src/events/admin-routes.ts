@@ -1,4 +1,5 @@
 /** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
+import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
 import { Hono } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -71,6 +72,9 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
 
   app.post('/events/replay', async (c) => {
     const text = await c.req.text();
+    // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
+    const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    if (refused) return c.json({ error: refused, code: 400 }, 400);
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : {};

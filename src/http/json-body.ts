@@ -1,5 +1,9 @@
-/** Reads a JSON request body with the answers docs/design.md §4 asks for: 415 wrong type, 400 unparsable or too deep. */
+/**
+ * Reads a JSON request body with the answers docs/design.md §4 asks for: 415 wrong type, 400 unparsable, too deep
+ * or holding a key twice (duplicate-keys.ts: two readers of one body must never see two different values).
+ */
 import type { Context } from 'hono';
+import { findDuplicateKeys } from './duplicate-keys.js';
 import { describePath, findTooDeep, withoutTooDeep } from './json-depth.js';
 
 declare module 'hono' {
@@ -14,11 +18,12 @@ export const DEFAULT_MAX_JSON_DEPTH = 64;
 
 /**
  * `text` is the body as received, for the rare reader that needs more than the parsed value (exact-json.ts).
- * `tooDeep` (list bodies only): entries nested deeper than the limit, by index, with the error naming the field;
- * their over-deep values are `null` in `value` and `text`, so nothing after this walks them.
+ * `refusedEntries` (list bodies only): entries nested deeper than the limit or holding a key twice, by index, with
+ * the error naming the field; their over-deep values are `null` in `value` and `text`, so nothing after this walks
+ * them, and the caller treats each such entry as invalid.
  */
 export type JsonBody =
-  | { ok: true; value: unknown; text: string; tooDeep?: Map<number, string> }
+  | { ok: true; value: unknown; text: string; refusedEntries?: Map<number, string> }
   | { ok: false; status: 400 | 415; error: string };
 
 export interface ReadJsonOptions {
@@ -41,21 +46,45 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
   const list = options.list === true && /^\s*\[/.test(text);
   // Entries of a list are counted from their own level, as the same message sent alone would be.
   const found = findTooDeep(text, list ? maxDepth + 1 : maxDepth);
-  let tooDeep: Map<number, string> | undefined;
+  let refused: Map<number, string> | undefined;
   if (found.length > 0) {
     if (!list) return { ok: false, status: 400, error: tooDeepError(found[0]!.path, maxDepth, key) };
-    tooDeep = new Map();
+    refused = new Map();
     for (const f of found) {
       const [index, ...rest] = f.path;
-      if (typeof index === 'number' && !tooDeep.has(index)) tooDeep.set(index, tooDeepError(rest, maxDepth, key));
+      if (typeof index === 'number' && !refused.has(index)) refused.set(index, tooDeepError(rest, maxDepth, key));
     }
     text = withoutTooDeep(text, found);
   }
+  // Within the depth limit now, so this pass's stack is bounded too. In a list, a repeated key refuses its entry
+  // only (the batch answers each message); the search goes on after it, one pass over the text in all.
+  for (const duplicate of findDuplicateKeys(text, list ? Infinity : 1)) {
+    const [index, ...rest] = duplicate.path;
+    if (!list || typeof index !== 'number') return { ok: false, status: 400, error: duplicateKeyError(duplicate.path, duplicate.key) };
+    refused ??= new Map();
+    if (!refused.has(index)) refused.set(index, duplicateKeyError(rest, duplicate.key));
+  }
   try {
-    return { ok: true, value: JSON.parse(text) as unknown, text, ...(tooDeep ? { tooDeep } : {}) };
+    return { ok: true, value: JSON.parse(text) as unknown, text, ...(refused ? { refusedEntries: refused } : {}) };
   } catch (error) {
     return { ok: false, status: 400, error: `body is not valid JSON: ${(error as Error).message}` };
   }
+}
+
+/**
+ * The depth and repeated-key checks alone, for a JSON text whose reader does not come through readJsonBody (the
+ * provider callbacks, the admin replay forms): the error naming the field, or undefined when the text may be parsed.
+ */
+export function refuseJsonText(text: string, maxDepth: number, key = 'server.max_json_depth'): string | undefined {
+  const deep = findTooDeep(text, maxDepth)[0];
+  if (deep) return tooDeepError(deep.path, maxDepth, key);
+  const duplicate = findDuplicateKeys(text, 1)[0];
+  return duplicate ? duplicateKeyError(duplicate.path, duplicate.key) : undefined;
+}
+
+function duplicateKeyError(path: ReadonlyArray<string | number>, key: string): string {
+  const shown = key.length > 40 ? `${JSON.stringify(key.slice(0, 40))}…` : JSON.stringify(key);
+  return `${path.length > 0 ? `${describePath(path)}: ` : ''}key ${shown} is given more than once (a body must hold each key once)`;
 }
 
 function tooDeepError(path: ReadonlyArray<string | number>, maxDepth: number, key: string): string {

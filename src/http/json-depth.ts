@@ -23,7 +23,7 @@ const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 
 /** The index just after the string starting at `open` (a quote), or the text's length if it never closes. */
-function endOfString(text: string, open: number): number {
+export function endOfString(text: string, open: number): number {
   let at = open + 1;
   for (;;) {
     const quote = text.indexOf('"', at);

@@ -24,9 +24,11 @@ export function isLedgerUnavailable(error: unknown): boolean {
 
 /**
  * The row itself cannot be stored as given: PostgreSQL's class 22 (data exception: a NUL character, an invalid
- * byte sequence, a value too long) and SQLite's TOOBIG and MISMATCH. Such a row is the caller's input at fault.
+ * byte sequence, a value too long), its 54000 (a value too large for an index entry, e.g. a text of several
+ * kilobytes in an indexed column) and SQLite's TOOBIG and MISMATCH. Such a row is the caller's input at fault, so
+ * it is answered 400 (`failed` in a batch): a 503 would have the CRM retry it forever (docs/public-doors.md).
  */
 export function isRefusedValue(error: unknown): boolean {
   const code = codeOf(error);
-  return /^22[0-9A-Z]{3}$/.test(code) || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
+  return /^22[0-9A-Z]{3}$/.test(code) || code === '54000' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
 }

@@ -7,8 +7,11 @@ import { z } from 'zod';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { bonusEntrySchema, consentEntrySchema, userRecordFields } from '../crm/shapes.js';
 
-/** The CRM's ids are strings; a number is taken in its decimal form rather than refused. */
-const id = z.union([z.string().trim().min(1, { error: 'must not be empty' }), z.number().int().safe().transform(String)], {
+/**
+ * The CRM's ids are strings; a number is taken in its decimal form rather than refused. At most 255 characters,
+ * as the SMS channel's activity ids (src/sms/message-schema.ts): every string from outside has a stated maximum.
+ */
+const id = z.union([z.string().trim().min(1, { error: 'must not be empty' }).max(255, { error: 'must be at most 255 characters' }), z.number().int().safe().transform(String)], {
   error: 'must be a non-empty string',
 });
 

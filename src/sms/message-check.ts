@@ -36,7 +36,9 @@ export function checkSmsMessage(input: unknown): CheckedMessage | undefined {
   else return undefined;
   for (const key of IDENTIFIERS) {
     const v = activity[key];
-    if (v !== undefined && typeof v !== 'string' && !isInteger(v)) return undefined;
+    if (typeof v === 'string') {
+      if (v.length > 255 || LONE_SURROGATE_OR_NUL.test(v)) return undefined;
+    } else if (v !== undefined && !isInteger(v)) return undefined;
   }
   const { content, recipient, provider_name, encoding } = input;
   if (typeof content !== 'string' || content.length < 1 || content.trim().length === 0 || LONE_SURROGATE_OR_NUL.test(content)) return undefined;

@@ -9,7 +9,6 @@ import { z } from 'zod';
  * (src/http/exact-json.ts), so they need not fit a double.
  */
 const integer = z.number().refine(Number.isInteger);
-const identifier = z.union([z.string(), integer], { error: 'must be a string or an integer' });
 
 /**
  * A lone UTF-16 surrogate has no UTF-8 form: the database would store it as U+FFFD, another text than was
@@ -17,8 +16,23 @@ const identifier = z.union([z.string(), integer], { error: 'must be a string or 
  */
 const storableText = (s: string) => !/[\p{Cs}\u0000]/u.test(s);
 
+/** Longest text an activity id (or any of its other identifiers) may be: the ledger stores and indexes them. */
+export const MAX_IDENTIFIER_LENGTH = 255;
+
+/**
+ * The activity's other identifiers: at most 255 characters like `id` (user_id is stored with the message and
+ * indexed; PostgreSQL cannot index a text of several kilobytes: docs/public-doors.md).
+ */
+const identifier = z.union(
+  [
+    z.string().max(MAX_IDENTIFIER_LENGTH, { error: `must be at most ${MAX_IDENTIFIER_LENGTH} characters` }).refine(storableText, { error: 'must not hold a NUL or a lone surrogate' }),
+    integer,
+  ],
+  { error: 'must be a string or an integer' },
+);
+
 export const activitySchema = z.looseObject({
-  id: z.union([z.string().trim().min(1).max(255).refine(storableText), integer], {
+  id: z.union([z.string().trim().min(1).max(MAX_IDENTIFIER_LENGTH).refine(storableText), integer], {
     error: 'must be a non-empty string (at most 255 characters, no NUL or lone surrogate) or an integer',
   }),
   brand_id: identifier.optional(),

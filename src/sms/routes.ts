@@ -78,8 +78,8 @@ export function smsRoutes(deps: SmsRouteDeps) {
     const valid: PreparedMessage[] = [];
     const validIndex: number[] = [];
     entries.forEach((entry, i) => {
-      const deep = body.tooDeep?.get(i);
-      if (deep !== undefined) return void (results[i] = { outcome: 'invalid', error: deep });
+      const refused = body.refusedEntries?.get(i);
+      if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
       const prepared = prepareMessage(entry, router, sms, sources?.[i]);
       if (prepared.ok) {
         valid.push(prepared.message);
