@@ -13,7 +13,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../sms/provider-router.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { boundInboundSms } from './inbound-limits.js';
 
 export interface InboundRouteDeps {

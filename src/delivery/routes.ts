@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../sms/provider-router.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { checkCallbackBody } from '../http/callback-body.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
 import type { IngestSummary, ReceiptInput } from './ingest.js';
