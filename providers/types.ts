@@ -70,6 +70,12 @@ export function sendFailure(type: string, kind: 'permanent' | 'transient', error
 }
 
 /** The answer for a message that was not handed to its provider because the gateway is stopping (never sent). */
+/**
+ * The longest message id any provider hands us, and so the longest a receipt or inbound SMS may name: Twilio's SIDs
+ * are 34 characters and Vonage's message ids 36; ours are shorter still (src/ledger/ids.ts).
+ */
+export const MAX_PROVIDER_ID_LENGTH = 128;
+
 export const NOT_SENT_SHUTTING_DOWN: Extract<SendResult, { ok: false }> = { ok: false, kind: 'transient', error: 'not sent: the gateway is shutting down; retry', code: 'shutting_down' };
 
 /** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */

@@ -4,8 +4,7 @@
  * value the database would refuse (PostgreSQL cannot index a text of several kilobytes) never becomes a 5xx that
  * the provider retries forever. Pure.
  */
-import type { InboundSms } from '../../providers/types.js';
-import { MAX_RECEIPT_ID_LENGTH } from '../delivery/receipt-limits.js';
+import { MAX_PROVIDER_ID_LENGTH, type InboundSms } from '../../providers/types.js';
 
 /** A phone number, short code, alphanumeric sender or Twilio's `whatsapp:+…` address. */
 export const MAX_INBOUND_NUMBER_LENGTH = 64;
@@ -18,7 +17,7 @@ export const MAX_INBOUND_TEXT_LENGTH = 4_096;
 /** The first value over its maximum, as an error naming it; undefined when all fit. */
 export function boundInboundSms(sms: InboundSms): string | undefined {
   const limits: Array<[keyof InboundSms, number]> = [
-    ['providerMessageId', MAX_RECEIPT_ID_LENGTH],
+    ['providerMessageId', MAX_PROVIDER_ID_LENGTH],
     ['from', MAX_INBOUND_NUMBER_LENGTH],
     ['to', MAX_INBOUND_NUMBER_LENGTH],
     ['text', MAX_INBOUND_TEXT_LENGTH],

@@ -3,10 +3,8 @@
  * proves they matter, so a request holds at most delivery.max_receipt_events events, ids longer than any
  * provider's are refused, and free-text values are cut to a length that still shows what they were.
  */
-import type { ReceiptEvent } from '../../providers/types.js';
+import { MAX_PROVIDER_ID_LENGTH, type ReceiptEvent } from '../../providers/types.js';
 
-/** Twilio's SIDs are 34 characters and Vonage's message ids 36; ours are shorter still (ledger/ids.ts). */
-export const MAX_RECEIPT_ID_LENGTH = 128;
 /** Provider status and error code texts, as stored and logged. */
 export const MAX_RECEIPT_TEXT_LENGTH = 64;
 
@@ -24,8 +22,8 @@ export function boundReceiptEvents(events: readonly ReceiptEvent[], maxEvents: n
   for (const [i, event] of events.entries()) {
     for (const field of ['smsId', 'providerMessageId'] as const) {
       const value = event[field];
-      if (value !== undefined && value.length > MAX_RECEIPT_ID_LENGTH) {
-        return { ok: false, status: 400, error: `event ${i}: ${field} is longer than ${MAX_RECEIPT_ID_LENGTH} characters` };
+      if (value !== undefined && value.length > MAX_PROVIDER_ID_LENGTH) {
+        return { ok: false, status: 400, error: `event ${i}: ${field} is longer than ${MAX_PROVIDER_ID_LENGTH} characters` };
       }
     }
     bounded.push({
