@@ -37,7 +37,7 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
     if (producer) return producer;
     const attempt = (async () => {
       // Loaded on first use: a gateway on HTTP or RabbitMQ never pays for the Kafka client.
-      const { Kafka, logLevel } = (await import('kafkajs')).default;
+      const { Kafka, logLevel, Partitioners } = (await import('kafkajs')).default;
       const kafka = new Kafka({
         clientId: config.client_id,
         brokers: config.brokers,
@@ -50,7 +50,7 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         logLevel: logLevel.NOTHING,
       });
       // Idempotent: a produce retried by the client is written once; it implies one request in flight per broker.
-      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner });
       await p.connect();
       return p;
     })();
