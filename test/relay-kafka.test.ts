@@ -99,14 +99,28 @@ describe('crm.integration.transport kafka', () => {
   it('does not count an event sent while the broker stalls; it goes out once the broker answers again', async () => {
     broker.stall = true;
     const res = await relay(gw, 'POST', '/v2/integration/login', thinEvent('k-stall'));
+    await waitFor(() => broker.stalled.length > 0, 15_000, 'a produce request held by the broker');
     await waitFor(async () => ((await eventsOf('k-stall'))[0]?.attempts >= 1 ? true : undefined), 15_000, 'a timed-out attempt');
     expect((await eventsOf('k-stall'))[0]).toMatchObject({ status: 'pending' });
-    expect(broker.stalled.length).toBeGreaterThan(0);
+    expect(broker.recordsWithHeader('event_id', res.json.event_id)).toEqual([]);
     broker.stall = false;
     broker.dropConnections();
     await published(res.json.event_id);
     await waitFor(async () => ((await eventsOf('k-stall'))[0]?.status === 'sent' ? true : undefined));
     expect(broker.recordsWithHeader('event_id', res.json.event_id)).toHaveLength(1);
+  });
+
+  it('does not double an event the broker wrote late, after the gateway had given up on it: the same producer sends it again and the broker drops the repeat', async () => {
+    broker.stall = true;
+    const res = await relay(gw, 'POST', '/v2/integration/login', thinEvent('k-late'));
+    await waitFor(async () => ((await eventsOf('k-late'))[0]?.attempts >= 1 ? true : undefined), 15_000, 'a timed-out attempt');
+    broker.writeStalled();
+    expect(broker.recordsWithHeader('event_id', res.json.event_id)).toHaveLength(1);
+    const dropped = broker.duplicatesDropped;
+    broker.stall = false;
+    await waitFor(async () => ((await eventsOf('k-late'))[0]?.status === 'sent' ? true : undefined), 15_000, 'sent');
+    expect(broker.recordsWithHeader('event_id', res.json.event_id)).toHaveLength(1);
+    expect(broker.duplicatesDropped).toBeGreaterThan(dropped);
   });
 
   it('rides out dropped connections while publishing: every event once, in order', async () => {

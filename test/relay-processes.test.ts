@@ -36,13 +36,13 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function configFile(name: string, integration: Record<string, unknown> = { url: crm.url }) {
+function configFile(name: string, integration: Record<string, unknown> = { url: crm.url }, lease = '3s') {
   return writeConfig(
     dir,
     testConfigDocument(dir, {
       database: { url: database.url },
       // A claim the killed process held is taken over after relay.lease; kept short here, above the send timeout.
-      relay: { api_keys: [RELAY_KEY], poll_interval: '20ms', retry_initial_ms: 50, retry_max_ms: 200, batch_size: 200, lease: '3s' },
+      relay: { api_keys: [RELAY_KEY], poll_interval: '20ms', retry_initial_ms: 50, retry_max_ms: 200, batch_size: 200, lease },
       crm: { integration: { timeout: '2s', ...integration } },
       log: { level: 'info' },
     }),
@@ -197,7 +197,7 @@ describe('the relay across processes', () => {
     const broker = new FakeKafkaBroker({ 'crm-kill': 3 });
     await broker.start();
     await broker.stop();
-    const file = configFile('kill-kafka.yaml', { transport: 'kafka', kafka: { brokers: [broker.broker], topic: 'crm-kill' } });
+    const file = configFile('kill-kafka.yaml', { transport: 'kafka', kafka: { brokers: [broker.broker], topic: 'crm-kill' } }, '8s');
     const expected = await acceptThenKill(file, 'kkill');
     await broker.start();
     try {

@@ -302,6 +302,9 @@ export const configSchema = z
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {
       ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });
+    } else if (c.crm.integration.transport === 'kafka' && c.relay.lease <= 3 * c.crm.integration.timeout + 1_000) {
+      // A Kafka send is awaited until the client gives up (src/events/kafka-transport.ts, kafkaSendGuardMs).
+      ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than 3 × crm.integration.timeout + 1s with transport kafka' });
     }
     // Two names for one provider would make routing ambiguous.
     const seen = new Map<string, string>();

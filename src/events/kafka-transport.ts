@@ -45,8 +45,10 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         ...(config.sasl ? { sasl: config.sasl as never } : {}),
         connectionTimeout: timeoutMs,
         requestTimeout: timeoutMs,
-        // Our worker backs off and retries; the client only rides out a short blip within one send.
-        retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1_000 },
+        enforceRequestTimeout: true,
+        // Our worker backs off and retries; the client only rides out a short blip within one send (the idempotent
+        // producer needs at least one retry of its own).
+        retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 300 },
         logLevel: logLevel.NOTHING,
       });
       // Idempotent: a produce retried by the client is written once; it implies one request in flight per broker.
@@ -61,13 +63,20 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
     return attempt;
   };
 
-  /** Drops the producer after a failure, so the next send starts from a fresh connection and producer id. */
+  /** Drops the producer (a send that outlived every bound of the client), so the next send starts afresh. */
   const reset = (failed: Promise<Producer> | undefined) => {
     if (!failed || producer !== failed) return;
     producer = undefined;
     failed.then((p) => p.disconnect()).catch(() => {});
   };
 
+  /**
+   * A send is awaited until the client itself gives up (its request timeout and one retry bound it), never
+   * abandoned while the client may still write it: an abandoned send that landed later would double the event once
+   * the worker sent it again. The producer is kept across failures, so a batch sent again carries the same producer
+   * id and sequence numbers and a broker that did write the first one drops the repeat. Only a send that outlives
+   * the client's own bound by far (GUARD) drops the producer.
+   */
   const publish = async (batch: Waiting[]): Promise<void> => {
     const byTopic = new Map<string, Array<{ key: string; value: string; headers: Record<string, string> }>>();
     for (const { event } of batch) {
@@ -75,18 +84,14 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
       if (!byTopic.has(topic)) byTopic.set(topic, []);
       byTopic.get(topic)!.push({ key: event.user_id, value: event.payload_json, headers: { type: event.type, event_id: event.event_id } });
     }
-    let current: Promise<Producer> | undefined;
-    let timer: NodeJS.Timeout | undefined;
+    const current = connect();
     try {
-      current = connect();
-      const p = await withTimeout(current, timeoutMs, `no connection within ${timeoutMs} ms`);
-      const sent = p.sendBatch({ acks: -1, timeout: timeoutMs, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-      await Promise.race([
-        sent,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no acknowledgement within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
+      await withTimeout(
+        current.then((p) => p.sendBatch({ acks: -1, timeout: timeoutMs, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) })),
+        kafkaSendGuardMs(timeoutMs),
+        `no acknowledgement within ${kafkaSendGuardMs(timeoutMs)} ms`,
+        () => reset(current),
+      );
       for (const w of batch) w.resolve({ ok: true, status: null });
     } catch (error) {
       const refused = errorType(error);
@@ -95,11 +100,8 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         for (const w of batch) await publish([w]);
         return;
       }
-      if (!refused) reset(current);
       const message = `Kafka: ${(error as Error).message}`;
       for (const w of batch) w.resolve({ ok: false, status: null, error: message, ...(refused ? { permanent: true } : {}) });
-    } finally {
-      clearTimeout(timer);
     }
   };
 
@@ -141,12 +143,23 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
   };
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+/**
+ * How long a Kafka send may take before it is given up: the client's own bound (connect, then a request and one
+ * retry, each within crm.integration.timeout) with room to spare. relay.lease must outlast it (src/config/schema.ts).
+ */
+export function kafkaSendGuardMs(timeoutMs: number): number {
+  return 3 * timeoutMs + 1_000;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string, onTimeout: () => void): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     promise,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(message)), ms);
+      timer = setTimeout(() => {
+        onTimeout();
+        reject(new Error(message));
+      }, ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -3,8 +3,9 @@
  * SMPP. It implements what an idempotent producer needs and no more: ApiVersions (v0–v2), Metadata (v1, which
  * names the controller), InitProducerId (v0) and Produce (v3, record batches of magic 2). Each batch's CRC32C is
  * checked, its records and headers are decoded and kept in `records`, and the producer id and sequence numbers are
- * checked as a broker does for an idempotent producer: a batch sent again is acknowledged without being appended,
- * a gap is refused with OUT_OF_ORDER_SEQUENCE_NUMBER. It can refuse produce requests with an error code, stall
+ * checked as a broker does for an idempotent producer: a batch sent again (same first sequence and size as one of
+ * the last five) is acknowledged without being appended, any other unexpected sequence is refused with
+ * OUT_OF_ORDER_SEQUENCE_NUMBER. It can refuse produce requests with an error code, stall
  * (read them and never answer), drop every connection, and stop listening.
  *
  * The versions offered are ones kafkajs implements (node_modules/kafkajs/src/protocol/requests/*), so it
@@ -160,6 +161,8 @@ class Writer {
 interface PendingProduce {
   socket: Socket;
   correlationId: number;
+  acks: number;
+  topics: Array<{ topic: string; partitions: Array<{ partition: number; batch: Buffer | null }> }>;
 }
 
 export class FakeKafkaBroker {
@@ -182,6 +185,7 @@ export class FakeKafkaBroker {
   private nextProducerId = 1000n;
   private readonly offsets = new Map<string, number>();
   private readonly sequences = new Map<string, number>();
+  private readonly recentBatches = new Map<string, Array<{ baseSequence: number; count: number; offset: number }>>();
   port = 0;
 
   /** Topic name → partition count. A topic not listed is unknown (UNKNOWN_TOPIC_OR_PARTITION). */
@@ -314,9 +318,22 @@ export class FakeKafkaBroker {
     r.int32(); // timeout
     const topics = r.array(() => ({ topic: r.string()!, partitions: r.array(() => ({ partition: r.int32(), batch: r.bytes() })) ?? [] })) ?? [];
     if (this.stall) {
-      this.stalled.push({ socket, correlationId });
+      this.stalled.push({ socket, correlationId, acks, topics });
       return;
     }
+    this.answerProduce(socket, correlationId, acks, topics);
+  }
+
+  /**
+   * Writes the produce requests held while stalled, late, as a slow broker does, and answers them on their
+   * connections (a client that gave up on them ignores the answers).
+   */
+  writeStalled(): void {
+    const held = this.stalled.splice(0);
+    for (const p of held) this.answerProduce(p.socket, p.correlationId, p.acks, p.topics);
+  }
+
+  private answerProduce(socket: Socket, correlationId: number, acks: number, topics: PendingProduce['topics']): void {
     const refusal = this.refusals.shift() ?? this.refuseProduce;
     const answers = topics.map(({ topic, partitions }) => ({
       topic,
@@ -358,12 +375,17 @@ export class FakeKafkaBroker {
     if (producerId >= 0n) {
       const key = `${producerId}/${at}`;
       const expected = this.sequences.get(key) ?? 0;
-      if (baseSequence < expected) {
+      // A repeat is a batch with the same first sequence and size as one of the last five written (as a broker
+      // keeps them); any other sequence than the next expected one is refused, never silently dropped.
+      const recent = this.recentBatches.get(key) ?? [];
+      const repeat = recent.find((b) => b.baseSequence === baseSequence && b.count === count);
+      if (repeat) {
         this.duplicatesDropped++;
-        return { error: KafkaError.NONE, offset: BigInt(this.offsets.get(at) ?? 0) - BigInt(count) };
+        return { error: KafkaError.NONE, offset: BigInt(repeat.offset) };
       }
-      if (baseSequence > expected) return { error: KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, offset: -1n };
+      if (baseSequence !== expected) return { error: KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, offset: -1n };
       this.sequences.set(key, expected + count);
+      this.recentBatches.set(key, [...recent, { baseSequence, count, offset: this.offsets.get(at) ?? 0 }].slice(-5));
     }
     const base = this.offsets.get(at) ?? 0;
     for (let i = 0; i < count; i++) {
