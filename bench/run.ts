@@ -9,9 +9,7 @@
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
- *   relay: bonus events of 1,000 users through /relay to a sink (--mode relay; not in the default list)
- *   hostile: single sends quiet, then again under 20 hostile callback requests per second of each shape, with
- *            /healthz probed throughout (--mode hostile; not in the default list; bench/hostile.ts)
+ *   relay: mixed events (bonus, payment, casino, login, custom, balance) of 1,000 users through /relay to a sink (--mode relay; not in the default list)
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
  *            --provider sandbox|twilio|smpp (sandbox; twilio: the plugin against the Twilio fake; smpp: the plugin
@@ -188,7 +186,7 @@ MODES['e2e-single'] = {
   },
 };
 
-/** Bonus events from 1,000 users through the event relay to a sink for the CRM (bench/relay.ts). */
+/** Mixed events from 1,000 users through the event relay to a sink for the CRM (bench/relay.ts). */
 MODES.relay = relayMode as Mode;
 
 /** Single sends quiet, then under hostile callback requests (bench/hostile.ts). */

@@ -13,6 +13,7 @@ import { consoleRoutes } from './console/routes.js';
 import { eventAdminRoutes } from './events/admin-routes.js';
 import { eventRouteDocs } from './events/route-docs.js';
 import { relayRoutes } from './events/routes.js';
+import { resolveCatalogue } from './crm/event-catalogue.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
@@ -141,6 +142,7 @@ export function createApp(parts: AppParts): Hono {
     '/relay',
     relayRoutes({
       apiKeys: config.relay.api_keys,
+      routes: resolveCatalogue(config.crm.integration.events),
       transact: parts.transact,
       now: parts.now,
       referenceWindowMs: config.relay.reference_window,

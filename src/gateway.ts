@@ -14,6 +14,7 @@ import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
 import { createEventTransport } from './events/create-transport.js';
+import { createDestinations } from './events/destination.js';
 import { registerEventMetrics } from './events/metrics.js';
 import { startEventWorker } from './events/worker.js';
 import { countEventBacklog } from './ledger/events.js';
@@ -167,11 +168,16 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const eventDestinations = createDestinations(config.crm.integration);
+  const untyped = [...eventDestinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
+  if (eventTransport && eventDestinations.queue && untyped.length > 0) {
+    logger.warn({ kinds: untyped }, 'no queue type name is documented for these events: set crm.integration.events.<kind>.type, or they are dead-lettered (docs/events.md)');
+  }
   const eventWorker = eventTransport
-    ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
+    ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, destinations: eventDestinations, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
     : undefined;
   if (leader && config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
-    logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
+    logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
   }
 
   const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });

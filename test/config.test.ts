@@ -180,3 +180,27 @@ describe('loadConfig', () => {
     expect((await loadConfig(file, { GW_TEST_PORT: '7100' })).server.port).toBe(7100);
   });
 });
+
+describe('event relay keys (docs/events.md)', () => {
+  const kafka = { transport: 'kafka', kafka: { brokers: ['127.0.0.1:9092'], topic: 'crm' } };
+  it.each([
+    ['kafka without its block', { crm: { integration: { transport: 'kafka' } } }, 'crm.integration.kafka: required when transport is kafka'],
+    ['a broker that is not host:port', { crm: { integration: { ...kafka, kafka: { brokers: ['kafka'], topic: 'crm' } } } }, 'crm.integration.kafka.brokers.0: must be host:port'],
+    ['two kinds on one method and path', { crm: { integration: { events: { casino: { path: '/v1/integration/payment' } } } } }, 'casino and payment both use POST /v1/integration/payment'],
+    ['an unknown kind', { crm: { integration: { events: { poker: { path: '/p' } } } } }, 'poker'],
+    ['a path without its slash', { crm: { integration: { events: { payment: { path: 'v1/pay' } } } } }, 'crm.integration.events.payment.path: must be a path'],
+    ['a lease shorter than a Kafka send may take', { crm: { integration: { ...kafka, timeout: '10s' } }, relay: { lease: '20s' } }, 'relay.lease: must be longer than 3 × crm.integration.timeout'],
+  ])('refuses %s, naming it', (_label, extra, message) => {
+    expect(() => parseConfig(minimal(extra), {})).toThrow(message);
+  });
+
+  it('takes kafka, per-kind overrides, push credentials and retry_client_errors', () => {
+    const config = parseConfig(
+      minimal({ crm: { integration: { ...kafka, events: { device_link: { type: 'LINK', topic: 'devices' } }, push: { username: 'u', password: 'p' } } }, relay: { retry_client_errors: true } }),
+      {},
+    );
+    expect(config.crm.integration.events.device_link).toEqual({ type: 'LINK', topic: 'devices' });
+    expect(config.crm.integration.push).toEqual({ username: 'u', password: 'p' });
+    expect(config.relay.retry_client_errors).toBe(true);
+  });
+});

@@ -3,19 +3,89 @@ import { describe, expect, it } from 'vitest';
 import { bonusBodyForCrm, bonusOnceKey } from '../src/events/bonus-event.js';
 import { guardPayload } from '../src/events/payload-guard.js';
 import { planRetry } from '../src/events/retry.js';
-import { isDelivered } from '../src/events/transport.js';
+import { decideFailure, isDelivered, parseRetryAfter } from '../src/events/transport.js';
+import { resolveCatalogue, routeClashes } from '../src/crm/event-catalogue.js';
+import { createDestinations, destinationOf } from '../src/events/destination.js';
+import type { ClaimedEvent } from '../src/ledger/events.js';
 import { decideUserChange } from '../src/events/user-changes.js';
 import type { CreditRow } from '../src/ledger/credits.js';
 
 describe('isDelivered', () => {
   it.each([
     [200, true, 'the CRM took it'],
-    [201, false, 'the docs ask for 200; anything else is retried'],
-    [204, false, 'no 200, retried'],
-    [400, false, 'retried too: the rule is "until 200"'],
+    [201, true, 'any 2xx: the CRM took the request'],
+    [202, true, 'a proxy that queues the request took it'],
+    [204, true, 'no body, still taken'],
+    [299, true, 'the end of the 2xx range'],
+    [301, false, 'a redirect is not taken'],
+    [400, false, 'refused'],
     [503, false, 'CRM busy'],
   ])('%i → %s (%s)', (status, expected) => {
     expect(isDelivered(status)).toBe(expected);
+  });
+});
+
+describe('decideFailure', () => {
+  it.each([
+    ['no answer (connection refused, timeout)', null, false, undefined, 'retry'],
+    ['408 request timeout', 408, false, undefined, 'retry'],
+    ['425 too early', 425, false, undefined, 'retry'],
+    ['429 too many requests', 429, false, undefined, 'retry'],
+    ['500', 500, false, undefined, 'retry'],
+    ['503', 503, false, undefined, 'retry'],
+    ['a 3xx (misconfigured url): retried, bounded by max_attempts', 302, false, undefined, 'retry'],
+    ['400: the CRM will never take this payload', 400, false, undefined, 'dead'],
+    ['404: no such path', 404, false, undefined, 'dead'],
+    ['422', 422, false, undefined, 'dead'],
+    ['400 with retry_client_errors: retried like the docs ask', 400, true, undefined, 'retry'],
+    ['a destination not configured is dead even with retry_client_errors', null, true, true, 'dead'],
+  ] as const)('%s → %s', (_label, status, retryClientErrors, permanent, expected) => {
+    expect(decideFailure({ status, permanent }, retryClientErrors)).toBe(expected);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  it.each([
+    ['absent', undefined, undefined],
+    ['seconds', '120', 120_000],
+    ['zero', '0', 0],
+    ['an HTTP date 30 s ahead', 'Wed, 25 Nov 2026 12:00:30 GMT', 30_000],
+    ['an HTTP date in the past', 'Wed, 25 Nov 2026 11:00:00 GMT', 0],
+    ['negative seconds (not valid)', '-5', undefined],
+    ['garbage', 'soon', undefined],
+  ])('%s → %s', (_label, header, expected) => {
+    expect(parseRetryAfter(header, now)).toBe(expected);
+  });
+});
+
+describe('the catalogue with overrides', () => {
+  it('keeps defaults, applies an override of path, method and type, and knows which queue type names are guesses', () => {
+    const routes = resolveCatalogue({ payment: { path: '/v3/payments', method: 'PUT', type: 'PAYMENT_V3' }, device_link: { type: 'DEVICE_LINKED' } });
+    const by = new Map(routes.map((r) => [r.kind, r]));
+    expect(by.get('casino')).toMatchObject({ method: 'POST', path: '/v1/integration/casino', type: 'CASINO', typeKnown: true });
+    expect(by.get('payment')).toMatchObject({ storedType: 'PAYMENT', method: 'PUT', path: '/v3/payments', type: 'PAYMENT_V3' });
+    expect(by.get('device_link')).toMatchObject({ storedType: 'USER_DEVICE_LINK', type: 'DEVICE_LINKED', typeKnown: true });
+    expect(by.get('device_unlink')).toMatchObject({ typeKnown: false });
+    expect(routeClashes(routes)).toEqual([]);
+  });
+
+  it('names two kinds put on one method and path', () => {
+    expect(routeClashes(resolveCatalogue({ casino: { path: '/v1/integration/payment' } }))).toEqual(['casino and payment both use POST /v1/integration/payment']);
+  });
+
+  const stored = (type: string): ClaimedEvent => ({ id: 1, event_id: 'e', type, method: 'POST', path: '/old', user_id: 'u', payload_json: '{}', attempts: 0, created_at: 0 });
+  it.each([
+    ['http: a device link goes to its path', 'http', {}, 'USER_DEVICE_LINK', { ok: true, path: '/v1/integration/user/device/link' }],
+    ['rabbitmq: a device link without a configured type name is refused', 'rabbitmq', {}, 'USER_DEVICE_LINK', { ok: false }],
+    ['kafka: a configured type name is used', 'kafka', { device_link: { type: 'LINK' } }, 'USER_DEVICE_LINK', { ok: true, type: 'LINK' }],
+    ['rabbitmq: a push conversion is a webhook, no type name needed', 'rabbitmq', {}, 'PUSH_CONVERSION', { ok: true, channel: 'push_webhook' }],
+    ['a stored path is replaced by the configured one (replay after a fix)', 'http', { payment: { path: '/fixed' } }, 'PAYMENT', { ok: true, path: '/fixed' }],
+    ['a type the catalogue does not know keeps its stored destination', 'http', {}, 'OLD_TYPE', { ok: true, path: '/old' }],
+  ] as const)('%s', (_label, transport, events, type, expected) => {
+    const destined = destinationOf(stored(type), createDestinations({ transport, events }));
+    expect(destined.ok).toBe(expected.ok);
+    if (destined.ok) expect(destined.event).toMatchObject(Object.fromEntries(Object.entries(expected).filter(([k]) => k !== 'ok')));
   });
 });
 
@@ -30,6 +100,14 @@ describe('planRetry', () => {
     ['with max_attempts 3 the second failure retries', 1, 0, { ...policy, maxAttempts: 3 }, { dead: false, nextAttemptAt: 1_000 }],
   ])('%s', (_label, attemptsBefore, random, p, expected) => {
     expect(planRetry(attemptsBefore, 0, p, () => random)).toEqual(expected);
+  });
+
+  it.each([
+    ['a Retry-After longer than the backoff wins', 0, 120_000, 120_000],
+    ['a Retry-After shorter than the backoff loses', 3, 1_000, 8_000],
+    ['a Retry-After of days is read as one hour', 0, 5 * 86_400_000, 3_600_000],
+  ])('%s', (_label, attemptsBefore, retryAfterMs, expected) => {
+    expect(planRetry(attemptsBefore, 0, policy, () => 1, retryAfterMs).nextAttemptAt).toBe(expected);
   });
 });
 

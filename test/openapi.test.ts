@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVonageFake, type VonageFake } from './fakes/vonage.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { eventCatalogue } from '../src/crm/event-catalogue.js';
-import { bonusEvent, thinEvent } from './helpers/events.js';
+import { catalogueExamples } from './helpers/events.js';
 import { sandboxReceiptHeaders, smsMessage, startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 
 type Answer = { status: number; headers: Headers; text: string };
@@ -199,17 +199,11 @@ const cases: Record<string, () => Promise<Answer>> = {
 
 /** The event relay (docs/relay.md): a valid body per event, then each documented refusal. */
 const relayKey = { 'x-api-key': 'doc-relay-key' };
-const relayBodies = new Map<string, unknown>([
-  ['bonus', bonusEvent('doc-user', 'doc-ub', 'Created')],
-  ['custom', thinEvent('doc-user', { notification_type: 'n', data: { a: 'b' } })],
-  ['balance', thinEvent('doc-user', { balances: [{ amount: 1, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] })],
-  ['device_link', thinEvent('doc-user', { tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] })],
-  ['device_unlink', thinEvent('doc-user', { tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] })],
-]);
+const relayBodies = new Map<string, unknown>(Object.entries(catalogueExamples('doc-user')).map(([kind, e]) => [kind, e.valid]));
 for (const route of eventCatalogue) {
   const key = `${route.method} /relay${route.path}`;
   const path = `/relay${route.path}`;
-  const json = relayBodies.get(route.kind) ?? thinEvent('doc-user');
+  const json = relayBodies.get(route.kind);
   // The bonus answer documents Idempotent-Replayed: the repeat of a status carries it.
   cases[`${key} 202`] = async () => {
     if (route.kind === 'bonus') await call(gw, path, { method: route.method, headers: relayKey, json });

@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLedger } from '../src/ledger/db.js';
+import amqp, { type ConsumeMessage } from 'amqplib';
+import { randomUUID } from 'node:crypto';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
+import { FakeKafkaBroker } from './fakes/kafka.js';
 import { runCli, startServe, writeConfig } from './helpers/child.js';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { bonusEvent, RELAY_KEY, thinEvent } from './helpers/events.js';
@@ -33,14 +36,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function configFile(name: string) {
+function configFile(name: string, integration: Record<string, unknown> = { url: crm.url }, lease = '3s') {
   return writeConfig(
     dir,
     testConfigDocument(dir, {
       database: { url: database.url },
       // A claim the killed process held is taken over after relay.lease; kept short here, above the send timeout.
-      relay: { api_keys: [RELAY_KEY], poll_interval: '20ms', retry_initial_ms: 50, retry_max_ms: 200, batch_size: 200, lease: '3s' },
-      crm: { integration: { url: crm.url, timeout: '2s' } },
+      relay: { api_keys: [RELAY_KEY], poll_interval: '20ms', retry_initial_ms: 50, retry_max_ms: 200, batch_size: 200, lease },
+      crm: { integration: { timeout: '2s', ...integration } },
       log: { level: 'info' },
     }),
     name,
@@ -133,5 +136,82 @@ describe('the relay across processes', () => {
     const order = await acceptanceOrder();
     expectEachOnceInOrder(new Map([...order].filter(([user]) => user.startsWith('multi-'))));
     expect(crm.accepted.filter((r) => r.body.user_id.startsWith('multi-'))).toHaveLength(600);
+    // The instances go, so the tests after this one have the database to themselves.
+    for (const c of [a, b]) c.child.kill('SIGTERM');
+    await Promise.all([a, b].map((c) => new Promise((resolve) => (c.child.exitCode === null ? c.child.once('exit', resolve) : resolve(null)))));
   }, 90_000);
+
+  /** Accepts 10 events of each of 10 users on a fresh `serve`, SIGKILLs it, and answers the event ids in order per user. */
+  async function acceptThenKill(file: string, prefix: string): Promise<Map<string, string[]>> {
+    const first = await startServe(file);
+    children.push(first);
+    const pool = new Pool(first.url, { connections: 8 });
+    const byUser = new Map<string, string[]>();
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, u) => {
+        const ids: string[] = [];
+        byUser.set(`${prefix}-${u}`, ids);
+        for (let n = 0; n < 10; n++) {
+          const res = await post(pool, '/relay/v1/integration/payment', { user_id: `${prefix}-${u}`, timestamp: '2026-11-25T10:00:00Z', origin: 'o', amount: n, currency: 'USDT', payment_id: n, vendor_id: 'v', status: 'Approved', type: 'Credit' });
+          expect(res.status).toBe(202);
+          ids.push(res.eventId);
+        }
+      }),
+    );
+    await pool.close();
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+    return byUser;
+  }
+
+  it('RabbitMQ: every event accepted before a SIGKILL (broker refusing: no exchange yet) is published once, in order, after the restart', async () => {
+    const url = process.env.TEST_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+    const exchange = `crm-kill-${randomUUID()}`;
+    const file = configFile('kill-rabbit.yaml', { transport: 'rabbitmq', rabbitmq: { url, exchange, routing_key: 'k' } });
+    const expected = await acceptThenKill(file, 'rkill');
+    const connection = await amqp.connect(url);
+    const channel = await connection.createChannel();
+    const received: ConsumeMessage[] = [];
+    try {
+      await channel.assertExchange(exchange, 'direct', { durable: false });
+      const { queue } = await channel.assertQueue('', { exclusive: true });
+      await channel.bindQueue(queue, exchange, 'k');
+      await channel.consume(queue, (m) => m && received.push(m), { noAck: true });
+      const second = await startServe(file);
+      children.push(second);
+      await waitFor(() => received.length >= 100, 30_000, 'all 100 messages after the restart');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(received).toHaveLength(100);
+      for (const [user, ids] of expected) {
+        expect(received.filter((m) => JSON.parse(m.content.toString()).user_id === user).map((m) => m.properties.messageId), user).toEqual(ids);
+      }
+      second.child.kill('SIGTERM');
+      await new Promise((resolve) => second.child.once('exit', resolve));
+    } finally {
+      await channel.deleteExchange(exchange).catch(() => {});
+      await connection.close();
+    }
+  }, 60_000);
+
+  it('Kafka: every event accepted before a SIGKILL (broker down) is published once, in order, after the restart', async () => {
+    const broker = new FakeKafkaBroker({ 'crm-kill': 3 });
+    await broker.start();
+    await broker.stop();
+    const file = configFile('kill-kafka.yaml', { transport: 'kafka', kafka: { brokers: [broker.broker], topic: 'crm-kill' } }, '8s');
+    const expected = await acceptThenKill(file, 'kkill');
+    await broker.start();
+    try {
+      const second = await startServe(file);
+      children.push(second);
+      await waitFor(() => broker.records.length >= 100, 30_000, 'all 100 records after the restart');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(broker.records).toHaveLength(100);
+      for (const [user, ids] of expected) expect(broker.records.filter((r) => r.key === user).map((r) => r.headers.event_id), user).toEqual(ids);
+      expect(broker.records.every((r) => r.headers.type === 'PAYMENT')).toBe(true);
+      second.child.kill('SIGTERM');
+      await new Promise((resolve) => second.child.once('exit', resolve));
+    } finally {
+      await broker.stop();
+    }
+  }, 60_000);
 });

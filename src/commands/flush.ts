@@ -7,6 +7,7 @@ import type { Writable } from 'node:stream';
 import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createEventTransport } from '../events/create-transport.js';
+import { createDestinations } from '../events/destination.js';
 import { flushEvents } from '../events/flush.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
@@ -44,7 +45,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
       );
     }
     if (transport) {
-      const events = await flushEvents({ db: ledger.db, flags: ledger.flags, transport, relay: config.relay, logger, now: Date.now });
+      const events = await flushEvents({ db: ledger.db, flags: ledger.flags, transport, destinations: createDestinations(config.crm.integration), relay: config.relay, logger, now: Date.now });
       out.write(`${events.line}\n`);
       if (!events.reachable) reachable = false;
     }

@@ -7,6 +7,7 @@ import { providerPlugins } from '../../providers/index.js';
 import { checkRouteMembers, routeConfigSchema } from './route-config.js';
 import { durationSchema } from '../kit/duration.js';
 import { addressOrBlock } from '../kit/client-address.js';
+import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
@@ -159,10 +160,19 @@ const ledger = z.strictObject({
   store_content: z.boolean().default(false),
 });
 
-/** Where the real-time events of the relay outbox go (docs/crm-interface.md §7): the Integration API, or a RabbitMQ connector. */
+/** One event kind's destination, overriding the catalogue's default (docs/events.md, "Catalogue"). */
+const eventOverride = z.strictObject({
+  method: z.enum(['POST', 'PUT']).optional(),
+  path: z.string().regex(/^\/[^\s?#]*$/, 'must be a path starting with / (no query)').optional(),
+  type: z.string().min(1).max(255).optional(),
+  /** Kafka topic of this kind; crm.integration.kafka.topic when unset. */
+  topic: z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name').optional(),
+});
+
+/** Where the real-time events of the relay outbox go (docs/events.md): the Integration API, a RabbitMQ or a Kafka connector. */
 const integration = z
   .strictObject({
-    transport: z.enum(['http', 'rabbitmq']).default('http'),
+    transport: z.enum(['http', 'rabbitmq', 'kafka']).default('http'),
     /** Base of the CRM's Integration API ({base_url}); the event's path (/v1/integration/bonus, …) is appended. */
     url: z.url().optional(),
     /** Sent with every event: the CRM's credential (the spec leaves its scheme open). */
@@ -177,9 +187,25 @@ const integration = z
         routing_key: z.string().default(''),
       })
       .optional(),
+    kafka: z
+      .strictObject({
+        brokers: z.array(z.string().regex(/^[^\s:]+:\d{1,5}$/, 'must be host:port')).min(1),
+        client_id: z.string().min(1).default('crm-sms-gateway'),
+        /** The topic of every event unless crm.integration.events.<kind>.topic names another. */
+        topic: z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name'),
+        ssl: z.boolean().default(false),
+        sasl: z.strictObject({ mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']), username: z.string(), password: z.string() }).optional(),
+      })
+      .optional(),
+    /** Per event kind: method, path, queue type name and Kafka topic, when the operator's Swagger differs from the defaults. */
+    events: z.strictObject(Object.fromEntries(EVENT_KINDS.map((k) => [k, eventOverride.optional()])) as Record<EventKind, z.ZodOptional<typeof eventOverride>>).prefault({}),
+    /** Basic credentials of the push conversion webhook ({url}/webhook/callback/push/). */
+    push: z.strictObject({ username: z.string().default(''), password: z.string().default('') }).prefault({}),
   })
   .superRefine((i, ctx) => {
     if (i.transport === 'rabbitmq' && !i.rabbitmq) ctx.addIssue({ code: 'custom', path: ['rabbitmq'], message: 'required when transport is rabbitmq' });
+    if (i.transport === 'kafka' && !i.kafka) ctx.addIssue({ code: 'custom', path: ['kafka'], message: 'required when transport is kafka' });
+    for (const clash of routeClashes(resolveCatalogue(i.events))) ctx.addIssue({ code: 'custom', path: ['events'], message: clash });
   });
 
 const crm = z.strictObject({
@@ -202,8 +228,10 @@ const relay = z.strictObject({
   poll_interval: duration('100ms'),
   retry_initial_ms: z.number().int().positive().default(1_000),
   retry_max_ms: z.number().int().positive().default(300_000),
-  /** Attempts before an event is dead-lettered; unset = retry until the CRM answers 200, as its docs ask. */
+  /** Attempts before an event is dead-lettered; unset = retry while the CRM answers a retryable status (docs/events.md). */
   max_attempts: z.number().int().positive().optional(),
+  /** Retry a 4xx answer (other than 408, 425, 429) instead of dead-lettering it at once: the docs' "retry until 200". */
+  retry_client_errors: z.boolean().default(false),
   /** How long a claimed event stays reserved for the worker (or flush) that claimed it. */
   lease: duration('60s'),
   /** Largest event body accepted on /relay (bytes). */
@@ -289,6 +317,9 @@ export const configSchema = z
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {
       ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });
+    } else if (c.crm.integration.transport === 'kafka' && c.relay.lease <= 3 * c.crm.integration.timeout + 1_000) {
+      // A Kafka send is awaited until the client gives up (src/events/kafka-transport.ts, kafkaSendGuardMs).
+      ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than 3 × crm.integration.timeout + 1s with transport kafka' });
     }
     // Two names for one provider would make routing ambiguous.
     const seen = new Map<string, string>();

@@ -33,7 +33,7 @@ export function renderDeadEvents(view: DeadEventsView) {
 ${view.error ? html`<p class="notice error" role="alert">${view.error}</p>` : ''}
 <section id="dead-events">
 <h2>Dead CRM events</h2>
-<p class="muted">Events the CRM did not take within relay.max_attempts (only a 200 counts). Replaying one makes it due again with a fresh retry budget; it goes out before its user's later events that are still owed. <a href="/console/dead-letters">Dead conversions →</a></p>
+<p class="muted">Events the CRM refused (a 4xx other than 408, 425 and 429 is dead at once, with its answer below) or did not take within relay.max_attempts; they no longer hold back their user's later events. Replaying one makes it due again with a fresh retry budget; it goes out before its user's later events that are still owed. <a href="/console/dead-letters">Dead conversions →</a></p>
 <form method="get" action="/console/dead-events" class="search">
 <label>Type<select name="type"><option value="">any</option>${EVENT_TYPES.map((t) => html`<option${t === type ? ' selected' : ''}>${t}</option>`)}</select></label>
 <label>Player (user_id)<input name="user_id" value="${userId}" maxlength="256"></label>

@@ -29,7 +29,7 @@ export function eventTimestamp(at: number): string {
 export function thinUserEvent(kind: ThinEventKind, userId: string, origin: string, at: number): NewEvent {
   const route = eventRoute(kind);
   return {
-    type: route.type,
+    type: route.storedType,
     method: route.method,
     path: route.path,
     userId,

@@ -16,7 +16,7 @@ export interface AcceptInput {
   route: EventRoute;
   /** The body as received (already checked by guardPayload and the event's schema). */
   received: Record<string, unknown>;
-  /** user_id as validated (trimmed): the key of per-user order. */
+  /** user_id as validated (trimmed), or the kind's own order key (src/crm/event-catalogue.ts): the key of per-user order. */
   userId: string;
   /** For bonus events: the validated credit_id, bonus_code, user_bonus_id and status. */
   bonus?: { creditId?: string; bonusCode?: string; userBonusId: string; status: string };
@@ -38,7 +38,7 @@ export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput
     body = bonusBodyForCrm(received, credit);
     onceKey = bonusOnceKey(bonus.userBonusId, bonus.status);
   }
-  const event: NewEvent = { type: route.type, method: route.method, path: route.path, userId, payload: body, source: 'relay' };
+  const event: NewEvent = { type: route.storedType, method: route.method, path: route.path, userId, payload: body, source: 'relay' };
   if (onceKey !== null) return { ok: true, ...(await enqueueEventOnce(trx, event, onceKey, now)) };
   return { ok: true, eventId: await enqueueEvent(trx, event, now), replayed: false };
 }

@@ -10,8 +10,8 @@ export async function flushEvents(deps: EventWorkerDeps): Promise<{ line: string
     totals.sent += round.sent;
     totals.failed += round.failed;
     totals.dead += round.dead;
-    if (round.claimed > 0 && round.sent === 0) reachable = false;
-    if (round.claimed === 0 || round.sent === 0) break;
+    if (round.claimed > 0 && round.sent === 0 && round.dead === 0) reachable = false;
+    if (round.claimed === 0 || round.sent + round.dead === 0) break;
   }
   const backlog = await countEventBacklog(deps.db);
   return {

@@ -1,16 +1,28 @@
 /**
- * Sends events to the CRM's Integration API: {crm.integration.url}{path}, the method the event arrived with, the
- * headers of crm.integration.headers, over a pooled keep-alive client with at most max_connections in flight.
+ * Sends events over HTTP: to the CRM's Integration API ({crm.integration.url}{path}, the headers of
+ * crm.integration.headers) or, for push conversions, to its webhook with Basic auth (create-transport.ts). A pooled
+ * keep-alive client with at most max_connections in flight.
  */
 import { Agent, request } from 'undici';
-import type { Config } from '../config/schema.js';
-import { isDelivered, type EventTransport, type SendOutcome } from './transport.js';
+import { isDelivered, parseRetryAfter, type EventTransport, type SendOutcome } from './transport.js';
 
-export function createHttpTransport(integration: Config['crm']['integration'] & { url: string }): EventTransport {
-  const base = integration.url.replace(/\/+$/, '');
-  const timeout = integration.timeout;
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: integration.max_connections, headersTimeout: timeout, bodyTimeout: timeout });
-  const headers = { ...integration.headers, 'content-type': 'application/json' };
+export interface HttpTransportOptions {
+  url: string;
+  headers: Record<string, string>;
+  timeout: number;
+  max_connections: number;
+  now?: () => number;
+}
+
+/** How much of a refusal's body is kept with the event (its last_error is cut at 500 characters). */
+const ANSWER_CHARS = 300;
+
+export function createHttpTransport(options: HttpTransportOptions): EventTransport {
+  const base = options.url.replace(/\/+$/, '');
+  const { timeout } = options;
+  const now = options.now ?? Date.now;
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: options.max_connections, headersTimeout: timeout, bodyTimeout: timeout });
+  const headers = { ...options.headers, 'content-type': 'application/json' };
   return {
     target: base,
     async send(event): Promise<SendOutcome> {
@@ -25,7 +37,10 @@ export function createHttpTransport(integration: Config['crm']['integration'] & 
         });
         const text = await res.body.text();
         if (isDelivered(res.statusCode)) return { ok: true, status: res.statusCode };
-        return { ok: false, status: res.statusCode, error: `CRM answered ${res.statusCode}: ${text.slice(0, 200)}` };
+        const retryAfter = res.headers['retry-after'];
+        const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now());
+        const shown = text.length > ANSWER_CHARS ? `${text.slice(0, ANSWER_CHARS)}…` : text;
+        return { ok: false, status: res.statusCode, error: `CRM answered ${res.statusCode}: ${shown}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
       } catch (error) {
         const e = error as Error & { code?: string };
         return { ok: false, status: null, error: `CRM unreachable: ${e.code ?? e.name}: ${e.message}` };

@@ -10,8 +10,13 @@ const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 
 export function registerEventMetrics(registry: Registry, countBacklog: () => Promise<EventBacklog>, now: () => number) {
   const registers = [registry];
-  const sent = new Counter({ name: 'sms_gateway_crm_events_sent_total', help: 'Real-time events the CRM took (HTTP 200 or a broker confirm)', registers });
-  const dead = new Counter({ name: 'sms_gateway_crm_events_dead_lettered_total', help: 'Real-time events dead-lettered after relay.max_attempts', registers });
+  const sent = new Counter({ name: 'sms_gateway_crm_events_sent_total', help: 'Real-time events the CRM took (an HTTP 2xx or a broker acknowledgement)', registers });
+  const dead = new Counter({
+    name: 'sms_gateway_crm_events_dead_lettered_total',
+    help: 'Real-time events dead-lettered: refused by the CRM (a 4xx or a destination not configured) or out of relay.max_attempts',
+    labelNames: ['reason'],
+    registers,
+  });
   const latency = new Histogram({ name: 'sms_gateway_crm_event_delivery_seconds', help: 'Time from accepting an event to the CRM taking it', buckets: LATENCY_BUCKETS, registers });
   new Gauge({
     name: 'sms_gateway_crm_events_outbox',
@@ -41,6 +46,6 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
       sent.inc(count);
       for (const s of latenciesSeconds) latency.observe(Math.max(0, s));
     },
-    eventsDead: (count: number) => dead.inc(count),
+    eventsDead: (count: number, reason: 'refused' | 'attempts') => dead.inc({ reason }, count),
   };
 }

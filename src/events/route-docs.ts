@@ -3,9 +3,8 @@ import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ResponseDoc, type RouteDoc } from '../observability/openapi.js';
 import { eventReplayRequestSchema } from './admin-routes.js';
-import { eventCatalogue } from '../crm/event-catalogue.js';
+import { eventSchema as relayEventSchema, resolveCatalogue } from '../crm/event-catalogue.js';
 import { EVENT_TYPES } from './event-query.js';
-import { relaySchemas } from './relay-schemas.js';
 
 const acceptedSchema = z.strictObject({ event_id: z.string().describe('The outbox id of the event (the first one’s, for a repeated bonus status)') });
 
@@ -38,17 +37,17 @@ const eventSchema = z.strictObject({
   payload: z.record(z.string(), z.unknown()).describe('The body as sent'),
 });
 
-const relayDocs: RouteDoc[] = eventCatalogue.map((route) =>
+const relayDocs: RouteDoc[] = resolveCatalogue().map((route) =>
   describeRoute({
     method: route.method === 'POST' ? 'post' : 'put',
     path: `/relay${route.path}`,
     tag: 'events',
-    summary: `Relay a ${route.kind.replace('_', ' ')} event to the CRM (${route.method} ${route.path}, queue type ${route.type})`,
+    summary: `Relay a ${route.kind.replaceAll('_', ' ')} event to the CRM (default ${route.method} ${route.path}${route.channel === 'push_webhook' ? ', Basic auth' : `, queue type ${route.type}`})`,
     description:
       'Validated against the documented fields; other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
       (route.kind === 'bonus' ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.' : ''),
     security: ['relayApiKey'],
-    request: { schema: relaySchemas.get(route.kind)! },
+    request: { schema: relayEventSchema(route.kind) },
     responses: {
       202: {
         description: 'Accepted: committed to the outbox',

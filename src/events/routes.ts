@@ -8,12 +8,20 @@ import { createKeyMatcher } from '../auth/api-key.js';
 import { readJsonBody } from '../http/json-body.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
-import { eventCatalogue } from '../crm/event-catalogue.js';
+import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type EventRoute } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
-import { relaySchemas, type BonusEventInput } from './relay-schemas.js';
+
+interface BonusFields {
+  credit_id?: string;
+  bonus_code?: string;
+  user_bonus_id: string;
+  status: string;
+}
 
 export interface RelayRouteDeps {
   apiKeys: readonly string[];
+  /** The catalogue with crm.integration.events applied (resolveCatalogue). */
+  routes: readonly EventRoute[];
   transact: Transact;
   now: () => number;
   referenceWindowMs: number;
@@ -36,8 +44,9 @@ function relayKey(keys: readonly string[]): MiddlewareHandler {
 export function relayRoutes(deps: RelayRouteDeps) {
   const app = new Hono();
   app.use('*', relayKey(deps.apiKeys));
-  for (const route of eventCatalogue) {
-    const schema = relaySchemas.get(route.kind)!;
+  for (const route of deps.routes) {
+    const schema = eventSchema(route.kind);
+    const row = catalogueRow(route.kind);
     app.on(route.method, route.path, async (c) => {
       const declared = Number(c.req.header('content-length') ?? 0);
       if (declared > deps.maxEventBytes) return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
@@ -48,14 +57,16 @@ export function relayRoutes(deps: RelayRouteDeps) {
       if (!guarded.ok) return c.json({ error: guarded.error }, 400);
       const parsed = schema.safeParse(body.value);
       if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value) }, 400);
-      const valid = parsed.data as { user_id: string };
+      const valid = parsed.data as Record<string, unknown>;
+      const extra = extraCheck(route.kind, valid);
+      if (extra) return c.json({ error: extra }, 400);
       const bonus =
         route.kind === 'bonus'
-          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusEventInput) => ({ creditId: credit_id, bonusCode: bonus_code, userBonusId: user_bonus_id, status }))(
-              parsed.data as BonusEventInput,
+          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({ creditId: credit_id, bonusCode: bonus_code, userBonusId: user_bonus_id, status }))(
+              parsed.data as BonusFields,
             )
           : undefined;
-      const input = { route, received: body.value as Record<string, unknown>, userId: valid.user_id, bonus };
+      const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus };
       const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
       if (!result.ok) return c.json({ error: result.error }, 400);
       if (result.replayed) c.header('Idempotent-Replayed', 'true');

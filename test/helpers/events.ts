@@ -28,3 +28,87 @@ export function thinEvent(userId: string, overrides: Record<string, unknown> = {
 export function relay(gw: TestGateway, method: 'POST' | 'PUT', path: string, body: unknown, key = RELAY_KEY) {
   return method === 'POST' ? gw.post(`/relay${path}`, body, { 'x-api-key': key }) : gw.put(`/relay${path}`, body, { 'x-api-key': key });
 }
+
+const at = '2026-11-24T10:00:00+01:00';
+const player = (userId: string) => ({ user_id: userId, timestamp: at, origin: 'sub.example.com' });
+const money = { amount: 12.5, currency: 'EUR', exchange_rate: 1 };
+
+/**
+ * A valid body of every kind of the catalogue (facts of docs/events.md), and a bad one with the start of the error
+ * the relay must answer. Built per user so tests can run them side by side.
+ */
+export function catalogueExamples(userId: string): Record<string, { valid: Record<string, unknown>; bad: Record<string, unknown>; error: string }> {
+  const p = player(userId);
+  const thin = { valid: p, bad: { ...p, timestamp: 'yesterday' }, error: 'timestamp: must be an RFC 3339' };
+  const poker = { valid: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Approved' }, bad: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Won' }, error: 'status: must be one of Approved, Rollback' };
+  return {
+    bonus: { valid: bonusEvent(userId, `ub-${userId}`, 'Claimed', { type: 'Gift', currency: 'USDT', meta: null }), bad: bonusEvent(userId, 'ub', 'Created', { product: 'Bingo' }), error: 'product: must be one of' },
+    registration: { valid: { ...p, note: 'n', user_agent: 'ua', ip_address: 'x' }, bad: { ...p, note: 5 }, error: 'note: must be a string' },
+    login: { valid: { ...p, is_impersonated: false, ip_address: '2001:db8::1', meta: null, user_details: { vip: true } }, bad: { ...p, ip_address: '999.1.1.1' }, error: 'ip_address: must be an IPv4 or IPv6' },
+    logout: { valid: p, bad: { ...p, user_id: '' }, error: 'user_id: must not be empty' },
+    user_update: thin,
+    user_consents: thin,
+    user_blocks: { valid: p, bad: { user_id: userId, timestamp: at }, error: 'origin: is required' },
+    user_migration: { valid: { ...p, migration_reference: 'm-1' }, bad: p, error: 'migration_reference: is required' },
+    user_migration_approve: thin,
+    user_tag: { valid: { ...p, tags: 'vip,whale' }, bad: { ...p, tags: ['vip'] }, error: 'tags: must be a string' },
+    custom: { valid: { ...p, notification_type: 'free_spins', data: { spins: 20, nested: { a: 1 } } }, bad: { ...p, notification_type: 'n', data: 'x' }, error: 'data: must be an object' },
+    balance: {
+      valid: { ...p, balances: [{ amount: 5, currency: 'USDT', key: 'real_money', exchange_rate: 1 }] },
+      bad: { ...p, balances: [{ amount: -1, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] },
+      error: 'balances.0.amount: must be 0 or more',
+    },
+    payment: {
+      valid: { ...p, ...money, payment_id: 991, vendor_id: 'stripe', status: 'Approved', type: 'Credit', meta: { psp: 'x' } },
+      bad: { ...p, ...money, payment_id: 991, vendor_id: 'stripe', status: 'Approved', type: 'Refund' },
+      error: 'type: must be one of Authorization',
+    },
+    casino: {
+      valid: { ...p, ...money, activity_id: 'a1', game_id: 77, game_name: 'Book', is_round_end: true, round_id: 'r1', status: 'Approved', type: 'Bet', vendor_id: 3 },
+      bad: { ...p, ...money, activity_id: 'a1', game_id: 77, game_name: 'Book', is_round_end: 'yes', round_id: 'r1', status: 'Approved', type: 'Bet', vendor_id: 3 },
+      error: 'is_round_end: must be true or false',
+    },
+    sportsbook: {
+      valid: { ...p, ...money, odds: 2.5, bet_type: 'Single', status: 'Approved', type: 'Bet', bets: [{ event_name: 'A v B', match_start: '2026-11-25T20:00:00Z', odds: 2.5 }] },
+      bad: { ...p, ...money, odds: 2.5, bet_type: 'Single', status: 'Approved', bets: [{ event_name: 'A v B', match_start: 'tonight', odds: 2.5 }] },
+      error: 'bets.0.match_start: must be an RFC 3339',
+    },
+    lottery: {
+      valid: { ...p, ...money, type: 'Bet', lines: [{ line_id: 1, numbers: [1, 2, 3] }] },
+      bad: { ...p, ...money, type: 'Bet', lines: [{ numbers: [1] }] },
+      error: 'lines.0.line_id: is required',
+    },
+    cart: {
+      valid: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'unkown', payments: [{ method: 'card' }], items: [{ sku: 'x' }] },
+      bad: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'phone', payments: [], items: [] },
+      error: 'device_type: must be one of desktop, mobile, tablet, unkown',
+    },
+    game: { valid: { game_id: `g-${userId}`, is_live: true, name: 'Book of X' }, bad: { game_id: 1, name: 'Book' }, error: 'is_live: is required' },
+    poker_cash_game_buy_in: poker,
+    poker_cash_game_cash_out: poker,
+    poker_tournament_buy_in: poker,
+    poker_tournament_cash_out: poker,
+    device_link: { valid: { ...p, tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] }, bad: { ...p, tokens: [] }, error: 'tokens: must not be empty' },
+    device_unlink: { valid: { ...p, tokens: [{ token: 't', channel: 'web', provider: 'fcm' }] }, bad: { ...p, tokens: [{ token: 't', channel: 'sms', provider: 'p' }] }, error: 'tokens.0.channel' },
+    push_conversion: {
+      valid: {
+        action: 'clicked',
+        metadata: {
+          conversion_crm_triggerhash: 'h',
+          conversion_crm_id: 'c-1',
+          conversion_crm_activityid: 1,
+          conversion_crm_actionid: 2,
+          conversion_crm_actiongroupid: 3,
+          conversion_crm_actioncommunicationprofileid: 4,
+          conversion_crm_userid: 42,
+          conversion_crm_playeroriginid: 5,
+          conversion_crm_push_notification_type: 'promo',
+          conversion_crm_push_provider: 'fcm',
+          user_ref: userId,
+        },
+      },
+      bad: { action: 'opened', metadata: {} },
+      error: 'action: "opened" is not allowed; allowed: delivered, read, clicked',
+    },
+  };
+}
