@@ -25,9 +25,9 @@ RUN npx tsc -p tsconfig.json \
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 # config.yaml reads server.environment from it: production refuses development keys and unverifiable receipts
-# (exit 78 naming the key; README: Security). Set GATEWAY_ENV=development to try the image on its defaults.
+# (exit 78 naming the key; docs/security.md). Set GATEWAY_ENV=development to try the image on its defaults.
 ENV GATEWAY_ENV=production
-# V8 heap (README: Deployment, Memory): a ceiling only, so V8 collects before the container's OOM killer acts;
+# V8 heap (docs/operations.md "Memory"): a ceiling only, so V8 collects before the container's OOM killer acts;
 # fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB
 # instead of V8's 2 × 16 MiB: measured under the send benchmark it lowered the idle RSS by ~6 MiB and the peak by
 # ~15 MiB (single and batch) at the same CPU per message; 4 MiB promoted more and raised the peak.

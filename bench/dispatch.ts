@@ -19,7 +19,7 @@ import { migrateToLatest, openLedger } from '../src/ledger/db.js';
 import { createTransactionQueue } from '../src/ledger/transaction-queue.js';
 import { createDispatcher } from '../src/sms/dispatch.js';
 import { prepareMessage } from '../src/sms/prepare.js';
-import { createProviderRouter } from '../src/sms/provider-router.js';
+import { createProviderRouter } from '../src/provider-wrappers/registry.js';
 import { drive, round, singleMessage } from './workload.js';
 
 const { values } = parseArgs({

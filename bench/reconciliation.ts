@@ -1,5 +1,5 @@
 /**
- * Reconciliation benchmark (README "Player data"): 1,000,000 users in a temp SQLite ledger, all blocked, then one
+ * Reconciliation benchmark (docs/connecting-the-crm.md "Player data"): 1,000,000 users in a temp SQLite ledger, all blocked, then one
  * POST /reconciliation {"field":"blocked"} through the real server, run as `crm-sms-gateway serve` in a child
  * process so its peak RSS is the server's alone (VmHWM from /proc), three times in a row. Prints one JSON line;
  * the 1-minute load average is in it because a busy machine inflates the times.

@@ -9,7 +9,7 @@
  *     [--cache-kib N] [--checkpoint-every GROUPS] [--players 50000] [--numbers any|per-player]
  *
  * `latest` is the schema as migrated; `v60` the five indexes of migration 2026-11-24-60-console as built there; the
- * others are single indexes or candidate shapes (README, Benchmarks, gives their figures and why none replaced v60).
+ * others are single indexes or candidate shapes (bench/README.md gives their figures and why none replaced v60).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

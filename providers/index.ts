@@ -2,9 +2,9 @@
 import { infobip } from './infobip.js';
 import { sandbox } from './sandbox.js';
 import { sinch } from './sinch.js';
-import { smpp } from './smpp.js';
+import { smpp } from './smpp/index.js';
 import { twilio } from './twilio.js';
-import { vonage } from './vonage.js';
+import { vonage } from './vonage/index.js';
 import type { ProviderPlugin } from './types.js';
 
 export const providerPlugins = {

@@ -7,13 +7,13 @@
  * (with `notifyContentType: application/json`). The answer holds one entry per destination, with Infobip's
  * messageId and a first status; a REJECTED status there means it was refused before it went anywhere.
  * Receipts: JSON `{results: [...]}` posted to notifyUrl. Infobip signs nothing per message, so notifyUrl carries a
- * token derived from `webhook_secret` (callback-token.ts); a report is believed only for the sms_id its URL vouches
+ * token derived from `webhook_secret` (providers/kit/callback-token.ts); a report is believed only for the sms_id its URL vouches
  * for, and its callbackData must name that same sms_id.
  * Secrets to keep out of logs: api_key, webhook_secret.
  */
 import { z } from 'zod';
-import { tokenisedCallbackUrl, verifyCallbackToken } from './callback-token.js';
-import { createProviderPool, describeRequestFailure } from './http-pool.js';
+import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
+import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
 import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptEvent, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
 
 const configSchema = z.strictObject({

@@ -14,9 +14,9 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
-import { callbackEndpoint } from './callback-url.js';
-import { ownValue } from './own-key.js';
-import { headerValue } from './receipt-input.js';
+import { callbackEndpoint } from './kit/callback-url.js';
+import { ownValue } from './kit/own-key.js';
+import { headerValue } from './kit/receipt-input.js';
 import {
   providerCommonConfig,
   type IncomingReceipt,
@@ -163,7 +163,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
-        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (README "Security").
+        // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (docs/security.md).
         const header = headerValue(receipt, 'x-sandbox-signature');
         if (header === undefined) return { ok: false, reason: 'X-Sandbox-Signature is missing' };
         const given = Buffer.from(header, 'utf8');

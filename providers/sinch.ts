@@ -7,15 +7,15 @@
  * change of the recipient is called back, our sms_id as `client_reference` and in `callback_url`. The 201 answer's
  * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts. Sinch signs no SMS
  * callback (its Webhooks page offers basic auth, OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url
- * carries a token derived from `webhook_secret` (callback-token.ts), and when Sinch has been asked to add basic
+ * carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
  * auth, `webhook_basic_auth` makes the gateway require it too.
  * Secrets to keep out of logs: api_token, webhook_secret, webhook_basic_auth.password.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { tokenisedCallbackUrl, verifyCallbackToken } from './callback-token.js';
-import { createProviderPool, describeRequestFailure } from './http-pool.js';
-import { headerValue } from './receipt-input.js';
+import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
+import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
+import { headerValue } from './kit/receipt-input.js';
 import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
 
 const configSchema = z.strictObject({

@@ -13,10 +13,10 @@
 import { createRequire } from 'node:module';
 import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
-import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
-import { createProviderPool, describeRequestFailure } from './http-pool.js';
-import { ownValue } from './own-key.js';
-import { headerValue, readFormFields } from './receipt-input.js';
+import { CALLBACK_SMS_ID_PARAM } from './kit/callback-url.js';
+import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
+import { ownValue } from './kit/own-key.js';
+import { headerValue, readFormFields } from './kit/receipt-input.js';
 import {
   providerCommonConfig,
   sendFailure,

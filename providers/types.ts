@@ -60,7 +60,7 @@ export type SendResult =
       recipientOptedOut?: boolean;
       carrier?: string;
     };
-// `carrier` is set by a route (src/sms/provider-route.ts) only: the member that carried the message, or that last
+// `carrier` is set by a route (src/provider-wrappers/failover-route.ts) only: the member that carried the message, or that last
 // held it when the send failed there; the ledger records it as the message's provider, so receipts match at
 // /dlr/{carrier}. Plugins leave it unset.
 
@@ -156,7 +156,7 @@ export interface ProviderDeps {
 
 /**
  * `senders`: the sender per recipient country (ISO 3166 alpha-2), and a default for when the CRM sends no
- * sender_name. Applied outside the plugin by src/sms/sender-rules.ts, which documents which sender wins when.
+ * sender_name. Applied outside the plugin by src/provider-wrappers/sender-rules.ts, which documents which sender wins when.
  */
 export const sendersConfig = z.strictObject({
   default: z.string().min(1).optional(),

@@ -20,15 +20,14 @@ import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
-import { createTransactionQueue, type Transact } from './ledger/transaction-queue.js';
+import type { Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
-import { createAddressSet } from './http/client-address.js';
+import { createAddressSet } from './kit/address-blocks.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
-import { createOperatorBackend } from './operator/create-backend.js';
 import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
 import { operatorRoutes } from './operator/routes.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -37,9 +36,9 @@ import { buildOpenApiDocument, readPackageVersion } from './observability/openap
 import { requestContext, requestLogger } from './observability/request-context.js';
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
-import type { ProviderRouter } from './sms/provider-router.js';
-import type { MemberHealthView } from './sms/route-health.js';
-import type { RecipientCheck } from './sms/suppression.js';
+import type { ProviderRouter } from './provider-wrappers/registry.js';
+import type { MemberHealthView } from './provider-wrappers/breakers.js';
+import type { RecipientCheck } from './consents/suppression.js';
 import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
@@ -59,7 +58,7 @@ export interface AppParts {
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
-  operatorBackend?: OperatorBackend;
+  operatorBackend: OperatorBackend;
   /** Without it there is no /metrics. */
   metrics?: GatewayMetrics;
   /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
@@ -69,9 +68,9 @@ export interface AppParts {
   /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
   recipients?: RecipientCheck;
   /** Shared commits for accepted relay events; a queue of its own when absent. */
-  transact?: Transact;
+  transact: Transact;
   /** Called when events were queued or replayed, so the event worker looks at once. */
-  onEventsQueued?: () => void;
+  onEventsQueued: () => void;
 }
 
 export function createApp(parts: AppParts): Hono {
@@ -116,19 +115,19 @@ export function createApp(parts: AppParts): Hono {
   const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
   app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
-  // Operator API (README "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
-  const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
+  // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
+  const operatorBackend = parts.operatorBackend;
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
-  // Real-time events to the CRM (README "Sending events to the CRM"): the relay for the operator's platform, and their admin view.
-  const onEventsQueued = parts.onEventsQueued ?? (() => {});
+  // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
+  const onEventsQueued = parts.onEventsQueued;
   app.route(
     '/relay',
     relayRoutes({
       apiKeys: config.relay.api_keys,
-      transact: parts.transact ?? createTransactionQueue(parts.db).transact,
+      transact: parts.transact,
       now: parts.now,
       referenceWindowMs: config.relay.reference_window,
       maxEventBytes: config.relay.max_event_bytes,

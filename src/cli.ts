@@ -13,7 +13,7 @@ commands:
   flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
             exits 0, or 1 when the webhook could not be reached
 
-serve, migrate and flush exit 78 when server.environment is production and a setting is unsafe (README: Security).
+serve, migrate and flush exit 78 when server.environment is production and a setting is unsafe (docs/security.md).
   import users FILE
             load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
@@ -110,14 +110,14 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'flush':
       warnOnce((line) => console.error(`warning: ${line}`));
-      return (await import('./delivery/flush.js')).runFlush(config, process.stdout);
+      return (await import('./commands/flush.js')).runFlush(config, process.stdout);
     case 'import': {
       const [, what, file] = positionals;
       if (what !== 'users' || !file) {
         console.error(`usage: crm-sms-gateway import users FILE [--config FILE]\n\n${USAGE}`);
         return 2;
       }
-      const { runImportUsers } = await import('./operator/import-users.js');
+      const { runImportUsers } = await import('./commands/import-users.js');
       return runImportUsers(config, file, { out: process.stdout, err: process.stderr });
     }
     default:

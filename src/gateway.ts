@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { buildCallbackUrl } from '../providers/callback-url.js';
+import { buildCallbackUrl } from '../providers/kit/callback-url.js';
 import { providerPlugins } from '../providers/index.js';
 import type { InboundSms, ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
@@ -25,13 +25,13 @@ import { createOperatorBackend } from './operator/create-backend.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
-import { createProviderRouter } from './sms/provider-router.js';
-import { createRoute } from './sms/provider-route.js';
-import { createRouteHealth, type RouteHealth } from './sms/route-health.js';
-import { withSenderRules } from './sms/sender-rules.js';
-import { createRecipientCheck } from './sms/suppression.js';
-import { systemClock, type Clock } from './clock.js';
-import { withThrottle } from './sms/throttle.js';
+import { createProviderRouter } from './provider-wrappers/registry.js';
+import { createRoute } from './provider-wrappers/failover-route.js';
+import { createRouteHealth, type RouteHealth } from './provider-wrappers/breakers.js';
+import { withSenderRules } from './provider-wrappers/sender-rules.js';
+import { createRecipientCheck } from './consents/suppression.js';
+import { systemClock, type Clock } from './kit/clock.js';
+import { withThrottle } from './provider-wrappers/throttle.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
 import { receiveInbound } from './consents/inbound.js';
 
@@ -97,7 +97,7 @@ export function createProviders(
         : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
-    // One throttle per provider instance, shared by single and batch traffic (README "Providers"); in a cluster, a share each.
+    // One throttle per provider instance, shared by single and batch traffic (docs/configuration.md "Providers"); in a cluster, a share each.
     const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
       provider,
@@ -164,7 +164,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
 
-  // Real-time events to the CRM (README "Sending events to the CRM"): delivered by the leader, like conversions; claims are safe anyway.
+  // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventWorker = eventTransport

@@ -1,4 +1,4 @@
-/** The breaker's transitions and the delivery-rate window as tables (src/sms/circuit-breaker.ts). */
+/** The breaker's transitions and the delivery-rate window as tables (src/provider-wrappers/circuit-breaker.ts). */
 import { describe, expect, it } from 'vitest';
 import {
   admitThrough,
@@ -10,7 +10,7 @@ import {
   type BreakerEvent,
   type BreakerSettings,
   type BreakerState,
-} from '../src/sms/circuit-breaker.js';
+} from '../src/provider-wrappers/circuit-breaker.js';
 
 const settings: BreakerSettings = { failures: 3, openForMs: 30_000, windowMs: 600_000, minReceipts: 10, minDeliveryRate: 0.2 };
 const T = 1_000_000;

@@ -2,7 +2,7 @@
  * Comments cite documents in this repository (docs/architecture.md, "Where new code goes"): a citation of a document
  * that is not shipped, or of a section our docs do not have, fails here naming file and line.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
@@ -35,6 +35,15 @@ describe('citations', () => {
             .flatMap((line, i) => (OUTSIDE.test(line) ? [`${file}:${i + 1}: ${line.trim()}`] : [])),
     );
     expect(outside).toEqual([]);
+  });
+
+  it('cites only documents that exist', () => {
+    const missing = all.flatMap((file) =>
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => [...line.matchAll(/\b((?:docs|bench)\/[a-z0-9-]+\.md|bench\/README\.md)/gi)].filter((m) => !existsSync(join(root, m[1]!))).map((m) => `${file}:${i + 1}: ${m[1]}`)),
+    );
+    expect(missing).toEqual([]);
   });
 
   it('cites only sections the docs have', () => {

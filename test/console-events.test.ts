@@ -1,5 +1,5 @@
 /**
- * Dead CRM events for operators (README "Console and admin API" and "Sending events to the CRM"): listed with
+ * Dead CRM events for operators (docs/operations.md "Console and admin API" and docs/relay.md): listed with
  * reason, attempts, type, user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
  * posts carry the session's CSRF token), hostile parameters refused naming them; and the User Consents event a
  * Twilio 21610 at send causes, on that message's timeline and nowhere else. Real gateway, the fake Integration API

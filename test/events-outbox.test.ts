@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userConsentsEvent } from '../src/events/user-events.js';
+import { userConsentsEvent } from '../src/crm/user-events.js';
 import { migrateToLatest, openLedger, type Ledger } from '../src/ledger/db.js';
 import { claimDueEvents, countEventBacklog, enqueueEvent, enqueueEventOnce, findEventById, markEventsFailed, markEventsSent, replayDeadEvents } from '../src/ledger/events.js';
 import { dropTestDatabase, testDatabaseUrl } from './helpers/database.js';

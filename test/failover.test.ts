@@ -1,7 +1,7 @@
-/** Which answers let a route move on, and the order members are tried in (src/sms/failover.ts). */
+/** Which answers let a route move on, and the order members are tried in (src/provider-wrappers/failover.ts). */
 import { describe, expect, it } from 'vitest';
 import type { SendResult } from '../providers/types.js';
-import { judgeMemberAnswer, orderMembers } from '../src/sms/failover.js';
+import { judgeMemberAnswer, orderMembers } from '../src/provider-wrappers/failover.js';
 
 describe('judgeMemberAnswer', () => {
   it.each<[string, SendResult, boolean, boolean, string]>([

@@ -1,6 +1,6 @@
 /**
  * A burst of hostile bodies of every kind, sent at once with ordinary messages, against the real server: no
- * hostile body gets a 5xx, none is stored, and every ordinary message is sent once (README "Security").
+ * hostile body gets a 5xx, none is stored, and every ordinary message is sent once (docs/security.md).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { smsMessage, startTestGateway, type TestGateway } from './helpers/gateway.js';

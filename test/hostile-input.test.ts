@@ -1,5 +1,5 @@
 /**
- * The trust boundary against the real server (README "Security"): forged, unsigned and replayed receipts for every provider
+ * The trust boundary against the real server (docs/security.md): forged, unsigned and replayed receipts for every provider
  * store nothing and change nothing the CRM is told; a receipt cannot make an unsent message look sent; every name
  * an object inherits, sent as a status, a provider name, a field or a path segment, never gets a 5xx; failed
  * authentications past the budget get 429 with Retry-After; sign-out ends a console session on the server; a
@@ -31,7 +31,7 @@ const tally = { sent: 0, serverErrors: 0, forgedAccepted: 0, lostOrMisreported: 
 const serverErrors: string[] = [];
 
 /**
- * docs/crm-interface.md (and README "Connecting the CRM"): an unknown reconciliation `field` is answered 501, the
+ * docs/crm-interface.md (and docs/connecting-the-crm.md): an unknown reconciliation `field` is answered 501, the
  * CRM's own contract for "not implemented", not a fault of the gateway.
  */
 const isUnknownReconciliationField = (path: string, status: number) => path === '/reconciliation' && status === 501;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load.js';
-import { runImportUsers } from '../src/operator/import-users.js';
+import { runImportUsers } from '../src/commands/import-users.js';
 import { crmConsents, crmUserDetails, sampleUser } from './helpers/crm-schemas.js';
 import { startTestGateway, testConfigDocument } from './helpers/gateway.js';
 

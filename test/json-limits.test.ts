@@ -1,5 +1,5 @@
 /**
- * Depth and size limits at parse time (README "Security"): a body nested deeper than server.max_json_depth is
+ * Depth and size limits at parse time (docs/security.md): a body nested deeper than server.max_json_depth is
  * refused by name before anything walks it, a batch keeps its other entries, receipt requests are bounded, and
  * receipts set aside are deleted after delivery.parked_receipt_retention.
  */

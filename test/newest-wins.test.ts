@@ -1,11 +1,11 @@
 /**
- * Opt-outs hold against the operator's data (README "Consents and opt-outs"): a player's own sms opt-out (a STOP by SMS, here from
+ * Opt-outs hold against the operator's data (docs/consents.md): a player's own sms opt-out (a STOP by SMS, here from
  * the Twilio fake) is not undone by an operator load whose consents are older, or do not say when they were set;
  * a record whose consents_updated_at is newer wins, which is how an operator re-opts a player in deliberately.
  */
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { importUsers } from '../src/operator/import-users.js';
+import { importUsers } from '../src/commands/import-users.js';
 import { smsOptOutHolds } from '../src/operator/sms-opt-out-holds.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { sampleUser } from './helpers/crm-schemas.js';

@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startVonageFake, type VonageFake } from './fakes/vonage.js';
 import { sampleUser } from './helpers/crm-schemas.js';
-import { eventCatalogue } from '../src/events/catalogue.js';
+import { eventCatalogue } from '../src/crm/event-catalogue.js';
 import { bonusEvent, thinEvent } from './helpers/events.js';
 import { sandboxReceiptHeaders, smsMessage, startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 
@@ -197,7 +197,7 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /admin/credits 403': () => call(closed, '/admin/credits?user_id=doc-user', { headers: admin }),
 };
 
-/** The event relay (README "Sending events to the CRM"): a valid body per event, then each documented refusal. */
+/** The event relay (docs/relay.md): a valid body per event, then each documented refusal. */
 const relayKey = { 'x-api-key': 'doc-relay-key' };
 const relayBodies = new Map<string, unknown>([
   ['bonus', bonusEvent('doc-user', 'doc-ub', 'Created')],
@@ -289,7 +289,7 @@ describe('GET /openapi.json', () => {
     expect(single.properties.activity.properties.id.anyOf).toHaveLength(2);
     const batch = doc.paths['/channels/sms/batch'].post.requestBody.content['application/json'].schema;
     expect(batch.items).toEqual(single);
-    // The public document does not say which providers are configured (README "Security").
+    // The public document does not say which providers are configured (docs/security.md).
     expect(doc.paths['/dlr/{provider}'].post.parameters[0].schema).toEqual({ type: 'string' });
     expect(JSON.stringify(doc)).not.toMatch(/"vonage"|"sandbox"/);
     // What the routes refuse is in the document: empty content and activity.id, unknown reconciliation fields.

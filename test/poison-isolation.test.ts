@@ -1,5 +1,5 @@
 /**
- * One item that cannot be written never fails the others it was grouped with (README "Security"). The poison is
+ * One item that cannot be written never fails the others it was grouped with (docs/security.md). The poison is
  * real: a trigger in the test's SQLite ledger refuses one message's row at the moment of each grouped write (the
  * claim's insert, the recorded provider answer, the stored receipt), while good messages go through the same
  * groups at the same time. The lone-surrogate activity.id is the poison that turned a burst of bad bodies into

@@ -6,7 +6,7 @@
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smpp } from '../providers/smpp.js';
+import { smpp } from '../providers/smpp/index.js';
 import type { IncomingReceipt, ReceiptEvent, SendRequest, SendResult, SmsProvider } from '../providers/types.js';
 import { startInfobipFake } from './fakes/infobip.js';
 import { startSinchFake } from './fakes/sinch.js';

@@ -1,5 +1,5 @@
 /**
- * Failover routes end to end (README "Providers"): the real gateway with a route over a Twilio fake (member A) and the
+ * Failover routes end to end (docs/configuration.md "Providers"): the real gateway with a route over a Twilio fake (member A) and the
  * sandbox (member B). What provably never reached A moves on to B within the same request; what may have reached
  * A stays with A, uncertain. A's circuit breaker opens after N failures and lets one probe through after open_for
  * (the gateway's clock is injected, so no test waits for it).

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runImportUsers } from '../src/operator/import-users.js';
+import { runImportUsers } from '../src/commands/import-users.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
 import { sampleUser } from './helpers/crm-schemas.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';

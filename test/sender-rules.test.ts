@@ -1,6 +1,6 @@
-/** Which sender a message gets (src/sms/sender-rules.ts); end to end through the gateway in send-senders below. */
+/** Which sender a message gets (src/provider-wrappers/sender-rules.ts); end to end through the gateway in send-senders below. */
 import { describe, expect, it } from 'vitest';
-import { chooseSender, recipientCountry, type SenderRules } from '../src/sms/sender-rules.js';
+import { chooseSender, recipientCountry, type SenderRules } from '../src/provider-wrappers/sender-rules.js';
 
 const rules: SenderRules = { default: 'Fallback', by_country: { US: '+15005550006', GB: 'Brand' } };
 

@@ -1,5 +1,5 @@
 /**
- * SIGTERM while a provider never answers (README "Security"): the real `serve` process abandons the provider call
+ * SIGTERM while a provider never answers (docs/security.md): the real `serve` process abandons the provider call
  * before server.shutdown_timeout, leaves that message `uncertain`, answers the CRM's batch with 200 (the hung
  * entry `fatal`, the sent one `successful`) before its connections close, and exits 0.
  */

@@ -1,9 +1,9 @@
 /** The SMPP plugin's decisions as tables: submit_sm_resp classes, part outcomes, receipts, message layout, ids. */
 import { isGsmChar } from '@trt2/gsm-charset-utils/lib/SmsUtil.js';
 import { describe, expect, it } from 'vitest';
-import { combinePartOutcomes, needsPartRetry, readPartOutcome } from '../providers/smpp.js';
-import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp-message.js';
-import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, parseSmppReceipt } from '../providers/smpp-status.js';
+import { combinePartOutcomes, needsPartRetry, readPartOutcome } from '../providers/smpp/index.js';
+import { encodeSmppParts, packSeptets, sourceAddress, toGsmSeptets } from '../providers/smpp/message.js';
+import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, parseSmppReceipt } from '../providers/smpp/status.js';
 
 describe('submit_sm_resp status classes', () => {
   it.each([

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { smpp, type SmppConfig } from '../providers/smpp.js';
+import { smpp, type SmppConfig } from '../providers/smpp/index.js';
 import type { InboundSms, ReceiptEvent, SendRequest, SmsProvider } from '../providers/types.js';
 import { startSmppFake, type SmppFake } from './fakes/smpp.js';
 import { noAbort, sendRequest } from './helpers/providers.js';

@@ -1,5 +1,5 @@
 /**
- * No row is stuck forever (README "Security"): a send left `dispatching` by a process that died mid-call, and one
+ * No row is stuck forever (docs/security.md): a send left `dispatching` by a process that died mid-call, and one
  * left `uncertain` by an ambiguous provider failure, are resolved by the sweep: the first becomes `uncertain`
  * once sms.dispatch_lease has passed (a receipt still confirms it, a CRM retry sends again), and both are
  * reported `delivery_unknown` to the CRM after delivery.unknown_after when nothing else happened.

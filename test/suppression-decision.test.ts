@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keywordAction } from '../src/consents/keywords.js';
 import { playerE164 } from '../src/operator/player-phone.js';
-import { decideSuppression, suppressionError, type PlayerStanding } from '../src/sms/suppression.js';
+import { decideSuppression, suppressionError, type PlayerStanding } from '../src/consents/suppression.js';
 
 describe('decideSuppression', () => {
   it.each<[string, PlayerStanding | undefined, ReturnType<typeof decideSuppression>]>([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SendRequest, SendResult, SmsProvider } from '../providers/types.js';
-import { ConcurrencyLimiter, SegmentRateLimiter, withThrottle } from '../src/sms/throttle.js';
+import { ConcurrencyLimiter, SegmentRateLimiter, withThrottle } from '../src/provider-wrappers/throttle.js';
 import { manualClock } from './helpers/manual-clock.js';
 
 function request(overrides: Partial<SendRequest> = {}): SendRequest {

@@ -1,12 +1,12 @@
 /**
- * Infobip and Sinch receipts are believed on the strength of the token in their URL (providers/callback-token.ts),
+ * Infobip and Sinch receipts are believed on the strength of the token in their URL (providers/kit/callback-token.ts),
  * so their bodies are the attacker's to shape once a URL leaks. Over arbitrary JSON bodies, and over real report
  * shapes with one field replaced by arbitrary JSON, parseReceipt never throws, and whatever it accepts speaks only
  * about the sms_id the token was issued for.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { callbackToken } from '../providers/callback-token.js';
+import { callbackToken } from '../providers/kit/callback-token.js';
 import type { IncomingReceipt, SmsProvider } from '../providers/types.js';
 import { createPlugin } from './helpers/providers.js';
 

@@ -92,7 +92,7 @@ describe('twilio send: error classes', () => {
   ])('the fake\'s %s answers %s with code %s', async (to, kind, code, error, ambiguous?: boolean) => {
     expect(TWILIO_MAGIC_NUMBERS[to]).toBeDefined();
     const result = await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
-    // 21610 also tells the gateway to opt the player out (README "Consents and opt-outs").
+    // 21610 also tells the gateway to opt the player out (docs/consents.md).
     const optedOut = code === '21610' ? { recipientOptedOut: true } : {};
     expect(result).toEqual({ ok: false, kind, code, error: expect.stringMatching(error), ...(ambiguous ? { ambiguous } : {}), ...optedOut });
   });

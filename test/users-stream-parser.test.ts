@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crmReferencesObject, oneActionKey, readCrmReferences } from '../src/operator/crm-references.js';
+import { crmReferencesObject, oneActionKey, readCrmReferences } from '../src/crm/references.js';
 import { UsersStreamParser } from '../src/operator/users-stream-parser.js';
 
 function parseInChunks(text: string, cuts: number[]) {

@@ -4,7 +4,7 @@ import { verifySignature as verifyJwtSignature } from '@vonage/jwt';
 import { SMS } from '@vonage/sms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingReceipt, MappedStatus, SmsProvider } from '../providers/types.js';
-import { classifyVonageParts, classifyVonageSubmitStatus, mapVonageDlrStatus, mapVonageMessagesStatus } from '../providers/vonage.js';
+import { classifyVonageParts, classifyVonageSubmitStatus, mapVonageDlrStatus, mapVonageMessagesStatus } from '../providers/vonage/index.js';
 import { fakeSignature, startVonageFake, type ReceiptTransport, type VonageFake, type VonageSigningMethod } from './fakes/vonage.js';
 import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';
 import { startReceiptCapture, type ReceiptCapture } from './helpers/receipt-capture.js';

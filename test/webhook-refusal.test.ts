@@ -1,5 +1,5 @@
 /**
- * A CRM webhook that answers 4xx to one conversion (README "Security"): the worker splits the refused post so
+ * A CRM webhook that answers 4xx to one conversion (docs/security.md): the worker splits the refused post so
  * only that conversion backs off and dead-letters, and every other conversion of the post is delivered once.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

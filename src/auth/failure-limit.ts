@@ -1,5 +1,5 @@
 /**
- * Failed authentications per client address (README "Security", docs/trust.md): every credential check answers 401
+ * Failed authentications per client address (docs/security.md, docs/trust.md): every credential check answers 401
  * on a wrong or missing credential, so counting 401 answers covers them all (SMS and operator keys, Basic, OAuth
  * tokens and the token endpoint, the admin Bearer key, console sign-in). An address past `auth.failure_budget`
  * failures within `auth.failure_window` gets 429 with Retry-After on every authenticated path until its window ends

@@ -100,7 +100,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
   }
   if (issue.code === 'invalid_union' && issue.path.at(-2) === 'providers') {
-    return `${path}.type: must be one of the provider types (${'see README: Providers'})`;
+    return `${path}.type: must be one of the provider types (${'see docs/configuration.md "Providers"'})`;
   }
   return `${path || '(top level)'}: ${issue.message}`;
 }

@@ -1,5 +1,5 @@
 /**
- * What production refuses and development warns about (README "Security", docs/trust.md): settings that let a
+ * What production refuses and development warns about (docs/security.md, docs/trust.md): settings that let a
  * stranger in or make the gateway believe what it cannot verify. Pure: takes the config, returns one finding per
  * problem, each naming its key. A `refuse` finding makes `serve`, `flush` and `migrate` exit 78 in production and is
  * a warning in development; a `warn` finding (traffic in clear text, metrics open to anyone who can reach the port)

@@ -4,14 +4,14 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
-import { checkRouteMembers, routeConfigSchema } from '../sms/provider-route.js';
-import { durationSchema } from './duration.js';
-import { addressOrBlock } from '../http/client-address.js';
+import { checkRouteMembers, routeConfigSchema } from './route-config.js';
+import { durationSchema } from '../kit/duration.js';
+import { addressOrBlock } from '../kit/address-blocks.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
-// `route` is not a plugin but a provider_name over several of them (src/sms/provider-route.ts).
+// `route` is not a plugin but a provider_name over several of them (src/provider-wrappers/failover-route.ts).
 const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, routeConfigSchema]);
 
 /** A keyword list, or lists per language (`{en: [STOP], es: [BAJA]}`), read as one upper-case list. */
@@ -132,12 +132,12 @@ const sms = z.strictObject({
   ambiguous_retry_after: duration('60s'),
   /**
    * Whether the CRM's sender_name beats a provider's `senders.by_country` rule for the recipient's country
-   * (src/sms/sender-rules.ts). Off: the country rule wins, so a US recipient gets the configured number.
+   * (src/provider-wrappers/sender-rules.ts). Off: the country rule wins, so a US recipient gets the configured number.
    */
   sender_name_wins: z.boolean().default(false),
   /**
    * `on`: before a message is claimed, its activity.user_id is looked up in the operator data; a blocked, excluded
-   * or opted-out player (or a known one without sms consent) is refused (src/sms/suppression.ts).
+   * or opted-out player (or a known one without sms consent) is refused (src/consents/suppression.ts).
    */
   suppression: z.union([z.enum(['on', 'off']), z.boolean().transform((b) => (b ? 'on' : 'off'))]).default('on'),
   /** operator.backend http: how long a player's /userconsents and /userblocks answers are reused. */
@@ -183,7 +183,7 @@ const crm = z.strictObject({
   integration: integration.prefault({}),
 });
 
-/** The relay of real-time events from the operator's platform to the CRM (README "Sending events to the CRM"). */
+/** The relay of real-time events from the operator's platform to the CRM (docs/relay.md). */
 const relay = z.strictObject({
   /** X-Api-Key values the operator's platform sends on /relay/…: keys of their own, not the CRM's. Empty: relay off. */
   api_keys: z.array(z.string().min(1)).default([]),

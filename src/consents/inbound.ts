@@ -3,16 +3,17 @@
  * opt-out or opt-in keyword, the players whose mobile is the sender's number are opted out of or back into sms,
  * with a User Consents event each, all in one transaction (src/ledger/consent-changes.ts).
  * On the http backend the platform holds the players and offers no lookup by number, so the message is kept with
- * no players matched (README: Consents and opt-outs).
+ * no players matched (docs/consents.md).
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
+import { consentChangeEvent } from '../crm/user-events.js';
 import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import { findUserIdsByMobile, insertInboundMessage } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumber } from '../observability/logger.js';
-import type { RecipientCheck } from '../sms/suppression.js';
+import type { RecipientCheck } from './suppression.js';
 import { keywordAction, type KeywordAction, type KeywordLists } from './keywords.js';
 import { inTransaction } from '../ledger/db.js';
 
@@ -53,7 +54,7 @@ export async function receiveInbound(deps: InboundDeps, provider: string, sms: I
       received_at: at,
     });
     if (!stored || !action || matched.length === 0) return { stored, action, changed: [] };
-    const changed = await recordSmsConsentChanges(trx, matched.map((userId) => ({ userId, optedIn: action === 'opt_in', source: 'sms' as const, at })));
+    const changed = await recordSmsConsentChanges(trx, matched.map((userId) => ({ userId, optedIn: action === 'opt_in', source: 'sms' as const, at })), consentChangeEvent);
     return { stored, action, changed };
   });
   for (const userId of outcome.changed) deps.recipients?.forget(userId);

@@ -1,15 +1,16 @@
 /**
- * Consent changes the gateway learns of itself (README "Consents and opt-outs"): a STOP or START by SMS and a provider's opt-out error.
+ * Consent changes the gateway learns of itself (docs/consents.md): a STOP or START by SMS and a provider's opt-out error.
  * On the sql backend the change is written to the player data with recordSmsConsentChanges (in one transaction
  * with what caused it); on the http backend the player data is the platform's, so an opt-out is sent to it as
  * the CRM's unsubscribe page would (POST /userconsents/:id).
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { consentChangeEvent } from '../crm/user-events.js';
 import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from '../operator/backend.js';
-import type { RecipientCheck } from '../sms/suppression.js';
+import type { RecipientCheck } from './suppression.js';
 import { inTransaction } from '../ledger/db.js';
 
 export interface ConsentChangeDeps {
@@ -25,7 +26,7 @@ export function createProviderOptOuts(deps: ConsentChangeDeps) {
     const { userId } = optOut;
     if (deps.backend.name === 'sql') {
       const at = deps.now();
-      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at, smsId: optOut.smsId }])).length > 0);
+      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at, smsId: optOut.smsId }], consentChangeEvent)).length > 0);
       deps.logger.info({ user_id: userId, provider: optOut.provider, sms_id: optOut.smsId, known_player: changed }, 'provider reports the recipient opted out');
     } else {
       const body = { consents: [{ opted_in: false, type: 'sms' }] };

@@ -11,7 +11,7 @@ import { requireAdmin } from '../auth/admin.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../sms/provider-router.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
 
 export interface InboundRouteDeps {
   router: ProviderRouter;

@@ -2,7 +2,7 @@
 import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import { renderOutcomeChart } from './chart.js';
-import type { MemberHealthView } from '../sms/route-health.js';
+import type { MemberHealthView } from '../provider-wrappers/breakers.js';
 import { renderEventOutbox, renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
 import { renderResults, renderSearchForm, when, type SearchView } from './search-page.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
@@ -57,7 +57,7 @@ export interface DashboardView {
   summary: ConsoleSummary;
   search: SearchView;
   replayed?: number;
-  /** Circuit breakers of route members (src/sms/route-health.ts); the section is left out when there are none. */
+  /** Circuit breakers of route members (src/provider-wrappers/breakers.ts); the section is left out when there are none. */
   circuits?: MemberHealthView[];
 }
 

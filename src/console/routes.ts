@@ -21,8 +21,8 @@ import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { normaliseRecipient } from '../sms/recipient.js';
-import type { MemberHealthView } from '../sms/route-health.js';
+import { normaliseRecipient } from '../kit/phone-number.js';
+import type { MemberHealthView } from '../provider-wrappers/breakers.js';
 import { renderDeadEvents } from './dead-events-page.js';
 import { renderDeadLetters } from './dead-letters-page.js';
 import { eventReplayFormMatch } from './event-replay-form.js';
@@ -83,7 +83,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   }
   const sessions = createSessionCodec(adminKey, SESSION_TTL_MS, deps.now);
   const isAdminKey = createKeyMatcher([adminKey]);
-  // A signed cookie is not enough: a session signed out before it expires is refused too (README "Security").
+  // A signed cookie is not enough: a session signed out before it expires is refused too (docs/security.md).
   const sessionOf = async (c: Context): Promise<Session | null> => {
     const session = sessions.verify(getCookie(c, SESSION_COOKIE));
     return session && !(await isConsoleSessionRevoked(deps.db, session.nonce)) ? session : null;

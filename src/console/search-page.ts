@@ -1,8 +1,7 @@
 /** The console's message search: the form (every filter of GET /admin/messages) and a page of results. */
 import { html } from 'hono/html';
 import { SEARCH_STATUSES, type MessageFilter, type MessageSummary } from '../ledger/message-search.js';
-import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { maskPhoneNumber } from '../observability/logger.js';
+import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
 
 export const when = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19));
 /** For datetime-local inputs, which take no zone: the console's times are UTC. */

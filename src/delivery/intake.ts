@@ -21,7 +21,7 @@ export interface ReceiptIntakeDeps {
   now: () => number;
   logger: Logger;
   metrics?: ReceiptMetrics;
-  /** Told of every stored receipt's provider and status (route members' delivery rates: src/sms/route-health.ts). */
+  /** Told of every stored receipt's provider and status (route members' delivery rates: src/provider-wrappers/breakers.ts). */
   observeReceipt?: (provider: string, status: MappedStatus) => void;
   /** Told how many conversions a write queued (the conversion worker wakes up for them). */
   onReported?: (count: number) => void;

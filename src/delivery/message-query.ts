@@ -4,7 +4,7 @@
  * looked up in a Map, so `__proto__` is just an unknown name.
  */
 import { SEARCH_STATUSES, type MessageFilter } from '../ledger/message-search.js';
-import { normaliseRecipient } from '../sms/recipient.js';
+import { normaliseRecipient } from '../kit/phone-number.js';
 import { readQueryParameters } from '../http/query-parameters.js';
 
 export const DEFAULT_PAGE_SIZE = 50;

@@ -1,9 +1,9 @@
 /** /dlr/{provider}: verify and parse with the provider's plugin, store, answer 2xx quickly (providers retry otherwise). */
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { receivedCallbackUrl } from '../../providers/callback-url.js';
+import { receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
-import type { ProviderRouter } from '../sms/provider-router.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
 import { describePath, findTooDeep } from '../http/json-depth.js';
 import type { IngestSummary, ReceiptInput } from './ingest.js';
@@ -29,7 +29,7 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
     const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
     const rawBody = Buffer.from(await c.req.arrayBuffer());
-    // A provider plugin may walk a JSON body it parsed (providers/vonage.ts flattens it): refuse one too deep first.
+    // A provider plugin may walk a JSON body it parsed (providers/vonage/index.ts flattens it): refuse one too deep first.
     const maxDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
     const deep = /json/i.test(headers['content-type'] ?? '') ? findTooDeep(rawBody.toString('utf8'), maxDepth)[0] : undefined;
     if (deep) return c.json({ error: `receipt refused: ${describePath(deep.path)}: nested deeper than ${maxDepth} levels (server.max_json_depth)` }, 400);

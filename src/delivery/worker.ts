@@ -11,9 +11,9 @@ import { claimDueConversions, markFailed, markPosted, recordAttempts, type Claim
 import { inTransaction, type DialectFlags } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
-import { nextAttemptDelay } from './backoff.js';
+import { nextAttemptDelay } from '../kit/backoff.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
-import { startWorkerLoop, type WorkerLoop } from '../worker-loop.js';
+import { startWorkerLoop, type WorkerLoop } from '../kit/worker-loop.js';
 
 export interface WorkerDeps {
   db: Kysely<Database>;

@@ -8,7 +8,7 @@ import { findCreditById, findLatestCreditForBonus, type CreditRow } from '../led
 import { enqueueEvent, enqueueEventOnce, type NewEvent } from '../ledger/events.js';
 import type { Database } from '../ledger/schema.js';
 import { bonusBodyForCrm, bonusOnceKey } from './bonus-event.js';
-import type { EventRoute } from './catalogue.js';
+import type { EventRoute } from '../crm/event-catalogue.js';
 
 export type AcceptResult = { ok: true; eventId: string; replayed: boolean } | { ok: false; error: string };
 

@@ -3,7 +3,7 @@
  * except Ongoing, and `crm_references` carried back from the credit the CRM asked for. Pure functions.
  */
 import type { CreditRow } from '../ledger/credits.js';
-import { crmReferencesObject } from '../operator/crm-references.js';
+import { crmReferencesObject } from '../crm/references.js';
 
 /** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
 export function bonusOnceKey(userBonusId: string, status: string): string | null {

@@ -4,7 +4,7 @@
  */
 import type { EventStatus } from '../ledger/events.js';
 import { readQueryParameters } from '../http/query-parameters.js';
-import { eventCatalogue } from './catalogue.js';
+import { eventCatalogue } from '../crm/event-catalogue.js';
 
 export const EVENT_TYPES: readonly string[] = eventCatalogue.map((e) => e.type);
 export const EVENT_STATUSES: readonly EventStatus[] = ['pending', 'sent', 'dead'];

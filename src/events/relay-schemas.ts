@@ -5,7 +5,7 @@
  * that goes out is the one received (src/events/accept.ts), not a parsed copy.
  */
 import { z } from 'zod';
-import type { EventKind } from './catalogue.js';
+import type { EventKind } from '../crm/event-catalogue.js';
 
 const text = (what = 'a string') => z.string({ error: `must be ${what}` });
 const id = text().trim().min(1, { error: 'must not be empty' });

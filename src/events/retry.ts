@@ -1,9 +1,9 @@
 /**
  * What happens to an event the CRM did not take: tried again after an exponential delay with jitter
- * (src/delivery/backoff.ts, the conversions' policy), or dead-lettered once relay.max_attempts is spent. Without
+ * (src/kit/backoff.ts, the conversions' policy), or dead-lettered once relay.max_attempts is spent. Without
  * max_attempts it is never dead: the CRM's rule is to retry until it answers 200 (docs/crm-interface.md §7).
  */
-import { nextAttemptDelay, type BackoffPolicy } from '../delivery/backoff.js';
+import { nextAttemptDelay, type BackoffPolicy } from '../kit/backoff.js';
 
 export interface RetryPolicy extends BackoffPolicy {
   maxAttempts: number | undefined;

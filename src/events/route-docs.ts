@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ResponseDoc, type RouteDoc } from '../observability/openapi.js';
 import { eventReplayRequestSchema } from './admin-routes.js';
-import { eventCatalogue } from './catalogue.js';
+import { eventCatalogue } from '../crm/event-catalogue.js';
 import { EVENT_TYPES } from './event-query.js';
 import { relaySchemas } from './relay-schemas.js';
 

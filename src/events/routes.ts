@@ -6,9 +6,9 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Transact } from '../ledger/transaction-queue.js';
 import { createKeyMatcher } from '../auth/api-key.js';
 import { readJsonBody } from '../http/json-body.js';
-import { describeFirstIssue } from '../sms/message-schema.js';
+import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
-import { eventCatalogue } from './catalogue.js';
+import { eventCatalogue } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
 import { relaySchemas, type BonusEventInput } from './relay-schemas.js';
 

@@ -1,11 +1,11 @@
 /**
- * Which thin events a change of player data causes (README "Sending events to the CRM", "Events the gateway causes itself"): Registration for
+ * Which thin events a change of player data causes (docs/relay.md, "Events the gateway causes itself"): Registration for
  * a new user, User Update when the record changed, User Blocks when blocked/excluded (or their notes, which
  * /userblocks answers) changed, User Consents when the consents changed; nothing for a row loaded again unchanged.
  * Reconciliation never calls this: it changes nothing and must cause no event (docs/crm-interface.md §A, POST /reconciliation).
  */
 import type { ConsentRow, OperatorUserRow } from '../ledger/operator-data.js';
-import type { ThinEventKind } from './user-events.js';
+import type { ThinEventKind } from '../crm/user-events.js';
 
 export interface UserChange {
   /** The user row must be written (new or changed). */

@@ -13,7 +13,7 @@ import { claimDueEvents, markEventsFailed, markEventsSent, type FailedEvent } fr
 import type { Database } from '../ledger/schema.js';
 import { planRetry } from './retry.js';
 import type { EventTransport } from './transport.js';
-import { startWorkerLoop, type WorkerLoop } from '../worker-loop.js';
+import { startWorkerLoop, type WorkerLoop } from '../kit/worker-loop.js';
 
 export interface EventWorkerDeps {
   db: Kysely<Database>;

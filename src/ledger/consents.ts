@@ -1,5 +1,5 @@
 /**
- * Repository for consent-aware sending (src/sms/suppression.ts) and opt-outs by SMS (src/consents/): what the send
+ * Repository for consent-aware sending (src/consents/suppression.ts) and opt-outs by SMS (src/consents/): what the send
  * path reads about a player, the SMS consent changes a STOP, START or a provider's opt-out error make, and the
  * inbound messages kept. Functions take `db` (or a transaction) first.
  */

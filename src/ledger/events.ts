@@ -8,23 +8,13 @@ import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
+import type { NewEvent } from '../crm/user-events.js';
+
+export type { NewEvent };
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type EventRow = Selectable<CrmEventsTable>;
 
-/** An event to queue for the CRM. `type` is the CRM's queue type; `path` the Integration API path. */
-export interface NewEvent {
-  type: string;
-  method: 'POST' | 'PUT';
-  path: string;
-  userId: string;
-  /** The body as it will be sent: an object (serialised here) or JSON text already serialised. */
-  payload: object | string;
-  /** `gateway` (default) for events the gateway's own changes cause, `relay` for events received on /relay. */
-  source?: 'relay' | 'gateway';
-  /** The message whose send caused it (a provider's opt-out error), shown on that message's timeline. */
-  smsId?: string;
-}
 
 /** Event ids are UUIDv7 like sms_ids: time-ordered, so the unique index grows at its end. */
 export const newEventId = newSmsId;
@@ -153,12 +143,6 @@ export async function markEventsFailed(db: Db, rows: FailedEvent[], token: strin
       .where('claim_token', '=', token)
       .execute();
   }
-}
-
-/** Gives claimed events back unattempted (a shutdown before they were sent). */
-export async function releaseEvents(db: Db, ids: number[], token: string): Promise<void> {
-  if (ids.length === 0) return;
-  await db.updateTable('crm_events').set({ claimed_until: 0 }).where('id', 'in', ids).where('claim_token', '=', token).execute();
 }
 
 /** Which dead events a replay takes: the given event_ids, or every one of a type and/or user (all when empty). */

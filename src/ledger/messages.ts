@@ -117,7 +117,7 @@ export async function reclaimMessageForRetry(
 
 export interface SendOutcomeRecord {
   smsId: string;
-  /** The provider that carried it: a route's member (provider-route.ts), else the one it was claimed for. */
+  /** The provider that carried it: a route's member (src/provider-wrappers/failover-route.ts), else the one it was claimed for. */
   provider: string;
   /**
    * A route's member carried it, so the row's provider changes from the route's name to the member's. Only then is

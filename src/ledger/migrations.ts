@@ -371,7 +371,7 @@ export const migrations: Record<string, Migration> = {
     async up(db) {
       // messages_user_id cost every stored message a write at a random place in an index as big as the table
       // (players arrive in no order), as messages_recipient does: the two were most of what the search indexes
-      // cost the send path (README, Benchmarks). A player's messages go to the player's few numbers, so the search
+      // cost the send path (bench/README.md). A player's messages go to the player's few numbers, so the search
       // by player reads those numbers here and then messages_recipient; a message to a number its player already
       // had only reads this table. Rows are never deleted: a pair without messages only costs an empty seek.
       const postgres = db.getExecutor().adapter instanceof PostgresAdapter;

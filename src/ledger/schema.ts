@@ -190,7 +190,7 @@ export interface OperatorCreditsTable {
  * answered) or a terminal delivery status. `n` only grows, except that a real receipt replacing a timeout's
  * delivery_unknown takes that one back from the bucket where it was counted.
  */
-/** Why a message was not sent to its player (src/sms/suppression.ts). */
+/** Why a message was not sent to its player (src/consents/suppression.ts). */
 export type SuppressionReason = 'blocked' | 'excluded' | 'opted_out' | 'no_consent';
 /** Suppressed sends are counted beside the send outcomes, one outcome per reason. */
 export type SuppressedOutcome = `suppressed_${SuppressionReason}`;

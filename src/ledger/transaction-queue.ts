@@ -39,8 +39,6 @@ export interface TransactionQueue {
   transact: Transact;
   /** `committed`: told of each group of this writer's items once its transaction has committed. */
   writer<I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void): GroupedWriter<I, O>;
-  /** Resolves once nothing is queued or being written (a shutdown waits for it before closing the ledger). */
-  idle(): Promise<void>;
 }
 
 interface Pending {
@@ -72,7 +70,6 @@ const runWork: GroupWrite<(trx: Transaction<Database>) => Promise<unknown>, unkn
 export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): TransactionQueue {
   let queue: Pending[] = [];
   let running = false;
-  let idleWaiters: Array<() => void> = [];
 
   async function writeOnce(group: Pending[]): Promise<unknown[]> {
     // Items of one writer together, writers in the order they were first queued.
@@ -154,9 +151,6 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
       await writeGroup(group);
     }
     running = false;
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const wake of waiters) wake();
   }
 
   function enqueue<I, O>(write: GroupWrite<I, O>, items: readonly I[], committed?: (items: I[], outputs: O[]) => void): Array<Promise<O>> {
@@ -186,6 +180,5 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
       run: (items: readonly I[]) => Promise.all(enqueue(write, items, committed)),
       settle: (items: readonly I[]) => Promise.allSettled(enqueue(write, items, committed)),
     }),
-    idle: () => (running ? new Promise<void>((resolve) => idleWaiters.push(resolve)) : Promise.resolve()),
   };
 }

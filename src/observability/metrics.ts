@@ -13,7 +13,7 @@ import type { SendOutcome, SuppressionReason } from '../ledger/schema.js';
 export interface SendMetrics {
   /** One provider call (or a message given up at the deadline) and what became of it. */
   sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number): void;
-  /** A message refused before any provider call because of its player's standing (src/sms/suppression.ts). */
+  /** A message refused before any provider call because of its player's standing (src/consents/suppression.ts). */
   sendSuppressed(reason: SuppressionReason): void;
 }
 

@@ -3,8 +3,8 @@
  * data in the gateway's own database (loaded through the admin API or `import users`), `http` asks the operator's
  * platform. Backends return values, never throw for an expected outcome; the routes alone turn `kind` into a status.
  */
-import type { BlocksRecord, BonusList, ConsentEntry, ConsentsRecord, ReconciliationField, UserRecord } from './crm-shapes.js';
-import type { CrmReferences } from './crm-references.js';
+import type { BlocksRecord, BonusList, ConsentEntry, ConsentsRecord, ReconciliationField, UserRecord } from '../crm/shapes.js';
+import type { CrmReferences } from '../crm/references.js';
 
 /**
  * not_found: no such user (404). invalid: the request cannot succeed as it is (400). busy: the same credit is being

@@ -1,15 +1,15 @@
 /**
  * The `http` backend: each call goes to the operator's platform at operator.base_url, under the same paths the CRM
- * uses, with operator.headers. Every answer is checked against the shape the CRM validates (crm-shapes.ts) before
+ * uses, with operator.headers. Every answer is checked against the shape the CRM validates (src/crm/shapes.ts) before
  * it is passed on, so a platform fault shows up as a 502 naming the field instead of a rejection inside the CRM.
  */
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../ledger/schema.js';
-import { describeFirstIssue } from '../sms/message-schema.js';
+import { describeFirstIssue } from '../http/zod-issue.js';
 import { BackendError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
-import { crmHeadersOf } from './crm-references.js';
-import { blocksRecordSchema, bonusListSchema, consentsRecordSchema, userRecordSchema, type ReconciliationField } from './crm-shapes.js';
+import { crmHeadersOf } from '../crm/references.js';
+import { blocksRecordSchema, bonusListSchema, consentsRecordSchema, userRecordSchema, type ReconciliationField } from '../crm/shapes.js';
 import { createHttpCredits } from './http-credits.js';
 import { toBackendError, type Upstream, type UpstreamAnswer } from './upstream.js';
 import { UsersStreamParser } from './users-stream-parser.js';

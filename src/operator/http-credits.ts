@@ -11,7 +11,7 @@ import type { Kysely } from 'kysely';
 import { findCreditByKey, insertCreditUnlessKnown, reclaimCredit, recordCreditOutcome } from '../ledger/credits.js';
 import type { Database } from '../ledger/schema.js';
 import { BackendError, type BackendResult, type CreditAnswer, type CreditRequest } from './backend.js';
-import { oneActionKey } from './crm-references.js';
+import { oneActionKey } from '../crm/references.js';
 import { newCreditRow } from './credit-rows.js';
 import type { UpstreamAnswer } from './upstream.js';
 

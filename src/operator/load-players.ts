@@ -4,11 +4,11 @@
  */
 import type { Kysely } from 'kysely';
 import { decideUserChange } from '../events/user-changes.js';
-import { originOfRecord, thinUserEvent } from '../events/user-events.js';
+import { originOfRecord, thinUserEvent } from '../crm/user-events.js';
 import { enqueueEvents, type NewEvent } from '../ledger/events.js';
 import { findConsentsOfUsers, findUsersByIds, upsertUsers, writeConsents, type ConsentRow, type OperatorUserRow } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
-import { userRecordSchema } from './crm-shapes.js';
+import { userRecordSchema } from '../crm/shapes.js';
 import { playerE164 } from './player-phone.js';
 import type { AdminUser } from './requests.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';

@@ -18,7 +18,7 @@ import { stream } from 'hono/streaming';
 import type { Logger } from 'pino';
 import { readJsonBody } from '../http/json-body.js';
 import { BackendError, type IdPage, type OperatorBackend } from './backend.js';
-import { isReconciliationField, RECONCILIATION_FIELDS } from './crm-shapes.js';
+import { isReconciliationField, RECONCILIATION_FIELDS } from '../crm/shapes.js';
 import { parseBody, reconciliationRequestSchema } from './requests.js';
 import { statusOf } from './status.js';
 

@@ -4,8 +4,8 @@
  * operator's load script is refused by name rather than silently lost.
  */
 import { z } from 'zod';
-import { describeFirstIssue } from '../sms/message-schema.js';
-import { bonusEntrySchema, consentEntrySchema, userRecordFields } from './crm-shapes.js';
+import { describeFirstIssue } from '../http/zod-issue.js';
+import { bonusEntrySchema, consentEntrySchema, userRecordFields } from '../crm/shapes.js';
 
 /** The CRM's ids are strings; a number is taken in its decimal form rather than refused. */
 const id = z.union([z.string().trim().min(1, { error: 'must not be empty' }), z.number().int().safe().transform(String)], {

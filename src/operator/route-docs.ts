@@ -1,6 +1,6 @@
 /**
  * OpenAPI description of the operator API the CRM calls, its /admin loading API and, in oauth mode, /oauth/token.
- * Request bodies are the schemas the routes validate with (requests.ts); answers are the CRM's shapes (crm-shapes.ts)
+ * Request bodies are the schemas the routes validate with (requests.ts); answers are the CRM's shapes (src/crm/shapes.ts)
  * and the routes' own answer schemas. Which error statuses can occur depends on operator.backend (only the http
  * backend has an upstream to fail, time out or be busy), and the security on auth.mode.
  */
@@ -10,8 +10,8 @@ import { tokenAnswerSchema, tokenRequestSchema } from '../auth/oauth.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../observability/openapi.js';
 import { bonusesLoadedAnswerSchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
-import { blocksRecordSchema, bonusListSchema, consentsAnswerSchema, RECONCILIATION_FIELDS, userRecordSchema } from './crm-shapes.js';
-import { CRM_HEADERS } from './crm-references.js';
+import { blocksRecordSchema, bonusListSchema, consentsAnswerSchema, RECONCILIATION_FIELDS, userRecordSchema } from '../crm/shapes.js';
+import { CRM_HEADERS } from '../crm/references.js';
 import {
   adminBonusesSchema,
   adminConsentsSchema,

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { readJsonBody } from '../http/json-body.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
-import { readCrmReferences } from './crm-references.js';
+import { readCrmReferences } from '../crm/references.js';
 import { reconciliationHandler } from './reconciliation-route.js';
 import { bonusCreditSchema, consentsUpdateSchema, fundsCreditSchema, parseBody } from './requests.js';
 import { statusOf } from './status.js';
@@ -22,7 +22,7 @@ export interface OperatorRouteDeps {
 /** The docs do not define success bodies for writes; this mirrors the Success/Errors wrapper of GET /bonus/list. */
 const SUCCESS = { Success: true, Errors: [] as string[] };
 
-/** What the routes answer beyond the CRM's shapes (crm-shapes.ts), for the OpenAPI document (route-docs.ts). */
+/** What the routes answer beyond the CRM's shapes (src/crm/shapes.ts), for the OpenAPI document (route-docs.ts). */
 export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
 export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape, credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)') });
 /** GET /bonus/list when the list cannot be read: the error, and the list's own error slot filled for the CRM. */

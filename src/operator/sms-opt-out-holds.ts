@@ -1,5 +1,5 @@
 /**
- * Opt-outs hold against the operator's data (README "Consents and opt-outs"). An sms opt-out the player
+ * Opt-outs hold against the operator's data (docs/consents.md). An sms opt-out the player
  * made themselves (a STOP by SMS, or a provider's STOP list: operator_consents.source) stays in place when an
  * operator load would opt them back in with consents older than the opt-out, or that do not say when they were
  * set (consents_updated_at): the newest change wins, and the player's own word is newer than data that cannot say

@@ -15,11 +15,11 @@ import {
 } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { enqueueEvent } from '../ledger/events.js';
-import { originOfRecord, userConsentsEvent } from '../events/user-events.js';
+import { originOfRecord, userConsentsEvent } from '../crm/user-events.js';
 import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
-import { oneActionKey } from './crm-references.js';
+import { oneActionKey } from '../crm/references.js';
 import { newCreditRow } from './credit-rows.js';
-import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from './crm-shapes.js';
+import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from '../crm/shapes.js';
 import { inTransaction } from '../ledger/db.js';
 
 export interface SqlBackendOptions {
@@ -45,7 +45,7 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
     async userConsents(userId) {
       if (!(await userExists(db, userId))) return unknownUser(userId);
       const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r.opted_in === 1]));
-      // A type never set is reported as opted out: consent is never assumed (README: Player data).
+      // A type never set is reported as opted out: consent is never assumed (docs/connecting-the-crm.md "Player data").
       return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
     },
 

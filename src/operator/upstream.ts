@@ -4,7 +4,7 @@
  */
 import { Agent, errors, request, type Dispatcher } from 'undici';
 import { BackendError } from './backend.js';
-import { parseJsonText } from '../../providers/http-pool.js';
+import { parseJsonText } from '../../providers/kit/http-pool.js';
 
 export interface UpstreamOptions {
   baseUrl: string;

@@ -4,7 +4,7 @@
  * - a new row (`dispatching`): send it;
  * - a repeat of an activity.id the ledger knows: answered from its row, or taken over for another attempt
  *   (src/sms/idempotency.ts decides which);
- * - a player who must not get it (src/sms/suppression.ts): stored `rejected`, nothing sent.
+ * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent.
  * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
  * row cannot be written fails only itself.
  */
@@ -27,7 +27,7 @@ import type { SendMetrics } from '../observability/metrics.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
-import { maskPhoneNumber } from './recipient.js';
+import { maskPhoneNumber } from '../observability/logger.js';
 import {
   refusalsInClaim,
   standingsBeforeClaim,
@@ -36,7 +36,7 @@ import {
   type RecipientCheck,
   type SuppressionReason,
   type ToClaim,
-} from './suppression.js';
+} from '../consents/suppression.js';
 
 /** `send`: the message is this request's to hand to its provider; otherwise it is answered now. */
 export type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };

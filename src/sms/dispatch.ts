@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { NOT_SENT_SHUTTING_DOWN } from '../../providers/types.js';
 import type { SendOutcomeRecord } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
-import { createTransactionQueue, type TransactionQueue } from '../ledger/transaction-queue.js';
+import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { createClaimStep } from './claim.js';
 import type { RepeatTimings } from './idempotency.js';
@@ -19,7 +19,7 @@ import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import { createRecordStep } from './record.js';
 import { createSendStep } from './send.js';
-import type { RecipientCheck } from './suppression.js';
+import type { RecipientCheck } from '../consents/suppression.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -32,8 +32,8 @@ export interface DispatcherDeps {
   repeatTimings: RepeatTimings;
   sendTimeoutMs: number;
   callbackUrl: (providerName: string, smsId: string) => string;
-  /** The ledger's grouping layer, shared with the gateway's other writers; a queue of its own when absent. */
-  queue?: TransactionQueue;
+  /** The ledger's grouping layer, shared with the gateway's other writers. */
+  queue: TransactionQueue;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
   onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
   metrics?: SendMetrics;
@@ -57,7 +57,7 @@ export interface DispatchOptions {
 }
 
 export function createDispatcher(deps: DispatcherDeps) {
-  const queue = deps.queue ?? createTransactionQueue(deps.db);
+  const queue = deps.queue;
   const claim = createClaimStep({ ...deps, queue });
   const sender = createSendStep(deps);
   const record = createRecordStep({ ...deps, queue });

@@ -4,9 +4,10 @@ import { RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { SmsProvider } from '../../providers/types.js';
 import { parseRequestedEncoding, planEncoding, type Encoding } from './encoding.js';
 import { checkSmsMessage, type CheckedMessage } from './message-check.js';
-import { describeFirstIssue, smsMessageSchema } from './message-schema.js';
-import type { ProviderRouter } from './provider-router.js';
-import { normaliseRecipient } from './recipient.js';
+import { describeFirstIssue } from '../http/zod-issue.js';
+import { smsMessageSchema } from './message-schema.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import { normaliseRecipient } from '../kit/phone-number.js';
 
 /** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
 export interface PreparedMessage {

@@ -9,11 +9,10 @@ import type { SendResult } from '../../providers/types.js';
 import { recordSendOutcomes, type SendOutcomeRecord } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
-import { maskPhoneNumbersIn } from '../observability/logger.js';
+import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { outcomeOf, type DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
-import { maskPhoneNumber } from './recipient.js';
 
 export interface RecordStepDeps {
   queue: TransactionQueue;

@@ -12,7 +12,7 @@ import { readJsonBody } from '../http/json-body.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
-import type { ProviderRouter } from './provider-router.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import type { BatchAnswer } from './route-docs.js';
 
 export type { BatchAnswer };

@@ -17,7 +17,7 @@ export interface SendStepDeps {
 export interface SendTimes {
   /** Epoch ms after which a message not yet handed to its provider is not sent (answered transient). */
   deadline: number;
-  /** Epoch ms until which it may wait for provider capacity (the throttle, src/sms/throttle.ts). */
+  /** Epoch ms until which it may wait for provider capacity (the throttle, src/provider-wrappers/throttle.ts). */
   waitDeadline: number;
 }
 

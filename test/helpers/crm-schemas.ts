@@ -1,6 +1,6 @@
 /**
  * The CRM's required answer shapes, written again from docs/crm-interface.md for the
- * tests alone: deliberately separate from src/operator/crm-shapes.ts, so a mistake there cannot hide here.
+ * tests alone: deliberately separate from src/crm/shapes.ts, so a mistake there cannot hide here.
  * Strict objects: an answer with a key the docs do not list fails.
  */
 import { z } from 'zod';

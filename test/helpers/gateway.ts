@@ -11,7 +11,7 @@ import pino, { type Logger } from 'pino';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway } from '../../src/gateway.js';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/kit/clock.js';
 import { dropTestDatabase, testDatabaseUrl } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';

@@ -1,5 +1,5 @@
-/** A clock that only moves when the test says so (docs/design.md §7: time is passed in). Implements the Clock of src/clock.ts. */
-import type { Clock } from '../../src/clock.js';
+/** A clock that only moves when the test says so (docs/design.md §7: time is passed in). Implements the Clock of src/kit/clock.ts. */
+import type { Clock } from '../../src/kit/clock.js';
 
 interface Timer {
   at: number;

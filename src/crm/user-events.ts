@@ -3,8 +3,21 @@
  * and origin"; the CRM then reads /userdetails, /userconsents or /userblocks). Pure builders: the caller passes
  * the result to enqueueEvent (src/ledger/events.ts) inside the transaction of the change.
  */
-import type { NewEvent } from '../ledger/events.js';
-import { eventRoute, type EventKind } from './catalogue.js';
+import { eventRoute, type EventKind } from './event-catalogue.js';
+
+/** An event to queue for the CRM. `type` is the CRM's queue type; `path` the Integration API path. */
+export interface NewEvent {
+  type: string;
+  method: 'POST' | 'PUT';
+  path: string;
+  userId: string;
+  /** The body as it will be sent: an object (serialised here) or JSON text already serialised. */
+  payload: object | string;
+  /** `gateway` (default) for events the gateway's own changes cause, `relay` for events received on /relay. */
+  source?: 'relay' | 'gateway';
+  /** The message whose send caused it (a provider's opt-out error), shown on that message's timeline. */
+  smsId?: string;
+}
 
 export type ThinEventKind = Extract<EventKind, 'registration' | 'user_update' | 'user_consents' | 'user_blocks'>;
 
@@ -45,4 +58,9 @@ export function originOfRecord(recordJson: string): string {
     // A record we stored ourselves is JSON; if not, the event still goes out, with an empty origin.
   }
   return '';
+}
+
+/** The User Consents event after a consent change of a player whose stored record is `recordJson`. */
+export function consentChangeEvent(userId: string, recordJson: string, at: number): NewEvent {
+  return userConsentsEvent(userId, originOfRecord(recordJson), at);
 }

@@ -1,5 +1,5 @@
 /** Small readers for IncomingReceipt that several plugins share. */
-import type { IncomingReceipt } from './types.js';
+import type { IncomingReceipt } from '../types.js';
 
 /** Header lookup that does not depend on how the route cased the names. */
 export function headerValue(receipt: IncomingReceipt, name: string): string | undefined {

@@ -2,7 +2,7 @@
  * The receipt callback URL, built and read here only. Each message is handed to its provider with
  * `{public_url}/dlr/{provider}?sms_id={sms_id}`; src/delivery/routes.ts rebuilds the URL a receipt arrived at the
  * same way (signature checks cover it), and plugins that must shorten or extend it (Vonage's length limit, the
- * sandbox's one post per endpoint, the per-message token of providers/callback-token.ts) use the helpers below.
+ * sandbox's one post per endpoint, the per-message token of providers/kit/callback-token.ts) use the helpers below.
  */
 
 /** The query parameter that carries our sms_id. */

@@ -12,10 +12,10 @@
  */
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
-import { callbackUrlWithoutSmsId } from './callback-url.js';
-import { createProviderPool, describeRequestFailure } from './http-pool.js';
-import { ownValue } from './own-key.js';
-import { headerValue, readFormFields } from './receipt-input.js';
+import { callbackUrlWithoutSmsId } from '../kit/callback-url.js';
+import { createProviderPool, describeRequestFailure } from '../kit/http-pool.js';
+import { ownValue } from '../kit/own-key.js';
+import { headerValue, readFormFields } from '../kit/receipt-input.js';
 import {
   providerCommonConfig,
   sendFailure,
@@ -26,8 +26,8 @@ import {
   type ReceiptParse,
   type SendRequest,
   type SendResult,
-} from './types.js';
-import { verifyVonageJwt, verifyVonageSig } from './vonage-signatures.js';
+} from '../types.js';
+import { verifyVonageJwt, verifyVonageSig } from './signatures.js';
 
 const configSchema = z.strictObject({
   type: z.literal('vonage'),

@@ -28,5 +28,3 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
   return { ok: true, e164: parsed.number };
 }
 
-/** Masking for logs lives with the logger; kept here for the send path's existing import. */
-export { maskPhoneNumber } from '../observability/logger.js';

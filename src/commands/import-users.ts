@@ -12,8 +12,8 @@ import type { Config } from '../config/schema.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import { createProgressLine } from '../observability/progress.js';
-import { saveLoadedUsers, toLoadedUser, type LoadedUser } from './load-players.js';
-import { adminUserSchema, parseBody } from './requests.js';
+import { saveLoadedUsers, toLoadedUser, type LoadedUser } from '../operator/load-players.js';
+import { adminUserSchema, parseBody } from '../operator/requests.js';
 
 export interface ImportProgress {
   lines: number;

@@ -1,10 +1,10 @@
 /**
- * A circuit breaker per route member (README "Providers"): after `failures` consecutive failed sends, or when the member's
+ * A circuit breaker per route member (docs/configuration.md "Providers"): after `failures` consecutive failed sends, or when the member's
  * delivery rate collapses over a window of receipts, the member is taken out of its route for `open_for`; then one
  * probe at a time is let through (half-open) and its answer closes or reopens the circuit.
  *
  * Everything here is a pure function of (state, event, time, settings) so the transitions are tested by table
- * (test/circuit-breaker.test.ts); src/sms/provider-route.ts keeps the states and feeds them events.
+ * (test/circuit-breaker.test.ts); src/provider-wrappers/failover-route.ts keeps the states and feeds them events.
  */
 
 export interface BreakerSettings {

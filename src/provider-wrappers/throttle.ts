@@ -1,5 +1,5 @@
 /**
- * Throughput control per provider instance (README "Providers"; providers/types.ts: rate limits wrap every provider
+ * Throughput control per provider instance (docs/configuration.md "Providers"; providers/types.ts: rate limits wrap every provider
  * once, outside it). Single and batch traffic go through the same wrapper, so they share one budget:
  *
  * - `rate_per_second` is counted in message segments, because providers bill and throttle per segment
@@ -11,7 +11,7 @@
  * Time comes from an injected clock so tests move it by hand.
  */
 import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../kit/clock.js';
 
 
 export interface ThrottleLimits {

@@ -11,9 +11,9 @@ import { flushEvents } from '../events/flush.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import { createLogger } from '../observability/logger.js';
-import { runSweep } from './sweep.js';
-import { createWebhookClient } from './webhook.js';
-import { postDueConversions } from './worker.js';
+import { runSweep } from '../delivery/sweep.js';
+import { createWebhookClient } from '../delivery/webhook.js';
+import { postDueConversions } from '../delivery/worker.js';
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
   const transport = createEventTransport(config.crm.integration);

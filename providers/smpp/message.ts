@@ -133,7 +133,7 @@ export function sourceAddress(value: string): SmppAddress | { error: string } {
   return { ton: 5, npi: 0, addr: value };
 }
 
-/** The recipient, E.164 with `+` (src/sms/recipient.ts), as TON 1 NPI 1 without the `+`. */
+/** The recipient, E.164 with `+` (src/kit/phone-number.ts), as TON 1 NPI 1 without the `+`. */
 export function destinationAddress(e164: string): SmppAddress {
   return { ton: 1, npi: 1, addr: e164.replace(/^\+/, '') };
 }

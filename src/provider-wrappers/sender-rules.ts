@@ -1,5 +1,5 @@
 /**
- * Per-country senders (README "Providers"): `providers.<name>.senders: {default, by_country: {US: "+1…", GB: "Brand"}}`.
+ * Per-country senders (docs/configuration.md "Providers"): `providers.<name>.senders: {default, by_country: {US: "+1…", GB: "Brand"}}`.
  * Countries differ in what a sender may be (the US wants a number, the UK takes an alphanumeric brand), so the
  * operator's rule for the recipient's country normally overrides the CRM's sender_name:
  *

@@ -3,7 +3,7 @@
  * receipt format): how a submit_sm_resp status classifies, and how a deliver_sm receipt maps to a CRM status.
  * Pure functions with table tests (test/smpp.test.ts).
  */
-import type { MappedStatus } from './types.js';
+import type { MappedStatus } from '../types.js';
 
 export type SubmitClass = 'accepted' | 'permanent' | 'transient';
 

@@ -1,12 +1,12 @@
 /**
  * SMPP 3.4 (the protocol aggregators, Kannel and Jasmin speak), over the `smpp` npm package. Protocol facts from
- * the SMPP 3.4 specification (SMPP Developers Forum, 1999); the bind itself is in smpp-bind.ts, the message layout
- * in smpp-message.ts and the status tables in smpp-status.ts.
+ * the SMPP 3.4 specification (SMPP Developers Forum, 1999); the bind itself is in bind.ts, the message layout
+ * in message.ts and the status tables in status.ts.
  *
  * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
- * every provider (src/sms/throttle.ts). A bind that is down answers at once, transient and nothing sent.
- * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (smpp-status.ts classifyDeliverSm),
+ * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
+ * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),
  * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
  * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
  * message type is a player's text (mobile-originated): it goes to the inbound handling through
@@ -18,11 +18,11 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type smppLib from 'smpp';
-import { durationSchema } from '../src/config/duration.js';
-import { openSmppBind, type SubmitOutcome } from './smpp-bind.js';
-import { destinationAddress, encodeSmppParts, inboundSourceNumber, sourceAddress } from './smpp-message.js';
-import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, type ReceiptIdFormat } from './smpp-status.js';
-import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from './types.js';
+import { durationSchema } from '../../src/kit/duration.js';
+import { openSmppBind, type SubmitOutcome } from './bind.js';
+import { destinationAddress, encodeSmppParts, inboundSourceNumber, sourceAddress } from './message.js';
+import { canonicalMessageId, classifyDeliverSm, classifySubmitStatus, type ReceiptIdFormat } from './status.js';
+import { providerCommonConfig, sendFailure, type ProviderPlugin, type ReceiptEvent, type SendRequest, type SendResult } from '../types.js';
 
 const duration = (fallback: string) => durationSchema(fallback, { positive: true });
 
@@ -52,7 +52,7 @@ const configSchema = z.strictObject({
   rebind_max: duration('60s'),
   /** GSM-7 packed 7 bits per character; by default one character per octet, as most SMSCs expect over SMPP. */
   gsm_packing: z.boolean().default(false),
-  /** How the receipt text writes the message id against the submit_sm_resp (smpp-status.ts canonicalMessageId). */
+  /** How the receipt text writes the message id against the submit_sm_resp (status.ts canonicalMessageId). */
   receipt_id_format: z.enum(['same', 'decimal_to_hex', 'hex_to_decimal']).default('same'),
   /**
    * Read receipt text (`id:… stat:…`) in a deliver_sm whose esm_class is 0, for an SMSC that never sets the receipt

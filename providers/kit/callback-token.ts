@@ -7,7 +7,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
-import type { IncomingReceipt } from './types.js';
+import type { IncomingReceipt } from '../types.js';
 
 export function callbackToken(secret: string, provider: string, smsId: string): string {
   return createHmac('sha256', secret).update(`${provider}\n${smsId}`).digest('base64url');
