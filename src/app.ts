@@ -26,7 +26,7 @@ import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
-import { createAddressSet } from './kit/client-address.js';
+import { createAddressSet } from './kit/address-blocks.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';

@@ -6,7 +6,7 @@
  * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
  * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
- * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (smpp-status.ts classifyDeliverSm),
+ * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),
  * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
  * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
  * message type is a player's text (mobile-originated): it goes to the inbound handling through

@@ -6,8 +6,7 @@ import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkRouteMembers, routeConfigSchema } from './route-config.js';
 import { durationSchema } from '../kit/duration.js';
-import { addressOrBlock } from '../kit/client-address.js';
-import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
+import { addressOrBlock } from '../kit/address-blocks.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
