@@ -2,7 +2,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createTokenIssuer } from '../src/auth/oauth.js';
-import { clientAddressOf } from '../src/http/client-address.js';
+import { clientAddressOf } from '../src/kit/client-address.js';
 import { createAddressSet, normaliseAddress } from '../src/kit/address-blocks.js';
 import { configSchema } from '../src/config/schema.js';
 

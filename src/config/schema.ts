@@ -7,6 +7,7 @@ import { providerPlugins } from '../../providers/index.js';
 import { checkRouteMembers, routeConfigSchema } from './route-config.js';
 import { durationSchema } from '../kit/duration.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
+import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 

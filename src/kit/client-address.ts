@@ -4,7 +4,7 @@
  * trusted proxies, and the first address no trusted proxy vouches for is the client (docs/trust.md). Entries left of
  * it were written by the client itself and are never believed. Pure.
  */
-import { normaliseAddress } from '../kit/address-blocks.js';
+import { normaliseAddress } from './address-blocks.js';
 
 /** Forwarded hops read at most: a longer header is cut from the left, so the work stays bounded before authentication. */
 const MAX_HOPS = 32;
