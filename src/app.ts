@@ -44,6 +44,8 @@ import { smsRoutes } from './sms/routes.js';
 export interface AppParts {
   config: Readonly<Config>;
   db: Kysely<Database>;
+  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it; `db` when absent. */
+  readDb?: Kysely<Database>;
   router: ProviderRouter;
   dispatcher: Dispatcher;
   logger: Logger;
@@ -73,6 +75,7 @@ export interface AppParts {
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
+  const readDb = parts.readDb ?? parts.db;
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
 
@@ -91,7 +94,7 @@ export function createApp(parts: AppParts): Hono {
   // Before every credential check: an address that failed too often is answered 429 without trying again.
   app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now));
 
-  app.route('/', healthRoutes(parts.db, logger));
+  app.route('/', healthRoutes(readDb, logger));
   app.route(
     '/channels/sms',
     smsRoutes({
@@ -107,15 +110,15 @@ export function createApp(parts: AppParts): Hono {
   const receiptCheck = describeReceiptChecks(config.providers);
   const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
-  app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
+  app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: (provider, sms) => receiveInbound({ ...inbound, keywords }, provider, sms) }));
-  app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
+  app.route('/admin', adminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (README "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
-  const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
+  const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now, undefined, readDb);
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
-  app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
   // Real-time events to the CRM (README "Sending events to the CRM"): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued ?? (() => {});
   app.route(
@@ -130,7 +133,7 @@ export function createApp(parts: AppParts): Hono {
       onAccepted: onEventsQueued,
     }),
   );
-  app.route('/admin', eventAdminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
+  app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   if (parts.metrics) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
@@ -139,6 +142,7 @@ export function createApp(parts: AppParts): Hono {
     '/console',
     consoleRoutes({
       db: parts.db,
+      readDb,
       adminKey: config.admin.api_key,
       secureCookie: config.server.environment === 'production',
       providers: providerNames,

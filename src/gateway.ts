@@ -157,7 +157,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   }
 
   const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
-  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
+  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
     db,
@@ -179,6 +179,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const app = createApp({
     config,
     db,
+    readDb: ledger.readDb,
     operatorBackend,
     router,
     dispatcher,
