@@ -11,6 +11,7 @@ import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluste
 import type { Config } from './config/schema.js';
 import type { ReceiptInput } from './delivery/ingest.js';
 import { createReceiptIntake } from './delivery/intake.js';
+import { createRetention, type RetentionResult } from './delivery/retention.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
@@ -54,6 +55,8 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
   sweep(): Promise<SweepResult>;
+  /** Runs one retention pass now (it also runs every retention.interval on the leader). */
+  retention(): Promise<RetentionResult>;
   close(): Promise<void>;
 }
 
@@ -156,7 +159,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
   }
 
-  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
+  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
@@ -233,6 +236,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       }, config.delivery.sweep_interval)
     : undefined;
   sweepTimer?.unref();
+  // Old rows go off the request path, a small transaction at a time (src/delivery/retention.ts); once per host.
+  const retention = createRetention({ db, settings: config.retention, now, metrics, logger });
+  const retentionTimer = leader
+    ? setInterval(() => {
+        retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
+      }, config.retention.interval)
+    : undefined;
+  retentionTimer?.unref();
 
   logger.info(
     { url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
@@ -245,8 +256,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     ledger,
     metrics,
     sweep,
+    retention: () => retention.runPass(),
     async close() {
       clearInterval(sweepTimer);
+      clearInterval(retentionTimer);
       // Requests in flight answer now: what was sent is successful, the rest transient for the CRM to retry.
       dispatcher.stopSending();
       // Provider calls still under way at half the budget (a provider that hangs) are abandoned, their messages

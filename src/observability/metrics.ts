@@ -21,6 +21,8 @@ export interface ReceiptMetrics {
   receiptStored(provider: string, status: MappedStatus): void;
   receiptDuplicate(provider: string): void;
   receiptParked(provider: string): void;
+  /** A receipt dropped because its message already has delivery.max_receipts_per_message. */
+  receiptCapped(provider: string): void;
   /** Parked receipts set aside by the sweep after delivery.parked_receipt_ttl. */
   receiptsExpired(provider: string, count: number): void;
   /** A terminal status from a receipt; `secondsSinceDispatch` from the ledger's dispatched_at. */
@@ -32,6 +34,13 @@ export interface WebhookMetrics {
   webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }): void;
   conversionsDeadLettered(count: number): void;
 }
+
+/** What retention (src/delivery/retention.ts) removed: rows deleted, or rows whose personal data was blanked. */
+export interface RetentionMetrics {
+  retentionRows(table: RetentionTable, action: 'deleted' | 'blanked', count: number): void;
+}
+
+export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_messages';
 
 export interface HttpMetrics {
   httpRequest(method: string, route: string, status: number, seconds: number): void;
@@ -68,6 +77,10 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   const receipts = new Counter({ name: 'sms_gateway_receipts_total', help: 'Delivery receipts stored (duplicates excluded), by mapped status', labelNames: ['provider', 'status'], registers });
   const receiptDuplicates = new Counter({ name: 'sms_gateway_receipts_duplicate_total', help: 'Delivery receipts received again and ignored', labelNames: ['provider'], registers });
   const receiptsParked = new Counter({ name: 'sms_gateway_receipts_parked_total', help: 'Receipts that matched no message when they arrived and were parked', labelNames: ['provider'], registers });
+  const receiptsCapped = new Counter({ name: 'sms_gateway_receipts_capped_total', help: 'Receipts dropped because their message already had delivery.max_receipts_per_message', labelNames: ['provider'], registers });
+  const retentionRows = new Counter({ name: 'sms_gateway_retention_rows_total', help: 'Rows the retention pass deleted, or whose text and numbers it blanked, by table', labelNames: ['table', 'action'], registers });
+  for (const table of ['messages', 'receipts', 'crm_events', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'deleted' }, 0);
+  for (const table of ['messages', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'blanked' }, 0);
   const receiptsExpired = new Counter({ name: 'sms_gateway_receipts_expired_total', help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message', labelNames: ['provider'], registers });
   const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
   const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
@@ -113,6 +126,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     for (const status of DELIVERY_STATUSES) deliveryStatuses.inc({ provider, status, source: 'receipt' }, 0);
     receiptsParked.inc({ provider }, 0);
     receiptsExpired.inc({ provider }, 0);
+    receiptsCapped.inc({ provider }, 0);
   }
 
   return {
@@ -130,6 +144,8 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),
+    receiptCapped: (provider: string) => receiptsCapped.inc({ provider }),
+    retentionRows: (table: RetentionTable, action: 'deleted' | 'blanked', count: number) => retentionRows.inc({ table, action }, count),
     receiptsExpired: (provider: string, count: number) => receiptsExpired.inc({ provider }, count),
     deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number) {
       deliveryStatuses.inc({ provider, status, source: 'receipt' });
@@ -142,7 +158,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       else webhookFailures.inc({ reason: result.status === null ? 'unreachable' : statusClass(result.status) });
     },
     conversionsDeadLettered: (count: number) => conversionsDead.inc(count),
-  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & { registry: Registry };
+  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & RetentionMetrics & { registry: Registry };
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;
