@@ -136,6 +136,8 @@ describe('finding 9: retention', () => {
     await addMessage(db, message('old-dead-conv', 100), 'dead');
     await addMessage(db, message('old-rejected', 100, { state: 'rejected', delivery_status: null, delivery_source: null, submitted_at: null }));
     await addMessage(db, message('old-retryable', 100, { state: 'retryable', delivery_status: null, delivery_source: null, submitted_at: null }));
+    // Left uncertain, then settled delivery_unknown by the sweep (delivery.unknown_after) and reported.
+    await addMessage(db, message('old-settled', 100, { state: 'uncertain', delivery_status: 'delivery_unknown', delivery_source: 'timeout' }), 'posted');
     // Old but not final: stay.
     await addMessage(db, message('old-awaiting', 100, { delivery_status: null, delivery_source: null, completed_at: null }));
     await addMessage(db, message('old-dispatching', 100, { state: 'dispatching', delivery_status: null, delivery_source: null }));
@@ -164,7 +166,7 @@ describe('finding 9: retention', () => {
     expect(ids(await db.selectFrom('messages').select('sms_id').execute())).toEqual(
       ['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-final', 'mid-awaiting', 'young'].sort(),
     );
-    const gone = ['old-delivered', 'old-dead-conv', 'old-rejected', 'old-retryable'];
+    const gone = ['old-delivered', 'old-dead-conv', 'old-rejected', 'old-retryable', 'old-settled'];
     for (const table of ['message_parts', 'conversions'] as const) {
       expect(await db.selectFrom(table).select('sms_id').where('sms_id', 'in', gone).execute()).toEqual([]);
     }
@@ -189,11 +191,11 @@ describe('finding 9: retention', () => {
     ]);
 
     expect(result).toEqual({
-      deleted: { messages: 4, receipts: 4, crm_events: 2, inbound_messages: 1 },
+      deleted: { messages: 5, receipts: 4, crm_events: 2, inbound_messages: 1 },
       blanked: { messages: 1, inbound_messages: 1 },
     });
     const counter = 'sms_gateway_retention_rows_total';
-    expect(await metricValue(counter, 'messages', 'deleted')).toBe(4);
+    expect(await metricValue(counter, 'messages', 'deleted')).toBe(5);
     expect(await metricValue(counter, 'receipts', 'deleted')).toBe(4);
     expect(await metricValue(counter, 'crm_events', 'deleted')).toBe(2);
     expect(await metricValue(counter, 'inbound_messages', 'deleted')).toBe(1);

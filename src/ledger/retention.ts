@@ -17,12 +17,12 @@ export const BLANKED = '[blanked]';
 export const RETENTION_CHUNK = IDS_PER_STATEMENT;
 
 /**
- * A message nothing will change any more: its send is settled (not `dispatching` or `uncertain`), it has a terminal
- * status or was never sent (rejected, retryable), and no conversion of it waits to be posted. A message waiting for
- * its receipt (submitted, no status yet) is not final: the sweep makes it delivery_unknown after delivery.unknown_after.
+ * A message settled for good: it has a terminal status (from a receipt, or delivery_unknown from the sweep, which
+ * also settles a send left `dispatching` or `uncertain` after delivery.unknown_after: src/ledger/messages.ts), or was
+ * never sent (rejected, retryable); and no conversion of it waits to be posted. A message still being sent, or
+ * waiting for its receipt, has no terminal status yet and is kept.
  */
-const isFinalMessage = sql<boolean>`(messages.state not in ('dispatching', 'uncertain')
-  and (messages.delivery_status is not null or messages.state in ('rejected', 'retryable'))
+const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or messages.state in ('rejected', 'retryable'))
   and not exists (select 1 from conversions c where c.sms_id = messages.sms_id and c.posted_at is null and c.dead = 0))`;
 
 /**
