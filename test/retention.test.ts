@@ -272,11 +272,12 @@ describe('retention decisions', () => {
   });
 
   it.each([
-    ['under the cap', [{ smsId: 'm' }, { smsId: 'm' }], [['m', 1]], 5, []],
-    ['the cap reached inside the batch', [{ smsId: 'm' }, { smsId: 'm' }, { smsId: 'm' }], [['m', 3]], 4, [1, 2]],
-    ['already full', [{ smsId: 'm' }, { smsId: 'n' }], [['m', 2]], 2, [0]],
-    ['no sms_id is never capped', [{ smsId: null }, { smsId: null }], [], 1, []],
-  ] as const)('receipt cap: %s', (_label, receipts, stored, max, over) => {
-    expect([...receiptsOverCap(receipts, new Map(stored), max)]).toEqual(over);
+    ['under the cap', [{ smsId: 'm', limit: 5 }, { smsId: 'm', limit: 5 }], [['m', 1]], []],
+    ['the cap reached inside the batch', [{ smsId: 'm', limit: 4 }, { smsId: 'm', limit: 4 }, { smsId: 'm', limit: 4 }], [['m', 3]], [1, 2]],
+    ['already full', [{ smsId: 'm', limit: 2 }, { smsId: 'n', limit: 2 }], [['m', 2]], [0]],
+    ['a message of three parts has three times the cap', [{ smsId: 'p', limit: 6 }, { smsId: 'p', limit: 6 }], [['p', 5]], [1]],
+    ['no sms_id is never capped', [{ smsId: null, limit: 1 }, { smsId: null, limit: 1 }], [], []],
+  ] as const)('receipt cap: %s', (_label, receipts, stored, over) => {
+    expect([...receiptsOverCap(receipts, new Map(stored))]).toEqual(over);
   });
 });

@@ -206,8 +206,8 @@ const delivery = z.strictObject({
   /** Receipts set aside after parked_receipt_ttl are deleted this long after they arrived (the sweep). */
   parked_receipt_retention: duration('30d'),
   /**
-   * Receipts stored per message; later ones are counted (sms_gateway_receipts_capped_total) and dropped, so a leaked
-   * receipt URL cannot add rows without end. A message sees a few (accepted, delivered; one per part when split).
+   * Receipts stored per message and per segment (a split message may have a receipt or more per part); later ones
+   * are counted (sms_gateway_receipts_capped_total) and dropped, so a leaked receipt URL cannot add rows without end.
    */
   max_receipts_per_message: z.number().int().min(1).max(10_000).default(20),
   /** Events one receipt request may carry; more answers 413 and stores nothing. */

@@ -155,9 +155,9 @@ export async function ingestReceipts(
   let unique = [...firstIndex.values()];
   const capped = new Set<number>();
   if (maxPerMessage !== undefined) {
-    const named = unique.map((k) => ({ smsId: rows[k]!.sms_id ?? null }));
+    const named = unique.map((k) => ({ smsId: rows[k]!.sms_id ?? null, limit: maxPerMessage * Math.max(1, messages[k]?.segments ?? 1) }));
     const stored = await countReceiptsBySmsId(trx, named.flatMap((r) => (r.smsId === null ? [] : [r.smsId])));
-    const over = receiptsOverCap(named, stored, maxPerMessage);
+    const over = receiptsOverCap(named, stored);
     for (const i of over) capped.add(unique[i]!);
     unique = unique.filter((_, i) => !over.has(i));
   }

@@ -124,10 +124,18 @@ class RetryingReadDialect extends SqliteDialect {
  * others'), never one still open. A read that must see its own transaction's uncommitted writes takes that
  * transaction instead.
  */
-function openReadConnection(file: string): Kysely<Database> {
+function openReadConnection(file: string): { db: Kysely<Database>; close: () => Promise<void> } {
   const sqlite = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
   sqlite.pragma('busy_timeout = 0');
-  return new Kysely<Database>({ dialect: new RetryingReadDialect({ database: withStatementCache(sqlite, 256) }) });
+  const db = new Kysely<Database>({ dialect: new RetryingReadDialect({ database: withStatementCache(sqlite, 256) }) });
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      // Kysely closes only a connection it has used: one no request read through must be closed here.
+      if (sqlite.open) sqlite.close();
+    },
+  };
 }
 
 class ImmediateSqliteDialect extends SqliteDialect {
@@ -202,10 +210,10 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     const reader = file === ':memory:' ? undefined : openReadConnection(file);
     return {
       db,
-      readDb: reader ?? db,
+      readDb: reader?.db ?? db,
       flags: SQLITE_FLAGS,
       async close() {
-        await reader?.destroy();
+        await reader?.close();
         await db.destroy();
         await checkpointer?.close();
       },
