@@ -127,9 +127,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
     await ingestPushed(events.map((event) => ({ provider, event })));
   });
+  // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
-    countOutboxBacklog: () => countOutboxBacklog(db),
-    countParkedReceipts: () => countParkedReceiptsByProvider(db),
+    countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
+    countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
   });
   routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };
@@ -150,7 +151,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const reported = (count: number) => count > 0 && worker?.wake();
 
   // Real-time events to the CRM (README "Sending events to the CRM"): delivered by the leader, like conversions; claims are safe anyway.
-  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
+  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventWorker = eventTransport
     ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
