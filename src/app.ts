@@ -46,6 +46,8 @@ import { smsRoutes } from './sms/routes.js';
 export interface AppParts {
   config: Readonly<Config>;
   db: Kysely<Database>;
+  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it; `db` when absent. */
+  readDb?: Kysely<Database>;
   router: ProviderRouter;
   dispatcher: Dispatcher;
   logger: Logger;
@@ -84,6 +86,7 @@ const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
+  const readDb = parts.readDb ?? parts.db;
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
 
@@ -110,7 +113,7 @@ export function createApp(parts: AppParts): Hono {
   const trust = { isTrustedProxy: createAddressSet(config.server.trusted_proxies), isTrustedClient: createAddressSet(config.auth.trusted_addresses) };
   app.use('*', limitFailedAuthentications(createFailureLimiter(config.auth.failure_budget, config.auth.failure_window), parts.now, trust));
 
-  app.route('/', healthRoutes(parts.db, logger));
+  app.route('/', healthRoutes(readDb, logger));
   app.route(
     '/channels/sms',
     smsRoutes({
@@ -126,16 +129,16 @@ export function createApp(parts: AppParts): Hono {
   const receiptCheck = describeReceiptChecks(config.providers);
   const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
-  app.route('/admin', inboundAdminRoutes({ db: parts.db, adminKey: config.admin.api_key }));
+  app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
   const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
-  app.route('/admin', adminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
+  app.route('/admin', adminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
   // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend;
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
-  app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
   // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued;
   app.route(
@@ -151,7 +154,7 @@ export function createApp(parts: AppParts): Hono {
       onAccepted: onEventsQueued,
     }),
   );
-  app.route('/admin', eventAdminRoutes({ db: parts.db, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
+  app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   if (parts.metrics) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
@@ -160,6 +163,7 @@ export function createApp(parts: AppParts): Hono {
     '/console',
     consoleRoutes({
       db: parts.db,
+      readDb,
       adminKey: config.admin.api_key,
       secureCookie: config.server.environment === 'production',
       providers: providerNames,

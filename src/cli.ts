@@ -12,15 +12,17 @@ commands:
   migrate   bring the database schema up to date and exit
   flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
             exits 0, or 1 when the webhook could not be reached
+  retention run one retention pass (delete old final rows, blank old personal data; docs/retention.md)
+            and print what it removed (for cron, when serve runs with retention.interval set long)
 
-serve, migrate and flush exit 78 when server.environment is production and a setting is unsafe (docs/security.md).
+serve, migrate, flush and retention exit 78 when server.environment is production and a setting is unsafe (docs/security.md).
   import users FILE
             load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
 options:
   --config FILE   configuration file (default: ./config.yaml)`;
 
-const COMMANDS = ['serve', 'migrate', 'flush', 'import'];
+const COMMANDS = ['serve', 'migrate', 'flush', 'retention', 'import'];
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -111,6 +113,9 @@ async function main(argv: string[]): Promise<number> {
     case 'flush':
       warnOnce((line) => console.error(`warning: ${line}`));
       return (await import('./commands/flush.js')).runFlush(config, process.stdout);
+    case 'retention':
+      warnOnce((line) => console.error(`warning: ${line}`));
+      return (await import('./commands/retention.js')).runRetentionCommand(config, process.stdout);
     case 'import': {
       const [, what, file] = positionals;
       if (what !== 'users' || !file) {

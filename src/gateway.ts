@@ -10,6 +10,7 @@ import { createApp } from './app.js';
 import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
 import { createReceiptIntake } from './delivery/intake.js';
+import { createRetention, type RetentionResult } from './delivery/retention.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
 import { startConversionWorker } from './delivery/worker.js';
@@ -55,6 +56,8 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
   sweep(): Promise<SweepResult>;
+  /** Runs one retention pass now (it also runs every retention.interval on the leader). */
+  retention(): Promise<RetentionResult>;
   close(): Promise<void>;
 }
 
@@ -143,9 +146,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     },
   };
   const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, pushed);
+  // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
-    countOutboxBacklog: () => countOutboxBacklog(db),
-    countParkedReceipts: () => countParkedReceiptsByProvider(db),
+    countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
+    countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
   });
   routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };
@@ -166,7 +170,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const reported = (count: number) => count > 0 && worker?.wake();
 
   // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
-  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(db), now);
+  const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
   const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventDestinations = createDestinations(config.crm.integration);
   const untyped = [...eventDestinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
@@ -180,8 +184,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
   }
 
-  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
-  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
+  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported });
+  const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
     db,
@@ -217,6 +221,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const app = createApp({
     config,
     db,
+    readDb: ledger.readDb,
     operatorBackend,
     router,
     dispatcher,
@@ -271,6 +276,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       }, config.delivery.sweep_interval)
     : undefined;
   sweepTimer?.unref();
+  // Old rows go off the request path, a small transaction at a time (src/delivery/retention.ts); once per host.
+  const retention = createRetention({ db, settings: config.retention, now, metrics, logger });
+  const retentionTimer = leader
+    ? setInterval(() => {
+        retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
+      }, config.retention.interval)
+    : undefined;
+  retentionTimer?.unref();
 
   logger.info(
     { url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
@@ -283,8 +296,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     ledger,
     metrics,
     sweep,
+    retention: () => retention.runPass(),
     async close() {
       clearInterval(sweepTimer);
+      clearInterval(retentionTimer);
       // Requests in flight answer now: what was sent is successful, the rest transient for the CRM to retry.
       dispatcher.stopSending();
       // Provider calls still under way at half the budget (a provider that hangs) are abandoned, their messages

@@ -103,6 +103,28 @@ describe('migrate', () => {
   });
 });
 
+describe('retention', () => {
+  it('runs one retention pass: old inbound SMS go, younger ones are blanked, one summary line, exit 0', async () => {
+    const config = writeConfig('retention.yaml', ['retention:', '  inbound: 90d', '  blank_personal_data_after: 30d'].join('\n'));
+    expect(await start(['migrate', '--config', config]).exit).toEqual({ code: 0, signal: null });
+    const db = new BetterSqlite3(join(dir, 'retention.yaml.db'));
+    const insert = db.prepare('insert into inbound_messages (provider, provider_message_id, from_number, to_number, content, action, matched_user_ids, received_at) values (?, ?, ?, ?, ?, ?, ?, ?)');
+    const day = 86_400_000;
+    for (const [id, age] of [['old', 100], ['mid', 40], ['young', 1]] as const) insert.run('sandbox', id, '+447700900555', '+447700900001', 'STOP', 'opt_out', '[]', Date.now() - age * day);
+    db.close();
+    const run = start(['retention', '--config', config]);
+    expect(await run.exit).toEqual({ code: 0, signal: null });
+    expect(run.stdout()).toBe('retention: deleted messages=0 receipts=0 events=0 inbound=1 blanked messages=0 inbound=1\n');
+    const after = new BetterSqlite3(join(dir, 'retention.yaml.db'), { readonly: true });
+    const rows = after.prepare('select provider_message_id as id, from_number from inbound_messages order by id').all();
+    after.close();
+    expect(rows).toEqual([
+      { id: 'mid', from_number: '[blanked]' },
+      { id: 'young', from_number: '+447700900555' },
+    ]);
+  });
+});
+
 describe('serve', () => {
   it('logs its url, answers /healthz and exits 0 on SIGTERM', async () => {
     const run = start(['serve', '--config', writeConfig('serve.yaml')]);

@@ -248,6 +248,11 @@ const delivery = z.strictObject({
   parked_receipt_ttl: duration('72h'),
   /** Receipts set aside after parked_receipt_ttl are deleted this long after they arrived (the sweep). */
   parked_receipt_retention: duration('30d'),
+  /**
+   * Receipts stored per message and per segment (a split message may have a receipt or more per part); later ones
+   * are counted (sms_gateway_receipts_capped_total) and dropped, so a leaked receipt URL cannot add rows without end.
+   */
+  max_receipts_per_message: z.number().int().min(1).max(10_000).default(20),
   /** Events one receipt request may carry; more answers 413 and stores nothing. */
   max_receipt_events: z.number().int().min(1).max(100_000).default(1_000),
   sweep_interval: duration('1m'),
@@ -257,6 +262,29 @@ const delivery = z.strictObject({
   max_attempts: z.number().int().positive().default(25),
   /** How long a claimed conversion stays reserved for the worker (or flush) that claimed it. */
   lease: duration('60s'),
+});
+
+/**
+ * How long rows are kept (docs/retention.md). `0` keeps them forever. Only rows that are final go: a message neither
+ * waiting for its send nor its receipt nor an unposted conversion, an event sent or dead-lettered, a receipt applied
+ * or set aside; every inbound SMS (handled when it arrived).
+ */
+const retention = z.strictObject({
+  /** Messages, with their receipts, parts and conversions, this long after they were created. */
+  messages: duration('90d'),
+  /** Receipts this long after they arrived (a message's own go with it sooner when `messages` is shorter). */
+  receipts: duration('90d'),
+  /** CRM events (relay outbox) this long after they were accepted, once sent or dead-lettered. */
+  events: duration('90d'),
+  /** Inbound SMS (STOP, START and any other text) this long after they arrived. */
+  inbound: duration('90d'),
+  /**
+   * Text and phone numbers of final messages (content, recipient) and inbound SMS (content, sender) are overwritten
+   * with a marker this long after they were created; the row stays, for counts and the console.
+   */
+  blank_personal_data_after: duration('30d'),
+  /** How often the retention pass runs in `serve` (leader only). */
+  interval: durationSchema('10m', { positive: true }),
 });
 
 /** Where the player data of the operator endpoints lives (docs/design.md §1 "operator"). */
@@ -299,6 +327,7 @@ export const configSchema = z
     ledger: ledger.prefault({}),
     crm: crm.prefault({}),
     delivery: delivery.prefault({}),
+    retention: retention.prefault({}),
     relay: relay.prefault({}),
     providers: z.record(z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _'), providerConfig),
     admin: admin.prefault({}),

@@ -24,12 +24,12 @@ export interface InboundRouteDeps {
 }
 
 /** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
-export function inboundAdminRoutes(deps: { db: Kysely<Database>; adminKey: string | undefined }) {
+export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database>; adminKey: string | undefined }) {
   const app = new Hono();
   app.get('/inbound-messages', requireAdmin(deps.adminKey), async (c) => {
     const from = c.req.query('from');
     if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
-    const rows = await findInboundMessagesFrom(deps.db, from, 100);
+    const rows = await findInboundMessagesFrom(deps.readDb ?? deps.db, from, 100);
     const messages = rows.map((r) => ({ ...r, matched_user_ids: JSON.parse(r.matched_user_ids) as string[], received_at: new Date(Number(r.received_at)).toISOString() }));
     return c.json({ messages }, 200);
   });

@@ -43,6 +43,8 @@ export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in
 
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
+  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  readDb?: Kysely<Database>;
   adminKey: string | undefined;
   /** Production: the session cookie is always `Secure` (sent over HTTPS only). */
   secureCookie: boolean;
@@ -86,7 +88,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   // A signed cookie is not enough: a session signed out before it expires is refused too (docs/security.md).
   const sessionOf = async (c: Context): Promise<Session | null> => {
     const session = sessions.verify(getCookie(c, SESSION_COOKIE));
-    return session && !(await isConsoleSessionRevoked(deps.db, session.nonce)) ? session : null;
+    return session && !(await isConsoleSessionRevoked(deps.readDb ?? deps.db, session.nonce)) ? session : null;
   };
   const loginPage = (c: Context, status: 200 | 401, error?: string) => htmlPage(c, { title: TITLE, status, body: renderLoginForm(error) });
   const back = (c: Context, query = '') => c.redirect(`/console${query}`, 303);
@@ -96,9 +98,9 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     if (!session) return loginPage(c, 200);
     const params = new URL(c.req.url).searchParams;
     const csrf = sessions.csrfToken(session);
-    const search = await runSearch(deps.db, params, deps);
+    const search = await runSearch(deps.readDb ?? deps.db, params, deps);
     const body = renderDashboard({
-      summary: await loadConsoleSummary(deps.db, deps.providers, deps.now()),
+      summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now()),
       search,
       replayed: replayedCount(params),
       circuits: deps.circuits?.(),
@@ -110,12 +112,12 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     const session = await sessionOf(c);
     if (!session) return loginPage(c, 401, 'Sign in to see this message.');
     const nav = renderNav(sessions.csrfToken(session));
-    const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
+    const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
     if (!message) return htmlPage(c, { title: TITLE, nav, status: 404, body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>` });
     // The number is shown in full only to someone who searched for it (the link from the results carries it).
     const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
     // Provider error texts may quote the number: masked on the page like every other number.
-    const story = await messageStory(deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
+    const story = await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
     return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
   });
 
@@ -128,7 +130,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     const now = deps.now();
     const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
     if (!query.ok) return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }) });
-    const rows = await listDeadConversions(deps.db, { ...query.match, limit: query.limit + 1 });
+    const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
     const more = rows.length > query.limit;
     const page = more ? rows.slice(0, query.limit) : rows;
     const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
@@ -147,7 +149,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     if (refused !== undefined || !query.ok) {
       return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }) });
     }
-    const rows = await listEvents(deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
+    const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
     const page = rows.slice(0, DEAD_EVENTS_PAGE);
     const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
     return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });

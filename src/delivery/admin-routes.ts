@@ -17,6 +17,8 @@ import { buildTimeline } from './timeline.js';
 
 export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
+  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  readDb?: Kysely<Database>;
   adminKey: string | undefined;
   now: () => number;
   onReplay: () => void;
@@ -63,22 +65,22 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
   app.use('*', requireAdmin(deps.adminKey));
 
   app.get('/messages/:smsId', async (c) => {
-    const message = await findMessageBySmsId(deps.db, c.req.param('smsId'));
+    const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
     if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
-    return exactJson(c, await messageStory(deps.db, message, deps.receiptCheck));
+    return exactJson(c, await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck));
   });
 
   app.get('/messages', async (c) => {
     const query = parseMessageQuery(new URL(c.req.url).searchParams, deps.defaultRegion);
     if (!query.ok) return c.json({ error: query.error }, 400);
-    const { rows, more } = await searchMessages(deps.db, query.filter);
+    const { rows, more } = await searchMessages(deps.readDb ?? deps.db, query.filter);
     return c.json({ messages: rows, next_cursor: more ? encodeCursor(rows[rows.length - 1]!) : null });
   });
 
   app.get('/conversions/dead', async (c) => {
     const query = parseDeadLetterQuery(new URL(c.req.url).searchParams);
     if (!query.ok) return c.json({ error: query.error }, 400);
-    const rows = await listDeadConversions(deps.db, { ...query.match, limit: query.limit + 1 });
+    const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
     const more = rows.length > query.limit;
     const page = more ? rows.slice(0, query.limit) : rows;
     return c.json({ dead_letters: page, next_cursor: more ? String(page[page.length - 1]!.id) : null });

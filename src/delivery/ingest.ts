@@ -8,10 +8,11 @@ import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
 import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
-import { findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
+import { countReceiptsBySmsId, findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
 import { confirmSubmitted, findReceiptTargetsByProviderId, findReceiptTargetsBySmsId, updateDeliveryStatus, type ReceiptTarget } from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
+import { receiptsOverCap } from './receipt-cap.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import { decideTransition } from './status.js';
 import { inTransaction } from '../ledger/db.js';
@@ -41,6 +42,8 @@ export interface IngestSummary {
   duplicates: number;
   parked: number;
   reported: number;
+  /** Dropped: their message already had delivery.max_receipts_per_message. */
+  capped: number;
 }
 
 export function receiptDedupKey({ provider, event }: ReceiptInput): string {
@@ -125,7 +128,14 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   return conversions.length;
 }
 
-export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: number, observers: IngestObservers = {}): Promise<IngestSummary> {
+export async function ingestReceipts(
+  trx: Trx,
+  inputs: ReceiptInput[],
+  now: number,
+  observers: IngestObservers = {},
+  /** delivery.max_receipts_per_message; unbounded when absent. */
+  maxPerMessage?: number,
+): Promise<IngestSummary> {
   const messages = await resolveMessages(trx, inputs);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
     provider: input.provider,
@@ -142,16 +152,25 @@ export async function ingestReceipts(trx: Trx, inputs: ReceiptInput[], now: numb
   // The same receipt twice in one batch counts once, like a duplicate arriving later.
   const firstIndex = new Map<string, number>();
   rows.forEach((r, k) => firstIndex.has(r.dedup_key) || firstIndex.set(r.dedup_key, k));
-  const unique = [...firstIndex.values()];
+  let unique = [...firstIndex.values()];
+  const capped = new Set<number>();
+  if (maxPerMessage !== undefined) {
+    const named = unique.map((k) => ({ smsId: rows[k]!.sms_id ?? null, limit: maxPerMessage * Math.max(1, messages[k]?.segments ?? 1) }));
+    const stored = await countReceiptsBySmsId(trx, named.flatMap((r) => (r.smsId === null ? [] : [r.smsId])));
+    const over = receiptsOverCap(named, stored);
+    for (const i of over) capped.add(unique[i]!);
+    unique = unique.filter((_, i) => !over.has(i));
+  }
   const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
-  observeReceipts(inputs, rows, unique, fresh, observers);
+  observeReceipts(inputs, rows, unique, fresh, observers, capped);
   const unsent = unique.filter((k) => UNSENT_STATES.some((state) => messages[k]?.state === state));
   await confirmAcceptedSends(trx, unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
   return {
     fresh: fresh.size,
-    duplicates: inputs.length - fresh.size,
+    duplicates: inputs.length - fresh.size - capped.size,
+    capped: capped.size,
     parked: unique.filter((k) => fresh.has(rows[k]!.dedup_key) && !messages[k]).length,
     reported,
   };
@@ -178,10 +197,11 @@ async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: Message
 }
 
 /** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */
-function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: number[], fresh: Set<string>, observers: IngestObservers): void {
+function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: number[], fresh: Set<string>, observers: IngestObservers, capped: ReadonlySet<number>): void {
   const { metrics, logger } = observers;
   const isFresh = new Set(unique.filter((k) => fresh.has(rows[k]!.dedup_key)));
   inputs.forEach((input, k) => {
+    if (capped.has(k)) return metrics?.receiptCapped(input.provider);
     if (!isFresh.has(k)) return metrics?.receiptDuplicate(input.provider);
     metrics?.receiptStored(input.provider, input.event.status);
     if (rows[k]!.matched !== RECEIPT_MATCH.parked) return;

@@ -21,6 +21,8 @@ export interface ReceiptIntakeDeps {
   now: () => number;
   logger: Logger;
   metrics?: ReceiptMetrics;
+  /** delivery.max_receipts_per_message: receipts past it are counted and dropped. */
+  maxReceiptsPerMessage?: number;
   /** Told of every stored receipt's provider and status (route members' delivery rates: src/provider-wrappers/breakers.ts). */
   observeReceipt?: (provider: string, status: MappedStatus) => void;
   /** Told how many conversions a write queued (the conversion worker wakes up for them). */
@@ -48,7 +50,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
 
   const writes = queue.writer<ReceiptInput, IngestSummary>(
     async (trx, inputs) => {
-      const summary = await ingestReceipts(trx, inputs, now(), observers);
+      const summary = await ingestReceipts(trx, inputs, now(), observers, deps.maxReceiptsPerMessage);
       return inputs.map(() => summary);
     },
     // Told once the receipts are committed: the worker must not wake up for conversions not yet stored.
@@ -75,7 +77,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
         logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
       }
       const stored = settled.find((s) => s.status === 'fulfilled');
-      return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0 };
+      return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0, capped: 0 };
     },
 
     async storePushed(provider, events, limits) {

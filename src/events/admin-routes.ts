@@ -11,6 +11,8 @@ import type { Database } from '../ledger/schema.js';
 
 export interface EventAdminDeps {
   db: Kysely<Database>;
+  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  readDb?: Kysely<Database>;
   adminKey: string | undefined;
   now: () => number;
   onReplay: () => void;
@@ -64,7 +66,7 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
   app.get('/events', async (c) => {
     const query = parseEventQuery(new URL(c.req.url).searchParams);
     if (!query.ok) return c.json({ error: query.error }, 400);
-    const rows = await listEvents(deps.db, { ...query.filter, limit: PAGE + 1 });
+    const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, limit: PAGE + 1 });
     const page = rows.slice(0, PAGE);
     const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
     return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });

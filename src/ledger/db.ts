@@ -28,6 +28,11 @@ export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): Diale
 
 export interface Ledger {
   db: Kysely<Database>;
+  /**
+   * Where reads that need no write of their own go (readiness, operator reads, console and admin views). On a SQLite
+   * file: a second, read-only connection (openReadConnection). Elsewhere: `db` itself.
+   */
+  readDb: Kysely<Database>;
   flags: DialectFlags;
   close(): Promise<void>;
 }
@@ -83,6 +88,55 @@ async function retryWhileBusy<T>(run: () => Promise<T>): Promise<T> {
 
 const BUSY_TIMEOUT_MS = 5_000;
 const BEGIN_IMMEDIATE = CompiledQuery.raw('begin immediate');
+
+/**
+ * The read connection's driver: no transactions, and a statement that finds the database busy (rare for a reader in
+ * WAL mode: the WAL being reset or recovered) is tried again on a timer like the writer's, never waited for in SQLite.
+ */
+class RetryingReadDriver extends SqliteDriver {
+  private wrapped: DatabaseConnection | undefined;
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    this.wrapped ??= {
+      executeQuery: (query) => retryWhileBusy(() => connection.executeQuery(query)),
+      streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+    };
+    return this.wrapped;
+  }
+}
+
+class RetryingReadDialect extends SqliteDialect {
+  constructor(private readonly options: SqliteDialectConfig) {
+    super(options);
+  }
+  override createDriver() {
+    return new RetryingReadDriver(this.options);
+  }
+}
+
+/**
+ * A read-only connection to the ledger's SQLite file. Kysely runs one statement at a time on a connection, and a
+ * transaction keeps the connection from BEGIN IMMEDIATE to COMMIT, including while BEGIN waits for another process's
+ * write lock (up to BUSY_TIMEOUT_MS): a read queued behind it on the same connection waited that long (a /userdetails
+ * took 5.3 s, /readyz probes timed out). In WAL mode a reader needs no lock a writer holds, and each statement here
+ * runs in its own read transaction, so it sees every transaction committed before it began (this process's and
+ * others'), never one still open. A read that must see its own transaction's uncommitted writes takes that
+ * transaction instead.
+ */
+function openReadConnection(file: string): { db: Kysely<Database>; close: () => Promise<void> } {
+  const sqlite = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  sqlite.pragma('busy_timeout = 0');
+  const db = new Kysely<Database>({ dialect: new RetryingReadDialect({ database: withStatementCache(sqlite, 256) }) });
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      // Kysely closes only a connection it has used: one no request read through must be closed here.
+      if (sqlite.open) sqlite.close();
+    },
+  };
+}
 
 class ImmediateSqliteDialect extends SqliteDialect {
   constructor(
@@ -152,10 +206,14 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     const background = file === ':memory:' ? undefined : options.backgroundCheckpoints;
     if (background?.thread === false) leaveCheckpointsToAnotherThread(sqlite);
     const checkpointer = background && background.thread !== false ? startCheckpointer(sqlite, file, background.logger) : undefined;
+    // An in-memory database is private to its connection: it reads through the writer.
+    const reader = file === ':memory:' ? undefined : openReadConnection(file);
     return {
       db,
+      readDb: reader?.db ?? db,
       flags: SQLITE_FLAGS,
       async close() {
+        await reader?.close();
         await db.destroy();
         await checkpointer?.close();
       },
@@ -177,7 +235,8 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, flags: POSTGRES_FLAGS, close: () => db.destroy() };
+  // PostgreSQL reads take a connection of their own from the pool anyway.
+  return { db, readDb: db, flags: POSTGRES_FLAGS, close: () => db.destroy() };
 }
 
 export interface MigrationStep {

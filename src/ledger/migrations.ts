@@ -388,4 +388,13 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_user_id').execute();
     },
   },
+  '2026-11-25-90-retention': {
+    async up(db) {
+      // The retention pass (src/ledger/retention.ts) deletes the oldest final rows a chunk at a time: each chunk
+      // reads these in time order instead of scanning the table. Times only grow, so each insert adds to the end.
+      await db.schema.createIndex('receipts_received').on('receipts').column('received_at').execute();
+      await db.schema.createIndex('crm_events_created').on('crm_events').column('created_at').execute();
+      await db.schema.createIndex('inbound_messages_received').on('inbound_messages').columns(['received_at', 'id']).execute();
+    },
+  },
 };

@@ -2,7 +2,7 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
-import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
+import { IDS_PER_STATEMENT, ROWS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type NewReceipt = Insertable<ReceiptsTable>;
@@ -128,4 +128,19 @@ export async function countParkedReceiptsByProvider(db: Db): Promise<Array<{ pro
     .groupBy('provider')
     .execute();
   return rows.map((r) => ({ provider: r.provider, parked: Number(r.parked) }));
+}
+
+/** Receipts already stored for each of `smsIds` (the per-message cap, delivery.max_receipts_per_message). */
+export async function countReceiptsBySmsId(db: Db, smsIds: readonly string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const ids of idChunks([...new Set(smsIds)], IDS_PER_STATEMENT)) {
+    const rows = await db
+      .selectFrom('receipts')
+      .select((eb) => ['sms_id', eb.fn.countAll<number | string>().as('n')])
+      .where('sms_id', 'in', ids)
+      .groupBy('sms_id')
+      .execute();
+    for (const r of rows) counts.set(r.sms_id!, Number(r.n));
+  }
+  return counts;
 }

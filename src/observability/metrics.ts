@@ -21,6 +21,8 @@ export interface ReceiptMetrics {
   receiptStored(provider: string, status: MappedStatus): void;
   receiptDuplicate(provider: string): void;
   receiptParked(provider: string): void;
+  /** A receipt dropped because its message already has delivery.max_receipts_per_message. */
+  receiptCapped(provider: string): void;
   /** Parked receipts set aside by the sweep after delivery.parked_receipt_ttl. */
   receiptsExpired(provider: string, count: number): void;
   /** Parked receipts set aside, oldest first, because their provider's bound on parked receipts was full. */
@@ -34,6 +36,13 @@ export interface WebhookMetrics {
   webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }): void;
   conversionsDeadLettered(count: number): void;
 }
+
+/** What retention (src/delivery/retention.ts) removed: rows deleted, or rows whose personal data was blanked. */
+export interface RetentionMetrics {
+  retentionRows(table: RetentionTable, action: 'deleted' | 'blanked', count: number): void;
+}
+
+export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_messages';
 
 export interface HttpMetrics {
   httpRequest(method: string, route: string, status: number, seconds: number): void;
@@ -71,6 +80,10 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   const receiptDuplicates = new Counter({ name: 'sms_gateway_receipts_duplicate_total', help: 'Delivery receipts received again and ignored', labelNames: ['provider'], registers });
   const receiptsParked = new Counter({ name: 'sms_gateway_receipts_parked_total', help: 'Receipts that matched no message when they arrived and were parked', labelNames: ['provider'], registers });
   const parkedDropped = new Counter({ name: 'sms_gateway_parked_receipts_dropped_total', help: 'Parked receipts set aside (oldest first) because their provider held its max_parked_receipts already', labelNames: ['provider'], registers });
+  const receiptsCapped = new Counter({ name: 'sms_gateway_receipts_capped_total', help: 'Receipts dropped because their message already had delivery.max_receipts_per_message', labelNames: ['provider'], registers });
+  const retentionRows = new Counter({ name: 'sms_gateway_retention_rows_total', help: 'Rows the retention pass deleted, or whose text and numbers it blanked, by table', labelNames: ['table', 'action'], registers });
+  for (const table of ['messages', 'receipts', 'crm_events', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'deleted' }, 0);
+  for (const table of ['messages', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'blanked' }, 0);
   const receiptsExpired = new Counter({ name: 'sms_gateway_receipts_expired_total', help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message', labelNames: ['provider'], registers });
   const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
   const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
@@ -117,6 +130,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     receiptsParked.inc({ provider }, 0);
     receiptsExpired.inc({ provider }, 0);
     parkedDropped.inc({ provider }, 0);
+    receiptsCapped.inc({ provider }, 0);
   }
 
   return {
@@ -134,6 +148,8 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),
+    receiptCapped: (provider: string) => receiptsCapped.inc({ provider }),
+    retentionRows: (table: RetentionTable, action: 'deleted' | 'blanked', count: number) => retentionRows.inc({ table, action }, count),
     receiptsExpired: (provider: string, count: number) => receiptsExpired.inc({ provider }, count),
     parkedReceiptsDropped: (provider: string, count: number) => parkedDropped.inc({ provider }, count),
     deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number) {
@@ -147,7 +163,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       else webhookFailures.inc({ reason: result.status === null ? 'unreachable' : statusClass(result.status) });
     },
     conversionsDeadLettered: (count: number) => conversionsDead.inc(count),
-  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & { registry: Registry };
+  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & RetentionMetrics & { registry: Registry };
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -43,12 +43,14 @@ export const creditsAnswerSchema = z.strictObject({
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
+  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  readDb?: Kysely<Database>;
   backend: OperatorBackend;
   adminKey: string | undefined;
   now: () => number;
 }
 
-export function operatorAdminRoutes({ db, backend, adminKey, now }: OperatorAdminRouteDeps) {
+export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }: OperatorAdminRouteDeps) {
   const app = new Hono();
   const admin = requireAdmin(adminKey);
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
@@ -115,7 +117,7 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: OperatorAdmi
   app.get('/credits', admin, async (c) => {
     const userId = c.req.query('user_id');
     if (!userId) return c.json({ error: 'user_id: query parameter is required' }, 400);
-    const rows = await findCreditsByUser(db, userId, 100);
+    const rows = await findCreditsByUser(readDb, userId, 100);
     const credits = rows.map((r) => ({
       credit_id: String(r.id),
       kind: r.kind,

@@ -17,6 +17,8 @@ export function createOperatorBackend(
   db: Kysely<Database>,
   now: () => number,
   database?: Config['database'],
+  /** The ledger's read connection (src/ledger/db.ts), for the sql backend's reads. */
+  readDb: Kysely<Database> = db,
 ): OperatorBackend {
   if (config.backend === 'http') {
     const upstream = createUpstream({
@@ -29,5 +31,5 @@ export function createOperatorBackend(
     return createHttpBackend({ upstream, db, now, timeoutMs: config.timeout });
   }
   const scan = database && openScanConnection(database);
-  return createSqlBackend({ db, scanDb: scan?.db, now, pageSize: config.reconciliation_page_size, close: scan?.close });
+  return createSqlBackend({ db, readDb, scanDb: scan?.db, now, pageSize: config.reconciliation_page_size, close: scan?.close });
 }

@@ -24,6 +24,8 @@ import { inTransaction } from '../ledger/db.js';
 
 export interface SqlBackendOptions {
   db: Kysely<Database>;
+  /** Where the CRM's reads go (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  readDb?: Kysely<Database>;
   /** Where reconciliation reads (a read-only connection on SQLite, see create-backend.ts); `db` when absent. */
   scanDb?: Kysely<Database>;
   close?: () => Promise<void>;
@@ -33,18 +35,18 @@ export interface SqlBackendOptions {
 
 const unknownUser = (userId: string) => ({ ok: false, kind: 'not_found', error: `user_id: no user "${userId}"` }) as const;
 
-export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlBackendOptions): OperatorBackend {
+export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, close }: SqlBackendOptions): OperatorBackend {
   return {
     name: 'sql',
 
     async userDetails(userId) {
-      const row = await findUser(db, userId);
+      const row = await findUser(readDb, userId);
       return row ? { ok: true, value: JSON.parse(row.record_json) as UserRecord } : unknownUser(userId);
     },
 
     async userConsents(userId) {
-      if (!(await userExists(db, userId))) return unknownUser(userId);
-      const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r.opted_in === 1]));
+      if (!(await userExists(readDb, userId))) return unknownUser(userId);
+      const stored = new Map((await findConsents(readDb, userId)).map((r) => [r.type, r.opted_in === 1]));
       // A type never set is reported as opted out: consent is never assumed (docs/connecting-the-crm.md "Player data").
       return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
     },
@@ -65,7 +67,7 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
     },
 
     async userBlocks(userId) {
-      const row = await findUser(db, userId);
+      const row = await findUser(readDb, userId);
       if (!row) return unknownUser(userId);
       return {
         ok: true,
@@ -79,7 +81,7 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
     },
 
     async bonusList() {
-      return { ok: true, value: { Data: await listBonuses(db), Success: true, Errors: [] } };
+      return { ok: true, value: { Data: await listBonuses(readDb), Success: true, Errors: [] } };
     },
 
     credit: (request) => creditOnce(db, request, now()),

@@ -1,0 +1,155 @@
+/**
+ * The retention pass (docs/retention.md), run by `serve` every retention.interval (leader only) and by the `retention`
+ * command: old final rows deleted and personal data blanked, one small transaction per chunk (src/ledger/retention.ts),
+ * yielding to the event loop between chunks so requests are served meanwhile.
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { inTransaction } from '../ledger/db.js';
+import {
+  blankFinalMessages,
+  blankInboundMessages,
+  deleteFinalMessages,
+  deleteFinishedEvents,
+  deleteOldInbound,
+  deleteOldReceipts,
+  SCAN_START,
+  type BlankChunk,
+  type ScanPosition,
+} from '../ledger/retention.js';
+import type { Database } from '../ledger/schema.js';
+import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
+
+export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'blank_personal_data_after'>;
+
+/** The time before which rows of each kind go (or are blanked); absent where the setting is 0 (kept for ever). */
+export interface RetentionCutoffs {
+  messages?: number;
+  receipts?: number;
+  events?: number;
+  inbound?: number;
+  blank?: number;
+}
+
+export function retentionCutoffs(now: number, settings: RetentionSettings): RetentionCutoffs {
+  const before = (ms: number) => (ms > 0 ? now - ms : undefined);
+  return {
+    messages: before(settings.messages),
+    receipts: before(settings.receipts),
+    events: before(settings.events),
+    inbound: before(settings.inbound),
+    blank: before(settings.blank_personal_data_after),
+  };
+}
+
+/**
+ * Where the next pass starts blanking: at the time of the first row this pass had to leave (not final yet; the rows
+ * of that same millisecond are read again), else after the last row it looked at. Rows already blanked are not read
+ * again pass after pass; a row left unfinished is.
+ */
+export function nextBlankStart(start: ScanPosition, chunks: ReadonlyArray<Pick<BlankChunk, 'last' | 'firstUnfinished'>>): ScanPosition {
+  let position = start;
+  for (const chunk of chunks) {
+    if (chunk.firstUnfinished) return { at: chunk.firstUnfinished.at, key: SCAN_START.key };
+    if (chunk.last) position = chunk.last;
+  }
+  return position;
+}
+
+export interface RetentionResult {
+  deleted: Record<RetentionTable, number>;
+  blanked: { messages: number; inbound_messages: number };
+}
+
+export interface RetentionDeps {
+  db: Kysely<Database>;
+  settings: RetentionSettings;
+  now: () => number;
+  metrics?: RetentionMetrics;
+  logger?: Pick<Logger, 'info' | 'error'>;
+}
+
+const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A retention runner: it remembers how far blanking got, so each pass reads only rows it has not blanked yet. */
+export function createRetention(deps: RetentionDeps) {
+  const { db, settings, metrics, logger } = deps;
+  let messagesFrom = SCAN_START;
+  let inboundFrom = SCAN_START;
+  let running: Promise<RetentionResult> | undefined;
+
+  async function deleteAll(table: RetentionTable, chunk: () => Promise<number>): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await chunk();
+      total += n;
+      if (n > 0) metrics?.retentionRows(table, 'deleted', n);
+      if (n === 0) return total;
+      await yieldToRequests();
+    }
+  }
+
+  async function blankAll(table: 'messages' | 'inbound_messages', start: ScanPosition, chunk: (from: ScanPosition) => Promise<BlankChunk>) {
+    const seen: BlankChunk[] = [];
+    let total = 0;
+    for (let from = start; ; ) {
+      const result = await chunk(from);
+      if (result.blanked > 0) metrics?.retentionRows(table, 'blanked', result.blanked);
+      total += result.blanked;
+      if (!result.last) break;
+      seen.push(result);
+      from = result.last;
+      await yieldToRequests();
+    }
+    return { total, next: nextBlankStart(start, seen) };
+  }
+
+  async function pass(): Promise<RetentionResult> {
+    const cut = retentionCutoffs(deps.now(), settings);
+    const result: RetentionResult = {
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      blanked: { messages: 0, inbound_messages: 0 },
+    };
+    if (cut.messages !== undefined) {
+      const before = cut.messages;
+      result.deleted.messages = await deleteAll('messages', () => inTransaction(db, (trx) => deleteFinalMessages(trx, before)));
+    }
+    if (cut.receipts !== undefined) {
+      const before = cut.receipts;
+      result.deleted.receipts = await deleteAll('receipts', () => deleteOldReceipts(db, before));
+    }
+    if (cut.events !== undefined) {
+      const before = cut.events;
+      result.deleted.crm_events = await deleteAll('crm_events', () => deleteFinishedEvents(db, before));
+    }
+    if (cut.inbound !== undefined) {
+      const before = cut.inbound;
+      result.deleted.inbound_messages = await deleteAll('inbound_messages', () => deleteOldInbound(db, before));
+    }
+    if (cut.blank !== undefined) {
+      const before = cut.blank;
+      const messages = await blankAll('messages', messagesFrom, (from) => inTransaction(db, (trx) => blankFinalMessages(trx, before, from)));
+      messagesFrom = messages.next;
+      result.blanked.messages = messages.total;
+      const inbound = await blankAll('inbound_messages', inboundFrom, (from) => blankInboundMessages(db, before, from));
+      inboundFrom = inbound.next;
+      result.blanked.inbound_messages = inbound.total;
+    }
+    const removed = Object.values(result.deleted).reduce((a, b) => a + b, 0) + result.blanked.messages + result.blanked.inbound_messages;
+    if (removed > 0) logger?.info({ deleted: result.deleted, blanked: result.blanked }, 'retention pass');
+    return result;
+  }
+
+  return {
+    /** One pass; a pass asked for while one runs joins it instead of running twice side by side. */
+    runPass(): Promise<RetentionResult> {
+      running ??= pass().finally(() => {
+        running = undefined;
+      });
+      return running;
+    },
+  };
+}
+
+export type Retention = ReturnType<typeof createRetention>;

@@ -1,0 +1,179 @@
+/**
+ * Retention (docs/retention.md): the oldest final rows deleted, and personal data of older messages and inbound SMS
+ * blanked, one chunk of at most `limit` rows per call. The caller runs each call in its own transaction and loops;
+ * nothing here holds the write lock for more than one chunk.
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
+import { dialectFlagsOf } from './db.js';
+import type { Database } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** What blanked text and numbers read afterwards: not a number, so no search or send can match it. */
+export const BLANKED = '[blanked]';
+
+/** Rows one chunk handles: a statement's IN list at most (chunks.ts). */
+export const RETENTION_CHUNK = IDS_PER_STATEMENT;
+
+/**
+ * A message settled for good: it has a terminal status (from a receipt, or delivery_unknown from the sweep, which
+ * also settles a send left `dispatching` or `uncertain` after delivery.unknown_after: src/ledger/messages.ts), or was
+ * never sent (rejected, retryable); and no conversion of it waits to be posted. A message still being sent, or
+ * waiting for its receipt, has no terminal status yet and is kept.
+ */
+const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or messages.state in ('rejected', 'retryable'))
+  and not exists (select 1 from conversions c where c.sms_id = messages.sms_id and c.posted_at is null and c.dead = 0))`;
+
+/**
+ * Deletes up to `limit` final messages created before `createdBefore`, oldest first, with what belongs to them only
+ * (parts, receipts, conversions and their attempts, search pairs left without a message). Run in a transaction.
+ */
+export async function deleteFinalMessages(trx: Transaction<Database>, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
+  let select = trx
+    .selectFrom('messages')
+    .select(['sms_id', 'user_id', 'recipient'])
+    .where('created_at', '<', createdBefore)
+    .where(isFinalMessage)
+    .orderBy('created_at')
+    .limit(limit);
+  // PostgreSQL: a receipt applied meanwhile by another transaction waits for this one (and then finds no message).
+  if (dialectFlagsOf(trx).kind === 'postgres') select = select.forUpdate();
+  const rows = await select.execute();
+  if (rows.length === 0) return 0;
+  for (const ids of idChunks(rows.map((r) => r.sms_id), IDS_PER_STATEMENT)) {
+    await trx
+      .deleteFrom('conversion_attempts')
+      .where('conversion_id', 'in', (eb) => eb.selectFrom('conversions').select('id').where('sms_id', 'in', ids))
+      .execute();
+    await trx.deleteFrom('conversions').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('receipts').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('messages').where('sms_id', 'in', ids).execute();
+  }
+  await forgetSearchPairs(trx, rows);
+  return rows.length;
+}
+
+/**
+ * A (player, number) pair (message_user_recipients) is kept while a message of that player to that number is: once
+ * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number.
+ */
+async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_id: string | null; recipient: string }>): Promise<void> {
+  const pairs = new Map<string, { user_id: string; recipient: string }>();
+  for (const r of rows) if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
+  for (const p of pairs.values()) {
+    await trx
+      .deleteFrom('message_user_recipients')
+      .where('user_id', '=', p.user_id)
+      .where('recipient', '=', p.recipient)
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('messages').select(sql`1`.as('one')).where('recipient', '=', p.recipient).where('user_id', '=', p.user_id))))
+      .execute();
+  }
+}
+
+/** Where a blanking scan goes on from: the last row it looked at, in time order then key order. */
+export interface ScanPosition {
+  at: number;
+  key: string;
+}
+
+export const SCAN_START: ScanPosition = { at: -1, key: '' };
+
+export interface BlankChunk {
+  blanked: number;
+  /** The last row looked at: the next chunk starts after it. Undefined when no row was left to look at. */
+  last?: ScanPosition;
+  /** The first row seen that was not final yet (left as it is): a later pass must look at it again. */
+  firstUnfinished?: ScanPosition;
+}
+
+/**
+ * Looks at up to `limit` messages created before `createdBefore` after `from` in time order, and blanks the text and
+ * number of those that are final and not blanked yet. Blanked rows stay in the index, so the caller remembers where it
+ * got to instead of reading them again each pass (src/delivery/retention.ts). Run in a transaction.
+ */
+export async function blankFinalMessages(trx: Transaction<Database>, createdBefore: number, from: ScanPosition, limit = RETENTION_CHUNK): Promise<BlankChunk> {
+  const rows = await trx
+    .selectFrom('messages')
+    .select(['sms_id', 'created_at', 'user_id', 'recipient', sql<number | boolean>`case when ${isFinalMessage} then 1 else 0 end`.as('final')])
+    .where('created_at', '<', createdBefore)
+    .where('created_at', '>=', from.at)
+    .where((eb) => eb.not(eb.and([eb('created_at', '=', from.at), eb('sms_id', '<=', from.key)])))
+    .orderBy('created_at')
+    .orderBy('sms_id')
+    .limit(limit)
+    .execute();
+  if (rows.length === 0) return { blanked: 0 };
+  const unfinished = rows.find((r) => !Number(r.final) && r.recipient !== BLANKED);
+  const due = rows.filter((r) => Number(r.final) && r.recipient !== BLANKED);
+  for (const ids of idChunks(due.map((r) => r.sms_id), IDS_PER_STATEMENT)) {
+    await trx.updateTable('messages').set({ content: null, recipient: BLANKED }).where('sms_id', 'in', ids).where(isFinalMessage).execute();
+  }
+  await forgetSearchPairs(trx, due);
+  const last = rows[rows.length - 1]!;
+  return {
+    blanked: due.length,
+    last: { at: Number(last.created_at), key: last.sms_id },
+    firstUnfinished: unfinished && { at: Number(unfinished.created_at), key: unfinished.sms_id },
+  };
+}
+
+/** Inbound SMS received before `receivedBefore` after `from`: text and sender blanked (they are all final). */
+export async function blankInboundMessages(db: Db, receivedBefore: number, from: ScanPosition, limit = RETENTION_CHUNK): Promise<BlankChunk> {
+  const afterId = from.key === '' ? -1 : Number(from.key);
+  const rows = await db
+    .selectFrom('inbound_messages')
+    .select(['id', 'received_at', 'from_number'])
+    .where('received_at', '<', receivedBefore)
+    .where('received_at', '>=', from.at)
+    .where((eb) => eb.not(eb.and([eb('received_at', '=', from.at), eb('id', '<=', afterId)])))
+    .orderBy('received_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  if (rows.length === 0) return { blanked: 0 };
+  const due = rows.filter((r) => r.from_number !== BLANKED);
+  for (const ids of idChunks(due.map((r) => r.id), IDS_PER_STATEMENT)) {
+    await db.updateTable('inbound_messages').set({ content: null, from_number: BLANKED }).where('id', 'in', ids).execute();
+  }
+  const last = rows[rows.length - 1]!;
+  return { blanked: due.length, last: { at: Number(last.received_at), key: String(last.id) } };
+}
+
+/** Receipts that arrived before `receivedBefore` and are applied or set aside (a parked one still waits). */
+export async function deleteOldReceipts(db: Db, receivedBefore: number, limit = RETENTION_CHUNK): Promise<number> {
+  const result = await db
+    .deleteFrom('receipts')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('receipts').select('id').where('received_at', '<', receivedBefore).where('matched', '<>', 0).orderBy('received_at').limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** CRM events accepted before `createdBefore` that were sent or dead-lettered (never one still owed to the CRM). */
+export async function deleteFinishedEvents(db: Db, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
+  const result = await db
+    .deleteFrom('crm_events')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('crm_events')
+        .select('id')
+        .where('created_at', '<', createdBefore)
+        .where((w) => w.or([w('sent_at', 'is not', null), w('dead', '=', 1)]))
+        .orderBy('created_at')
+        .limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Inbound SMS received before `receivedBefore`. */
+export async function deleteOldInbound(db: Db, receivedBefore: number, limit = RETENTION_CHUNK): Promise<number> {
+  const result = await db
+    .deleteFrom('inbound_messages')
+    .where('id', 'in', (eb) => eb.selectFrom('inbound_messages').select('id').where('received_at', '<', receivedBefore).orderBy('received_at').limit(limit))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
