@@ -19,6 +19,7 @@ import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
+import { operatorErrorShape } from './http/operator-errors.js';
 import { createTransactionQueue, type Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
@@ -75,6 +76,8 @@ export function createApp(parts: AppParts): Hono {
   const app = new Hono();
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
+  // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
+  app.use('*', operatorErrorShape());
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
   // request); checking Content-Length first keeps that cost for the rare request sent without one.

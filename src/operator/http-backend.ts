@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../ledger/schema.js';
 import { describeFirstIssue } from '../sms/message-schema.js';
-import { BackendError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
+import { BackendError, ReconciliationListError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
 import { crmHeadersOf } from './crm-references.js';
 import { blocksRecordSchema, bonusListSchema, consentsRecordSchema, userRecordSchema, type ReconciliationField } from './crm-shapes.js';
 import { createHttpCredits } from './http-credits.js';
@@ -127,7 +127,7 @@ function reconcileUpstream(upstream: Upstream, field: ReconciliationField, now: 
       if (!complete) res.body.destroy();
     }
     const end = parseOrFail(() => (parser.push(decoder.decode()), parser.finish()), fail);
-    if (end.error !== undefined) throw new BackendError('bad_upstream', `operator platform: ${end.error}`);
+    if (end.error !== undefined) throw new ReconciliationListError(`operator platform: ${end.error}`);
     if (!z.iso.datetime({ offset: true }).safeParse(end.timestamp).success) throw fail('timestamp: must be an RFC 3339 timestamp');
     timestamp = end.timestamp!;
   }

@@ -25,8 +25,6 @@ const SUCCESS = { Success: true, Errors: [] as string[] };
 /** What the routes answer beyond the CRM's shapes (crm-shapes.ts), for the OpenAPI document (route-docs.ts). */
 export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
 export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape, credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)') });
-/** GET /bonus/list when the list cannot be read: the error, and the list's own error slot filled for the CRM. */
-export const bonusListErrorSchema = z.strictObject({ error: z.string(), Data: z.array(z.never()).max(0), Success: z.literal(false), Errors: z.array(z.string()) });
 
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).
@@ -52,12 +50,8 @@ export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
     return answer(c, result.ok ? { ok: true, value: SUCCESS } : result);
   });
 
-  app.get('/bonus/list', auth, async (c) => {
-    const result = await backend.bonusList();
-    if (result.ok) return answer(c, result, false);
-    // The list has its own error slot; fill it too, for a CRM that reads only the wrapper.
-    return c.json({ error: result.error, Data: [], Success: false, Errors: [result.error] }, statusOf(result.kind));
-  });
+  // An error is {error, code} like every other (the CRM's error schema allows no other key, so not the wrapper).
+  app.get('/bonus/list', auth, async (c) => answer(c, await backend.bonusList(), false));
 
   const credit = (kind: CreditRequest['kind']) => async (c: Context) => {
     const body = await readJsonBody(c);

@@ -19,7 +19,8 @@ import { originOfRecord, userConsentsEvent } from '../events/user-events.js';
 import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
 import { oneActionKey } from './crm-references.js';
 import { newCreditRow } from './credit-rows.js';
-import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from './crm-shapes.js';
+import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, userRecordSchema } from './crm-shapes.js';
+import { describeFirstIssue } from '../sms/message-schema.js';
 import { inTransaction } from '../ledger/db.js';
 
 export interface SqlBackendOptions {
@@ -39,7 +40,13 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     async userDetails(userId) {
       const row = await findUser(db, userId);
-      return row ? { ok: true, value: JSON.parse(row.record_json) as UserRecord } : unknownUser(userId);
+      if (!row) return unknownUser(userId);
+      // Records loaded before the CRM's rules were checked on loading are brought to its shape here (verified_at ""),
+      // and one that still breaks a rule is refused by name rather than served for the CRM to reject.
+      const stored: unknown = JSON.parse(row.record_json);
+      const record = userRecordSchema.safeParse(stored);
+      if (record.success) return { ok: true, value: record.data };
+      return { ok: false, kind: 'bad_record', error: `stored record of user "${userId}" breaks the CRM's rules: ${describeFirstIssue(record.error, stored)}; load it again with PUT /admin/users` };
     },
 
     async userConsents(userId) {
