@@ -120,7 +120,6 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
           // The interface names 400 and 500 only: `code` keeps the finer reason (docs/operator-api.md "Credit answers").
           400: crmError('Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an unknown user (code 404) or a bonus_code not in the bonus list'),
           ...unauthorized,
-          429: crmError('Too many failed authentications from this address'),
           500: crmError('May succeed when retried: code 500, or 502/504 (the operator platform failed or was slow) or 503 (the same credit is being handled now)'),
         },
       }),
