@@ -75,7 +75,7 @@ describe('crm-sms-gateway import users FILE', () => {
       sampleUser('rules-3', { sex: 'M' }),
       sampleUser('rules-4', { email: 'nobody-at-example' }),
       sampleUser('rules-5', { registration_date: '2015-03-02 08:27' }),
-      sampleUser('rules-6', { verified_at: null }),
+      sampleUser('rules-6', { verified_at: null, consents: [{ type: 'email', opted_in: true, products: ['casino'] }] }),
     ];
     writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     const config = parseConfig(testConfigDocument(dir), {});
@@ -87,6 +87,14 @@ describe('crm-sms-gateway import users FILE', () => {
     expect(err.text()).toContain(`${file}:3: sex: must be one of`);
     expect(err.text()).toContain(`${file}:4: email: must be an e-mail address`);
     expect(err.text()).toContain(`${file}:5: registration_date: must be an RFC 3339`);
+    const gw = await startTestGateway({}, { dir });
+    try {
+      expect(crmUserDetails.parse((await gw.get('/userdetails/rules-6')).json).verified_at).toBe('');
+      const consents = crmConsents.parse((await gw.get('/userconsents/rules-6')).json).consents;
+      expect(consents.find((c) => c.type === 'email')).toEqual({ opted_in: true, type: 'email', products: ['casino'] });
+    } finally {
+      await gw.close();
+    }
   });
 
   it('exits 0 for a clean file and 1 for a file it cannot read', async () => {

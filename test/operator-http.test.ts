@@ -163,6 +163,27 @@ describe('http backend: writes', () => {
   });
 });
 
+describe('http backend: UK product-level consents', () => {
+  it('passes products through on GET, and the one-object POST and /reconciliation/products on to the platform', async () => {
+    platform.consents.set('u-1', [
+      { type: 'email', opted_in: true, products: ['casino', 'sportsbook'] },
+      ...['sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification'].map((type) => ({ type, opted_in: false })),
+    ]);
+    const { consents } = crmConsents.parse((await gw.get('/userconsents/u-1')).json);
+    expect(consents[0]).toEqual({ opted_in: true, type: 'email', products: ['casino', 'sportsbook'] });
+
+    const uk = { consents: { channel: 'sms', opted_in: true, products: ['lottery'] } };
+    expect((await gw.post('/userconsents/u-1', uk)).status).toBe(200);
+    expect(JSON.parse(platform.requests.at(-1)!.body)).toEqual(uk);
+
+    platform.reconciliation = { users: ['u-1', 'u-2'] };
+    const res = await gw.post('/reconciliation/products', { field: 'consent_email', product: 'casino' });
+    expect(crmReconciliation.parse(res.json).users).toEqual(['u-1', 'u-2']);
+    expect(platform.requests.at(-1)).toMatchObject({ path: '/reconciliation/products' });
+    expect(JSON.parse(platform.requests.at(-1)!.body)).toEqual({ field: 'consent_email', product: 'casino' });
+  });
+});
+
 describe('http backend: reconciliation', () => {
   it('streams the platform list through with the platform timestamp, skipping keys it does not know', async () => {
     platform.reconciliation = { users: Array.from({ length: 5_000 }, (_, i) => `user-${i}-"quoted"\\`), chunk: 333 };

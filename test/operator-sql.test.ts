@@ -224,3 +224,44 @@ describe('admin loading API', () => {
     expect(twice.json.error).toMatch(/1\.value/);
   });
 });
+
+describe('UK product-level consents', () => {
+  it('takes the one-object POST, serves products on GET and keeps the array shape working beside it', async () => {
+    expect((await gw.adminPut('/admin/users/uk-1', sampleUser('uk-1'))).status).toBe(201);
+    const post = await gw.post('/userconsents/uk-1', { consents: { channel: 'email', opted_in: true, products: ['casino', 'sportsbook'] } });
+    expect(post.status).toBe(200);
+    expect((await gw.post('/userconsents/uk-1', { consents: [{ type: 'sms', opted_in: true }] })).status).toBe(200);
+    const { consents } = crmConsents.parse((await gw.get('/userconsents/uk-1')).json);
+    expect(consents.find((c) => c.type === 'email')).toEqual({ opted_in: true, type: 'email', products: ['casino', 'sportsbook'] });
+    expect(consents.find((c) => c.type === 'sms')).toEqual({ opted_in: true, type: 'sms' });
+  });
+
+  it('drops products when a channel is opted out, and names the field of a bad UK body', async () => {
+    await gw.adminPut('/admin/users/uk-2', sampleUser('uk-2', { consents: [{ type: 'email', opted_in: true, products: ['lottery'] }] }));
+    expect(crmConsents.parse((await gw.get('/userconsents/uk-2')).json).consents[0]).toEqual({ opted_in: true, type: 'email', products: ['lottery'] });
+    expect((await gw.post('/userconsents/uk-2', { consents: { channel: 'email', opted_in: false, products: ['lottery'] } })).status).toBe(200);
+    expect(crmConsents.parse((await gw.get('/userconsents/uk-2')).json).consents[0]).toEqual({ opted_in: false, type: 'email' });
+    const bad = await gw.post('/userconsents/uk-2', { consents: { channel: 'fax', opted_in: true } });
+    expect(bad.status).toBe(400);
+    expect(errorBody.parse(bad.json).error).toMatch(/consents\.channel/);
+    const badProducts = await gw.post('/userconsents/uk-2', { consents: { channel: 'sms', opted_in: true, products: 'casino' } });
+    expect(errorBody.parse(badProducts.json).error).toMatch(/consents\.products/);
+  });
+
+  it('lists by product on POST /reconciliation/products: a channel without a split counts for every product', async () => {
+    await gw.adminPut('/admin/users/rp-casino', sampleUser('rp-casino', { consents: [{ type: 'telephone', opted_in: true, products: ['casino'] }] }));
+    await gw.adminPut('/admin/users/rp-all', sampleUser('rp-all', { consents: [{ type: 'telephone', opted_in: true }] }));
+    await gw.adminPut('/admin/users/rp-sports', sampleUser('rp-sports', { consents: [{ type: 'telephone', opted_in: true, products: ['sports', 'a"b'] }] }));
+    await gw.adminPut('/admin/users/rp-out', sampleUser('rp-out', { consents: [{ type: 'telephone', opted_in: false }] }));
+    const casino = await gw.post('/reconciliation/products', { field: 'consent_telephone', product: 'casino' });
+    expect(casino.status).toBe(200);
+    const ours = (users: string[]) => users.filter((u) => u.startsWith('rp-')).sort();
+    expect(ours(crmReconciliation.parse(casino.json).users)).toEqual(['rp-all', 'rp-casino']);
+    const odd = await gw.post('/reconciliation/products', { field: 'consent_telephone', product: 'a"b' });
+    expect(ours(crmReconciliation.parse(odd.json).users)).toEqual(['rp-all', 'rp-sports']);
+    // The plain reconciliation lists every opted-in player, products or not.
+    expect(ours(crmReconciliation.parse((await gw.post('/reconciliation', { field: 'consent_telephone' })).json).users)).toEqual(['rp-all', 'rp-casino', 'rp-sports']);
+    expect((await gw.post('/reconciliation/products', { field: 'blocked', product: 'casino' })).status).toBe(501);
+    expect((await gw.post('/reconciliation/products', { field: 'consent_telephone' })).status).toBe(400);
+  });
+});

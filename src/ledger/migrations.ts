@@ -388,4 +388,11 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_user_id').execute();
     },
   },
+  '2026-11-25-24-consent-products': {
+    async up(db) {
+      // UK product-level consents: the products a channel is opted in for, as a JSON array of strings; null when
+      // the channel has no product split (opted in for every product, or opted out).
+      await db.schema.alterTable('operator_consents').addColumn('products', 'text').execute();
+    },
+  },
 };

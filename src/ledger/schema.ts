@@ -129,6 +129,8 @@ export interface OperatorConsentsTable {
   updated_at: number;
   /** Who made the last change: null the operator's data or the CRM, `sms` a STOP/START keyword, `provider` a provider's opt-out error. */
   source: ConsentSource | null;
+  /** UK product-level consents: a JSON array of product names the channel is opted in for; null for no split. */
+  products: string | null;
 }
 
 export type ConsentSource = 'sms' | 'provider';

@@ -15,6 +15,7 @@ import { findConsents, findUser, replaceBonuses, userExists, writeConsents } fro
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { crmReferencesObject } from './crm-references.js';
+import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
@@ -79,7 +80,7 @@ export function operatorAdminRoutes({ db, backend, adminKey, now }: OperatorAdmi
     if (!body.ok) return c.json({ error: body.error }, body.status);
     const parsed = parseBody(adminConsentsSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
+    const rows = new Map(parsed.value.consents.map((e) => [e.type, consentRowOf(userId, e)]));
     // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
     // Consents event in the same transaction; the same set again changes nothing and sends nothing.
     const found = await inTransaction(db, async (trx) => {

@@ -81,6 +81,7 @@ export interface OperatorBackend {
   userBlocks(userId: string): Promise<BackendResult<BlocksRecord>>;
   bonusList(): Promise<BackendResult<BonusList>>;
   credit(request: CreditRequest): Promise<BackendResult<CreditAnswer>>;
-  reconcile(field: ReconciliationField): ReconciliationRun;
+  /** With `product` (POST /reconciliation/products), a consent field lists those opted in for that product. */
+  reconcile(field: ReconciliationField, product?: string): ReconciliationRun;
   close(): Promise<void>;
 }

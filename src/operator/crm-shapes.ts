@@ -78,9 +78,17 @@ export const consentTypeSchema = z.preprocess(
   z.enum(CONSENT_TYPES, { error: `must be one of ${CONSENT_TYPES.join(', ')}` }),
 );
 
+/** UK product-level consents (docs/operator-api.md "Product-level consents"): opted in for these products only. */
+export const productsSchema = z
+  .array(z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(100, { error: 'must be at most 100 characters' }), {
+    error: 'must be an array of product names',
+  })
+  .max(100, { error: 'must list at most 100 products' });
+
 export const consentEntrySchema = z.object({
   opted_in: z.boolean({ error: 'must be true or false' }),
   type: consentTypeSchema,
+  products: productsSchema.optional(),
 });
 export type ConsentEntry = z.output<typeof consentEntrySchema>;
 

@@ -21,25 +21,30 @@ import { readJsonBody } from '../http/json-body.js';
 import { BackendError, ReconciliationListError, type IdPage, type OperatorBackend } from './backend.js';
 import { endOfLastWholeString } from './id-list-cut.js';
 import { isReconciliationField, RECONCILIATION_FIELDS } from './crm-shapes.js';
-import { parseBody, reconciliationRequestSchema } from './requests.js';
+import { parseBody, productReconciliationRequestSchema, reconciliationRequestSchema } from './requests.js';
 import { statusOf } from './status.js';
 
 /** Stable codes of a 200 `{"error", "code"}` (docs/operator-api.md "Error codes"). */
 export const LIST_INCOMPLETE = 1001;
 export const LIST_REPORTED_ERROR = 1002;
 
-export function reconciliationHandler(backend: OperatorBackend, logger: Logger) {
+/** The fields POST /reconciliation/products takes: the consent ones (blocks and exclusions have no products). */
+const PRODUCT_FIELDS = Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_'));
+
+export function reconciliationHandler(backend: OperatorBackend, logger: Logger, { byProduct = false } = {}) {
   return async (c: Context) => {
     const body = await readJsonBody(c);
     if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(reconciliationRequestSchema, body.value);
+    const parsed = byProduct ? parseBody(productReconciliationRequestSchema, body.value) : parseBody(reconciliationRequestSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const { field } = parsed.value;
-    if (!isReconciliationField(field)) {
-      return c.json({ error: `field: "${field}" is not implemented (known: ${Object.keys(RECONCILIATION_FIELDS).join(', ')})` }, 501);
+    const known = byProduct ? PRODUCT_FIELDS : Object.keys(RECONCILIATION_FIELDS);
+    if (!isReconciliationField(field) || !known.includes(field)) {
+      return c.json({ error: `field: "${field}" is not implemented (known: ${known.join(', ')})` }, 501);
     }
 
-    const run = backend.reconcile(field);
+    const product = 'product' in parsed.value ? (parsed.value.product as string) : undefined;
+    const run = backend.reconcile(field, product);
     const pages = run.pages[Symbol.asyncIterator]();
     let first: IteratorResult<IdPage>;
     try {

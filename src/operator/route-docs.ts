@@ -19,6 +19,7 @@ import {
   bonusCreditSchema,
   consentsUpdateSchema,
   fundsCreditSchema,
+  productReconciliationRequestSchema,
   reconciliationRequestSchema,
 } from './requests.js';
 import { creditAnswerSchema, successAnswerSchema } from './routes.js';
@@ -145,6 +146,30 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
         ...unauthorized,
         ...notJsonCrm,
         501: crmError('field is not one of the known reconciliation keys'),
+        ...upstream,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/reconciliation/products',
+      summary: 'The ids of every user opted in to a channel for one product (UK product-level consents)',
+      description:
+        'Our choice of body, as the CRM documents none (docs/operator-api.md "Reconciliation by product"): a consent field and a product. A user opted in to the channel without a product split counts for every product. Answers and errors as POST /reconciliation.',
+      request: {
+        schema: productReconciliationRequestSchema.extend({ field: z.enum(Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_')) as [string, ...string[]]) }),
+      },
+      responses: {
+        200: {
+          description: 'The user ids',
+          schema: z.union([
+            z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
+            z.strictObject({ error: z.string(), code: z.number().int().describe('1001 or 1002 (docs/operator-api.md "Error codes")') }),
+          ]),
+        },
+        400: crmError('The body is not JSON, field is not a string or product is missing'),
+        ...unauthorized,
+        ...notJsonCrm,
+        501: crmError('field is not one of the consent reconciliation keys'),
         ...upstream,
       },
     }),

@@ -10,7 +10,7 @@ import { readJsonBody } from '../http/json-body.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
 import { readCrmReferences } from './crm-references.js';
 import { reconciliationHandler } from './reconciliation-route.js';
-import { bonusCreditSchema, consentsUpdateSchema, fundsCreditSchema, parseBody } from './requests.js';
+import { bonusCreditSchema, fundsCreditSchema, parseBody, parseConsentsUpdate } from './requests.js';
 import { statusOf } from './status.js';
 
 export interface OperatorRouteDeps {
@@ -44,7 +44,7 @@ export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
   app.post('/userconsents/:userid', auth, async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(consentsUpdateSchema, body.value);
+    const parsed = parseConsentsUpdate(body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const result = await backend.updateConsents(c.req.param('userid'), parsed.value.consents, body.value);
     return answer(c, result.ok ? { ok: true, value: SUCCESS } : result);
@@ -77,5 +77,6 @@ export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
   app.post('/bonus/credit/funds', auth, credit('funds'));
 
   app.post('/reconciliation', auth, reconciliationHandler(backend, logger));
+  app.post('/reconciliation/products', auth, reconciliationHandler(backend, logger, { byProduct: true }));
   return app;
 }

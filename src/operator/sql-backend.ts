@@ -18,6 +18,7 @@ import { enqueueEvent } from '../ledger/events.js';
 import { originOfRecord, userConsentsEvent } from '../events/user-events.js';
 import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
 import { oneActionKey } from './crm-references.js';
+import { consentEntryOf, consentRowOf } from './consent-rows.js';
 import { newCreditRow } from './credit-rows.js';
 import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, userRecordSchema } from './crm-shapes.js';
 import { describeFirstIssue } from '../sms/message-schema.js';
@@ -51,13 +52,13 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     async userConsents(userId) {
       if (!(await userExists(db, userId))) return unknownUser(userId);
-      const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r.opted_in === 1]));
+      const stored = new Map((await findConsents(db, userId)).map((r) => [r.type, r]));
       // A type never set is reported as opted out: consent is never assumed (README: Player data).
-      return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
+      return { ok: true, value: { consents: CONSENT_TYPES.map((type) => consentEntryOf(type, stored.get(type))) } };
     },
 
     async updateConsents(userId, changes) {
-      const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
+      const rows = new Map(changes.map((c) => [c.type, consentRowOf(userId, c)]));
       // The change and its User Consents event commit together. The unsubscribe flow (docs/crm-interface.md,
       // POST /userconsents) has the operator send the event after processing, so it goes out even when the stored
       // value was already the one asked for: the CRM then reads GET /userconsents as step 4 says.
@@ -91,8 +92,8 @@ export function createSqlBackend({ db, scanDb = db, now, pageSize, close }: SqlB
 
     credit: (request) => creditOnce(db, request, now()),
 
-    reconcile(field: ReconciliationField): ReconciliationRun {
-      const selector = RECONCILIATION_FIELDS[field];
+    reconcile(field: ReconciliationField, product?: string): ReconciliationRun {
+      const selector = product === undefined ? RECONCILIATION_FIELDS[field] : { ...RECONCILIATION_FIELDS[field], product };
       // Pages are read without one long transaction (it would hold back SQLite checkpoints and PostgreSQL vacuum for
       // the whole run), so a user changed mid-run may or may not be listed; `timestamp` is when the run started.
       const startedAt = new Date(now()).toISOString();
