@@ -5,8 +5,8 @@
  * schemas to the rules of docs/operator-api.md "The CRM's schemas", so a loosened schema fails here before it
  * can let a bad answer through.
  */
-import Ajv, { type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import { Ajv, type ValidateFunction } from 'ajv';
+import formatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -20,6 +20,8 @@ import { startFakeOperatorPlatform, type FakeOperatorPlatform } from '../fakes/o
 import { sampleUser } from '../helpers/crm-schemas.js';
 import { startTestGateway, TEST_API_KEY, type TestGateway } from '../helpers/gateway.js';
 
+// ajv-formats is CommonJS: imported from ESM its default may be the module object, whose own default is the plugin.
+const addFormats = ((formatsModule as unknown as { default?: unknown }).default ?? formatsModule) as (ajv: Ajv) => Ajv;
 const ajv = new Ajv({ allErrors: true, strict: true });
 addFormats(ajv);
 const draft7 = (schema: z.ZodType) => z.toJSONSchema(schema, { target: 'draft-7', io: 'output' }) as Record<string, any>;
@@ -117,19 +119,21 @@ async function exchange(gw: TestGateway, label: string, path: string, init: { me
 }
 
 /** Which schema an answer of this path must pass; errors always pass the error schema. */
-function schemaOf(path: string, status: number): SchemaName | 'reconciliation' | 'write' {
+function schemaOf(method: string, path: string, status: number): SchemaName | 'reconciliation' | 'write' {
   if (status >= 400) return 'error';
   if (path.startsWith('/userdetails/')) return 'userdetails';
   if (path.startsWith('/userblocks/')) return 'userblocks';
+  if (path.startsWith('/userconsents/') && method === 'GET') return 'userconsents';
   if (path.startsWith('/bonus/list')) return 'bonuslist';
   if (path.startsWith('/reconciliation')) return 'reconciliation';
   return 'write';
 }
 
 /** The calls the CRM makes, and the ways each can fail, against one gateway. */
-async function exerciseOperatorApi(gw: TestGateway, ids: { known: string[] }): Promise<Array<Exchange & { path: string }>> {
-  const out: Array<Exchange & { path: string }> = [];
-  const run = async (label: string, path: string, init: Parameters<typeof exchange>[3] = {}) => out.push({ ...(await exchange(gw, label, path, init)), path });
+async function exerciseOperatorApi(gw: TestGateway, ids: { known: string[] }): Promise<Array<Exchange & { path: string; method: string }>> {
+  const out: Array<Exchange & { path: string; method: string }> = [];
+  const run = async (label: string, path: string, init: Parameters<typeof exchange>[3] = {}) =>
+    out.push({ ...(await exchange(gw, label, path, init)), path, method: init.method ?? 'GET' });
   const post = (body: unknown) => ({ method: 'POST', body: JSON.stringify(body) });
   for (const id of ids.known) {
     await run(`details of ${id}`, `/userdetails/${id}`);
@@ -156,14 +160,18 @@ async function exerciseOperatorApi(gw: TestGateway, ids: { known: string[] }): P
   await run('funds without credentials', '/bonus/credit/funds', { ...post({}), headers: { 'x-api-key': 'wrong' } });
   await run('reconciliation', '/reconciliation', post({ field: 'consent_sms' }));
   await run('reconciliation of an unknown field', '/reconciliation', post({ field: 'vip' }));
+  await run('UK consent change', `/userconsents/${ids.known[0]}`, post({ consents: { channel: 'sms', opted_in: true, products: ['casino'] } }));
+  await run('consents after a UK change', `/userconsents/${ids.known[0]}`);
+  await run('reconciliation by product', '/reconciliation/products', post({ field: 'consent_sms', product: 'casino' }));
+  await run('reconciliation by product without product', '/reconciliation/products', post({ field: 'consent_sms' }));
   await run('reconciliation without field', '/reconciliation', post({}));
   return out;
 }
 
-function expectAllPass(exchanges: Array<Exchange & { path: string }>) {
+function expectAllPass(exchanges: Array<Exchange & { path: string; method: string }>) {
   const failures: string[] = [];
   for (const x of exchanges) {
-    const name = schemaOf(x.path, x.status);
+    const name = schemaOf(x.method, x.path, x.status);
     if (name === 'reconciliation') {
       const body = x.body as Record<string, unknown>;
       const ok = typeof body.error === 'string' ? Number.isInteger(body.code) : Array.isArray(body.users) && typeof body.timestamp === 'string';
@@ -207,6 +215,8 @@ describe('sql backend: every answer passes the CRM’s schemas', () => {
     expect([details('c-bare').verified_at, details('c-null').verified_at]).toEqual(['', '']);
     expect(['c-full', 'c-bare', 'c-null'].map((id) => 'deleted_at' in details(id))).toEqual([false, false, false]);
     expect(details('c-gone').deleted_at).toBe('2021-02-03T04:05:06Z');
+    expect((exchanges.find((x) => x.label === 'consents after a UK change')!.body as { consents: unknown[] }).consents).toContainEqual({ opted_in: true, type: 'sms', products: ['casino'] });
+    expect([statusOf('reconciliation by product'), statusOf('reconciliation by product without product')]).toEqual([200, 400]);
   });
 
   it('answers 429 in the CRM’s error shape once an address failed too often', async () => {
@@ -248,15 +258,15 @@ describe('http backend: every answer passes the CRM’s schemas', () => {
     platform.reconciliation = { users: ['c-full', 'c-bare'] };
     const exchanges = await exerciseOperatorApi(gw, ids);
     platform.script('/userdetails/c-full', { status: 500, body: 'down' });
-    exchanges.push({ ...(await exchange(gw, 'platform error', '/userdetails/c-full')), path: '/userdetails/c-full' });
+    exchanges.push({ ...(await exchange(gw, 'platform error', '/userdetails/c-full')), path: '/userdetails/c-full', method: 'GET' });
     platform.script('/userdetails/c-full', { body: { ...sampleUser('c-full'), sex: 'M' } });
-    exchanges.push({ ...(await exchange(gw, 'platform record the CRM would refuse', '/userdetails/c-full')), path: '/userdetails/c-full' });
+    exchanges.push({ ...(await exchange(gw, 'platform record the CRM would refuse', '/userdetails/c-full')), path: '/userdetails/c-full', method: 'GET' });
     platform.script('/bonus/list', { delayMs: 800, body: { Data: [], Success: true, Errors: [] } });
-    exchanges.push({ ...(await exchange(gw, 'platform too slow', '/bonus/list')), path: '/bonus/list' });
+    exchanges.push({ ...(await exchange(gw, 'platform too slow', '/bonus/list')), path: '/bonus/list', method: 'GET' });
     platform.script('/bonus/credit', { status: 503, body: { error: 'wallet down' } });
-    exchanges.push({ ...(await exchange(gw, 'credit while the platform fails', '/bonus/credit', { method: 'POST', body: JSON.stringify({ user_id: 'c-full', bonus_code: 'X1' }) })), path: '/bonus/credit' });
+    exchanges.push({ ...(await exchange(gw, 'credit while the platform fails', '/bonus/credit', { method: 'POST', body: JSON.stringify({ user_id: 'c-full', bonus_code: 'X1' }) })), path: '/bonus/credit', method: 'POST' });
     platform.script('/reconciliation', { body: { error: 'replica lagging' } });
-    exchanges.push({ ...(await exchange(gw, 'platform reconciliation error', '/reconciliation', { method: 'POST', body: JSON.stringify({ field: 'blocked' }) })), path: '/reconciliation' });
+    exchanges.push({ ...(await exchange(gw, 'platform reconciliation error', '/reconciliation', { method: 'POST', body: JSON.stringify({ field: 'blocked' }) })), path: '/reconciliation', method: 'POST' });
     expectAllPass(exchanges);
     const find = (label: string) => exchanges.find((x) => x.label === label)!;
     expect([find('platform error').status, find('platform record the CRM would refuse').status, find('platform too slow').status]).toEqual([502, 502, 504]);
