@@ -30,6 +30,7 @@ import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
 import { operatorRoutes } from './operator/routes.js';
+import { createSessionCheck } from './operator/session-check.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
@@ -117,7 +118,7 @@ export function createApp(parts: AppParts): Hono {
   const operatorBackend = parts.operatorBackend ?? createOperatorBackend(config.operator, parts.db, parts.now);
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
-  app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
+  app.route('/', operatorRoutes({ backend: operatorBackend, sessionCheck: createSessionCheck(config.operator), auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
   // Real-time events to the CRM (README "Sending events to the CRM"): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued ?? (() => {});

@@ -169,6 +169,7 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /reconciliation 400': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 7 } }),
   'POST /reconciliation 401': () => call(gw, '/reconciliation', { method: 'POST', json: { field: 'blocked' } }),
   'POST /reconciliation 415': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, body: '{}' }),
+  'POST /authenticate 401': () => call(gw, '/authenticate', { method: 'POST', headers: crm, json: { sid: 'no-check-configured' } }),
   'POST /reconciliation/products 200': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'consent_sms', product: 'casino' } }),
   'POST /reconciliation/products 400': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'consent_sms' } }),
   'POST /reconciliation/products 401': () => call(gw, '/reconciliation/products', { method: 'POST', json: { field: 'consent_sms', product: 'casino' } }),
@@ -235,6 +236,7 @@ const notExercised: Record<string, string> = {
   // A credit the sql backend cannot commit is an unhandled error; the http backend's 500s are in operator-http.test.ts.
   'POST /bonus/credit 500': 'a failing database',
   'POST /bonus/credit/funds 500': 'a failing database',
+  'POST /authenticate 200': 'a session check configured: test/authenticate.test.ts',
 };
 
 /** The oauth gateway's /oauth/token answers (only that gateway documents the path). */

@@ -18,10 +18,14 @@ export function isOperatorPath(path: string): boolean {
  * The status to answer and the code to carry, for an error `status` on `path`. The credit endpoints answer only
  * what the interface names (docs/operator-api.md "Credit answers"): 400 when the request can never succeed, 500
  * for whatever a retry may fix; 401 and 429 stay as they are, and `code` keeps the finer status (404 for an unknown
- * user, 503 for a twin being credited now). Elsewhere the code is the status.
+ * user, 503 for a twin being credited now). POST /authenticate answers 401 for everything but a valid session.
+ * Elsewhere the code is the status.
  */
 export function decideOperatorError(path: string, status: number): { status: number; code: number } {
-  if (!CREDIT_PATHS.has(path) || status === 401 || status === 429) return { status, code: status };
+  if (status === 429) return { status, code: status };
+  // POST /authenticate: any answer but 200 {"user_id"} is a 401; code says whether the session or the check failed.
+  if (path === '/authenticate') return { status: 401, code: status };
+  if (!CREDIT_PATHS.has(path) || status === 401) return { status, code: status };
   if (status >= 400 && status <= 499) return { status: 400, code: status };
   return { status: 500, code: status };
 }

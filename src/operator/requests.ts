@@ -47,6 +47,11 @@ export function parseConsentsUpdate(input: unknown): Parsed<{ consents: ConsentE
 
 export const reconciliationRequestSchema = z.object({ field: z.string({ error: 'must be a string' }) });
 
+/** POST /authenticate: the site session id, or a session token where operator.session_tokens is set. */
+export const authenticateRequestSchema = z.object({
+  sid: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(8_192, { error: 'must be at most 8192 characters' }),
+});
+
 /** POST /reconciliation/products (our choice of body, docs/operator-api.md "Reconciliation by product"). */
 export const productReconciliationRequestSchema = z.object({
   field: z.string({ error: 'must be a string' }),

@@ -19,6 +19,7 @@ import {
   bonusCreditSchema,
   consentsUpdateSchema,
   fundsCreditSchema,
+  authenticateRequestSchema,
   productReconciliationRequestSchema,
   reconciliationRequestSchema,
 } from './requests.js';
@@ -171,6 +172,18 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
         ...notJsonCrm,
         501: crmError('field is not one of the consent reconciliation keys'),
         ...upstream,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/authenticate',
+      summary: 'Whose site session is this (the CRM’s inbox, on-site messages and pending bonuses)',
+      description:
+        'Checked by the operator’s platform (operator.authenticate_url) or locally as a signed session token (operator.session_tokens), afresh on every call. Anything but a valid session is a 401; `code` tells why (401 not valid, 400/415 a bad body, 502/504 the check itself failed).',
+      request: { schema: authenticateRequestSchema },
+      responses: {
+        200: { description: 'A valid session', schema: z.strictObject({ user_id: z.string() }) },
+        401: crmError('Not a valid session, bad credentials, or the session could not be checked'),
       },
     }),
   ];

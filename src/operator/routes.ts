@@ -10,11 +10,14 @@ import { readJsonBody } from '../http/json-body.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
 import { readCrmReferences } from './crm-references.js';
 import { reconciliationHandler } from './reconciliation-route.js';
-import { bonusCreditSchema, fundsCreditSchema, parseBody, parseConsentsUpdate } from './requests.js';
+import { authenticateRequestSchema, bonusCreditSchema, fundsCreditSchema, parseBody, parseConsentsUpdate } from './requests.js';
+import type { SessionCheck } from './session-check.js';
 import { statusOf } from './status.js';
 
 export interface OperatorRouteDeps {
   backend: OperatorBackend;
+  /** POST /authenticate's check (session-check.ts). */
+  sessionCheck: SessionCheck;
   auth: MiddlewareHandler;
   logger: Logger;
 }
@@ -34,8 +37,20 @@ function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   return c.json({ error: result.error }, statusOf(result.kind));
 }
 
-export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
+export function operatorRoutes({ backend, sessionCheck, auth, logger }: OperatorRouteDeps) {
   const app = new Hono();
+
+  // Never cached, here or between: a session ends at the operator's word (session-check.ts).
+  app.post('/authenticate', auth, async (c) => {
+    c.header('Cache-Control', 'no-store');
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(authenticateRequestSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const verdict = await sessionCheck(parsed.value.sid);
+    if (verdict.ok) return c.json({ user_id: verdict.userId }, 200);
+    return c.json({ error: verdict.error }, verdict.code);
+  });
 
   app.get('/userdetails/:userid', auth, async (c) => answer(c, await backend.userDetails(c.req.param('userid'))));
   app.get('/userconsents/:userid', auth, async (c) => answer(c, await backend.userConsents(c.req.param('userid'))));
