@@ -234,6 +234,24 @@ const operator = z
      * with operator.headers and operator.timeout (docs/operator-api.md "POST /authenticate").
      */
     authenticate_url: z.url().optional(),
+    /**
+     * sql backend: each committed credit is pushed to the operator's bonus engine or wallet at `url` (POST, JSON,
+     * Idempotency-Key = credit_id), retried with back-off, dead-lettered after max_attempts (docs/operator-api.md).
+     */
+    credits: z
+      .strictObject({
+        url: z.url().optional(),
+        headers: z.record(z.string(), z.string()).default({}),
+        timeout: duration('10s'),
+        batch_size: z.number().int().min(1).max(1_000).default(50),
+        poll_interval: duration('1s'),
+        retry_initial_ms: z.number().int().positive().default(1_000),
+        retry_max_ms: z.number().int().positive().default(300_000),
+        /** Attempts before a credit is dead-lettered (replay it from POST /admin/credits/replay). */
+        max_attempts: z.number().int().positive().default(25),
+        lease: duration('60s'),
+      })
+      .prefault({}),
     /** POST /authenticate checks the sid locally as a signed session token (JWT) instead. */
     session_tokens: z
       .strictObject({

@@ -185,6 +185,14 @@ export interface OperatorCreditsTable {
   answer_json: string | null;
   created_at: number;
   updated_at: number;
+  /** Push to operator.credits.url (sql backend): null not meant for it, then due, delivered or dead. */
+  delivery: 'due' | 'delivered' | 'dead' | null;
+  delivery_attempts: Generated<number>;
+  next_delivery_at: number | null;
+  delivery_claimed_until: Generated<number>;
+  delivery_claim_token: string | null;
+  delivered_at: number | null;
+  delivery_error: string | null;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Config } from '../config/schema.js';
 import { tokenAnswerSchema, tokenRequestSchema } from '../auth/oauth.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../observability/openapi.js';
-import { bonusesLoadedAnswerSchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
+import { bonusesLoadedAnswerSchema, creditReplayAnswerSchema, creditReplaySchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
 import { consentsAnswerSchema, RECONCILIATION_FIELDS } from './crm-shapes.js';
 import { CRM_HEADERS } from './crm-references.js';
 import {
@@ -283,6 +283,18 @@ export function operatorAdminRouteDocs({ backend }: Pick<OperatorDocOptions, 'ba
         200: { description: 'The credits', schema: creditsAnswerSchema },
         400: error('user_id is missing'),
         ...refusals,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/admin/credits/replay',
+      summary: 'Push dead-lettered credits to operator.credits.url again',
+      request: { schema: creditReplaySchema },
+      responses: {
+        200: { description: 'How many are due again', schema: creditReplayAnswerSchema },
+        400: error('The body is not JSON or a credit_id is not one'),
+        ...refusals,
+        ...notJson,
       },
     }),
   ];

@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
+import { markCreditDue } from '../ledger/credit-delivery.js';
 import {
   bonusExists,
   findConsents,
@@ -138,6 +139,7 @@ async function creditOnce(db: Kysely<Database>, request: CreditRequest, at: numb
         if (seen.state === 'done') return { ok: true, value: { creditId: String(seen.id), repeated: true } };
         // Left failed or pending by the http backend before a switch to sql: this attempt completes it.
         await recordCreditOutcome(trx, seen.id, { state: 'done', http_status: null, answer_json: null }, at);
+        await markCreditDue(trx, seen.id, at);
         id = seen.id;
       }
       if (!(await userExists(trx, request.userId))) throw new CreditRefused(unknownUser(request.userId));
