@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 
 /** The paths the CRM calls (docs/operator-api.md); /admin and the SMS channel keep their own answers. */
-const OPERATOR_PATHS = [/^\/userdetails\//, /^\/userconsents\//, /^\/userblocks\//, /^\/bonus\//, /^\/reconciliation(\/|$)/, /^\/authenticate$/];
+const OPERATOR_PATHS = [/^\/userdetails\//, /^\/userconsents\//, /^\/userblocks\//, /^\/bonus\//, /^\/reconciliation(\/|$)/, /^\/authenticate$/, /^\/oauth\/token$/];
 const CREDIT_PATHS = new Set(['/bonus/credit', '/bonus/credit/funds']);
 
 export function isOperatorPath(path: string): boolean {

@@ -193,9 +193,9 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
 export function oauthRouteDocs(): RouteDoc[] {
   const responses = (contentType: boolean): Record<number, ResponseDoc> => ({
     200: { description: 'An access token', schema: tokenAnswerSchema, headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } } },
-    400: error(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
-    401: error('client_id or client_secret is not valid'),
-    ...(contentType ? { 415: error('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
+    400: crmError(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
+    401: crmError('client_id or client_secret is not valid'),
+    ...(contentType ? { 415: crmError('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
   });
   return [
     describeRoute({
