@@ -21,6 +21,7 @@ import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
+import { operatorErrorShape } from './http/operator-errors.js';
 import type { Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
@@ -31,6 +32,7 @@ import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
 import { operatorRoutes } from './operator/routes.js';
+import { createSessionCheck } from './operator/session-check.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
@@ -89,6 +91,8 @@ export function createApp(parts: AppParts): Hono {
   const readDb = parts.readDb ?? parts.db;
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
+  // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
+  app.use('*', operatorErrorShape());
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
   // request); checking Content-Length first keeps that cost for the rare request sent without one. The open doors
@@ -137,7 +141,7 @@ export function createApp(parts: AppParts): Hono {
   const operatorBackend = parts.operatorBackend;
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
-  app.route('/', operatorRoutes({ backend: operatorBackend, auth: operatorAuth.middleware, logger }));
+  app.route('/', operatorRoutes({ backend: operatorBackend, sessionCheck: createSessionCheck(config.operator), auth: operatorAuth.middleware, logger }));
   app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
   // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued;

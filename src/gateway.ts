@@ -24,6 +24,9 @@ import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
+import { startCreditWorker } from './operator/credit-delivery.js';
+import { registerCreditMetrics } from './operator/credit-metrics.js';
+import { countCreditBacklog } from './ledger/credit-delivery.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
@@ -184,6 +187,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
   }
 
+  // Credits of the sql backend pushed to the operator's bonus engine or wallet (docs/operator-api.md), by the leader.
+  const creditMetrics = registerCreditMetrics(metrics.registry, () => countCreditBacklog(ledger.readDb));
+  const creditsUrl = config.operator.credits.url;
+  const creditWorker =
+    leader && config.operator.backend === 'sql' && creditsUrl
+      ? startCreditWorker({ db, flags: ledger.flags, credits: { ...config.operator.credits, url: creditsUrl }, logger, now, onDelivered: creditMetrics.delivered, onDead: creditMetrics.dead })
+      : undefined;
+
   const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
@@ -323,6 +334,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         });
         step = 'stopping the conversion worker';
         await worker?.stop();
+        step = 'stopping the credit worker';
+        await creditWorker?.stop();
         step = 'stopping the event worker';
         // A round waits for its sends; past a quarter of the shutdown budget they are cut off (and retried later).
         const cutOff = setTimeout(() => eventTransport?.abort(), config.server.shutdown_timeout / 4);

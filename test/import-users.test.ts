@@ -67,6 +67,36 @@ describe('crm-sms-gateway import users FILE', () => {
     }
   });
 
+  it('refuses a line the CRM would reject, naming its line and field, and imports the rest', async () => {
+    const file = join(dir, 'crm-rules.ndjson');
+    const lines = [
+      sampleUser('rules-1'),
+      sampleUser('rules-2', { username: 'ab' }),
+      sampleUser('rules-3', { sex: 'M' }),
+      sampleUser('rules-4', { email: 'nobody-at-example' }),
+      sampleUser('rules-5', { registration_date: '2015-03-02 08:27' }),
+      sampleUser('rules-6', { verified_at: null, consents: [{ type: 'email', opted_in: true, products: ['casino'] }] }),
+    ];
+    writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const config = parseConfig(testConfigDocument(dir), {});
+    const out = capture();
+    const err = capture();
+    expect(await runImportUsers(config, file, { out: out.stream, err: err.stream })).toBe(1);
+    expect(out.text()).toBe(`loaded 2 users from ${file} (6 lines, 4 bad)\n`);
+    expect(err.text()).toContain(`${file}:2: username: must be 3 to 255 characters`);
+    expect(err.text()).toContain(`${file}:3: sex: must be one of`);
+    expect(err.text()).toContain(`${file}:4: email: must be an e-mail address`);
+    expect(err.text()).toContain(`${file}:5: registration_date: must be an RFC 3339`);
+    const gw = await startTestGateway({}, { dir });
+    try {
+      expect(crmUserDetails.parse((await gw.get('/userdetails/rules-6')).json).verified_at).toBe('');
+      const consents = crmConsents.parse((await gw.get('/userconsents/rules-6')).json).consents;
+      expect(consents.find((c) => c.type === 'email')).toEqual({ opted_in: true, type: 'email', products: ['casino'] });
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('exits 0 for a clean file and 1 for a file it cannot read', async () => {
     const file = join(dir, 'clean.ndjson');
     writeFileSync(file, JSON.stringify(sampleUser('clean-1')) + '\n');

@@ -43,6 +43,7 @@ const message = fc
     sender_name: field(sender),
     provider_name: field(fc.oneof(fc.constantFrom('sandbox', ''), anyText)),
     encoding: field(fc.constantFrom('auto', 'gsm7', 'ucs2', 'x')),
+    enconding: field(fc.oneof(fc.constantFrom('usc2', 'gsm7', 'x', null), json)),
     unknown: field(json),
   })
   .map(withoutUndefined);
@@ -64,7 +65,7 @@ describe('checkSmsMessage agrees with smsMessageSchema', () => {
           recipient: m.recipient,
           sender_name: m.sender_name,
           provider_name: m.provider_name,
-          encoding: m.encoding,
+          encoding: m.encoding ?? m.enconding,
         });
       }),
       { numRuns: RUNS },

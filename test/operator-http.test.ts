@@ -84,11 +84,30 @@ describe('http backend: reads', () => {
     errorBody.parse(slow.json);
   });
 
-  it('keeps the bonus list wrapper in its error answer', async () => {
+  it('answers a bonus list error as {error, code} and nothing else, as the CRM’s error schema allows', async () => {
     platform.script('/bonus/list', { status: 503, body: 'maintenance' });
     const res = await gw.get('/bonus/list');
     expect(res.status).toBe(502);
-    expect(res.json).toMatchObject({ Data: [], Success: false, Errors: [expect.stringMatching(/maintenance/)] });
+    expect(errorBody.parse(res.json)).toEqual({ error: expect.stringMatching(/maintenance/), code: 502 });
+  });
+
+  it.each([
+    ['a username of 2 characters', { username: 'ab' }, /username: must be 3 to 255 characters/],
+    ['a sex outside the CRM list', { sex: 'M' }, /sex: must be one of/],
+    ['an e-mail that is not one', { email: 'not-an-email' }, /email: must be an e-mail address/],
+    ['a registration_date that is not a date-time', { registration_date: '2015-03-02' }, /registration_date: must be an RFC 3339/],
+  ])('answers 502 naming the platform field for %s', async (_label, change, field) => {
+    platform.users.set('u-1', sampleUser('u-1', change));
+    const res = await gw.get('/userdetails/u-1');
+    expect(res.status).toBe(502);
+    expect(errorBody.parse(res.json).error).toMatch(field);
+  });
+
+  it('answers verified_at "" when the platform leaves it out, and drops keys outside the CRM list', async () => {
+    const { verified_at: _left, ...without } = sampleUser('u-1');
+    platform.users.set('u-1', { ...without, loyalty_tier: 'gold' });
+    const res = await gw.get('/userdetails/u-1');
+    expect(crmUserDetails.parse(res.json)).toEqual(sampleUser('u-1'));
   });
 });
 
@@ -125,7 +144,8 @@ describe('http backend: writes', () => {
     const headers = { 'X-Crm-Activityid': '12', 'X-Crm-Actionid': '22', 'X-Crm-Triggerhash': 'th-retry' };
     platform.script('/bonus/credit', { status: 500, body: { Success: false, Errors: ['wallet busy'] } });
     const failed = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers);
-    expect(failed.status).toBe(502);
+    // The interface names 400 and 500 only; code keeps the finer reason.
+    expect([failed.status, failed.json.code]).toEqual([500, 502]);
     expect(failed.json.error).toMatch(/wallet busy/);
     expect((await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'FS' }, headers)).status).toBe(200);
     expect(platform.requests.filter((r) => r.path === '/bonus/credit')).toHaveLength(2);
@@ -134,11 +154,33 @@ describe('http backend: writes', () => {
     const refused = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'NOPE' });
     expect(refused.status).toBe(400);
     expect(refused.json.error).toMatch(/unknown bonus/);
-    expect((await gw.post('/bonus/credit', { user_id: 'ghost', bonus_code: 'FS' })).status).toBe(404);
+    const ghost = await gw.post('/bonus/credit', { user_id: 'ghost', bonus_code: 'FS' });
+    expect([ghost.status, ghost.json.code]).toEqual([400, 404]);
   });
 
   it('refuses admin loading, since the data lives at the platform', async () => {
     expect((await gw.adminPut('/admin/users/u-9', sampleUser('u-9'))).status).toBe(409);
+  });
+});
+
+describe('http backend: UK product-level consents', () => {
+  it('passes products through on GET, and the one-object POST and /reconciliation/products on to the platform', async () => {
+    platform.consents.set('u-1', [
+      { type: 'email', opted_in: true, products: ['casino', 'sportsbook'] },
+      ...['sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification'].map((type) => ({ type, opted_in: false })),
+    ]);
+    const { consents } = crmConsents.parse((await gw.get('/userconsents/u-1')).json);
+    expect(consents[0]).toEqual({ opted_in: true, type: 'email', products: ['casino', 'sportsbook'] });
+
+    const uk = { consents: { channel: 'sms', opted_in: true, products: ['lottery'] } };
+    expect((await gw.post('/userconsents/u-1', uk)).status).toBe(200);
+    expect(JSON.parse(platform.requests.at(-1)!.body)).toEqual(uk);
+
+    platform.reconciliation = { users: ['u-1', 'u-2'] };
+    const res = await gw.post('/reconciliation/products', { field: 'consent_email', product: 'casino' });
+    expect(crmReconciliation.parse(res.json).users).toEqual(['u-1', 'u-2']);
+    expect(platform.requests.at(-1)).toMatchObject({ path: '/reconciliation/products' });
+    expect(JSON.parse(platform.requests.at(-1)!.body)).toEqual({ field: 'consent_email', product: 'casino' });
   });
 });
 
@@ -157,8 +199,16 @@ describe('http backend: reconciliation', () => {
     platform.reconciliation = { users: Array.from({ length: 3_000 }, (_, i) => `u${i}`), chunk: 500, failAfter: { ids: 1_000, how } };
     const res = await gw.post('/reconciliation', { field: 'blocked' });
     expect(res.status).toBe(200);
-    // Neither `users` nor `timestamp`: a CRM reading `users` would take the partial list as the whole one.
-    expect(res.json).toEqual({ error: expect.any(String) });
+    // Neither `users` nor `timestamp`: a CRM reading `users` would take the partial list as the whole one. The
+    // platform's own error is passed on (code 1002); a broken stream is the gateway's finding (1001).
+    expect(res.json).toEqual({ error: expect.any(String), code: how === 'error' ? 1002 : 1001 });
+  });
+
+  it('passes the platform’s 200 {"error"} on as 200 {"error"} when it comes before any id', async () => {
+    platform.script('/reconciliation', { body: { error: 'replica lagging' } });
+    const res = await gw.post('/reconciliation', { field: 'blocked' });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ error: 'operator platform: replica lagging', code: 1002 });
   });
 
   it('answers 501 when the platform does not implement the field, 502 for a bad first answer', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crmBlocks, crmBonusList, crmConsents, crmReconciliation, crmUserDetails, errorBody, sampleUser } from './helpers/crm-schemas.js';
+import { adminErrorBody, crmBlocks, crmBonusList, crmConsents, crmReconciliation, crmUserDetails, errorBody, sampleUser } from './helpers/crm-schemas.js';
 import { startTestGateway, TEST_ADMIN_KEY, type TestGateway } from './helpers/gateway.js';
 
 let gw: TestGateway;
@@ -23,6 +23,22 @@ describe('GET /userdetails/:userid', () => {
     const res = await gw.get('/userdetails/nobody');
     expect(res.status).toBe(404);
     expect(errorBody.parse(res.json).error).toMatch(/nobody/);
+  });
+
+  it('answers verified_at "" for a player loaded without it, or with null', async () => {
+    const { verified_at: _left, ...without } = sampleUser('u-unverified');
+    expect((await gw.adminPut('/admin/users/u-unverified', without)).status).toBe(201);
+    expect((await gw.adminPut('/admin/users/u-null-verified', sampleUser('u-null-verified', { verified_at: null }))).status).toBe(201);
+    for (const id of ['u-unverified', 'u-null-verified']) {
+      const res = await gw.get(`/userdetails/${id}`);
+      expect(crmUserDetails.parse(res.json).verified_at).toBe('');
+    }
+  });
+
+  it('sends deleted_at only for a deleted player', async () => {
+    expect((await gw.adminPut('/admin/users/u-gone', sampleUser('u-gone', { deleted_at: '2020-05-01T10:00:00Z' }))).status).toBe(201);
+    expect(crmUserDetails.parse((await gw.get('/userdetails/u-gone')).json).deleted_at).toBe('2020-05-01T10:00:00Z');
+    expect('deleted_at' in (await gw.get('/userdetails/u-1')).json).toBe(false);
   });
 
   it('keeps optional fields and segmentation, and leaves null optional fields out', async () => {
@@ -119,7 +135,8 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
   it.each([
     ['/bonus/credit', { bonus_code: 'WELCOME' }, 400, /user_id: is required/],
     ['/bonus/credit', { user_id: 'u-1', bonus_code: 'NOPE' }, 400, /bonus_code: "NOPE"/],
-    ['/bonus/credit', { user_id: 'nobody', bonus_code: 'WELCOME' }, 404, /nobody/],
+    // The interface names 400 and 500 only: an unknown user is 400, with the finer reason in code (404).
+    ['/bonus/credit', { user_id: 'nobody', bonus_code: 'WELCOME' }, 400, /nobody/],
     ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: -1, currency: 'EUR' }, 400, /amount/],
     ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: 5, currency: 'EURO' }, 400, /currency/],
     ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', currency: 'EUR' }, 400, /amount: is required/],
@@ -129,9 +146,18 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
     expect(errorBody.parse(res.json).error).toMatch(message);
   });
 
-  it('answers 415 for a body that is not JSON and 400 for unparsable JSON', async () => {
-    expect((await gw.post('/bonus/credit', 'user_id=u-1', { 'content-type': 'text/plain' })).status).toBe(415);
-    expect((await gw.post('/bonus/credit', '{"user_id":')).status).toBe(400);
+  it('answers 400 for a body that is not JSON, with code 415, and for unparsable JSON, with code 400', async () => {
+    const notJson = await gw.post('/bonus/credit', 'user_id=u-1', { 'content-type': 'text/plain' });
+    expect([notJson.status, errorBody.parse(notJson.json).code]).toEqual([400, 415]);
+    const unparsable = await gw.post('/bonus/credit', '{"user_id":');
+    expect([unparsable.status, errorBody.parse(unparsable.json).code]).toEqual([400, 400]);
+  });
+
+  it('answers an unknown user with code 404 and an unlisted bonus with code 400, both as 400', async () => {
+    const nobody = await gw.post('/bonus/credit/funds', { user_id: 'nobody', bonus_code: 'CASH10', amount: 5, currency: 'EUR' });
+    expect([nobody.status, errorBody.parse(nobody.json).code]).toEqual([400, 404]);
+    const unlisted = await gw.post('/bonus/credit', { user_id: 'u-1', bonus_code: 'NOPE', validity_amount: 3 });
+    expect([unlisted.status, errorBody.parse(unlisted.json).code]).toEqual([400, 400]);
   });
 });
 
@@ -177,10 +203,18 @@ describe('admin loading API', () => {
     ['a timestamp with a one-digit hour', { registration_date: '2015-03-02T8:27:58Z' }, /registration_date/],
     ['a user_id other than the path', { user_id: 'other' }, /user_id/],
     ['a missing required field', { email: undefined }, /email: is required/],
+    // The CRM's own rules (docs/operator-api.md): refused on loading, never served for the CRM to reject.
+    ['a username of 2 characters', { username: 'ab' }, /username: must be 3 to 255 characters/],
+    ['a sex outside the CRM list', { sex: 'M' }, /sex: must be one of male/],
+    ['an e-mail that is not one', { email: 'tony-at-example' }, /email: must be an e-mail address/],
+    ['an empty registration_date', { registration_date: '' }, /registration_date: must be an RFC 3339/],
+    ['a registration_date that is only a date', { registration_date: '2015-03-02' }, /registration_date/],
+    ['verified_at that is not a date-time', { verified_at: 'yes' }, /verified_at/],
+    ['a segmentation custom_segment that is not a string', { segmentation: { custom_segment: 3 } }, /custom_segment: must be a string/],
   ])('refuses a user record with %s, naming the field', async (_label, change, message) => {
     const res = await gw.adminPut('/admin/users/u-bad', { ...sampleUser('u-bad'), ...change });
     expect(res.status).toBe(400);
-    expect(errorBody.parse(res.json).error).toMatch(message);
+    expect(adminErrorBody.parse(res.json).error).toMatch(message);
   });
 
   it('refuses consents for an unknown user and a bonus list with a value twice', async () => {
@@ -188,5 +222,46 @@ describe('admin loading API', () => {
     const twice = await gw.adminPut('/admin/bonuses', [{ text: 'a', value: 'A' }, { text: 'b', value: 'A' }]);
     expect(twice.status).toBe(400);
     expect(twice.json.error).toMatch(/1\.value/);
+  });
+});
+
+describe('UK product-level consents', () => {
+  it('takes the one-object POST, serves products on GET and keeps the array shape working beside it', async () => {
+    expect((await gw.adminPut('/admin/users/uk-1', sampleUser('uk-1'))).status).toBe(201);
+    const post = await gw.post('/userconsents/uk-1', { consents: { channel: 'email', opted_in: true, products: ['casino', 'sportsbook'] } });
+    expect(post.status).toBe(200);
+    expect((await gw.post('/userconsents/uk-1', { consents: [{ type: 'sms', opted_in: true }] })).status).toBe(200);
+    const { consents } = crmConsents.parse((await gw.get('/userconsents/uk-1')).json);
+    expect(consents.find((c) => c.type === 'email')).toEqual({ opted_in: true, type: 'email', products: ['casino', 'sportsbook'] });
+    expect(consents.find((c) => c.type === 'sms')).toEqual({ opted_in: true, type: 'sms' });
+  });
+
+  it('drops products when a channel is opted out, and names the field of a bad UK body', async () => {
+    await gw.adminPut('/admin/users/uk-2', sampleUser('uk-2', { consents: [{ type: 'email', opted_in: true, products: ['lottery'] }] }));
+    expect(crmConsents.parse((await gw.get('/userconsents/uk-2')).json).consents[0]).toEqual({ opted_in: true, type: 'email', products: ['lottery'] });
+    expect((await gw.post('/userconsents/uk-2', { consents: { channel: 'email', opted_in: false, products: ['lottery'] } })).status).toBe(200);
+    expect(crmConsents.parse((await gw.get('/userconsents/uk-2')).json).consents[0]).toEqual({ opted_in: false, type: 'email' });
+    const bad = await gw.post('/userconsents/uk-2', { consents: { channel: 'fax', opted_in: true } });
+    expect(bad.status).toBe(400);
+    expect(errorBody.parse(bad.json).error).toMatch(/consents\.channel/);
+    const badProducts = await gw.post('/userconsents/uk-2', { consents: { channel: 'sms', opted_in: true, products: 'casino' } });
+    expect(errorBody.parse(badProducts.json).error).toMatch(/consents\.products/);
+  });
+
+  it('lists by product on POST /reconciliation/products: a channel without a split counts for every product', async () => {
+    await gw.adminPut('/admin/users/rp-casino', sampleUser('rp-casino', { consents: [{ type: 'telephone', opted_in: true, products: ['casino'] }] }));
+    await gw.adminPut('/admin/users/rp-all', sampleUser('rp-all', { consents: [{ type: 'telephone', opted_in: true }] }));
+    await gw.adminPut('/admin/users/rp-sports', sampleUser('rp-sports', { consents: [{ type: 'telephone', opted_in: true, products: ['sports', 'a"b'] }] }));
+    await gw.adminPut('/admin/users/rp-out', sampleUser('rp-out', { consents: [{ type: 'telephone', opted_in: false }] }));
+    const casino = await gw.post('/reconciliation/products', { field: 'consent_telephone', product: 'casino' });
+    expect(casino.status).toBe(200);
+    const ours = (users: string[]) => users.filter((u) => u.startsWith('rp-')).sort();
+    expect(ours(crmReconciliation.parse(casino.json).users)).toEqual(['rp-all', 'rp-casino']);
+    const odd = await gw.post('/reconciliation/products', { field: 'consent_telephone', product: 'a"b' });
+    expect(ours(crmReconciliation.parse(odd.json).users)).toEqual(['rp-all', 'rp-sports']);
+    // The plain reconciliation lists every opted-in player, products or not.
+    expect(ours(crmReconciliation.parse((await gw.post('/reconciliation', { field: 'consent_telephone' })).json).users)).toEqual(['rp-all', 'rp-casino', 'rp-sports']);
+    expect((await gw.post('/reconciliation/products', { field: 'blocked', product: 'casino' })).status).toBe(501);
+    expect((await gw.post('/reconciliation/products', { field: 'consent_telephone' })).status).toBe(400);
   });
 });

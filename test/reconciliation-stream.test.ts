@@ -61,7 +61,7 @@ describe('POST /reconciliation failing during the run', () => {
     await sql`drop table operator_users`.execute(gw.gateway.ledger.db);
     const res = await answer;
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ error: expect.any(String) });
+    expect(res.json).toEqual({ error: expect.any(String), code: 1001 });
     expect(spools().filter((name) => !before.has(name))).toEqual([]);
   });
 });

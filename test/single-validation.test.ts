@@ -50,7 +50,7 @@ describe('a message with a problem answers 400 naming the field and the value', 
     ['provider_name is unknown', (id) => smsMessage(id, { provider_name: 'nowhere' }), /^provider_name: "nowhere" is not configured \(configured: sandbox\/test, other\/Backup\/spare\)$/],
     ['provider_name is missing and there is no default', (id) => without(smsMessage(id), 'provider_name'), /^provider_name: is required \(configured: sandbox\/test/],
     ['provider_name is a number', (id) => smsMessage(id, { provider_name: 5 }), /^provider_name: must be a string \(got 5\)/],
-    ['encoding is not a known name', (id) => smsMessage(id, { encoding: 'utf8' }), /^encoding: "utf8" is not one of auto, gsm7, ucs2/],
+    ['encoding is not a known name', (id) => smsMessage(id, { encoding: 'utf8' }), /^encoding: "utf8" is not one of auto, gsm7, usc2, ucs2/],
     ['encoding is a number', (id) => smsMessage(id, { encoding: 7 }), /^encoding: must be a string \(got 7\)/],
     ['gsm7 is forced on Cyrillic text', (id) => smsMessage(id, { encoding: 'gsm7', content: 'Бонус ok' }), /^content: characters not in GSM-7: "Б" \(U\+0411\), "о" \(U\+043E\), "н" \(U\+043D\), "у" \(U\+0443\), "с" \(U\+0441\)$/],
     ['content needs more segments than sms.max_segments', (id) => smsMessage(id, { content: 'x'.repeat(153 * 3 + 1) }), /^content: needs 4 segments as GSM-7, more than the limit of 3 \(sms\.max_segments\)$/],
@@ -119,6 +119,31 @@ describe('accepted variants of a message answer 200', () => {
     ['null (auto)', null],
   ])('accepts encoding given as %s', async (_label, encoding) => {
     expect((await gw.post('/channels/sms/single', smsMessage(nextId('enc'), { encoding }))).status).toBe(200);
+  });
+
+  it.each([
+    ['enconding usc2 (the CRM schema’s spelling of the key)', { encoding: undefined, enconding: 'usc2' }, 'ucs2'],
+    ['enconding gsm7', { encoding: undefined, enconding: 'gsm7' }, 'gsm7'],
+    ['encoding beside enconding: encoding wins', { encoding: 'gsm7', enconding: 'usc2' }, 'gsm7'],
+  ])('reads %s', async (_label, fields, stored) => {
+    const id = nextId('enconding');
+    expect((await gw.post('/channels/sms/single', smsMessage(id, { content: 'Bonus ok', ...fields }))).status).toBe(200);
+    expect((await readMessage(gw, id)).encoding).toBe(stored);
+  });
+
+  it('refuses an enconding that is not a known name, naming the value', async () => {
+    const res = await gw.post('/channels/sms/single', smsMessage(nextId('enconding'), { encoding: undefined, enconding: 'utf8' }));
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/"utf8" is not one of auto, gsm7, usc2, ucs2/);
+  });
+
+  it('keeps the CRM sample recipient 254716595289 international with sms.default_region GB, and a national number national', async () => {
+    const kenyan = nextId('intl-digits');
+    expect((await regional.post('/channels/sms/single', smsMessage(kenyan, { recipient: '254716595289' }))).status).toBe(200);
+    expect((await readMessage(regional, kenyan)).recipient).toBe('+254716595289');
+    const national = nextId('intl-digits');
+    expect((await regional.post('/channels/sms/single', smsMessage(national, { recipient: '7700900123' }))).status).toBe(200);
+    expect((await readMessage(regional, national)).recipient).toBe('+447700900123');
   });
 
   it('accepts an empty sender_name and a numeric sender', async () => {

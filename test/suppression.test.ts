@@ -156,6 +156,11 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
       expect((await story(s.gw, 'retry-sql')).json.message).toMatchObject({ state: 'rejected', error_code: 'suppressed_opted_out' });
     });
 
+    it('counts an sms channel opted in for some products as opted in (an SMS carries no product)', async () => {
+      await s.gw.adminPut('/admin/users/p-products', { ...sampleUser('p-products'), consents: [{ type: 'sms', opted_in: true, products: ['casino'] }] });
+      expect((await s.gw.post('/channels/sms/single', message('single-sql-products', 'p-products'))).status).toBe(200);
+    });
+
     it('sees a consent change at once (the player tables are read in the claim transaction)', async () => {
       expect((await s.gw.adminPut('/admin/users/p-in/consents', { consents: [{ type: 'sms', opted_in: false }] })).status).toBe(200);
       const res = await s.gw.post('/channels/sms/single', message('single-sql-changed', 'p-in'));

@@ -300,9 +300,51 @@ const operator = z
     max_connections: z.number().int().positive().default(32),
     /** Rows per keyset page when streaming a reconciliation answer from the database. */
     reconciliation_page_size: z.number().int().min(100).max(100_000).default(5_000),
+    /**
+     * POST /authenticate asks the operator's platform here (`{"sid"}` in, 200 `{"user_id"}` for a valid session),
+     * with operator.headers and operator.timeout (docs/operator-api.md "POST /authenticate").
+     */
+    authenticate_url: z.url().optional(),
+    /**
+     * sql backend: each committed credit is pushed to the operator's bonus engine or wallet at `url` (POST, JSON,
+     * Idempotency-Key = credit_id), retried with back-off, dead-lettered after max_attempts (docs/operator-api.md).
+     */
+    credits: z
+      .strictObject({
+        url: z.url().optional(),
+        headers: z.record(z.string(), z.string()).default({}),
+        timeout: duration('10s'),
+        batch_size: z.number().int().min(1).max(1_000).default(50),
+        poll_interval: duration('1s'),
+        retry_initial_ms: z.number().int().positive().default(1_000),
+        retry_max_ms: z.number().int().positive().default(300_000),
+        /** Attempts before a credit is dead-lettered (replay it from POST /admin/credits/replay). */
+        max_attempts: z.number().int().positive().default(25),
+        lease: duration('60s'),
+      })
+      .prefault({}),
+    /** POST /authenticate checks the sid locally as a signed session token (JWT) instead. */
+    session_tokens: z
+      .strictObject({
+        /** HS256 shared secret. */
+        secret: z.string().min(32, 'must be at least 32 characters').optional(),
+        /** Where the operator publishes its public keys (RS256, ES256, PS256, EdDSA). */
+        jwks_url: z.url().optional(),
+        issuer: z.string().min(1).optional(),
+        audience: z.string().min(1).optional(),
+        /** Leeway for exp, nbf and iat against this machine's clock. */
+        clock_skew: duration('30s'),
+        /** The claim that holds the player's user id. */
+        user_claim: z.string().min(1).default('sub'),
+      })
+      .superRefine((t, ctx) => {
+        if ((t.secret === undefined) === (t.jwks_url === undefined)) ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of secret and jwks_url' });
+      })
+      .optional(),
   })
   .superRefine((o, ctx) => {
     if (o.backend === 'http' && !o.base_url) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required when operator.backend is http' });
+    if (o.authenticate_url && o.session_tokens) ctx.addIssue({ code: 'custom', path: ['session_tokens'], message: 'set either operator.authenticate_url or operator.session_tokens, not both' });
   });
 
 const admin = z.strictObject({

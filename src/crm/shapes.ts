@@ -4,6 +4,7 @@
  * operator platform's answer, which turns any mismatch into a 502 naming the field.
  */
 import { z } from 'zod';
+import { CRM_SEX_VALUES } from './contract.js';
 
 /** Case-sensitive, and every one appears in each GET answer (docs/crm-interface.md §1.1). */
 export const CONSENT_TYPES = ['email', 'sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification'] as const;
@@ -13,12 +14,18 @@ const text = z.string({ error: 'must be a string' });
 /** "Required" means the key is present; an unknown value is sent as "" (docs/crm-interface.md §2.1). */
 const formatted = (pattern: RegExp, message: string) => text.refine((s) => s === '' || pattern.test(s), { error: message });
 const isoDate = z.iso.date();
+const emailFormat = z.email();
 const timestamp = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' });
+/** verified_at: the CRM requires the key; "", null or a missing key all mean "not verified" and are answered "". */
+const verifiedAt = z
+  .union([timestamp, z.literal(''), z.null()], { error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z, or ""' })
+  .optional()
+  .transform((v) => v ?? '');
 /**
- * Optional timestamps: some platforms send null or "" for "none"; the key is then left out of the answer. The pipe
- * at the end states the output (an optional timestamp) for the OpenAPI document; it cannot fail.
+ * deleted_at is not in the CRM's list of keys (docs/operator-api.md): it is sent only for a deleted player, so
+ * null or "" leave it out. The pipe states the output (an optional timestamp) for the OpenAPI document.
  */
-const optionalTimestamp = z
+const deletedAt = z
   .union([timestamp, z.literal(''), z.null()], { error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' })
   .optional()
   .transform((v) => v || undefined)
@@ -28,13 +35,13 @@ const segmentationValue = z.union([z.string(), z.number(), z.boolean()]);
 
 export const userRecordFields = {
   user_id: text.min(1, { error: 'must not be empty' }),
-  username: text,
+  username: text.min(3, { error: 'must be 3 to 255 characters' }).max(255, { error: 'must be 3 to 255 characters' }),
   first_name: text,
   last_name: text,
   title: text,
-  sex: text,
+  sex: z.enum(CRM_SEX_VALUES, { error: `must be one of ${CRM_SEX_VALUES.filter(Boolean).join(', ')} or ""` }),
   birth_date: text.refine((s) => s === '' || isoDate.safeParse(s).success, { error: 'must be a date YYYY-MM-DD' }),
-  email: text,
+  email: text.refine((s) => s === '' || emailFormat.safeParse(s).success, { error: 'must be an e-mail address or ""' }),
   mobile: text,
   mobile_prefix: formatted(/^\+\d{1,4}$/, 'must be a plus sign and digits, such as +356'),
   address: text,
@@ -46,21 +53,22 @@ export const userRecordFields = {
   market: text,
   origin: text,
   registration_code: text,
-  registration_date: z.union([timestamp, z.literal('')], { error: 'must be an RFC 3339 timestamp such as 2015-03-02T08:27:58Z' }),
+  registration_date: timestamp,
   affiliate_reference: text,
   roles: z.array(text, { error: 'must be an array of strings' }),
   is_blocked: z.boolean({ error: 'must be true or false' }),
   is_excluded: z.boolean({ error: 'must be true or false' }),
-  verified_at: optionalTimestamp,
-  deleted_at: optionalTimestamp,
+  verified_at: verifiedAt,
+  deleted_at: deletedAt,
   segmentation: z
     .record(z.string(), segmentationValue, { error: 'must be an object of string, number or boolean values' })
     .nullish()
     .transform((v) => v ?? undefined)
-    .pipe(z.record(z.string(), segmentationValue).optional()),
+    .pipe(z.record(z.string(), segmentationValue).optional())
+    .refine((s) => s?.custom_segment === undefined || typeof s.custom_segment === 'string', { error: 'custom_segment: must be a string' }),
 };
 
-/** Unknown keys are dropped: whether the CRM tolerates extra top-level keys is not documented. */
+/** Unknown keys are dropped: the CRM refuses a key outside its list (crm-contract.ts). */
 export const userRecordSchema = z.object(userRecordFields);
 export type UserRecord = z.output<typeof userRecordSchema>;
 
@@ -70,9 +78,17 @@ export const consentTypeSchema = z.preprocess(
   z.enum(CONSENT_TYPES, { error: `must be one of ${CONSENT_TYPES.join(', ')}` }),
 );
 
+/** UK product-level consents (docs/operator-api.md "Product-level consents"): opted in for these products only. */
+export const productsSchema = z
+  .array(z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(100, { error: 'must be at most 100 characters' }), {
+    error: 'must be an array of product names',
+  })
+  .max(100, { error: 'must list at most 100 products' });
+
 export const consentEntrySchema = z.object({
   opted_in: z.boolean({ error: 'must be true or false' }),
   type: consentTypeSchema,
+  products: productsSchema.optional(),
 });
 export type ConsentEntry = z.output<typeof consentEntrySchema>;
 

@@ -26,8 +26,8 @@ function recordWithoutBlocks(recordJson: string): string {
 /** Consents as stored after a replacement: exactly the given types. */
 function sameConsents(before: ConsentRow[], after: ConsentRow[]): boolean {
   if (before.length !== after.length) return false;
-  const stored = new Map(before.map((c) => [c.type, c.opted_in]));
-  return after.every((c) => stored.has(c.type) && stored.get(c.type) === c.opted_in);
+  const stored = new Map(before.map((c) => [c.type, `${c.opted_in} ${c.products ?? null}`]));
+  return after.every((c) => stored.get(c.type) === `${c.opted_in} ${c.products ?? null}`);
 }
 
 export function decideUserChange(before: UserState | undefined, after: UserState, consentsBefore: ConsentRow[], consentsAfter: ConsentRow[] | undefined): UserChange {

@@ -20,7 +20,14 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
   // International numbers without "+" are common in CRM exports; national ones need sms.default_region.
   if (digitsOnly && !defaultRegion && !text.startsWith('0')) candidate = `+${text}`;
   if (digitsOnly && text.startsWith('00')) candidate = `+${text.replace(/^00/, '')}`;
-  const parsed = parsePhoneNumberFromString(candidate, defaultRegion as CountryCode | undefined);
+  let parsed = parsePhoneNumberFromString(candidate, defaultRegion as CountryCode | undefined);
+  // The CRM writes international numbers without "+" (its sample recipient 254716595289, docs/operator-api.md
+  // "Requests"): a digits-only number that is valid with its leading country code stays international, unless it
+  // is also a valid national number of sms.default_region, which the operator's own region then wins.
+  if (digitsOnly && defaultRegion && !text.startsWith('0') && !parsed?.isValid()) {
+    const international = parsePhoneNumberFromString(`+${text.replace(/[\s().-]/g, '')}`);
+    if (international?.isValid()) parsed = international;
+  }
   if (!parsed || !parsed.isPossible()) {
     const hint = !candidate.startsWith('+') && !defaultRegion ? ' (write it with +country code, or set sms.default_region)' : '';
     return { ok: false, error: `recipient: ${JSON.stringify(raw)} is not a phone number${hint}` };

@@ -388,6 +388,29 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_user_id').execute();
     },
   },
+  '2026-11-25-24-consent-products': {
+    async up(db) {
+      // UK product-level consents: the products a channel is opted in for, as a JSON array of strings; null when
+      // the channel has no product split (opted in for every product, or opted out).
+      await db.schema.alterTable('operator_consents').addColumn('products', 'text').execute();
+    },
+  },
+  '2026-11-25-25-credit-delivery': {
+    async up(db) {
+      // Credits of the sql backend are pushed to the operator (operator.credits.url) from this outbox: `delivery` is
+      // null for rows never meant for it (the http backend forwards at once), 'due', 'delivered' or 'dead'.
+      const table = () => db.schema.alterTable('operator_credits');
+      await table().addColumn('delivery', 'text').execute();
+      await table().addColumn('delivery_attempts', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await table().addColumn('next_delivery_at', 'bigint').execute();
+      await table().addColumn('delivery_claimed_until', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await table().addColumn('delivery_claim_token', 'text').execute();
+      await table().addColumn('delivered_at', 'bigint').execute();
+      await table().addColumn('delivery_error', 'text').execute();
+      // The worker and the dead-letter replay read only the rows still owed, never the delivered millions.
+      await db.schema.createIndex('operator_credits_due').on('operator_credits').columns(['delivery', 'next_delivery_at']).where(sql<boolean>`delivery in ('due', 'dead')`).execute();
+    },
+  },
   '2026-11-25-90-retention': {
     async up(db) {
       // The retention pass (src/ledger/retention.ts) deletes the oldest final rows a chunk at a time: each chunk

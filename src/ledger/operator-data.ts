@@ -9,6 +9,8 @@ export interface ConsentRow {
   user_id: string;
   type: string;
   opted_in: number;
+  /** UK product-level consents: a JSON array of product names; null or absent for no product split. */
+  products?: string | null;
 }
 
 /** Rows per INSERT statement: far below SQLite's bound-parameter limit for these narrow rows. */
@@ -54,17 +56,22 @@ export async function writeConsents(db: Db, rows: ConsentRow[], at: number, repl
   for (let i = 0; i < rows.length; i += CHUNK) {
     await db
       .insertInto('operator_consents')
-      .values(rows.slice(i, i + CHUNK).map((r) => ({ ...r, updated_at: at })))
+      .values(rows.slice(i, i + CHUNK).map((r) => ({ ...r, products: r.products ?? null, updated_at: at })))
       .onConflict((oc) =>
         // The operator's (or the CRM's) word now: no longer a change the player made by SMS.
-        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({ opted_in: eb.ref('excluded.opted_in'), updated_at: eb.ref('excluded.updated_at'), source: null })),
+        oc.columns(['user_id', 'type']).doUpdateSet((eb) => ({
+          opted_in: eb.ref('excluded.opted_in'),
+          products: eb.ref('excluded.products'),
+          updated_at: eb.ref('excluded.updated_at'),
+          source: null,
+        })),
       )
       .execute();
   }
 }
 
 export async function findConsents(db: Db, userId: string): Promise<ConsentRow[]> {
-  return db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in']).where('user_id', '=', userId).execute();
+  return db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in', 'products']).where('user_id', '=', userId).execute();
 }
 
 export async function replaceBonuses(db: Db, bonuses: Array<Omit<OperatorBonusesTable, 'position'>>): Promise<void> {
@@ -101,13 +108,23 @@ function jsonIdList(db: Db) {
 }
 
 /**
+ * Opted in for `product`: no product split (in for every product), or the product in the stored list. The list is
+ * read as JSON by the database, so a product name is matched whole, whatever characters it holds.
+ */
+function hasProduct(db: Db, product: string) {
+  return dialectFlagsOf(db).kind === 'postgres'
+    ? sql<boolean>`(products is null or products::jsonb ? ${product})`
+    : sql<boolean>`(products is null or exists (select 1 from json_each(products) where value = ${product}))`;
+}
+
+/**
  * One keyset page of reconciliation ids: users with a flag set, or with a consent type opted in, after `after` in
  * user_id order. The predicates repeat the partial indexes' conditions word for word so both dialects use them
  * (a literal 1, not a bound parameter: SQLite uses a partial index only when the WHERE clause visibly implies it).
  */
 export async function findReconciliationPage(
   db: Db,
-  selector: { flag: 'is_blocked' | 'is_excluded' } | { consent: string },
+  selector: { flag: 'is_blocked' | 'is_excluded' } | { consent: string; product?: string },
   after: string | null,
   limit: number,
 ): Promise<EncodedIdPage> {
@@ -126,6 +143,7 @@ export async function findReconciliationPage(
           .select('user_id')
           .where('type', '=', selector.consent)
           .where('opted_in', '=', sql.lit(1))
+          .$if('product' in selector && selector.product !== undefined, (q) => q.where(hasProduct(db, (selector as { product: string }).product)))
           .$if(after !== null, (q) => q.where('user_id', '>', after!))
           .orderBy('user_id')
           .limit(limit)
@@ -150,7 +168,7 @@ export async function findUsersByIds(db: Db, userIds: string[]): Promise<Operato
 export async function findConsentsOfUsers(db: Db, userIds: string[]): Promise<ConsentRow[]> {
   const rows: ConsentRow[] = [];
   for (let i = 0; i < userIds.length; i += CHUNK) {
-    rows.push(...(await db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in']).where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+    rows.push(...(await db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in', 'products']).where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
   }
   return rows;
 }

@@ -129,6 +129,8 @@ export interface OperatorConsentsTable {
   updated_at: number;
   /** Who made the last change: null the operator's data or the CRM, `sms` a STOP/START keyword, `provider` a provider's opt-out error. */
   source: ConsentSource | null;
+  /** UK product-level consents: a JSON array of product names the channel is opted in for; null for no split. */
+  products: string | null;
 }
 
 export type ConsentSource = 'sms' | 'provider';
@@ -183,6 +185,14 @@ export interface OperatorCreditsTable {
   answer_json: string | null;
   created_at: number;
   updated_at: number;
+  /** Push to operator.credits.url (sql backend): null not meant for it, then due, delivered or dead. */
+  delivery: 'due' | 'delivered' | 'dead' | null;
+  delivery_attempts: Generated<number>;
+  next_delivery_at: number | null;
+  delivery_claimed_until: Generated<number>;
+  delivery_claim_token: string | null;
+  delivered_at: number | null;
+  delivery_error: string | null;
 }
 
 /**

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
 import { readJsonBody } from '../http/json-body.js';
 import { findCreditsByUser } from '../ledger/credits.js';
+import { replayDeadCredits } from '../ledger/credit-delivery.js';
 import { decideUserChange } from '../events/user-changes.js';
 import { originOfRecord, userConsentsEvent } from '../crm/user-events.js';
 import { enqueueEvent } from '../ledger/events.js';
@@ -15,6 +16,7 @@ import { findConsents, findUser, replaceBonuses, userExists, writeConsents } fro
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { crmReferencesObject } from '../crm/references.js';
+import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
@@ -34,12 +36,20 @@ export const creditsAnswerSchema = z.strictObject({
         amount: z.number().nullable().describe('null for a bonus credit'),
         currency: z.string().nullable().describe('null for a bonus credit'),
         state: z.enum(['pending', 'done', 'failed']),
+        delivery: z.enum(['due', 'delivered', 'dead']).nullable().describe('Push to operator.credits.url (sql backend); null when not meant for it'),
+        delivery_attempts: z.number().int(),
+        delivery_error: z.string().nullable().describe('The last failed push, if any'),
         created_at: z.string().describe('RFC 3339'),
         crm_references: z.record(z.string(), z.union([z.string(), z.number()])).describe('The X-Crm-* headers of the credit request, as a bonus event carries them'),
       }),
     )
     .describe('Newest first, at most 100'),
 });
+
+export const creditReplaySchema = z.strictObject({
+  credit_ids: z.array(z.string().regex(/^\d{1,15}$/, { error: 'must be a credit_id' })).max(10_000).optional().describe('Absent: every dead credit'),
+});
+export const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
@@ -81,7 +91,7 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
     if (!body.ok) return c.json({ error: body.error }, body.status);
     const parsed = parseBody(adminConsentsSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    const rows = new Map(parsed.value.consents.map((e) => [e.type, { user_id: userId, type: e.type, opted_in: e.opted_in ? 1 : 0 }]));
+    const rows = new Map(parsed.value.consents.map((e) => [e.type, consentRowOf(userId, e)]));
     // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
     // Consents event in the same transaction; the same set again changes nothing and sends nothing.
     const found = await inTransaction(db, async (trx) => {
@@ -126,6 +136,9 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
       amount: r.amount,
       currency: r.currency,
       state: r.state,
+      delivery: r.delivery,
+      delivery_attempts: r.delivery_attempts,
+      delivery_error: r.delivery_error,
       created_at: new Date(r.created_at).toISOString(),
       crm_references: crmReferencesObject({
         id: r.crm_id,
@@ -138,6 +151,16 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
       }),
     }));
     return c.json({ credits }, 200);
+  });
+
+  /** Dead-lettered credits pushed again (all, or the listed credit_ids), with a fresh attempt count. */
+  app.post('/credits/replay', admin, async (c) => {
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(creditReplaySchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const replayed = await replayDeadCredits(db, parsed.value.credit_ids?.map(Number), now());
+    return c.json({ replayed }, 200);
   });
 
   return app;

@@ -10,9 +10,10 @@ import type { CrmReferences } from '../crm/references.js';
  * not_found: no such user (404). invalid: the request cannot succeed as it is (400). busy: the same credit is being
  * handled right now by another instance (503, retry). unsupported: the operator platform does not implement this
  * reconciliation field (501). bad_upstream: the operator platform answered something the CRM would reject, or an
- * error (502). timeout: it did not answer in time (504).
+ * error (502). timeout: it did not answer in time (504). bad_record: a record stored before the CRM's rules were
+ * checked on loading breaks them (500: loading it again with PUT /admin/users fixes it).
  */
-export type BackendErrorKind = 'not_found' | 'invalid' | 'busy' | 'unsupported' | 'bad_upstream' | 'timeout';
+export type BackendErrorKind = 'not_found' | 'invalid' | 'busy' | 'unsupported' | 'bad_upstream' | 'timeout' | 'bad_record';
 
 export type BackendResult<T> = { ok: true; value: T } | { ok: false; kind: BackendErrorKind; error: string };
 
@@ -23,6 +24,17 @@ export class BackendError extends Error {
   ) {
     super(message);
     this.name = 'BackendError';
+  }
+}
+
+/**
+ * The list's own source reported an error in its answer (the operator platform's `200 {"error"}`): passed on to the
+ * CRM as `200 {"error"}` like any failure to read the list, wherever in the list it came.
+ */
+export class ReconciliationListError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReconciliationListError';
   }
 }
 
@@ -69,6 +81,7 @@ export interface OperatorBackend {
   userBlocks(userId: string): Promise<BackendResult<BlocksRecord>>;
   bonusList(): Promise<BackendResult<BonusList>>;
   credit(request: CreditRequest): Promise<BackendResult<CreditAnswer>>;
-  reconcile(field: ReconciliationField): ReconciliationRun;
+  /** With `product` (POST /reconciliation/products), a consent field lists those opted in for that product. */
+  reconcile(field: ReconciliationField, product?: string): ReconciliationRun;
   close(): Promise<void>;
 }

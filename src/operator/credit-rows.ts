@@ -24,5 +24,12 @@ export function newCreditRow(request: CreditRequest, dedupKey: string | null, st
     answer_json: null,
     created_at: at,
     updated_at: at,
+    // The sql backend's credits (done at once) are owed to the operator's bonus engine or wallet; the http backend's
+    // reached the platform when forwarded (docs/operator-api.md "What success means").
+    delivery: state === 'done' ? 'due' : null,
+    next_delivery_at: state === 'done' ? at : null,
+    delivery_claim_token: null,
+    delivered_at: null,
+    delivery_error: null,
   };
 }

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Database } from '../ledger/schema.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
-import { BackendError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
+import { BackendError, ReconciliationListError, type BackendResult, type IdPage, type OperatorBackend, type ReconciliationRun } from './backend.js';
 import { crmHeadersOf } from '../crm/references.js';
 import { blocksRecordSchema, bonusListSchema, consentsRecordSchema, userRecordSchema, type ReconciliationField } from '../crm/shapes.js';
 import { createHttpCredits } from './http-credits.js';
@@ -94,23 +94,24 @@ export function createHttpBackend({ upstream, db, now, timeoutMs }: HttpBackendO
       forward: (request) => write(request.kind === 'bonus' ? '/bonus/credit' : '/bonus/credit/funds', request.body, crmHeadersOf(request.refs)),
     }),
 
-    reconcile: (field) => reconcileUpstream(upstream, field, now, timeoutMs),
+    reconcile: (field, product) => reconcileUpstream(upstream, field, product, now, timeoutMs),
 
     close: () => upstream.close(),
   };
 }
 
 /** Streams the platform's list through, checking its shape as it goes (constant memory whatever its length). */
-function reconcileUpstream(upstream: Upstream, field: ReconciliationField, now: () => number, timeoutMs: number): ReconciliationRun {
+function reconcileUpstream(upstream: Upstream, field: ReconciliationField, product: string | undefined, now: () => number, timeoutMs: number): ReconciliationRun {
+  const route = product === undefined ? '/reconciliation' : '/reconciliation/products';
   let timestamp = new Date(now()).toISOString();
   const fail = (message: string) => new BackendError('bad_upstream', `operator platform answered an invalid reconciliation list: ${message}`);
 
   async function* pages(): AsyncGenerator<IdPage> {
-    const res = await upstream.open('POST', '/reconciliation', { field });
+    const res = await upstream.open('POST', route, product === undefined ? { field } : { field, product });
     if (res.statusCode < 200 || res.statusCode > 299) {
       const text = (await res.body.text().catch(() => '')).slice(0, 300);
       if (res.statusCode === 501) throw new BackendError('unsupported', `operator platform does not implement reconciliation field "${field}"`);
-      throw new BackendError('bad_upstream', `operator platform answered ${res.statusCode} to POST /reconciliation: ${text || '(empty body)'}`);
+      throw new BackendError('bad_upstream', `operator platform answered ${res.statusCode} to POST ${route}: ${text || '(empty body)'}`);
     }
     const parser = new UsersStreamParser();
     const decoder = new TextDecoder();
@@ -122,12 +123,12 @@ function reconcileUpstream(upstream: Upstream, field: ReconciliationField, now: 
       }
       complete = true;
     } catch (error) {
-      throw error instanceof BackendError ? error : toBackendError(error, 'POST', '/reconciliation', timeoutMs);
+      throw error instanceof BackendError ? error : toBackendError(error, 'POST', route, timeoutMs);
     } finally {
       if (!complete) res.body.destroy();
     }
     const end = parseOrFail(() => (parser.push(decoder.decode()), parser.finish()), fail);
-    if (end.error !== undefined) throw new BackendError('bad_upstream', `operator platform: ${end.error}`);
+    if (end.error !== undefined) throw new ReconciliationListError(`operator platform: ${end.error}`);
     if (!z.iso.datetime({ offset: true }).safeParse(end.timestamp).success) throw fail('timestamp: must be an RFC 3339 timestamp');
     timestamp = end.timestamp!;
   }

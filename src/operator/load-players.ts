@@ -10,6 +10,7 @@ import { findConsentsOfUsers, findUsersByIds, upsertUsers, writeConsents, type C
 import type { Database } from '../ledger/schema.js';
 import { userRecordSchema } from '../crm/shapes.js';
 import { playerE164 } from './player-phone.js';
+import { consentRowOf } from './consent-rows.js';
 import type { AdminUser } from './requests.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { inTransaction } from '../ledger/db.js';
@@ -38,7 +39,7 @@ export function toLoadedUser(input: AdminUser & { user_id: string }, at: number)
       mobile_e164: playerE164(record.mobile_prefix, record.mobile),
     },
     // A type listed twice keeps its last value (PostgreSQL refuses one upsert touching a row twice).
-    consents: consents && [...new Map(consents.map((c) => [c.type, { user_id: record.user_id, type: c.type, opted_in: c.opted_in ? 1 : 0 }])).values()],
+    consents: consents && [...new Map(consents.map((c) => [c.type, consentRowOf(record.user_id, c)])).values()],
     ...(consents_updated_at !== undefined ? { consentsAsOf: consents_updated_at } : {}),
   };
 }

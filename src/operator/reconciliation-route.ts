@@ -7,7 +7,8 @@
  * one file chunk at a time), and no byte of the list is sent before the list is known to be complete.
  *
  * Errors: an unknown field answers 501; one in reading the first page answers its status (statusOf); one after
- * that answers 200 `{"error": …}`.
+ * that answers 200 `{"error": …, "code": 1001}`; the source's own error 200 `{"error": …, "code": 1002}` wherever it
+ * comes; one while the spool is sent back ends the body as `…],"error": …, "code": 1001}`.
  */
 import { createReadStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
@@ -17,28 +18,40 @@ import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import type { Logger } from 'pino';
 import { readJsonBody } from '../http/json-body.js';
-import { BackendError, type IdPage, type OperatorBackend } from './backend.js';
+import { BackendError, ReconciliationListError, type IdPage, type OperatorBackend } from './backend.js';
+import { endOfLastWholeString } from './id-list-cut.js';
 import { isReconciliationField, RECONCILIATION_FIELDS } from '../crm/shapes.js';
-import { parseBody, reconciliationRequestSchema } from './requests.js';
+import { parseBody, productReconciliationRequestSchema, reconciliationRequestSchema } from './requests.js';
 import { statusOf } from './status.js';
 
-export function reconciliationHandler(backend: OperatorBackend, logger: Logger) {
+/** Stable codes of a 200 `{"error", "code"}` (docs/operator-api.md "Error codes"). */
+export const LIST_INCOMPLETE = 1001;
+export const LIST_REPORTED_ERROR = 1002;
+
+/** The fields POST /reconciliation/products takes: the consent ones (blocks and exclusions have no products). */
+const PRODUCT_FIELDS = Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_'));
+
+export function reconciliationHandler(backend: OperatorBackend, logger: Logger, { byProduct = false } = {}) {
   return async (c: Context) => {
     const body = await readJsonBody(c);
     if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(reconciliationRequestSchema, body.value);
+    const parsed = byProduct ? parseBody(productReconciliationRequestSchema, body.value) : parseBody(reconciliationRequestSchema, body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const { field } = parsed.value;
-    if (!isReconciliationField(field)) {
-      return c.json({ error: `field: "${field}" is not implemented (known: ${Object.keys(RECONCILIATION_FIELDS).join(', ')})` }, 501);
+    const known = byProduct ? PRODUCT_FIELDS : Object.keys(RECONCILIATION_FIELDS);
+    if (!isReconciliationField(field) || !known.includes(field)) {
+      return c.json({ error: `field: "${field}" is not implemented (known: ${known.join(', ')})` }, 501);
     }
 
-    const run = backend.reconcile(field);
+    const product = 'product' in parsed.value ? (parsed.value.product as string) : undefined;
+    const run = backend.reconcile(field, product);
     const pages = run.pages[Symbol.asyncIterator]();
     let first: IteratorResult<IdPage>;
     try {
       first = await pages.next();
     } catch (error) {
+      // The source's own 200 {"error"} is passed on as such, wherever it came (docs/operator-api.md "Reconciliation").
+      if (error instanceof ReconciliationListError) return c.json({ error: error.message, code: LIST_REPORTED_ERROR }, 200);
       if (error instanceof BackendError) return c.json({ error: error.message }, statusOf(error.kind));
       throw error;
     }
@@ -54,9 +67,10 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
       await spool.finish();
     } catch (error) {
       await spool.discard();
+      if (error instanceof ReconciliationListError) return c.json({ error: error.message, code: LIST_REPORTED_ERROR }, 200);
       const message = error instanceof BackendError ? error.message : 'the user list could not be read to the end; run the reconciliation again';
       logger.error({ err: error, field, users_read: count }, 'reconciliation failed; answering its error instead of a partial list');
-      return c.json({ error: message }, 200);
+      return c.json({ error: message, code: LIST_INCOMPLETE }, 200);
     }
     const timestamp = run.timestamp();
 
@@ -67,13 +81,28 @@ export function reconciliationHandler(backend: OperatorBackend, logger: Logger) 
       out.onAbort(() => {
         aborted = true;
       });
+      // Ids are sent only up to the end of a whole id, so a failure reading the spool back can still close the body
+      // as valid JSON carrying `error` (id-list-cut.ts); the CRM reads `error` and drops the list.
+      const decoder = new TextDecoder();
+      let held = '';
+      let opened = false;
       try {
         await out.write('{"users":[');
+        opened = true;
         for await (const chunk of spool.read()) {
           if (aborted) return;
-          await out.write(chunk);
+          const text = held + decoder.decode(chunk, { stream: true });
+          const cut = endOfLastWholeString(text);
+          held = text.slice(cut);
+          if (cut > 0) await out.write(text.slice(0, cut));
         }
-        await out.write(`],"timestamp":${JSON.stringify(timestamp)}}`);
+        await out.write(held + decoder.decode() + `],"timestamp":${JSON.stringify(timestamp)}}`);
+      } catch (error) {
+        logger.error({ err: error, field }, 'reconciliation answer failed while being sent; closing it with its error');
+        if (opened && !aborted) {
+          const message = 'the user list could not be sent to the end; run the reconciliation again';
+          await out.write(`],"error":${JSON.stringify(message)},"code":${LIST_INCOMPLETE}}`).catch(() => {});
+        }
       } finally {
         await spool.discard();
       }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { describeFirstIssue } from '../http/zod-issue.js';
-import { bonusEntrySchema, consentEntrySchema, userRecordFields } from '../crm/shapes.js';
+import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema, userRecordFields, type ConsentEntry } from '../crm/shapes.js';
 
 /**
  * The CRM's ids are strings; a number is taken in its decimal form rather than refused. At most 255 characters,
@@ -28,11 +28,38 @@ export const fundsCreditSchema = z.object({
     .transform((s) => s.toUpperCase()),
 });
 
-export const consentsUpdateSchema = z.object({
-  consents: z.array(consentEntrySchema, { error: 'must be an array of {opted_in, type}' }).min(1, { error: 'must not be empty' }),
+/** The UK variant's body: one channel, not a list (docs/operator-api.md "Product-level consents"). */
+const ukConsentSchema = z
+  .object({ channel: consentTypeSchema, opted_in: z.boolean({ error: 'must be true or false' }), products: productsSchema.optional() })
+  .transform(({ channel, ...rest }) => [{ type: channel, ...rest }]);
+
+const consentListSchema = z.object({
+  consents: z.array(consentEntrySchema, { error: 'must be an array of {opted_in, type} or one {channel, opted_in, products}' }).min(1, { error: 'must not be empty' }),
 });
+const ukConsentsSchema = z.object({ consents: ukConsentSchema });
+
+/** POST /userconsents: the list of {opted_in, type[, products]}, or the UK one-object shape {channel, opted_in, products}. */
+export const consentsUpdateSchema = z.union([consentListSchema, ukConsentsSchema]);
+
+/** Parses either shape, chosen by what `consents` is, so an error names the field of that shape. */
+export function parseConsentsUpdate(input: unknown): Parsed<{ consents: ConsentEntry[] }> {
+  const consents = input !== null && typeof input === 'object' ? (input as { consents?: unknown }).consents : undefined;
+  const isOne = consents !== null && typeof consents === 'object' && !Array.isArray(consents);
+  return isOne ? parseBody(ukConsentsSchema, input) : parseBody(consentListSchema, input);
+}
 
 export const reconciliationRequestSchema = z.object({ field: z.string({ error: 'must be a string' }) });
+
+/** POST /authenticate: the site session id, or a session token where operator.session_tokens is set. */
+export const authenticateRequestSchema = z.object({
+  sid: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(8_192, { error: 'must be at most 8192 characters' }),
+});
+
+/** POST /reconciliation/products (our choice of body, docs/operator-api.md "Reconciliation by product"). */
+export const productReconciliationRequestSchema = z.object({
+  field: z.string({ error: 'must be a string' }),
+  product: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(100, { error: 'must be at most 100 characters' }),
+});
 
 const adminConsents = z.array(consentEntrySchema.strict(), { error: 'must be an array of {opted_in, type}' });
 

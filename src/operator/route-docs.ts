@@ -9,8 +9,8 @@ import type { Config } from '../config/schema.js';
 import { tokenAnswerSchema, tokenRequestSchema } from '../auth/oauth.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { describeRoute, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../observability/openapi.js';
-import { bonusesLoadedAnswerSchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
-import { blocksRecordSchema, bonusListSchema, consentsAnswerSchema, RECONCILIATION_FIELDS, userRecordSchema } from '../crm/shapes.js';
+import { bonusesLoadedAnswerSchema, creditReplayAnswerSchema, creditReplaySchema, creditsAnswerSchema, userLoadedAnswerSchema } from './admin-routes.js';
+import { consentsAnswerSchema, RECONCILIATION_FIELDS } from '../crm/shapes.js';
 import { CRM_HEADERS } from '../crm/references.js';
 import {
   adminBonusesSchema,
@@ -19,9 +19,12 @@ import {
   bonusCreditSchema,
   consentsUpdateSchema,
   fundsCreditSchema,
+  authenticateRequestSchema,
+  productReconciliationRequestSchema,
   reconciliationRequestSchema,
 } from './requests.js';
-import { bonusListErrorSchema, creditAnswerSchema, successAnswerSchema } from './routes.js';
+import { creditAnswerSchema, successAnswerSchema } from './routes.js';
+import { crmBonusListSchema, crmErrorSchema, crmUserBlocksSchema, crmUserConsentsSchema, crmUserDetailsSchema } from '../crm/contract.js';
 
 export interface OperatorDocOptions {
   mode: Config['auth']['mode'];
@@ -31,8 +34,11 @@ export interface OperatorDocOptions {
 const SECURITY: Record<Config['auth']['mode'], SecurityName> = { api_key: 'operatorApiKey', basic: 'operatorBasic', oauth: 'operatorOAuth' };
 
 const error = (description: string): ResponseDoc => ({ description, schema: errorAnswerSchema });
+/** The operator API's errors carry the CRM's {error, code} (src/http/operator-errors.ts). */
+const crmError = (description: string): ResponseDoc => ({ description, schema: crmErrorSchema });
 const userParam: ParameterDoc = { name: 'userid', in: 'path', description: 'The operator’s user id', schema: z.string() };
 const notJson = { 415: error('Content-Type is not application/json') };
+const notJsonCrm = { 415: crmError('Content-Type is not application/json') };
 const crmHeaders: ParameterDoc[] = Object.values(CRM_HEADERS).map((name) => ({
   name,
   in: 'header',
@@ -42,16 +48,14 @@ const crmHeaders: ParameterDoc[] = Object.values(CRM_HEADERS).map((name) => ({
 
 export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteDoc[] {
   const security = [SECURITY[mode]];
-  const unauthorized = { 401: error(`Credentials missing or not valid (auth.mode ${mode})`) };
+  const unauthorized = { 401: crmError(`Credentials missing or not valid (auth.mode ${mode})`) };
   // Only the http backend asks another system, which may fail, be slow, or be crediting the same action right now.
   const upstream: Record<number, ResponseDoc> =
     backend === 'http'
-      ? { 502: error('The operator platform answered an error or something the CRM would reject'), 504: error('The operator platform did not answer in time') }
+      ? { 502: crmError('The operator platform answered an error or something the CRM would reject'), 504: crmError('The operator platform did not answer in time') }
       : {};
-  const busy: Record<number, ResponseDoc> =
-    backend === 'http' ? { 503: { ...error('The same credit is being handled right now; retry'), headers: { 'Retry-After': { description: 'Seconds', schema: z.string() } } } } : {};
   const route = (doc: Omit<RouteDoc, 'tag' | 'security'>) => describeRoute({ ...doc, tag: 'operator', security });
-  const noUser = { 404: error('No such user') };
+  const noUser = { 404: crmError('No such user') };
 
   return [
     route({
@@ -59,14 +63,14 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       path: '/userdetails/{userid}',
       summary: 'A user’s details',
       parameters: [userParam],
-      responses: { 200: { description: 'The user record', schema: userRecordSchema }, ...unauthorized, ...noUser, ...upstream },
+      responses: { 200: { description: 'The user record', schema: crmUserDetailsSchema }, ...unauthorized, ...noUser, ...upstream },
     }),
     route({
       method: 'get',
       path: '/userconsents/{userid}',
       summary: 'A user’s consents (all six types)',
       parameters: [userParam],
-      responses: { 200: { description: 'The consents', schema: consentsAnswerSchema }, ...unauthorized, ...noUser, ...upstream },
+      responses: { 200: { description: 'The consents', schema: crmUserConsentsSchema }, ...unauthorized, ...noUser, ...upstream },
     }),
     route({
       method: 'post',
@@ -77,10 +81,10 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       request: { schema: consentsUpdateSchema },
       responses: {
         200: { description: 'Changed', schema: successAnswerSchema },
-        400: error('The body is not JSON or not a valid consents list'),
+        400: crmError('The body is not JSON or not a valid consents list'),
         ...unauthorized,
         ...noUser,
-        ...notJson,
+        ...notJsonCrm,
         ...upstream,
       },
     }),
@@ -89,16 +93,16 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       path: '/userblocks/{userid}',
       summary: 'A user’s blocks and exclusions',
       parameters: [userParam],
-      responses: { 200: { description: 'The blocks', schema: blocksRecordSchema }, ...unauthorized, ...noUser, ...upstream },
+      responses: { 200: { description: 'The blocks', schema: crmUserBlocksSchema }, ...unauthorized, ...noUser, ...upstream },
     }),
     route({
       method: 'get',
       path: '/bonus/list',
       summary: 'The bonuses the CRM may credit',
       responses: {
-        200: { description: 'The list', schema: bonusListSchema },
+        200: { description: 'The list', schema: crmBonusListSchema },
         ...unauthorized,
-        ...Object.fromEntries(Object.entries(upstream).map(([status, doc]) => [status, { ...doc, schema: bonusListErrorSchema }])),
+        ...upstream,
       },
     }),
     ...(
@@ -115,12 +119,10 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
         request: { schema },
         responses: {
           200: { description: 'Credited, or a repeat of an action already credited (then with Idempotent-Replayed: true)', schema: creditAnswerSchema },
-          400: error('The body is not JSON or not valid, or bonus_code is not in the bonus list'),
+          // The interface names 400 and 500 only: `code` keeps the finer reason (docs/operator-api.md "Credit answers").
+          400: crmError('Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an unknown user (code 404) or a bonus_code not in the bonus list'),
           ...unauthorized,
-          ...noUser,
-          ...notJson,
-          ...busy,
-          ...upstream,
+          500: crmError('May succeed when retried: code 500, or 502/504 (the operator platform failed or was slow) or 503 (the same credit is being handled now)'),
         },
       }),
     ),
@@ -138,14 +140,50 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
           description: 'The user ids',
           schema: z.union([
             z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
-            z.strictObject({ error: z.string().describe('Why the list could not be read to the end; run the reconciliation again') }),
+            z.strictObject({ error: z.string().describe('Why the list could not be read to the end; run the reconciliation again'), code: z.number().int().describe('1001 or 1002 (docs/operator-api.md "Error codes")') }),
           ]),
         },
-        400: error('The body is not JSON or field is not a string'),
+        400: crmError('The body is not JSON or field is not a string'),
         ...unauthorized,
-        ...notJson,
-        501: error('field is not one of the known reconciliation keys'),
+        ...notJsonCrm,
+        501: crmError('field is not one of the known reconciliation keys'),
         ...upstream,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/reconciliation/products',
+      summary: 'The ids of every user opted in to a channel for one product (UK product-level consents)',
+      description:
+        'Our choice of body, as the CRM documents none (docs/operator-api.md "Reconciliation by product"): a consent field and a product. A user opted in to the channel without a product split counts for every product. Answers and errors as POST /reconciliation.',
+      request: {
+        schema: productReconciliationRequestSchema.extend({ field: z.enum(Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_')) as [string, ...string[]]) }),
+      },
+      responses: {
+        200: {
+          description: 'The user ids',
+          schema: z.union([
+            z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
+            z.strictObject({ error: z.string(), code: z.number().int().describe('1001 or 1002 (docs/operator-api.md "Error codes")') }),
+          ]),
+        },
+        400: crmError('The body is not JSON, field is not a string or product is missing'),
+        ...unauthorized,
+        ...notJsonCrm,
+        501: crmError('field is not one of the consent reconciliation keys'),
+        ...upstream,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/authenticate',
+      summary: 'Whose site session is this (the CRM’s inbox, on-site messages and pending bonuses)',
+      description:
+        'Checked by the operator’s platform (operator.authenticate_url) or locally as a signed session token (operator.session_tokens), afresh on every call. Anything but a valid session is a 401; `code` tells why (401 not valid, 400/415 a bad body, 502/504 the check itself failed).',
+      request: { schema: authenticateRequestSchema },
+      responses: {
+        200: { description: 'A valid session', schema: z.strictObject({ user_id: z.string() }) },
+        401: crmError('Not a valid session, bad credentials, or the session could not be checked'),
       },
     }),
   ];
@@ -155,9 +193,9 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
 export function oauthRouteDocs(): RouteDoc[] {
   const responses = (contentType: boolean): Record<number, ResponseDoc> => ({
     200: { description: 'An access token', schema: tokenAnswerSchema, headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } } },
-    400: error(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
-    401: error('client_id or client_secret is not valid'),
-    ...(contentType ? { 415: error('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
+    400: crmError(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
+    401: crmError('client_id or client_secret is not valid'),
+    ...(contentType ? { 415: crmError('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
   });
   return [
     describeRoute({
@@ -245,6 +283,18 @@ export function operatorAdminRouteDocs({ backend }: Pick<OperatorDocOptions, 'ba
         200: { description: 'The credits', schema: creditsAnswerSchema },
         400: error('user_id is missing'),
         ...refusals,
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/admin/credits/replay',
+      summary: 'Push dead-lettered credits to operator.credits.url again',
+      request: { schema: creditReplaySchema },
+      responses: {
+        200: { description: 'How many are due again', schema: creditReplayAnswerSchema },
+        400: error('The body is not JSON or a credit_id is not one'),
+        ...refusals,
+        ...notJson,
       },
     }),
   ];

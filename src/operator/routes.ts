@@ -10,11 +10,14 @@ import { readJsonBody } from '../http/json-body.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
 import { readCrmReferences } from '../crm/references.js';
 import { reconciliationHandler } from './reconciliation-route.js';
-import { bonusCreditSchema, consentsUpdateSchema, fundsCreditSchema, parseBody } from './requests.js';
+import { authenticateRequestSchema, bonusCreditSchema, fundsCreditSchema, parseBody, parseConsentsUpdate } from './requests.js';
+import type { SessionCheck } from './session-check.js';
 import { statusOf } from './status.js';
 
 export interface OperatorRouteDeps {
   backend: OperatorBackend;
+  /** POST /authenticate's check (session-check.ts). */
+  sessionCheck: SessionCheck;
   auth: MiddlewareHandler;
   logger: Logger;
 }
@@ -25,8 +28,6 @@ const SUCCESS = { Success: true, Errors: [] as string[] };
 /** What the routes answer beyond the CRM's shapes (src/crm/shapes.ts), for the OpenAPI document (route-docs.ts). */
 export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
 export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape, credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)') });
-/** GET /bonus/list when the list cannot be read: the error, and the list's own error slot filled for the CRM. */
-export const bonusListErrorSchema = z.strictObject({ error: z.string(), Data: z.array(z.never()).max(0), Success: z.literal(false), Errors: z.array(z.string()) });
 
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).
@@ -36,8 +37,20 @@ function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   return c.json({ error: result.error }, statusOf(result.kind));
 }
 
-export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
+export function operatorRoutes({ backend, sessionCheck, auth, logger }: OperatorRouteDeps) {
   const app = new Hono();
+
+  // Never cached, here or between: a session ends at the operator's word (session-check.ts).
+  app.post('/authenticate', auth, async (c) => {
+    c.header('Cache-Control', 'no-store');
+    const body = await readJsonBody(c);
+    if (!body.ok) return c.json({ error: body.error }, body.status);
+    const parsed = parseBody(authenticateRequestSchema, body.value);
+    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const verdict = await sessionCheck(parsed.value.sid);
+    if (verdict.ok) return c.json({ user_id: verdict.userId }, 200);
+    return c.json({ error: verdict.error }, verdict.code);
+  });
 
   app.get('/userdetails/:userid', auth, async (c) => answer(c, await backend.userDetails(c.req.param('userid'))));
   app.get('/userconsents/:userid', auth, async (c) => answer(c, await backend.userConsents(c.req.param('userid'))));
@@ -46,18 +59,14 @@ export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
   app.post('/userconsents/:userid', auth, async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(consentsUpdateSchema, body.value);
+    const parsed = parseConsentsUpdate(body.value);
     if (!parsed.ok) return c.json({ error: parsed.error }, 400);
     const result = await backend.updateConsents(c.req.param('userid'), parsed.value.consents, body.value);
     return answer(c, result.ok ? { ok: true, value: SUCCESS } : result);
   });
 
-  app.get('/bonus/list', auth, async (c) => {
-    const result = await backend.bonusList();
-    if (result.ok) return answer(c, result, false);
-    // The list has its own error slot; fill it too, for a CRM that reads only the wrapper.
-    return c.json({ error: result.error, Data: [], Success: false, Errors: [result.error] }, statusOf(result.kind));
-  });
+  // An error is {error, code} like every other (the CRM's error schema allows no other key, so not the wrapper).
+  app.get('/bonus/list', auth, async (c) => answer(c, await backend.bonusList(), false));
 
   const credit = (kind: CreditRequest['kind']) => async (c: Context) => {
     const body = await readJsonBody(c);
@@ -83,5 +92,6 @@ export function operatorRoutes({ backend, auth, logger }: OperatorRouteDeps) {
   app.post('/bonus/credit/funds', auth, credit('funds'));
 
   app.post('/reconciliation', auth, reconciliationHandler(backend, logger));
+  app.post('/reconciliation/products', auth, reconciliationHandler(backend, logger, { byProduct: true }));
   return app;
 }

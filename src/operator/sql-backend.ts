@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
+import { markCreditDue } from '../ledger/credit-delivery.js';
 import {
   bonusExists,
   findConsents,
@@ -18,8 +19,10 @@ import { enqueueEvent } from '../ledger/events.js';
 import { originOfRecord, userConsentsEvent } from '../crm/user-events.js';
 import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
 import { oneActionKey } from '../crm/references.js';
+import { consentEntryOf, consentRowOf } from './consent-rows.js';
 import { newCreditRow } from './credit-rows.js';
-import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, type UserRecord } from '../crm/shapes.js';
+import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, userRecordSchema } from '../crm/shapes.js';
+import { describeFirstIssue } from '../http/zod-issue.js';
 import { inTransaction } from '../ledger/db.js';
 
 export interface SqlBackendOptions {
@@ -41,18 +44,24 @@ export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, 
 
     async userDetails(userId) {
       const row = await findUser(readDb, userId);
-      return row ? { ok: true, value: JSON.parse(row.record_json) as UserRecord } : unknownUser(userId);
+      if (!row) return unknownUser(userId);
+      // Records loaded before the CRM's rules were checked on loading are brought to its shape here (verified_at ""),
+      // and one that still breaks a rule is refused by name rather than served for the CRM to reject.
+      const stored: unknown = JSON.parse(row.record_json);
+      const record = userRecordSchema.safeParse(stored);
+      if (record.success) return { ok: true, value: record.data };
+      return { ok: false, kind: 'bad_record', error: `stored record of user "${userId}" breaks the CRM's rules: ${describeFirstIssue(record.error, stored)}; load it again with PUT /admin/users` };
     },
 
     async userConsents(userId) {
       if (!(await userExists(readDb, userId))) return unknownUser(userId);
-      const stored = new Map((await findConsents(readDb, userId)).map((r) => [r.type, r.opted_in === 1]));
+      const stored = new Map((await findConsents(readDb, userId)).map((r) => [r.type, r]));
       // A type never set is reported as opted out: consent is never assumed (docs/connecting-the-crm.md "Player data").
-      return { ok: true, value: { consents: CONSENT_TYPES.map((type) => ({ opted_in: stored.get(type) ?? false, type })) } };
+      return { ok: true, value: { consents: CONSENT_TYPES.map((type) => consentEntryOf(type, stored.get(type))) } };
     },
 
     async updateConsents(userId, changes) {
-      const rows = new Map(changes.map((c) => [c.type, { user_id: userId, type: c.type, opted_in: c.opted_in ? 1 : 0 }]));
+      const rows = new Map(changes.map((c) => [c.type, consentRowOf(userId, c)]));
       // The change and its User Consents event commit together. The unsubscribe flow (docs/crm-interface.md,
       // POST /userconsents) has the operator send the event after processing, so it goes out even when the stored
       // value was already the one asked for: the CRM then reads GET /userconsents as step 4 says.
@@ -86,8 +95,8 @@ export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, 
 
     credit: (request) => creditOnce(db, request, now()),
 
-    reconcile(field: ReconciliationField): ReconciliationRun {
-      const selector = RECONCILIATION_FIELDS[field];
+    reconcile(field: ReconciliationField, product?: string): ReconciliationRun {
+      const selector = product === undefined ? RECONCILIATION_FIELDS[field] : { ...RECONCILIATION_FIELDS[field], product };
       // Pages are read without one long transaction (it would hold back SQLite checkpoints and PostgreSQL vacuum for
       // the whole run), so a user changed mid-run may or may not be listed; `timestamp` is when the run started.
       const startedAt = new Date(now()).toISOString();
@@ -132,6 +141,7 @@ async function creditOnce(db: Kysely<Database>, request: CreditRequest, at: numb
         if (seen.state === 'done') return { ok: true, value: { creditId: String(seen.id), repeated: true } };
         // Left failed or pending by the http backend before a switch to sql: this attempt completes it.
         await recordCreditOutcome(trx, seen.id, { state: 'done', http_status: null, answer_json: null }, at);
+        await markCreditDue(trx, seen.id, at);
         id = seen.id;
       }
       if (!(await userExists(trx, request.userId))) throw new CreditRefused(unknownUser(request.userId));

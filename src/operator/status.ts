@@ -8,6 +8,7 @@ const STATUS = {
   unsupported: 501,
   bad_upstream: 502,
   timeout: 504,
+  bad_record: 500,
 } as const satisfies Record<BackendErrorKind, number>;
 
 export function statusOf(kind: BackendErrorKind): (typeof STATUS)[BackendErrorKind] {

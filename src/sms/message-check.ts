@@ -40,7 +40,10 @@ export function checkSmsMessage(input: unknown): CheckedMessage | undefined {
       if (v.length > 255 || LONE_SURROGATE_OR_NUL.test(v)) return undefined;
     } else if (v !== undefined && !isInteger(v)) return undefined;
   }
-  const { content, recipient, provider_name, encoding } = input;
+  const { content, recipient, provider_name } = input;
+  // The CRM's own schema spells the key `enconding` (sic, docs/operator-api.md "Requests"); `encoding` wins if both come.
+  const encoding = input.encoding ?? input.enconding;
+  if (!isOptionalText(input.enconding)) return undefined;
   if (typeof content !== 'string' || content.length < 1 || content.trim().length === 0 || LONE_SURROGATE_OR_NUL.test(content)) return undefined;
   if (typeof recipient !== 'string' || recipient.length < 1) return undefined;
   const rawSender = input.sender_name;

@@ -63,6 +63,8 @@ export const smsMessageSchema = z.looseObject({
   sender_name: senderName.optional().nullable(),
   provider_name: z.string({ error: 'must be a string' }).optional().nullable(),
   encoding: z.string({ error: 'must be a string' }).optional().nullable(),
+  /** The CRM's own schema spells the key so (sic); read where `encoding` is absent (message-check.ts). */
+  enconding: z.string({ error: 'must be a string' }).optional().nullable(),
 });
 
 export type SmsMessageInput = z.infer<typeof smsMessageSchema>;

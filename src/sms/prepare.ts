@@ -36,7 +36,7 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
     const parsed = smsMessageSchema.safeParse(input);
     if (!parsed.success) return { ok: false, error: describeFirstIssue(parsed.error, input) };
     // Unreachable while message-check.property.test.ts passes; if ever reached, the schema's verdict stands.
-    return prepareChecked(parsed.data, input, router, sms, source);
+    return prepareChecked({ ...parsed.data, encoding: parsed.data.encoding ?? parsed.data.enconding }, input, router, sms, source);
   }
   return prepareChecked(m, input, router, sms, source);
 }
@@ -44,7 +44,7 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
 function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRouter, sms: Config['sms'], source?: ActivitySource): Prepared {
   // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
   const requested = parseRequestedEncoding(m.encoding ?? undefined);
-  if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(m.encoding)} is not one of auto, gsm7, ucs2 (usc2)` };
+  if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(m.encoding)} is not one of auto, gsm7, usc2, ucs2` };
   const route = router.resolve(m.provider_name);
   if (!route.ok) return route;
   const recipient = normaliseRecipient(m.recipient, sms.default_region);

@@ -34,7 +34,7 @@ export interface FakeOperatorPlatform {
   url: string;
   requests: RecordedRequest[];
   users: Map<string, Record<string, unknown>>;
-  consents: Map<string, Array<{ opted_in: boolean; type: string }>>;
+  consents: Map<string, Array<{ opted_in: boolean; type: string; products?: string[] }>>;
   /** The next call to `path` gets this answer instead of the normal one. */
   script(path: string, answer: Scripted): void;
   reconciliation: ReconciliationScript;
@@ -46,7 +46,7 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
   const fake = {
     requests: [] as RecordedRequest[],
     users: new Map<string, Record<string, unknown>>(),
-    consents: new Map<string, Array<{ opted_in: boolean; type: string }>>(),
+    consents: new Map<string, Array<{ opted_in: boolean; type: string; products?: string[] }>>(),
     reconciliation: { users: [] } as ReconciliationScript,
   };
 
@@ -66,7 +66,10 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
     }
     if (area === 'userconsents' && method === 'GET') return { status: 200, body: { consents: fake.consents.get(userId) ?? [] } };
     if (area === 'userconsents') {
-      const changes = (JSON.parse(body) as { consents: Array<{ opted_in: boolean; type: string }> }).consents;
+      type Entry = { opted_in: boolean; type: string; products?: string[] };
+      // The UK variant sends one {channel, opted_in, products} instead of a list.
+      const sent = (JSON.parse(body) as { consents: Entry[] | { channel: string; opted_in: boolean; products?: string[] } }).consents;
+      const changes: Entry[] = Array.isArray(sent) ? sent : [{ type: sent.channel, opted_in: sent.opted_in, products: sent.products }];
       const current = fake.consents.get(userId) ?? [];
       fake.consents.set(userId, [...current.filter((c) => !changes.some((n) => n.type === c.type)), ...changes]);
       return { status: 200, body: { data: 'Success' } };
@@ -108,7 +111,7 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
       if (!res.destroyed) send(res, next.status ?? 200, next.body ?? '');
       return;
     }
-    if (path === '/reconciliation') return void (await streamReconciliation(res));
+    if (path === '/reconciliation' || path === '/reconciliation/products') return void (await streamReconciliation(res));
     const answer = normal(req.method ?? 'GET', path, body);
     send(res, answer.status, answer.body);
   });

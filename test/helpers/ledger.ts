@@ -9,10 +9,10 @@ import type { TestGateway } from './gateway.js';
 
 export type LedgerMessage = Pick<
   MessagesTable,
-  'sms_id' | 'activity_key' | 'activity_json' | 'provider' | 'provider_message_id' | 'recipient' | 'state' | 'error' | 'attempts'
+  'sms_id' | 'activity_key' | 'activity_json' | 'provider' | 'provider_message_id' | 'recipient' | 'state' | 'error' | 'attempts' | 'encoding'
 >;
 
-const COLUMNS = ['sms_id', 'activity_key', 'activity_json', 'provider', 'provider_message_id', 'recipient', 'state', 'error', 'attempts'] as const;
+const COLUMNS = ['sms_id', 'activity_key', 'activity_json', 'provider', 'provider_message_id', 'recipient', 'state', 'error', 'attempts', 'encoding'] as const;
 
 function sqliteFile(gw: TestGateway): string | undefined {
   const url = gw.config.database.url;

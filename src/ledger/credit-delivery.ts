@@ -1,0 +1,102 @@
+/**
+ * Repository for the credits outbox: the sql backend's credits owed to the operator's bonus engine or wallet
+ * (operator.credits.url). The same claim / mark / back-off pattern as the conversions and CRM events outboxes
+ * (src/ledger/conversions.ts, src/ledger/events.ts): a claim is one statement with a lease and a token, so two
+ * workers never push the same credit at once, and a worker that died leaves its claim to expire.
+ */
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DialectFlags } from './db.js';
+import type { Database, OperatorCreditsTable } from './schema.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+export type DueCredit = Pick<
+  Selectable<OperatorCreditsTable>,
+  'id' | 'kind' | 'user_id' | 'bonus_code' | 'amount' | 'currency' | 'request_json' | 'created_at' | 'delivery_attempts'
+> &
+  Pick<
+    Selectable<OperatorCreditsTable>,
+    'crm_id' | 'crm_action_id' | 'crm_action_group_id' | 'crm_action_communication_profile_id' | 'crm_activity_id' | 'crm_trigger_hash' | 'crm_player_origin_id'
+  >;
+
+export interface FailedCreditDelivery {
+  id: number;
+  error: string;
+  dead: boolean;
+  nextAttemptAt: number;
+}
+
+/** Reserves up to `limit` due credits for `token` until now + lease, oldest first. */
+export async function claimDueCredits(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<DueCredit[]> {
+  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const claimed = await sql<DueCredit>`
+    update operator_credits set delivery_claimed_until = ${now + leaseMs}, delivery_claim_token = ${token}
+    where id in (
+      select id from operator_credits
+      where delivery = 'due' and next_delivery_at <= ${now} and delivery_claimed_until <= ${now}
+      order by id limit ${limit}${lock}
+    ) and delivery = 'due' and delivery_claimed_until <= ${now}
+    returning id, kind, user_id, bonus_code, amount, currency, request_json, created_at, delivery_attempts,
+      crm_id, crm_action_id, crm_action_group_id, crm_action_communication_profile_id, crm_activity_id, crm_trigger_hash, crm_player_origin_id`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at), amount: r.amount === null ? null : Number(r.amount) })).sort((a, b) => a.id - b.id);
+}
+
+/** Only rows still held by `token`: a claim that expired and was taken over is the new holder's to mark. */
+export async function markCreditsDelivered(db: Db, ids: number[], token: string, now: number): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('operator_credits')
+    .set({ delivery: 'delivered', delivered_at: now, delivery_error: null, delivery_claimed_until: 0, delivery_claim_token: null })
+    .where('id', 'in', ids)
+    .where('delivery_claim_token', '=', token)
+    .execute();
+}
+
+export async function markCreditDeliveriesFailed(db: Db, failed: FailedCreditDelivery[], token: string): Promise<void> {
+  for (const f of failed) {
+    await db
+      .updateTable('operator_credits')
+      .set((eb) => ({
+        delivery: f.dead ? 'dead' : 'due',
+        delivery_attempts: eb('delivery_attempts', '+', 1),
+        next_delivery_at: f.nextAttemptAt,
+        delivery_error: f.error.slice(0, 500),
+        delivery_claimed_until: 0,
+        delivery_claim_token: null,
+      }))
+      .where('id', '=', f.id)
+      .where('delivery_claim_token', '=', token)
+      .execute();
+  }
+}
+
+/** A credit completed by the sql backend after the http backend left it failed: owed to the operator now. */
+export async function markCreditDue(db: Db, id: number, now: number): Promise<void> {
+  await db.updateTable('operator_credits').set({ delivery: 'due', next_delivery_at: now }).where('id', '=', id).where('delivery', 'is', null).execute();
+}
+
+/** Dead credits due again now, with a fresh attempt count: the given ids, or every dead one. Answers how many. */
+export async function replayDeadCredits(db: Db, ids: number[] | undefined, now: number): Promise<number> {
+  const result = await db
+    .updateTable('operator_credits')
+    .set({ delivery: 'due', delivery_attempts: 0, next_delivery_at: now, delivery_claimed_until: 0 })
+    .where('delivery', '=', 'dead')
+    .$if(ids !== undefined, (q) => q.where('id', 'in', ids!.length > 0 ? ids! : [-1]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export interface CreditBacklog {
+  due: number;
+  dead: number;
+}
+
+export async function countCreditBacklog(db: Db): Promise<CreditBacklog> {
+  const rows = await db
+    .selectFrom('operator_credits')
+    .select(['delivery', sql<number>`count(*)`.as('n')])
+    .where('delivery', 'in', ['due', 'dead'])
+    .groupBy('delivery')
+    .execute();
+  const count = (d: string) => Number(rows.find((r) => r.delivery === d)?.n ?? 0);
+  return { due: count('due'), dead: count('dead') };
+}
