@@ -24,6 +24,8 @@ import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
+import { readBuildInfo } from './observability/build-info.js';
+import { metricsRoutes } from './observability/metrics-routes.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
@@ -49,6 +51,8 @@ export interface Gateway {
   url: string;
   /** Base of the URLs handed to providers (server.public_url, or `url`). */
   publicUrl: string;
+  /** Where /metrics is served when metrics.port is set (a listener of its own), e.g. http://127.0.0.1:9464. */
+  metricsUrl?: string;
   ledger: Ledger;
   /** This gateway's Prometheus registry and counters (served at /metrics). */
   metrics: GatewayMetrics;
@@ -127,7 +131,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
-  });
+  }, readBuildInfo());
   routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };
   const router = createProviderRouter(
@@ -176,6 +180,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   ingestPushed = receipts.store;
 
+  const renderMetrics = options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined;
   const app = createApp({
     config,
     db,
@@ -192,10 +197,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     onEventsQueued: () => eventWorker?.wake(),
     metrics,
     recipients,
-    renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
+    renderMetrics,
     circuits: () => routeHealth.snapshot(),
   });
 
+  const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics, renderMetrics);
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
   const server: ServerType = await new Promise((resolve) => {
     const s = serve(
@@ -216,9 +222,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     );
     (s as { maxConnections?: number }).maxConnections = config.server.max_connections;
   });
-  const { port } = server.address() as AddressInfo;
-  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = listenerUrl(server, config.server.host);
+  const metricsUrl = metricsServer && listenerUrl(metricsServer, config.metrics.host ?? config.server.host);
   publicUrl ||= url;
 
   const sweep = async () => {
@@ -234,13 +239,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   sweepTimer?.unref();
 
   logger.info(
-    { url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
+    { url, ...(metricsUrl ? { metrics_url: metricsUrl } : {}), public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
     'gateway listening',
   );
 
   return {
     url,
     publicUrl,
+    ...(metricsUrl ? { metricsUrl } : {}),
     ledger,
     metrics,
     sweep,
@@ -267,6 +273,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
           });
           closeIdle();
         });
+        // A scrape reads the ledger: the metrics listener stops before the ledger closes.
+        if (metricsServer) {
+          (metricsServer as { closeAllConnections?: () => void }).closeAllConnections?.();
+          await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+        }
         step = 'stopping the conversion worker';
         await worker?.stop();
         step = 'stopping the event worker';
@@ -297,4 +308,19 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       }
     },
   };
+}
+
+/** The URL a listener answers on; a wildcard address is reached through loopback. */
+function listenerUrl(server: ServerType, configuredHost: string): string {
+  const { port } = server.address() as AddressInfo;
+  const host = configuredHost === '0.0.0.0' || configuredHost === '::' ? '127.0.0.1' : configuredHost;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** metrics.port: /metrics (same auth rule as on the API port) on a listener that answers nothing else. */
+async function startMetricsServer(config: Readonly<Config>, metrics: GatewayMetrics, render: (() => Promise<string>) | undefined): Promise<ServerType> {
+  const app = metricsRoutes({ registry: metrics.registry, render, adminKey: config.admin.api_key, public: config.metrics.public });
+  return new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.metrics.port!, hostname: config.metrics.host ?? config.server.host }, () => resolve(s));
+  });
 }
