@@ -19,7 +19,7 @@ import { registerEventMetrics } from './events/metrics.js';
 import { startEventWorker } from './events/worker.js';
 import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog } from './ledger/conversions.js';
-import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
+import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
@@ -44,6 +44,11 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Set in a `server.workers` cluster (src/cluster.ts): worker 0 runs the host's once-only jobs. */
   cluster?: ClusterRole;
+  /**
+   * false (`serve --no-migrate`): the schema must already be current (a `migrate` Job ran first); start-up fails,
+   * naming the pending migrations, instead of running them under a liveness probe.
+   */
+  migrate?: boolean;
 }
 
 export interface Gateway {
@@ -114,7 +119,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const leader = !options.cluster || options.cluster.index === 0;
   const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger, thread: leader } });
   const { db } = ledger;
-  await migrateToLatest(db);
+  if (options.migrate === false) {
+    const pending = await listPendingMigrations(db);
+    if (pending.length > 0) {
+      await ledger.close();
+      throw new Error(`serve --no-migrate: the database schema is not up to date (${pending.length} pending: ${pending.join(', ')}); run \`crm-sms-gateway migrate\` first`);
+    }
+  } else {
+    await migrateToLatest(db);
+  }
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);

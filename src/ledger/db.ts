@@ -210,6 +210,12 @@ export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: Migr
   return applied;
 }
 
+/** Migrations not yet applied (serve --no-migrate refuses to start on an out-of-date schema); reads only. */
+export async function listPendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
 /** The database answers a trivial query (readiness checks); throws when it does not. */
 export async function pingDatabase(db: Kysely<any>): Promise<void> {
   await sql`select 1`.execute(db);
