@@ -18,7 +18,7 @@ import { createEventTransport } from './events/create-transport.js';
 import { registerEventMetrics } from './events/metrics.js';
 import { startEventWorker } from './events/worker.js';
 import { countEventBacklog } from './ledger/events.js';
-import { countOutboxBacklog } from './ledger/conversions.js';
+import { countOutboxBacklog, oldestUnpostedConversion } from './ledger/conversions.js';
 import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
@@ -144,6 +144,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
+    oldestUnpostedConversion: () => oldestUnpostedConversion(db),
+    now,
   }, readBuildInfo());
   routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };

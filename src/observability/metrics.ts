@@ -41,6 +41,9 @@ export interface HttpMetrics {
 export interface LedgerGaugeSources {
   countOutboxBacklog(): Promise<OutboxBacklog>;
   countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
+  /** created_at (epoch ms) of the oldest conversion not yet posted, dead ones included; null when none. */
+  oldestUnpostedConversion?(): Promise<number | null>;
+  now?: () => number;
 }
 
 const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -105,6 +108,20 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
     },
   });
+  const oldestUnposted = ledger.oldestUnpostedConversion;
+  if (oldestUnposted) {
+    const now = ledger.now ?? Date.now;
+    new Gauge({
+      name: 'sms_gateway_conversion_oldest_unposted_age_seconds',
+      help: 'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
+      registers,
+      aggregator: 'max',
+      async collect() {
+        const oldest = await oldestUnposted();
+        this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
+      },
+    });
+  }
   new Gauge({
     name: 'sms_gateway_receipts_parked',
     help: 'Receipts waiting for their message to become known',
