@@ -185,7 +185,7 @@ describe('serve --no-migrate (migrations as a separate step)', () => {
     expect(res.status).toBe(200);
     run.child.kill('SIGTERM');
     expect(await run.exit).toEqual({ code: 0, signal: null });
-  });
+  }, 90_000); // three process starts in a row: slow on a loaded machine
 
   it('is refused on other commands with exit 2', async () => {
     const run = start(['flush', '--no-migrate', '--config', writeConfig('no-migrate-flush.yaml')]);
