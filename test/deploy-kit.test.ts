@@ -195,7 +195,8 @@ const secretDir = mkdtempSync(join(tmpdir(), 'deploy-secrets-'));
 afterAll(() => rmSync(secretDir, { recursive: true, force: true }));
 function loadDeployConfig() {
   const text = read('config.yaml').replaceAll('/run/secrets/gateway/', `${secretDir}/`);
-  for (const name of text.match(/(?<=\$\{file:)[^}]+/g) ?? []) {
+  // Only the references that point into the secret folder (a comment may mention `${file:…}` too).
+  for (const name of text.match(/(?<=\$\{file:)[^}]+/g)?.filter((f) => f.startsWith(`${secretDir}/`)) ?? []) {
     const value = name.endsWith('database_url') ? 'postgres://gateway:pw@postgres:5432/crm_sms_gateway' : name.endsWith('rabbitmq_url') ? 'amqp://gateway:pw@rabbitmq:5672' : `${'s'.repeat(24)}-${name.length}`;
     writeFileSync(name, `${value}\n`);
   }
