@@ -2,20 +2,16 @@
 #   docker build -t crm-sms-gateway .
 #   docker run -p 8080:8080 -v gateway-data:/app/data crm-sms-gateway            # serve on the embedded defaults
 #   docker run -v gateway-data:/app/data crm-sms-gateway migrate --config config.yaml
-# Both stages use the same base image, so the better-sqlite3 addon compiled in the first runs in the second.
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Node 24 LTS, the major CI runs the tests on (.ci/run). Both stages use the same base image.
+#   deploy/compose.yaml and deploy/kubernetes/ run this image (docs/deployment.md).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
-# Compilers for better-sqlite3 when no prebuilt binary matches the platform.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-# --ignore-scripts: the package's own `prepare` (tsc) needs sources that are not copied yet; the one dependency
-# with an install step that matters (the SQLite addon) is rebuilt explicitly.
-RUN npm ci --ignore-scripts --no-audit --no-fund \
- && npm rebuild better-sqlite3
+# --ignore-scripts: the package's own `prepare` (tsc) needs sources that are not copied yet. No dependency needs an
+# install step: better-sqlite3 13 ships its addon prebuilt for linux x64 and arm64 (glibc and musl), so no compiler.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY providers ./providers

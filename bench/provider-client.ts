@@ -13,7 +13,7 @@ import pino from 'pino';
 import twilioSdk from 'twilio';
 import { Pool } from 'undici';
 import type RequestClient from 'twilio/lib/base/RequestClient.js';
-import { twilio as twilioPlugin } from '../providers/twilio.js';
+import { twilio as twilioPlugin } from '../providers/twilio/index.js';
 import type { SendRequest } from '../providers/types.js';
 import { startTwilioFakeProcess, type TwilioFakeInfo } from './twilio-fake-process.js';
 

@@ -3,7 +3,7 @@ import { infobip } from './infobip.js';
 import { sandbox } from './sandbox.js';
 import { sinch } from './sinch.js';
 import { smpp } from './smpp/index.js';
-import { twilio } from './twilio.js';
+import { twilio } from './twilio/index.js';
 import { vonage } from './vonage/index.js';
 import type { ProviderPlugin } from './types.js';
 

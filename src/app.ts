@@ -159,7 +159,8 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
-  if (parts.metrics) {
+  // With metrics.port set, src/gateway.ts serves /metrics on that port only.
+  if (parts.metrics && config.metrics.port === undefined) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
   const providerNames = Object.keys(config.providers);

@@ -8,7 +8,8 @@ import { createLogger } from './observability/logger.js';
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 
 commands:
-  serve     run the HTTP API (migrates the database first)
+  serve     run the HTTP API (migrates the database first; with --no-migrate it only checks that the
+            schema is current and exits 1 naming the pending migrations when it is not)
   migrate   bring the database schema up to date and exit
   flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
             exits 0, or 1 when the webhook could not be reached
@@ -20,14 +21,15 @@ serve, migrate, flush and retention exit 78 when server.environment is productio
             load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
 
 options:
-  --config FILE   configuration file (default: ./config.yaml)`;
+  --config FILE   configuration file (default: ./config.yaml)
+  --no-migrate    serve only: leave migrations to a separate \`migrate\` step (a Kubernetes Job, a deploy script)`;
 
 const COMMANDS = ['serve', 'migrate', 'flush', 'retention', 'import'];
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { config: { type: 'string', short: 'c', default: 'config.yaml' }, help: { type: 'boolean', short: 'h' } },
+    options: { config: { type: 'string', short: 'c', default: 'config.yaml' }, help: { type: 'boolean', short: 'h' }, 'no-migrate': { type: 'boolean' } },
     allowPositionals: true,
   });
   const command = positionals[0];
@@ -37,6 +39,11 @@ async function main(argv: string[]): Promise<number> {
   }
   if (!COMMANDS.includes(command)) {
     console.error(`unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  const migrate = !values['no-migrate'];
+  if (!migrate && command !== 'serve') {
+    console.error(`--no-migrate applies to serve only\n\n${USAGE}`);
     return 2;
   }
   const config = await loadConfig(values.config!);
@@ -62,20 +69,23 @@ async function main(argv: string[]): Promise<number> {
       const logger = role ? createLogger(config.log.level).child({ cluster_worker: role.index }) : createLogger(config.log.level);
       if (!role) warnOnce((line) => logger.warn(line));
       if (workers > 1 && !role) {
-        // The primary of server.workers: migrate once, then run the workers (src/cluster.ts).
-        const { migrateToLatest, openLedger } = await import('./ledger/db.js');
-        const ledger = openLedger(config.database);
-        try {
-          await migrateToLatest(ledger.db);
-        } finally {
-          await ledger.close();
+        // The primary of server.workers: migrate once (unless --no-migrate: each worker then checks), then run the
+        // workers (src/cluster.ts), which are forked with the same arguments.
+        if (migrate) {
+          const { migrateToLatest, openLedger } = await import('./ledger/db.js');
+          const ledger = openLedger(config.database);
+          try {
+            await migrateToLatest(ledger.db);
+          } finally {
+            await ledger.close();
+          }
         }
         return runClusterPrimary(workers, logger, config.server.shutdown_timeout);
       }
       // Handlers go in before the server starts, so a signal during start-up still ends in an orderly close.
       let stopping = false;
       const { startGateway } = await import('./gateway.js');
-      const starting = startGateway(config, { logger, cluster: role });
+      const starting = startGateway(config, { logger, cluster: role, migrate });
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;

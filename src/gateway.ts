@@ -19,8 +19,8 @@ import { createDestinations } from './events/destination.js';
 import { registerEventMetrics } from './events/metrics.js';
 import { startEventWorker } from './events/worker.js';
 import { countEventBacklog } from './ledger/events.js';
-import { countOutboxBacklog } from './ledger/conversions.js';
-import { migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
+import { countOutboxBacklog, oldestUnpostedConversion } from './ledger/conversions.js';
+import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
@@ -28,6 +28,8 @@ import { startCreditWorker } from './operator/credit-delivery.js';
 import { registerCreditMetrics } from './operator/credit-metrics.js';
 import { countCreditBacklog } from './ledger/credit-delivery.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
+import { readBuildInfo } from './observability/build-info.js';
+import { metricsRoutes } from './observability/metrics-routes.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './provider-wrappers/registry.js';
@@ -47,6 +49,11 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Set in a `server.workers` cluster (src/cluster.ts): worker 0 runs the host's once-only jobs. */
   cluster?: ClusterRole;
+  /**
+   * false (`serve --no-migrate`): the schema must already be current (a `migrate` Job ran first); start-up fails,
+   * naming the pending migrations, instead of running them under a liveness probe.
+   */
+  migrate?: boolean;
 }
 
 export interface Gateway {
@@ -54,6 +61,8 @@ export interface Gateway {
   url: string;
   /** Base of the URLs handed to providers (server.public_url, or `url`). */
   publicUrl: string;
+  /** Where /metrics is served when metrics.port is set (a listener of its own), e.g. http://127.0.0.1:9464. */
+  metricsUrl?: string;
   ledger: Ledger;
   /** This gateway's Prometheus registry and counters (served at /metrics). */
   metrics: GatewayMetrics;
@@ -128,7 +137,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const leader = !options.cluster || options.cluster.index === 0;
   const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger, thread: leader } });
   const { db } = ledger;
-  await migrateToLatest(db);
+  if (options.migrate === false) {
+    const pending = await listPendingMigrations(db);
+    if (pending.length > 0) {
+      await ledger.close();
+      throw new Error(`serve --no-migrate: the database schema is not up to date (${pending.length} pending: ${pending.join(', ')}); run \`crm-sms-gateway migrate\` first`);
+    }
+  } else {
+    await migrateToLatest(db);
+  }
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);
@@ -153,7 +170,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
     countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
-  });
+    oldestUnpostedConversion: () => oldestUnpostedConversion(ledger.readDb),
+    now,
+  }, readBuildInfo());
   routeHealth.registerMetrics(metrics.registry);
   const observers = { metrics, logger };
   const router = createProviderRouter(
@@ -229,6 +248,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     inbound: async (provider, message) => void (await receiveInboundSms(provider, message)),
   };
 
+  const renderMetrics = options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined;
   const app = createApp({
     config,
     db,
@@ -247,10 +267,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     onEventsQueued: () => eventWorker?.wake(),
     metrics,
     recipients,
-    renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
+    renderMetrics,
     circuits: () => routeHealth.snapshot(),
   });
 
+  const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics, renderMetrics);
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
   const server: ServerType = await new Promise((resolve) => {
     const s = serve(
@@ -271,9 +292,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     );
     (s as { maxConnections?: number }).maxConnections = config.server.max_connections;
   });
-  const { port } = server.address() as AddressInfo;
-  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = listenerUrl(server, config.server.host);
+  const metricsUrl = metricsServer && listenerUrl(metricsServer, config.metrics.host ?? config.server.host);
   publicUrl ||= url;
 
   const sweep = async () => {
@@ -297,13 +317,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   retentionTimer?.unref();
 
   logger.info(
-    { url, public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
+    { url, ...(metricsUrl ? { metrics_url: metricsUrl } : {}), public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
     'gateway listening',
   );
 
   return {
     url,
     publicUrl,
+    ...(metricsUrl ? { metricsUrl } : {}),
     ledger,
     metrics,
     sweep,
@@ -332,6 +353,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
           });
           closeIdle();
         });
+        // A scrape reads the ledger: the metrics listener stops before the ledger closes.
+        if (metricsServer) {
+          (metricsServer as { closeAllConnections?: () => void }).closeAllConnections?.();
+          await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
+        }
         step = 'stopping the conversion worker';
         await worker?.stop();
         step = 'stopping the credit worker';
@@ -364,4 +390,19 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       }
     },
   };
+}
+
+/** The URL a listener answers on; a wildcard address is reached through loopback. */
+function listenerUrl(server: ServerType, configuredHost: string): string {
+  const { port } = server.address() as AddressInfo;
+  const host = configuredHost === '0.0.0.0' || configuredHost === '::' ? '127.0.0.1' : configuredHost;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** metrics.port: /metrics (same auth rule as on the API port) on a listener that answers nothing else. */
+async function startMetricsServer(config: Readonly<Config>, metrics: GatewayMetrics, render: (() => Promise<string>) | undefined): Promise<ServerType> {
+  const app = metricsRoutes({ registry: metrics.registry, render, adminKey: config.admin.api_key, public: config.metrics.public });
+  return new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: config.metrics.port!, hostname: config.metrics.host ?? config.server.host }, () => resolve(s));
+  });
 }

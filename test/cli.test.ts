@@ -185,6 +185,37 @@ describe('serve', () => {
   });
 });
 
+describe('serve --no-migrate (migrations as a separate step)', () => {
+  it('refuses an empty database naming the pending migrations, creates nothing, then serves once migrate ran', async () => {
+    const config = writeConfig('no-migrate.yaml');
+    const refused = start(['serve', '--no-migrate', '--config', config]);
+    expect((await refused.exit).code).toBe(1);
+    expect(refused.stderr()).toMatch(/schema is not up to date \(\d+ pending: 2026-11-23-01-messages, .*run `crm-sms-gateway migrate` first/);
+    const db = new BetterSqlite3(join(dir, 'no-migrate.yaml.db'), { readonly: true });
+    const tables = db.prepare("select name from sqlite_master where type = 'table' and name = 'messages'").all();
+    db.close();
+    expect(tables).toEqual([]);
+
+    expect((await start(['migrate', '--config', config]).exit).code).toBe(0);
+    const run = start(['serve', '--no-migrate', '--config', config]);
+    const url = await waitFor(() => listeningUrl(run.stdout()), 15_000, `the listening line (stderr: ${run.stderr()})`);
+    const res = await fetch(`${url}/channels/sms/single`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+      body: JSON.stringify(smsMessage('no-migrate-1')),
+    });
+    expect(res.status).toBe(200);
+    run.child.kill('SIGTERM');
+    expect(await run.exit).toEqual({ code: 0, signal: null });
+  }, 90_000); // three process starts in a row: slow on a loaded machine
+
+  it('is refused on other commands with exit 2', async () => {
+    const run = start(['flush', '--no-migrate', '--config', writeConfig('no-migrate-flush.yaml')]);
+    expect((await run.exit).code).toBe(2);
+    expect(run.stderr()).toMatch(/--no-migrate applies to serve only/);
+  });
+});
+
 describe('failures', () => {
   it.each([
     ['an unknown key', 'sms:\n  max_segmnts: 3', /unknown key sms\.max_segmnts/],

@@ -132,6 +132,52 @@ describe('environment references', () => {
   });
 });
 
+describe('secrets from files', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'config-secrets-'));
+  const secret = (name: string, text: string) => {
+    const file = join(dir, name);
+    writeFileSync(file, text);
+    return file;
+  };
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('read ${file:PATH} as the whole value, without the line break at its end', () => {
+    const file = secret('webhook-key', 'from-a-mounted-secret\n');
+    expect(parseConfig(minimal({ crm: { webhook_api_key: `\${file:${file}}` } }), {}).crm.webhook_api_key).toBe('from-a-mounted-secret');
+  });
+
+  it('keep the text of a file exactly: no YAML, no further references, inner line breaks kept', () => {
+    const file = secret('odd', '#${NOT_A_REF} {a: 1}\nsecond line\n');
+    const config = parseConfig(minimal({ admin: { api_key: `\${file:${file}}` } }), { NOT_A_REF: 'x' });
+    expect(config.admin.api_key).toBe('#${NOT_A_REF} {a: 1}\nsecond line');
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['the variable itself when it is set', { CRM_KEY: 'from-env', CRM_KEY_FILE: '/nonexistent' }, 'from-env'],
+    ['VAR_FILE when VAR is unset', { CRM_KEY_FILE: 'FILE' }, 'from-the-file'],
+    ['VAR_FILE when VAR is empty', { CRM_KEY: '', CRM_KEY_FILE: 'FILE' }, 'from-the-file'],
+  ])('take %s', (_label, env, expected) => {
+    const file = secret('crm-key', 'from-the-file\n');
+    const withFile = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === 'FILE' ? file : v]));
+    expect(parseConfig(minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), withFile).crm.webhook_api_key).toBe(expected);
+  });
+
+  it('turn a number read from a file into a number where the schema asks for one', () => {
+    const file = secret('port', '9091\n');
+    expect(parseConfig(minimal({ server: { port: '${PORT:-8080}' } }), { PORT_FILE: file }).server.port).toBe(9091);
+  });
+
+  it.each<[string, () => [Doc, Record<string, string>], RegExp]>([
+    ['a ${file:} that does not exist', () => [minimal({ crm: { webhook_api_key: '${file:/nonexistent/secret}' } }), {}], /crm\.webhook_api_key: cannot read the file \/nonexistent\/secret \(ENOENT\)/],
+    ['a VAR_FILE that does not exist', () => [minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), { CRM_KEY_FILE: '/nonexistent/key' }], /crm\.webhook_api_key: cannot read the CRM_KEY_FILE file \/nonexistent\/key/],
+    ['a secret file over 64 KiB', () => [minimal({ crm: { webhook_api_key: `\${file:${secret('huge', 'x'.repeat(70_000))}}` } }), {}], /is over 65536 bytes/],
+    ['neither VAR nor VAR_FILE', () => [minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), {}], /CRM_KEY is not set \(nor CRM_KEY_FILE\)/],
+  ])('refuse %s, naming the key', (_label, make, message) => {
+    const [document, env] = make();
+    expect(configError(document, env)).toMatch(message);
+  });
+});
+
 describe('a valid configuration', () => {
   it('is frozen, so nothing can change it after the start', () => {
     const config = parseConfig(minimal(), {});

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
@@ -123,5 +124,47 @@ describe('who may read /metrics', () => {
     const sent = { provider: 'sandbox', outcome: 'submitted' };
     expect(valueOf(await scrape(first), 'sms_gateway_messages_sent_total', sent)).toBe(1);
     expect(valueOf(await scrape(second), 'sms_gateway_messages_sent_total', sent)).toBe(0);
+  });
+});
+
+describe('metrics.port, build_info and auth refusals', () => {
+  it('serves /metrics on a listener of its own, with the same admin rule, and not on the API port', async () => {
+    const gw = await gatewayWith({ metrics: { port: 0 } });
+    const metricsUrl = gw.gateway.metricsUrl!;
+    expect(metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(metricsUrl).not.toBe(gw.url);
+    expect((await fetch(`${gw.url}/metrics`, { headers: admin })).status).toBe(404);
+    expect((await fetch(`${metricsUrl}/metrics`)).status).toBe(401);
+    expect((await fetch(`${metricsUrl}/channels/sms/single`, { method: 'POST' })).status).toBe(404);
+    await gw.post('/channels/sms/single', smsMessage('own-port-1'));
+    const res = await fetch(`${metricsUrl}/metrics`, { headers: admin });
+    expect(res.status).toBe(200);
+    expect(valueOf(parsePrometheusText(await res.text()), 'sms_gateway_messages_sent_total', { provider: 'sandbox', outcome: 'submitted' })).toBe(1);
+  });
+
+  it('stops the metrics listener with the gateway', async () => {
+    const gw = await gatewayWith({ metrics: { port: 0, public: true } });
+    const metricsUrl = gw.gateway.metricsUrl!;
+    expect((await fetch(`${metricsUrl}/metrics`)).status).toBe(200);
+    await gw.close();
+    gateways = gateways.filter((g) => g !== gw);
+    await expect(fetch(`${metricsUrl}/metrics`)).rejects.toThrow();
+  });
+
+  it('says which version runs on which Node.js in sms_gateway_build_info', async () => {
+    const gw = await gatewayWith();
+    const info = (await scrape(gw)).samples.filter((s) => s.name === 'sms_gateway_build_info');
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(info).toEqual([{ name: 'sms_gateway_build_info', labels: { version, node: process.version }, value: 1 }]);
+  });
+
+  it('counts refused credentials by route and status, and nothing for a good key', async () => {
+    const gw = await gatewayWith();
+    expect((await gw.post('/channels/sms/single', smsMessage('refused-1'), { 'x-api-key': 'wrong-key' })).status).toBe(401);
+    expect((await gw.post('/channels/sms/single', smsMessage('refused-2'), { 'x-api-key': 'wrong-key' })).status).toBe(401);
+    expect((await gw.post('/channels/sms/single', smsMessage('accepted-1'))).status).toBe(200);
+    const m = await scrape(gw);
+    expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/channels/sms/single', status: '401' })).toBe(2);
+    expect(m.samples.filter((s) => s.name === 'sms_gateway_http_auth_refusals_total' && s.labels.status !== '401')).toEqual([]);
   });
 });

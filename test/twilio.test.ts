@@ -1,6 +1,6 @@
 import { validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyTwilioFailure, mapTwilioStatus, type TwilioFailure } from '../providers/twilio.js';
+import { classifyTwilioFailure, mapTwilioStatus, type TwilioFailure } from '../providers/twilio/index.js';
 import type { IncomingReceipt, MappedStatus, SmsProvider } from '../providers/types.js';
 import { randomSid, startTwilioFake, TWILIO_MAGIC_NUMBERS, type TwilioFake } from './fakes/twilio.js';
 import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';

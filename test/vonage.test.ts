@@ -212,7 +212,7 @@ describe('vonage Messages API webhooks (JWT, docs/providers.md §3.6)', () => {
   function jwt(claims: Record<string, unknown>, secret = SECRET, alg = 'HS256') {
     const head = b64({ alg, typ: 'JWT' });
     const body = b64(claims);
-    const sig = alg === 'none' ? '' : createHmac('sha256', secret).update(`${head}.${body}`).digest('base64url');
+    const sig = alg === 'none' ? '' : createHmac(alg === 'HS512' ? 'sha512' : 'sha256', secret).update(`${head}.${body}`).digest('base64url');
     return `${head}.${body}.${sig}`;
   }
   function webhook(payload: object, claims: (hash: string) => Record<string, unknown>, secret?: string, alg?: string): IncomingReceipt {
@@ -234,9 +234,19 @@ describe('vonage Messages API webhooks (JWT, docs/providers.md §3.6)', () => {
     ['a token without payload_hash', () => webhook(payload, () => ({ iat: fresh() })), /payload_hash/],
     ['a token signed with another secret', () => webhook(payload, (h) => ({ iat: fresh(), payload_hash: h }), 'other'), /JWT signature/],
     ['an unsigned alg:none token', () => webhook(payload, (h) => ({ iat: fresh(), payload_hash: h }), SECRET, 'none'), /JWT signature/],
+    ['a token signed with HS512 (only HS256 is taken)', () => webhook(payload, (h) => ({ iat: fresh(), payload_hash: h }), SECRET, 'HS512'), /JWT signature/],
+    ['a token whose exp has passed', () => webhook(payload, (h) => ({ iat: fresh(), exp: fresh() - 1, payload_hash: h })), /JWT signature/],
+    ['a token not valid before a later time (nbf)', () => webhook(payload, (h) => ({ iat: fresh(), nbf: fresh() + 60, payload_hash: h })), /JWT signature/],
+    ['a token of two parts', () => ({ ...webhook(payload, (h) => ({ iat: fresh(), payload_hash: h })), headers: { authorization: 'Bearer a.b', 'content-type': 'application/json' } }), /JWT signature/],
     ['no Authorization header', () => ({ ...webhook(payload, (h) => ({ iat: fresh(), payload_hash: h })), headers: { 'content-type': 'application/json' } }), /Bearer token is missing/],
   ])('refuses %s', async (_label, make, reason) => {
     expect(await vonage.parseReceipt(make())).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+  });
+
+  it('a token @vonage/jwt accepts, with exp ahead, parses here too (the check is ours, the signature is theirs)', async () => {
+    const parsed = await vonage.parseReceipt(webhook(payload, (h) => ({ iat: fresh(), exp: fresh() + 60, payload_hash: h })));
+    expect(verifyJwtSignature(webhook(payload, (h) => ({ iat: fresh(), exp: fresh() + 60, payload_hash: h })).headers.authorization!.slice(7), SECRET)).toBe(true);
+    expect(parsed.ok).toBe(true);
   });
 
   it('@vonage/jwt alone accepts the replayed old token, which is why iat is checked here', () => {

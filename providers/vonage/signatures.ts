@@ -9,8 +9,6 @@
  * verifier, so the algorithm is not only ours twice.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { createRequire } from 'node:module';
-import type * as VonageJwt from '@vonage/jwt';
 
 export type VonageSignatureMethod = 'md5hash' | 'md5' | 'sha1' | 'sha256' | 'sha512';
 
@@ -62,23 +60,47 @@ export function verifyVonageSig(
   return { ok: true };
 }
 
-let vonageJwt: typeof VonageJwt | undefined;
-/** @vonage/jwt is loaded on the first JWT webhook: deployments that never get one never pay its memory. */
-function verifyJwtSignature(token: string, secret: string): boolean {
-  vonageJwt ??= createRequire(import.meta.url)('@vonage/jwt') as typeof VonageJwt;
-  return vonageJwt.verifySignature(token, secret);
+function equalText(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(expected, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * An HS256 JWT's signature (RFC 7519 / RFC 7515: HMAC-SHA256 of `header.claims`, base64url), and `exp`/`nbf` when
+ * present, with node:crypto. Any other `alg` is refused: the secret is shared, so only HMAC applies, and accepting
+ * the token's own choice of algorithm is the classic JWT downgrade.
+ */
+function verifyJwtSignature(token: string, secret: string, nowMs: number): boolean {
+  const parts = token.split('.');
+  if (parts.length !== 3) return false;
+  const [header, claims, signature] = parts as [string, string, string];
+  let alg: unknown;
+  let times: { exp?: unknown; nbf?: unknown };
+  try {
+    alg = (JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: unknown }).alg;
+    times = JSON.parse(Buffer.from(claims, 'base64url').toString('utf8')) as typeof times;
+  } catch {
+    return false;
+  }
+  if (alg !== 'HS256' || !times || typeof times !== 'object') return false;
+  const expected = createHmac('sha256', secret).update(`${header}.${claims}`).digest('base64url');
+  if (!equalText(signature, expected)) return false;
+  const now = nowMs / 1000;
+  if (times.exp !== undefined && (typeof times.exp !== 'number' || now >= times.exp)) return false;
+  if (times.nbf !== undefined && (typeof times.nbf !== 'number' || now < times.nbf)) return false;
+  return true;
 }
 
 /**
  * Messages-API-style webhook: `Authorization: Bearer <HS256 JWT>` signed with the signature secret (docs/providers.md §3.6).
- * @vonage/jwt checks the signature (and `exp` if present); it leaves out what we add here: the token must be fresh
- * (`iat` within the window) and `payload_hash` must be the SHA-256 of the exact body bytes, or an old token could
- * be replayed with any body.
+ * Beyond the signature (and `exp`/`nbf` if present) the token must be fresh (`iat` within the window) and
+ * `payload_hash` must be the SHA-256 of the exact body bytes, or an old token could be replayed with any body.
  */
 export function verifyVonageJwt(authorization: string | undefined, rawBody: Buffer, secret: string, nowMs: number): SignatureCheck {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token) return { ok: false, reason: 'Authorization: Bearer token is missing' };
-  if (!verifyJwtSignature(token, secret)) return { ok: false, reason: 'JWT signature does not verify with signature_secret' };
+  if (!verifyJwtSignature(token, secret, nowMs)) return { ok: false, reason: 'JWT signature does not verify with signature_secret' };
   let claims: { iat?: unknown; payload_hash?: unknown };
   try {
     claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as typeof claims;

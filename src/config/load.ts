@@ -1,7 +1,9 @@
 /**
- * loadConfig: read config.yaml, substitute `${VAR}` and `${VAR:-default}` from the environment, validate, freeze.
- * Nothing else reads process.env after startup (docs/design.md §8: one validated, frozen object).
+ * loadConfig: read config.yaml, substitute `${VAR}` and `${VAR:-default}` from the environment and `${file:PATH}`
+ * from files (mounted secrets), validate, freeze. Nothing else reads process.env after startup (docs/design.md §8:
+ * one validated, frozen object).
  */
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import YAML from 'yaml';
 import type { z } from 'zod';
@@ -11,9 +13,35 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+const REFERENCE = /\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}/g;
 
 type Env = Record<string, string | undefined>;
+
+/** A secret file holds the value; the line break an editor or `echo` leaves at its end is not part of it. */
+const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
+function readSecretFile(file: string, path: string, via: string): string {
+  let text: Buffer;
+  try {
+    text = readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(`${path}: cannot read ${via} ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  if (text.length > MAX_SECRET_FILE_BYTES) throw new ConfigError(`${path}: ${via} ${file} is over ${MAX_SECRET_FILE_BYTES} bytes`);
+  return text.toString('utf8').replace(/\r?\n$/, '');
+}
+
+/**
+ * A variable's value: VAR itself, else the file VAR_FILE names (the convention of the official database images and
+ * Docker/Kubernetes secrets mounted as files), else undefined.
+ */
+function lookUp(env: Env, name: string, path: string): string | undefined {
+  const found = Object.hasOwn(env, name) ? env[name] : undefined;
+  if (found !== undefined && found !== '') return found;
+  const fileVar = `${name}_FILE`;
+  const file = Object.hasOwn(env, fileVar) ? env[fileVar] : undefined;
+  return file ? readSecretFile(file, path, `the ${fileVar} file`) : undefined;
+}
 
 /**
  * Replaces the references in one string. What comes out is text, never parsed as YAML: a secret starting with `#`, a
@@ -22,15 +50,16 @@ type Env = Record<string, string | undefined>;
  */
 function substitute(value: string, env: Env, path: string): string | undefined {
   const missing: string[] = [];
-  const replaced = value.replace(REFERENCE, (_, name: string, fallback: string | undefined) => {
-    const found = Object.hasOwn(env, name) ? env[name] : undefined;
+  const replaced = value.replace(REFERENCE, (_, file: string | undefined, name: string, fallback: string | undefined) => {
+    if (file !== undefined) return readSecretFile(file.trim(), path, 'the file');
+    const found = lookUp(env, name, path);
     if (found !== undefined && found !== '') return found;
     if (fallback !== undefined) return fallback;
     missing.push(name);
     return '';
   });
   if (missing.length > 0) {
-    throw new ConfigError(`${path}: environment variable ${missing.join(', ')} is not set and has no default`);
+    throw new ConfigError(`${path}: environment variable ${missing.join(', ')} is not set (nor ${missing.map((m) => `${m}_FILE`).join(', ')}) and has no default`);
   }
   const whole = value.match(REFERENCE);
   if (whole?.length === 1 && whole[0] === value.trim() && replaced.trim() === '') return undefined;

@@ -354,6 +354,13 @@ const admin = z.strictObject({
 const metrics = z.strictObject({
   /** Serve /metrics without the admin Bearer key (for scrapers on a private network). */
   public: z.boolean().default(false),
+  /**
+   * Serve /metrics on a listener of its own (0: any free port) instead of the API's, so the scrape port can stay
+   * inside the cluster while the API port is exposed; the API port then has no /metrics.
+   */
+  port: z.number().int().min(0).max(65_535).optional(),
+  /** The address of that listener; server.host when unset. */
+  host: z.string().min(1).optional(),
 });
 
 const log = z.strictObject({

@@ -2,7 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig, type Transaction, sql } from 'kysely';
+import { Migrator } from 'kysely/migration';
+import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig, type Transaction, sql } from 'kysely';
 import { createRequire } from 'node:module';
 import type PgModule from 'pg';
 import type { Logger } from 'pino';
@@ -266,6 +267,12 @@ export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: Migr
     applied.push(...(results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName));
   }
   return applied;
+}
+
+/** Migrations not yet applied (serve --no-migrate refuses to start on an out-of-date schema); reads only. */
+export async function listPendingMigrations(db: Kysely<Database>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 /** The database answers a trivial query (readiness checks); throws when it does not. */

@@ -2,7 +2,8 @@
  * Frozen migrations: each takes Kysely<any> and imports nothing from the app (docs/design.md §8). Names sort by date.
  * Times are epoch milliseconds in bigint columns so both dialects store them the same way.
  */
-import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import type { Migration } from 'kysely/migration';
 
 /** Auto-increment primary keys are the one column type the two dialects spell differently. */
 function idColumnType(db: Kysely<any>) {

@@ -52,6 +52,9 @@ export interface HttpMetrics {
 export interface LedgerGaugeSources {
   countOutboxBacklog(): Promise<OutboxBacklog>;
   countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
+  /** created_at (epoch ms) of the oldest conversion not yet posted, dead ones included; null when none. */
+  oldestUnpostedConversion?(): Promise<number | null>;
+  now?: () => number;
 }
 
 const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -66,12 +69,27 @@ export function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
 }
 
-export function createGatewayMetrics(providers: readonly string[], ledger: LedgerGaugeSources) {
+/** What `sms_gateway_build_info` says: the package's version and the Node.js version running it. */
+export interface BuildInfo {
+  version: string;
+  node: string;
+}
+
+export function createGatewayMetrics(providers: readonly string[], ledger: LedgerGaugeSources, build?: BuildInfo) {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
 
+  // The usual info-metric shape: always 1, the facts in labels, so a dashboard can join on it or show a rollout.
+  if (build) {
+    new Gauge({ name: 'sms_gateway_build_info', help: 'Always 1; the gateway version and the Node.js version in labels', labelNames: ['version', 'node'], registers, aggregator: 'max' }).set(
+      { version: build.version, node: build.node },
+      1,
+    );
+  }
+
   const httpRequests = new Counter({ name: 'sms_gateway_http_requests_total', help: 'HTTP requests answered, by route pattern and status class', labelNames: ['method', 'route', 'status_class'], registers });
+  const authRefusals = new Counter({ name: 'sms_gateway_http_auth_refusals_total', help: 'Requests refused for their credentials (401) or their standing (403), by route pattern and status', labelNames: ['route', 'status'], registers });
   const httpDuration = new Histogram({ name: 'sms_gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: HTTP_BUCKETS, registers });
   const messagesSent = new Counter({ name: 'sms_gateway_messages_sent_total', help: 'Messages handed to a provider, by outcome (submitted, rejected = permanent, retryable = transient and not sent, uncertain = transient and maybe sent)', labelNames: ['provider', 'outcome'], registers });
   const segmentsSent = new Counter({ name: 'sms_gateway_segments_sent_total', help: 'SMS segments of the messages handed to a provider, by outcome', labelNames: ['provider', 'outcome'], registers });
@@ -106,6 +124,20 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
     },
   });
+  const oldestUnposted = ledger.oldestUnpostedConversion;
+  if (oldestUnposted) {
+    const now = ledger.now ?? Date.now;
+    new Gauge({
+      name: 'sms_gateway_conversion_oldest_unposted_age_seconds',
+      help: 'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
+      registers,
+      aggregator: 'max',
+      async collect() {
+        const oldest = await oldestUnposted();
+        this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
+      },
+    });
+  }
   new Gauge({
     name: 'sms_gateway_receipts_parked',
     help: 'Receipts waiting for their message to become known',
@@ -137,6 +169,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     registry,
     httpRequest(method: string, route: string, status: number, seconds: number) {
       httpRequests.inc({ method, route, status_class: statusClass(status) });
+      if (status === 401 || status === 403) authRefusals.inc({ route, status: String(status) });
       httpDuration.observe({ method, route }, seconds);
     },
     sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number) {

@@ -5,18 +5,16 @@
  *
  * Send: a form POST to `{base_url}/2010-04-01/Accounts/{account_sid}/Messages.json` with Basic auth over a pooled
  * undici client. The twilio SDK stays off this path (docs/design.md §6: its messages.create costs about ten times the CPU).
- * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with the twilio
- * package's own `validateRequest` against the public URL we handed out (never the Host header).
+ * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with node:crypto
+ * (providers/twilio/signature.ts) against the public URL we handed out (never the Host header).
  * Secrets to keep out of logs: auth_token.
  */
-// The webhooks module alone: the package root loads every Twilio product (≈ 0.4 s at start-up) for nothing.
-import { createRequire } from 'node:module';
-import type * as TwilioWebhooks from 'twilio/lib/webhooks/webhooks.js';
 import { z } from 'zod';
-import { CALLBACK_SMS_ID_PARAM } from './kit/callback-url.js';
-import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
-import { ownValue } from './kit/own-key.js';
-import { headerValue, readFormFields } from './kit/receipt-input.js';
+import { CALLBACK_SMS_ID_PARAM } from '../kit/callback-url.js';
+import { createProviderPool, describeRequestFailure } from '../kit/http-pool.js';
+import { ownValue } from '../kit/own-key.js';
+import { headerValue, readFormFields } from '../kit/receipt-input.js';
+import * as webhooks from './signature.js';
 import {
   providerCommonConfig,
   sendFailure,
@@ -27,7 +25,7 @@ import {
   type ReceiptParse,
   type SendRequest,
   type SendResult,
-} from './types.js';
+} from '../types.js';
 
 const configSchema = z
   .strictObject({
@@ -135,8 +133,6 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
   type: 'twilio',
   configSchema,
   create(name, config: TwilioConfig, deps) {
-    // Only the SDK's signature check, and only when a twilio provider is configured (it costs ~8 MB of memory).
-    const webhooks = createRequire(import.meta.url)('twilio/lib/webhooks/webhooks.js') as typeof TwilioWebhooks;
     const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
     const path = `/2010-04-01/Accounts/${encodeURIComponent(config.account_sid)}/Messages.json`;
     const headers = {
