@@ -8,7 +8,7 @@ import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
 export type NewMessage = Omit<MessagesTable, 'provider_message_id' | 'error' | 'error_code' | 'provider_status'
-  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state'>;
+  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state' | 'lookup_result' | 'status_queried_at'>;
 
 const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
   db.insertInto('messages').values(rows).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key'),

@@ -388,4 +388,14 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_user_id').execute();
     },
   },
+  '2026-11-25-90-provider-lookups': {
+    async up(db) {
+      // What the provider said when asked whether it has a send whose answer was lost (delivery/lookups.ts):
+      // `pending` (not asked yet), `found`, `absent` or `unknown` (its API cannot tell); null when never needed.
+      await db.schema.alterTable('messages').addColumn('lookup_result', 'text').execute();
+      // When the provider was last asked for a silent message's status (delivery.status_query_after), so it is
+      // asked once, not at every sweep.
+      await db.schema.alterTable('messages').addColumn('status_queried_at', 'bigint').execute();
+    },
+  },
 };
