@@ -221,8 +221,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   publicUrl ||= url;
 
+  const lookupOptions = { providers: new Map(providers.map((p) => [p.name, p])), timeoutMs: config.sms.send_timeout, batch: 200 };
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease);
+    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease, lookupOptions);
     reported(result.unknown + result.rematched);
     return result;
   };

@@ -230,8 +230,9 @@ export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: num
 
 /**
  * Messages with no delivery status since before `cutoff`, up to `limit`, marked `delivery_unknown` (source
- * `timeout`) and returned: those submitted (the provider took them; no terminal receipt came) and those whose
- * send was left uncertain or dispatching (no answer, no receipt, no retry by the CRM). The UPDATE re-checks its
+ * `timeout`) and returned: those submitted (the provider took them; no terminal receipt came), those whose
+ * send was left uncertain or dispatching (no answer, no receipt, no retry by the CRM), and lost sends their provider
+ * did not have that the CRM never retried (src/delivery/lookups.ts). The UPDATE re-checks its
  * condition, so two sweeps cannot both mark one message.
  */
 export async function markUnreportedAsUnknown(db: Db, cutoff: number, now: number, limit = 1_000) {
@@ -242,6 +243,8 @@ export async function markUnreportedAsUnknown(db: Db, cutoff: number, now: numbe
       select sms_id from messages where delivery_status is null and submitted_at <= ${cutoff}
       union all
       select sms_id from messages where state in ('dispatching', 'uncertain') and dispatched_at <= ${cutoff} and delivery_status is null
+      union all
+      select sms_id from messages where lookup_result = 'absent' and state = 'retryable' and dispatched_at <= ${cutoff} and delivery_status is null
       limit ${limit}
     )
       and delivery_status is null

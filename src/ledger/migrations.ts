@@ -396,6 +396,8 @@ export const migrations: Record<string, Migration> = {
       // When the provider was last asked for a silent message's status (delivery.status_query_after), so it is
       // asked once, not at every sweep.
       await db.schema.alterTable('messages').addColumn('status_queried_at', 'bigint').execute();
+      // Only sends whose process was lost ever get a lookup_result: the sweep finds them here, not by a scan.
+      await db.schema.createIndex('messages_lookups').on('messages').column('dispatched_at').where(sql.ref('lookup_result'), 'is not', null).execute();
     },
   },
 };

@@ -24,12 +24,17 @@ export async function findPendingLookups(db: Db, limit: number): Promise<LookupC
     .execute();
 }
 
-/** Submitted messages with no final status since before `cutoff` whose provider has not been asked for it yet. */
-export async function findSilentMessages(db: Db, cutoff: number, limit: number): Promise<LookupCandidate[]> {
+/**
+ * Submitted messages with no final status, submitted in (`since`, `cutoff`], whose provider has not been asked for it
+ * yet. The band keeps the read within the index messages_awaiting_receipt's recent part: the silent messages
+ * already asked stay there until delivery.unknown_after and are not read again.
+ */
+export async function findSilentMessages(db: Db, since: number, cutoff: number, limit: number): Promise<LookupCandidate[]> {
   return db
     .selectFrom('messages')
     .select(CANDIDATE_COLUMNS)
     .where('delivery_status', 'is', null)
+    .where('submitted_at', '>', since)
     .where('submitted_at', '<=', cutoff)
     .where('status_queried_at', 'is', null)
     .where('provider_message_id', 'is not', null)

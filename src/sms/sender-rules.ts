@@ -11,7 +11,7 @@
  */
 import { parsePhoneNumberFromString } from 'libphonenumber-js/mobile';
 import type { z } from 'zod';
-import type { SendRequest, SmsProvider, sendersConfig } from '../../providers/types.js';
+import type { LookupRequest, SendRequest, SmsProvider, sendersConfig } from '../../providers/types.js';
 
 export type SenderRules = z.output<typeof sendersConfig>;
 
@@ -44,5 +44,7 @@ export function withSenderRules(provider: SmsProvider, rules: SenderRules | unde
     },
     parseReceipt: (receipt) => provider.parseReceipt(receipt),
     ...(provider.close ? { close: () => provider.close!() } : {}),
+    // Lookups are not sends: they take no send capacity and no sender.
+    ...(provider.lookup ? { lookup: (request: LookupRequest, signal: AbortSignal) => provider.lookup!(request, signal) } : {}),
   };
 }

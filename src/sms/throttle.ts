@@ -10,7 +10,7 @@
  * the answer is transient (`retryable`, src/sms/outcome.ts), so the CRM retries.
  * Time comes from an injected clock so tests move it by hand.
  */
-import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type IncomingReceipt, type LookupRequest, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
 import type { Clock } from '../clock.js';
 
 
@@ -178,6 +178,8 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
     parseReceipt: (receipt) => provider.parseReceipt(receipt),
     ...(provider.parseInbound ? { parseInbound: (request: IncomingReceipt) => provider.parseInbound!(request) } : {}),
     ...(provider.inboundAnswer ? { inboundAnswer: provider.inboundAnswer } : {}),
+    // A lookup is not a send: it takes none of the send capacity.
+    ...(provider.lookup ? { lookup: (request: LookupRequest, signal: AbortSignal) => provider.lookup!(request, signal) } : {}),
     ...(provider.close ? { close: () => provider.close!() } : {}),
   };
 }

@@ -109,6 +109,9 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
    */
   async function postStatusCallback(fullUrl: string, params: Record<string, string>, signingToken = authToken): Promise<number> {
     const [url, fragment = ''] = fullUrl.split('#') as [string, string?];
+    // The Message resource shows the status it last called back.
+    const created = creates.find((c) => c.sid !== undefined && c.sid === params.MessageSid);
+    if (created && params.MessageStatus) created.status = params.MessageStatus;
     const overrides = new URLSearchParams(fragment);
     const retries = Math.min(5, Number(overrides.get('rc') ?? 0) || 0);
     const deadline = Date.now() + 15_000;
@@ -225,7 +228,6 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     const statuses = options.callbackStatuses ?? [];
     const postCallbacks = async (url: string) => {
       for (const status of statuses) {
-        create.status = status;
         await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
       }
     };
