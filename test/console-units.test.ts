@@ -70,7 +70,7 @@ describe('a message timeline', () => {
   };
   const receipt = { id: 1, provider: 'sandbox', dedup_key: 'k', sms_id: 's-1', provider_message_id: 'pm-1', provider_status: 'DELIVRD', mapped_status: 'delivered', error_code: null, matched: 1, per_part: 0, received_at: 3_000 };
   const conversion = {
-    id: 9, sms_id: 's-1', delivery_status: 'delivered' as const, attempts: 2, next_attempt_at: 0, claimed_until: 0, claim_token: null, posted_at: 4_000, last_error: null, dead: 0, created_at: 3_000,
+    id: 9, sms_id: 's-1', delivery_status: 'delivered' as const, attempts: 2, next_attempt_at: 0, claimed_until: 0, claim_token: null, posted_at: 4_000, last_error: null, dead: 0, created_at: 3_000, post_group: null,
     attempt_log: [
       { id: 1, conversion_id: 9, attempted_at: 3_500, ok: 0, http_status: 503, error: 'webhook answered 503' },
       { id: 2, conversion_id: 9, attempted_at: 4_000, ok: 1, http_status: 200, error: null },

@@ -77,7 +77,16 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
       await recordAttempts(trx, ids, at, true, status, null);
     });
   };
-  const outcomes = await postIsolatingRefusals(deps, rows, claimedAt + delivery.lease / 2, markAfter2xx);
+  // Rows an earlier claim already put in a post (its process died before marking them) go out in that post's
+  // company again, so the CRM gets the same conversions under the same Idempotency-Key; new rows form one post.
+  const groups = new Map<string, ClaimedConversion[]>();
+  for (const r of rows) {
+    const group = groups.get(r.post_group);
+    if (group) group.push(r);
+    else groups.set(r.post_group, [r]);
+  }
+  const outcomes: Array<{ rows: ClaimedConversion[]; result: PostResult }> = [];
+  for (const group of groups.values()) outcomes.push(...(await postIsolatingRefusals(deps, group, claimedAt + delivery.lease / 2, markAfter2xx)));
   const at = now();
   const backoff = { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms };
   const refused = outcomes.flatMap((o) => (o.result.ok ? [] : [{ ...o, error: o.result.error, status: o.result.status }]));

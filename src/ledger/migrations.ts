@@ -397,6 +397,8 @@ export const migrations: Record<string, Migration> = {
       // asked once, not at every sweep.
       await db.schema.alterTable('messages').addColumn('status_queried_at', 'bigint').execute();
       // Only sends whose process was lost ever get a lookup_result: the sweep finds them here, not by a scan.
+      // The post a conversion first went out in (ConversionsTable.post_group), so a repeat after a crash is the same post.
+      await db.schema.alterTable('conversions').addColumn('post_group', 'text').execute();
       await db.schema.createIndex('messages_lookups').on('messages').column('dispatched_at').where(sql.ref('lookup_result'), 'is not', null).execute();
     },
   },

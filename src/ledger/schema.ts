@@ -105,6 +105,11 @@ export interface ConversionsTable {
   last_error: string | null;
   dead: number;
   created_at: number;
+  /**
+   * The claim that first took the row into a post: a later claim posts the rows of one group together again, so a
+   * post repeated after a crash carries the same conversions, and so the same Idempotency-Key (src/delivery/webhook.ts).
+   */
+  post_group: string | null;
 }
 
 export interface ConversionAttemptsTable {
