@@ -219,3 +219,23 @@ describe('a send left uncertain by an ambiguous provider failure', () => {
     expect((await story(gw, row.sms_id)).message).toMatchObject({ delivery_status: 'delivery_unknown', delivery_source: 'timeout' });
   });
 });
+
+describe('a submitted message whose status callbacks were all lost', () => {
+  it('is asked for its status after delivery.status_query_after, once; a final status found is reported like a receipt', async () => {
+    let time = Date.now();
+    gw = await startTestGateway(overrides('10s'), { now: () => time });
+    const sent = await gw.post('/channels/sms/single', smsMessage('callbacks-lost', { provider_name: 'twilio', recipient: '+447700900555', sender_name: null }));
+    expect(sent.status).toBe(200);
+    const smsId = sent.json.sms_id as string;
+    // Twilio delivered it, but its callbacks never reached the gateway (it was down past Twilio's retries).
+    twilio.creates.find((c) => c.form.To === '+447700900555')!.status = 'delivered';
+    time += 30 * 60_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
+    time += 30 * 60_000 + 1_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 1, statusFinal: 1 } });
+    expect(twilio.lookups).toContainEqual({ kind: 'fetch', sid: twilio.creates.find((c) => c.form.To === '+447700900555')!.sid });
+    await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
+    expect(crm.conversions.filter((c) => c.sms_id === smsId)).toEqual([{ activity: smsMessage('callbacks-lost').activity, sms_id: smsId, delivery_status: 'delivered' }]);
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
+  });
+});
