@@ -1,5 +1,5 @@
 /**
- * The crash windows of issue 22 finding 5 (docs/crash-windows.md), with real processes killed by SIGKILL against the
+ * The crash windows of docs/crash-windows.md, with real processes killed by SIGKILL against the
  * wire fakes: `serve` killed mid-batch (some sends answered, some created at Twilio but not yet answered, some never
  * handed over), and `flush` killed while the CRM holds its post. Counted at the fakes: messages created at the
  * provider, conversions received by the CRM and the Idempotency-Key each came with.
