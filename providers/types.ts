@@ -122,6 +122,38 @@ export interface InboundSms {
  */
 export type InboundParse = { ok: true; message: InboundSms | null } | { ok: false; reason: string };
 
+/**
+ * A question to the provider about one of our sends: "do you have it, and what is its status?". Asked when the
+ * answer to a send was lost (its process died mid-call) and when a sent message stays silent too long.
+ */
+export interface LookupRequest {
+  smsId: string;
+  /** Recipient in E.164 with `+`. */
+  to: string;
+  /** Epoch ms: the provider created it (if at all) between these two moments. */
+  sentAfter: number;
+  sentBefore: number;
+  /** The provider's id when the send's answer was recorded (a status query); absent when it was lost. */
+  providerMessageId?: string;
+  /** The text, when the ledger kept it (ledger.store_content): a plugin matching by content may use it. */
+  text?: string;
+  /**
+   * The provider's ids of our other messages to the same number in the window: a plugin that matches by number and
+   * time must not take one of those for this one.
+   */
+  otherProviderIds: readonly string[];
+}
+
+/**
+ * `found`: the provider has it, with its id(s) and current status. `absent`: the provider says it never got it, so
+ * sending it again cannot double it. `unknown`: the provider cannot tell now (its API failed, or several of its
+ * messages could be this one); nothing is concluded.
+ */
+export type LookupResult =
+  | { answer: 'found'; providerMessageIds: string[]; providerStatus: string; status: MappedStatus; errorCode?: string }
+  | { answer: 'absent' }
+  | { answer: 'unknown'; reason: string };
+
 export interface SmsProvider {
   readonly name: string;
   readonly type: string;
@@ -129,6 +161,11 @@ export interface SmsProvider {
   parseReceipt(receipt: IncomingReceipt): ReceiptParse | Promise<ReceiptParse>;
   /** Verifies and reads the provider's inbound-SMS webhook (`/mo/{name}`); absent when the plugin takes none. */
   parseInbound?(request: IncomingReceipt): InboundParse;
+  /**
+   * Asks the provider whether it has one of our sends and its status (LookupRequest). Absent when the provider's
+   * API cannot tell (the gateway then keeps such a send `uncertain`: it never concludes either way). Never throws.
+   */
+  lookup?(request: LookupRequest, signal: AbortSignal): Promise<LookupResult>;
   /** The body the provider expects in answer to an inbound webhook (Twilio: TwiML); JSON `{received}` otherwise. */
   readonly inboundAnswer?: { contentType: string; body: string };
   close?(): Promise<void>;

@@ -296,8 +296,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const metricsUrl = metricsServer && listenerUrl(metricsServer, config.metrics.host ?? config.server.host);
   publicUrl ||= url;
 
+  const lookupOptions = { providers: new Map(providers.map((p) => [p.name, p])), timeoutMs: config.sms.send_timeout, batch: 200 };
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease);
+    const result = await runSweep(db, now(), config.delivery, observers, config.sms.dispatch_lease, lookupOptions);
     reported(result.unknown + result.rematched);
     return result;
   };

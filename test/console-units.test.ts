@@ -67,10 +67,11 @@ describe('a message timeline', () => {
     sms_id: 's-1', activity_key: 'a-1', user_id: 'p-1', request_id: 'r-1', provider: 'sandbox', provider_message_id: 'pm-1', recipient: '+447700900123',
     sender: null, encoding: 'gsm7', segments: 1, content: null, state: 'submitted', error: null, error_code: null, attempts: 2, provider_status: 'queued',
     delivery_status: 'delivered', delivery_source: 'receipt', created_at: 1_000, updated_at: 5_000, dispatched_at: 1_500, submitted_at: 1_600, completed_at: 3_000,
+    lookup_result: null, status_queried_at: null,
   };
   const receipt = { id: 1, provider: 'sandbox', dedup_key: 'k', sms_id: 's-1', provider_message_id: 'pm-1', provider_status: 'DELIVRD', mapped_status: 'delivered', error_code: null, matched: 1, per_part: 0, received_at: 3_000 };
   const conversion = {
-    id: 9, sms_id: 's-1', delivery_status: 'delivered' as const, attempts: 2, next_attempt_at: 0, claimed_until: 0, claim_token: null, posted_at: 4_000, last_error: null, dead: 0, created_at: 3_000,
+    id: 9, sms_id: 's-1', delivery_status: 'delivered' as const, attempts: 2, next_attempt_at: 0, claimed_until: 0, claim_token: null, posted_at: 4_000, last_error: null, dead: 0, created_at: 3_000, post_group: null,
     attempt_log: [
       { id: 1, conversion_id: 9, attempted_at: 3_500, ok: 0, http_status: 503, error: 'webhook answered 503' },
       { id: 2, conversion_id: 9, attempted_at: 4_000, ok: 1, http_status: 200, error: null },

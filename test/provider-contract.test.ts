@@ -59,7 +59,7 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
       provider,
       recipients: { deliverable: '+447700900123', permanent: '+15005550001', transient: '+15005550429' },
       async deliveredReceipt(request) {
-        const create = fake.creates.find((c) => c.form.StatusCallback === request.callbackUrl)!;
+        const create = fake.creates.find((c) => c.form.StatusCallback?.split('#')[0] === request.callbackUrl)!;
         await fake.postStatusCallback(request.callbackUrl, fake.callbackParams(create, 'delivered'));
         return capture.receipts.at(-1)!;
       },

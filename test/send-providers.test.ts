@@ -34,7 +34,7 @@ describe('single send through twilio', () => {
     const res = await gw.post('/channels/sms/single', smsMessage('tw-ok', { provider_name: 'twilio' }));
     expect(res.status).toBe(200);
     const create = twilio.creates.at(-1)!;
-    expect(create.form).toEqual({ To: '+447700900123', From: 'Casino', Body: 'Your bonus is waiting', StatusCallback: `${gw.gateway.publicUrl}/dlr/twilio?sms_id=${res.json.sms_id}` });
+    expect(create.form).toEqual({ To: '+447700900123', From: 'Casino', Body: 'Your bonus is waiting', StatusCallback: `${gw.gateway.publicUrl}/dlr/twilio?sms_id=${res.json.sms_id}#rc=5&rp=all` });
     expect(await messageRow(res.json.sms_id)).toMatchObject({ provider: 'twilio', state: 'submitted', provider_message_id: create.sid, provider_status: 'queued' });
   });
 

@@ -50,33 +50,40 @@ function overrides(sendTimeout: string) {
 const story = async (g: TestGateway, smsId: string) => (await g.get(`/admin/messages/${smsId}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json;
 
 describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching by a process that died mid-call', () => {
-  it('becomes uncertain after the lease, then is reported delivery_unknown after delivery.unknown_after', async () => {
+  async function killMidCall(activityId: string, recipient: string, provider: TwilioFake) {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
     dirs.push(dir);
-    // A real serve process, its provider call hanging (the fake never answers this number), killed with SIGKILL.
-    const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, overrides('60s')), log: { level: 'info' } }));
+    const config = { ...overrides('60s'), providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } } };
+    // A real serve process, its provider call open (no answer yet), killed with SIGKILL.
+    const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
     const pending = fetch(`${serve.url}/channels/sms/single`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
-      body: JSON.stringify(smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null })),
+      body: JSON.stringify(smsMessage(activityId, { provider_name: 'twilio', recipient, sender_name: null })),
     }).catch(() => undefined);
-    await waitFor(() => twilio.creates.some((c) => c.form.To === '+15005550666'), 10_000, 'the provider call');
+    await waitFor(() => provider.creates.some((c) => c.form.To === recipient), 10_000, 'the provider call');
     serve.child.kill('SIGKILL');
     await once(serve.child, 'exit');
     await pending;
+    return { dir, config };
+  }
 
+  it('is looked up after the lease: not at the provider, it is retryable, and reported delivery_unknown if the CRM never retries', async () => {
+    // This number makes the fake hang before it creates anything: Twilio never got the message.
+    const { dir, config } = await killMidCall('died-mid-call', '+15005550666', twilio);
     let time = Date.now();
-    gw = await startTestGateway(overrides('60s'), { dir, now: () => time });
+    gw = await startTestGateway(config, { dir, now: () => time });
     const row = (await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-mid-call').executeTakeFirstOrThrow());
     expect(row.state).toBe('dispatching');
+    // Within the lease a retry is refused: the dead process may still be sending it.
+    expect((await gw.post('/channels/sms/single', smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null }))).status).toBe(503);
 
     expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 0 });
     time += 5 * 60_000 + 1_000;
-    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, unknown: 0 });
-    expect((await story(gw, row.sms_id)).message.state).toBe('uncertain');
-    // A retry now waits for a receipt first (it may have been sent): 503, nothing sent again yet.
-    const retry = await gw.post('/channels/sms/single', smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null }));
-    expect(retry.status).toBe(503);
+    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, unknown: 0, lookups: { found: 0, absent: 1, unknown: 0 } });
+    expect(twilio.lookups).toContainEqual({ kind: 'list', to: '+15005550666' });
+    expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'retryable', lookup_result: 'absent' });
+    expect(twilio.creates.filter((c) => c.form.To === '+15005550666')).toHaveLength(1);
 
     time += HOUR;
     expect(await gw.gateway.sweep()).toMatchObject({ unknown: 1 });
@@ -86,6 +93,50 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
     ]);
     expect(await gw.gateway.sweep()).toMatchObject({ unknown: 0, leasesExpired: 0 });
   }, 30_000);
+
+  it('is looked up after the lease: found at the provider, it is submitted with its sid and a CRM retry sends nothing', async () => {
+    // The fake creates the message, then holds its answer past the kill.
+    const provider = await startTwilioFake({ answerDelayMs: 60_000 });
+    try {
+      const recipient = '+447700900777';
+      const { dir, config } = await killMidCall('died-after-create', recipient, provider);
+      let time = Date.now();
+      gw = await startTestGateway(config, { dir, now: () => time });
+      const row = (await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-after-create').executeTakeFirstOrThrow());
+      time += 5 * 60_000 + 1_000;
+      expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 1, absent: 0, unknown: 0 } });
+      expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: 'found', provider_message_id: provider.creates[0]!.sid });
+      const retry = await gw.post('/channels/sms/single', smsMessage('died-after-create', { provider_name: 'twilio', recipient, sender_name: null }));
+      expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
+      expect(provider.creates).toHaveLength(1);
+    } finally {
+      await provider.close();
+    }
+  }, 30_000);
+});
+
+describe('a provider whose API cannot tell (sandbox: no lookup)', () => {
+  it('leaves a lost send uncertain, counted and listed; a CRM retry waits sms.ambiguous_retry_after, then sends again', async () => {
+    let time = Date.now();
+    gw = await startTestGateway({ ...overrides('10s') }, { now: () => time });
+    const db = gw.gateway.ledger.db;
+    const sent = await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }));
+    expect(sent.status).toBe(200);
+    const { sms_id: smsId } = sent.json as { sms_id: string };
+    // The sandbox's own receipt comes first; then the row is put back as a process killed mid-call leaves it.
+    await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
+    await db.updateTable('messages').set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null }).where('sms_id', '=', smsId).execute();
+    time += 5 * 60_000 + 1_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
+    expect((await story(gw, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+    expect(metrics).toMatch(/sms_gateway_provider_lookups_total\{provider="sandbox",purpose="lost_send",answer="cannot_tell"\} 1/);
+    const listed = await gw.get('/admin/messages?status=uncertain', { authorization: `Bearer ${TEST_ADMIN_KEY}` });
+    expect(JSON.stringify(listed.json)).toContain(smsId);
+    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(503);
+    time += 60_000;
+    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(200);
+  });
 });
 
 describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after answering the CRM, its provider answer not recorded', () => {
@@ -166,5 +217,25 @@ describe('a send left uncertain by an ambiguous provider failure', () => {
     expect(await gw.gateway.sweep()).toMatchObject({ unknown: 1 });
     await waitFor(() => crm.conversions.find((c) => c.sms_id === row.sms_id), 10_000, 'the delivery_unknown conversion');
     expect((await story(gw, row.sms_id)).message).toMatchObject({ delivery_status: 'delivery_unknown', delivery_source: 'timeout' });
+  });
+});
+
+describe('a submitted message whose status callbacks were all lost', () => {
+  it('is asked for its status after delivery.status_query_after, once; a final status found is reported like a receipt', async () => {
+    let time = Date.now();
+    gw = await startTestGateway(overrides('10s'), { now: () => time });
+    const sent = await gw.post('/channels/sms/single', smsMessage('callbacks-lost', { provider_name: 'twilio', recipient: '+447700900555', sender_name: null }));
+    expect(sent.status).toBe(200);
+    const smsId = sent.json.sms_id as string;
+    // Twilio delivered it, but its callbacks never reached the gateway (it was down past Twilio's retries).
+    twilio.creates.find((c) => c.form.To === '+447700900555')!.status = 'delivered';
+    time += 30 * 60_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
+    time += 30 * 60_000 + 1_000;
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 1, statusFinal: 1 } });
+    expect(twilio.lookups).toContainEqual({ kind: 'fetch', sid: twilio.creates.find((c) => c.form.To === '+447700900555')!.sid });
+    await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
+    expect(crm.conversions.filter((c) => c.sms_id === smsId)).toEqual([{ activity: smsMessage('callbacks-lost').activity, sms_id: smsId, delivery_status: 'delivered' }]);
+    expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
   });
 });

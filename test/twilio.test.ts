@@ -1,6 +1,6 @@
 import { validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyTwilioFailure, mapTwilioStatus, type TwilioFailure } from '../providers/twilio/index.js';
+import { classifyTwilioFailure, mapTwilioStatus, twilioCandidates, type TwilioFailure } from '../providers/twilio/index.js';
 import type { IncomingReceipt, MappedStatus, SmsProvider } from '../providers/types.js';
 import { randomSid, startTwilioFake, TWILIO_MAGIC_NUMBERS, type TwilioFake } from './fakes/twilio.js';
 import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';
@@ -29,7 +29,16 @@ describe('twilio send: field mapping', () => {
     const create = fake.creates.at(-1)!;
     expect(result).toEqual({ ok: true, providerMessageIds: [create.sid], providerStatus: 'queued' });
     expect(create.accountSid).toBe(fake.accountSid);
-    expect(create.form).toEqual({ To: '+447700900123', From: 'Casino', Body: 'Your bonus is waiting', StatusCallback: req.callbackUrl });
+    // Twilio's connection overrides ask it to retry a failed status callback five times (status_callback_retries).
+    expect(create.form).toEqual({ To: '+447700900123', From: 'Casino', Body: 'Your bonus is waiting', StatusCallback: `${req.callbackUrl}#rc=5&rp=all` });
+  });
+
+  it('status_callback_retries 0 sends the bare callback URL', async () => {
+    const plain = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, from: '+15005550006', base_url: fake.url, status_callback_retries: 0 });
+    const req = sendRequest(capture.url, 'twilio');
+    await plain.send(req, noAbort());
+    expect(fake.creates.at(-1)!.form.StatusCallback).toBe(req.callbackUrl);
+    await plain.close?.();
   });
 
   it('falls back to the configured from when the CRM gives no sender', async () => {
@@ -180,5 +189,95 @@ describe('twilio status callbacks', () => {
   it('an inbound status is accepted and records nothing', async () => {
     const { receipt } = await callback('received');
     expect(await twilio.parseReceipt(receipt)).toEqual({ ok: true, events: [] });
+  });
+});
+
+describe('twilio status callback retries (connection overrides)', () => {
+  it('a callback the gateway answers 503 (restarting) is retried, and the retry verifies: the fragment is neither sent nor signed', async () => {
+    const restarting = await startReceiptCapture((n) => (n === 0 ? 503 : 200));
+    try {
+      const req = sendRequest(restarting.url, 'twilio');
+      await twilio.send(req, noAbort());
+      const create = fake.creates.at(-1)!;
+      expect(await fake.postStatusCallback(create.form.StatusCallback!, fake.callbackParams(create, 'delivered'))).toBe(200);
+      expect(fake.callbacks.slice(-2).map((c) => [c.url, c.status])).toEqual([[req.callbackUrl, 503], [req.callbackUrl, 200]]);
+      expect(restarting.receipts).toHaveLength(2);
+      expect(await twilio.parseReceipt(restarting.receipts[1]!)).toMatchObject({ ok: true, events: [{ smsId: req.smsId, status: 'delivered' }] });
+    } finally {
+      await restarting.close();
+    }
+  });
+
+  it('without the override a failed callback is not retried', async () => {
+    const restarting = await startReceiptCapture(503);
+    try {
+      const req = sendRequest(restarting.url, 'twilio');
+      await twilio.send(req, noAbort());
+      expect(await fake.postStatusCallback(req.callbackUrl, fake.callbackParams(fake.creates.at(-1)!, 'delivered'))).toBe(503);
+      expect(restarting.receipts).toHaveLength(1);
+    } finally {
+      await restarting.close();
+    }
+  });
+});
+
+describe('twilio lookup (Message resource list and fetch)', () => {
+  const window = () => ({ sentAfter: Date.now() - 60_000, sentBefore: Date.now() + 60_000 });
+
+  it('finds a send whose answer was lost by its number and time, with its status', async () => {
+    const to = '+447700900901';
+    const req = sendRequest(capture.url, 'twilio', { to });
+    await twilio.send(req, noAbort());
+    const sid = fake.creates.at(-1)!.sid!;
+    expect(await twilio.lookup!({ smsId: req.smsId, to, ...window(), otherProviderIds: [] }, noAbort())).toEqual({
+      answer: 'found', providerMessageIds: [sid], providerStatus: 'queued', status: 'intermediate',
+    });
+    expect(fake.lookups.at(-1)).toEqual({ kind: 'list', to });
+  });
+
+  it('answers absent when no message went to that number in the window', async () => {
+    expect(await twilio.lookup!({ smsId: 'x', to: '+447700900902', ...window(), otherProviderIds: [] }, noAbort())).toEqual({ answer: 'absent' });
+  });
+
+  it('leaves out the messages the gateway knows under other sends, and cannot tell between two unknown ones', async () => {
+    const to = '+447700900903';
+    await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
+    const first = fake.creates.at(-1)!.sid!;
+    await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
+    const second = fake.creates.at(-1)!.sid!;
+    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [first] }, noAbort())).toMatchObject({ answer: 'found', providerMessageIds: [second] });
+    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/2 messages/) });
+  });
+
+  it('fetches a known sid for its status, final ones mapped like a callback', async () => {
+    const req = sendRequest(capture.url, 'twilio', { to: '+447700900904' });
+    await twilio.send(req, noAbort());
+    const create = fake.creates.at(-1)!;
+    await fake.postStatusCallback(req.callbackUrl, fake.callbackParams(create, 'undelivered'));
+    expect(await twilio.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: create.sid!, otherProviderIds: [] }, noAbort())).toEqual({
+      answer: 'found', providerMessageIds: [create.sid], providerStatus: 'undelivered', status: 'undelivered', errorCode: '30003',
+    });
+    expect(await twilio.lookup!({ smsId: 'x', to: req.to, ...window(), providerMessageId: randomSid('SM'), otherProviderIds: [] }, noAbort())).toEqual({ answer: 'absent' });
+  });
+
+  it('cannot tell when Twilio does not answer', async () => {
+    const down = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: 'wrong', from: '+15005550006', base_url: fake.url });
+    expect(await down.lookup!({ smsId: 'x', to: '+447700900905', ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({ answer: 'unknown', reason: 'list answered HTTP 401' });
+    await down.close?.();
+  });
+
+  const at = Date.parse('2026-11-25T12:00:00Z');
+  const m = (sid: string, overrides: Record<string, unknown> = {}) => ({ sid, to: '+44', body: 'hi', status: 'sent', direction: 'outbound-api', date_created: 'Wed, 25 Nov 2026 12:00:30 +0000', ...overrides });
+  it.each<[string, Array<ReturnType<typeof m>>, { text?: string; otherProviderIds?: string[] }, string[]]>([
+    ['one in the window is a candidate', [m('A')], {}, ['A']],
+    ['one created before the window is not', [m('A', { date_created: 'Wed, 25 Nov 2026 11:58:00 +0000' })], {}, []],
+    ['one created after the window is not', [m('A', { date_created: 'Wed, 25 Nov 2026 12:02:00 +0000' })], {}, []],
+    ['an inbound message is not', [m('A', { direction: 'inbound' })], {}, []],
+    ['another number is not', [m('A', { to: '+45' })], {}, []],
+    ['one the gateway knows under another send is not', [m('A'), m('B')], { otherProviderIds: ['A'] }, ['B']],
+    ['with the text kept, another text is not', [m('A'), m('B', { body: 'other' })], { text: 'hi' }, ['A']],
+  ])('%s', (_label, messages, extra, sids) => {
+    const request = { to: '+44', sentAfter: at, sentBefore: at + 60_000, otherProviderIds: [], ...extra };
+    expect(twilioCandidates(messages, request).map((c) => c.sid)).toEqual(sids);
   });
 });

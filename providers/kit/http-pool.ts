@@ -14,6 +14,8 @@ export interface ProviderResponse {
 export interface ProviderPool {
   /** `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. */
   post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<ProviderResponse>;
+  /** A GET of `path` (with its query), for the lookups of `SmsProvider.lookup`. */
+  get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<ProviderResponse>;
   close(): Promise<void>;
 }
 
@@ -41,8 +43,19 @@ export function createProviderPool(baseUrl: string, connections: number): Provid
       const text = await res.body.text();
       return { status: res.statusCode, json: parseJsonText(text), text };
     },
+    async get(path, headers, signal) {
+      const res = await pool.request({ method: 'GET', path: prefix + path, headers, signal });
+      const text = await res.body.text();
+      return { status: res.statusCode, json: parseJsonText(text), text };
+    },
     close: () => pool.close(),
   };
+}
+
+/** A lookup's request that failed before any answer: the provider cannot tell now. */
+export function lookupFailure(error: unknown): { answer: 'unknown'; reason: string } {
+  const err = error as { code?: unknown; message?: unknown };
+  return { answer: 'unknown', reason: `lookup failed: ${typeof err?.code === 'string' ? err.code : 'error'}: ${String(err?.message ?? error).slice(0, 200)}` };
 }
 
 /** Failures that happen before the request can have reached the provider: nothing was sent. */

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { CALLBACK_SMS_ID_PARAM } from '../kit/callback-url.js';
-import { createProviderPool, describeRequestFailure } from '../kit/http-pool.js';
+import { createProviderPool, describeRequestFailure, lookupFailure } from '../kit/http-pool.js';
 import { ownValue } from '../kit/own-key.js';
 import { headerValue, readFormFields } from '../kit/receipt-input.js';
 import * as webhooks from './signature.js';
@@ -20,6 +20,8 @@ import {
   sendFailure,
   type IncomingReceipt,
   type InboundParse,
+  type LookupRequest,
+  type LookupResult,
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
@@ -42,6 +44,12 @@ const configSchema = z
     validity_period: z.number().int().min(1).max(36_000).optional(),
     /** Twilio replaces Unicode look-alikes with GSM-7 characters (docs/providers.md §5). */
     smart_encoded: z.boolean().optional(),
+    /**
+     * How many times Twilio retries a status callback that fails (0–5), asked for with the connection overrides
+     * on the callback URL (Twilio docs "Webhooks connection overrides"). Twilio spends at most 15 s on one callback
+     * and its retries, so this covers a restart's refused connections and brief 5xx answers, not a long outage.
+     */
+    status_callback_retries: z.number().int().min(0).max(5).default(5),
   })
   .refine((c) => c.from !== undefined || c.messaging_service_sid !== undefined, {
     message: 'set from or messaging_service_sid (Twilio needs a sender)',
@@ -129,6 +137,53 @@ function readTwilioError(json: unknown): { code?: number; message?: string } {
 
 const firstValue = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
+/**
+ * The StatusCallback with Twilio's connection overrides as its fragment (`#rc=…&rp=all`: retry count, and retry on
+ * every kind of failure). A fragment never travels in the HTTP request, so the URL our route rebuilds, and the one
+ * the signature covers, stay without it.
+ */
+export function statusCallbackWithRetries(callbackUrl: string, retries: number): string {
+  return retries > 0 ? `${callbackUrl.split('#')[0]}#rc=${retries}&rp=all` : callbackUrl;
+}
+
+/** One Message resource as the list and fetch calls answer it (the fields a lookup reads). */
+interface TwilioMessage {
+  sid?: unknown;
+  to?: unknown;
+  body?: unknown;
+  status?: unknown;
+  direction?: unknown;
+  date_created?: unknown;
+  error_code?: unknown;
+}
+
+/** A Message resource as a lookup's answer: its sid and status mapped like a status callback's. */
+function foundMessage(m: TwilioMessage): LookupResult {
+  const providerStatus = typeof m.status === 'string' ? m.status : 'unknown';
+  const mapped = mapTwilioStatus(providerStatus);
+  const errorCode = typeof m.error_code === 'number' || typeof m.error_code === 'string' ? String(m.error_code) : undefined;
+  return { answer: 'found', providerMessageIds: [String(m.sid)], providerStatus, status: mapped === 'ignore' ? 'intermediate' : mapped, ...(errorCode ? { errorCode } : {}) };
+}
+
+/**
+ * Which listed messages could be this send: outbound to its number, created in its window, none we know under
+ * another message, and with its text when the ledger kept it. The Message resource does not show the StatusCallback
+ * (which carries our sms_id), so number, time and text are all a lookup can match on (docs/providers.md §1).
+ */
+export function twilioCandidates(messages: TwilioMessage[], req: Pick<LookupRequest, 'to' | 'sentAfter' | 'sentBefore' | 'text' | 'otherProviderIds'>): TwilioMessage[] {
+  const known = new Set(req.otherProviderIds);
+  return messages.filter((m) => {
+    if (typeof m.sid !== 'string' || known.has(m.sid) || m.to !== req.to) return false;
+    if (typeof m.direction === 'string' && !m.direction.startsWith('outbound')) return false;
+    const created = typeof m.date_created === 'string' ? Date.parse(m.date_created) : Number.NaN;
+    // Twilio's dates have whole seconds: the window is widened by one on each side.
+    if (!Number.isFinite(created) || created < req.sentAfter - 1_000 || created > req.sentBefore + 1_000) return false;
+    return req.text === undefined || m.body === undefined || m.body === req.text;
+  });
+}
+
+const LOOKUP_PAGE_SIZE = 100;
+
 export const twilio: ProviderPlugin<typeof configSchema> = {
   type: 'twilio',
   configSchema,
@@ -140,6 +195,36 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       'content-type': 'application/x-www-form-urlencoded',
       accept: 'application/json',
     };
+    const getHeaders = { authorization: headers.authorization, accept: 'application/json' };
+
+    /** Fetch by sid when the send's answer was recorded; else list by To and send date and match (twilioCandidates). */
+    async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
+      try {
+        if (req.providerMessageId) {
+          const res = await pool.get(`${path.slice(0, -'.json'.length)}/${encodeURIComponent(req.providerMessageId)}.json`, getHeaders, signal);
+          if (res.status === 404) return { answer: 'absent' };
+          if (res.status !== 200) return { answer: 'unknown', reason: `fetch answered HTTP ${res.status}` };
+          return foundMessage((res.json ?? {}) as TwilioMessage);
+        }
+        // No DateSent filter: a message still queued has no send date and would be missed. Newest first.
+        const query = new URLSearchParams({ To: req.to, PageSize: String(LOOKUP_PAGE_SIZE) });
+        const res = await pool.get(`${path}?${query.toString()}`, getHeaders, signal);
+        if (res.status !== 200) return { answer: 'unknown', reason: `list answered HTTP ${res.status}` };
+        const page = (res.json ?? {}) as { messages?: unknown; next_page_uri?: unknown };
+        const messages = Array.isArray(page.messages) ? (page.messages as TwilioMessage[]) : [];
+        const candidates = twilioCandidates(messages, req);
+        if (candidates.length > 1) return { answer: 'unknown', reason: `${candidates.length} messages to this number in the send's window could be it` };
+        if (candidates.length === 1) return foundMessage(candidates[0]!);
+        // A further page may still hold messages from the send's window when this one ends after it began.
+        const oldest = messages.length > 0 && typeof messages.at(-1)!.date_created === 'string' ? Date.parse(messages.at(-1)!.date_created as string) : Number.NaN;
+        if (typeof page.next_page_uri === 'string' && page.next_page_uri && !(oldest < req.sentAfter - 1_000)) {
+          return { answer: 'unknown', reason: 'more messages to this number since the send than one page' };
+        }
+        return { answer: 'absent' };
+      } catch (error) {
+        return lookupFailure(error);
+      }
+    }
 
     function formFor(req: SendRequest): string {
       const form = new URLSearchParams({ To: req.to });
@@ -148,7 +233,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       if (config.messaging_service_sid) form.set('MessagingServiceSid', config.messaging_service_sid);
       form.set('Body', req.text);
       // The callback URL carries our sms_id, which the signature then covers (docs/providers.md §2.4).
-      form.set('StatusCallback', req.callbackUrl);
+      form.set('StatusCallback', statusCallbackWithRetries(req.callbackUrl, config.status_callback_retries));
       if (config.validity_period !== undefined) form.set('ValidityPeriod', String(config.validity_period));
       if (config.smart_encoded !== undefined) form.set('SmartEncoded', String(config.smart_encoded));
       return form.toString();
@@ -229,6 +314,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         if (!sid || !from || !to) return { ok: false, reason: 'MessageSid, From and To are required' };
         return { ok: true, message: { providerMessageId: sid, from, to, text: firstValue(params.Body) ?? '' } };
       },
+
+      lookup,
 
       // Twilio reads the answer as TwiML: an empty Response sends no reply (Twilio answers STOP itself).
       inboundAnswer: { contentType: 'text/xml', body: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' },

@@ -244,6 +244,12 @@ const delivery = z.strictObject({
   worker: z.boolean().default(true),
   batch_size: z.number().int().min(1).max(10_000).default(500),
   unknown_after: duration('72h'),
+  /**
+   * A submitted message with no final receipt this long after its send: its provider is asked for its status once
+   * (where its API can tell, src/delivery/lookups.ts) before unknown_after reports it delivery_unknown. Also how long
+   * a lost send's provider keeps being asked whether it has it before the send is left `uncertain`.
+   */
+  status_query_after: duration('1h'),
   /** How long a receipt that matches no message keeps being matched again before it is set aside (kept, not searched). */
   parked_receipt_ttl: duration('72h'),
   /** Receipts set aside after parked_receipt_ttl are deleted this long after they arrived (the sweep). */

@@ -39,6 +39,9 @@ const storedMessageSchema = z.strictObject({
   dispatched_at: epochMs,
   submitted_at: epochMs.nullable(),
   completed_at: epochMs.nullable(),
+  /** What its provider said when asked about a send whose process was lost (docs/crash-windows.md). */
+  lookup_result: z.enum(['pending', 'found', 'absent', 'unknown']).nullable(),
+  status_queried_at: epochMs.nullable(),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -72,6 +75,8 @@ const conversionSchema = z.strictObject({
   next_attempt_at: epochMs,
   claimed_until: epochMs,
   claim_token: z.string().nullable(),
+  /** The post it first went out in: a repeat after a crash carries the same conversions (docs/crash-windows.md). */
+  post_group: z.string().nullable(),
   posted_at: epochMs.nullable(),
   last_error: z.string().nullable(),
   dead: z.number().int().describe('1 when dead-lettered (replayable)'),

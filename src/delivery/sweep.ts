@@ -2,6 +2,9 @@
  * The sweep (docs/design.md §4), run by `serve` every delivery.sweep_interval and by `flush`:
  * - parked receipts older than `delivery.parked_receipt_ttl` are set aside (receipts for messages this gateway never
  *   sent, e.g. another system on the same provider account); the rest are matched again, all of them;
+ * - sends left `dispatching` past sms.dispatch_lease become `uncertain` and, in `serve`, their providers are asked
+ *   whether they have them; messages silent since `delivery.status_query_after` are asked for their status
+ *   (src/delivery/lookups.ts);
  * - messages submitted longer than `delivery.unknown_after` ago without a terminal receipt become delivery_unknown
  *   and are reported. The UPDATE re-checks its condition, so two sweeps (serve and flush, or two instances)
  *   cannot both report one message.
@@ -13,6 +16,7 @@ import { expireDispatchLeases, markUnreportedAsUnknown } from '../ledger/message
 import type { Database } from '../ledger/schema.js';
 import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
 import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
+import { querySilentMessages, resolveLostSends, type LookupOptions, type LookupSummary } from './lookups.js';
 import { inTransaction } from '../ledger/db.js';
 
 export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: IngestObservers = {}): Promise<number> {
@@ -42,15 +46,19 @@ export interface SweepResult {
   deleted: number;
   /** Sends left `dispatching` past sms.dispatch_lease, made `uncertain` (or `submitted` when a receipt came). */
   leasesExpired: number;
+  /** What providers said when asked (src/delivery/lookups.ts); zero where no providers were given (`flush`). */
+  lookups: LookupSummary;
 }
 
 export async function runSweep(
   db: Kysely<Database>,
   now: number,
-  delivery: { unknown_after: number; parked_receipt_ttl: number; parked_receipt_retention: number },
+  delivery: { unknown_after: number; parked_receipt_ttl: number; parked_receipt_retention: number; status_query_after: number },
   observers: IngestObservers = {},
   /** sms.dispatch_lease: sends `dispatching` longer than this lost their process (or their provider's answer). */
   dispatchLeaseMs?: number,
+  /** The providers to ask about lost sends and silent messages (`serve` only: `flush` builds no providers). */
+  lookups?: Omit<LookupOptions, 'dispatchLeaseMs' | 'statusQueryAfterMs'>,
 ): Promise<SweepResult> {
   let leasesExpired = 0;
   let confirmed = 0;
@@ -69,6 +77,11 @@ export async function runSweep(
       observers.logger?.warn({ count: leasesExpired, submitted: confirmed, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain, or submitted where a receipt came');
     }
   }
+  let asked: LookupSummary = { found: 0, absent: 0, unknown: 0, statusQueried: 0, statusFinal: 0 };
+  if (lookups && dispatchLeaseMs !== undefined) {
+    const options = { ...lookups, dispatchLeaseMs, statusQueryAfterMs: delivery.status_query_after };
+    asked = { ...(await resolveLostSends(db, now, options, observers)), ...(await querySilentMessages(db, now, options, observers)) };
+  }
   const expiredByProvider = await expireParkedReceipts(db, now - delivery.parked_receipt_ttl);
   let expired = 0;
   for (const [provider, count] of expiredByProvider) {
@@ -84,5 +97,5 @@ export async function runSweep(
   const rematched = await matchAllParkedReceipts(db, now, observers);
   const unknown = await markTimedOutAsUnknown(db, now, delivery.unknown_after, observers);
   await deleteMinuteStatsBefore(db, now - MINUTE_STATS_RETENTION_MS);
-  return { unknown, rematched, expired, deleted, leasesExpired };
+  return { unknown, rematched, expired, deleted, leasesExpired, lookups: asked };
 }

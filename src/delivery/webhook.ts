@@ -1,8 +1,10 @@
 /**
- * Posts conversions to the CRM: one JSON array per request to {crm.webhook_url}/sms/conversion with X-API-KEY,
+ * Posts conversions to the CRM: one JSON array per request to {crm.webhook_url}/sms/conversion with X-API-KEY and an
+ * Idempotency-Key that names the conversions it carries (conversionPostKey),
  * over a pooled keep-alive client. `activity` is spliced in as the stored raw JSON, so the CRM gets back exactly
  * the keys and JSON types it sent.
  */
+import { createHash } from 'node:crypto';
 import { Agent, request } from 'undici';
 import type { Config } from '../config/schema.js';
 import type { ClaimedConversion } from '../ledger/conversions.js';
@@ -23,6 +25,18 @@ export function conversionBody(rows: ClaimedConversion[]): string {
     .join(',')}]`;
 }
 
+/**
+ * The post's Idempotency-Key: a digest of the conversions it carries (outbox id, sms_id, status), so a retry of the
+ * same conversions carries the same key, whichever process sends it, and a post of other conversions another key.
+ * A retry after a crash takes the same rows again (the outbox is claimed in next_attempt_at, id order), so a CRM that
+ * keeps the keys it has seen can drop the repeat (docs/crash-windows.md).
+ */
+export function conversionPostKey(rows: ReadonlyArray<Pick<ClaimedConversion, 'id' | 'sms_id' | 'delivery_status'>>): string {
+  const hash = createHash('sha256');
+  for (const r of rows) hash.update(`${r.id}:${r.sms_id}:${r.delivery_status}\n`);
+  return `conv-${hash.digest('base64url').slice(0, 32)}`;
+}
+
 export function createWebhookClient(crm: Config['crm']) {
   const url = crm.webhook_url ? `${crm.webhook_url.replace(/\/+$/, '')}/sms/conversion` : undefined;
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 8, headersTimeout: crm.timeout, bodyTimeout: crm.timeout });
@@ -34,7 +48,7 @@ export function createWebhookClient(crm: Config['crm']) {
         const res = await request(url, {
           method: 'POST',
           dispatcher,
-          headers: { 'content-type': 'application/json', 'x-api-key': crm.webhook_api_key },
+          headers: { 'content-type': 'application/json', 'x-api-key': crm.webhook_api_key, 'idempotency-key': conversionPostKey(rows) },
           body: conversionBody(rows),
           signal: AbortSignal.timeout(crm.timeout),
         });

@@ -42,14 +42,22 @@ export interface RoundResult {
  * posts for one refused row among n). A 5xx or an unreachable webhook says nothing about the rows: no split.
  * Splitting stops once half the lease is spent, so the rows are marked before another claimer may take them.
  */
-async function postIsolatingRefusals(deps: WorkerDeps, rows: ClaimedConversion[], splitUntil: number): Promise<Array<{ rows: ClaimedConversion[]; result: PostResult }>> {
+async function postIsolatingRefusals(
+  deps: WorkerDeps,
+  rows: ClaimedConversion[],
+  splitUntil: number,
+  onPosted: (rows: ClaimedConversion[], status: number) => Promise<void>,
+): Promise<Array<{ rows: ClaimedConversion[]; result: PostResult }>> {
   const started = performance.now();
   const result = await deps.webhook.post(rows);
   deps.metrics?.webhookPosted((performance.now() - started) / 1000, result.ok ? { ok: true, conversions: rows.length } : result);
+  // Marked at once, before anything else is posted: a crash now can only repeat this one post, never the rows
+  // of the halves posted before it (docs/crash-windows.md).
+  if (result.ok) await onPosted(rows, result.status);
   if (result.ok || rows.length === 1 || !isRowRefusal(result.status) || deps.now() >= splitUntil) return [{ rows, result }];
   const half = Math.ceil(rows.length / 2);
-  const first = await postIsolatingRefusals(deps, rows.slice(0, half), splitUntil);
-  return [...first, ...(await postIsolatingRefusals(deps, rows.slice(half), splitUntil))];
+  const first = await postIsolatingRefusals(deps, rows.slice(0, half), splitUntil, onPosted);
+  return [...first, ...(await postIsolatingRefusals(deps, rows.slice(half), splitUntil, onPosted))];
 }
 
 export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult> {
@@ -61,25 +69,38 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   const claimedAt = now();
   const rows = await inTransaction(db, (trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token));
   if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
-  const outcomes = await postIsolatingRefusals(deps, rows, claimedAt + delivery.lease / 2);
+  const markAfter2xx = async (posted: ClaimedConversion[], status: number) => {
+    const ids = posted.map((r) => r.id);
+    const at = now();
+    await inTransaction(db, async (trx) => {
+      await markPosted(trx, ids, token, at);
+      await recordAttempts(trx, ids, at, true, status, null);
+    });
+  };
+  // Rows an earlier claim already put in a post (its process died before marking them) go out in that post's
+  // company again, so the CRM gets the same conversions under the same Idempotency-Key; new rows form one post.
+  const groups = new Map<string, ClaimedConversion[]>();
+  for (const r of rows) {
+    const group = groups.get(r.post_group);
+    if (group) group.push(r);
+    else groups.set(r.post_group, [r]);
+  }
+  const outcomes: Array<{ rows: ClaimedConversion[]; result: PostResult }> = [];
+  for (const group of groups.values()) outcomes.push(...(await postIsolatingRefusals(deps, group, claimedAt + delivery.lease / 2, markAfter2xx)));
   const at = now();
   const backoff = { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms };
   const refused = outcomes.flatMap((o) => (o.result.ok ? [] : [{ ...o, error: o.result.error, status: o.result.status }]));
   const plans = refused.map((o) =>
     o.rows.map((r) => ({ id: r.id, dead: r.attempts + 1 >= delivery.max_attempts, nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random) })),
   );
-  await inTransaction(db, async (trx) => {
-    for (const o of outcomes) {
-      if (!o.result.ok) continue;
-      const ids = o.rows.map((r) => r.id);
-      await markPosted(trx, ids, token, at);
-      await recordAttempts(trx, ids, at, true, o.result.status, null);
-    }
-    for (const [k, o] of refused.entries()) {
-      await markFailed(trx, plans[k]!, token, o.error);
-      await recordAttempts(trx, o.rows.map((r) => r.id), at, false, o.status, o.error);
-    }
-  });
+  if (refused.length > 0) {
+    await inTransaction(db, async (trx) => {
+      for (const [k, o] of refused.entries()) {
+        await markFailed(trx, plans[k]!, token, o.error);
+        await recordAttempts(trx, o.rows.map((r) => r.id), at, false, o.status, o.error);
+      }
+    });
+  }
   const posted = outcomes.filter((o) => o.result.ok).flatMap((o) => o.rows);
   if (deps.logger.isLevelEnabled('debug')) {
     for (const r of posted) {

@@ -16,7 +16,7 @@ export async function insertConversions(db: Db, rows: Array<{ smsId: string; sta
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
     await insertConversionsTemplate(
       db,
-      part.map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now })),
+      part.map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now, post_group: null })),
     );
   }
 }
@@ -28,23 +28,26 @@ export interface ClaimedConversion {
   attempts: number;
   activity_json: string;
   activity_key: string;
+  /** The claim that first took it into a post (this claim's token for a row never posted before). */
+  post_group: string;
 }
 
 /**
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
+ * A row keeps the post_group of the first claim that took it, so the worker can post it with the same rows again.
  */
 export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
-  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string }>`
-    update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}
+  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string; post_group: string }>`
+    update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
       select id from conversions
       where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at, id limit ${limit}${lock}
     ) and claimed_until <= ${now}
-    returning id, sms_id, delivery_status, attempts,
+    returning id, sms_id, delivery_status, attempts, post_group,
       (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
       (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key`.execute(db);
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);

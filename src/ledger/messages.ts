@@ -8,7 +8,7 @@ import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
 export type NewMessage = Omit<MessagesTable, 'provider_message_id' | 'error' | 'error_code' | 'provider_status'
-  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state'>;
+  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state' | 'lookup_result' | 'status_queried_at'>;
 
 const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
   db.insertInto('messages').values(rows).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key'),
@@ -102,12 +102,13 @@ export async function reclaimMessageForRetry(
       encoding: changes.encoding,
       segments: changes.segments,
       content: changes.content,
-      state: 'dispatching', dispatched_at: now, updated_at: now, attempts: eb('attempts', '+', 1) }))
+      state: 'dispatching', dispatched_at: now, updated_at: now, attempts: eb('attempts', '+', 1), lookup_result: null, status_queried_at: null }))
     .where('sms_id', '=', smsId)
     .where((eb) =>
       eb.or([
         eb('state', '=', 'retryable'),
-        eb.and([eb('state', '=', 'uncertain'), eb('updated_at', '<=', cutoffs.uncertainCutoff)]),
+        // Not while its provider is still to be asked whether it has it (lookup_result `pending`).
+        eb.and([eb('state', '=', 'uncertain'), eb('updated_at', '<=', cutoffs.uncertainCutoff), eb.or([eb('lookup_result', 'is', null), eb('lookup_result', '<>', 'pending')])]),
         eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', cutoffs.leaseCutoff)]),
       ]),
     )
@@ -208,7 +209,8 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
 /**
  * Sends still `dispatching` since before `leaseCutoff`: their process died, or the provider never answered before
  * a shutdown, so the call may have reached the provider. They become `uncertain` (a receipt still confirms them,
- * a CRM retry sends again after sms.ambiguous_retry_after), or `submitted` when a receipt has already reported them:
+ * its provider is asked whether it has them before anything sends them again: src/delivery/lookups.ts), or
+ * `submitted` when a receipt has already reported them:
  * the provider took them (the process died after the answer, before its record was written: src/sms/record.ts).
  * Up to `limit` rows; returns them with the state each got.
  */
@@ -217,6 +219,7 @@ export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: num
     update messages
     set state = case when delivery_source = 'receipt' then 'submitted' else 'uncertain' end,
         submitted_at = case when delivery_source = 'receipt' then ${now} else submitted_at end,
+        lookup_result = case when delivery_source = 'receipt' then lookup_result else 'pending' end,
         updated_at = ${now}
     where sms_id in (
       select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${limit}
@@ -227,8 +230,9 @@ export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: num
 
 /**
  * Messages with no delivery status since before `cutoff`, up to `limit`, marked `delivery_unknown` (source
- * `timeout`) and returned: those submitted (the provider took them; no terminal receipt came) and those whose
- * send was left uncertain or dispatching (no answer, no receipt, no retry by the CRM). The UPDATE re-checks its
+ * `timeout`) and returned: those submitted (the provider took them; no terminal receipt came), those whose
+ * send was left uncertain or dispatching (no answer, no receipt, no retry by the CRM), and lost sends their provider
+ * did not have that the CRM never retried (src/delivery/lookups.ts). The UPDATE re-checks its
  * condition, so two sweeps cannot both mark one message.
  */
 export async function markUnreportedAsUnknown(db: Db, cutoff: number, now: number, limit = 1_000) {
@@ -239,6 +243,8 @@ export async function markUnreportedAsUnknown(db: Db, cutoff: number, now: numbe
       select sms_id from messages where delivery_status is null and submitted_at <= ${cutoff}
       union all
       select sms_id from messages where state in ('dispatching', 'uncertain') and dispatched_at <= ${cutoff} and delivery_status is null
+      union all
+      select sms_id from messages where lookup_result = 'absent' and state = 'retryable' and dispatched_at <= ${cutoff} and delivery_status is null
       limit ${limit}
     )
       and delivery_status is null

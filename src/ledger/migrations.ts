@@ -421,4 +421,18 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('inbound_messages_received').on('inbound_messages').columns(['received_at', 'id']).execute();
     },
   },
+  '2026-11-25-90-provider-lookups': {
+    async up(db) {
+      // What the provider said when asked whether it has a send whose answer was lost (delivery/lookups.ts):
+      // `pending` (not asked yet), `found`, `absent` or `unknown` (its API cannot tell); null when never needed.
+      await db.schema.alterTable('messages').addColumn('lookup_result', 'text').execute();
+      // When the provider was last asked for a silent message's status (delivery.status_query_after), so it is
+      // asked once, not at every sweep.
+      await db.schema.alterTable('messages').addColumn('status_queried_at', 'bigint').execute();
+      // Only sends whose process was lost ever get a lookup_result: the sweep finds them here, not by a scan.
+      // The post a conversion first went out in (ConversionsTable.post_group), so a repeat after a crash is the same post.
+      await db.schema.alterTable('conversions').addColumn('post_group', 'text').execute();
+      await db.schema.createIndex('messages_lookups').on('messages').column('dispatched_at').where(sql.ref('lookup_result'), 'is not', null).execute();
+    },
+  },
 };

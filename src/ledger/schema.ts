@@ -52,7 +52,16 @@ export interface MessagesTable {
   dispatched_at: number;
   submitted_at: number | null;
   completed_at: number | null;
+  /**
+   * The provider's answer when asked whether it has a send left uncertain by a lost process (src/delivery/lookups.ts):
+   * `pending` until asked, then `found`, `absent` or `unknown` (it cannot tell); null for every other message.
+   */
+  lookup_result: LookupResultState | null;
+  /** When the provider was asked for the status of this silent message (delivery.status_query_after). */
+  status_queried_at: number | null;
 }
+
+export type LookupResultState = 'pending' | 'found' | 'absent' | 'unknown';
 
 /** Every part id of a multipart send, for providers that report per part (Vonage SMS API). */
 export interface MessagePartsTable {
@@ -96,6 +105,11 @@ export interface ConversionsTable {
   last_error: string | null;
   dead: number;
   created_at: number;
+  /**
+   * The claim that first took the row into a post: a later claim posts the rows of one group together again, so a
+   * post repeated after a crash carries the same conversions, and so the same Idempotency-Key (src/delivery/webhook.ts).
+   */
+  post_group: string | null;
 }
 
 export interface ConversionAttemptsTable {

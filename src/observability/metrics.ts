@@ -30,6 +30,11 @@ export interface ReceiptMetrics {
   /** A terminal status from a receipt; `secondsSinceDispatch` from the ledger's dispatched_at. */
   deliveryReported(provider: string, status: DeliveryStatus, secondsSinceDispatch: number): void;
   deliveryTimedOut(provider: string): void;
+  /**
+   * A provider asked about one of our sends (src/delivery/lookups.ts): `lost_send` whether it has one whose answer
+   * was lost, `status` the status of a silent one; `cannot_tell` when its API has no lookup.
+   */
+  lookupAnswered(provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell'): void;
 }
 
 export interface WebhookMetrics {
@@ -105,6 +110,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   const receiptsExpired = new Counter({ name: 'sms_gateway_receipts_expired_total', help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message', labelNames: ['provider'], registers });
   const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
   const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
+  const lookups = new Counter({ name: 'sms_gateway_provider_lookups_total', help: 'Providers asked about our sends: lost_send (did it get one whose answer was lost) or status (of a silent one), by answer (found, absent, unknown, cannot_tell = no lookup in its API: the send stays uncertain)', labelNames: ['provider', 'purpose', 'answer'], registers });
   const webhookDuration = new Histogram({ name: 'sms_gateway_webhook_post_duration_seconds', help: 'Conversion webhook post latency', labelNames: ['result'], buckets: FAST_CALL_BUCKETS, registers });
   const webhookFailures = new Counter({ name: 'sms_gateway_webhook_failures_total', help: 'Conversion webhook posts that failed, by HTTP status class or unreachable', labelNames: ['reason'], registers });
   const conversionsPosted = new Counter({ name: 'sms_gateway_conversions_posted_total', help: 'Conversions the CRM acknowledged', registers });
@@ -190,6 +196,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       deliveryDuration.observe({ provider, status }, Math.max(0, secondsSinceDispatch));
     },
     deliveryTimedOut: (provider: string) => deliveryStatuses.inc({ provider, status: 'delivery_unknown', source: 'timeout' }),
+    lookupAnswered: (provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell') => lookups.inc({ provider, purpose, answer }),
     webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }) {
       webhookDuration.observe({ result: result.ok ? 'ok' : 'error' }, seconds);
       if (result.ok) conversionsPosted.inc(result.conversions);

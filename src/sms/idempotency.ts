@@ -21,7 +21,7 @@ export type RepeatDecision =
   | { action: 'busy'; smsId: string; reason: 'in-flight' | 'awaiting-receipt' };
 
 export function decideRepeat(
-  row: Pick<MessageRow, 'sms_id' | 'state' | 'error' | 'dispatched_at' | 'updated_at'>,
+  row: Pick<MessageRow, 'sms_id' | 'state' | 'error' | 'dispatched_at' | 'updated_at'> & Partial<Pick<MessageRow, 'lookup_result'>>,
   now: number,
   timings: RepeatTimings,
 ): RepeatDecision {
@@ -33,6 +33,9 @@ export function decideRepeat(
     case 'retryable':
       return { action: 'resend', smsId: row.sms_id };
     case 'uncertain':
+      // Its sender was lost and its provider is still to be asked whether it has it (src/delivery/lookups.ts): the
+      // answer decides, so that a provider that can tell never gets it twice.
+      if (row.lookup_result === 'pending') return { action: 'busy', smsId: row.sms_id, reason: 'awaiting-receipt' };
       // A receipt arriving meanwhile turns it `submitted`; without one, sending again beats losing the message.
       return now - row.updated_at >= timings.ambiguousRetryAfterMs
         ? { action: 'resend', smsId: row.sms_id }

@@ -12,7 +12,9 @@ export interface Conversion {
 }
 
 export class FakeCrm {
-  readonly requests: Array<{ apiKey: string | undefined; rawBody: string; body: Conversion[] }> = [];
+  readonly requests: Array<{ apiKey: string | undefined; idempotencyKey: string | undefined; rawBody: string; body: Conversion[] }> = [];
+  /** Milliseconds between taking a post (recorded) and answering it: a sender killed meanwhile never hears the 200. */
+  answerDelayMs = 0;
   private server: Server | undefined;
   private sockets = new Set<Socket>();
   private failures: Array<number> = [];
@@ -56,6 +58,7 @@ export class FakeCrm {
     this.refused.length = 0;
     this.failures = [];
     this.refusedIds.clear();
+    this.answerDelayMs = 0;
   }
 
   async start(port = this.port): Promise<this> {
@@ -97,7 +100,8 @@ export class FakeCrm {
       this.refused.push(body);
       return answer(400, { error: `activity ${String(poison.activity.id)}: refused` });
     }
-    this.requests.push({ apiKey: req.headers['x-api-key'] as string, rawBody, body });
+    this.requests.push({ apiKey: req.headers['x-api-key'] as string, idempotencyKey: req.headers['idempotency-key'] as string | undefined, rawBody, body });
+    if (this.answerDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.answerDelayMs));
     answer(200, { message: 'success' });
   }
 }

@@ -37,6 +37,9 @@ export interface TwilioCreateCall {
   form: Record<string, string>;
   /** The sid answered, when the create succeeded. */
   sid?: string;
+  /** When Twilio created it (epoch ms), and its status as the Message resource shows it now. */
+  createdAt?: number;
+  status?: string;
 }
 
 export interface TwilioFakeOptions {
@@ -48,6 +51,10 @@ export interface TwilioFakeOptions {
   callbacksBeforeAnswer?: boolean;
   /** Awaited just before a successful create is answered (a test holds the answer back while it prepares something). */
   beforeAnswer?: (create: TwilioCreateCall) => Promise<void> | void;
+  /** Milliseconds between creating a message and answering the create call (a kill can fall in between). */
+  answerDelayMs?: number;
+  /** Milliseconds between a failed status callback and its retry (Twilio retries per the URL's `#rc=` override). */
+  callbackRetryDelayMs?: number;
   port?: number;
 }
 
@@ -57,8 +64,10 @@ export interface TwilioFake {
   authToken: string;
   /** Every create call that passed authentication, in arrival order. */
   creates: TwilioCreateCall[];
-  /** Status callbacks posted by the fake, with the gateway's HTTP answer. */
+  /** Status callbacks posted by the fake, with the gateway's HTTP answer (0: no connection). */
   callbacks: Array<{ url: string; params: Record<string, string>; status: number }>;
+  /** Lookups answered: the list (by To) and fetch (by sid) calls of the Message resource. */
+  lookups: Array<{ kind: 'list' | 'fetch'; to?: string; sid?: string }>;
   /** Posts a status callback signed with `signingToken` (default: the account's auth token). */
   postStatusCallback(url: string, params: Record<string, string>, signingToken?: string): Promise<number>;
   /**
@@ -94,18 +103,41 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     ...(status === 'delivered' ? { RawDlrDoneDate: '2611230412' } : {}),
   });
 
-  async function postStatusCallback(url: string, params: Record<string, string>, signingToken = authToken): Promise<number> {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        'x-twilio-signature': getExpectedTwilioSignature(signingToken, url, params),
-      },
-      body: new URLSearchParams(params).toString(),
-    });
-    await res.arrayBuffer();
-    callbacks.push({ url, params, status: res.status });
-    return res.status;
+  /**
+   * Posts like Twilio: the URL's fragment (connection overrides, `#rc=3&rp=all`) is not sent and not signed; `rc`
+   * failed attempts (no connection, or a 5xx) are retried, within Twilio's 15 s for one callback.
+   */
+  async function postStatusCallback(fullUrl: string, params: Record<string, string>, signingToken = authToken): Promise<number> {
+    const [url, fragment = ''] = fullUrl.split('#') as [string, string?];
+    // The Message resource shows the status it last called back.
+    const created = creates.find((c) => c.sid !== undefined && c.sid === params.MessageSid);
+    if (created && params.MessageStatus) created.status = params.MessageStatus;
+    const overrides = new URLSearchParams(fragment);
+    const retries = Math.min(5, Number(overrides.get('rc') ?? 0) || 0);
+    const deadline = Date.now() + 15_000;
+    for (let attempt = 0; ; attempt++) {
+      let status = 0;
+      try {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-twilio-signature': getExpectedTwilioSignature(signingToken, url, params),
+          },
+          body: new URLSearchParams(params).toString(),
+        });
+        await res.arrayBuffer();
+        status = res.status;
+      } catch {
+        status = 0;
+      }
+      callbacks.push({ url, params, status });
+      if ((status !== 0 && status < 500) || attempt >= retries || Date.now() >= deadline) {
+        if (status === 0) throw new Error(`status callback to ${url}: no connection`);
+        return status;
+      }
+      await new Promise((resolve) => setTimeout(resolve, options.callbackRetryDelayMs ?? 200));
+    }
   }
 
   async function postInbound(url: string, message: { from: string; to: string; body: string; sid?: string }, signingToken: string | null = authToken) {
@@ -130,7 +162,48 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
   }
 
+  const lookups: TwilioFake['lookups'] = [];
+  const resource = (c: TwilioCreateCall) => ({
+    sid: c.sid, account_sid: accountSid, to: c.form.To, from: c.form.From ?? null, body: c.form.Body, status: c.status,
+    direction: 'outbound-api', date_created: new Date(c.createdAt!).toUTCString().replace('GMT', '+0000'),
+    error_code: c.status === 'undelivered' || c.status === 'failed' ? 30003 : null, api_version: '2010-04-01',
+  });
+
+  /** The Message resource's list (filtered by To, newest first, PageSize) and fetch calls. */
+  function answerLookup(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): boolean {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const list = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(url.pathname);
+    const fetchOne = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\/(SM[0-9a-f]{32})\.json$/.exec(url.pathname);
+    if (req.method !== 'GET' || (!list && !fetchOne)) return false;
+    const auth = basicCredentials(req.headers.authorization);
+    if (!auth || auth.user !== accountSid || auth.password !== authToken || (list ?? fetchOne)![1] !== accountSid) {
+      sendJson(res, 401, { code: 20003, message: 'Authenticate', more_info: 'https://www.twilio.com/docs/errors/20003', status: 401 });
+      return true;
+    }
+    const made = creates.filter((c) => c.sid !== undefined);
+    if (fetchOne) {
+      lookups.push({ kind: 'fetch', sid: fetchOne[2] });
+      const found = made.find((c) => c.sid === fetchOne[2]);
+      if (!found) sendJson(res, 404, { code: 20404, message: `The requested resource /2010-04-01/Accounts/${accountSid}/Messages/${fetchOne[2]}.json was not found`, more_info: 'https://www.twilio.com/docs/errors/20404', status: 404 });
+      else sendJson(res, 200, resource(found));
+      return true;
+    }
+    const to = url.searchParams.get('To') ?? undefined;
+    lookups.push({ kind: 'list', to });
+    const pageSize = Math.min(1000, Number(url.searchParams.get('PageSize') ?? 50) || 50);
+    const matching = made.filter((c) => to === undefined || c.form.To === to).reverse();
+    const page = matching.slice(0, pageSize);
+    sendJson(res, 200, {
+      messages: page.map(resource), page: 0, page_size: pageSize, start: 0, end: Math.max(0, page.length - 1),
+      first_page_uri: url.pathname + url.search, previous_page_uri: null,
+      next_page_uri: matching.length > pageSize ? `${url.pathname}?To=${encodeURIComponent(to ?? '')}&PageSize=${pageSize}&Page=1` : null,
+      uri: url.pathname + url.search,
+    });
+    return true;
+  }
+
   const server = await startFakeServer(async (req, res) => {
+    if (answerLookup(req, res)) return;
     const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(req.url ?? '');
     const body = await readBody(req);
     if (req.method !== 'POST' || !match) return sendJson(res, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
@@ -149,13 +222,18 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
       return sendJson(res, 400, { code: 21604, message: 'A To, Body and From or MessagingServiceSid are required', status: 400 });
     }
     create.sid = randomSid('SM');
+    create.createdAt = Date.now();
+    create.status = form.MessagingServiceSid ? 'accepted' : 'queued';
     const segments = form.Body.length <= 160 ? 1 : Math.ceil(form.Body.length / 153);
     const statuses = options.callbackStatuses ?? [];
     const postCallbacks = async (url: string) => {
-      for (const status of statuses) await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
+      for (const status of statuses) {
+        await postStatusCallback(url, callbackParams(create, status)).catch(() => 0);
+      }
     };
     if (options.callbacksBeforeAnswer && form.StatusCallback) await postCallbacks(form.StatusCallback);
     await options.beforeAnswer?.(create);
+    if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     if (canned === 'accepted-then-500') answerError(res, { http: 500, code: 20500, message: 'Internal Server Error' });
     else sendJson(res, 201, {
       sid: create.sid,
@@ -182,6 +260,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     authToken,
     creates,
     callbacks,
+    lookups,
     postStatusCallback,
     postInbound,
     callbackParams,

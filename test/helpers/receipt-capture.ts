@@ -12,7 +12,8 @@ export interface ReceiptCapture {
   close(): Promise<void>;
 }
 
-export async function startReceiptCapture(answer = 200): Promise<ReceiptCapture> {
+/** `answer`: the HTTP status for every request, or a function of the request's number (0-based) that picks it. */
+export async function startReceiptCapture(answer: number | ((n: number) => number) = 200): Promise<ReceiptCapture> {
   const receipts: IncomingReceipt[] = [];
   const server = await startFakeServer(async (req, res) => {
     const rawBody = await readBody(req);
@@ -27,7 +28,7 @@ export async function startReceiptCapture(answer = 200): Promise<ReceiptCapture>
       contentType: headers['content-type'] ?? '',
       rawBody,
     });
-    res.writeHead(answer).end();
+    res.writeHead(typeof answer === 'number' ? answer : answer(receipts.length - 1)).end();
   });
   const capture: ReceiptCapture = { url: server.url, receipts, close: () => server.close() };
   return capture;
