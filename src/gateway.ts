@@ -25,6 +25,7 @@ import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { createTracing } from './observability/tracing.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './sms/provider-router.js';
 import { createRoute } from './sms/provider-route.js';
@@ -111,6 +112,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger, thread: leader } });
   const { db } = ledger;
   await migrateToLatest(db);
+  // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
+  const tracing = await createTracing(config.observability.tracing, logger);
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);
@@ -141,7 +144,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const webhook = createWebhookClient(config.crm);
   const worker =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
@@ -156,7 +159,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger.warn('crm.integration has no url (or rabbitmq): relayed events wait in the outbox');
   }
 
-  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported });
+  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, observeReceipt: routeHealth.observeReceipt, onReported: reported, tracing });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
@@ -172,6 +175,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     recipients,
     onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
     onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
+    tracing,
   });
 
   ingestPushed = receipts.store;
@@ -194,6 +198,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     recipients,
     renderMetrics: options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined,
     circuits: () => routeHealth.snapshot(),
+    tracing,
   });
 
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
@@ -277,6 +282,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();
+        step = 'exporting the last spans';
+        await tracing.shutdown();
         step = 'closing the ledger';
         await ledger.close();
       })();

@@ -11,6 +11,8 @@ import { acceptEvent } from './accept.js';
 import { eventCatalogue } from './catalogue.js';
 import { guardPayload } from './payload-guard.js';
 import { relaySchemas, type BonusEventInput } from './relay-schemas.js';
+import { traceRequests } from '../observability/request-context.js';
+import type { Tracing } from '../observability/tracing.js';
 
 export interface RelayRouteDeps {
   apiKeys: readonly string[];
@@ -21,6 +23,8 @@ export interface RelayRouteDeps {
   maxDepth: number;
   /** Told after an event was committed, so the delivery worker looks at once. */
   onAccepted: () => void;
+  /** When on, each request gets a span, stored with its event and sent on with it (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 function relayKey(keys: readonly string[]): MiddlewareHandler {
@@ -36,6 +40,7 @@ function relayKey(keys: readonly string[]): MiddlewareHandler {
 export function relayRoutes(deps: RelayRouteDeps) {
   const app = new Hono();
   app.use('*', relayKey(deps.apiKeys));
+  if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
   for (const route of eventCatalogue) {
     const schema = relaySchemas.get(route.kind)!;
     app.on(route.method, route.path, async (c) => {
@@ -55,7 +60,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
               parsed.data as BonusEventInput,
             )
           : undefined;
-      const input = { route, received: body.value as Record<string, unknown>, userId: valid.user_id, bonus };
+      const input = { route, received: body.value as Record<string, unknown>, userId: valid.user_id, bonus, traceparent: c.get('traceparent') };
       const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
       if (!result.ok) return c.json({ error: result.error }, 400);
       if (result.replayed) c.header('Idempotent-Replayed', 'true');

@@ -28,6 +28,8 @@ export interface ClaimedConversion {
   attempts: number;
   activity_json: string;
   activity_key: string;
+  /** The message's send span (docs/tracing.md); read only when the claimer asks for it, else undefined. */
+  traceparent?: string | null;
 }
 
 /**
@@ -35,8 +37,9 @@ export interface ClaimedConversion {
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
  */
-export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
+export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string, withTraceparent = false): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
   const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string }>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}
     where id in (
@@ -46,7 +49,7 @@ export async function claimDueConversions(db: Db, flags: DialectFlags, limit: nu
     ) and claimed_until <= ${now}
     returning id, sms_id, delivery_status, attempts,
       (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
-      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key`.execute(db);
+      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`.execute(db);
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 }
 

@@ -58,7 +58,7 @@ export function createSendStep(deps: SendStepDeps) {
     },
 
     /** The provider's answer for one claimed message; a plugin's throw is answered as a transient failure. */
-    async send(message: PreparedMessage, smsId: string, times: SendTimes): Promise<SendResult> {
+    async send(message: PreparedMessage, smsId: string, times: SendTimes, traceparent?: string): Promise<SendResult> {
       if (times.deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
       if (stopping.signal.aborted) return NOT_SENT_SHUTTING_DOWN;
       try {
@@ -73,6 +73,7 @@ export function createSendStep(deps: SendStepDeps) {
             callbackUrl: deps.callbackUrl(message.provider.name, smsId),
             deadline: times.waitDeadline,
             waitSignal: stopping.signal,
+            ...(traceparent ? { traceparent } : {}),
           },
           signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline)),
         );

@@ -12,7 +12,7 @@ export interface Conversion {
 }
 
 export class FakeCrm {
-  readonly requests: Array<{ apiKey: string | undefined; rawBody: string; body: Conversion[] }> = [];
+  readonly requests: Array<{ apiKey: string | undefined; rawBody: string; body: Conversion[]; traceparent?: string }> = [];
   private server: Server | undefined;
   private sockets = new Set<Socket>();
   private failures: Array<number> = [];
@@ -97,7 +97,7 @@ export class FakeCrm {
       this.refused.push(body);
       return answer(400, { error: `activity ${String(poison.activity.id)}: refused` });
     }
-    this.requests.push({ apiKey: req.headers['x-api-key'] as string, rawBody, body });
+    this.requests.push({ apiKey: req.headers['x-api-key'] as string, rawBody, body, ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}) });
     answer(200, { message: 'success' });
   }
 }

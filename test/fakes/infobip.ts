@@ -36,6 +36,8 @@ export interface InfobipSend {
   notifyUrl: string;
   callbackData: string;
   messageId?: string;
+  /** The W3C traceparent header the gateway sent, if any (docs/tracing.md). */
+  traceparent?: string;
 }
 
 export interface InfobipFake {
@@ -91,6 +93,7 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
     const to = message.destinations[0]!.to;
     const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData };
+    if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
     const canned = INFOBIP_MAGIC_NUMBERS.get(to);
     if (canned && 'rejection' in canned) {
