@@ -34,6 +34,7 @@ import { withSenderRules } from './sms/sender-rules.js';
 import { createRecipientCheck } from './sms/suppression.js';
 import { systemClock, type Clock } from './clock.js';
 import { withThrottle } from './sms/throttle.js';
+import { hasProviderLimits, registerInstanceMetric, startInstanceHeartbeat } from './sms/shared-limits.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
 
 export interface GatewayOptions {
@@ -75,6 +76,8 @@ export function createProviders(
   routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
   /** Where plugins that receive receipts over their own connection (SMPP) hand them in. */
   deliverReceipts?: (provider: string, events: ReceiptEvent[]) => Promise<void>,
+  /** The live instances on the database, which split each provider's limits (src/sms/shared-limits.ts). */
+  instances?: () => number,
 ): SmsProvider[] {
   const built = new Map<string, SmsProvider>();
   for (const [name, providerConfig] of Object.entries(config.providers)) {
@@ -87,12 +90,17 @@ export function createProviders(
       ...(deliverReceipts ? { deliverReceipts: (events: ReceiptEvent[]) => deliverReceipts(name, events) } : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
-    // One throttle per provider instance, shared by single and batch traffic (README "Providers"); in a cluster, a share each.
-    const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
+    // One throttle per provider instance, shared by single and batch traffic (README "Providers"); with instances
+    // heartbeating on the database, a share of the live ones' (docs/shared-limits.md); else a share per cluster worker.
+    const maxConcurrency = instances ? providerConfig.max_concurrency : shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
       provider,
-      { ratePerSecond: shareOfLimit(providerConfig.rate_per_second, role), maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency) },
+      {
+        ratePerSecond: instances ? providerConfig.rate_per_second : shareOfLimit(providerConfig.rate_per_second, role),
+        maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency),
+      },
       clock,
+      instances,
     );
     built.set(name, withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins));
   }
@@ -123,15 +131,37 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
   // arrives before then is refused, and the SMSC offers it again.
   let ingestPushed: ((inputs: ReceiptInput[]) => Promise<unknown>) | undefined;
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, async (provider, events) => {
-    if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
-    await ingestPushed(events.map((event) => ({ provider, event })));
-  });
+  // Only a provider with a limit needs to know how many instances share it.
+  const heartbeat = hasProviderLimits(config)
+    ? await startInstanceHeartbeat({
+        db,
+        now,
+        intervalMs: config.server.instance_heartbeat,
+        expiryMs: config.server.instance_expiry,
+        logger,
+        atLeast: options.cluster?.count,
+      })
+    : undefined;
+  const providers = createProviders(
+    config,
+    logger,
+    now,
+    options.clock,
+    options.cluster,
+    processSecret,
+    { health: routeHealth, callbackUrl },
+    async (provider, events) => {
+      if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
+      await ingestPushed(events.map((event) => ({ provider, event })));
+    },
+    heartbeat?.instances,
+  );
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(db),
     countParkedReceipts: () => countParkedReceiptsByProvider(db),
   });
   routeHealth.registerMetrics(metrics.registry);
+  if (heartbeat) registerInstanceMetric(metrics.registry, heartbeat.instances);
   const observers = { metrics, logger };
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
@@ -284,6 +314,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await webhook.close();
         step = 'exporting the last spans';
         await tracing.shutdown();
+        step = 'leaving the instance count';
+        await heartbeat?.stop();
         step = 'closing the ledger';
         await ledger.close();
       })();
