@@ -4,6 +4,10 @@
  * the conversion post, which happen in later requests; the provider, the CRM webhook and the CRM's Integration API
  * get the W3C header. Off (the default), nothing is exported and no header is sent.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatTraceparent, parseTraceparent, tracesUrl } from '../src/observability/tracing.js';
 import { FakeCrm } from './fakes/crm.js';
@@ -12,6 +16,8 @@ import { startOtlpFake, type OtlpFake, type ReceivedSpan } from './fakes/otlp.js
 import { smsMessage, startTestGateway, waitFor, type TestGateway } from './helpers/gateway.js';
 import { startFakeServer, readBody, sendJson, type FakeServer } from './fakes/http.js';
 import { RELAY_KEY, relay, thinEvent } from './helpers/events.js';
+import { startServe, writeConfig } from './helpers/child.js';
+import { TEST_API_KEY, testConfigDocument } from './helpers/gateway.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CRM_SPAN_ID = '00f067aa0ba902b7';
@@ -190,4 +196,53 @@ describe('with tracing off (the default)', () => {
     expect(sink.traceparents).toEqual([undefined]);
     expect(otlp.exports).toBe(0);
   });
+});
+
+describe('the OpenTelemetry packages', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'crm-sms-otel-load-'));
+    // A module loader hook (node:module register) that writes every module URL the served process resolves.
+    writeFileSync(
+      join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  appendFileSync(process.env.RESOLVED_LOG, result.url + '\\n');
+  return result;
+}
+`,
+    );
+    writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    ['are never loaded with tracing off, even for a request with a traceparent', false],
+    ['are loaded with tracing on', true],
+  ])('%s', async (_label, enabled) => {
+    const name = enabled ? 'on' : 'off';
+    const log = join(dir, `resolved-${name}.txt`);
+    writeFileSync(log, '');
+    const file = writeConfig(
+      dir,
+      testConfigDocument(dir, { database: { url: `sqlite:${join(dir, `${name}.db`)}` }, observability: { tracing: { enabled, endpoint: 'http://127.0.0.1:9' } }, log: { level: 'info' } }),
+      `${name}.yaml`,
+    );
+    const serve = await startServe(file, { nodeArgs: ['--import', pathToFileURL(join(dir, 'register.mjs')).href], env: { RESOLVED_LOG: log }, startTimeoutMs: 40_000 });
+    try {
+      const res = await fetch(`${serve.url}/channels/sms/single`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY, traceparent: CRM_TRACEPARENT },
+        body: JSON.stringify(smsMessage(`load-${name}`)),
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      serve.child.kill('SIGKILL');
+    }
+    const resolved = readFileSync(log, 'utf8').split('\n');
+    // The hook works: the gateway's own modules are in the list.
+    expect(resolved.some((url) => url.endsWith('/dist/src/gateway.js'))).toBe(true);
+    expect(resolved.some((url) => url.includes('/@opentelemetry/'))).toBe(enabled);
+  }, 60_000);
 });
