@@ -39,6 +39,7 @@ const storedMessageSchema = z.strictObject({
   dispatched_at: epochMs,
   submitted_at: epochMs.nullable(),
   completed_at: epochMs.nullable(),
+  traceparent: z.string().nullable().describe('W3C traceparent of the send span when tracing was on (docs/tracing.md): its second field is the trace id'),
 });
 
 const storedReceiptSchema = z.strictObject({
