@@ -37,6 +37,7 @@ import type { GatewayMetrics } from './observability/metrics.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
 import { requestContext, requestLogger } from './observability/request-context.js';
+import type { Tracing } from './observability/tracing.js';
 import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './provider-wrappers/registry.js';
@@ -76,6 +77,8 @@ export interface AppParts {
   transact: Transact;
   /** Called when events were queued or replayed, so the event worker looks at once. */
   onEventsQueued: () => void;
+  /** Request spans on the SMS and relay routes when tracing is on (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 /**
@@ -126,6 +129,7 @@ export function createApp(parts: AppParts): Hono {
       router: parts.router,
       dispatcher: parts.dispatcher,
       now: parts.now,
+      tracing: parts.tracing,
     }),
   );
 
@@ -156,6 +160,7 @@ export function createApp(parts: AppParts): Hono {
       maxEventBytes: config.relay.max_event_bytes,
       maxDepth: config.relay.max_depth,
       onAccepted: onEventsQueued,
+      tracing: parts.tracing,
     }),
   );
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));

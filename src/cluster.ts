@@ -5,7 +5,8 @@
  *
  * Worker 0 also runs what a host needs once: the conversion worker, the unknown-timeout sweep and the WAL checkpoint
  * thread (a restarted worker 0 takes them up again). Every worker gets an equal share of each provider's
- * `rate_per_second` and `max_concurrency`, so together they keep the configured limits. Everything else that must
+ * `rate_per_second` and `max_concurrency`, so together they keep the configured limits: counted by heartbeat with
+ * every other instance on the database (docs/shared-limits.md), and never fewer ways than this host's workers. Everything else that must
  * happen once already holds across processes (docs/operations.md "Several instances"): the ledger decides, not a process.
  */
 import cluster, { type Worker } from 'node:cluster';

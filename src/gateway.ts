@@ -31,6 +31,7 @@ import { countParkedReceiptsByProvider } from './ledger/receipts.js';
 import { readBuildInfo } from './observability/build-info.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
 import { createGatewayMetrics, type GatewayMetrics } from './observability/metrics.js';
+import { createTracing } from './observability/tracing.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './provider-wrappers/registry.js';
 import { createRoute } from './provider-wrappers/failover-route.js';
@@ -39,6 +40,7 @@ import { withSenderRules } from './provider-wrappers/sender-rules.js';
 import { createRecipientCheck } from './consents/suppression.js';
 import { systemClock, type Clock } from './kit/clock.js';
 import { withThrottle } from './provider-wrappers/throttle.js';
+import { hasProviderLimits, registerInstanceMetric, startInstanceHeartbeat } from './provider-wrappers/shared-limits.js';
 import { createProviderOptOuts } from './consents/opt-outs.js';
 import { receiveInbound } from './consents/inbound.js';
 
@@ -96,6 +98,8 @@ export function createProviders(
   routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
   /** Where plugins that receive receipts or players' messages over their own connection (SMPP) hand them in. */
   pushed?: PushedIntake,
+  /** The live instances on the database, which split each provider's limits (src/provider-wrappers/shared-limits.ts). */
+  instances?: () => number,
 ): SmsProvider[] {
   const built = new Map<string, SmsProvider>();
   for (const [name, providerConfig] of Object.entries(config.providers)) {
@@ -113,12 +117,17 @@ export function createProviders(
         : {}),
     };
     const provider = plugin.create(name, providerConfig, deps);
-    // One throttle per provider instance, shared by single and batch traffic (docs/configuration.md "Providers"); in a cluster, a share each.
-    const maxConcurrency = shareOfLimit(providerConfig.max_concurrency, role);
+    // One throttle per provider instance, shared by single and batch traffic (docs/configuration.md "Providers"); with instances
+    // heartbeating on the database, a share of the live ones' (docs/shared-limits.md); else a share per cluster worker.
+    const maxConcurrency = instances ? providerConfig.max_concurrency : shareOfLimit(providerConfig.max_concurrency, role);
     const throttled = withThrottle(
       provider,
-      { ratePerSecond: shareOfLimit(providerConfig.rate_per_second, role), maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency) },
+      {
+        ratePerSecond: instances ? providerConfig.rate_per_second : shareOfLimit(providerConfig.rate_per_second, role),
+        maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency),
+      },
       clock,
+      instances,
     );
     built.set(name, withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins));
   }
@@ -146,6 +155,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   } else {
     await migrateToLatest(db);
   }
+  // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
+  const tracing = await createTracing(config.observability.tracing, logger);
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
   const processSecret = options.cluster?.secret ?? randomBytes(32);
@@ -165,7 +176,18 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       await ingestPushed.inbound(provider, message);
     },
   };
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, pushed);
+  // Only a provider with a limit needs to know how many instances share it.
+  const heartbeat = hasProviderLimits(config)
+    ? await startInstanceHeartbeat({
+        db,
+        now,
+        intervalMs: config.server.instance_heartbeat,
+        expiryMs: config.server.instance_expiry,
+        logger,
+        atLeast: options.cluster?.count,
+      })
+    : undefined;
+  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, pushed, heartbeat?.instances);
   // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
   const metrics = createGatewayMetrics(Object.keys(config.providers), {
     countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
@@ -174,6 +196,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
   }, readBuildInfo());
   routeHealth.registerMetrics(metrics.registry);
+  if (heartbeat) registerInstanceMetric(metrics.registry, heartbeat.instances);
   const observers = { metrics, logger };
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
@@ -186,7 +209,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const webhook = createWebhookClient(config.crm);
   const worker =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics })
+      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
@@ -214,7 +237,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       ? startCreditWorker({ db, flags: ledger.flags, credits: { ...config.operator.credits, url: creditsUrl }, logger, now, onDelivered: creditMetrics.delivered, onDead: creditMetrics.dead })
       : undefined;
 
-  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported });
+  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported, tracing });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
@@ -230,6 +253,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     recipients,
     onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
     onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
+    tracing,
   });
 
   // The same inbound handling as /mo/{provider} (src/consents/routes.ts), for messages a plugin receives itself.
@@ -269,6 +293,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     recipients,
     renderMetrics,
     circuits: () => routeHealth.snapshot(),
+    tracing,
   });
 
   const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics, renderMetrics);
@@ -371,6 +396,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         await eventTransport?.close();
         step = 'closing the webhook client';
         await webhook.close();
+        step = 'exporting the last spans';
+        await tracing.shutdown();
+        step = 'leaving the instance count';
+        await heartbeat?.stop();
         step = 'closing the ledger';
         await ledger.close();
       })();

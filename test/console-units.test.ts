@@ -67,7 +67,7 @@ describe('a message timeline', () => {
     sms_id: 's-1', activity_key: 'a-1', user_id: 'p-1', request_id: 'r-1', provider: 'sandbox', provider_message_id: 'pm-1', recipient: '+447700900123',
     sender: null, encoding: 'gsm7', segments: 1, content: null, state: 'submitted', error: null, error_code: null, attempts: 2, provider_status: 'queued',
     delivery_status: 'delivered', delivery_source: 'receipt', created_at: 1_000, updated_at: 5_000, dispatched_at: 1_500, submitted_at: 1_600, completed_at: 3_000,
-    lookup_result: null, status_queried_at: null,
+    lookup_result: null, status_queried_at: null, traceparent: null,
   };
   const receipt = { id: 1, provider: 'sandbox', dedup_key: 'k', sms_id: 's-1', provider_message_id: 'pm-1', provider_status: 'DELIVRD', mapped_status: 'delivered', error_code: null, matched: 1, per_part: 0, received_at: 3_000 };
   const conversion = {

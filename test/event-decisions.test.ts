@@ -74,7 +74,7 @@ describe('the catalogue with overrides', () => {
     expect(routeClashes(resolveCatalogue({ casino: { path: '/v1/integration/payment' } }))).toEqual(['casino and payment both use POST /v1/integration/payment']);
   });
 
-  const stored = (type: string): ClaimedEvent => ({ id: 1, event_id: 'e', type, method: 'POST', path: '/old', user_id: 'u', payload_json: '{}', attempts: 0, created_at: 0 });
+  const stored = (type: string): ClaimedEvent => ({ id: 1, event_id: 'e', type, method: 'POST', path: '/old', user_id: 'u', payload_json: '{}', attempts: 0, created_at: 0, traceparent: null });
   it.each([
     ['http: a device link goes to its path', 'http', {}, 'USER_DEVICE_LINK', { ok: true, path: '/v1/integration/user/device/link' }],
     ['rabbitmq: a device link without a configured type name is refused', 'rabbitmq', {}, 'USER_DEVICE_LINK', { ok: false }],

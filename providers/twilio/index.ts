@@ -247,7 +247,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         let res;
         try {
-          res = await pool.post(path, headers, formFor(req), signal);
+          res = await pool.post(path, headers, formFor(req), signal, req.traceparent);
         } catch (error) {
           const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
           return failure(classifyTwilioFailure({ network }), text, network, ambiguous);

@@ -12,6 +12,7 @@ import { flushEvents } from '../events/flush.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import { createLogger } from '../observability/logger.js';
+import { createTracing } from '../observability/tracing.js';
 import { runSweep } from '../delivery/sweep.js';
 import { createWebhookClient } from '../delivery/webhook.js';
 import { postDueConversions } from '../delivery/worker.js';
@@ -22,11 +23,13 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
   const ledger = openLedger(config.database);
   const webhook = createWebhookClient(config.crm);
+  // Conversions posted by cron join their messages' traces too (docs/tracing.md); nothing is loaded when off.
+  const tracing = await createTracing(config.observability.tracing, logger);
   try {
     await migrateToLatest(ledger.db);
     let reachable = true;
     if (config.crm.webhook_url) {
-      const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now };
+      const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now, tracing };
       const sweep = await runSweep(ledger.db, Date.now(), config.delivery, {}, config.sms.dispatch_lease);
       const totals = { posted: 0, failed: 0, dead: 0 };
       // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
@@ -51,6 +54,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
     }
     return reachable ? 0 : 1;
   } finally {
+    await tracing.shutdown();
     await transport?.close();
     await webhook.close();
     await ledger.close();

@@ -68,7 +68,17 @@ const server = z.strictObject({
    * TCP peer is the client, and the header is ignored.
    */
   trusted_proxies: z.array(addressOrBlock).default([]),
+  /**
+   * How often each process records that it is alive in the ledger, and re-counts the live ones, so that providers'
+   * rate_per_second and max_concurrency are split among all instances on one database (docs/shared-limits.md).
+   */
+  instance_heartbeat: durationSchema('1s', { positive: true }),
+  /** A process whose last heartbeat is older than this no longer counts as live (its share goes to the others). */
+  instance_expiry: durationSchema('5s', { positive: true }),
 }).superRefine((s, ctx) => {
+  if (s.instance_expiry <= s.instance_heartbeat) {
+    ctx.addIssue({ code: 'custom', path: ['instance_expiry'], message: 'must be longer than server.instance_heartbeat' });
+  }
   // Node refuses a headers timeout longer than the request timeout it is part of.
   if (s.request_timeout > 0 && s.headers_timeout > s.request_timeout) {
     ctx.addIssue({ code: 'custom', path: ['headers_timeout'], message: 'must not be longer than server.request_timeout' });
@@ -369,6 +379,23 @@ const metrics = z.strictObject({
   host: z.string().min(1).optional(),
 });
 
+/** Traces over OTLP/HTTP (docs/tracing.md); off by default, and then no OpenTelemetry module is loaded. */
+const tracing = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** The collector's OTLP/HTTP base URL (/v1/traces is appended), e.g. http://otel-collector:4318. */
+  endpoint: z.url().default('http://127.0.0.1:4318'),
+  /** Share of new traces kept; a CRM request's traceparent that says "sampled" (or not) decides for its own. */
+  sampling_ratio: z.number().min(0).max(1).default(1),
+  service_name: z.string().min(1).default('crm-sms-gateway'),
+  /** How often buffered spans are exported. */
+  export_interval: duration('5s'),
+  export_timeout: duration('10s'),
+});
+
+const observability = z.strictObject({
+  tracing: tracing.prefault({}),
+});
+
 const log = z.strictObject({
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -388,6 +415,7 @@ export const configSchema = z
     admin: admin.prefault({}),
     operator: operator.prefault({}),
     metrics: metrics.prefault({}),
+    observability: observability.prefault({}),
     log: log.prefault({}),
   })
   .superRefine((c, ctx) => {

@@ -17,6 +17,8 @@ export interface NewEvent {
   source?: 'relay' | 'gateway';
   /** The message whose send caused it (a provider's opt-out error), shown on that message's timeline. */
   smsId?: string;
+  /** W3C traceparent to send the event with (docs/tracing.md), when tracing is on. */
+  traceparent?: string;
 }
 
 export type ThinEventKind = Extract<EventKind, 'registration' | 'user_update' | 'user_consents' | 'user_blocks'>;

@@ -14,6 +14,7 @@ import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
 import { receiptsOverCap } from './receipt-cap.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
 import { inTransaction } from '../ledger/db.js';
 
@@ -35,6 +36,8 @@ export interface ReceiptInput {
 export interface IngestObservers {
   metrics?: ReceiptMetrics;
   logger?: Logger;
+  /** When on, each applied receipt is a span under its message's send span (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 export interface IngestSummary {
@@ -136,6 +139,7 @@ export async function ingestReceipts(
   /** delivery.max_receipts_per_message; unbounded when absent. */
   maxPerMessage?: number,
 ): Promise<IngestSummary> {
+  const startedAt = observers.tracing?.enabled ? Date.now() : 0;
   const messages = await resolveMessages(trx, inputs);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
     provider: input.provider,
@@ -167,6 +171,7 @@ export async function ingestReceipts(
   await confirmAcceptedSends(trx, unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
+  if (startedAt) traceReceipts(observers.tracing!, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), startedAt);
   return {
     fresh: fresh.size,
     duplicates: inputs.length - fresh.size - capped.size,
@@ -174,6 +179,18 @@ export async function ingestReceipts(
     parked: unique.filter((k) => fresh.has(rows[k]!.dedup_key) && !messages[k]).length,
     reported,
   };
+}
+
+/**
+ * One span per applied receipt, a child of its message's send span (stored with the row), so a receipt that comes in
+ * a later request joins the send's trace. It covers the ingestion up to the commit, which follows at once.
+ */
+function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState; event: ReceiptEvent }>, startedAt: number): void {
+  for (const { message, event } of applied) {
+    if (!message.traceparent) continue;
+    const attributes = { 'sms.sms_id': message.sms_id, 'sms.provider': message.provider, 'sms.receipt_status': event.status, 'sms.provider_status': event.providerStatus };
+    tracing.startSpan('sms.receipt', message.traceparent, { startTime: startedAt, attributes }).end();
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './ingest.js';
 
 export interface ReceiptIntakeDeps {
@@ -27,6 +28,8 @@ export interface ReceiptIntakeDeps {
   observeReceipt?: (provider: string, status: MappedStatus) => void;
   /** Told how many conversions a write queued (the conversion worker wakes up for them). */
   onReported?: (count: number) => void;
+  /** Receipt spans under their messages' send spans when on (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 export interface ReceiptIntake {
@@ -43,7 +46,7 @@ export interface ReceiptIntake {
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
   const { queue, now, logger } = deps;
-  const observers = { metrics: deps.metrics, logger };
+  const observers = { metrics: deps.metrics, logger, tracing: deps.tracing };
   const reported = (count: number) => {
     if (count > 0) deps.onReported?.(count);
   };

@@ -42,6 +42,7 @@ const storedMessageSchema = z.strictObject({
   /** What its provider said when asked about a send whose process was lost (docs/crash-windows.md). */
   lookup_result: z.enum(['pending', 'found', 'absent', 'unknown']).nullable(),
   status_queried_at: epochMs.nullable(),
+  traceparent: z.string().nullable().describe('W3C traceparent of the send span when tracing was on (docs/tracing.md): its second field is the trace id'),
 });
 
 const storedReceiptSchema = z.strictObject({

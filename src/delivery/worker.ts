@@ -11,6 +11,7 @@ import { claimDueConversions, markFailed, markPosted, recordAttempts, type Claim
 import { inTransaction, type DialectFlags } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { nextAttemptDelay } from '../kit/backoff.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
 import { startWorkerLoop, type WorkerLoop } from '../kit/worker-loop.js';
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   now: () => number;
   random?: () => number;
   metrics?: WebhookMetrics;
+  /** When on, each posted conversion is a span under its message's send span (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 export interface RoundResult {
@@ -49,7 +52,7 @@ async function postIsolatingRefusals(
   onPosted: (rows: ClaimedConversion[], status: number) => Promise<void>,
 ): Promise<Array<{ rows: ClaimedConversion[]; result: PostResult }>> {
   const started = performance.now();
-  const result = await deps.webhook.post(rows);
+  const result = deps.tracing?.enabled ? await postTraced(deps.tracing, deps.webhook, rows) : await deps.webhook.post(rows);
   deps.metrics?.webhookPosted((performance.now() - started) / 1000, result.ok ? { ok: true, conversions: rows.length } : result);
   // Marked at once, before anything else is posted: a crash now can only repeat this one post, never the rows
   // of the halves posted before it (docs/crash-windows.md).
@@ -60,6 +63,28 @@ async function postIsolatingRefusals(
   return [...first, ...(await postIsolatingRefusals(deps, rows.slice(half), splitUntil, onPosted))];
 }
 
+/**
+ * A post carries many messages' conversions: each gets a span under its own message's send span, covering the post,
+ * and the request goes out with the first one's traceparent (one header per request; a post of one row, the common
+ * case on a quiet gateway, is then exactly its message's).
+ */
+async function postTraced(tracing: Tracing, webhook: WebhookClient, rows: ClaimedConversion[]): Promise<PostResult> {
+  const startTime = Date.now();
+  const spans = rows.map((r) =>
+    tracing.startSpan('sms.conversion_post', r.traceparent, {
+      kind: 'client',
+      startTime,
+      attributes: { 'sms.sms_id': r.sms_id, 'sms.delivery_status': r.delivery_status, 'sms.conversion_id': r.id, 'sms.post_size': rows.length },
+    }),
+  );
+  const result = await webhook.post(rows, spans[0]?.traceparent);
+  for (const span of spans) {
+    if (!result.ok) span.fail(result.error);
+    span.end();
+  }
+  return result;
+}
+
 export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult> {
   const { db, delivery, now } = deps;
   const token = randomUUID();
@@ -67,7 +92,7 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   // (src/ledger/transaction-queue.ts): sharing those commits saved no measurable CPU and doubled the conversion lag
   // of a batch burst (bench/run.ts --mode e2e, p50 150 → 300 ms), every round waiting for the groups ahead of it.
   const claimedAt = now();
-  const rows = await inTransaction(db, (trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token));
+  const rows = await inTransaction(db, (trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token, deps.tracing?.enabled));
   if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
   const markAfter2xx = async (posted: ClaimedConversion[], status: number) => {
     const ids = posted.map((r) => r.id);

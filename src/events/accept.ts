@@ -20,6 +20,8 @@ export interface AcceptInput {
   userId: string;
   /** For bonus events: the validated credit_id, bonus_code, user_bonus_id and status. */
   bonus?: { creditId?: string; bonusCode?: string; userBonusId: string; status: string };
+  /** The relay request's span when tracing is on: the event is sent to the CRM with it. */
+  traceparent?: string;
 }
 
 export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput, now: number, referenceWindowMs: number): Promise<AcceptResult> {
@@ -38,7 +40,7 @@ export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput
     body = bonusBodyForCrm(received, credit);
     onceKey = bonusOnceKey(bonus.userBonusId, bonus.status);
   }
-  const event: NewEvent = { type: route.storedType, method: route.method, path: route.path, userId, payload: body, source: 'relay' };
+  const event: NewEvent = { type: route.storedType, method: route.method, path: route.path, userId, payload: body, source: 'relay', traceparent: input.traceparent };
   if (onceKey !== null) return { ok: true, ...(await enqueueEventOnce(trx, event, onceKey, now)) };
   return { ok: true, eventId: await enqueueEvent(trx, event, now), replayed: false };
 }

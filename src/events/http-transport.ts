@@ -31,7 +31,8 @@ export function createHttpTransport(options: HttpTransportOptions): EventTranspo
         const res = await request(base + event.path, {
           method: event.method,
           dispatcher,
-          headers: { ...headers, 'idempotency-key': event.event_id },
+          // traceparent: the span of the request that queued the event, when tracing was on (docs/tracing.md).
+          headers: event.traceparent ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent } : { ...headers, 'idempotency-key': event.event_id },
           body: event.payload_json,
           signal: AbortSignal.timeout(timeout),
         });

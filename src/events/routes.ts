@@ -10,6 +10,8 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
 import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type EventRoute } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
+import { traceRequests } from '../observability/request-context.js';
+import type { Tracing } from '../observability/tracing.js';
 
 interface BonusFields {
   credit_id?: string;
@@ -29,6 +31,8 @@ export interface RelayRouteDeps {
   maxDepth: number;
   /** Told after an event was committed, so the delivery worker looks at once. */
   onAccepted: () => void;
+  /** When on, each request gets a span, stored with its event and sent on with it (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 function relayKey(keys: readonly string[]): MiddlewareHandler {
@@ -44,6 +48,7 @@ function relayKey(keys: readonly string[]): MiddlewareHandler {
 export function relayRoutes(deps: RelayRouteDeps) {
   const app = new Hono();
   app.use('*', relayKey(deps.apiKeys));
+  if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
   for (const route of deps.routes) {
     const schema = eventSchema(route.kind);
     const row = catalogueRow(route.kind);
@@ -66,7 +71,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
               parsed.data as BonusFields,
             )
           : undefined;
-      const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus };
+      const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
       const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
       if (!result.ok) return c.json({ error: result.error }, 400);
       if (result.replayed) c.header('Idempotent-Replayed', 'true');

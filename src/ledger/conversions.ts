@@ -30,6 +30,8 @@ export interface ClaimedConversion {
   activity_key: string;
   /** The claim that first took it into a post (this claim's token for a row never posted before). */
   post_group: string;
+  /** The message's send span (docs/tracing.md); read only when the claimer asks for it, else undefined. */
+  traceparent?: string | null;
 }
 
 /**
@@ -38,8 +40,9 @@ export interface ClaimedConversion {
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
  * A row keeps the post_group of the first claim that took it, so the worker can post it with the same rows again.
  */
-export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedConversion[]> {
+export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string, withTraceparent = false): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
   const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string; post_group: string }>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
@@ -49,7 +52,7 @@ export async function claimDueConversions(db: Db, flags: DialectFlags, limit: nu
     ) and claimed_until <= ${now}
     returning id, sms_id, delivery_status, attempts, post_group,
       (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
-      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key`.execute(db);
+      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`.execute(db);
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 }
 

@@ -35,6 +35,7 @@ function toRow(event: NewEvent, now: number, dedupKey: string | null) {
     dead: 0,
     created_at: now,
     sms_id: event.smsId ?? null,
+    traceparent: event.traceparent ?? null,
   } as const;
 }
 
@@ -78,7 +79,7 @@ export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string
 }
 
 /** What a claim hands the transport: the row's columns it needs, typed from the table itself. */
-export type ClaimedEvent = Pick<EventRow, 'id' | 'event_id' | 'type' | 'method' | 'path' | 'user_id' | 'payload_json' | 'attempts' | 'created_at'>;
+export type ClaimedEvent = Pick<EventRow, 'id' | 'event_id' | 'type' | 'method' | 'path' | 'user_id' | 'payload_json' | 'attempts' | 'created_at' | 'traceparent'>;
 
 /**
  * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
@@ -103,7 +104,7 @@ export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, 
     )
     update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
     where id in (select id from heads) and claimed_until <= ${now} and sent_at is null and dead = 0
-    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at`.execute(db);
+    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(db);
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 

@@ -435,4 +435,20 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('messages_lookups').on('messages').column('dispatched_at').where(sql.ref('lookup_result'), 'is not', null).execute();
     },
   },
+  '2026-11-25-90-traces-and-instances': {
+    async up(db) {
+      // The send's traceparent, so a receipt or conversion handled in a later request joins the send's trace
+      // (docs/tracing.md); and the same for an event, sent on to the CRM with it. Null when tracing is off.
+      await db.schema.alterTable('messages').addColumn('traceparent', 'text').execute();
+      await db.schema.alterTable('crm_events').addColumn('traceparent', 'text').execute();
+      // One row per running gateway process, refreshed every server.instance_heartbeat: the live ones split each
+      // provider's rate and concurrency limits (docs/shared-limits.md).
+      await db.schema
+        .createTable('gateway_instances')
+        .addColumn('instance_id', 'text', (c) => c.primaryKey())
+        .addColumn('heartbeat_at', 'bigint', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };

@@ -12,11 +12,11 @@ type Db = Kysely<Database> | Transaction<Database>;
 /** What the receipt path reads of a message. */
 export type ReceiptTarget = Pick<
   MessagesTable,
-  'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at' | 'segments'
+  'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at' | 'segments' | 'traceparent'
 >;
 export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string | null };
 
-const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at', 'segments'] as const;
+const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at', 'segments', 'traceparent'] as const;
 
 const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>
   db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds),

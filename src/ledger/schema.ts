@@ -59,6 +59,11 @@ export interface MessagesTable {
   lookup_result: LookupResultState | null;
   /** When the provider was asked for the status of this silent message (delivery.status_query_after). */
   status_queried_at: number | null;
+  /**
+   * W3C traceparent of the message's send span when tracing was on (docs/tracing.md): its receipt and conversion,
+   * which arrive in other requests, are traced as children of it. Null otherwise.
+   */
+  traceparent: string | null;
 }
 
 export type LookupResultState = 'pending' | 'found' | 'absent' | 'unknown';
@@ -266,6 +271,15 @@ export interface CrmEventsTable {
   created_at: number;
   /** The message whose send caused the event (a provider's opt-out error), else null. */
   sms_id: string | null;
+  /** W3C traceparent of the request (or send) that queued it when tracing was on; sent with the event. */
+  traceparent: string | null;
+}
+
+/** One gateway process on this database (docs/shared-limits.md): alive while its heartbeat is recent. */
+export interface GatewayInstancesTable {
+  instance_id: string;
+  heartbeat_at: number;
+  started_at: number;
 }
 
 /** Every (player, number) some message went to (migration 2026-11-24-81-search-keys): the search by player. */
@@ -275,6 +289,7 @@ export interface MessageUserRecipientsTable {
 }
 
 export interface Database {
+  gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;
   message_parts: MessagePartsTable;

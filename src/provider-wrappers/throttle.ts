@@ -12,6 +12,7 @@
  */
 import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProvider } from '../../providers/types.js';
 import type { Clock } from '../kit/clock.js';
+import { concurrencyShare, rateShare } from './shared-limits.js';
 
 
 export interface ThrottleLimits {
@@ -25,23 +26,31 @@ export interface ThrottleLimits {
  * burst still gets through. The burst is one second's worth of tokens (at least one).
  */
 export class SegmentRateLimiter {
-  private readonly burst: number;
   private available: number;
   private updatedAt: number;
 
-  constructor(private readonly perSecond: number, private readonly now: () => number) {
-    this.burst = Math.max(perSecond, 1);
-    this.available = this.burst;
+  /**
+   * `share` tells how many instances split `perSecond` (src/provider-wrappers/shared-limits.ts); read at each reservation, so a
+   * change of the count applies from the next message on.
+   */
+  constructor(
+    private readonly perSecond: number,
+    private readonly now: () => number,
+    private readonly share: () => number = () => 1,
+  ) {
+    this.available = Math.max(rateShare(perSecond, share()), 1);
     this.updatedAt = now();
   }
 
   /** Ms to wait before spending `cost`, or null (nothing taken) when that wait would end after `latestStart`. */
   reserve(cost: number, latestStart: number): number | null {
     const at = this.now();
-    this.available = Math.min(this.burst, this.available + ((at - this.updatedAt) * this.perSecond) / 1000);
+    const perSecond = rateShare(this.perSecond, this.share());
+    const burst = Math.max(perSecond, 1);
+    this.available = Math.min(burst, this.available + ((at - this.updatedAt) * perSecond) / 1000);
     this.updatedAt = at;
     const shortfall = cost - this.available;
-    const wait = shortfall <= 0 ? 0 : Math.ceil((shortfall * 1000) / this.perSecond);
+    const wait = shortfall <= 0 ? 0 : Math.ceil((shortfall * 1000) / perSecond);
     if (at + wait > latestStart) return null;
     this.available -= cost;
     return wait;
@@ -49,7 +58,7 @@ export class SegmentRateLimiter {
 
   /** Gives back a reservation that was not used (its caller gave up while waiting). */
   cancel(cost: number): void {
-    this.available = Math.min(this.burst, this.available + cost);
+    this.available = Math.min(Math.max(rateShare(this.perSecond, this.share()), 1), this.available + cost);
   }
 }
 
@@ -58,10 +67,18 @@ export class ConcurrencyLimiter {
   private active = 0;
   private readonly waiters: Array<() => void> = [];
 
-  constructor(private readonly max: number) {}
+  /** `share`: how many instances split `max` (src/provider-wrappers/shared-limits.ts), read whenever a slot is asked for or freed. */
+  constructor(
+    private readonly max: number,
+    private readonly share: () => number = () => 1,
+  ) {}
+
+  private limit(): number {
+    return concurrencyShare(this.max, this.share());
+  }
 
   tryAcquire(): boolean {
-    if (this.active >= this.max) return false;
+    if (this.active >= this.limit()) return false;
     this.active++;
     return true;
   }
@@ -86,9 +103,14 @@ export class ConcurrencyLimiter {
   }
 
   release(): void {
-    const next = this.waiters.shift();
-    if (next) next(); // the slot passes straight to the next waiter
-    else this.active--;
+    this.active--;
+    // The freed slot goes straight to the next waiter; when the share grew meanwhile, so do the new ones. When it
+    // shrank, slots are not handed on until the instance is back under it.
+    const limit = this.limit();
+    while (this.active < limit && this.waiters.length > 0) {
+      this.active++;
+      this.waiters.shift()!();
+    }
   }
 }
 
@@ -117,12 +139,15 @@ function abortAtDeadline(clock: Clock, deadline: number, parents: Array<AbortSig
   };
 }
 
-/** Wraps `provider` so every send first waits for capacity within its deadline. Without limits, returns it as is. */
-export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, clock: Clock): SmsProvider {
+/**
+ * Wraps `provider` so every send first waits for capacity within its deadline. Without limits, returns it as is.
+ * `instances`: how many gateway instances share the limits (src/provider-wrappers/shared-limits.ts); one when absent.
+ */
+export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, clock: Clock, instances?: () => number): SmsProvider {
   const { ratePerSecond, maxConcurrency } = limits;
   if (!ratePerSecond && !maxConcurrency) return provider;
-  const rate = ratePerSecond ? new SegmentRateLimiter(ratePerSecond, () => clock.now()) : undefined;
-  const slots = maxConcurrency ? new ConcurrencyLimiter(maxConcurrency) : undefined;
+  const rate = ratePerSecond ? new SegmentRateLimiter(ratePerSecond, () => clock.now(), instances) : undefined;
+  const slots = maxConcurrency ? new ConcurrencyLimiter(maxConcurrency, instances) : undefined;
   const overLimit = (what: string): SendResult => ({
     ok: false,
     kind: 'transient',

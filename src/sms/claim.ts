@@ -54,14 +54,14 @@ export interface ClaimStepDeps {
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
-type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null };
+type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; traceparent: string | null };
 type ClaimAnswer = Claim | { send: false; result: DispatchResult; suppressed: SuppressionReason };
 
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
 async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, items: ClaimItem[]): Promise<ClaimAnswer[]> {
   const at = deps.now();
   const refusals = await refusalsInClaim(deps.recipients, items, trx);
-  const rows: NewMessage[] = items.map(({ message: m, requestId }) => ({
+  const rows: NewMessage[] = items.map(({ message: m, requestId, traceparent }) => ({
     sms_id: newSmsId(),
     activity_key: m.activityKey,
     activity_json: m.activityJson,
@@ -76,6 +76,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     created_at: at,
     updated_at: at,
     dispatched_at: at,
+    traceparent,
   }));
   const errorOf = (i: number) => suppressionError(items[i]!.message.userId!, refusals[i]!);
   const inserted = await insertNewMessages(trx, rows.filter((_, i) => !refusals[i]));
@@ -130,10 +131,11 @@ export function createClaimStep(deps: ClaimStepDeps) {
   const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items) => claimInTransaction(deps, trx, items));
 
   /** Claims `messages` for one request: one Claim per message, in order; never throws. */
-  return async function claim(messages: PreparedMessage[], requestId: string | undefined): Promise<Claim[]> {
+  /** `traceparents[i]`: the send span of messages[i], stored with its row when tracing is on (docs/tracing.md). */
+  return async function claim(messages: PreparedMessage[], requestId: string | undefined, traceparents?: Array<string | undefined>): Promise<Claim[]> {
     // The http backend's standings are asked here, before the claim: never a network call inside a transaction.
     const toClaim = await standingsBeforeClaim(deps.recipients, messages);
-    const settled = await writes.settle(toClaim.map((item) => ({ ...item, requestId: requestId ?? null })));
+    const settled = await writes.settle(toClaim.map((item, i) => ({ ...item, requestId: requestId ?? null, traceparent: traceparents?.[i] ?? null })));
     const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claims = settled.map((s, i): Claim => {
       const message = messages[i]!;

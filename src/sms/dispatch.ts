@@ -13,6 +13,7 @@ import type { SendOutcomeRecord } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import type { SendMetrics } from '../observability/metrics.js';
+import { TRACING_OFF, type TraceSpan, type Tracing } from '../observability/tracing.js';
 import { createClaimStep } from './claim.js';
 import type { RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
@@ -44,6 +45,8 @@ export interface DispatcherDeps {
    * awaited before the answer, so the opt-out is committed when the CRM hears the refusal.
    */
   onRecipientOptedOut?: (optOut: { userId: string; recipient: string; provider: string; smsId: string }) => Promise<void>;
+  /** Spans for the send, its ledger commits and the provider call (docs/tracing.md); off when absent. */
+  tracing?: Tracing;
 }
 
 export interface DispatchOptions {
@@ -54,6 +57,8 @@ export interface DispatchOptions {
   concurrency: number;
   /** The request's id, carried by the log lines about its messages. */
   requestId?: string;
+  /** The request's span (docs/tracing.md): each message's send span is its child. */
+  traceparent?: string;
 }
 
 export function createDispatcher(deps: DispatcherDeps) {
@@ -64,30 +69,61 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** Requests for an activity.id already being handled here wait for that answer instead of sending again. */
   const inflight = new Map<string, Promise<DispatchResult>>();
 
-  async function sendAndRecord(message: PreparedMessage, smsId: string, options: DispatchOptions): Promise<DispatchResult> {
+  const tracing = deps.tracing ?? TRACING_OFF;
+
+  async function sendAndRecord(message: PreparedMessage, smsId: string, options: DispatchOptions, span?: TraceSpan): Promise<DispatchResult> {
     const started = performance.now();
-    const answer = await sender.send(message, smsId, { deadline: options.deadline, waitDeadline: options.waitDeadline ?? options.deadline });
-    return record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
+    const times = { deadline: options.deadline, waitDeadline: options.waitDeadline ?? options.deadline };
+    if (!span) {
+      const answer = await sender.send(message, smsId, times);
+      return record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
+    }
+    const call = tracing.startSpan('provider.send', span.traceparent, { kind: 'client', attributes: { 'sms.provider': message.provider.name, 'sms.segments': message.segments } });
+    const answer = await sender.send(message, smsId, times, call.traceparent);
+    if (!answer.ok) call.fail(answer.error);
+    call.end();
+    const commit = tracing.startSpan('ledger.commit', span.traceparent, { attributes: { 'ledger.step': 'record' } });
+    const result = await record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
+    commit.end();
+    return result;
+  }
+
+  /** One send span per message, under the request's (only when tracing is on). */
+  function startSendSpans(messages: PreparedMessage[], options: DispatchOptions): TraceSpan[] | undefined {
+    if (!tracing.enabled) return undefined;
+    return messages.map((m) => tracing.startSpan('sms.send', options.traceparent, { attributes: { 'sms.activity_id': m.activityKey, 'sms.provider': m.provider.name } }));
+  }
+
+  function endSendSpan(span: TraceSpan | undefined, result: DispatchResult): DispatchResult {
+    if (!span) return result;
+    span.setAttribute('sms.outcome', result.outcome);
+    if (result.smsId) span.setAttribute('sms.sms_id', result.smsId);
+    if (result.outcome !== 'submitted') span.fail(result.error);
+    span.end();
+    return result;
   }
 
   async function run(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
-    const claims = await claim(fresh.map((f) => f.message), options.requestId);
+    const spans = startSendSpans(fresh.map((f) => f.message), options);
+    const claimStarted = spans && Date.now();
+    const claims = await claim(fresh.map((f) => f.message), options.requestId, spans?.map((s) => s.traceparent));
+    if (spans) for (const span of spans) tracing.startSpan('ledger.commit', span.traceparent, { startTime: claimStarted, attributes: { 'ledger.step': 'claim' } }).end();
     const toSend: Array<{ index: number; smsId: string }> = [];
     claims.forEach((c, index) => {
       if (c.send) toSend.push({ index, smsId: c.smsId });
-      else fresh[index]!.resolve(c.result);
+      else fresh[index]!.resolve(endSendSpan(spans?.[index], c.result));
     });
     // A single send (and any request with one message left to send) needs no worker loop.
     if (toSend.length === 1) {
       const { index, smsId } = toSend[0]!;
-      fresh[index]!.resolve(await sendAndRecord(fresh[index]!.message, smsId, options));
+      fresh[index]!.resolve(endSendSpan(spans?.[index], await sendAndRecord(fresh[index]!.message, smsId, options, spans?.[index])));
       return;
     }
     let next = 0;
     const worker = async () => {
       while (next < toSend.length) {
         const { index, smsId } = toSend[next++]!;
-        fresh[index]!.resolve(await sendAndRecord(fresh[index]!.message, smsId, options));
+        fresh[index]!.resolve(endSendSpan(spans?.[index], await sendAndRecord(fresh[index]!.message, smsId, options, spans?.[index])));
       }
     };
     await Promise.all(Array.from({ length: Math.min(options.concurrency, toSend.length) }, worker));

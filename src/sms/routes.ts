@@ -14,6 +14,8 @@ import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import type { BatchAnswer } from './route-docs.js';
+import { traceRequests } from '../observability/request-context.js';
+import type { Tracing } from '../observability/tracing.js';
 
 export type { BatchAnswer };
 
@@ -23,6 +25,8 @@ export interface SmsRouteDeps {
   router: ProviderRouter;
   dispatcher: Dispatcher;
   now: () => number;
+  /** When on, each request gets a span and its messages' send spans are its children (docs/tracing.md). */
+  tracing?: Tracing;
 }
 
 /** The CRM's class for each outcome (its batch answer's three arrays). */
@@ -52,6 +56,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
   const { sms, router, dispatcher, now } = deps;
   const app = new Hono();
   app.use('*', requireApiKey(deps.apiKeys));
+  if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
 
   app.post('/single', async (c) => {
     const body = await readJsonBody(c);
@@ -60,7 +65,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
     if (!prepared.ok) return c.json({ error: prepared.error }, 400);
     // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
     const at = now();
-    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1, requestId: c.get('requestId') });
+    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1, requestId: c.get('requestId'), traceparent: c.get('traceparent') });
     if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
     if (CRM_CLASS[result!.outcome] === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
     c.header('Retry-After', '1');
@@ -86,7 +91,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
         validIndex.push(i);
       } else results[i] = { outcome: 'invalid', error: prepared.error };
     });
-    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId') });
+    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId'), traceparent: c.get('traceparent') });
     dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
     const answer = categoriseBatch<string | number | RawJson>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
     // Only a body holding numbers a double cannot keep exactly needs the slower writer.

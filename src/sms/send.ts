@@ -4,7 +4,7 @@
  * record after it do (src/sms/claim.ts, src/sms/record.ts).
  */
 import { setMaxListeners } from 'node:events';
-import { NOT_SENT_SHUTTING_DOWN, type SendResult } from '../../providers/types.js';
+import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult } from '../../providers/types.js';
 import type { PreparedMessage } from './prepare.js';
 
 export interface SendStepDeps {
@@ -58,24 +58,24 @@ export function createSendStep(deps: SendStepDeps) {
     },
 
     /** The provider's answer for one claimed message; a plugin's throw is answered as a transient failure. */
-    async send(message: PreparedMessage, smsId: string, times: SendTimes): Promise<SendResult> {
+    async send(message: PreparedMessage, smsId: string, times: SendTimes, traceparent?: string): Promise<SendResult> {
       if (times.deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
       if (stopping.signal.aborted) return NOT_SENT_SHUTTING_DOWN;
       try {
-        return await message.provider.send(
-          {
-            smsId,
-            to: message.recipient,
-            from: message.sender ?? undefined,
-            text: message.text,
-            encoding: message.encoding,
-            segments: message.segments,
-            callbackUrl: deps.callbackUrl(message.provider.name, smsId),
-            deadline: times.waitDeadline,
-            waitSignal: stopping.signal,
-          },
-          signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline)),
-        );
+        const request: SendRequest = {
+          smsId,
+          to: message.recipient,
+          from: message.sender ?? undefined,
+          text: message.text,
+          encoding: message.encoding,
+          segments: message.segments,
+          callbackUrl: deps.callbackUrl(message.provider.name, smsId),
+          deadline: times.waitDeadline,
+          waitSignal: stopping.signal,
+        };
+        // Set only when tracing is on (docs/tracing.md), so the untraced request keeps its plain literal shape.
+        if (traceparent) request.traceparent = traceparent;
+        return await message.provider.send(request, signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline)));
       } catch (error) {
         // A plugin should answer with values, but a throw must not lose the message: treat it as transient.
         return { ok: false, kind: 'transient', error: `provider ${message.provider.name} failed: ${(error as Error).message}` };

@@ -12,7 +12,7 @@ export interface Conversion {
 }
 
 export class FakeCrm {
-  readonly requests: Array<{ apiKey: string | undefined; idempotencyKey: string | undefined; rawBody: string; body: Conversion[] }> = [];
+  readonly requests: Array<{ apiKey: string | undefined; idempotencyKey: string | undefined; rawBody: string; body: Conversion[]; traceparent?: string }> = [];
   /** Milliseconds between taking a post (recorded) and answering it: a sender killed meanwhile never hears the 200. */
   answerDelayMs = 0;
   private server: Server | undefined;
@@ -100,7 +100,7 @@ export class FakeCrm {
       this.refused.push(body);
       return answer(400, { error: `activity ${String(poison.activity.id)}: refused` });
     }
-    this.requests.push({ apiKey: req.headers['x-api-key'] as string, idempotencyKey: req.headers['idempotency-key'] as string | undefined, rawBody, body });
+    this.requests.push({ apiKey: req.headers['x-api-key'] as string, idempotencyKey: req.headers['idempotency-key'] as string | undefined, rawBody, body, ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}) });
     if (this.answerDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.answerDelayMs));
     answer(200, { message: 'success' });
   }

@@ -6,6 +6,7 @@
  * are JSON `{results: [...]}` posts to each message's notifyUrl, carrying its callbackData.
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody, sendJson, startFakeServer } from './http.js';
 
 type Canned = { http: 200; rejection: string } | { http: number; messageId: string; text: string };
@@ -36,12 +37,18 @@ export interface InfobipSend {
   notifyUrl: string;
   callbackData: string;
   messageId?: string;
+  /** The W3C traceparent header the gateway sent, if any (docs/tracing.md). */
+  traceparent?: string;
+  /** Epoch ms when the request arrived (tests count sends per second). */
+  at: number;
 }
 
 export interface InfobipFake {
   url: string;
   apiKey: string;
   sends: InfobipSend[];
+  /** The most send requests the fake held open at once (with answerDelayMs). */
+  maxInFlight: number;
   /** Reports posted by the fake, with the gateway's HTTP answer. */
   reports: Array<{ url: string; status: number }>;
   /** One report result as Infobip writes it. */
@@ -55,6 +62,8 @@ export interface InfobipFakeOptions {
   apiKey?: string;
   /** Statuses reported to each accepted message's notifyUrl after the answer, in order. */
   reportStatuses?: string[];
+  /** Holds each send this long before answering, as a slow provider would (tests count requests in flight). */
+  answerDelayMs?: number;
 }
 
 export async function startInfobipFake(options: InfobipFakeOptions = {}): Promise<InfobipFake> {
@@ -84,13 +93,28 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     return res.status;
   };
 
+  let inFlight = 0;
+  const state = { maxInFlight: 0 };
   const server = await startFakeServer(async (req, res) => {
+    inFlight++;
+    state.maxInFlight = Math.max(state.maxInFlight, inFlight);
+    try {
+      await answer(req, res);
+    } finally {
+      inFlight--;
+    }
+  });
+
+  async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const at = Date.now();
     const body = await readBody(req);
+    if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     if (req.method !== 'POST' || req.url !== '/sms/2/text/advanced') return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
     if (req.headers.authorization !== `App ${apiKey}`) return sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
     const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
     const to = message.destinations[0]!.to;
-    const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData };
+    const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData, at };
+    if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
     const canned = INFOBIP_MAGIC_NUMBERS.get(to);
     if (canned && 'rejection' in canned) {
@@ -104,7 +128,18 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
         for (const status of options.reportStatuses!) await postReport(send.notifyUrl, [result(send, status)]);
       })().catch(() => undefined);
     }
-  });
+  }
 
-  return { url: server.url, apiKey, sends, reports, result, postReport, close: () => server.close() };
+  return {
+    url: server.url,
+    apiKey,
+    sends,
+    get maxInFlight() {
+      return state.maxInFlight;
+    },
+    reports,
+    result,
+    postReport,
+    close: () => server.close(),
+  };
 }

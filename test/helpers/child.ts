@@ -24,11 +24,21 @@ export function runCli(args: string[]): Promise<{ code: number | null; stdout: s
 }
 
 /** Starts `serve` and resolves with its URL once it logs that it listens. */
-export function startServe(configFile: string): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+/**
+ * `nodeArgs` go before the script (e.g. `--import` a loader hook); `env` is added to this process's; `startTimeoutMs`
+ * (15 s) bounds the wait for the "listening" line.
+ */
+export function startServe(
+  configFile: string,
+  options: { nodeArgs?: string[]; env?: Record<string, string>; startTimeoutMs?: number } = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'serve', '--config', configFile], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), options.startTimeoutMs ?? 15_000);
     const onData = (d: Buffer) => {
       output += d.toString();
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);

@@ -25,8 +25,8 @@ export function thinEvent(userId: string, overrides: Record<string, unknown> = {
   return { user_id: userId, timestamp: '2026-11-24T09:00:00Z', origin: 'sub.example.com', ...overrides };
 }
 
-export function relay(gw: TestGateway, method: 'POST' | 'PUT', path: string, body: unknown, key = RELAY_KEY) {
-  return method === 'POST' ? gw.post(`/relay${path}`, body, { 'x-api-key': key }) : gw.put(`/relay${path}`, body, { 'x-api-key': key });
+export function relay(gw: TestGateway, method: 'POST' | 'PUT', path: string, body: unknown, key = RELAY_KEY, headers: Record<string, string> = {}) {
+  return method === 'POST' ? gw.post(`/relay${path}`, body, { 'x-api-key': key, ...headers }) : gw.put(`/relay${path}`, body, { 'x-api-key': key, ...headers });
 }
 
 const at = '2026-11-24T10:00:00+01:00';
