@@ -75,6 +75,8 @@ export interface AppParts {
   recipients?: RecipientCheck;
   /** Shared commits for accepted relay events; a queue of its own when absent. */
   transact: Transact;
+  /** Called when dead credits were replayed from the console, so the credit worker looks at once. */
+  onCreditsReplay?: () => void;
   /** Called when events were queued or replayed, so the event worker looks at once. */
   onEventsQueued: () => void;
   /** Request spans on the SMS and relay routes when tracing is on (docs/tracing.md). */
@@ -180,6 +182,8 @@ export function createApp(parts: AppParts): Hono {
       now: parts.now,
       onReplay: parts.onReplay,
       onEventsReplay: onEventsQueued,
+      onCreditsReplay: parts.onCreditsReplay,
+      creditsOutbox: config.operator.credits.url !== undefined,
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
       receiptCheck,

@@ -289,6 +289,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     onReplay: () => worker?.wake(),
     transact: ledgerWrites.transact,
     onEventsQueued: () => eventWorker?.wake(),
+    onCreditsReplay: () => creditWorker?.wake(),
     metrics,
     recipients,
     renderMetrics,

@@ -1,16 +1,24 @@
 /**
+ * Dead credits too (/console/dead-credits): a fake operator endpoint at operator.credits.url refuses a credit until
+ * it is dead (operator.credits.max_attempts 2), the page lists it, and its replay from the page delivers it once.
+ *
  * Dead CRM events for operators (docs/operations.md "Console and admin API" and docs/relay.md): listed with
  * reason, attempts, type, user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
  * posts carry the session's CSRF token), hostile parameters refused naming them; and the User Consents event a
  * Twilio 21610 at send causes, on that message's timeline and nowhere else. Real gateway, the fake Integration API
  * refusing, relay.max_attempts 1 so one refusal dead-letters an event.
  */
+import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { creditReplayFormMatch } from '../src/console/credit-replay-form.js';
+import { parseDeadCreditQuery } from '../src/console/dead-credits-page.js';
 import { eventReplayFormMatch } from '../src/console/event-replay-form.js';
 import { parseEventQuery } from '../src/events/event-query.js';
 import { migrateToLatest, openLedger } from '../src/ledger/db.js';
@@ -27,11 +35,26 @@ const EVENT_ID = '01939a7e-1234-7abc-8def-0123456789ab';
 const crm = new FakeIntegrationApi();
 let gw: TestGateway;
 let twilio: TwilioFake;
+/** The operator's bonus engine (operator.credits.url): refuses every push while `refuseCredits`, quoting a number. */
+let wallet: Server;
+let refuseCredits = true;
+const creditPushes: Array<{ creditId: string; status: number }> = [];
 
 beforeAll(async () => {
   await crm.start();
   twilio = await startTwilioFake();
+  wallet = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const status = refuseCredits ? 503 : 200;
+    creditPushes.push({ creditId: String(JSON.parse(Buffer.concat(chunks).toString('utf8')).credit_id), status });
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(refuseCredits ? '{"error":"<b>wallet closed</b> for +447700900123"}' : '{}');
+  });
+  wallet.listen(0, '127.0.0.1');
+  await once(wallet, 'listening');
   gw = await startTestGateway({
+    operator: { credits: { url: `http://127.0.0.1:${(wallet.address() as AddressInfo).port}/credits`, poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 50, max_attempts: 2 } },
     relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100, max_attempts: 1 },
     crm: { integration: { url: crm.url } },
     providers: { tw: { type: 'twilio', base_url: twilio.url, account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+447700900999' } },
@@ -41,6 +64,7 @@ afterAll(async () => {
   await gw?.close();
   await twilio?.close();
   await crm.stop();
+  await new Promise<void>((resolve) => (wallet ? wallet.close(() => resolve()) : resolve()));
 });
 
 function form(entries: Array<[string, string]>): FormData {
@@ -219,6 +243,106 @@ describe('dead CRM events', () => {
     expect(after.text).toContain('No dead CRM event.');
     // The admin API's replay by filter: nothing left to replay.
     expect((await gw.post('/admin/events/replay', { type: 'LOGIN_V2', user_id: 'dead-a' }, admin)).json).toEqual({ replayed: 0 });
+  });
+});
+
+describe('creditReplayFormMatch and parseDeadCreditQuery', () => {
+  it.each([
+    [[['only', '12']], { ids: [12] }],
+    [[['action', 'selected'], ['ids', '12'], ['ids', '13']], { ids: [12, 13] }],
+    [[['action', 'matching'], ['user_id', 'u 1']], { userId: 'u 1' }],
+    [[['action', 'matching'], ['user_id', '']], {}],
+  ] as Array<[Array<[string, string]>, object]>)('reads %j', (entries, match) => {
+    expect(creditReplayFormMatch(form(entries))).toEqual({ ok: true, match });
+  });
+
+  it.each([
+    [[['only', '0']], 'only: must be one credit id'],
+    [[['only', '1 or 1=1']], 'only: must be one credit id'],
+    [[['action', 'selected']], 'ids: tick at least one dead credit'],
+    [[['action', 'selected'], ['ids', '-3']], 'ids: must be credit ids'],
+    [[['action', 'everything']], 'action: must be selected or matching'],
+    [[['action', 'matching'], ['user_id', 'x'.repeat(257)]], 'user_id:'],
+  ] as Array<[Array<[string, string]>, string]>)('refuses hostile form %# naming the field', (entries, error) => {
+    const result = creditReplayFormMatch(form(entries));
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error).toContain(error);
+  });
+
+  it('reads the list query and refuses a bad one naming the parameter', () => {
+    expect(parseDeadCreditQuery(new URLSearchParams('user_id=&cursor=7&replayed=1'))).toEqual({ ok: true, filter: { before: 7 } });
+    expect(parseDeadCreditQuery(new URLSearchParams('cursor=-1'))).toMatchObject({ ok: false, error: expect.stringContaining('cursor:') });
+    expect(parseDeadCreditQuery(new URLSearchParams('type=BONUS'))).toMatchObject({ ok: false, error: expect.stringContaining('"type": unknown query parameter') });
+  });
+});
+
+describe('dead credits on the console', () => {
+  const credit = new Map<string, string>();
+  const deliveryOf = async (user: string, id: string) =>
+    ((await gw.get(`/admin/credits?user_id=${user}`, admin)).json.credits as Array<{ credit_id: string; delivery: string }>).find((c) => c.credit_id === id)?.delivery;
+
+  beforeAll(async () => {
+    expect((await gw.adminPut('/admin/bonuses', [{ text: 'CASH', value: 'CASH10' }])).status).toBe(200);
+    for (const user of ['cr-a', 'cr-b']) {
+      expect((await gw.adminPut(`/admin/users/${user}`, sampleUser(user))).status).toBe(201);
+      const res = await gw.post('/bonus/credit/funds', { user_id: user, bonus_code: 'CASH10', amount: 5, currency: 'EUR' });
+      expect(res.status).toBe(200);
+      credit.set(user, res.json.credit_id as string);
+    }
+    for (const [user, id] of credit) await waitFor(async () => (await deliveryOf(user, id)) === 'dead', 10_000, `the credit of ${user} dead`);
+  });
+
+  it('lists them with user, bonus code, amount, attempts and the operator’s last answer, escaped and masked; the summary counts them', async () => {
+    const { cookie, csrf } = await signIn();
+    const page = await consolePage('/console/dead-credits', cookie);
+    expect(page.status).toBe(200);
+    expect(page.text.indexOf(`data-credit="${credit.get('cr-b')}"`)).toBeLessThan(page.text.indexOf(`data-credit="${credit.get('cr-a')}"`));
+    expect(page.text).toMatch(new RegExp(`data-credit="${credit.get('cr-a')}"[^]*cr-a</a></td><td>funds</td><td>CASH10</td><td class="num">5 EUR</td>`));
+    expect(page.text).toContain('HTTP 503: {&quot;error&quot;:&quot;&lt;b&gt;wallet closed&lt;/b&gt;');
+    expect(page.text).not.toContain('+447700900123');
+    expect(page.text).not.toContain('<b>wallet');
+    expect(page.text).toContain('<td class="num">2</td>');
+    expect(page.text).toContain(`name="csrf" value="${csrf}"`);
+    expect(page.text).toContain('<a href="/console/dead-credits">Dead credits</a>');
+    const mine = await consolePage('/console/dead-credits?user_id=cr-a', cookie);
+    expect(mine.text).toContain(`data-credit="${credit.get('cr-a')}"`);
+    expect(mine.text).not.toContain(`data-credit="${credit.get('cr-b')}"`);
+    const bad = await consolePage('/console/dead-credits?user_id=<script>&cursor=x', cookie);
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('cursor:');
+    expect(bad.text).not.toContain('<script>');
+    expect(await consolePage('/console/dead-credits', '')).toMatchObject({ status: 401 });
+
+    const dashboard = await consolePage('/console', cookie);
+    expect(dashboard.text).toMatch(/<section id="credits">[^]*<td data-credits="due">0<\/td><td data-credits="retrying">0<\/td><td data-credits="dead">2<\/td>[^]*href="\/console\/dead-credits"/);
+
+    expect((await consolePost('/console/credits/replay', cookie, [['csrf', 'forged'], ['action', 'matching']])).status).toBe(403);
+    expect((await consolePost('/console/credits/replay', '', [['csrf', csrf], ['action', 'matching']])).status).toBe(401);
+    const hostile = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['only', '1; drop table operator_credits']]);
+    expect(hostile.status).toBe(400);
+    expect(await hostile.text()).toContain('only: must be one credit id');
+    expect(await deliveryOf('cr-a', credit.get('cr-a')!)).toBe('dead');
+  });
+
+  it('replays one from its row and the rest by the user filter, and each is then delivered once', async () => {
+    const { cookie, csrf } = await signIn();
+    refuseCredits = false;
+    const one = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['only', credit.get('cr-a')!]]);
+    expect(one.status).toBe(303);
+    expect(one.headers.get('location')).toBe('/console/dead-credits?replayed=1');
+    await waitFor(async () => (await deliveryOf('cr-a', credit.get('cr-a')!)) === 'delivered', 10_000, 'the replayed credit delivered');
+    expect(await deliveryOf('cr-b', credit.get('cr-b')!)).toBe('dead');
+    const byUser = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['action', 'matching'], ['user_id', 'cr-b']]);
+    expect(byUser.headers.get('location')).toBe('/console/dead-credits?replayed=1');
+    await waitFor(async () => (await deliveryOf('cr-b', credit.get('cr-b')!)) === 'delivered', 10_000, 'the credit of cr-b delivered');
+    for (const id of credit.values()) {
+      const pushes = creditPushes.filter((p) => p.creditId === id);
+      expect(pushes.map((p) => p.status)).toEqual([503, 503, 200]);
+    }
+    const after = await consolePage('/console/dead-credits?replayed=1', cookie);
+    expect(after.text).toContain('Replayed 1 dead credit(s)');
+    expect(after.text).toContain('No dead credit.');
+    expect((await consolePage('/console', cookie)).text).toContain('<td data-credits="dead">0</td>');
   });
 });
 

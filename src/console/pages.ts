@@ -3,7 +3,7 @@ import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import { renderOutcomeChart } from './chart.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
-import { renderEventOutbox, renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
+import { renderCreditOutbox, renderEventOutbox, renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
 import { renderResults, renderSearchForm, when, type SearchView } from './search-page.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
@@ -37,7 +37,7 @@ export function renderLoginForm(error?: string) {
 }
 
 export function renderNav(csrf: string) {
-  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/console/dead-events">Dead events</a> · <a href="/docs">API docs</a> ·
+  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/console/dead-events">Dead events</a> · <a href="/console/dead-credits">Dead credits</a> · <a href="/docs">API docs</a> ·
 <form class="inline" method="post" action="/console/logout"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Sign out</button></form></nav>`;
 }
 
@@ -93,6 +93,11 @@ ${renderOutbox(summary)}
 ${renderEventOutbox(summary)}
 <p><a href="/console/dead-events">The dead CRM events, with their reasons →</a></p>
 </section>
+${summary.credits ? html`<section id="credits">
+<h2>Credits outbox (to operator.credits.url)</h2>
+${renderCreditOutbox(summary)}
+<p><a href="/console/dead-credits">The dead credits, with the operator's last answer →</a></p>
+</section>` : ''}
 <section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>
 <p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>

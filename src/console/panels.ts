@@ -78,10 +78,41 @@ export function renderOutbox(summary: ConsoleSummary) {
 <td data-backlog="oldest">${summary.oldestOwed === null ? '—' : age(summary.at - summary.oldestOwed)}</td><td data-backlog="parked">${summary.parked}</td></tr></tbody></table></div>`;
 }
 
+/** An outbox's owed, of which retrying, dead, and how long the oldest owed has waited: one row, each cell named. */
+function renderOwedRow(
+  summary: ConsoleSummary,
+  table: string,
+  attribute: string,
+  counts: { owed: [key: string, n: number]; retrying: number; dead: number; oldestAt: number | null },
+  titles: { owed: string; dead: string; oldest: string },
+) {
+  const { oldestAt } = counts;
+  return html`<div class="scroll"><table data-table="${table}"><thead><tr><th title="${titles.owed}">owed</th><th title="of those, failed at least once">retrying</th><th title="${titles.dead}">dead</th><th title="${titles.oldest}">oldest owed</th></tr></thead>
+<tbody><tr><td ${attribute}="${counts.owed[0]}">${counts.owed[1]}</td><td ${attribute}="retrying">${counts.retrying}</td><td ${attribute}="dead">${counts.dead}</td>
+<td ${attribute}="oldest" title="${oldestAt === null ? '' : `${when(oldestAt)} UTC`}">${oldestAt === null ? '—' : age(summary.at - oldestAt)}</td></tr></tbody></table></div>`;
+}
+
 /** The CRM event outbox (src/ledger/events.ts): owed, of which retrying, dead, and how long the oldest has waited. */
 export function renderEventOutbox(summary: ConsoleSummary) {
   const { events } = summary;
-  return html`<div class="scroll"><table data-table="crm-events"><thead><tr><th title="accepted, not yet taken by the CRM">owed</th><th title="of those, failed at least once">retrying</th><th title="stopped after relay.max_attempts">dead</th><th title="since the oldest owed event was accepted">oldest owed</th></tr></thead>
-<tbody><tr><td data-events="unsent">${events.unsent}</td><td data-events="retrying">${events.retrying}</td><td data-events="dead">${events.dead}</td>
-<td data-events="oldest" title="${events.oldestUnsentAt === null ? '' : `${when(events.oldestUnsentAt)} UTC`}">${events.oldestUnsentAt === null ? '—' : age(summary.at - events.oldestUnsentAt)}</td></tr></tbody></table></div>`;
+  return renderOwedRow(
+    summary,
+    'crm-events',
+    'data-events',
+    { owed: ['unsent', events.unsent], retrying: events.retrying, dead: events.dead, oldestAt: events.oldestUnsentAt },
+    { owed: 'accepted, not yet taken by the CRM', dead: 'stopped after relay.max_attempts', oldest: 'since the oldest owed event was accepted' },
+  );
+}
+
+/** The credits outbox (src/ledger/credit-delivery.ts), shown when operator.credits.url is set. */
+export function renderCreditOutbox(summary: ConsoleSummary) {
+  const credits = summary.credits;
+  if (!credits) return '';
+  return renderOwedRow(
+    summary,
+    'credits',
+    'data-credits',
+    { owed: ['due', credits.due], retrying: credits.retrying, dead: credits.dead, oldestAt: credits.oldestDueAt },
+    { owed: 'answered to the CRM, not yet taken by operator.credits.url', dead: 'stopped after operator.credits.max_attempts', oldest: 'since the oldest owed credit was made' },
+  );
 }

@@ -21,6 +21,13 @@ const eventReplayFormSchema = csrfFormSchema.extend({
   type: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]).optional().describe('Filter of the list'),
   user_id: field('Filter of the list').optional(),
 });
+/** What the dead-credit replay form posts (console/credit-replay-form.ts). */
+const creditReplayFormSchema = csrfFormSchema.extend({
+  only: z.string().regex(/^[1-9][0-9]{0,14}$/).optional().describe('The one credit (credit_id) whose Replay button was pressed'),
+  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching: every dead credit of user_id, or every dead credit (required unless only is given)'),
+  ids: z.array(z.string().regex(/^[1-9][0-9]{0,14}$/)).optional().describe('Ticked credit_ids'),
+  user_id: field('Filter of the list').optional(),
+});
 const searchField = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: field(description) });
 
 const page = (description: string): ResponseDoc => ({ description, contentType: 'text/html; charset=UTF-8', schema: z.string() });
@@ -90,6 +97,24 @@ export const consoleRouteDocs = [
     security: ['consoleSession'],
     request: { schema: eventReplayFormSchema, contentTypes: [form] },
     responses: { 303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } }, 400: page('The form names no valid dead events'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+  }),
+  describeRoute({
+    method: 'get',
+    path: '/console/dead-credits',
+    tag: 'console',
+    summary: 'Dead-lettered credits (sql backend, operator.credits.url) with user, bonus code, amount, attempts, the operator’s last answer and age, and replay buttons',
+    security: ['consoleSession'],
+    parameters: [searchField('user_id', 'The player'), { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) }],
+    responses: { 200: page('The dead-credit list'), 400: page('A filter is not valid (named on the page)'), 401: page('No valid session: the sign-in form'), 403: disabled },
+  }),
+  describeRoute({
+    method: 'post',
+    path: '/console/credits/replay',
+    tag: 'console',
+    summary: 'Make dead credits due again for operator.credits.url: one, the ticked ones, or all of the filter',
+    security: ['consoleSession'],
+    request: { schema: creditReplayFormSchema, contentTypes: [form] },
+    responses: { 303: { description: 'Done; back to the dead credits', headers: { Location: { description: '/console/dead-credits?replayed=N', schema: z.string() } } }, 400: page('The form names no valid dead credits'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
   }),
   describeRoute({
     method: 'post',

@@ -16,6 +16,7 @@ import { htmlPage } from '../http/html-page.js';
 import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console-sessions.js';
 import { listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
 import { listEvents, replayDeadEvents } from '../ledger/events.js';
+import { listDeadCredits, replayDeadCredits } from '../ledger/credit-delivery.js';
 import { parseEventQuery } from '../events/event-query.js';
 import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId } from '../ledger/messages.js';
@@ -23,6 +24,8 @@ import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { normaliseRecipient } from '../kit/phone-number.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
+import { creditReplayFormMatch } from './credit-replay-form.js';
+import { parseDeadCreditQuery, renderDeadCredits } from './dead-credits-page.js';
 import { renderDeadEvents } from './dead-events-page.js';
 import { renderDeadLetters } from './dead-letters-page.js';
 import { eventReplayFormMatch } from './event-replay-form.js';
@@ -37,6 +40,7 @@ export const SESSION_COOKIE = 'console_session';
 const SESSION_TTL_MS = 8 * 3_600_000;
 const TITLE = 'crm-sms-gateway console';
 const DEAD_EVENTS_PAGE = 100;
+const DEAD_CREDITS_PAGE = 100;
 
 export const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
 export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
@@ -53,6 +57,10 @@ export interface ConsoleRouteDeps {
   onReplay: () => void;
   /** Wakes the event relay after dead CRM events were replayed. */
   onEventsReplay?: () => void;
+  /** Wakes the credit worker after dead credits were replayed. */
+  onCreditsReplay?: () => void;
+  /** operator.credits.url is set: the summary shows the credits outbox. */
+  creditsOutbox?: boolean;
   /** Route members' circuit breakers, shown as a small table. */
   circuits?: () => MemberHealthView[];
   /** sms.default_region: how a national number typed into the search is read. */
@@ -100,7 +108,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     const csrf = sessions.csrfToken(session);
     const search = await runSearch(deps.readDb ?? deps.db, params, deps);
     const body = renderDashboard({
-      summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now()),
+      summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
       search,
       replayed: replayedCount(params),
       circuits: deps.circuits?.(),
@@ -155,6 +163,20 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
   });
 
+  app.get('/dead-credits', async (c) => {
+    const session = await sessionOf(c);
+    if (!session) return loginPage(c, 401, 'Sign in to see the dead credits.');
+    const csrf = sessions.csrfToken(session);
+    const params = new URL(c.req.url).searchParams;
+    const query = parseDeadCreditQuery(params);
+    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+    if (!query.ok) return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }) });
+    const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
+    const page = rows.slice(0, DEAD_CREDITS_PAGE);
+    const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
+    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
+  });
+
   app.post('/login', async (c) => {
     const form = loginFormSchema.safeParse(await c.req.parseBody());
     if (!form.success || !isAdminKey(form.data.key)) return loginPage(c, 401, 'That is not the admin key.');
@@ -181,27 +203,19 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return handler(c, session);
   };
 
-  app.post(
-    '/replay',
+  /** A dead list's replay post: read the form, replay, wake the worker, and back to the list with the count. */
+  const replayRoute = <M>(list: { path: string; name: string }, read: (form: FormData) => { ok: true; match: M } | { ok: false; error: string }, replay: (match: M) => Promise<number>, wake?: () => void) =>
     guarded(async (c) => {
-      const form = replayFormMatch(await c.req.formData());
-      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="/console/dead-letters">Back to the dead letters</a></p>` });
-      const replayed = await replayDeadConversions(deps.db, deps.now(), form.match);
-      if (replayed > 0) deps.onReplay();
-      return c.redirect(`/console/dead-letters?replayed=${replayed}`, 303);
-    }),
-  );
+      const form = read(await c.req.formData());
+      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="${list.path}">Back to the ${list.name}</a></p>` });
+      const replayed = await replay(form.match);
+      if (replayed > 0) wake?.();
+      return c.redirect(`${list.path}?replayed=${replayed}`, 303);
+    });
 
-  app.post(
-    '/events/replay',
-    guarded(async (c) => {
-      const form = eventReplayFormMatch(await c.req.formData());
-      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="/console/dead-events">Back to the dead CRM events</a></p>` });
-      const replayed = await replayDeadEvents(deps.db, deps.now(), form.match);
-      if (replayed > 0) deps.onEventsReplay?.();
-      return c.redirect(`/console/dead-events?replayed=${replayed}`, 303);
-    }),
-  );
+  app.post('/replay', replayRoute({ path: '/console/dead-letters', name: 'dead letters' }, replayFormMatch, (match) => replayDeadConversions(deps.db, deps.now(), match), deps.onReplay));
+  app.post('/events/replay', replayRoute({ path: '/console/dead-events', name: 'dead CRM events' }, eventReplayFormMatch, (match) => replayDeadEvents(deps.db, deps.now(), match), deps.onEventsReplay));
+  app.post('/credits/replay', replayRoute({ path: '/console/dead-credits', name: 'dead credits' }, creditReplayFormMatch, (match) => replayDeadCredits(deps.db, match, deps.now()), deps.onCreditsReplay));
 
   app.post(
     '/logout',

@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import { countRefusalsByReason, listHourlyStatsByProvider, listReceiptLatencies } from '../ledger/console-stats.js';
 import { countOutboxBacklog, oldestUnpostedConversion, type OutboxBacklog } from '../ledger/conversions.js';
 import { countEventBacklog, type EventBacklog } from '../ledger/events.js';
+import { countCreditBacklog, type CreditBacklog } from '../ledger/credit-delivery.js';
 import {
   emptyCounts,
   HOUR_MS,
@@ -47,6 +48,8 @@ export interface ConsoleSummary {
   suppressed: Array<{ reason: SuppressionReason; count: number }>;
   /** The CRM event outbox (src/ledger/events.ts): unsent, retrying, dead, oldest unsent. */
   events: EventBacklog;
+  /** The credits outbox (src/ledger/credit-delivery.ts) when operator.credits.url is set; absent otherwise. */
+  credits?: CreditBacklog;
 }
 
 /** Receipts per provider the latency figures read: enough for a p95, bounded whatever the traffic. */
@@ -106,7 +109,7 @@ async function rateSeries(db: Kysely<Database>, names: readonly string[], now: n
   });
 }
 
-export async function loadConsoleSummary(db: Kysely<Database>, providers: readonly string[], now: number): Promise<ConsoleSummary> {
+export async function loadConsoleSummary(db: Kysely<Database>, providers: readonly string[], now: number, options: { credits?: boolean } = {}): Promise<ConsoleSummary> {
   const windows = [await windowTotals(db, providers, 'Last hour', 60, now), await windowTotals(db, providers, 'Last 24 hours', 24 * 60, now)];
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
   const backlog = await countOutboxBacklog(db);
@@ -122,5 +125,6 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
   const suppressions = await sumSuppressionsSince(db, dayAgo);
   const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: suppressions.get(reason) ?? 0 }));
   const events = await countEventBacklog(db);
-  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals, suppressed, events };
+  const credits = options.credits ? await countCreditBacklog(db) : undefined;
+  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals, suppressed, events, ...(credits ? { credits } : {}) };
 }

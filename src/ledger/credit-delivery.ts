@@ -74,29 +74,74 @@ export async function markCreditDue(db: Db, id: number, now: number): Promise<vo
   await db.updateTable('operator_credits').set({ delivery: 'due', next_delivery_at: now }).where('id', '=', id).where('delivery', 'is', null).execute();
 }
 
-/** Dead credits due again now, with a fresh attempt count: the given ids, or every dead one. Answers how many. */
-export async function replayDeadCredits(db: Db, ids: number[] | undefined, now: number): Promise<number> {
+/** Which dead credits a replay takes: the given ids, or every one of a user (every dead credit when empty). */
+export interface DeadCreditMatch {
+  ids?: number[];
+  userId?: string;
+}
+
+/** Dead credits due again now, with a fresh attempt count: the given ids, those of a user, or every dead one. Answers how many. */
+export async function replayDeadCredits(db: Db, match: number[] | DeadCreditMatch | undefined, now: number): Promise<number> {
+  const { ids, userId } = Array.isArray(match) ? { ids: match, userId: undefined } : (match ?? {});
   const result = await db
     .updateTable('operator_credits')
     .set({ delivery: 'due', delivery_attempts: 0, next_delivery_at: now, delivery_claimed_until: 0 })
     .where('delivery', '=', 'dead')
     .$if(ids !== undefined, (q) => q.where('id', 'in', ids!.length > 0 ? ids! : [-1]))
+    .$if(userId !== undefined, (q) => q.where('user_id', '=', userId!))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
+export type DeadCredit = Pick<
+  Selectable<OperatorCreditsTable>,
+  'id' | 'kind' | 'user_id' | 'bonus_code' | 'amount' | 'currency' | 'delivery_attempts' | 'delivery_error' | 'created_at' | 'next_delivery_at'
+>;
+
+/**
+ * One page of dead-lettered credits, newest first, after the keyset cursor `before` (an id). Reads the partial index
+ * operator_credits_due (delivery = 'dead'), or operator_credits_user_id with a user.
+ */
+export async function listDeadCredits(db: Db, filter: { userId?: string; before?: number; limit: number }): Promise<DeadCredit[]> {
+  const rows = await db
+    .selectFrom('operator_credits')
+    .select(['id', 'kind', 'user_id', 'bonus_code', 'amount', 'currency', 'delivery_attempts', 'delivery_error', 'created_at', 'next_delivery_at'])
+    // A literal, not a parameter: SQLite uses a partial index only when it can see the query implies its condition.
+    .where(sql<boolean>`delivery = 'dead'`)
+    .$if(filter.userId !== undefined, (q) => q.where('user_id', '=', filter.userId!))
+    .$if(filter.before !== undefined, (q) => q.where('id', '<', filter.before!))
+    .orderBy('id', 'desc')
+    .limit(filter.limit)
+    .execute();
+  return rows.map((r) => ({
+    ...r,
+    id: Number(r.id),
+    created_at: Number(r.created_at),
+    amount: r.amount === null ? null : Number(r.amount),
+    next_delivery_at: r.next_delivery_at === null ? null : Number(r.next_delivery_at),
+  }));
+}
+
 export interface CreditBacklog {
+  /** Owed to the operator, not dead. */
   due: number;
+  /** Of those, the ones that failed at least once. */
+  retrying: number;
   dead: number;
+  /** created_at of the oldest credit still owed, or null when none is. */
+  oldestDueAt: number | null;
 }
 
 export async function countCreditBacklog(db: Db): Promise<CreditBacklog> {
-  const rows = await db
+  const row = await db
     .selectFrom('operator_credits')
-    .select(['delivery', sql<number>`count(*)`.as('n')])
+    .select((eb) => [
+      eb.fn.countAll<number>().filterWhere('delivery', '=', 'due').as('due'),
+      eb.fn.countAll<number>().filterWhere('delivery', '=', 'due').filterWhere('delivery_attempts', '>', 0).as('retrying'),
+      eb.fn.countAll<number>().filterWhere('delivery', '=', 'dead').as('dead'),
+      sql<number | null>`min(case when delivery = 'due' then created_at end)`.as('oldest'),
+    ])
     .where('delivery', 'in', ['due', 'dead'])
-    .groupBy('delivery')
-    .execute();
-  const count = (d: string) => Number(rows.find((r) => r.delivery === d)?.n ?? 0);
-  return { due: count('due'), dead: count('dead') };
+    .executeTakeFirstOrThrow();
+  return { due: Number(row.due), retrying: Number(row.retrying), dead: Number(row.dead), oldestDueAt: row.oldest === null ? null : Number(row.oldest) };
 }

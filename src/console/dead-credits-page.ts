@@ -1,0 +1,60 @@
+/**
+ * Dead-lettered credits (the sql backend's credits outbox, src/ledger/credit-delivery.ts) as a list: user, bonus
+ * code, amount, credit_id, attempts, the operator's last answer or the error, age; with replay of one credit, the
+ * ticked credits, or every dead credit of the filter (console/credit-replay-form.ts). The frame is console/dead-list.ts.
+ */
+import { html } from 'hono/html';
+import type { DeadCredit } from '../ledger/credit-delivery.js';
+import { readQueryParameters } from '../http/query-parameters.js';
+import { maskPhoneNumbersIn } from '../observability/logger.js';
+import { age } from './dead-letters-page.js';
+import { renderDeadList, type DeadListView } from './dead-list.js';
+import { when } from './search-page.js';
+
+export interface DeadCreditsView extends DeadListView {
+  rows: DeadCredit[];
+  now: number;
+}
+
+const amount = (c: DeadCredit) => (c.amount === null ? '—' : `${c.amount}${c.currency ? ` ${c.currency}` : ''}`);
+
+export function renderDeadCredits(view: DeadCreditsView) {
+  const userId = view.params.get('user_id') ?? '';
+  return renderDeadList(view, {
+    section: 'dead-credits',
+    heading: 'Dead credits',
+    intro: html`<p class="muted">Credits the CRM was answered for (sql backend) that the operator's endpoint (operator.credits.url) did not take within operator.credits.max_attempts. The player has not received them. Replaying one pushes it again with a fresh retry budget and the same Idempotency-Key (its credit_id). <a href="/console/dead-events">Dead CRM events →</a></p>`,
+    listPath: '/console/dead-credits',
+    replayPath: '/console/credits/replay',
+    filterFields: html`<label>Player (user_id)<input name="user_id" value="${userId}" maxlength="256"></label>`,
+    hiddenFilter: html`<input type="hidden" name="user_id" value="${userId}">`,
+    filtered: Boolean(userId),
+    headers: ['user', 'kind', 'bonus code', 'amount', 'last answer', 'attempts', 'age'],
+    afterHeaders: ['credit_id'],
+    rows: view.rows.map((c) => ({
+      id: String(c.id),
+      attribute: 'data-credit',
+      cells: html`<td><a href="/console/dead-credits?user_id=${encodeURIComponent(c.user_id)}">${c.user_id}</a></td><td>${c.kind}</td><td>${c.bonus_code}</td><td class="num">${amount(c)}</td>
+<td class="text">${c.delivery_error === null ? '—' : maskPhoneNumbersIn(c.delivery_error)}</td><td class="num">${c.delivery_attempts}</td><td title="credited ${when(c.created_at)} UTC">${age(view.now - c.created_at)}</td>`,
+      after: html`<td><code>${c.id}</code></td>`,
+    })),
+    replayedNoun: 'dead credit(s)',
+    replayedThen: 'the credit worker pushes them now.',
+    none: 'No dead credit',
+    all: 'dead credits',
+  });
+}
+
+/** The list's query string (user_id, cursor) to a filter, or an error naming the parameter. Pure. */
+export function parseDeadCreditQuery(params: URLSearchParams): { ok: true; filter: { userId?: string; before?: number } } | { ok: false; error: string } {
+  // user_ids are the operator's strings: kept as given (a space may be part of one).
+  const read = readQueryParameters(params, ['user_id', 'cursor'], { form: true, ignore: ['replayed'], untrimmed: ['user_id'] });
+  if (!read.ok) return read;
+  const filter: { userId?: string; before?: number } = {};
+  for (const [name, value] of read.values) {
+    if (name === 'user_id') filter.userId = value;
+    else if (!/^\d{1,15}$/.test(value)) return { ok: false, error: 'cursor: must be the next_cursor of a previous page' };
+    else filter.before = Number(value);
+  }
+  return { ok: true, filter };
+}

@@ -1,0 +1,81 @@
+/**
+ * The frame the console's dead lists share (dead CRM events, dead credits): the replay notice, the filter form,
+ * one post form with the session's CSRF token whose pressed button says what to replay (a row's Replay, the ticked
+ * rows, or all matching the filter), the table with a pick box and a Replay button per row, and the Older link.
+ * Escaped by hono/html; no script.
+ */
+import { html } from 'hono/html';
+
+type Html = ReturnType<typeof html>;
+
+export interface DeadListView {
+  params: URLSearchParams;
+  csrf: string;
+  nextCursor: string | null;
+  replayed?: number;
+  error?: string;
+}
+
+export interface DeadListRow {
+  /** What the pick box and Replay button post. */
+  id: string;
+  /** The row's data- attribute (data-event, data-credit). */
+  attribute: string;
+  /** The cells between the pick box and the Replay button, then those after it. */
+  cells: Html;
+  after: Html;
+}
+
+export interface DeadListParts {
+  section: string;
+  heading: string;
+  intro: Html;
+  listPath: string;
+  replayPath: string;
+  /** The filter form's fields, and the same filter as hidden fields of the replay form. */
+  filterFields: Html;
+  hiddenFilter: Html;
+  filtered: boolean;
+  /** Header cells between "pick" and the Replay column, then after it. */
+  headers: string[];
+  afterHeaders: string[];
+  rows: DeadListRow[];
+  /** "dead CRM event(s)": what the notices count. */
+  replayedNoun: string;
+  replayedThen: string;
+  /** "No dead CRM event" (then " matches." or "."). */
+  none: string;
+  /** "dead events": the Replay all button's words without a filter. */
+  all: string;
+}
+
+export function renderDeadList(view: DeadListView, parts: DeadListParts) {
+  const next = new URLSearchParams(view.params);
+  next.delete('replayed');
+  if (view.nextCursor) next.set('cursor', view.nextCursor);
+  const empty = parts.rows.length === 0;
+  return html`${view.replayed !== undefined ? html`<p class="notice" role="status">Replayed ${view.replayed} ${parts.replayedNoun}; ${parts.replayedThen}</p>` : ''}
+${view.error ? html`<p class="notice error" role="alert">${view.error}</p>` : ''}
+<section id="${parts.section}">
+<h2>${parts.heading}</h2>
+${parts.intro}
+<form method="get" action="${parts.listPath}" class="search">
+${parts.filterFields}
+<p><button type="submit">Filter</button></p>
+</form>
+<form method="post" action="${parts.replayPath}">
+<input type="hidden" name="csrf" value="${view.csrf}">
+${parts.hiddenFilter}
+<div class="scroll"><table data-table="${parts.section}">
+<thead><tr><th>pick</th>${parts.headers.map((h) => html`<th>${h}</th>`)}<th></th>${parts.afterHeaders.map((h) => html`<th>${h}</th>`)}</tr></thead>
+<tbody>${parts.rows.map(
+    (r) => html`<tr ${r.attribute}="${r.id}"><td><input type="checkbox" name="ids" value="${r.id}" aria-label="pick ${r.attribute.replace('data-', '')} ${r.id}"></td>
+${r.cells}<td><button type="submit" name="only" value="${r.id}">Replay</button></td>${r.after}</tr>`,
+  )}</tbody></table></div>
+${empty ? html`<p class="notice" role="status">${parts.none}${parts.filtered ? ' matches' : ''}.</p>` : ''}
+<p><button type="submit" name="action" value="selected"${empty ? ' disabled' : ''}>Replay ticked</button>
+<button type="submit" name="action" value="matching"${empty ? ' disabled' : ''}>Replay all ${parts.filtered ? 'matching' : parts.all}</button></p>
+</form>
+${view.nextCursor ? html`<p><a href="${parts.listPath}?${next.toString()}" rel="next">Older →</a></p>` : ''}
+</section>`;
+}
