@@ -22,6 +22,7 @@ import { parseDeadCreditQuery } from '../src/console/dead-credits-page.js';
 import { eventReplayFormMatch } from '../src/console/event-replay-form.js';
 import { parseEventQuery } from '../src/events/event-query.js';
 import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { countCreditBacklog, listDeadCredits } from '../src/ledger/credit-delivery.js';
 import { findEventsBySmsId, listEvents } from '../src/ledger/events.js';
 import type { Database } from '../src/ledger/schema.js';
 import { FakeIntegrationApi } from './fakes/crm-integration.js';
@@ -376,6 +377,9 @@ describe('query plans on SQLite', () => {
     ['the dead list', (db: Kysely<Database>) => listEvents(db, { status: 'dead', limit: 101 }), 'crm_events_dead'],
     ['the dead list of a type', (db: Kysely<Database>) => listEvents(db, { status: 'dead', type: 'BONUS', before: 99, limit: 101 }), 'crm_events_dead'],
     ['the events of a message', (db: Kysely<Database>) => findEventsBySmsId(db, 'x'), 'crm_events_sms_id'],
+    ['the dead credits', (db: Kysely<Database>) => listDeadCredits(db, { limit: 101 }), 'operator_credits_dead'],
+    ['the dead credits of a player', (db: Kysely<Database>) => listDeadCredits(db, { userId: 'u', before: 99, limit: 101 }), 'operator_credits_user_id'],
+    ['the credits outbox line', (db: Kysely<Database>) => countCreditBacklog(db), 'operator_credits_due'],
   ])('%s reads its index', async (_name, run, index) => {
     const file = join(mkdtempSync(join(tmpdir(), 'crm-events-plans-')), 'ledger.db');
     const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });

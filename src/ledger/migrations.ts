@@ -451,4 +451,11 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-25-91-credits-dead-list': {
+    async up(db) {
+      // The console's dead-credit list (/console/dead-credits), newest first: the few dead rows by id, without
+      // walking the delivered ones. With a player it reads operator_credits_user_id.
+      await db.schema.createIndex('operator_credits_dead').on('operator_credits').column('id').where(sql<boolean>`delivery = 'dead'`).execute();
+    },
+  },
 };
