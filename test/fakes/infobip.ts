@@ -78,6 +78,8 @@ export interface InfobipFakeOptions {
    * message is accepted (in the logs) before the wait, so a caller that dies waiting has still sent it.
    */
   answerDelayMs?: number;
+  /** The first this many send requests are held like INFOBIP_HANG_NUMBER's: never accepted, never answered. */
+  loseFirst?: number;
 }
 
 export async function startInfobipFake(options: InfobipFakeOptions = {}): Promise<InfobipFake> {
@@ -158,7 +160,7 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData, at };
     if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
-    if (to === INFOBIP_HANG_NUMBER) return; // never answers and never accepts; the client's timeout must fire
+    if (to === INFOBIP_HANG_NUMBER || sends.length <= (options.loseFirst ?? 0)) return; // never answers and never accepts; the client's timeout must fire
     const canned = INFOBIP_MAGIC_NUMBERS.get(to);
     if (!canned) {
       send.messageId = destination.messageId ?? randomUUID();

@@ -68,6 +68,8 @@ export interface SinchFakeOptions {
   callbackAuth?: { username: string; password: string };
   /** Holds each answer this long after the batch is created (a caller that dies waiting has still sent it). */
   answerDelayMs?: number;
+  /** The first this many batch POSTs are held like SINCH_HANG_NUMBER's: never created, never answered. */
+  loseFirst?: number;
 }
 
 export async function startSinchFake(options: SinchFakeOptions = {}): Promise<SinchFake> {
@@ -151,7 +153,7 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
     const body = JSON.parse(raw.toString('utf8')) as { to: string[]; from?: string; body: string; callback_url: string; client_reference: string; delivery_report: string };
     const to = body.to[0]!;
     posts.push(to);
-    if (to === SINCH_HANG_NUMBER) return; // never answers and never creates; the client's timeout must fire
+    if (to === SINCH_HANG_NUMBER || posts.length <= (options.loseFirst ?? 0)) return; // never answers and never creates; the client's timeout must fire
     const canned = SINCH_MAGIC_NUMBERS.get(to);
     if (canned) return sendJson(res, canned.http, { code: canned.code, text: canned.text });
     const batch: SinchBatch = { id: randomBytes(13).toString('hex').toUpperCase(), to, from: body.from, body: body.body, callbackUrl: body.callback_url, clientReference: body.client_reference, createdAt: Date.now(), status: 'Queued' };
