@@ -3,18 +3,32 @@
  * report" (the delivery-report webhook) and "Response status and error codes" on infobip.com/docs.
  *
  * Send: a JSON POST with `Authorization: App {api_key}` over a pooled undici client (no SDK). Each message carries
- * our sms_id twice: as `callbackData`, which Infobip echoes in every report, and in `notifyUrl`, the report URL
+ * our sms_id three times: as the destination's `messageId` (the API lets the client choose it, so Infobip's id for
+ * the message is ours), as `callbackData`, which Infobip echoes in every report, and in `notifyUrl`, the report URL
  * (with `notifyContentType: application/json`). The answer holds one entry per destination, with Infobip's
  * messageId and a first status; a REJECTED status there means it was refused before it went anywhere.
  * Receipts: JSON `{results: [...]}` posted to notifyUrl. Infobip signs nothing per message, so notifyUrl carries a
  * token derived from `webhook_secret` (providers/kit/callback-token.ts); a report is believed only for the sms_id its URL vouches
  * for, and its callbackData must name that same sms_id.
+ * Lookup: "Get outbound SMS message logs" (GET /sms/1/logs?messageId=…) by that messageId; Infobip keeps logs 48 hours.
  * Secrets to keep out of logs: api_key, webhook_secret.
  */
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
-import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
-import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptEvent, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
+import { createProviderPool, describeRequestFailure, lookupFailure } from './kit/http-pool.js';
+import {
+  providerCommonConfig,
+  sendFailure,
+  type IncomingReceipt,
+  type LookupRequest,
+  type LookupResult,
+  type MappedStatus,
+  type ProviderPlugin,
+  type ReceiptEvent,
+  type ReceiptParse,
+  type SendRequest,
+  type SendResult,
+} from './types.js';
 
 const configSchema = z.strictObject({
   type: z.literal('infobip'),
@@ -93,6 +107,34 @@ function readServiceException(json: unknown): string | undefined {
   return [text(e?.messageId), text(e?.text)].filter(Boolean).join(': ') || undefined;
 }
 
+/** How long Infobip keeps message logs ("Get outbound SMS message logs": the last 48 hours). */
+export const INFOBIP_LOGS_KEPT_MS = 48 * 3_600_000;
+
+/** A report's error as our error code: its name, or its id when unnamed; none for id 0 (NO_ERROR). */
+function errorCodeOf(error: { id?: unknown; name?: unknown } | undefined): string | undefined {
+  return typeof error?.id === 'number' && error.id !== 0 ? text(error.name) ?? String(error.id) : undefined;
+}
+
+/**
+ * A message-logs answer (`{results: [...]}`) as a lookup's answer. `messageId` is the id we set at send (our sms_id)
+ * or the one a status query knows; `sentAfter` is when the send began, `now` the present: an empty answer is
+ * `absent` only while the logs still cover the send (INFOBIP_LOGS_KEPT_MS), `unknown` after.
+ */
+export function infobipLogsAnswer(json: unknown, messageId: string, sentAfter: number, now: number): LookupResult {
+  const results = (json as { results?: unknown } | null | undefined)?.results;
+  if (!Array.isArray(results)) return { answer: 'unknown', reason: 'logs answer has no results list' };
+  const log = (results as Array<{ messageId?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } } | null>).find((r) => r?.messageId === messageId);
+  if (!log) {
+    if (now - sentAfter >= INFOBIP_LOGS_KEPT_MS) return { answer: 'unknown', reason: 'not in the message logs, which Infobip keeps 48 hours, and the send is older' };
+    return { answer: 'absent' };
+  }
+  const groupName = text(log.status?.groupName) ?? '';
+  const statusName = text(log.status?.name) ?? groupName;
+  if (!statusName) return { answer: 'unknown', reason: 'the log of this message has no status' };
+  const errorCode = errorCodeOf(log.error);
+  return { answer: 'found', providerMessageIds: [messageId], providerStatus: statusName, status: mapInfobipStatus(groupName, statusName), ...(errorCode ? { errorCode } : {}) };
+}
+
 /** At most this many results per report request (Infobip's default bucket is 100; their maximum is far below). */
 const MAX_RESULTS = 1_000;
 
@@ -109,7 +151,8 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       return JSON.stringify({
         messages: [
           {
-            destinations: [{ to: req.to.replace(/^\+/, '') }],
+            // Our sms_id as Infobip's message id, so a lost send can be found in the message logs by it.
+            destinations: [{ to: req.to.replace(/^\+/, ''), messageId: req.smsId }],
             ...(from ? { from } : {}),
             text: req.text,
             notifyUrl: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
@@ -119,6 +162,18 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           },
         ],
       });
+    }
+
+    /** The message logs by our messageId (a status query's known id when it has one: sends made before we set it). */
+    async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
+      const messageId = req.providerMessageId ?? req.smsId;
+      try {
+        const res = await pool.get(`/sms/1/logs?${new URLSearchParams({ messageId }).toString()}`, { authorization: headers.authorization, accept: 'application/json' }, signal);
+        if (res.status !== 200) return { answer: 'unknown', reason: `logs answered HTTP ${res.status}` };
+        return infobipLogsAnswer(res.json, messageId, req.sentAfter, deps.now());
+      } catch (error) {
+        return lookupFailure(error);
+      }
     }
 
     return {
@@ -173,11 +228,13 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           if (!groupName || !statusName) return { ok: false, reason: `results[${i}].status: groupName and name are required` };
           const status = mapInfobipStatus(groupName, statusName);
           if (!INFOBIP_STATUS_NAMES.has(statusName) && !INFOBIP_STATUS_GROUPS.has(groupName)) deps.logger.warn({ provider: name, groupName, statusName }, 'unknown Infobip status; kept as intermediate');
-          const errorName = typeof r.error?.id === 'number' && r.error.id !== 0 ? text(r.error.name) ?? String(r.error.id) : undefined;
+          const errorName = errorCodeOf(r.error);
           events.push({ smsId: vouched.smsId, providerMessageId: text(r.messageId), providerStatus: statusName, status, ...(errorName ? { errorCode: errorName } : {}) });
         }
         return { ok: true, events };
       },
+
+      lookup,
 
       close: () => pool.close(),
     };

@@ -9,14 +9,27 @@
  * callback (its Webhooks page offers basic auth, OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url
  * carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
  * auth, `webhook_basic_auth` makes the gateway require it too.
+ * Lookup: "List Batches" filtered by `client_reference` (batches of the last 14 days), then "Retrieve a recipient
+ * delivery report" for the batch found; a known batch id is asked directly.
  * Secrets to keep out of logs: api_token, webhook_secret, webhook_basic_auth.password.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
-import { createProviderPool, describeRequestFailure } from './kit/http-pool.js';
+import { createProviderPool, describeRequestFailure, lookupFailure } from './kit/http-pool.js';
 import { headerValue } from './kit/receipt-input.js';
-import { providerCommonConfig, sendFailure, type IncomingReceipt, type MappedStatus, type ProviderPlugin, type ReceiptParse, type SendRequest, type SendResult } from './types.js';
+import {
+  providerCommonConfig,
+  sendFailure,
+  type IncomingReceipt,
+  type LookupRequest,
+  type LookupResult,
+  type MappedStatus,
+  type ProviderPlugin,
+  type ReceiptParse,
+  type SendRequest,
+  type SendResult,
+} from './types.js';
 
 const configSchema = z.strictObject({
   type: z.literal('sinch'),
@@ -72,6 +85,44 @@ const SINCH_RETRYABLE_4XX: ReadonlySet<number> = new Set([401, 403, 404, 429]);
 
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? v : undefined);
 
+/** How far back "List Batches" reaches (Sinch: batches created in the last 14 days). */
+export const SINCH_BATCHES_KEPT_MS = 14 * 24 * 3_600_000;
+
+/** One batch as "List Batches" answers it (the fields a lookup reads). */
+export interface SinchListedBatch {
+  id?: unknown;
+  to?: unknown;
+  client_reference?: unknown;
+  canceled?: unknown;
+}
+
+/**
+ * Which listed batches are this send: those carrying its sms_id as client_reference and going to its number (the
+ * filter is Sinch's; it is checked again here so a looser match on their side cannot pass for ours).
+ */
+export function sinchBatchesFor(json: unknown, req: Pick<LookupRequest, 'smsId' | 'to'>): SinchListedBatch[] | undefined {
+  const batches = (json as { batches?: unknown } | null | undefined)?.batches;
+  if (!Array.isArray(batches)) return undefined;
+  return (batches as Array<SinchListedBatch | null>).filter(
+    (b): b is SinchListedBatch => typeof b?.id === 'string' && b.client_reference === req.smsId && Array.isArray(b.to) && b.to.some((t) => t === req.to || `+${String(t)}` === req.to),
+  );
+}
+
+/**
+ * A found batch's status from its recipient delivery report: `report` is that answer's JSON, or undefined when
+ * Sinch has none yet (HTTP 404: the batch is queued, or cancelled before it went out).
+ */
+export function sinchFoundAnswer(batchIds: string[], canceled: boolean, report: unknown): LookupResult {
+  const r = (report ?? {}) as { status?: unknown; code?: unknown };
+  const providerStatus = text(r.status) ?? (canceled ? 'Cancelled' : 'Queued');
+  const status = mapSinchStatus(providerStatus);
+  const errorCode = typeof r.code === 'number' && status !== 'delivered' && status !== 'intermediate' ? String(r.code) : undefined;
+  return { answer: 'found', providerMessageIds: batchIds, providerStatus, status, ...(errorCode ? { errorCode } : {}) };
+}
+
+/** Batches per page asked for: a client_reference is one sms_id, so more than one match is already a duplicate. */
+const LOOKUP_PAGE_SIZE = 10;
+
 function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
@@ -100,6 +151,45 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         callback_url: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
         client_reference: req.smsId,
       });
+    }
+
+    const getHeaders = { authorization: headers.authorization, accept: 'application/json' };
+
+    /** The batch's recipient delivery report: its JSON, undefined when there is none yet, or why it cannot be read. */
+    async function recipientReport(batchId: string, to: string, signal: AbortSignal): Promise<{ json: unknown } | { unknown: string }> {
+      const res = await pool.get(`${path}/${encodeURIComponent(batchId)}/delivery_report/${encodeURIComponent(to)}`, getHeaders, signal);
+      if (res.status === 404) return { json: undefined };
+      if (res.status !== 200) return { unknown: `delivery report answered HTTP ${res.status}` };
+      return { json: res.json };
+    }
+
+    async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
+      try {
+        if (req.providerMessageId) {
+          const res = await pool.get(`${path}/${encodeURIComponent(req.providerMessageId)}`, getHeaders, signal);
+          if (res.status === 404) return { answer: 'absent' };
+          if (res.status !== 200) return { answer: 'unknown', reason: `batch answered HTTP ${res.status}` };
+          const report = await recipientReport(req.providerMessageId, req.to, signal);
+          if ('unknown' in report) return { answer: 'unknown', reason: report.unknown };
+          return sinchFoundAnswer([req.providerMessageId], (res.json as { canceled?: unknown } | undefined)?.canceled === true, report.json);
+        }
+        // start_date defaults to a day ago: the send's window is given, a minute wider for clocks apart.
+        const query = new URLSearchParams({ client_reference: req.smsId, start_date: new Date(req.sentAfter - 60_000).toISOString(), page_size: String(LOOKUP_PAGE_SIZE) });
+        const res = await pool.get(`${path}?${query.toString()}`, getHeaders, signal);
+        if (res.status !== 200) return { answer: 'unknown', reason: `list answered HTTP ${res.status}` };
+        const batches = sinchBatchesFor(res.json, req);
+        if (!batches) return { answer: 'unknown', reason: 'list answer has no batches' };
+        if (batches.length === 0) {
+          if (deps.now() - req.sentAfter >= SINCH_BATCHES_KEPT_MS) return { answer: 'unknown', reason: 'no batch listed, and Sinch lists only the last 14 days' };
+          return { answer: 'absent' };
+        }
+        const first = batches[0]!;
+        const report = await recipientReport(String(first.id), req.to, signal);
+        if ('unknown' in report) return { answer: 'unknown', reason: report.unknown };
+        return sinchFoundAnswer(batches.map((b) => String(b.id)), first.canceled === true, report.json);
+      } catch (error) {
+        return lookupFailure(error);
+      }
     }
 
     return {
@@ -149,6 +239,8 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         const errorCode = typeof report.code === 'number' && status !== 'delivered' && status !== 'intermediate' ? String(report.code) : undefined;
         return { ok: true, events: [{ smsId: vouched.smsId, providerMessageId: text(report.batch_id), providerStatus, status, ...(errorCode ? { errorCode } : {}) }] };
       },
+
+      lookup,
 
       close: () => pool.close(),
     };

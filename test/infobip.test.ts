@@ -3,12 +3,13 @@
  * status and error tables by table. Reports carry no signature, so the token in the report URL is what is checked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyInfobipFailure, mapInfobipStatus, type InfobipFailure } from '../providers/infobip.js';
-import type { MappedStatus } from '../providers/types.js';
+import { classifyInfobipFailure, INFOBIP_LOGS_KEPT_MS, infobipLogsAnswer, mapInfobipStatus, type InfobipFailure } from '../providers/infobip.js';
+import type { LookupResult, MappedStatus } from '../providers/types.js';
 import { FakeCrm } from './fakes/crm.js';
-import { startInfobipFake, type InfobipFake } from './fakes/infobip.js';
+import { INFOBIP_HANG_NUMBER, startInfobipFake, type InfobipFake } from './fakes/infobip.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
 import { readMessage } from './helpers/ledger.js';
+import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';
 
 describe('mapInfobipStatus', () => {
   it.each<[string, string, MappedStatus]>([
@@ -118,5 +119,73 @@ describe('through the gateway', () => {
     expect(res.status).toBe(status);
     expect(res.json.error).toMatch(error);
     expect(await readMessage(gw, key)).toMatchObject({ state });
+  });
+});
+
+describe('infobipLogsAnswer (message logs → lookup answer)', () => {
+  const id = '0190c0de-0000-7000-8000-000000000001';
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  const log = (groupName: string, name: string, error: Record<string, unknown> = { id: 0, name: 'NO_ERROR' }, messageId = id) => ({ messageId, to: '447700900123', status: { groupId: 1, groupName, id: 1, name }, error });
+  it.each<[string, unknown, number, LookupResult]>([
+    ['pending: found, intermediate', { results: [log('PENDING', 'PENDING_ACCEPTED')] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'PENDING_ACCEPTED', status: 'intermediate' }],
+    ['delivered to the handset', { results: [log('DELIVERED', 'DELIVERED_TO_HANDSET')] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'DELIVERED_TO_HANDSET', status: 'delivered' }],
+    ['only the operator took it', { results: [log('DELIVERED', 'DELIVERED_TO_OPERATOR')] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'DELIVERED_TO_OPERATOR', status: 'intermediate' }],
+    ['undeliverable, with its error', { results: [log('UNDELIVERABLE', 'UNDELIVERABLE_NOT_DELIVERED', { id: 27, name: 'EC_ABSENT_SUBSCRIBER' })] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'UNDELIVERABLE_NOT_DELIVERED', status: 'undelivered', errorCode: 'EC_ABSENT_SUBSCRIBER' }],
+    ['expired', { results: [log('EXPIRED', 'EXPIRED_EXPIRED')] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'EXPIRED_EXPIRED', status: 'undelivered' }],
+    ['rejected', { results: [log('REJECTED', 'REJECTED_DESTINATION', { id: 51, name: 'EC_INVALID_DESTINATION' })] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'REJECTED_DESTINATION', status: 'failed', errorCode: 'EC_INVALID_DESTINATION' }],
+    ['a status we do not know stays intermediate', { results: [log('SOMETHING_NEW', 'SOMETHING_NEW_X')] }, now - 600_000, { answer: 'found', providerMessageIds: [id], providerStatus: 'SOMETHING_NEW_X', status: 'intermediate' }],
+    ['no log within 48 hours: absent', { results: [] }, now - 600_000, { answer: 'absent' }],
+    ['only another message\'s log: absent', { results: [log('PENDING', 'PENDING_ACCEPTED', undefined, 'someone-else')] }, now - 600_000, { answer: 'absent' }],
+    ['no log, and the send is older than the logs: unknown', { results: [] }, now - INFOBIP_LOGS_KEPT_MS, { answer: 'unknown', reason: expect.stringMatching(/48 hours/) as unknown as string }],
+    ['found even when older than 48 hours', { results: [log('DELIVERED', 'DELIVERED_TO_HANDSET')] }, now - INFOBIP_LOGS_KEPT_MS - 1, { answer: 'found', providerMessageIds: [id], providerStatus: 'DELIVERED_TO_HANDSET', status: 'delivered' }],
+    ['not the logs\' shape: unknown', { requestError: {} }, now - 600_000, { answer: 'unknown', reason: expect.stringMatching(/no results/) as unknown as string }],
+    ['a log without a status: unknown', { results: [{ messageId: id }] }, now - 600_000, { answer: 'unknown', reason: expect.stringMatching(/no status/) as unknown as string }],
+  ])('%s', (_label, json, sentAfter, expected) => {
+    expect(infobipLogsAnswer(json, id, sentAfter, now)).toEqual(expected);
+  });
+});
+
+describe('infobip lookup (message logs by the messageId we set)', () => {
+  let fake: InfobipFake;
+  const SECRET = 'infobip-webhook-secret-0123';
+  const plugin = () => createPlugin('infobip', { api_key: fake.apiKey, base_url: fake.url, webhook_secret: SECRET, from: 'Default' });
+  const window = () => ({ sentAfter: Date.now() - 60_000, sentBefore: Date.now() + 60_000, otherProviderIds: [] as string[] });
+  beforeAll(async () => {
+    fake = await startInfobipFake();
+  });
+  afterAll(async () => {
+    await fake.close();
+  });
+
+  it('sends our sms_id as the destination\'s messageId and finds the message by it, with its latest reported status', async () => {
+    const infobip = plugin();
+    const req = sendRequest('http://127.0.0.1:9', 'infobip', { to: '+447700900601' });
+    expect(await infobip.send(req, noAbort())).toMatchObject({ ok: true, providerMessageIds: [req.smsId] });
+    expect(fake.sends.at(-1)).toMatchObject({ to: '447700900601', messageId: req.smsId });
+    expect(await infobip.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'found', providerMessageIds: [req.smsId], providerStatus: 'PENDING_ACCEPTED', status: 'intermediate' });
+    expect(fake.logQueries.at(-1)).toBe(req.smsId);
+    // A report that never reached the gateway: the logs still show its status.
+    fake.sends.at(-1)!.status = 'UNDELIVERABLE_NOT_DELIVERED';
+    expect(await infobip.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: req.smsId }, noAbort())).toEqual({
+      answer: 'found', providerMessageIds: [req.smsId], providerStatus: 'UNDELIVERABLE_NOT_DELIVERED', status: 'undelivered', errorCode: 'EC_ABSENT_SUBSCRIBER',
+    });
+    await infobip.close?.();
+  });
+
+  it('answers absent for a message Infobip never accepted (the request hung before it did)', async () => {
+    const infobip = plugin();
+    const req = sendRequest('http://127.0.0.1:9', 'infobip', { to: `+${INFOBIP_HANG_NUMBER}` });
+    expect(await infobip.send(req, AbortSignal.timeout(200))).toMatchObject({ ok: false, kind: 'transient', ambiguous: true });
+    expect(await infobip.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'absent' });
+    await infobip.close?.();
+  });
+
+  it('cannot tell when the logs answer an error, or Infobip cannot be reached', async () => {
+    const wrongKey = createPlugin('infobip', { api_key: 'wrong', base_url: fake.url, webhook_secret: SECRET });
+    expect(await wrongKey.lookup!({ smsId: 'x', to: '+447700900602', ...window() }, noAbort())).toEqual({ answer: 'unknown', reason: 'logs answered HTTP 401' });
+    await wrongKey.close?.();
+    const down = createPlugin('infobip', { api_key: fake.apiKey, base_url: 'http://127.0.0.1:9', webhook_secret: SECRET });
+    expect(await down.lookup!({ smsId: 'x', to: '+447700900602', ...window() }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/^lookup failed: ECONNREFUSED/) });
+    await down.close?.();
   });
 });

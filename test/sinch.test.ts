@@ -4,12 +4,13 @@
  * basic auth too when configured.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifySinchFailure, mapSinchStatus, type SinchFailure } from '../providers/sinch.js';
-import type { MappedStatus } from '../providers/types.js';
+import { classifySinchFailure, mapSinchStatus, SINCH_BATCHES_KEPT_MS, sinchBatchesFor, sinchFoundAnswer, type SinchFailure } from '../providers/sinch.js';
+import type { LookupResult, MappedStatus } from '../providers/types.js';
 import { FakeCrm } from './fakes/crm.js';
-import { startSinchFake, type SinchFake } from './fakes/sinch.js';
+import { SINCH_HANG_NUMBER, startSinchFake, type SinchFake } from './fakes/sinch.js';
 import { smsMessage, startTestGateway, waitFor, type TestGateway } from './helpers/gateway.js';
 import { readMessage } from './helpers/ledger.js';
+import { createPlugin, noAbort, sendRequest } from './helpers/providers.js';
 
 describe('mapSinchStatus', () => {
   it.each<[string, MappedStatus]>([
@@ -109,5 +110,87 @@ describe('through the gateway', () => {
     expect(res.status).toBe(status);
     expect(res.json.error).toMatch(error);
     expect(await readMessage(gw, key)).toMatchObject({ state });
+  });
+});
+
+describe('sinchBatchesFor (List Batches → our batches)', () => {
+  const req = { smsId: 'sms-1', to: '+447700900123' };
+  const batch = (id: string, overrides: Record<string, unknown> = {}) => ({ id, to: ['+447700900123'], client_reference: 'sms-1', canceled: false, ...overrides });
+  it.each<[string, unknown, string[] | undefined]>([
+    ['one batch of ours', { count: 1, batches: [batch('B1')] }, ['B1']],
+    ['none', { count: 0, page: 0, page_size: 10, batches: [] }, []],
+    ['the recipient listed without +', { batches: [batch('B1', { to: ['447700900123'] })] }, ['B1']],
+    ['another client_reference is not ours', { batches: [batch('B1', { client_reference: 'sms-2' })] }, []],
+    ['another recipient is not ours', { batches: [batch('B1', { to: ['+447700900999'] })] }, []],
+    ['sent twice already: both', { batches: [batch('B2'), batch('B1')] }, ['B2', 'B1']],
+    ['not the list\'s shape', { code: 'x' }, undefined],
+  ])('%s', (_label, json, ids) => {
+    expect(sinchBatchesFor(json, req)?.map((b) => b.id)).toEqual(ids);
+  });
+});
+
+describe('sinchFoundAnswer (recipient delivery report → lookup answer)', () => {
+  it.each<[string, boolean, unknown, LookupResult]>([
+    ['Queued', false, { type: 'recipient_delivery_report_sms', status: 'Queued', code: 400 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Queued', status: 'intermediate' }],
+    ['Dispatched', false, { status: 'Dispatched', code: 401 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Dispatched', status: 'intermediate' }],
+    ['Delivered', false, { status: 'Delivered', code: 0 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Delivered', status: 'delivered' }],
+    ['Failed, with its code', false, { status: 'Failed', code: 404 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Failed', status: 'undelivered', errorCode: '404' }],
+    ['Expired', false, { status: 'Expired', code: 406 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Expired', status: 'undelivered', errorCode: '406' }],
+    ['Rejected', false, { status: 'Rejected', code: 408 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Rejected', status: 'failed', errorCode: '408' }],
+    ['no report yet: queued', false, undefined, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Queued', status: 'intermediate' }],
+    ['no report, the batch cancelled', true, undefined, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Cancelled', status: 'failed' }],
+  ])('%s', (_label, canceled, report, expected) => {
+    expect(sinchFoundAnswer(['B1'], canceled, report)).toEqual(expected);
+  });
+});
+
+describe('sinch lookup (List Batches by client_reference, then the recipient delivery report)', () => {
+  let fake: SinchFake;
+  const SECRET = 'sinch-webhook-secret-01234';
+  const plugin = (now: () => number = Date.now) => createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: SECRET }, now);
+  const window = () => ({ sentAfter: Date.now() - 60_000, sentBefore: Date.now() + 60_000, otherProviderIds: [] as string[] });
+  beforeAll(async () => {
+    fake = await startSinchFake();
+  });
+  afterAll(async () => {
+    await fake.close();
+  });
+
+  it('finds a batch by our sms_id as client_reference, with its recipient\'s latest status; a known batch id is fetched', async () => {
+    const sinch = plugin();
+    const req = sendRequest('http://127.0.0.1:9', 'sinch', { to: '+447700900701' });
+    const sent = await sinch.send(req, noAbort());
+    const batchId = fake.batches.at(-1)!.id;
+    expect(sent).toMatchObject({ ok: true, providerMessageIds: [batchId] });
+    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'found', providerMessageIds: [batchId], providerStatus: 'Queued', status: 'intermediate' });
+    expect(fake.lookups.slice(-2)).toEqual([{ kind: 'list', clientReference: req.smsId }, { kind: 'report', batchId }]);
+    // A callback that never reached the gateway: the delivery report still shows its status.
+    fake.batches.at(-1)!.status = 'Failed';
+    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: batchId }, noAbort())).toEqual({
+      answer: 'found', providerMessageIds: [batchId], providerStatus: 'Failed', status: 'undelivered', errorCode: '404',
+    });
+    expect(fake.lookups.slice(-2)).toEqual([{ kind: 'batch', batchId }, { kind: 'report', batchId }]);
+    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: '01NOSUCHBATCH' }, noAbort())).toEqual({ answer: 'absent' });
+    await sinch.close?.();
+  });
+
+  it('answers absent for a batch Sinch never created, and cannot tell once the send is older than the list reaches', async () => {
+    const sinch = plugin();
+    const req = sendRequest('http://127.0.0.1:9', 'sinch', { to: SINCH_HANG_NUMBER });
+    expect(await sinch.send(req, AbortSignal.timeout(200))).toMatchObject({ ok: false, kind: 'transient', ambiguous: true });
+    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'absent' });
+    await sinch.close?.();
+    const later = plugin(() => Date.now() + SINCH_BATCHES_KEPT_MS + 120_000);
+    expect(await later.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/14 days/) });
+    await later.close?.();
+  });
+
+  it('cannot tell when Sinch answers an error or cannot be reached', async () => {
+    const wrong = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: 'wrong', base_url: fake.url, webhook_secret: SECRET });
+    expect(await wrong.lookup!({ smsId: 'x', to: '+447700900702', ...window() }, noAbort())).toEqual({ answer: 'unknown', reason: 'list answered HTTP 401' });
+    await wrong.close?.();
+    const down = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: 'http://127.0.0.1:9', webhook_secret: SECRET });
+    expect(await down.lookup!({ smsId: 'x', to: '+447700900702', ...window() }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/^lookup failed: ECONNREFUSED/) });
+    await down.close?.();
   });
 });

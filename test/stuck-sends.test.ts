@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from './fakes/crm.js';
+import { startInfobipFake } from './fakes/infobip.js';
+import { startSinchFake } from './fakes/sinch.js';
 import { startTwilioFake, type TwilioFake } from './fakes/twilio.js';
 import { startServe, writeConfig } from './helpers/child.js';
 import { smsMessage, startTestGateway, testConfigDocument, TEST_ADMIN_KEY, TEST_API_KEY, waitFor, type TestGateway } from './helpers/gateway.js';
@@ -237,5 +239,107 @@ describe('a submitted message whose status callbacks were all lost', () => {
     await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
     expect(crm.conversions.filter((c) => c.sms_id === smsId)).toEqual([{ activity: smsMessage('callbacks-lost').activity, sms_id: smsId, delivery_status: 'delivered' }]);
     expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
+  });
+});
+
+/**
+ * Infobip and Sinch find a lost send by the reference the gateway set on it (Infobip: the destination's messageId;
+ * Sinch: the batch's client_reference), both our sms_id (docs/crash-windows.md).
+ */
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a lost send looked up by the reference we set (Infobip, Sinch)', () => {
+  interface Fake { url: string; close(): Promise<void> }
+  interface Case {
+    provider: 'infobip' | 'sinch';
+    start(options: { answerDelayMs?: number; loseFirst?: number }): Promise<Fake>;
+    config(fake: Fake): Record<string, unknown>;
+    /** Send requests that reached the fake for this recipient, and those it accepted. */
+    requests(fake: Fake, recipient: string): number;
+    accepted(fake: Fake, recipient: string): string[];
+  }
+  const cases: Case[] = [
+    {
+      provider: 'infobip',
+      start: (options) => startInfobipFake(options),
+      config: (fake) => ({ type: 'infobip', api_key: (fake as Awaited<ReturnType<typeof startInfobipFake>>).apiKey, base_url: fake.url, webhook_secret: 'infobip-webhook-secret-0123', from: 'Casino' }),
+      requests: (fake, recipient) => (fake as Awaited<ReturnType<typeof startInfobipFake>>).sends.filter((s) => `+${s.to}` === recipient).length,
+      accepted: (fake, recipient) => (fake as Awaited<ReturnType<typeof startInfobipFake>>).sends.filter((s) => `+${s.to}` === recipient && s.messageId).map((s) => s.messageId!),
+    },
+    {
+      provider: 'sinch',
+      start: (options) => startSinchFake(options),
+      config: (fake) => {
+        const f = fake as Awaited<ReturnType<typeof startSinchFake>>;
+        return { type: 'sinch', service_plan_id: f.servicePlanId, api_token: f.apiToken, base_url: f.url, webhook_secret: 'sinch-webhook-secret-01234', from: 'Casino' };
+      },
+      requests: (fake, recipient) => (fake as Awaited<ReturnType<typeof startSinchFake>>).posts.filter((to) => to === recipient).length,
+      accepted: (fake, recipient) => (fake as Awaited<ReturnType<typeof startSinchFake>>).batches.filter((b) => b.to === recipient).map((b) => b.id),
+    },
+  ];
+
+  async function killMidCall(c: Case, fake: Fake, activityId: string, recipient: string) {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
+    dirs.push(dir);
+    const config = { ...overrides('60s'), providers: { [c.provider]: c.config(fake) } };
+    const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
+    const pending = fetch(`${serve.url}/channels/sms/single`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+      body: JSON.stringify(smsMessage(activityId, { provider_name: c.provider, recipient, sender_name: null })),
+    }).catch(() => undefined);
+    await waitFor(() => c.requests(fake, recipient) > 0, 10_000, 'the provider call');
+    serve.child.kill('SIGKILL');
+    await once(serve.child, 'exit');
+    await pending;
+    return { dir, config };
+  }
+
+  describe.each(cases)('$provider', (c) => {
+    it('found at the provider: submitted with its id, and a CRM retry sends nothing', async () => {
+      // The fake accepts the message, then holds its answer past the kill.
+      const fake = await c.start({ answerDelayMs: 60_000 });
+      try {
+        const recipient = '+447700900811';
+        const activityId = `${c.provider}-died-after-accept`;
+        const { dir, config } = await killMidCall(c, fake, activityId, recipient);
+        let time = Date.now();
+        gw = await startTestGateway(config, { dir, now: () => time });
+        const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', activityId).executeTakeFirstOrThrow();
+        expect(row.state).toBe('dispatching');
+        time += 5 * 60_000 + 1_000;
+        expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 1, absent: 0, unknown: 0 } });
+        const accepted = c.accepted(fake, recipient);
+        expect(accepted).toHaveLength(1);
+        expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: 'found', provider_message_id: accepted[0] });
+        const retry = await gw.post('/channels/sms/single', smsMessage(activityId, { provider_name: c.provider, recipient, sender_name: null }));
+        expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
+        expect(c.requests(fake, recipient)).toBe(1);
+      } finally {
+        await fake.close();
+      }
+    }, 30_000);
+
+    it('never got by the provider: absent, and the CRM\'s retry sends it again at once', async () => {
+      // The first request is held and never accepted, as if lost on the way.
+      const fake = await c.start({ loseFirst: 1 });
+      try {
+        const recipient = '+447700900812';
+        const activityId = `${c.provider}-died-before-accept`;
+        const { dir, config } = await killMidCall(c, fake, activityId, recipient);
+        let time = Date.now();
+        gw = await startTestGateway(config, { dir, now: () => time });
+        const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', activityId).executeTakeFirstOrThrow();
+        time += 5 * 60_000 + 1_000;
+        expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 1, unknown: 0 } });
+        expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'retryable', lookup_result: 'absent' });
+        expect(c.accepted(fake, recipient)).toHaveLength(0);
+        const retry = await gw.post('/channels/sms/single', smsMessage(activityId, { provider_name: c.provider, recipient, sender_name: null }));
+        expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
+        expect(c.requests(fake, recipient)).toBe(2);
+        expect(c.accepted(fake, recipient)).toHaveLength(1);
+        expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'submitted', provider_message_id: c.accepted(fake, recipient)[0] });
+      } finally {
+        await fake.close();
+      }
+    }, 30_000);
   });
 });

@@ -2,8 +2,11 @@
  * An Infobip SMS fake speaking its wire format (infobip.com/docs "Send SMS message", "Receive outbound SMS message
  * report", "Response status and error codes"): `POST /sms/2/text/advanced` with `Authorization: App {key}` and a
  * JSON body of messages and destinations; 200 with a PENDING_ACCEPTED status and a messageId per destination, or a
- * REJECTED status, or a `requestError.serviceException` body with an HTTP error, chosen by magic numbers. Reports
- * are JSON `{results: [...]}` posts to each message's notifyUrl, carrying its callbackData.
+ * REJECTED status, or a `requestError.serviceException` body with an HTTP error, chosen by magic numbers. A
+ * destination's own `messageId` is taken as the message's id, as Infobip does. Reports are JSON `{results: [...]}`
+ * posts to each message's notifyUrl, carrying its callbackData. "Get outbound SMS message logs"
+ * (`GET /sms/1/logs?messageId=…`) answers `{results: [...]}` with the accepted messages of that id and their latest
+ * reported status (an empty list for an id it never accepted).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,6 +22,9 @@ export const INFOBIP_MAGIC_NUMBERS: ReadonlyMap<string, Canned> = new Map<string
   ['15005550429', { http: 429, messageId: 'TOO_MANY_REQUESTS', text: 'Too many requests' }],
   ['15005550500', { http: 500, messageId: 'GENERAL_ERROR', text: 'Something went wrong' }],
 ]);
+
+/** This destination makes the fake hold the request without accepting it: Infobip never got the message. */
+export const INFOBIP_HANG_NUMBER = '15005550666';
 
 const STATUSES: ReadonlyMap<string, { groupId: number; groupName: string; id: number; name: string; description: string }> = new Map([
   ['PENDING_ACCEPTED', { groupId: 1, groupName: 'PENDING', id: 26, name: 'PENDING_ACCEPTED', description: 'Message sent to next instance' }],
@@ -36,7 +42,10 @@ export interface InfobipSend {
   text: string;
   notifyUrl: string;
   callbackData: string;
+  /** Set once accepted: the destination's messageId when the request gave one, else one the fake made. */
   messageId?: string;
+  /** The latest status reported for it (PENDING_ACCEPTED when accepted). */
+  status?: string;
   /** The W3C traceparent header the gateway sent, if any (docs/tracing.md). */
   traceparent?: string;
   /** Epoch ms when the request arrived (tests count sends per second). */
@@ -51,6 +60,8 @@ export interface InfobipFake {
   maxInFlight: number;
   /** Reports posted by the fake, with the gateway's HTTP answer. */
   reports: Array<{ url: string; status: number }>;
+  /** The messageId of each message-logs request. */
+  logQueries: string[];
   /** One report result as Infobip writes it. */
   result(send: InfobipSend, statusName: string, overrides?: Record<string, unknown>): Record<string, unknown>;
   /** Posts `{results}` to `url` (default: the send's notifyUrl); answers the gateway's HTTP status. */
@@ -62,14 +73,20 @@ export interface InfobipFakeOptions {
   apiKey?: string;
   /** Statuses reported to each accepted message's notifyUrl after the answer, in order. */
   reportStatuses?: string[];
-  /** Holds each send this long before answering, as a slow provider would (tests count requests in flight). */
+  /**
+   * Holds each send this long before answering, as a slow provider would (tests count requests in flight). The
+   * message is accepted (in the logs) before the wait, so a caller that dies waiting has still sent it.
+   */
   answerDelayMs?: number;
+  /** The first this many send requests are held like INFOBIP_HANG_NUMBER's: never accepted, never answered. */
+  loseFirst?: number;
 }
 
 export async function startInfobipFake(options: InfobipFakeOptions = {}): Promise<InfobipFake> {
   const apiKey = options.apiKey ?? 'infobip-test-key';
   const sends: InfobipSend[] = [];
   const reports: InfobipFake['reports'] = [];
+  const logQueries: string[] = [];
 
   const result = (send: InfobipSend, statusName: string, overrides: Record<string, unknown> = {}) => ({
     bulkId: `bulk-${send.messageId}`,
@@ -90,6 +107,12 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ results }) });
     await res.arrayBuffer();
     reports.push({ url, status: res.status });
+    // The logs then show the latest status reported for each message.
+    for (const r of results) {
+      const name = (r.status as { name?: unknown } | undefined)?.name;
+      const sent = sends.find((s) => s.messageId !== undefined && s.messageId === r.messageId);
+      if (sent && typeof name === 'string') sent.status = name;
+    }
     return res.status;
   };
 
@@ -105,23 +128,49 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     }
   });
 
+  const unauthorized = (res: ServerResponse) => sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
+
+  /** "Get outbound SMS message logs": the accepted messages of one messageId (the only filter the gateway uses). */
+  function answerLogs(req: IncomingMessage, res: ServerResponse): void {
+    if (req.headers.authorization !== `App ${apiKey}`) return unauthorized(res);
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const messageId = url.searchParams.get('messageId');
+    logQueries.push(messageId ?? '');
+    const logged = sends.filter((s) => s.messageId !== undefined && (messageId === null || s.messageId === messageId));
+    sendJson(res, 200, {
+      results: logged.map((s) => {
+        const { callbackData: _callbackData, ...log } = result(s, s.status ?? 'PENDING_ACCEPTED');
+        return { ...log, from: s.from, text: s.text, sentAt: new Date(s.at).toISOString().replace('Z', '+0000') };
+      }),
+    });
+  }
+
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const at = Date.now();
     const body = await readBody(req);
-    if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
-    if (req.method !== 'POST' || req.url !== '/sms/2/text/advanced') return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
-    if (req.headers.authorization !== `App ${apiKey}`) return sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
-    const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
-    const to = message.destinations[0]!.to;
+    if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/sms/1/logs') return answerLogs(req, res);
+    if (req.method !== 'POST' || req.url !== '/sms/2/text/advanced') {
+      if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
+      return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
+    }
+    if (req.headers.authorization !== `App ${apiKey}`) return unauthorized(res);
+    const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string; messageId?: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
+    const destination = message.destinations[0]!;
+    const to = destination.to;
     const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData, at };
     if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
+    if (to === INFOBIP_HANG_NUMBER || sends.length <= (options.loseFirst ?? 0)) return; // never answers and never accepts; the client's timeout must fire
     const canned = INFOBIP_MAGIC_NUMBERS.get(to);
+    if (!canned) {
+      send.messageId = destination.messageId ?? randomUUID();
+      send.status = 'PENDING_ACCEPTED';
+    }
+    if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     if (canned && 'rejection' in canned) {
-      return sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get(canned.rejection), messageId: randomUUID() }] });
+      return sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get(canned.rejection), messageId: destination.messageId ?? randomUUID() }] });
     }
     if (canned) return sendJson(res, canned.http, { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } });
-    send.messageId = randomUUID();
     sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }] });
     if (options.reportStatuses?.length) {
       void (async () => {
@@ -138,6 +187,7 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
       return state.maxInFlight;
     },
     reports,
+    logQueries,
     result,
     postReport,
     close: () => server.close(),
