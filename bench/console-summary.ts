@@ -61,9 +61,11 @@ async function seed(file: string, now: number) {
     encoding, segments, content, state, error, error_code, attempts, provider_status, delivery_status, delivery_source,
     created_at, updated_at, dispatched_at, submitted_at, completed_at)
     values (?, ?, ?, ?, ?, ?, 'Casino', 'gsm7', 1, null, ?, ?, null, 1, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const insertReceipt = sqlite.prepare(`insert into receipts (provider, dedup_key, sms_id, provider_message_id, provider_status, mapped_status, error_code, matched, received_at)
+  const insertReceipt =
+    sqlite.prepare(`insert into receipts (provider, dedup_key, sms_id, provider_message_id, provider_status, mapped_status, error_code, matched, received_at)
     values (?, ?, ?, ?, ?, ?, null, ?, ?)`);
-  const insertConversion = sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, claim_token, posted_at, last_error, dead, created_at)
+  const insertConversion =
+    sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, claim_token, posted_at, last_error, dead, created_at)
     values (?, ?, ?, ?, 0, null, ?, ?, ?, ?)`);
   const insertStats = sqlite.prepare(`insert into delivery_stats (period, bucket_start, provider, outcome, n) values (?, ?, ?, ?, ?)
     on conflict (period, bucket_start, provider, outcome) do update set n = delivery_stats.n + excluded.n`);
@@ -84,9 +86,24 @@ async function seed(file: string, now: number) {
       const settled = sent && settleAt <= now;
       const status = settled ? fate : null;
       const activity = `{"id":"act-${i}","brand_id":7,"user_id":"u-${i % 100_000}","activity_id":${i % 5_000},"action_group_id":3,"trigger_hash":"th","action_id":5}`;
-      insertMessage.run(smsId, `act-${i}`, activity, provider, sent ? providerMessageId : null, `+4477009${String(i % 100_000).padStart(5, '0')}`,
-        sent ? 'submitted' : fate, sent ? null : 'refused by provider', sent ? 'accepted' : null, status,
-        status ? (fate === 'delivery_unknown' ? 'timeout' : 'receipt') : null, at, settled ? settleAt : at, at, sent ? at + 50 : null, settled ? settleAt : null);
+      insertMessage.run(
+        smsId,
+        `act-${i}`,
+        activity,
+        provider,
+        sent ? providerMessageId : null,
+        `+4477009${String(i % 100_000).padStart(5, '0')}`,
+        sent ? 'submitted' : fate,
+        sent ? null : 'refused by provider',
+        sent ? 'accepted' : null,
+        status,
+        status ? (fate === 'delivery_unknown' ? 'timeout' : 'receipt') : null,
+        at,
+        settled ? settleAt : at,
+        at,
+        sent ? at + 50 : null,
+        settled ? settleAt : null,
+      );
       events.push({ at, provider, outcome: sent ? 'submitted' : fate });
       if (!settled) continue;
       events.push({ at: settleAt, provider, outcome: fate });
@@ -114,7 +131,8 @@ async function seed(file: string, now: number) {
     seedChunk(from, Math.min(MESSAGES, from + CHUNK));
     if ((from + CHUNK) % progressEvery === 0) process.stderr.write(`seeded ${from + CHUNK} messages\n`);
   }
-  const parked = sqlite.prepare(`insert into receipts (provider, dedup_key, sms_id, provider_message_id, provider_status, mapped_status, error_code, matched, received_at)
+  const parked =
+    sqlite.prepare(`insert into receipts (provider, dedup_key, sms_id, provider_message_id, provider_status, mapped_status, error_code, matched, received_at)
     values ('backup', ?, null, ?, 'delivered', 'delivered', null, 0, ?)`);
   sqlite.transaction(() => {
     for (let i = 0; i < 100; i++) parked.run(`backup||orphan-${i}|delivered|`, `orphan-${i}`, now - i * MINUTE_MS);

@@ -30,13 +30,19 @@ const [messages, concurrency, rounds] = [Number(values.messages), Number(values.
 const dir = mkdtempSync(join(tmpdir(), 'crm-sms-dispatch-bench-'));
 const configFile = join(dir, 'config.yaml');
 // The sandbox's receipts are due in an hour: none is posted while measured, as in run.ts's single mode.
-writeFileSync(configFile, `database:\n  url: sqlite:${join(dir, 'ledger.db')}\nauth:\n  api_keys: [bench]\nproviders:\n  sandbox:\n    type: sandbox\n    dlr_delay_ms: 3600000\n`);
+writeFileSync(
+  configFile,
+  `database:\n  url: sqlite:${join(dir, 'ledger.db')}\nauth:\n  api_keys: [bench]\nproviders:\n  sandbox:\n    type: sandbox\n    dlr_delay_ms: 3600000\n`,
+);
 const config = await loadConfig(configFile);
 const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }));
 const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger } });
 await migrateToLatest(ledger.db);
 const providers = createProviders(config, logger, Date.now);
-const router = createProviderRouter(providers.map((provider) => ({ provider, aliases: [] })), undefined);
+const router = createProviderRouter(
+  providers.map((provider) => ({ provider, aliases: [] })),
+  undefined,
+);
 const dispatcher = createDispatcher({
   db: ledger.db,
   queue: createTransactionQueue(ledger.db),
@@ -65,7 +71,11 @@ const prepare = (body: string) => {
 async function dispatchAll(texts: string[]) {
   return drive(texts.length, concurrency, async (i) => {
     const at = Date.now();
-    const [result] = await dispatcher.dispatch([prepare(texts[i]!)], { deadline: at + config.sms.send_timeout, waitDeadline: at + config.sms.single_wait, concurrency: 1 });
+    const [result] = await dispatcher.dispatch([prepare(texts[i]!)], {
+      deadline: at + config.sms.send_timeout,
+      waitDeadline: at + config.sms.single_wait,
+      concurrency: 1,
+    });
     if (result!.outcome !== 'submitted') throw new Error(`message ${i}: ${JSON.stringify(result)}`);
     return 0;
   });

@@ -21,7 +21,14 @@ import type { ConfigDoc } from './server-process.js';
 import { drive, latencySummary, round, singleMessage, type Measurement } from './workload.js';
 
 const TWILIO = { type: 'twilio', account_sid: `AC${'0'.repeat(32)}`, auth_token: 'bench-twilio-token', from: '+15005550006', base_url: 'http://127.0.0.1:9' };
-const VONAGE = { type: 'vonage', api_key: 'k', api_secret: 's', base_url: 'http://127.0.0.1:9', signature_secret: 'bench-vonage-secret', signature_method: 'sha256' };
+const VONAGE = {
+  type: 'vonage',
+  api_key: 'k',
+  api_secret: 's',
+  base_url: 'http://127.0.0.1:9',
+  signature_secret: 'bench-vonage-secret',
+  signature_method: 'sha256',
+};
 
 /** Requests per second of each shape. */
 const RATE = 20;
@@ -59,7 +66,14 @@ const SHAPES: Record<string, Shape> = {
 };
 
 /** One request; resolves with its status (0 when the connection failed before an answer) and latency. */
-function send(agent: Agent | false, base: string, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; ms: number }> {
+function send(
+  agent: Agent | false,
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
     let done = false;

@@ -26,7 +26,11 @@ class Connection {
   private current: Waiting | undefined;
 
   /** `onFree` is called after each answer (or failure), when the connection can take the next request. */
-  constructor(private readonly host: string, private readonly port: number, private readonly onFree: (c: Connection) => void) {}
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+    private readonly onFree: (c: Connection) => void,
+  ) {}
 
   send(request: Waiting): void {
     this.current = request;
@@ -84,7 +88,11 @@ export class LoadClient {
   private readonly all: Connection[];
   private readonly queue: Waiting[] = [];
 
-  constructor(urls: string[], connections: number, private readonly headers: Record<string, string>) {
+  constructor(
+    urls: string[],
+    connections: number,
+    private readonly headers: Record<string, string>,
+  ) {
     this.all = Array.from({ length: connections }, (_, i) => {
       const url = new URL(urls[i % urls.length]!);
       return new Connection(url.hostname, Number(url.port), (c) => this.release(c));

@@ -57,9 +57,13 @@ async function load(file: string, rows: number, now: number): Promise<number> {
   sqlite.pragma('temp_store = memory');
   sqlite.pragma('threads = 2');
   // Building an index once over sorted keys is far cheaper than keeping it up to date through ten million inserts.
-  const indexes = sqlite.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'messages' and sql is not null").all() as Array<{ name: string; sql: string }>;
+  const indexes = sqlite.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'messages' and sql is not null").all() as Array<{
+    name: string;
+    sql: string;
+  }>;
   for (const index of indexes) sqlite.exec(`drop index ${index.name}`);
-  const insert = sqlite.prepare(`insert into messages (sms_id, activity_key, activity_json, user_id, request_id, provider, provider_message_id, recipient, sender,
+  const insert =
+    sqlite.prepare(`insert into messages (sms_id, activity_key, activity_json, user_id, request_id, provider, provider_message_id, recipient, sender,
     encoding, segments, content, state, error, error_code, attempts, provider_status, delivery_status, delivery_source, created_at, updated_at, dispatched_at, submitted_at, completed_at)
     values (?, ?, ?, ?, ?, ?, ?, ?, 'Casino', 'gsm7', 1, null, ?, ?, null, 1, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const start = now - SPAN_MS;
@@ -69,15 +73,33 @@ async function load(file: string, rows: number, now: number): Promise<number> {
       const provider = PROVIDERS[mix(i, 7) < 700 ? 0 : mix(i, 7) < 990 ? 1 : 2];
       const { state, delivery } = fateOf(i);
       const user = userOf(i, rows);
-      insert.run(smsIdOf(at, i), `act-${i}`, `{"id":"act-${i}","user_id":"${user}"}`, user, `req-${i}`, provider, state === 'submitted' ? `pm-${i}` : null,
-        recipientOf(i, rows), state, state === 'rejected' ? 'refused by provider' : null, delivery ?? (state === 'submitted' ? 'accepted' : null), delivery,
-        delivery ? 'receipt' : null, at, at, at, state === 'submitted' ? at + 50 : null, delivery ? at + 5_000 : null);
+      insert.run(
+        smsIdOf(at, i),
+        `act-${i}`,
+        `{"id":"act-${i}","user_id":"${user}"}`,
+        user,
+        `req-${i}`,
+        provider,
+        state === 'submitted' ? `pm-${i}` : null,
+        recipientOf(i, rows),
+        state,
+        state === 'rejected' ? 'refused by provider' : null,
+        delivery ?? (state === 'submitted' ? 'accepted' : null),
+        delivery,
+        delivery ? 'receipt' : null,
+        at,
+        at,
+        at,
+        state === 'submitted' ? at + 50 : null,
+        delivery ? at + 5_000 : null,
+      );
     }
   });
   const step = 200_000;
   for (let from = 0; from < rows; from += step) {
     chunk(from, Math.min(rows, from + step));
-    if ((from / step) % 10 === 9) process.stderr.write(`loaded ${from + step} messages, ${Math.round((from + step) / ((performance.now() - started) / 1000))} rows/s\n`);
+    if ((from / step) % 10 === 9)
+      process.stderr.write(`loaded ${from + step} messages, ${Math.round((from + step) / ((performance.now() - started) / 1000))} rows/s\n`);
   }
   for (const index of indexes) {
     const t = performance.now();
@@ -87,10 +109,13 @@ async function load(file: string, rows: number, now: number): Promise<number> {
   // The search by player reads each player's numbers (migration 2026-11-24-81-search-keys); the send path records
   // them with each message, the load all at once.
   const pairs = performance.now();
-  sqlite.exec('insert into message_user_recipients (user_id, recipient) select distinct user_id, recipient from messages where user_id is not null on conflict do nothing');
+  sqlite.exec(
+    'insert into message_user_recipients (user_id, recipient) select distinct user_id, recipient from messages where user_id is not null on conflict do nothing',
+  );
   process.stderr.write(`filled message_user_recipients in ${Math.round((performance.now() - pairs) / 1000)} s\n`);
   // A few hundred dead conversions among the newest delivered messages, for status=dead.
-  const dead = sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, posted_at, last_error, dead, created_at)
+  const dead =
+    sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, posted_at, last_error, dead, created_at)
     select sms_id, delivery_status, 25, created_at, 0, null, 'webhook answered 503', 1, created_at from messages where delivery_status = 'delivered' and rowid % 997 = 0 order by rowid desc limit 500`);
   dead.run();
   sqlite.exec('analyze');
@@ -106,7 +131,12 @@ function percentile(sorted: number[], p: number): number {
 export async function runSearchBench(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { mode: { type: 'string', multiple: true }, rows: { type: 'string', default: '10000000' }, runs: { type: 'string', default: '200' }, keep: { type: 'boolean', default: false } },
+    options: {
+      mode: { type: 'string', multiple: true },
+      rows: { type: 'string', default: '10000000' },
+      runs: { type: 'string', default: '200' },
+      keep: { type: 'boolean', default: false },
+    },
   });
   const rows = Number(values.rows);
   const runs = Number(values.runs);
@@ -158,7 +188,19 @@ export async function runSearchBench(argv: string[]): Promise<void> {
         }
         timings.sort((a, b) => a - b);
         const round = (ms: number) => Math.round(ms * 100) / 100;
-        console.log(JSON.stringify({ bench: 'message-search', filter: name, rows, queries: timings.length, p50_ms: round(percentile(timings, 0.5)), p99_ms: round(percentile(timings, 0.99)), max_ms: round(timings.at(-1)!), target_ms: 100, rows_per_page: Math.round(shown / runs) }));
+        console.log(
+          JSON.stringify({
+            bench: 'message-search',
+            filter: name,
+            rows,
+            queries: timings.length,
+            p50_ms: round(percentile(timings, 0.5)),
+            p99_ms: round(percentile(timings, 0.99)),
+            max_ms: round(timings.at(-1)!),
+            target_ms: 100,
+            rows_per_page: Math.round(shown / runs),
+          }),
+        );
       }
     } finally {
       await ledger.close();

@@ -86,9 +86,24 @@ async function main(): Promise<void> {
   const fake = await startTwilioFakeProcess();
   const { info } = fake;
   try {
-    const config = twilioPlugin.configSchema.parse({ type: 'twilio', account_sid: info.accountSid, auth_token: info.authToken, from: SENDER, base_url: info.url, max_concurrency: concurrency });
+    const config = twilioPlugin.configSchema.parse({
+      type: 'twilio',
+      account_sid: info.accountSid,
+      auth_token: info.authToken,
+      from: SENDER,
+      base_url: info.url,
+      max_concurrency: concurrency,
+    });
     const plugin = twilioPlugin.create('twilio', config, { logger: pino({ level: 'silent' }), now: Date.now });
-    const request = (i: number): SendRequest => ({ smsId: `bench-${i}`, to: RECIPIENT, from: SENDER, text: `Bench message ${i}`, encoding: 'gsm7', segments: 1, callbackUrl: CALLBACK + i });
+    const request = (i: number): SendRequest => ({
+      smsId: `bench-${i}`,
+      to: RECIPIENT,
+      from: SENDER,
+      text: `Bench message ${i}`,
+      encoding: 'gsm7',
+      segments: 1,
+      callbackUrl: CALLBACK + i,
+    });
     const ours = async (i: number) => {
       const result = await plugin.send(request(i), sendSignal());
       if (!result.ok) throw new Error(`plugin send failed: ${result.error}`);
@@ -96,9 +111,18 @@ async function main(): Promise<void> {
     // The floor on this machine: the same form POST through a bare undici Pool, no plugin around it.
     const bare = new Pool(info.url, { connections: concurrency });
     const path = `/2010-04-01/Accounts/${info.accountSid}/Messages.json`;
-    const headers = { authorization: `Basic ${Buffer.from(`${info.accountSid}:${info.authToken}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' };
+    const headers = {
+      authorization: `Basic ${Buffer.from(`${info.accountSid}:${info.authToken}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    };
     const floor = async (i: number) => {
-      const res = await bare.request({ method: 'POST', path, headers, signal: sendSignal(), body: new URLSearchParams({ To: RECIPIENT, From: SENDER, Body: `Bench message ${i}`, StatusCallback: CALLBACK + i }).toString() });
+      const res = await bare.request({
+        method: 'POST',
+        path,
+        headers,
+        signal: sendSignal(),
+        body: new URLSearchParams({ To: RECIPIENT, From: SENDER, Body: `Bench message ${i}`, StatusCallback: CALLBACK + i }).toString(),
+      });
       JSON.parse(await res.body.text());
     };
     await measure(1_000, concurrency, floor);
@@ -108,7 +132,16 @@ async function main(): Promise<void> {
 
     await measure(1_000, concurrency, ours); // warm-up: JIT and connections
     const oursResult = await measure(count, concurrency, ours);
-    console.log(JSON.stringify({ bench: 'provider-client', client: 'crm-sms-gateway twilio plugin (undici pool)', count, concurrency, ...oursResult, target_cpu_us_per_msg: 100 }));
+    console.log(
+      JSON.stringify({
+        bench: 'provider-client',
+        client: 'crm-sms-gateway twilio plugin (undici pool)',
+        count,
+        concurrency,
+        ...oursResult,
+        target_cpu_us_per_msg: 100,
+      }),
+    );
     await plugin.close?.();
 
     const sdk = sdkClientFor(info);

@@ -29,17 +29,38 @@ const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js')
 /** A realistic stored record (~600 bytes), so the table is the size a real one would be. */
 function record(userId: string): string {
   return JSON.stringify({
-    user_id: userId, username: `player${userId}`, first_name: 'Ann', last_name: 'Example', title: 'Ms', sex: 'Female',
-    birth_date: '1990-01-01', email: `${userId}@example.com`, mobile: '21435678', mobile_prefix: '+356', address: '1 Main Street',
-    city: 'Valletta', postal_code: 'VLT 1000', country: 'MT', currency: 'EUR', language: 'en', market: 'mt',
-    origin: 'casino.example.com', registration_code: 'ABC123', registration_date: '2020-01-01T10:00:00Z',
-    affiliate_reference: 'AFF_1', roles: ['VIP'], is_blocked: true, is_excluded: false,
+    user_id: userId,
+    username: `player${userId}`,
+    first_name: 'Ann',
+    last_name: 'Example',
+    title: 'Ms',
+    sex: 'Female',
+    birth_date: '1990-01-01',
+    email: `${userId}@example.com`,
+    mobile: '21435678',
+    mobile_prefix: '+356',
+    address: '1 Main Street',
+    city: 'Valletta',
+    postal_code: 'VLT 1000',
+    country: 'MT',
+    currency: 'EUR',
+    language: 'en',
+    market: 'mt',
+    origin: 'casino.example.com',
+    registration_code: 'ABC123',
+    registration_date: '2020-01-01T10:00:00Z',
+    affiliate_reference: 'AFF_1',
+    roles: ['VIP'],
+    is_blocked: true,
+    is_excluded: false,
   });
 }
 
 async function seed(file: string): Promise<number> {
   const started = performance.now();
-  const ledger = openLedger(parseConfig({ database: { url: `sqlite:${file}` }, auth: { api_keys: ['x'] }, providers: { s: { type: 'sandbox' } } }, {}).database);
+  const ledger = openLedger(
+    parseConfig({ database: { url: `sqlite:${file}` }, auth: { api_keys: ['x'] }, providers: { s: { type: 'sandbox' } } }, {}).database,
+  );
   await migrateToLatest(ledger.db);
   await ledger.close();
   // Bulk load with one prepared statement: the seeding is set-up, not what is measured.

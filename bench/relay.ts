@@ -36,10 +36,26 @@ const sink = {
 
 const MIXED: Array<{ path: string; body: (i: number, idPrefix: string) => Record<string, unknown> }> = [
   { path: '/v1/integration/bonus', body: bonusEvent },
-  { path: '/v1/integration/payment', body: (i) => ({ ...player(i), amount: 20, currency: 'EUR', exchange_rate: 1, payment_id: i, vendor_id: 'psp', status: 'Approved', type: 'Credit' }) },
+  {
+    path: '/v1/integration/payment',
+    body: (i) => ({ ...player(i), amount: 20, currency: 'EUR', exchange_rate: 1, payment_id: i, vendor_id: 'psp', status: 'Approved', type: 'Credit' }),
+  },
   {
     path: '/v1/integration/casino',
-    body: (i) => ({ ...player(i), amount: 1, currency: 'EUR', exchange_rate: 1, activity_id: `a-${i}`, game_id: 7, game_name: 'Book', is_round_end: true, round_id: `r-${i}`, status: 'Approved', type: 'Bet', vendor_id: 3 }),
+    body: (i) => ({
+      ...player(i),
+      amount: 1,
+      currency: 'EUR',
+      exchange_rate: 1,
+      activity_id: `a-${i}`,
+      game_id: 7,
+      game_name: 'Book',
+      is_round_end: true,
+      round_id: `r-${i}`,
+      status: 'Approved',
+      type: 'Bet',
+      vendor_id: 3,
+    }),
   },
   { path: '/v2/integration/login', body: (i) => ({ ...player(i), ip_address: '192.0.2.10', is_impersonated: false }) },
   { path: '/v1/integration/custom', body: (i) => ({ ...player(i), notification_type: 'level_up', data: { level: String(i % 50) } }) },
@@ -74,7 +90,10 @@ export const relayMode = {
     relay: { api_keys: [BENCH_API_KEY], poll_interval: '20ms', batch_size: 1_000 },
     crm: { integration: { url: sink.url, max_connections: 64 } },
   }),
-  async run({ client, options, idPrefix }: { client: LoadClient; options: { connections: number }; idPrefix: string }, messages: number): Promise<Measurement & { extra: Record<string, unknown> }> {
+  async run(
+    { client, options, idPrefix }: { client: LoadClient; options: { connections: number }; idPrefix: string },
+    messages: number,
+  ): Promise<Measurement & { extra: Record<string, unknown> }> {
     const acceptedAt = new Map<string, number>();
     const perUser = new Map<number, Array<{ id: string; sentAt: number; acceptedAt: number }>>();
     const started = performance.now();
@@ -114,7 +133,15 @@ export const relayMode = {
       messages,
       seconds: (lastArrival - started) / 1000,
       latenciesMs: [...acceptedAt].map(([id, at]) => Math.max(0, sink.arrivals.get(id)! - at)),
-      extra: { latency: 'accept (202) to arrival at the sink', users: USERS, kinds: MIXED.length, order_violations: orderViolations, accepted_per_s: Math.round(messages / accept.seconds), delivered_per_s: Math.round(messages / ((lastArrival - started) / 1000)), accept_p50_ms: round([...accept.latenciesMs].sort((a, b) => a - b)[Math.floor(accept.latenciesMs.length / 2)]!, 2) },
+      extra: {
+        latency: 'accept (202) to arrival at the sink',
+        users: USERS,
+        kinds: MIXED.length,
+        order_violations: orderViolations,
+        accepted_per_s: Math.round(messages / accept.seconds),
+        delivered_per_s: Math.round(messages / ((lastArrival - started) / 1000)),
+        accept_p50_ms: round([...accept.latenciesMs].sort((a, b) => a - b)[Math.floor(accept.latenciesMs.length / 2)]!, 2),
+      },
     };
   },
 };

@@ -124,9 +124,14 @@ const MODES: Record<string, Mode> = {
         const submittedAt = performance.now();
         const res = await post(client, '/channels/sms/batch', body);
         if (res.status !== 200 || res.json.successful?.length !== size) {
-          throw new Error(`batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`);
+          throw new Error(
+            `batch ${b}: ${res.status}, ${res.json.failed?.length} failed, ${res.json.fatal?.length} fatal: ${JSON.stringify(res.json).slice(0, 300)}`,
+          );
         }
-        onAccepted?.(res.json.successful.map((s: { sms_id: string }) => s.sms_id), submittedAt);
+        onAccepted?.(
+          res.json.successful.map((s: { sms_id: string }) => s.sms_id),
+          submittedAt,
+        );
         return res.ms;
       });
       return { ...m, messages };
@@ -202,7 +207,9 @@ async function allConverted(sentAt: Map<string, number>, provider: BenchProvider
     if (stillMissing === 0) return;
     if (stillMissing < missing) [missing, progressAt] = [stillMissing, performance.now()];
     else if (performance.now() - progressAt > 60_000) {
-      throw new Error(`e2e: ${missing} of ${sentAt.size} conversions still missing after 60 s without progress (provider: ${JSON.stringify(await provider.stats())})`);
+      throw new Error(
+        `e2e: ${missing} of ${sentAt.size} conversions still missing after 60 s without progress (provider: ${JSON.stringify(await provider.stats())})`,
+      );
     }
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -236,7 +243,11 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const server = servers[0]!;
   await provider.ready?.(options.instances * options.workers);
   const serversCpuMs = () => servers.reduce<number | null>((sum, s) => (sum === null || s.cpuMs() === null ? null : sum + s.cpuMs()!), 0);
-  const client = new LoadClient(servers.map((s) => s.url), options.connections, { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY });
+  const client = new LoadClient(
+    servers.map((s) => s.url),
+    options.connections,
+    { 'content-type': 'application/json', 'x-api-key': BENCH_API_KEY },
+  );
   const clientCpuMs = () => {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1000;

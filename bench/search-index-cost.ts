@@ -28,7 +28,8 @@ const V60: Record<string, string> = {
   provider: 'create index messages_provider_created on messages (provider, created_at)',
   status: `create index messages_status on messages (${STATUS}, created_at)`,
 };
-const PAIRS = 'create table if not exists message_user_recipients (user_id text not null, recipient text not null, primary key (user_id, recipient)) without rowid';
+const PAIRS =
+  'create table if not exists message_user_recipients (user_id text not null, recipient text not null, primary key (user_id, recipient)) without rowid';
 const VARIANTS: Record<string, string[] | 'latest'> = {
   none: [],
   latest: 'latest',
@@ -69,7 +70,9 @@ async function run(rows: number, variant: string, cacheKib: number, checkpointEv
   const indexes = VARIANTS[variant];
   if (indexes === undefined) throw new Error(`unknown variant ${variant}: one of ${Object.keys(VARIANTS).join(', ')}`);
   if (indexes !== 'latest') {
-    const existing = db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'messages' and sql is not null").all() as Array<{ name: string }>;
+    const existing = db.prepare("select name from sqlite_master where type = 'index' and tbl_name = 'messages' and sql is not null").all() as Array<{
+      name: string;
+    }>;
     for (const { name } of existing) if (!NOT_SEARCH.has(name)) db.exec(`drop index ${name}`);
     db.exec('drop table if exists message_user_recipients');
     for (const ddl of indexes) db.exec(ddl);
@@ -80,7 +83,7 @@ async function run(rows: number, variant: string, cacheKib: number, checkpointEv
     state, attempts, created_at, updated_at, dispatched_at) values (?, ?, ?, ?, 'req', 'sandbox', ?, 'Casino', 'gsm7', 1, 'dispatching', 1, ?, ?, ?)`);
   const answer = db.prepare(`update messages set state = 'submitted', provider_message_id = ?, submitted_at = ?, updated_at = ? where sms_id = ?`);
   // Time-ordered ids like the gateway's UUIDv7; players and numbers spread as a campaign's would be.
-  const smsId = (i: number) => `0193${i.toString(16).padStart(12, '0')}-${(i * 2654435761 >>> 0).toString(16)}`;
+  const smsId = (i: number) => `0193${i.toString(16).padStart(12, '0')}-${((i * 2654435761) >>> 0).toString(16)}`;
   const cpuMs = () => {
     const { user, system } = process.cpuUsage();
     return (user + system) / 1000;
@@ -128,17 +131,46 @@ async function run(rows: number, variant: string, cacheKib: number, checkpointEv
   const cache = -(db.pragma('cache_size', { simple: true }) as number);
   db.close();
   rmSync(dir, { recursive: true, force: true });
-  return { bench: 'search-index-cost', variant, rows, players, numbers: perPlayer ? 'per-player' : 'any', cache_kib: cache, insert_us: round(insertUs), insert_cpu_us: round(insertCpuUs), answer_update_us: round(updateUs), answer_update_cpu_us: round(updateCpuUs),
-    ...(checkpointEvery ? { insert_checkpoint_cpu_us: round(insertCheckpointCpuUs), answer_checkpoint_cpu_us: round(updateCheckpointCpuUs) } : {}) };
+  return {
+    bench: 'search-index-cost',
+    variant,
+    rows,
+    players,
+    numbers: perPlayer ? 'per-player' : 'any',
+    cache_kib: cache,
+    insert_us: round(insertUs),
+    insert_cpu_us: round(insertCpuUs),
+    answer_update_us: round(updateUs),
+    answer_update_cpu_us: round(updateCpuUs),
+    ...(checkpointEvery ? { insert_checkpoint_cpu_us: round(insertCheckpointCpuUs), answer_checkpoint_cpu_us: round(updateCheckpointCpuUs) } : {}),
+  };
 }
 
 const { values } = parseArgs({
-  options: { rows: { type: 'string', default: '200000' }, rounds: { type: 'string', default: '3' }, variants: { type: 'string', default: 'none,v60,latest' },     // 0: the connection's default; 0: never (the WAL grows by every dirtied page: GBs at a million rows)
-    'cache-kib': { type: 'string', default: '0' }, 'checkpoint-every': { type: 'string', default: '0' },
+  options: {
+    rows: { type: 'string', default: '200000' },
+    rounds: { type: 'string', default: '3' },
+    variants: { type: 'string', default: 'none,v60,latest' }, // 0: the connection's default; 0: never (the WAL grows by every dirtied page: GBs at a million rows)
+    'cache-kib': { type: 'string', default: '0' },
+    'checkpoint-every': { type: 'string', default: '0' },
     // per-player: each player's messages go to the player's own number, as a CRM's do; any: every message to a
     // number of its own (the worst case for message_user_recipients: every pair is new)
-    players: { type: 'string', default: '50000' }, numbers: { type: 'string', default: 'any' } },
+    players: { type: 'string', default: '50000' },
+    numbers: { type: 'string', default: 'any' },
+  },
 });
 for (let round = 0; round < Number(values.rounds); round++) {
-  for (const variant of values.variants.split(',')) console.log(JSON.stringify(await run(Number(values.rows), variant, Number(values['cache-kib']), Number(values['checkpoint-every']), Number(values.players), values.numbers === 'per-player')));
+  for (const variant of values.variants.split(','))
+    console.log(
+      JSON.stringify(
+        await run(
+          Number(values.rows),
+          variant,
+          Number(values['cache-kib']),
+          Number(values['checkpoint-every']),
+          Number(values.players),
+          values.numbers === 'per-player',
+        ),
+      ),
+    );
 }

@@ -112,7 +112,7 @@ export const INFOBIP_LOGS_KEPT_MS = 48 * 3_600_000;
 
 /** A report's error as our error code: its name, or its id when unnamed; none for id 0 (NO_ERROR). */
 function errorCodeOf(error: { id?: unknown; name?: unknown } | undefined): string | undefined {
-  return typeof error?.id === 'number' && error.id !== 0 ? text(error.name) ?? String(error.id) : undefined;
+  return typeof error?.id === 'number' && error.id !== 0 ? (text(error.name) ?? String(error.id)) : undefined;
 }
 
 /**
@@ -123,16 +123,25 @@ function errorCodeOf(error: { id?: unknown; name?: unknown } | undefined): strin
 export function infobipLogsAnswer(json: unknown, messageId: string, sentAfter: number, now: number): LookupResult {
   const results = (json as { results?: unknown } | null | undefined)?.results;
   if (!Array.isArray(results)) return { answer: 'unknown', reason: 'logs answer has no results list' };
-  const log = (results as Array<{ messageId?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } } | null>).find((r) => r?.messageId === messageId);
+  const log = (results as Array<{ messageId?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } } | null>).find(
+    (r) => r?.messageId === messageId,
+  );
   if (!log) {
-    if (now - sentAfter >= INFOBIP_LOGS_KEPT_MS) return { answer: 'unknown', reason: 'not in the message logs, which Infobip keeps 48 hours, and the send is older' };
+    if (now - sentAfter >= INFOBIP_LOGS_KEPT_MS)
+      return { answer: 'unknown', reason: 'not in the message logs, which Infobip keeps 48 hours, and the send is older' };
     return { answer: 'absent' };
   }
   const groupName = text(log.status?.groupName) ?? '';
   const statusName = text(log.status?.name) ?? groupName;
   if (!statusName) return { answer: 'unknown', reason: 'the log of this message has no status' };
   const errorCode = errorCodeOf(log.error);
-  return { answer: 'found', providerMessageIds: [messageId], providerStatus: statusName, status: mapInfobipStatus(groupName, statusName), ...(errorCode ? { errorCode } : {}) };
+  return {
+    answer: 'found',
+    providerMessageIds: [messageId],
+    providerStatus: statusName,
+    status: mapInfobipStatus(groupName, statusName),
+    ...(errorCode ? { errorCode } : {}),
+  };
 }
 
 /** At most this many results per report request (Infobip's default bucket is 100; their maximum is far below). */
@@ -168,7 +177,11 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
     async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
       const messageId = req.providerMessageId ?? req.smsId;
       try {
-        const res = await pool.get(`/sms/1/logs?${new URLSearchParams({ messageId }).toString()}`, { authorization: headers.authorization, accept: 'application/json' }, signal);
+        const res = await pool.get(
+          `/sms/1/logs?${new URLSearchParams({ messageId }).toString()}`,
+          { authorization: headers.authorization, accept: 'application/json' },
+          signal,
+        );
         if (res.status !== 200) return { answer: 'unknown', reason: `logs answered HTTP ${res.status}` };
         return infobipLogsAnswer(res.json, messageId, req.sentAfter, deps.now());
       } catch (error) {
@@ -217,7 +230,8 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           return { ok: false, reason: 'body is not JSON' };
         }
         const results = (body as { results?: unknown } | null)?.results;
-        if (!Array.isArray(results) || results.length === 0 || results.length > MAX_RESULTS) return { ok: false, reason: `results: must be a list of 1 to ${MAX_RESULTS} reports` };
+        if (!Array.isArray(results) || results.length === 0 || results.length > MAX_RESULTS)
+          return { ok: false, reason: `results: must be a list of 1 to ${MAX_RESULTS} reports` };
         const events: ReceiptEvent[] = [];
         for (const [i, raw] of results.entries()) {
           const r = (raw ?? {}) as { messageId?: unknown; callbackData?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } };
@@ -227,9 +241,16 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           const statusName = text(r.status?.name);
           if (!groupName || !statusName) return { ok: false, reason: `results[${i}].status: groupName and name are required` };
           const status = mapInfobipStatus(groupName, statusName);
-          if (!INFOBIP_STATUS_NAMES.has(statusName) && !INFOBIP_STATUS_GROUPS.has(groupName)) deps.logger.warn({ provider: name, groupName, statusName }, 'unknown Infobip status; kept as intermediate');
+          if (!INFOBIP_STATUS_NAMES.has(statusName) && !INFOBIP_STATUS_GROUPS.has(groupName))
+            deps.logger.warn({ provider: name, groupName, statusName }, 'unknown Infobip status; kept as intermediate');
           const errorName = errorCodeOf(r.error);
-          events.push({ smsId: vouched.smsId, providerMessageId: text(r.messageId), providerStatus: statusName, status, ...(errorName ? { errorCode: errorName } : {}) });
+          events.push({
+            smsId: vouched.smsId,
+            providerMessageId: text(r.messageId),
+            providerStatus: statusName,
+            status,
+            ...(errorName ? { errorCode: errorName } : {}),
+          });
         }
         return { ok: true, events };
       },

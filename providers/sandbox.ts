@@ -78,16 +78,21 @@ interface SandboxReceipt {
   status: string;
 }
 
-const receiptBodySchema = z.array(
-  z.object({ sms_id: z.string().optional(), message_id: z.string().optional(), status: z.string().min(1) }),
-);
+const receiptBodySchema = z.array(z.object({ sms_id: z.string().optional(), message_id: z.string().optional(), status: z.string().min(1) }));
 
-const inboundBodySchema = z.object({ message_id: z.string().min(1).max(200), from: z.string().min(1).max(32), to: z.string().min(1).max(32), text: z.string().max(2_000) });
+const inboundBodySchema = z.object({
+  message_id: z.string().min(1).max(200),
+  from: z.string().min(1).max(32),
+  to: z.string().min(1).max(32),
+  text: z.string().max(2_000),
+});
 
 /** The receipt key: the configured secret, else one derived from the process's random secret (per provider name). */
 export function sandboxReceiptKey(name: string, config: Pick<SandboxConfig, 'receipt_secret'>, processSecret: Buffer | undefined): string | Buffer {
   if (config.receipt_secret) return config.receipt_secret;
-  return createHmac('sha256', processSecret ?? randomBytes(32)).update(`sandbox receipts ${name}`).digest();
+  return createHmac('sha256', processSecret ?? randomBytes(32))
+    .update(`sandbox receipts ${name}`)
+    .digest();
 }
 
 function sign(secret: string | Buffer, body: string | Buffer): string {

@@ -104,7 +104,8 @@ export function sinchBatchesFor(json: unknown, req: Pick<LookupRequest, 'smsId' 
   const batches = (json as { batches?: unknown } | null | undefined)?.batches;
   if (!Array.isArray(batches)) return undefined;
   return (batches as Array<SinchListedBatch | null>).filter(
-    (b): b is SinchListedBatch => typeof b?.id === 'string' && b.client_reference === req.smsId && Array.isArray(b.to) && b.to.some((t) => t === req.to || `+${String(t)}` === req.to),
+    (b): b is SinchListedBatch =>
+      typeof b?.id === 'string' && b.client_reference === req.smsId && Array.isArray(b.to) && b.to.some((t) => t === req.to || `+${String(t)}` === req.to),
   );
 }
 
@@ -174,19 +175,28 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
           return sinchFoundAnswer([req.providerMessageId], (res.json as { canceled?: unknown } | undefined)?.canceled === true, report.json);
         }
         // start_date defaults to a day ago: the send's window is given, a minute wider for clocks apart.
-        const query = new URLSearchParams({ client_reference: req.smsId, start_date: new Date(req.sentAfter - 60_000).toISOString(), page_size: String(LOOKUP_PAGE_SIZE) });
+        const query = new URLSearchParams({
+          client_reference: req.smsId,
+          start_date: new Date(req.sentAfter - 60_000).toISOString(),
+          page_size: String(LOOKUP_PAGE_SIZE),
+        });
         const res = await pool.get(`${path}?${query.toString()}`, getHeaders, signal);
         if (res.status !== 200) return { answer: 'unknown', reason: `list answered HTTP ${res.status}` };
         const batches = sinchBatchesFor(res.json, req);
         if (!batches) return { answer: 'unknown', reason: 'list answer has no batches' };
         if (batches.length === 0) {
-          if (deps.now() - req.sentAfter >= SINCH_BATCHES_KEPT_MS) return { answer: 'unknown', reason: 'no batch listed, and Sinch lists only the last 14 days' };
+          if (deps.now() - req.sentAfter >= SINCH_BATCHES_KEPT_MS)
+            return { answer: 'unknown', reason: 'no batch listed, and Sinch lists only the last 14 days' };
           return { answer: 'absent' };
         }
         const first = batches[0]!;
         const report = await recipientReport(String(first.id), req.to, signal);
         if ('unknown' in report) return { answer: 'unknown', reason: report.unknown };
-        return sinchFoundAnswer(batches.map((b) => String(b.id)), first.canceled === true, report.json);
+        return sinchFoundAnswer(
+          batches.map((b) => String(b.id)),
+          first.canceled === true,
+          report.json,
+        );
       } catch (error) {
         return lookupFailure(error);
       }
@@ -237,7 +247,10 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         const status = mapSinchStatus(providerStatus);
         if (!SINCH_STATUS_MAP.has(providerStatus)) deps.logger.warn({ provider: name, providerStatus }, 'unknown Sinch status; kept as intermediate');
         const errorCode = typeof report.code === 'number' && status !== 'delivered' && status !== 'intermediate' ? String(report.code) : undefined;
-        return { ok: true, events: [{ smsId: vouched.smsId, providerMessageId: text(report.batch_id), providerStatus, status, ...(errorCode ? { errorCode } : {}) }] };
+        return {
+          ok: true,
+          events: [{ smsId: vouched.smsId, providerMessageId: text(report.batch_id), providerStatus, status, ...(errorCode ? { errorCode } : {}) }],
+        };
       },
 
       lookup,

@@ -78,7 +78,12 @@ export function sendFailure(type: string, kind: 'permanent' | 'transient', error
  */
 export const MAX_PROVIDER_ID_LENGTH = 128;
 
-export const NOT_SENT_SHUTTING_DOWN: Extract<SendResult, { ok: false }> = { ok: false, kind: 'transient', error: 'not sent: the gateway is shutting down; retry', code: 'shutting_down' };
+export const NOT_SENT_SHUTTING_DOWN: Extract<SendResult, { ok: false }> = {
+  ok: false,
+  kind: 'transient',
+  error: 'not sent: the gateway is shutting down; retry',
+  code: 'shutting_down',
+};
 
 /** A receipt request as the plugin sees it: raw enough to verify signatures over exactly what was received. */
 export interface IncomingReceipt {

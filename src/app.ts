@@ -135,14 +135,35 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
 
-  app.route('/dlr', receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }));
+  app.route(
+    '/dlr',
+    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
+  );
   const receiptCheck = describeReceiptChecks(config.providers);
-  const inbound = { db: parts.db, backend: config.operator.backend, storeContent: config.ledger.store_content, recipients: parts.recipients, now: parts.now, logger };
+  const inbound = {
+    db: parts.db,
+    backend: config.operator.backend,
+    storeContent: config.ledger.store_content,
+    recipients: parts.recipients,
+    now: parts.now,
+    logger,
+  };
   const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
   app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
   const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
   app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
-  app.route('/admin', adminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: parts.onReplay, defaultRegion: config.sms.default_region, receiptCheck }));
+  app.route(
+    '/admin',
+    adminRoutes({
+      db: parts.db,
+      readDb,
+      adminKey: config.admin.api_key,
+      now: parts.now,
+      onReplay: parts.onReplay,
+      defaultRegion: config.sms.default_region,
+      receiptCheck,
+    }),
+  );
   // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend;
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
@@ -168,7 +189,10 @@ export function createApp(parts: AppParts): Hono {
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   // With metrics.port set, src/gateway.ts serves /metrics on that port only.
   if (parts.metrics && config.metrics.port === undefined) {
-    app.route('/', metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }));
+    app.route(
+      '/',
+      metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }),
+    );
   }
   const providerNames = Object.keys(config.providers);
   app.route(
@@ -205,7 +229,10 @@ export function createApp(parts: AppParts): Hono {
     ...eventRouteDocs,
   ];
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
-  app.route('/', apiDocsRoutes(() => buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })));
+  app.route(
+    '/',
+    apiDocsRoutes(() => buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })),
+  );
 
   // Read on first use, when every route above is in the table.
   let allowedMethods: ((path: string) => string[]) | undefined;

@@ -90,13 +90,15 @@ async function main(argv: string[]): Promise<number> {
         if (stopping) return;
         stopping = true;
         logger.info({ signal }, 'shutting down');
-        starting.then((gateway) => gateway.close()).then(
-          () => process.exit(0),
-          (error) => {
-            logger.error({ err: error }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
+        starting
+          .then((gateway) => gateway.close())
+          .then(
+            () => process.exit(0),
+            (error) => {
+              logger.error({ err: error }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));

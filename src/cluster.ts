@@ -134,7 +134,10 @@ export function runClusterPrimary(count: number, logger: Logger, shutdownTimeout
       while (restarts[0]! < now - 60_000) restarts.shift();
       // A worker that never listened cannot start (config, database, port): restarting it would only loop.
       if (!started || restarts.length > MAX_RESTARTS_PER_MINUTE) {
-        logger.error({ worker: index, code, signal, restarts_last_minute: restarts.length }, started ? 'workers keep failing; stopping the gateway' : 'worker failed to start; stopping the gateway');
+        logger.error(
+          { worker: index, code, signal, restarts_last_minute: restarts.length },
+          started ? 'workers keep failing; stopping the gateway' : 'worker failed to start; stopping the gateway',
+        );
         exitCode = 1;
         return stop('worker failure');
       }

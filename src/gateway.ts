@@ -150,7 +150,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     const pending = await listPendingMigrations(db);
     if (pending.length > 0) {
       await ledger.close();
-      throw new Error(`serve --no-migrate: the database schema is not up to date (${pending.length} pending: ${pending.join(', ')}); run \`crm-sms-gateway migrate\` first`);
+      throw new Error(
+        `serve --no-migrate: the database schema is not up to date (${pending.length} pending: ${pending.join(', ')}); run \`crm-sms-gateway migrate\` first`,
+      );
     }
   } else {
     await migrateToLatest(db);
@@ -187,14 +189,28 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         atLeast: options.cluster?.count,
       })
     : undefined;
-  const providers = createProviders(config, logger, now, options.clock, options.cluster, processSecret, { health: routeHealth, callbackUrl }, pushed, heartbeat?.instances);
-  // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
-  const metrics = createGatewayMetrics(Object.keys(config.providers), {
-    countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
-    countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
-    oldestUnpostedConversion: () => oldestUnpostedConversion(ledger.readDb),
+  const providers = createProviders(
+    config,
+    logger,
     now,
-  }, readBuildInfo());
+    options.clock,
+    options.cluster,
+    processSecret,
+    { health: routeHealth, callbackUrl },
+    pushed,
+    heartbeat?.instances,
+  );
+  // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
+  const metrics = createGatewayMetrics(
+    Object.keys(config.providers),
+    {
+      countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
+      countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
+      oldestUnpostedConversion: () => oldestUnpostedConversion(ledger.readDb),
+      now,
+    },
+    readBuildInfo(),
+  );
   routeHealth.registerMetrics(metrics.registry);
   if (heartbeat) registerInstanceMetric(metrics.registry, heartbeat.instances);
   const observers = { metrics, logger };
@@ -220,10 +236,23 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const eventDestinations = createDestinations(config.crm.integration);
   const untyped = [...eventDestinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
   if (eventTransport && eventDestinations.queue && untyped.length > 0) {
-    logger.warn({ kinds: untyped }, 'no queue type name is documented for these events: set crm.integration.events.<kind>.type, or they are dead-lettered (docs/events.md)');
+    logger.warn(
+      { kinds: untyped },
+      'no queue type name is documented for these events: set crm.integration.events.<kind>.type, or they are dead-lettered (docs/events.md)',
+    );
   }
   const eventWorker = eventTransport
-    ? startEventWorker({ db, flags: ledger.flags, transport: eventTransport, destinations: eventDestinations, relay: config.relay, logger, now, onSent: eventMetrics.eventsSent, onDead: eventMetrics.eventsDead })
+    ? startEventWorker({
+        db,
+        flags: ledger.flags,
+        transport: eventTransport,
+        destinations: eventDestinations,
+        relay: config.relay,
+        logger,
+        now,
+        onSent: eventMetrics.eventsSent,
+        onDead: eventMetrics.eventsDead,
+      })
     : undefined;
   if (leader && config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
     logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
@@ -234,10 +263,27 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const creditsUrl = config.operator.credits.url;
   const creditWorker =
     leader && config.operator.backend === 'sql' && creditsUrl
-      ? startCreditWorker({ db, flags: ledger.flags, credits: { ...config.operator.credits, url: creditsUrl }, logger, now, onDelivered: creditMetrics.delivered, onDead: creditMetrics.dead })
+      ? startCreditWorker({
+          db,
+          flags: ledger.flags,
+          credits: { ...config.operator.credits, url: creditsUrl },
+          logger,
+          now,
+          onDelivered: creditMetrics.delivered,
+          onDead: creditMetrics.dead,
+        })
       : undefined;
 
-  const receipts = createReceiptIntake({ queue: ledgerWrites, now, logger, metrics, maxReceiptsPerMessage: config.delivery.max_receipts_per_message, observeReceipt: routeHealth.observeReceipt, onReported: reported, tracing });
+  const receipts = createReceiptIntake({
+    queue: ledgerWrites,
+    now,
+    logger,
+    metrics,
+    maxReceiptsPerMessage: config.delivery.max_receipts_per_message,
+    observeReceipt: routeHealth.observeReceipt,
+    onReported: reported,
+    tracing,
+  });
   const operatorBackend = createOperatorBackend(config.operator, db, now, config.database, ledger.readDb);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
   const dispatcher = createDispatcher({
@@ -344,7 +390,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   retentionTimer?.unref();
 
   logger.info(
-    { url, ...(metricsUrl ? { metrics_url: metricsUrl } : {}), public_url: publicUrl, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker: Boolean(worker) },
+    {
+      url,
+      ...(metricsUrl ? { metrics_url: metricsUrl } : {}),
+      public_url: publicUrl,
+      database: ledger.flags.kind,
+      providers: providers.map((p) => p.name),
+      worker: Boolean(worker),
+    },
     'gateway listening',
   );
 

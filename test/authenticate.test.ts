@@ -88,8 +88,25 @@ describe('POST /authenticate checked locally as a signed session token', () => {
   it.each([
     ['an expired token', async () => hsToken({ sub: 'p' }, now() - 60)],
     ['another issuer', async () => hsToken({ sub: 'p' }, now() + 60, 'https://other.example')],
-    ['another secret', async () => new SignJWT({ sub: 'p' }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://casino.example').setAudience('crm').setExpirationTime(now() + 60).sign(new TextEncoder().encode('x'.repeat(40)))],
-    ['no expiry', async () => new SignJWT({ sub: 'p' }).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://casino.example').setAudience('crm').sign(new TextEncoder().encode(SECRET))],
+    [
+      'another secret',
+      async () =>
+        new SignJWT({ sub: 'p' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://casino.example')
+          .setAudience('crm')
+          .setExpirationTime(now() + 60)
+          .sign(new TextEncoder().encode('x'.repeat(40))),
+    ],
+    [
+      'no expiry',
+      async () =>
+        new SignJWT({ sub: 'p' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://casino.example')
+          .setAudience('crm')
+          .sign(new TextEncoder().encode(SECRET)),
+    ],
     ['not a token at all', async () => 'sess-plain'],
   ])('answers 401 for %s', async (_label, make) => {
     const res = await hs.post('/authenticate', { sid: await make() });

@@ -20,8 +20,7 @@ const RUNS = Number(process.env.PROPERTY_RUNS ?? 120);
 const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 
 /** The sandbox's outage number (ending 0005) answers 503 on purpose; any other 5xx is a defect. */
-const isSimulatedOutage = (status: number, json: unknown) =>
-  status === 503 && JSON.stringify(json).includes('sandbox simulates a temporary provider outage');
+const isSimulatedOutage = (status: number, json: unknown) => status === 503 && JSON.stringify(json).includes('sandbox simulates a temporary provider outage');
 
 function expectNoServerError(res: { status: number; json: unknown }, what: string) {
   if (res.status >= 500 && !isSimulatedOutage(res.status, res.json)) {
@@ -113,11 +112,14 @@ describe('the SMS channel', () => {
 
   it('answers a non-array body to /batch with 400 {error}', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.jsonValue({ maxDepth: 2 }).filter((v) => !Array.isArray(v)), async (body) => {
-        const res = await gw.post('/channels/sms/batch', body);
-        expect(res.status).toBe(400);
-        expectFieldError(res);
-      }),
+      fc.asyncProperty(
+        fc.jsonValue({ maxDepth: 2 }).filter((v) => !Array.isArray(v)),
+        async (body) => {
+          const res = await gw.post('/channels/sms/batch', body);
+          expect(res.status).toBe(400);
+          expectFieldError(res);
+        },
+      ),
       { numRuns: RUNS / 2 },
     );
   });

@@ -7,9 +7,19 @@ type Id = string | number | null;
 
 describe('categoriseBatch puts one entry in exactly one array', () => {
   it.each<[string, Id, Result, BatchAnswer]>([
-    ['a sent message is successful with its sms_id', 'a1', { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: 'a1', sms_id: 's1' }], failed: [], fatal: [] }],
+    [
+      'a sent message is successful with its sms_id',
+      'a1',
+      { outcome: 'submitted', smsId: 's1' },
+      { successful: [{ id: 'a1', sms_id: 's1' }], failed: [], fatal: [] },
+    ],
     ['a numeric id stays a number', 42, { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: 42, sms_id: 's1' }], failed: [], fatal: [] }],
-    ['a numeric-looking string stays a string', '42', { outcome: 'submitted', smsId: 's1' }, { successful: [{ id: '42', sms_id: 's1' }], failed: [], fatal: [] }],
+    [
+      'a numeric-looking string stays a string',
+      '42',
+      { outcome: 'submitted', smsId: 's1' },
+      { successful: [{ id: '42', sms_id: 's1' }], failed: [], fatal: [] },
+    ],
     [
       'a permanent provider failure is failed with its sms_id',
       'a2',

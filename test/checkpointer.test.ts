@@ -20,7 +20,10 @@ afterEach(async () => {
 async function openWithRows(backgroundCheckpoints: boolean) {
   dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
   const file = join(dir, 'ledger.db');
-  ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 }, backgroundCheckpoints ? { backgroundCheckpoints: { logger: console } } : {});
+  ledger = openLedger(
+    { url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 },
+    backgroundCheckpoints ? { backgroundCheckpoints: { logger: console } } : {},
+  );
   await migrateToLatest(ledger.db);
   // Settle what the migrations wrote, then measure what the inserts below add.
   await sql`pragma wal_checkpoint(truncate)`.execute(ledger.db);
@@ -29,7 +32,9 @@ async function openWithRows(backgroundCheckpoints: boolean) {
   // thread moves them). Without: ~300 pages, under SQLite's own 1,000-page checkpoint.
   await ledger.db.transaction().execute(async (trx) => {
     for (let i = 0; i < (backgroundCheckpoints ? 10_000 : 2_000); i++) {
-      await sql`insert into delivery_stats (period, bucket_start, provider, outcome, n) values ('minute', ${i}, ${'p'.repeat(300)}, 'submitted', 1)`.execute(trx);
+      await sql`insert into delivery_stats (period, bucket_start, provider, outcome, n) values ('minute', ${i}, ${'p'.repeat(300)}, 'submitted', 1)`.execute(
+        trx,
+      );
     }
   });
   const pragma = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(ledger.db);

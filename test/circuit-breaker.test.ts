@@ -34,10 +34,20 @@ describe('admitThrough', () => {
 describe('breakerAfter', () => {
   it.each<[string, BreakerState, BreakerEvent, BreakerState]>([
     ['a failure while closed counts', { kind: 'closed', failures: 1 }, failed, { kind: 'closed', failures: 2 }],
-    ['the Nth consecutive failure opens it', { kind: 'closed', failures: 2 }, failed, { kind: 'open', since: T, reason: '3 consecutive failed sends, the last: ECONNREFUSED' }],
+    [
+      'the Nth consecutive failure opens it',
+      { kind: 'closed', failures: 2 },
+      failed,
+      { kind: 'open', since: T, reason: '3 consecutive failed sends, the last: ECONNREFUSED' },
+    ],
     ['an answer resets the count', { kind: 'closed', failures: 2 }, { kind: 'answered' }, CLOSED],
     ['a send released by our own limits changes nothing', { kind: 'closed', failures: 2 }, { kind: 'released' }, { kind: 'closed', failures: 2 }],
-    ['a delivery-rate collapse opens it at once', CLOSED, { kind: 'delivery_collapse', rate: 0.05 }, { kind: 'open', since: T, reason: 'delivery rate 5% over the window' }],
+    [
+      'a delivery-rate collapse opens it at once',
+      CLOSED,
+      { kind: 'delivery_collapse', rate: 0.05 },
+      { kind: 'open', since: T, reason: 'delivery rate 5% over the window' },
+    ],
     ['a probe answered closes it', { kind: 'half_open', probing: true }, { kind: 'answered' }, CLOSED],
     ['a probe failed reopens it from now', { kind: 'half_open', probing: true }, failed, { kind: 'open', since: T, reason: 'probe failed: ECONNREFUSED' }],
     ['a probe released frees the probe slot', { kind: 'half_open', probing: true }, { kind: 'released' }, { kind: 'half_open', probing: false }],

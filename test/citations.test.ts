@@ -10,7 +10,6 @@ import { repoRoot as root, sourceFiles } from './helpers/source-files.js';
 /** Names of documents that live outside this repository. */
 const OUTSIDE = /\bDESIGN §|\bSTYLE ?[:"]|\bHELPERS\/|(?<!docs\/)providers\.md|user-pain|operator-interface|crm-public-docs|\bissue \d+/;
 
-
 /** The section numbers (1, 1.1, 0.3) and letters (A, B, C) a doc defines, in headings or bold list labels. */
 export function sectionsOf(markdown: string): Set<string> {
   const found = new Set<string>();
@@ -41,7 +40,11 @@ describe('citations', () => {
     const missing = all.flatMap((file) =>
       readFileSync(join(root, file), 'utf8')
         .split('\n')
-        .flatMap((line, i) => [...line.matchAll(/\b((?:docs|bench)\/[a-z0-9-]+\.md|bench\/README\.md)/gi)].filter((m) => !existsSync(join(root, m[1]!))).map((m) => `${file}:${i + 1}: ${m[1]}`)),
+        .flatMap((line, i) =>
+          [...line.matchAll(/\b((?:docs|bench)\/[a-z0-9-]+\.md|bench\/README\.md)/gi)]
+            .filter((m) => !existsSync(join(root, m[1]!)))
+            .map((m) => `${file}:${i + 1}: ${m[1]}`),
+        ),
     );
     expect(missing).toEqual([]);
   });

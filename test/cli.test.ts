@@ -108,9 +108,16 @@ describe('retention', () => {
     const config = writeConfig('retention.yaml', ['retention:', '  inbound: 90d', '  blank_personal_data_after: 30d'].join('\n'));
     expect(await start(['migrate', '--config', config]).exit).toEqual({ code: 0, signal: null });
     const db = new BetterSqlite3(join(dir, 'retention.yaml.db'));
-    const insert = db.prepare('insert into inbound_messages (provider, provider_message_id, from_number, to_number, content, action, matched_user_ids, received_at) values (?, ?, ?, ?, ?, ?, ?, ?)');
+    const insert = db.prepare(
+      'insert into inbound_messages (provider, provider_message_id, from_number, to_number, content, action, matched_user_ids, received_at) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
     const day = 86_400_000;
-    for (const [id, age] of [['old', 100], ['mid', 40], ['young', 1]] as const) insert.run('sandbox', id, '+447700900555', '+447700900001', 'STOP', 'opt_out', '[]', Date.now() - age * day);
+    for (const [id, age] of [
+      ['old', 100],
+      ['mid', 40],
+      ['young', 1],
+    ] as const)
+      insert.run('sandbox', id, '+447700900555', '+447700900001', 'STOP', 'opt_out', '[]', Date.now() - age * day);
     db.close();
     const run = start(['retention', '--config', config]);
     expect(await run.exit).toEqual({ code: 0, signal: null });
@@ -163,7 +170,9 @@ describe('serve', () => {
     // A client that announces a body and never sends it keeps its request open (Node's own limit is 5 minutes).
     const stuck = connect(Number(url.port), url.hostname);
     await new Promise<void>((resolve) => stuck.once('connect', resolve));
-    stuck.write(`POST /channels/sms/single HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\nx-api-key: ${KEY}\r\ncontent-length: 100\r\n\r\n{"id"`);
+    stuck.write(
+      `POST /channels/sms/single HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\nx-api-key: ${KEY}\r\ncontent-length: 100\r\n\r\n{"id"`,
+    );
     stuck.on('error', () => {});
     await new Promise((resolve) => setTimeout(resolve, 100));
 
@@ -232,9 +241,12 @@ describe('failures', () => {
   });
 
   it('in production, serve, migrate and flush exit 78 naming every unsafe key; nothing is migrated or served', async () => {
-    const config = writeConfig('production.yaml', 'admin:\n  api_key: dev-admin-key-change-me\ncrm:\n  webhook_url: http://127.0.0.1:9\n  webhook_api_key: short', 'info', [
-      '  environment: production',
-    ]);
+    const config = writeConfig(
+      'production.yaml',
+      'admin:\n  api_key: dev-admin-key-change-me\ncrm:\n  webhook_url: http://127.0.0.1:9\n  webhook_api_key: short',
+      'info',
+      ['  environment: production'],
+    );
     for (const command of ['serve', 'migrate', 'flush']) {
       const run = start([command, '--config', config]);
       expect((await run.exit).code).toBe(78);

@@ -69,8 +69,12 @@ describe('which refused tokens are ours (not guesses)', () => {
 
   it.each<[string, () => string, boolean]>([
     ['a token of another process (a restart without signing_secret)', () => other.issue().access_token, true],
-    ['our header and our claims\' shape with a signature of the right length', () => `${header}.${payload}.${fakeSig}`, true],
-    ['our header and claims for another client id: the same answer, so the lockout tells nothing of the id', () => `${header}.${b64({ sub: 'other', iat: 1, exp: 2, jti: 'j' })}.${fakeSig}`, true],
+    ["our header and our claims' shape with a signature of the right length", () => `${header}.${payload}.${fakeSig}`, true],
+    [
+      'our header and claims for another client id: the same answer, so the lockout tells nothing of the id',
+      () => `${header}.${b64({ sub: 'other', iat: 1, exp: 2, jti: 'j' })}.${fakeSig}`,
+      true,
+    ],
     ['our header with a short signature', () => `${header}.${payload}.abc`, false],
     ['our header with claims of another shape', () => `${header}.${b64({ sub: 'crm' })}.${fakeSig}`, false],
     ['another header', () => `${b64({ alg: 'none' })}.${payload}.${fakeSig}`, false],

@@ -84,7 +84,11 @@ describe('server.workers: 2', () => {
     const retries = await Promise.all(ids.map((id, k) => send(id, k)));
     expect(retries.map((r) => r.body.sms_id)).toEqual(answers.map((a) => a.body.sms_id));
 
-    const senders = new Set(logLines().filter((l) => l.msg === 'sms dispatched').map((l) => l.cluster_worker));
+    const senders = new Set(
+      logLines()
+        .filter((l) => l.msg === 'sms dispatched')
+        .map((l) => l.cluster_worker),
+    );
     expect([...senders].sort()).toEqual([0, 1]);
 
     await waitFor(() => new Set(crm.conversions.map((c) => c.sms_id)).size === ids.length, 20_000, 'every conversion at the CRM');
@@ -129,7 +133,14 @@ describe('a worker that cannot start', () => {
     const port = (taken.address() as AddressInfo).port;
     const failDir = mkdtempSync(join(tmpdir(), 'crm-sms-cluster-fail-'));
     try {
-      const file = writeConfig(failDir, testConfigDocument(failDir, { database: { url: `sqlite:${join(failDir, 'ledger.db')}` }, server: { host: '127.0.0.1', port, workers: 2 }, log: { level: 'info' } }));
+      const file = writeConfig(
+        failDir,
+        testConfigDocument(failDir, {
+          database: { url: `sqlite:${join(failDir, 'ledger.db')}` },
+          server: { host: '127.0.0.1', port, workers: 2 },
+          log: { level: 'info' },
+        }),
+      );
       const result = await runCli(['serve', '--config', file]);
       expect(result.code).toBe(1);
       expect(result.stdout + result.stderr).toContain('worker failed to start; stopping the gateway');

@@ -22,7 +22,11 @@ describe('refused configurations name the key', () => {
   it.each<[string, Doc, RegExp]>([
     ['an unknown top-level key', minimal({ serverr: {} }), /unknown key serverr\b/],
     ['a misspelt nested key', minimal({ sms: { max_segmnts: 3 } }), /unknown key sms\.max_segmnts\b/],
-    ['an unknown key inside a provider', { ...minimal(), providers: { sandbox: { type: 'sandbox', dlr_delay: 5 } } }, /unknown key providers\.sandbox\.dlr_delay\b/],
+    [
+      'an unknown key inside a provider',
+      { ...minimal(), providers: { sandbox: { type: 'sandbox', dlr_delay: 5 } } },
+      /unknown key providers\.sandbox\.dlr_delay\b/,
+    ],
     ['a port written as words', minimal({ server: { port: 'eighty' } }), /server\.port: .*number/],
     ['a port out of range', minimal({ server: { port: 70_000 } }), /server\.port: /],
     ['no workers', minimal({ server: { workers: 0 } }), /server\.workers: /],
@@ -44,7 +48,11 @@ describe('refused configurations name the key', () => {
       { ...minimal(), providers: { a: { type: 'sandbox' }, b: { type: 'sandbox', aliases: ['A'] } } },
       /providers\.b\.aliases: "A" already names provider a/,
     ],
-    ['a default provider that is not configured', minimal({ sms: { default_provider: 'ghost' } }), /sms\.default_provider: "ghost" is not a configured provider/],
+    [
+      'a default provider that is not configured',
+      minimal({ sms: { default_provider: 'ghost' } }),
+      /sms\.default_provider: "ghost" is not a configured provider/,
+    ],
     ['a default region that is not two letters', minimal({ sms: { default_region: 'GBR' } }), /sms\.default_region: /],
   ])('%s', (_label, document, message) => {
     expect(configError(document)).toMatch(message);
@@ -168,8 +176,16 @@ describe('secrets from files', () => {
   });
 
   it.each<[string, () => [Doc, Record<string, string>], RegExp]>([
-    ['a ${file:} that does not exist', () => [minimal({ crm: { webhook_api_key: '${file:/nonexistent/secret}' } }), {}], /crm\.webhook_api_key: cannot read the file \/nonexistent\/secret \(ENOENT\)/],
-    ['a VAR_FILE that does not exist', () => [minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), { CRM_KEY_FILE: '/nonexistent/key' }], /crm\.webhook_api_key: cannot read the CRM_KEY_FILE file \/nonexistent\/key/],
+    [
+      'a ${file:} that does not exist',
+      () => [minimal({ crm: { webhook_api_key: '${file:/nonexistent/secret}' } }), {}],
+      /crm\.webhook_api_key: cannot read the file \/nonexistent\/secret \(ENOENT\)/,
+    ],
+    [
+      'a VAR_FILE that does not exist',
+      () => [minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), { CRM_KEY_FILE: '/nonexistent/key' }],
+      /crm\.webhook_api_key: cannot read the CRM_KEY_FILE file \/nonexistent\/key/,
+    ],
     ['a secret file over 64 KiB', () => [minimal({ crm: { webhook_api_key: `\${file:${secret('huge', 'x'.repeat(70_000))}}` } }), {}], /is over 65536 bytes/],
     ['neither VAR nor VAR_FILE', () => [minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }), {}], /CRM_KEY is not set \(nor CRM_KEY_FILE\)/],
   ])('refuse %s, naming the key', (_label, make, message) => {
@@ -231,18 +247,33 @@ describe('event relay keys (docs/events.md)', () => {
   const kafka = { transport: 'kafka', kafka: { brokers: ['127.0.0.1:9092'], topic: 'crm' } };
   it.each([
     ['kafka without its block', { crm: { integration: { transport: 'kafka' } } }, 'crm.integration.kafka: required when transport is kafka'],
-    ['a broker that is not host:port', { crm: { integration: { ...kafka, kafka: { brokers: ['kafka'], topic: 'crm' } } } }, 'crm.integration.kafka.brokers.0: must be host:port'],
-    ['two kinds on one method and path', { crm: { integration: { events: { casino: { path: '/v1/integration/payment' } } } } }, 'casino and payment both use POST /v1/integration/payment'],
+    [
+      'a broker that is not host:port',
+      { crm: { integration: { ...kafka, kafka: { brokers: ['kafka'], topic: 'crm' } } } },
+      'crm.integration.kafka.brokers.0: must be host:port',
+    ],
+    [
+      'two kinds on one method and path',
+      { crm: { integration: { events: { casino: { path: '/v1/integration/payment' } } } } },
+      'casino and payment both use POST /v1/integration/payment',
+    ],
     ['an unknown kind', { crm: { integration: { events: { poker: { path: '/p' } } } } }, 'poker'],
     ['a path without its slash', { crm: { integration: { events: { payment: { path: 'v1/pay' } } } } }, 'crm.integration.events.payment.path: must be a path'],
-    ['a lease shorter than a Kafka send may take', { crm: { integration: { ...kafka, timeout: '10s' } }, relay: { lease: '20s' } }, 'relay.lease: must be longer than 3 × crm.integration.timeout'],
+    [
+      'a lease shorter than a Kafka send may take',
+      { crm: { integration: { ...kafka, timeout: '10s' } }, relay: { lease: '20s' } },
+      'relay.lease: must be longer than 3 × crm.integration.timeout',
+    ],
   ])('refuses %s, naming it', (_label, extra, message) => {
     expect(() => parseConfig(minimal(extra), {})).toThrow(message);
   });
 
   it('takes kafka, per-kind overrides, push credentials and retry_client_errors', () => {
     const config = parseConfig(
-      minimal({ crm: { integration: { ...kafka, events: { device_link: { type: 'LINK', topic: 'devices' } }, push: { username: 'u', password: 'p' } } }, relay: { retry_client_errors: true } }),
+      minimal({
+        crm: { integration: { ...kafka, events: { device_link: { type: 'LINK', topic: 'devices' } }, push: { username: 'u', password: 'p' } } },
+        relay: { retry_client_errors: true },
+      }),
       {},
     );
     expect(config.crm.integration.events.device_link).toEqual({ type: 'LINK', topic: 'devices' });

@@ -39,7 +39,9 @@ afterAll(async () => {
 /** At a phone's width the page never scrolls sideways and the element named is inside the screen; screenshots of both widths. */
 async function expectReadableAt390(name: string, selector: string) {
   await page.setViewportSize({ width: 390, height: 844 });
-  const box = await page.evaluate(`(() => { const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect(); return { page: document.documentElement.scrollWidth, left: r.left >= 0, right: r.right <= 390 }; })()`);
+  const box = await page.evaluate(
+    `(() => { const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect(); return { page: document.documentElement.scrollWidth, left: r.left >= 0, right: r.right <= 390 }; })()`,
+  );
   expect(box, name).toEqual({ page: 390, left: true, right: true });
   await page.screenshot({ path: join(shots, `${name}-390px.png`), fullPage: true });
   await page.setViewportSize({ width: 1280, height: 900 });

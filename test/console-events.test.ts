@@ -55,7 +55,15 @@ beforeAll(async () => {
   wallet.listen(0, '127.0.0.1');
   await once(wallet, 'listening');
   gw = await startTestGateway({
-    operator: { credits: { url: `http://127.0.0.1:${(wallet.address() as AddressInfo).port}/credits`, poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 50, max_attempts: 2 } },
+    operator: {
+      credits: {
+        url: `http://127.0.0.1:${(wallet.address() as AddressInfo).port}/credits`,
+        poll_interval: '20ms',
+        retry_initial_ms: 20,
+        retry_max_ms: 50,
+        max_attempts: 2,
+      },
+    },
     relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100, max_attempts: 1 },
     crm: { integration: { url: crm.url } },
     providers: { tw: { type: 'twilio', base_url: twilio.url, account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+447700900999' } },
@@ -107,23 +115,75 @@ describe('parseEventQuery', () => {
 describe('eventReplayFormMatch', () => {
   it.each([
     [[['only', EVENT_ID]], { eventIds: [EVENT_ID] }],
-    [[['action', 'selected'], ['ids', EVENT_ID], ['ids', EVENT_ID.replace('ab', 'cd')]], { eventIds: [EVENT_ID, EVENT_ID.replace('ab', 'cd')] }],
-    [[['action', 'matching'], ['type', 'BONUS'], ['user_id', 'u-1']], { type: 'BONUS', userId: 'u-1' }],
-    [[['action', 'matching'], ['type', ''], ['user_id', '']], {}],
+    [
+      [
+        ['action', 'selected'],
+        ['ids', EVENT_ID],
+        ['ids', EVENT_ID.replace('ab', 'cd')],
+      ],
+      { eventIds: [EVENT_ID, EVENT_ID.replace('ab', 'cd')] },
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['type', 'BONUS'],
+        ['user_id', 'u-1'],
+      ],
+      { type: 'BONUS', userId: 'u-1' },
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['type', ''],
+        ['user_id', ''],
+      ],
+      {},
+    ],
   ] as Array<[Array<[string, string]>, object]>)('reads %j', (entries, match) => {
     expect(eventReplayFormMatch(form(entries))).toEqual({ ok: true, match });
   });
 
   it.each([
     [[['only', '1']], 'only: must be one event id'],
-    [[['only', EVENT_ID], ['only', EVENT_ID]], 'only: must be one event id'],
+    [
+      [
+        ['only', EVENT_ID],
+        ['only', EVENT_ID],
+      ],
+      'only: must be one event id',
+    ],
     [[['action', 'selected']], 'ids: tick at least one'],
-    [[['action', 'selected'], ['ids', "1' or 1=1"]], 'ids: must be event ids'],
+    [
+      [
+        ['action', 'selected'],
+        ['ids', "1' or 1=1"],
+      ],
+      'ids: must be event ids',
+    ],
     [[['action', 'everything']], 'action: must be selected or matching'],
     [[], 'action: must be selected or matching'],
-    [[['action', 'matching'], ['type', '__proto__']], 'type: must be one of'],
-    [[['action', 'matching'], ['user_id', 'x'.repeat(257)]], 'user_id:'],
-    [[['action', 'matching'], ['user_id', 'a'], ['user_id', 'b']], 'user_id:'],
+    [
+      [
+        ['action', 'matching'],
+        ['type', '__proto__'],
+      ],
+      'type: must be one of',
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['user_id', 'x'.repeat(257)],
+      ],
+      'user_id:',
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['user_id', 'a'],
+        ['user_id', 'b'],
+      ],
+      'user_id:',
+    ],
   ] as Array<[Array<[string, string]>, string]>)('refuses hostile form %# naming the field', (entries, error) => {
     const result = eventReplayFormMatch(form(entries));
     expect(result.ok).toBe(false);
@@ -144,8 +204,21 @@ const consolePage = async (path: string, cookie: string) => {
   return { status: res.status, text: await res.text() };
 };
 const consolePost = (path: string, cookie: string, fields: Array<[string, string]>) =>
-  fetch(gw.url + path, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
-const deadEvents = async (query = '') => (await gw.get(`/admin/events?status=dead${query}`, admin)).json.events as Array<{ event_id: string; type: string; user_id: string; attempts: number; http_status: number; last_error: string }>;
+  fetch(gw.url + path, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
+const deadEvents = async (query = '') =>
+  (await gw.get(`/admin/events?status=dead${query}`, admin)).json.events as Array<{
+    event_id: string;
+    type: string;
+    user_id: string;
+    attempts: number;
+    http_status: number;
+    last_error: string;
+  }>;
 
 describe('dead CRM events', () => {
   const ids = new Map<string, string>();
@@ -206,7 +279,12 @@ describe('dead CRM events', () => {
     const filtered = await consolePage('/console/dead-events?type=USER_UPDATE_V2&user_id=', cookie);
     expect(filtered.text).toContain(`data-event="${ids.get('a-update')}"`);
     expect(filtered.text).not.toContain(`data-event="${ids.get('a-login')}"`);
-    for (const [query, error] of [['?type=<script>', 'type: must be one of'], ['?status=dead', 'status: this list shows dead events only'], ['?__proto__=x', 'unknown query parameter'], ['?cursor=-5', 'cursor:']]) {
+    for (const [query, error] of [
+      ['?type=<script>', 'type: must be one of'],
+      ['?status=dead', 'status: this list shows dead events only'],
+      ['?__proto__=x', 'unknown query parameter'],
+      ['?cursor=-5', 'cursor:'],
+    ]) {
       const bad = await consolePage(`/console/dead-events${query}`, cookie);
       expect(bad.status, query).toBe(400);
       expect(bad.text).toContain(error!.replace('<', '&lt;'));
@@ -214,11 +292,21 @@ describe('dead CRM events', () => {
     }
     expect(await consolePage('/console/dead-events', '')).toMatchObject({ status: 401 });
 
-    const forged = await consolePost('/console/events/replay', cookie, [['csrf', 'forged'], ['action', 'matching']]);
+    const forged = await consolePost('/console/events/replay', cookie, [
+      ['csrf', 'forged'],
+      ['action', 'matching'],
+    ]);
     expect(forged.status).toBe(403);
-    const noSession = await consolePost('/console/events/replay', '', [['csrf', csrf], ['action', 'matching']]);
+    const noSession = await consolePost('/console/events/replay', '', [
+      ['csrf', csrf],
+      ['action', 'matching'],
+    ]);
     expect(noSession.status).toBe(401);
-    const hostile = await consolePost('/console/events/replay', cookie, [['csrf', csrf], ['action', 'matching'], ['type', 'constructor']]);
+    const hostile = await consolePost('/console/events/replay', cookie, [
+      ['csrf', csrf],
+      ['action', 'matching'],
+      ['type', 'constructor'],
+    ]);
     expect(hostile.status).toBe(400);
     expect(await hostile.text()).toContain('type: must be one of');
     expect(await deadEvents()).toHaveLength(3);
@@ -226,15 +314,28 @@ describe('dead CRM events', () => {
 
   it('replays one, the ticked, and all matching a filter from the console, and the CRM then gets each once', async () => {
     const { cookie, csrf } = await signIn();
-    const byUser = await consolePost('/console/events/replay', cookie, [['csrf', csrf], ['action', 'matching'], ['type', ''], ['user_id', 'dead-b']]);
+    const byUser = await consolePost('/console/events/replay', cookie, [
+      ['csrf', csrf],
+      ['action', 'matching'],
+      ['type', ''],
+      ['user_id', 'dead-b'],
+    ]);
     expect(byUser.status).toBe(303);
     expect(byUser.headers.get('location')).toBe('/console/dead-events?replayed=1');
     await waitFor(() => crm.accepted.some((r) => r.eventId === ids.get('b-login')), 10_000, 'the replayed event of dead-b');
     expect(await deadEvents()).toHaveLength(2);
 
-    const one = await consolePost('/console/events/replay', cookie, [['csrf', csrf], ['only', ids.get('a-update')!]]);
+    const one = await consolePost('/console/events/replay', cookie, [
+      ['csrf', csrf],
+      ['only', ids.get('a-update')!],
+    ]);
     expect(one.headers.get('location')).toBe('/console/dead-events?replayed=1');
-    const ticked = await consolePost('/console/events/replay', cookie, [['csrf', csrf], ['action', 'selected'], ['ids', ids.get('a-login')!], ['ids', EVENT_ID]]);
+    const ticked = await consolePost('/console/events/replay', cookie, [
+      ['csrf', csrf],
+      ['action', 'selected'],
+      ['ids', ids.get('a-login')!],
+      ['ids', EVENT_ID],
+    ]);
     expect(ticked.headers.get('location')).toBe('/console/dead-events?replayed=1');
     await waitFor(() => [...ids.values()].every((id) => crm.accepted.some((r) => r.eventId === id)), 10_000, 'every replayed event');
     expect(await deadEvents()).toEqual([]);
@@ -250,9 +351,28 @@ describe('dead CRM events', () => {
 describe('creditReplayFormMatch and parseDeadCreditQuery', () => {
   it.each([
     [[['only', '12']], { ids: [12] }],
-    [[['action', 'selected'], ['ids', '12'], ['ids', '13']], { ids: [12, 13] }],
-    [[['action', 'matching'], ['user_id', 'u 1']], { userId: 'u 1' }],
-    [[['action', 'matching'], ['user_id', '']], {}],
+    [
+      [
+        ['action', 'selected'],
+        ['ids', '12'],
+        ['ids', '13'],
+      ],
+      { ids: [12, 13] },
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['user_id', 'u 1'],
+      ],
+      { userId: 'u 1' },
+    ],
+    [
+      [
+        ['action', 'matching'],
+        ['user_id', ''],
+      ],
+      {},
+    ],
   ] as Array<[Array<[string, string]>, object]>)('reads %j', (entries, match) => {
     expect(creditReplayFormMatch(form(entries))).toEqual({ ok: true, match });
   });
@@ -261,9 +381,21 @@ describe('creditReplayFormMatch and parseDeadCreditQuery', () => {
     [[['only', '0']], 'only: must be one credit id'],
     [[['only', '1 or 1=1']], 'only: must be one credit id'],
     [[['action', 'selected']], 'ids: tick at least one dead credit'],
-    [[['action', 'selected'], ['ids', '-3']], 'ids: must be credit ids'],
+    [
+      [
+        ['action', 'selected'],
+        ['ids', '-3'],
+      ],
+      'ids: must be credit ids',
+    ],
     [[['action', 'everything']], 'action: must be selected or matching'],
-    [[['action', 'matching'], ['user_id', 'x'.repeat(257)]], 'user_id:'],
+    [
+      [
+        ['action', 'matching'],
+        ['user_id', 'x'.repeat(257)],
+      ],
+      'user_id:',
+    ],
   ] as Array<[Array<[string, string]>, string]>)('refuses hostile form %# naming the field', (entries, error) => {
     const result = creditReplayFormMatch(form(entries));
     expect(result.ok).toBe(false);
@@ -273,14 +405,18 @@ describe('creditReplayFormMatch and parseDeadCreditQuery', () => {
   it('reads the list query and refuses a bad one naming the parameter', () => {
     expect(parseDeadCreditQuery(new URLSearchParams('user_id=&cursor=7&replayed=1'))).toEqual({ ok: true, filter: { before: 7 } });
     expect(parseDeadCreditQuery(new URLSearchParams('cursor=-1'))).toMatchObject({ ok: false, error: expect.stringContaining('cursor:') });
-    expect(parseDeadCreditQuery(new URLSearchParams('type=BONUS'))).toMatchObject({ ok: false, error: expect.stringContaining('"type": unknown query parameter') });
+    expect(parseDeadCreditQuery(new URLSearchParams('type=BONUS'))).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('"type": unknown query parameter'),
+    });
   });
 });
 
 describe('dead credits on the console', () => {
   const credit = new Map<string, string>();
   const deliveryOf = async (user: string, id: string) =>
-    ((await gw.get(`/admin/credits?user_id=${user}`, admin)).json.credits as Array<{ credit_id: string; delivery: string }>).find((c) => c.credit_id === id)?.delivery;
+    ((await gw.get(`/admin/credits?user_id=${user}`, admin)).json.credits as Array<{ credit_id: string; delivery: string }>).find((c) => c.credit_id === id)
+      ?.delivery;
 
   beforeAll(async () => {
     expect((await gw.adminPut('/admin/bonuses', [{ text: 'CASH', value: 'CASH10' }])).status).toBe(200);
@@ -315,11 +451,30 @@ describe('dead credits on the console', () => {
     expect(await consolePage('/console/dead-credits', '')).toMatchObject({ status: 401 });
 
     const dashboard = await consolePage('/console', cookie);
-    expect(dashboard.text).toMatch(/<section id="credits">[^]*<td data-credits="due">0<\/td><td data-credits="retrying">0<\/td><td data-credits="dead">2<\/td>[^]*href="\/console\/dead-credits"/);
+    expect(dashboard.text).toMatch(
+      /<section id="credits">[^]*<td data-credits="due">0<\/td><td data-credits="retrying">0<\/td><td data-credits="dead">2<\/td>[^]*href="\/console\/dead-credits"/,
+    );
 
-    expect((await consolePost('/console/credits/replay', cookie, [['csrf', 'forged'], ['action', 'matching']])).status).toBe(403);
-    expect((await consolePost('/console/credits/replay', '', [['csrf', csrf], ['action', 'matching']])).status).toBe(401);
-    const hostile = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['only', '1; drop table operator_credits']]);
+    expect(
+      (
+        await consolePost('/console/credits/replay', cookie, [
+          ['csrf', 'forged'],
+          ['action', 'matching'],
+        ])
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await consolePost('/console/credits/replay', '', [
+          ['csrf', csrf],
+          ['action', 'matching'],
+        ])
+      ).status,
+    ).toBe(401);
+    const hostile = await consolePost('/console/credits/replay', cookie, [
+      ['csrf', csrf],
+      ['only', '1; drop table operator_credits'],
+    ]);
     expect(hostile.status).toBe(400);
     expect(await hostile.text()).toContain('only: must be one credit id');
     expect(await deliveryOf('cr-a', credit.get('cr-a')!)).toBe('dead');
@@ -328,12 +483,19 @@ describe('dead credits on the console', () => {
   it('replays one from its row and the rest by the user filter, and each is then delivered once', async () => {
     const { cookie, csrf } = await signIn();
     refuseCredits = false;
-    const one = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['only', credit.get('cr-a')!]]);
+    const one = await consolePost('/console/credits/replay', cookie, [
+      ['csrf', csrf],
+      ['only', credit.get('cr-a')!],
+    ]);
     expect(one.status).toBe(303);
     expect(one.headers.get('location')).toBe('/console/dead-credits?replayed=1');
     await waitFor(async () => (await deliveryOf('cr-a', credit.get('cr-a')!)) === 'delivered', 10_000, 'the replayed credit delivered');
     expect(await deliveryOf('cr-b', credit.get('cr-b')!)).toBe('dead');
-    const byUser = await consolePost('/console/credits/replay', cookie, [['csrf', csrf], ['action', 'matching'], ['user_id', 'cr-b']]);
+    const byUser = await consolePost('/console/credits/replay', cookie, [
+      ['csrf', csrf],
+      ['action', 'matching'],
+      ['user_id', 'cr-b'],
+    ]);
     expect(byUser.headers.get('location')).toBe('/console/dead-credits?replayed=1');
     await waitFor(async () => (await deliveryOf('cr-b', credit.get('cr-b')!)) === 'delivered', 10_000, 'the credit of cr-b delivered');
     for (const id of credit.values()) {
@@ -350,7 +512,10 @@ describe('dead credits on the console', () => {
 describe('the events a message caused', () => {
   it('shows the User Consents event of a Twilio 21610 on that message’s timeline, and no other event of the player', async () => {
     await gw.adminPut('/admin/users/optout', sampleUser('optout', { consents: [{ type: 'sms', opted_in: true }] }));
-    const refused = await gw.post('/channels/sms/single', smsMessage('to-optout', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-optout', user_id: 'optout' } }));
+    const refused = await gw.post(
+      '/channels/sms/single',
+      smsMessage('to-optout', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-optout', user_id: 'optout' } }),
+    );
     expect(refused.status).toBe(400);
     // The same player's consents changed again by the operator at once: an event of the player, not of the message.
     expect((await gw.adminPut('/admin/users/optout/consents', { consents: [{ type: 'email', opted_in: true }] })).status).toBeLessThan(300);
@@ -390,7 +555,9 @@ describe('query plans on SQLite', () => {
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
     try {
       await run(db);
-      const plan = (sqlite.prepare(`explain query plan ${captured[0]!.sql}`).all(...(captured[0]!.parameters as unknown[])) as Array<{ detail: string }>).map((p) => p.detail).join('\n');
+      const plan = (sqlite.prepare(`explain query plan ${captured[0]!.sql}`).all(...(captured[0]!.parameters as unknown[])) as Array<{ detail: string }>)
+        .map((p) => p.detail)
+        .join('\n');
       expect(plan).toContain(index);
       expect(plan).not.toContain('TEMP B-TREE');
     } finally {

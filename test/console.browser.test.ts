@@ -24,9 +24,7 @@ const backlog = (state: string) => page.locator(`td[data-backlog="${state}"]`);
 beforeAll(async () => {
   await crm.start();
   // The console shows totals over the whole ledger: this gateway gets one of its own.
-  gw = await startTestGateway(
-    { crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } },
-  );
+  gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } });
   testBrowser = await launchTestBrowser();
   ({ context: browser, page } = testBrowser);
 }, 120_000);
@@ -47,7 +45,9 @@ async function screenshot(name: string) {
 async function expectNoHorizontalOverflow(name: string) {
   await page.setViewportSize({ width: 390, height: 844 });
   // Run in the page (a string: this project's TypeScript has no DOM types).
-  const widths = await page.evaluate("({ page: document.documentElement.scrollWidth, header: document.querySelector('header').getBoundingClientRect().width })");
+  const widths = await page.evaluate(
+    "({ page: document.documentElement.scrollWidth, header: document.querySelector('header').getBoundingClientRect().width })",
+  );
   expect(widths, name).toEqual({ page: 390, header: 390 });
   await screenshot(`${name}-390px`);
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -75,7 +75,11 @@ describe('the console in chromium', () => {
     // The CRM refuses the first conversion post; with max_attempts 1 that conversion is dead at once.
     crm.failNext(1, 500);
     const doomed = await gw.post('/channels/sms/single', smsMessage('browser-dead', { recipient: '+447700900777' }));
-    await waitFor(async () => (await gw.get(`/admin/messages/${doomed.json.sms_id}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json.conversions?.[0]?.dead === 1, 10_000, 'a dead conversion');
+    await waitFor(
+      async () => (await gw.get(`/admin/messages/${doomed.json.sms_id}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json.conversions?.[0]?.dead === 1,
+      10_000,
+      'a dead conversion',
+    );
     const undelivered = await gw.post('/channels/sms/single', smsMessage('browser-undelivered', { recipient: '+447700900001' }));
     expect((await gw.post('/channels/sms/single', smsMessage('browser-rejected', { recipient: '+447700900004' }))).status).toBe(400);
     await waitFor(() => crm.conversions.some((c) => c.sms_id === undelivered.json.sms_id), 10_000, 'the undelivered conversion');
@@ -115,7 +119,13 @@ describe('the console in chromium', () => {
     expect(await page.locator('[data-field="sms_id"]').textContent()).toBe(undelivered.json.sms_id);
     expect(await page.locator('[data-field="recipient"]').textContent()).toBe('+447700900001');
     const timeline = page.locator('ol[data-list="timeline"] li');
-    expect(await timeline.evaluateAll((items) => items.map((i) => i.getAttribute('data-kind')))).toEqual(['received', 'send', 'receipt', 'conversion', 'webhook']);
+    expect(await timeline.evaluateAll((items) => items.map((i) => i.getAttribute('data-kind')))).toEqual([
+      'received',
+      'send',
+      'receipt',
+      'conversion',
+      'webhook',
+    ]);
     expect(await page.locator('li[data-kind="receipt"]').textContent()).toContain('undelivered');
     expect(await page.locator('li[data-kind="receipt"]').textContent()).toContain('verified');
     expect(await page.locator('li[data-kind="webhook"]').textContent()).toContain('accepted (HTTP 200)');

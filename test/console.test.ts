@@ -117,10 +117,21 @@ describe('console figures', () => {
 describe('console counters (delivery_stats)', () => {
   it('count send outcomes and terminal statuses, and move a timed-out unknown when a late receipt replaces it', async () => {
     // The counters cover the whole ledger: this test needs one of its own.
-    gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', unknown_after: '1ms' } });
-    const recipients = { delivered: '+447700900123', undelivered: '+447700900001', failed: '+447700900002', silent: '+447700900003', rejected: '+447700900004', transient: '+447700900005' };
+    gw = await startTestGateway({
+      crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+      delivery: { poll_interval: '20ms', unknown_after: '1ms' },
+    });
+    const recipients = {
+      delivered: '+447700900123',
+      undelivered: '+447700900001',
+      failed: '+447700900002',
+      silent: '+447700900003',
+      rejected: '+447700900004',
+      transient: '+447700900005',
+    };
     const sent: Record<string, string> = {};
-    for (const [id, recipient] of Object.entries(recipients)) sent[id] = (await gw.post('/channels/sms/single', smsMessage(`count-${id}`, { recipient }))).json.sms_id;
+    for (const [id, recipient] of Object.entries(recipients))
+      sent[id] = (await gw.post('/channels/sms/single', smsMessage(`count-${id}`, { recipient }))).json.sms_id;
     await waitFor(() => crm.conversions.length === 3, 10_000, 'three receipts reported');
     await gw.gateway.sweep();
     const hour = async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).windows[0]!.rows[0]!;
@@ -134,7 +145,11 @@ describe('console counters (delivery_stats)', () => {
     // The panels: refusals by reason, receipt latency over the real receipts, the hour's rate per provider.
     const owing = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
     expect(owing.oldestOwed === null || owing.oldestOwed <= Date.now()).toBe(true);
-    await waitFor(async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).oldestOwed === null, 10_000, 'every conversion posted');
+    await waitFor(
+      async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).oldestOwed === null,
+      10_000,
+      'every conversion posted',
+    );
     const summary = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
     expect(summary.refusals).toEqual([{ provider: 'sandbox', reason: expect.any(String), n: 1 }]);
     expect(summary.latency).toEqual([{ provider: 'sandbox', p50: expect.any(Number), p95: expect.any(Number), n: 4 }]);
@@ -159,7 +174,8 @@ describe('console counters (delivery_stats)', () => {
         const plan = sqlite.prepare(`explain query plan ${query.sql}`).all(...(query.parameters as unknown[])) as Array<{ detail: string }>;
         // Every table access goes through an index (a bare "SCAN table" would read every row).
         for (const { detail } of plan) if (/^(SCAN|SEARCH) /.test(detail)) expect(detail, query.sql).toMatch(/USING (COVERING )?INDEX|USING PRIMARY KEY/);
-        if (/"messages"/.test(query.sql)) expect(plan.map((p) => p.detail).join('\n'), query.sql).toMatch(/SEARCH messages USING INDEX messages_(provider_created|status) \(/);
+        if (/"messages"/.test(query.sql))
+          expect(plan.map((p) => p.detail).join('\n'), query.sql).toMatch(/SEARCH messages USING INDEX messages_(provider_created|status) \(/);
       }
     } finally {
       await db.destroy();

@@ -71,9 +71,20 @@ describe('serve killed with SIGKILL mid-batch (Twilio, whose API can tell)', () 
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       sms: { dispatch_lease: '5m', ambiguous_retry_after: '60s', send_timeout: '10s', batch_deadline: '60s' },
       delivery: { poll_interval: '20ms', sweep_interval: '1h', status_query_after: '1h', lease: '1s' },
-      providers: { twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url, max_concurrency: 8 } },
+      providers: {
+        twilio: {
+          type: 'twilio',
+          account_sid: twilio.accountSid,
+          auth_token: twilio.authToken,
+          from: '+15005550006',
+          base_url: twilio.url,
+          max_concurrency: 8,
+        },
+      },
     };
-    const batch = Array.from({ length: 40 }, (_, i) => smsMessage(`crash-batch-${i}`, { provider_name: 'twilio', recipient: `+4477009${String(10_000 + i).slice(1)}`, sender_name: null }));
+    const batch = Array.from({ length: 40 }, (_, i) =>
+      smsMessage(`crash-batch-${i}`, { provider_name: 'twilio', recipient: `+4477009${String(10_000 + i).slice(1)}`, sender_name: null }),
+    );
     const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
     const pending = fetch(`${serve.url}/channels/sms/batch`, {
       method: 'POST',
@@ -108,7 +119,8 @@ describe('serve killed with SIGKILL mid-batch (Twilio, whose API can tell)', () 
     expect(retry.json.successful).toHaveLength(batch.length);
     // Once per recipient at the provider, the kill and the CRM's two retries notwithstanding.
     await waitFor(() => twilio.creates.filter((c) => c.sid).length === batch.length, 20_000, 'the absent sends sent');
-    for (const m of batch) expect({ to: m.recipient, created: twilio.creates.filter((c) => c.sid && c.form.To === m.recipient).length }).toEqual({ to: m.recipient, created: 1 });
+    for (const m of batch)
+      expect({ to: m.recipient, created: twilio.creates.filter((c) => c.sid && c.form.To === m.recipient).length }).toEqual({ to: m.recipient, created: 1 });
 
     // Callbacks that hit the dead process are asked for after delivery.status_query_after.
     time += 60 * 60_000 + 1_000;
@@ -130,11 +142,26 @@ describe('flush killed with SIGKILL while the CRM holds its post', () => {
     // 300 conversions queued by the sandbox's receipts, with no worker to post them.
     gw = await startTestGateway(config, { dir });
     for (let b = 0; b < 3; b++) {
-      const res = await gw.post('/channels/sms/batch', Array.from({ length: 100 }, (_, i) => smsMessage(`flush-crash-${b * 100 + i}`)));
+      const res = await gw.post(
+        '/channels/sms/batch',
+        Array.from({ length: 100 }, (_, i) => smsMessage(`flush-crash-${b * 100 + i}`)),
+      );
       expect(res.json.successful).toHaveLength(100);
     }
     const db = gw.gateway.ledger.db;
-    await waitFor(async () => Number((await db.selectFrom('conversions').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n) === 300, 20_000, '300 conversions queued');
+    await waitFor(
+      async () =>
+        Number(
+          (
+            await db
+              .selectFrom('conversions')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ) === 300,
+      20_000,
+      '300 conversions queued',
+    );
     await gw.close();
     gw = undefined;
 
@@ -149,11 +176,15 @@ describe('flush killed with SIGKILL while the CRM holds its post', () => {
 
     crm.answerDelayMs = 0;
     // The killed flush's claim lasts delivery.lease (1 s): cron runs flush again until the held rows are posted too.
-    await waitFor(async () => {
-      const again = await runCli(['flush', '--config', file]);
-      expect(again.code).toBe(0);
-      return new Set(crm.conversions.map((c) => c.sms_id)).size === 300;
-    }, 30_000, 'every conversion posted');
+    await waitFor(
+      async () => {
+        const again = await runCli(['flush', '--config', file]);
+        expect(again.code).toBe(0);
+        return new Set(crm.conversions.map((c) => c.sms_id)).size === 300;
+      },
+      30_000,
+      'every conversion posted',
+    );
     const all = new Set(crm.conversions.map((c) => c.sms_id));
     expect(all.size).toBe(300);
     const { duplicates } = duplicatesShareTheirKey();

@@ -33,7 +33,14 @@ beforeAll(async () => {
   const { port } = receiver.address() as AddressInfo;
   gw = await startTestGateway({
     operator: {
-      credits: { url: `http://127.0.0.1:${port}/wallet/credits`, headers: { 'x-wallet-key': 'w1' }, poll_interval: '50ms', retry_initial_ms: 50, retry_max_ms: 100, max_attempts: 3 },
+      credits: {
+        url: `http://127.0.0.1:${port}/wallet/credits`,
+        headers: { 'x-wallet-key': 'w1' },
+        poll_interval: '50ms',
+        retry_initial_ms: 50,
+        retry_max_ms: 100,
+        max_attempts: 3,
+      },
     },
   });
   expect((await gw.adminPut('/admin/users/w-1', sampleUser('w-1'))).status).toBe(201);
@@ -52,7 +59,11 @@ const credits = async () => {
 describe('credits pushed to operator.credits.url (sql backend)', () => {
   it('pushes a committed credit with its references and Idempotency-Key = credit_id, retrying until taken', async () => {
     answers.push(500);
-    const res = await gw.post('/bonus/credit/funds', { user_id: 'w-1', bonus_code: 'CASH10', amount: 5, currency: 'EUR', validity_amount: 7 }, { 'X-Crm-Activityid': '31', 'X-Crm-Actionid': '32', 'X-Crm-Triggerhash': 'th-w' });
+    const res = await gw.post(
+      '/bonus/credit/funds',
+      { user_id: 'w-1', bonus_code: 'CASH10', amount: 5, currency: 'EUR', validity_amount: 7 },
+      { 'X-Crm-Activityid': '31', 'X-Crm-Actionid': '32', 'X-Crm-Triggerhash': 'th-w' },
+    );
     expect(res.status).toBe(200);
     const creditId = res.json.credit_id as string;
     await waitFor(async () => (await credits()).find((c) => c.credit_id === creditId)?.delivery === 'delivered', 10_000, 'the credit delivered');

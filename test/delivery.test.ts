@@ -114,7 +114,10 @@ describe('send → receipt → conversion', () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 0, receipt_secret: 's3cret' } } });
     const forged = await gw.post('/dlr/sandbox', [{ sms_id: 'x', message_id: 'y', status: 'delivered' }], { 'x-sandbox-signature': 'bad' });
     expect(forged.status).toBe(403);
-    const count = await gw.gateway.ledger.db.selectFrom('receipts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const count = await gw.gateway.ledger.db
+      .selectFrom('receipts')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(0);
     // Signed receipts from the sandbox itself still flow.
     const sent = await gw.post('/channels/sms/single', smsMessage('signed-1'));
@@ -139,7 +142,10 @@ describe('the conversion webhook being down', () => {
     gw = await gatewayWith();
     crm.failNext(3, 503);
     const ids = Array.from({ length: 30 }, (_, i) => `down-${i}`);
-    const batch = await gw.post('/channels/sms/batch', ids.map((id, i) => smsMessage(id, { recipient: `+44770091${1000 + i}` })));
+    const batch = await gw.post(
+      '/channels/sms/batch',
+      ids.map((id, i) => smsMessage(id, { recipient: `+44770091${1000 + i}` })),
+    );
     expect(batch.json.successful).toHaveLength(30);
     const smsIds = batch.json.successful.map((s: { sms_id: string }) => s.sms_id);
     await waitFor(() => smsIds.every((id: string) => conversionsFor(id).length > 0), 15_000, 'all conversions');

@@ -24,8 +24,30 @@ const read = (path: string) => readFileSync(new URL(path, DEPLOY), 'utf8');
 
 /** PromQL words that are not metric names: functions, aggregations, keywords. */
 const PROMQL_WORDS = new Set([
-  'sum', 'max', 'min', 'avg', 'count', 'rate', 'increase', 'irate', 'histogram_quantile', 'by', 'without', 'and', 'or',
-  'unless', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'label_values', 'abs', 'clamp_min', 'time',
+  'sum',
+  'max',
+  'min',
+  'avg',
+  'count',
+  'rate',
+  'increase',
+  'irate',
+  'histogram_quantile',
+  'by',
+  'without',
+  'and',
+  'or',
+  'unless',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'offset',
+  'label_values',
+  'abs',
+  'clamp_min',
+  'time',
 ]);
 
 /**
@@ -77,8 +99,13 @@ describe('the dashboard and the alert rules read what the gateway exports', () =
   afterAll(async () => gw?.close());
 
   it('reads the names out of PromQL, and would catch a name the gateway does not have', () => {
-    expect(metricNamesIn('sum by (provider) (rate(sms_gateway_messages_sent_total{outcome!="submitted",x=~"a|b"}[5m])) / 2 > 0.2')).toEqual(['sms_gateway_messages_sent_total']);
-    expect(metricNamesIn('histogram_quantile(0.95, sum by (le) (rate(a_seconds_bucket{p=~"$provider"}[$__rate_interval]))) and on (x) b_total')).toEqual(['a_seconds_bucket', 'b_total']);
+    expect(metricNamesIn('sum by (provider) (rate(sms_gateway_messages_sent_total{outcome!="submitted",x=~"a|b"}[5m])) / 2 > 0.2')).toEqual([
+      'sms_gateway_messages_sent_total',
+    ]);
+    expect(metricNamesIn('histogram_quantile(0.95, sum by (le) (rate(a_seconds_bucket{p=~"$provider"}[$__rate_interval]))) and on (x) b_total')).toEqual([
+      'a_seconds_bucket',
+      'b_total',
+    ]);
     expect(metricNamesIn('label_values(sms_gateway_messages_sent_total, provider)')).toEqual(['sms_gateway_messages_sent_total', 'provider']);
     expect(exported.has('sms_gateway_messages_sent_totals')).toBe(false);
   });
@@ -173,7 +200,10 @@ describe('the Kubernetes manifests', () => {
 
   it('run migrate as a Job and flush as a CronJob, with the same image, config and secrets as the pods', () => {
     const deployment = podSpec(byKind('Deployment'));
-    for (const [kind, command] of [['Job', 'migrate'], ['CronJob', 'flush']] as const) {
+    for (const [kind, command] of [
+      ['Job', 'migrate'],
+      ['CronJob', 'flush'],
+    ] as const) {
       const spec = podSpec(byKind(kind));
       expect(spec.containers[0].args[0], kind).toBe(command);
       expect(spec.containers[0].image, kind).toBe(deployment.containers[0].image);
@@ -197,7 +227,11 @@ function loadDeployConfig() {
   const text = read('config.yaml').replaceAll('/run/secrets/gateway/', `${secretDir}/`);
   // Only the references that point into the secret folder (a comment may mention `${file:…}` too).
   for (const name of text.match(/(?<=\$\{file:)[^}]+/g)?.filter((f) => f.startsWith(`${secretDir}/`)) ?? []) {
-    const value = name.endsWith('database_url') ? 'postgres://gateway:pw@postgres:5432/crm_sms_gateway' : name.endsWith('rabbitmq_url') ? 'amqp://gateway:pw@rabbitmq:5672' : `${'s'.repeat(24)}-${name.length}`;
+    const value = name.endsWith('database_url')
+      ? 'postgres://gateway:pw@postgres:5432/crm_sms_gateway'
+      : name.endsWith('rabbitmq_url')
+        ? 'amqp://gateway:pw@rabbitmq:5672'
+        : `${'s'.repeat(24)}-${name.length}`;
     writeFileSync(name, `${value}\n`);
   }
   return parseConfig(YAML.parse(text), { PUBLIC_URL: 'https://sms-gateway.example.com', CRM_WEBHOOK_URL: 'https://crm.example.com' }, 'deploy/config.yaml');

@@ -17,7 +17,9 @@ const DEFAULT_ROWS = [
   '¿abcdefghijklmno', // 0x60–0x6F
   'pqrstuvwxyzäöñüà', // 0x70–0x7F
 ] as const;
-const DEFAULT_TABLE: readonly string[] = DEFAULT_ROWS.join('').split('').filter((c) => c !== '\u001B');
+const DEFAULT_TABLE: readonly string[] = DEFAULT_ROWS.join('')
+  .split('')
+  .filter((c) => c !== '\u001B');
 /** Extension table (each costs ESC + code = 2 septets): 0x0A FF, 0x14 ^, 0x28 {, 0x29 }, 0x2F \, 0x3C [, 0x3D ~, 0x3E ], 0x40 |, 0x65 €. */
 const EXTENSION_TABLE: readonly string[] = ['\f', '^', '{', '}', '\\', '[', '~', ']', '|', '€'];
 const DEFAULT_SET = new Set(DEFAULT_TABLE);
@@ -184,9 +186,7 @@ describe('planEncoding examples', () => {
   });
 
   it('gsm7 error lists each character once and shows astral code points whole', () => {
-    expect(error(planEncoding('ж😀ж😀', 'gsm7', opts))).toBe(
-      'content: characters not in GSM-7: "ж" (U+0436), "😀" (U+1F600)',
-    );
+    expect(error(planEncoding('ж😀ж😀', 'gsm7', opts))).toBe('content: characters not in GSM-7: "ж" (U+0436), "😀" (U+1F600)');
   });
 
   it('smart encoding turns “quotes” into GSM-7', () => {
@@ -261,12 +261,10 @@ const gsmText = fc.oneof(
 );
 const astral = fc.constantFrom('😀', '🎰', '💰', '🃏', '𝄞');
 const nonGsmText = fc.oneof(
-  fc
-    .tuple(fc.array(fc.oneof(gsmChar, outsideChar), { maxLength: 700, size: 'max' }), outsideChar, fc.nat())
-    .map(([chars, extra, at]) => {
-      chars.splice(at % (chars.length + 1), 0, extra);
-      return chars.join('');
-    }),
+  fc.tuple(fc.array(fc.oneof(gsmChar, outsideChar), { maxLength: 700, size: 'max' }), outsideChar, fc.nat()).map(([chars, extra, at]) => {
+    chars.splice(at % (chars.length + 1), 0, extra);
+    return chars.join('');
+  }),
   fc
     .tuple(oneUnitRun(55, 70, 'ж'), fc.array(astral, { minLength: 1, maxLength: 150, size: 'max' }), fc.array(outsideChar, { maxLength: 20 }))
     .map(([run, pairs, tail]) => run + pairs.join('') + tail.join('')),
@@ -310,11 +308,7 @@ describe('planEncoding properties', () => {
         if (r.ok) return false;
         const offending = new Set([...text].filter((c) => !isTableChar(c)));
         const named = r.error.match(/\(U\+[0-9A-F]{4,6}\)/g) ?? [];
-        return (
-          offending.size > 0 &&
-          [...offending].every((c) => r.error.includes(`"${c}" (${codePoint(c)})`)) &&
-          named.length === offending.size
-        );
+        return offending.size > 0 && [...offending].every((c) => r.error.includes(`"${c}" (${codePoint(c)})`)) && named.length === offending.size;
       }),
       runs,
     );

@@ -71,10 +71,23 @@ describe('the catalogue with overrides', () => {
   });
 
   it('names two kinds put on one method and path', () => {
-    expect(routeClashes(resolveCatalogue({ casino: { path: '/v1/integration/payment' } }))).toEqual(['casino and payment both use POST /v1/integration/payment']);
+    expect(routeClashes(resolveCatalogue({ casino: { path: '/v1/integration/payment' } }))).toEqual([
+      'casino and payment both use POST /v1/integration/payment',
+    ]);
   });
 
-  const stored = (type: string): ClaimedEvent => ({ id: 1, event_id: 'e', type, method: 'POST', path: '/old', user_id: 'u', payload_json: '{}', attempts: 0, created_at: 0, traceparent: null });
+  const stored = (type: string): ClaimedEvent => ({
+    id: 1,
+    event_id: 'e',
+    type,
+    method: 'POST',
+    path: '/old',
+    user_id: 'u',
+    payload_json: '{}',
+    attempts: 0,
+    created_at: 0,
+    traceparent: null,
+  });
   it.each([
     ['http: a device link goes to its path', 'http', {}, 'USER_DEVICE_LINK', { ok: true, path: '/v1/integration/user/device/link' }],
     ['rabbitmq: a device link without a configured type name is refused', 'rabbitmq', {}, 'USER_DEVICE_LINK', { ok: false }],
@@ -127,10 +140,23 @@ describe('bonusOnceKey', () => {
 });
 
 describe('bonusBodyForCrm', () => {
-  const credit = { crm_id: 'g-1', crm_action_id: '5', crm_action_group_id: null, crm_action_communication_profile_id: null, crm_activity_id: '7', crm_trigger_hash: 'abc', crm_player_origin_id: 'x9' } as CreditRow;
+  const credit = {
+    crm_id: 'g-1',
+    crm_action_id: '5',
+    crm_action_group_id: null,
+    crm_action_communication_profile_id: null,
+    crm_activity_id: '7',
+    crm_trigger_hash: 'abc',
+    crm_player_origin_id: 'x9',
+  } as CreditRow;
   const bare = { ...credit, crm_id: null, crm_action_id: null, crm_activity_id: null, crm_trigger_hash: null, crm_player_origin_id: null } as CreditRow;
   it.each([
-    ['adds the credit’s references, integers as numbers, and drops credit_id', { a: 1, credit_id: '3' }, credit, { a: 1, crm_references: { id: 'g-1', action_id: 5, activity_id: 7, trigger_hash: 'abc', player_origin_id: 'x9' } }],
+    [
+      'adds the credit’s references, integers as numbers, and drops credit_id',
+      { a: 1, credit_id: '3' },
+      credit,
+      { a: 1, crm_references: { id: 'g-1', action_id: 5, activity_id: 7, trigger_hash: 'abc', player_origin_id: 'x9' } },
+    ],
     ['keeps references the platform sent itself', { a: 1, crm_references: { id: 'mine' } }, credit, { a: 1, crm_references: { id: 'mine' } }],
     ['adds nothing without a credit', { a: 1 }, undefined, { a: 1 }],
     ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', { a: 1 }, bare, { a: 1 }],
@@ -173,8 +199,22 @@ describe('decideUserChange', () => {
     ['a new user is one Registration', undefined, row({}), [], undefined, { writeUser: true, writeConsents: false, events: ['registration'] }],
     ['the same row again is nothing', row({}), row({}), [], undefined, { writeUser: false, writeConsents: false, events: [] }],
     ['another city is a User Update', row({}), row({ city: 'Gozo' }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_update'] }],
-    ['blocked alone is User Blocks, not User Update', row({}), row({ is_blocked: true }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_blocks'] }],
-    ['a new block note is User Blocks', row({}), row({}, { block_note: 'fraud' }), [], undefined, { writeUser: true, writeConsents: false, events: ['user_blocks'] }],
+    [
+      'blocked alone is User Blocks, not User Update',
+      row({}),
+      row({ is_blocked: true }),
+      [],
+      undefined,
+      { writeUser: true, writeConsents: false, events: ['user_blocks'] },
+    ],
+    [
+      'a new block note is User Blocks',
+      row({}),
+      row({}, { block_note: 'fraud' }),
+      [],
+      undefined,
+      { writeUser: true, writeConsents: false, events: ['user_blocks'] },
+    ],
     ['other consents are User Consents', row({}), row({}), sms(1), sms(0), { writeUser: false, writeConsents: true, events: ['user_consents'] }],
     ['the same consents are nothing', row({}), row({}), sms(1), sms(1), { writeUser: false, writeConsents: false, events: [] }],
     ['consents not given leave the stored ones alone', row({}), row({}), sms(1), undefined, { writeUser: false, writeConsents: false, events: [] }],

@@ -8,7 +8,16 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userConsentsEvent } from '../src/crm/user-events.js';
 import { migrateToLatest, openLedger, type Ledger } from '../src/ledger/db.js';
-import { claimDueEvents, countEventBacklog, enqueueEvent, enqueueEventOnce, findEventById, markEventsFailed, markEventsSent, replayDeadEvents } from '../src/ledger/events.js';
+import {
+  claimDueEvents,
+  countEventBacklog,
+  enqueueEvent,
+  enqueueEventOnce,
+  findEventById,
+  markEventsFailed,
+  markEventsSent,
+  replayDeadEvents,
+} from '../src/ledger/events.js';
 import { dropTestDatabase, testDatabaseUrl } from './helpers/database.js';
 
 let dir: string;
@@ -43,7 +52,14 @@ describe('event outbox', () => {
   });
 
   it('answers the first event_id for a repeated once-only key and queues nothing more', async () => {
-    const event = { type: 'BONUS', method: 'POST' as const, path: '/v1/integration/bonus', userId: 'ob-1', payload: { status: 'Created' }, source: 'relay' as const };
+    const event = {
+      type: 'BONUS',
+      method: 'POST' as const,
+      path: '/v1/integration/bonus',
+      userId: 'ob-1',
+      payload: { status: 'Created' },
+      source: 'relay' as const,
+    };
     const first = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 1_000);
     const again = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 2_000);
     expect(first.replayed).toBe(false);
@@ -60,7 +76,10 @@ describe('event outbox', () => {
       await enqueueEvent(ledger.db, ev('b', n), 10);
     }
     const first = await claimDueEvents(ledger.db, ledger.flags, 100, 20, 60_000, 't1');
-    expect(first.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([['a', 1], ['b', 1]]);
+    expect(first.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
     // While a's head is claimed (or backing off), nobody may take a's second event.
     expect(await claimDueEvents(ledger.db, ledger.flags, 100, 21, 60_000, 't2')).toEqual([]);
     await markEventsSent(ledger.db, [first[0]!.id], 't1', 22, 200);
@@ -81,6 +100,6 @@ describe('event outbox', () => {
     const next = await claimDueEvents(ledger.db, ledger.flags, 10, 40, 60_000, 'd2');
     expect(next.map((e) => JSON.parse(e.payload_json).n)).toEqual([2]);
     expect(await replayDeadEvents(ledger.db, 50, [deadId])).toBe(1);
-    expect((await findEventById(ledger.db, deadId))).toMatchObject({ dead: 0, attempts: 0, next_attempt_at: 50 });
+    expect(await findEventById(ledger.db, deadId)).toMatchObject({ dead: 0, attempts: 0, next_attempt_at: 50 });
   });
 });

@@ -28,7 +28,9 @@ describe('activitySources', () => {
 
 describe('indentJson', () => {
   it('indents without touching a token', () => {
-    expect(indentJson('{"id":9007199254740993,"p":[1.10,2e3],"s":"a b"}')).toBe('{\n  "id": 9007199254740993,\n  "p": [\n    1.10,\n    2e3\n  ],\n  "s": "a b"\n}');
+    expect(indentJson('{"id":9007199254740993,"p":[1.10,2e3],"s":"a b"}')).toBe(
+      '{\n  "id": 9007199254740993,\n  "p": [\n    1.10,\n    2e3\n  ],\n  "s": "a b"\n}',
+    );
   });
 });
 

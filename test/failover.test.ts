@@ -9,12 +9,36 @@ describe('judgeMemberAnswer', () => {
     ['refused for good (bad number): done, the member is alive', { ok: false, kind: 'permanent', error: 'invalid To' }, false, false, 'answered'],
     ['connection refused: never sent, try the next', { ok: false, kind: 'transient', error: 'ECONNREFUSED', code: 'ECONNREFUSED' }, false, true, 'failed'],
     ['HTTP 429 before acceptance: never sent, try the next', { ok: false, kind: 'transient', error: 'HTTP 429', code: '20429' }, false, true, 'failed'],
-    ['HTTP 5xx: may have been sent, stay (uncertain)', { ok: false, kind: 'transient', error: 'HTTP 500', code: 'http_500', ambiguous: true }, false, false, 'failed'],
+    [
+      'HTTP 5xx: may have been sent, stay (uncertain)',
+      { ok: false, kind: 'transient', error: 'HTTP 500', code: 'http_500', ambiguous: true },
+      false,
+      false,
+      'failed',
+    ],
     ['timeout after the request went out: stay', { ok: false, kind: 'transient', error: 'no answer', code: 'timeout', ambiguous: true }, true, false, 'failed'],
-    ['our own rate limit for the member is full: spill over, no health signal', { ok: false, kind: 'transient', error: 'rate limit', code: 'rate_limited' }, false, true, 'released'],
-    ['our own rate limit, but the send timeout has fired: stop', { ok: false, kind: 'transient', error: 'rate limit', code: 'rate_limited' }, true, false, 'released'],
+    [
+      'our own rate limit for the member is full: spill over, no health signal',
+      { ok: false, kind: 'transient', error: 'rate limit', code: 'rate_limited' },
+      false,
+      true,
+      'released',
+    ],
+    [
+      'our own rate limit, but the send timeout has fired: stop',
+      { ok: false, kind: 'transient', error: 'rate limit', code: 'rate_limited' },
+      true,
+      false,
+      'released',
+    ],
     ['never sent, but the send timeout has fired: stop', { ok: false, kind: 'transient', error: 'ECONNREFUSED', code: 'ECONNREFUSED' }, true, false, 'failed'],
-    ['the gateway is shutting down: stop, no health signal', { ok: false, kind: 'transient', error: 'shutting down', code: 'shutting_down' }, false, false, 'released'],
+    [
+      'the gateway is shutting down: stop, no health signal',
+      { ok: false, kind: 'transient', error: 'shutting down', code: 'shutting_down' },
+      false,
+      false,
+      'released',
+    ],
   ])('%s', (_label, answer, timedOut, tryNext, breaker) => {
     const verdict = judgeMemberAnswer(answer, timedOut);
     expect(verdict.tryNext).toBe(tryNext);

@@ -21,7 +21,11 @@ const hostile: Array<(i: number) => [string, string, string]> = [
   (i) => ['lone surrogate in activity.id', 'single', JSON.stringify(smsMessage(`h-sur-${i}-\ud83d`))],
   (i) => ['NUL in content', 'single', JSON.stringify(smsMessage(`h-nul-${i}`, { content: 'a\u0000b' }))],
   (i) => ['activity.id of 10,000 characters', 'single', JSON.stringify(smsMessage(`h-long-${i}-${'x'.repeat(10_000)}`))],
-  (i) => ['__proto__ and constructor keys', 'single', `{"__proto__":{"activity":{"id":"h-proto-${i}"}},"constructor":{"prototype":1},"content":"x","recipient":"+447700900123"}`],
+  (i) => [
+    '__proto__ and constructor keys',
+    'single',
+    `{"__proto__":{"activity":{"id":"h-proto-${i}"}},"constructor":{"prototype":1},"content":"x","recipient":"+447700900123"}`,
+  ],
   () => ['unparsable JSON', 'single', '{"activity":{"id":'],
   () => ['a batch of only deep entries', 'batch', `[${deep(3_000)},${deep(3_000)}]`],
 ];

@@ -14,7 +14,7 @@ import { boundInboundSms } from '../src/consents/inbound-limits.js';
 import { checkCallbackBody } from '../src/http/callback-body.js';
 import { findDuplicateKeys } from '../src/http/duplicate-keys.js';
 import { fakeSignature } from './fakes/vonage.js';
-import { sandboxReceiptHeaders, smsMessage, startTestGateway, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
+import { smsMessage, startTestGateway, TEST_API_KEY, type TestGateway } from './helpers/gateway.js';
 
 const TWILIO_TOKEN = 'twilio-auth-token-hostile-doors';
 const VONAGE_SECRET = 'vonage-signature-secret-hostile-doors';
@@ -103,7 +103,12 @@ describe('finding 1: one unauthenticated request froze the gateway', () => {
   });
 
   it('finding 1: an oversized callback sent without Content-Length is cut off at the limit while it streams', async () => {
-    const answer = await sendChunked('/mo/twilio', { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'forged' }, 'Body=vvvvvvvvvvvvvvvvvvvvvvvvvvvvv&'.repeat(256), 64);
+    const answer = await sendChunked(
+      '/mo/twilio',
+      { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'forged' },
+      'Body=vvvvvvvvvvvvvvvvvvvvvvvvvvvvv&'.repeat(256),
+      64,
+    );
     expectRefusal(answer, 413, /server\.callback_body_limit/);
   });
 
@@ -133,7 +138,13 @@ describe('finding 1: one unauthenticated request froze the gateway', () => {
       ['MediaUrl', 'b'],
       ['MediaUrl', 'a'],
     ];
-    const signature = getExpectedTwilioSignature(TWILIO_TOKEN, url, { MessageSid: pairs[0]![1], From: pairs[1]![1], To: pairs[2]![1], Body: 'hello', MediaUrl: ['b', 'a'] } as never);
+    const signature = getExpectedTwilioSignature(TWILIO_TOKEN, url, {
+      MessageSid: pairs[0]![1],
+      From: pairs[1]![1],
+      To: pairs[2]![1],
+      Body: 'hello',
+      MediaUrl: ['b', 'a'],
+    } as never);
     const answer = await form('/mo/twilio', new URLSearchParams(pairs).toString(), { 'x-twilio-signature': signature });
     expect(answer.status, answer.text).toBe(200);
   });
@@ -143,9 +154,12 @@ describe('finding 2: /mo had no JSON depth limit', () => {
   /** An object whose one field nests `levels` arrays: 60 KB at 30,000, under server.callback_body_limit. */
   const deep = (levels: number) => `{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`;
 
-  it.each(['/mo/vonage', '/mo/sandbox', '/dlr/vonage'])('finding 2: JSON nested 30,000 levels to %s is refused 400 naming server.max_json_depth, never a 5xx', async (path) => {
-    expectRefusal(await json(path, deep(30_000)), 400, /nested deeper than 64 levels \(server\.max_json_depth\)/);
-  });
+  it.each(['/mo/vonage', '/mo/sandbox', '/dlr/vonage'])(
+    'finding 2: JSON nested 30,000 levels to %s is refused 400 naming server.max_json_depth, never a 5xx',
+    async (path) => {
+      expectRefusal(await json(path, deep(30_000)), 400, /nested deeper than 64 levels \(server\.max_json_depth\)/);
+    },
+  );
 
   it('finding 2: deep JSON sent as text/plain to /mo/sandbox is checked as JSON too', async () => {
     const answer = await send('POST', '/mo/sandbox', { 'content-type': 'text/plain' }, deep(30_000));
@@ -165,7 +179,11 @@ describe('finding 8: two parsers read one body differently', () => {
     const answer = await gw.post('/channels/sms/single', body);
     expect(answer.status, JSON.stringify(answer.json)).toBe(400);
     expect(answer.json.error).toMatch(/^activity: key "id" is given more than once/);
-    const stored = await gw.gateway.ledger.db.selectFrom('messages').select('sms_id').where('activity_key', 'in', ['dup-single-first', 'dup-single-second']).execute();
+    const stored = await gw.gateway.ledger.db
+      .selectFrom('messages')
+      .select('sms_id')
+      .where('activity_key', 'in', ['dup-single-first', 'dup-single-second'])
+      .execute();
     expect(stored).toEqual([]);
   });
 
@@ -173,7 +191,12 @@ describe('finding 8: two parsers read one body differently', () => {
     const first = JSON.stringify(smsMessage(1)).replace('"id":1', '"id":9007199254740993');
     const second = JSON.stringify(smsMessage(2)).replace('"id":2', '"id":9007199254740995');
     const twice = JSON.stringify(smsMessage(3)).replace('"id":3', '"id":9007199254740997,"id":9007199254740993');
-    const answer = await send('POST', '/channels/sms/batch', { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY }, `[${first},${second},${twice}]`);
+    const answer = await send(
+      'POST',
+      '/channels/sms/batch',
+      { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+      `[${first},${second},${twice}]`,
+    );
     expect(answer.status).toBe(200);
     expect(answer.text).toContain('"id":9007199254740993');
     expect(answer.text).toContain('"id":9007199254740995');
@@ -232,7 +255,14 @@ describe('finding 9: an 8 KB activity.user_id was unstorable on PostgreSQL and a
   });
 
   it('finding 9: a Vonage inbound signed with the right secret but with text beyond 4,096 characters is refused 400', async () => {
-    const fields: Record<string, string> = { msisdn: '447700900123', to: '15005550006', messageId: 'vn-long-text', text: 'x'.repeat(5_000), type: 'text', timestamp: String(Math.floor(Date.now() / 1000)) };
+    const fields: Record<string, string> = {
+      msisdn: '447700900123',
+      to: '15005550006',
+      messageId: 'vn-long-text',
+      text: 'x'.repeat(5_000),
+      type: 'text',
+      timestamp: String(Math.floor(Date.now() / 1000)),
+    };
     fields.sig = fakeSignature(fields, VONAGE_SECRET, 'sha256');
     expectRefusal(await json('/mo/vonage', JSON.stringify(fields)), 400, /text is longer than 4096 characters/);
   });
@@ -246,7 +276,14 @@ describe('the checks as pure functions', () => {
     ['a key twice inside an array entry', '[{"x":1},{"id":1,"id":2}]', [{ path: [1], key: 'id' }]],
     ['an escaped spelling of the same key', '{"id":1,"\\u0069d":2}', [{ path: [], key: 'id' }]],
     ['a key inside a string value is no key', '{"a":"\\"a\\":1","b":1}', []],
-    ['three copies count twice', '{"k":1,"k":2,"k":3}', [{ path: [], key: 'k' }, { path: [], key: 'k' }]],
+    [
+      'three copies count twice',
+      '{"k":1,"k":2,"k":3}',
+      [
+        { path: [], key: 'k' },
+        { path: [], key: 'k' },
+      ],
+    ],
     ['a nested object path', '{"activity":{"meta":{"x":1,"x":1}}}', [{ path: ['activity', 'meta'], key: 'x' }]],
     ['__proto__ twice', '{"__proto__":1,"__proto__":2}', [{ path: [], key: '__proto__' }]],
   ])('repeated keys: %s', (_label, text, expected) => {

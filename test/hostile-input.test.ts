@@ -47,7 +47,12 @@ interface Answer {
  * Every request of the suite goes through here and is counted. `transient` marks the few requests whose 503 is the
  * gateway's documented answer to a provider's transient failure (the CRM retries it); any other 5xx is a defect.
  */
-async function hit(base: string, method: string, path: string, options: { headers?: Record<string, string>; body?: string; transient?: boolean } = {}): Promise<Answer> {
+async function hit(
+  base: string,
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string; transient?: boolean } = {},
+): Promise<Answer> {
   tally.sent += 1;
   const res = await fetch(base + path, { method, headers: options.headers, body: options.body, redirect: 'manual' });
   const text = await res.text();
@@ -81,7 +86,10 @@ let sinch: SinchFake;
 
 /** Receipt rows stored for a message, all of them or those with one provider status (a forged status is one the real flow never sends). */
 async function receiptRows(smsId: string, providerStatus?: string): Promise<number> {
-  let query = gw.gateway.ledger.db.selectFrom('receipts').select((eb) => eb.fn.countAll<number>().as('n')).where('sms_id', '=', smsId);
+  let query = gw.gateway.ledger.db
+    .selectFrom('receipts')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('sms_id', '=', smsId);
   if (providerStatus !== undefined) query = query.where('provider_status', '=', providerStatus);
   return Number((await query.executeTakeFirstOrThrow()).n);
 }
@@ -110,9 +118,22 @@ beforeAll(async () => {
       // The sandbox's own receipt comes 400 ms after the send: forgeries posted at once arrive first.
       sandbox: { type: 'sandbox', dlr_delay_ms: 400 },
       twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
-      vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: VONAGE_SECRET, signature_method: 'sha256' },
+      vonage: {
+        type: 'vonage',
+        api_key: vonage.apiKey,
+        api_secret: vonage.apiSecret,
+        base_url: vonage.url,
+        signature_secret: VONAGE_SECRET,
+        signature_method: 'sha256',
+      },
       infobip: { type: 'infobip', api_key: infobip.apiKey, base_url: infobip.url, webhook_secret: 'infobip-webhook-secret-hostile' },
-      sinch: { type: 'sinch', service_plan_id: sinch.servicePlanId, api_token: sinch.apiToken, base_url: sinch.url, webhook_secret: 'sinch-webhook-secret-hostile' },
+      sinch: {
+        type: 'sinch',
+        service_plan_id: sinch.servicePlanId,
+        api_token: sinch.apiToken,
+        base_url: sinch.url,
+        webhook_secret: 'sinch-webhook-secret-hostile',
+      },
     },
   });
 });
@@ -136,7 +157,10 @@ describe('forged, unsigned and replayed receipts', () => {
     const smsId: string = sent.json.sms_id;
     const body = JSON.stringify([{ sms_id: smsId, message_id: 'forged', status: 'failed' }]);
     expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: { 'content-type': 'application/json' }, body }), 'unsigned');
-    expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: { 'content-type': 'application/json', 'x-sandbox-signature': 'f'.repeat(64) }, body }), 'bad signature');
+    expectRefused(
+      await hit(gw.url, 'POST', '/dlr/sandbox', { headers: { 'content-type': 'application/json', 'x-sandbox-signature': 'f'.repeat(64) }, body }),
+      'bad signature',
+    );
     expectRefused(await hit(gw.url, 'POST', '/dlr/sandbox', { headers: sandboxReceiptHeaders(body, 'someone-elses-secret') }), 'another key');
     // Receipts come to the provider's name only; an alias path is no way around the signature.
     expectRefused(await hit(gw.url, 'POST', '/dlr/test', { headers: sandboxReceiptHeaders(body, 'someone-elses-secret') }), 'by alias path', 404);
@@ -197,7 +221,10 @@ describe('forged, unsigned and replayed receipts', () => {
     const stale = vonage.signReceipt(forged, { transport: 'get', timestamp: Math.floor(Date.now() / 1000) - 3_600 });
     expectRefused(await hit(gw.url, 'GET', query(stale)), 'an hour old');
     expectRefused(
-      await hit(gw.url, 'POST', '/dlr/vonage', { headers: { 'content-type': 'application/json' }, body: JSON.stringify(vonage.signReceipt(forged, { transport: 'json', signatureSecret: null })) }),
+      await hit(gw.url, 'POST', '/dlr/vonage', {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(vonage.signReceipt(forged, { transport: 'json', signatureSecret: null })),
+      }),
       'unsigned JSON',
     );
     expect(await receiptRows(smsId)).toBe(before);
@@ -212,13 +239,22 @@ describe('forged, unsigned and replayed receipts', () => {
     await checkReported(smsId, 'delivered', 'vonage message');
   });
 
-  it('infobip and sinch: a report without its URL token, or with another message\'s, is refused; a replayed real one changes nothing', async () => {
+  it("infobip and sinch: a report without its URL token, or with another message's, is refused; a replayed real one changes nothing", async () => {
     for (const provider of ['infobip', 'sinch'] as const) {
-      const [a, b] = [await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-a`, { provider_name: provider })), await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-b`, { provider_name: provider }))];
+      const [a, b] = [
+        await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-a`, { provider_name: provider })),
+        await postJson(gw, '/channels/sms/single', smsMessage(`hostile-${provider}-b`, { provider_name: provider })),
+      ];
       expect([a.status, b.status]).toEqual([200, 200]);
       const [smsA, smsB] = [a.json.sms_id as string, b.json.sms_id as string];
-      const urlOf = (smsId: string) => (provider === 'infobip' ? infobip.sends.find((x) => x.callbackData === smsId)!.notifyUrl : sinch.batches.find((x) => x.clientReference === smsId)!.callbackUrl);
-      const forgedBody = provider === 'infobip' ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'REJECTED_NETWORK')] } : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Rejected');
+      const urlOf = (smsId: string) =>
+        provider === 'infobip'
+          ? infobip.sends.find((x) => x.callbackData === smsId)!.notifyUrl
+          : sinch.batches.find((x) => x.clientReference === smsId)!.callbackUrl;
+      const forgedBody =
+        provider === 'infobip'
+          ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'REJECTED_NETWORK')] }
+          : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Rejected');
       const post = (url: string, body: unknown) => {
         const target = new URL(url);
         return hit(gw.url, 'POST', target.pathname + target.search, { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -229,7 +265,10 @@ describe('forged, unsigned and replayed receipts', () => {
       expectRefused(await post(urlOf(smsB), forgedBody), `${provider} about another message`);
       expect(await receiptRows(smsA)).toBe(before);
 
-      const realBody = provider === 'infobip' ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'DELIVERED_TO_HANDSET')] } : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Delivered');
+      const realBody =
+        provider === 'infobip'
+          ? { results: [infobip.result(infobip.sends.find((x) => x.callbackData === smsA)!, 'DELIVERED_TO_HANDSET')] }
+          : sinch.report(sinch.batches.find((x) => x.clientReference === smsA)!, 'Delivered');
       expect((await post(urlOf(smsA), realBody)).status).toBe(200);
       await waitFor(() => conversionsFor(smsA).length > 0, 10_000, `the ${provider} conversion`);
       const stored = await receiptRows(smsA);
@@ -243,7 +282,8 @@ describe('forged, unsigned and replayed receipts', () => {
   it('a genuine receipt never makes a send that provably failed (nothing sent) look submitted', async () => {
     const message = smsMessage('hostile-unsent', { recipient: '+447700900005' });
     expect((await postJson(gw, '/channels/sms/single', message, {}, true)).status).toBe(503);
-    const smsId = (await gw.gateway.ledger.db.selectFrom('messages').select('sms_id').where('activity_key', '=', 'hostile-unsent').executeTakeFirstOrThrow()).sms_id;
+    const smsId = (await gw.gateway.ledger.db.selectFrom('messages').select('sms_id').where('activity_key', '=', 'hostile-unsent').executeTakeFirstOrThrow())
+      .sms_id;
     expect((await messageRow(smsId)).state).toBe('retryable');
     const body = JSON.stringify([{ sms_id: smsId, message_id: 'claimed', status: 'accepted' }]);
     expect((await hit(gw.url, 'POST', '/dlr/sandbox', { headers: sandboxReceiptHeaders(body), body })).status).toBe(200);
@@ -260,20 +300,44 @@ describe('names every object inherits', () => {
   /** Every route, with the prototype name `name` put where outside text goes: path segment, query, field, status. */
   function requestsWith(name: string, smsIds: { sandbox: string }): Array<{ method: string; path: string; headers?: Record<string, string>; body?: string }> {
     const enc = encodeURIComponent(name);
-    const json = (body: unknown, headers: Record<string, string> = {}) => ({ headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY, ...headers }, body: JSON.stringify(body) });
+    const json = (body: unknown, headers: Record<string, string> = {}) => ({
+      headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY, ...headers },
+      body: JSON.stringify(body),
+    });
     const withKey = (base: Record<string, unknown>) => JSON.parse(`{${JSON.stringify(name)}: {"x": 1}, ${JSON.stringify(base).slice(1)}`) as unknown;
     const receipt = JSON.stringify([{ sms_id: smsIds.sandbox, message_id: name, status: name }]);
     return [
       { method: 'POST', path: '/channels/sms/single', ...json(smsMessage(`proto-${name}-a`, { provider_name: name })) },
       { method: 'POST', path: '/channels/sms/single', ...json(withKey(smsMessage(`proto-${name}-b`))) },
-      { method: 'POST', path: '/channels/sms/single', ...json(smsMessage(`proto-${name}-c`, { activity: withKey({ id: `proto-${name}-c`, brand_id: 1, user_id: 'u' }), encoding: name })) },
-      { method: 'POST', path: '/channels/sms/batch', ...json([smsMessage(`proto-${name}-d`, { provider_name: name }), withKey(smsMessage(`proto-${name}-e`))]) },
+      {
+        method: 'POST',
+        path: '/channels/sms/single',
+        ...json(smsMessage(`proto-${name}-c`, { activity: withKey({ id: `proto-${name}-c`, brand_id: 1, user_id: 'u' }), encoding: name })),
+      },
+      {
+        method: 'POST',
+        path: '/channels/sms/batch',
+        ...json([smsMessage(`proto-${name}-d`, { provider_name: name }), withKey(smsMessage(`proto-${name}-e`))]),
+      },
       { method: 'POST', path: `/dlr/${enc}`, ...json([{ sms_id: name, status: name }]) },
       { method: 'GET', path: `/dlr/${enc}?${enc}=${enc}` },
       { method: 'POST', path: '/dlr/sandbox', headers: sandboxReceiptHeaders(receipt), body: receipt },
-      { method: 'POST', path: `/dlr/sandbox?sms_id=${enc}`, headers: { ...sandboxReceiptHeaders(receipt), [name.replace(/[^a-z_]/gi, '') || 'x']: name }, body: receipt },
-      { method: 'GET', path: `/dlr/vonage?${new URLSearchParams(vonage.signReceipt({ messageId: name, status: name, 'client-ref': name, 'err-code': name, [name]: name }, { transport: 'get' }))}` },
-      { method: 'POST', path: '/dlr/twilio', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': name }, body: `${enc}=${enc}&MessageStatus=${enc}` },
+      {
+        method: 'POST',
+        path: `/dlr/sandbox?sms_id=${enc}`,
+        headers: { ...sandboxReceiptHeaders(receipt), [name.replace(/[^a-z_]/gi, '') || 'x']: name },
+        body: receipt,
+      },
+      {
+        method: 'GET',
+        path: `/dlr/vonage?${new URLSearchParams(vonage.signReceipt({ messageId: name, status: name, 'client-ref': name, 'err-code': name, [name]: name }, { transport: 'get' }))}`,
+      },
+      {
+        method: 'POST',
+        path: '/dlr/twilio',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': name },
+        body: `${enc}=${enc}&MessageStatus=${enc}`,
+      },
       { method: 'GET', path: `/admin/messages/${enc}`, headers: admin },
       { method: 'GET', path: `/admin/messages?activity_id=${enc}&${enc}=1`, headers: admin },
       { method: 'POST', path: '/admin/conversions/replay', ...json(withKey({ ids: [name] }), admin) },
@@ -281,7 +345,11 @@ describe('names every object inherits', () => {
       { method: 'GET', path: `/userconsents/${enc}`, headers: { 'x-api-key': TEST_API_KEY } },
       { method: 'POST', path: `/userconsents/${enc}`, ...json(withKey({ consents: [{ type: name, opted_in: true }] })) },
       { method: 'GET', path: `/userblocks/${enc}`, headers: { 'x-api-key': TEST_API_KEY } },
-      { method: 'POST', path: '/bonus/credit', ...json(withKey({ user_id: name, bonus_code: name }), { 'x-crm-activityid': name, 'x-crm-actionid': name, 'x-crm-triggerhash': name }) },
+      {
+        method: 'POST',
+        path: '/bonus/credit',
+        ...json(withKey({ user_id: name, bonus_code: name }), { 'x-crm-activityid': name, 'x-crm-actionid': name, 'x-crm-triggerhash': name }),
+      },
       { method: 'POST', path: '/bonus/credit/funds', ...json({ user_id: name, bonus_code: name, amount: 1, currency: name }) },
       { method: 'POST', path: '/reconciliation', ...json(withKey({ field: name })) },
       { method: 'PUT', path: `/admin/users/${enc}`, ...json(withKey(sampleUser(name)), admin) },
@@ -306,7 +374,8 @@ describe('names every object inherits', () => {
         for (const request of requestsWith(name, { sandbox: target.json.sms_id })) {
           const answer = await hit(gw.url, request.method, request.path, { headers: request.headers, body: request.body });
           const where = `${request.method} ${request.path} with ${name}: ${answer.text.slice(0, 200)}`;
-          if (isUnknownReconciliationField(request.path, answer.status)) expect(answer.json.error, where).toContain(`field: ${JSON.stringify(name)} is not implemented`);
+          if (isUnknownReconciliationField(request.path, answer.status))
+            expect(answer.json.error, where).toContain(`field: ${JSON.stringify(name)} is not implemented`);
           else expect(answer.status, where).toBeLessThan(500);
         }
       }),
@@ -317,15 +386,33 @@ describe('names every object inherits', () => {
   }, 180_000);
 
   it('as keys of arbitrary JSON bodies to every JSON route: never a 5xx', async () => {
-    const routes = ['/channels/sms/single', '/channels/sms/batch', '/bonus/credit', '/bonus/credit/funds', '/reconciliation', '/userconsents/u-1', '/admin/conversions/replay'];
-    const key = fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), fc.constantFrom('activity', 'id', 'content', 'recipient', 'provider_name', 'user_id', 'field', 'consents', 'ids'));
+    const routes = [
+      '/channels/sms/single',
+      '/channels/sms/batch',
+      '/bonus/credit',
+      '/bonus/credit/funds',
+      '/reconciliation',
+      '/userconsents/u-1',
+      '/admin/conversions/replay',
+    ];
+    const key = fc.oneof(
+      fc.constantFrom(...PROTOTYPE_NAMES),
+      fc.constantFrom('activity', 'id', 'content', 'recipient', 'provider_name', 'user_id', 'field', 'consents', 'ids'),
+    );
     const value = fc.letrec((tie) => ({
-      node: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), fc.constantFrom(...PROTOTYPE_NAMES), fc.dictionary(key, tie('node'), { maxKeys: 4 }), fc.array(tie('node'), { maxLength: 3 })),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue({ maxDepth: 1 }),
+        fc.constantFrom(...PROTOTYPE_NAMES),
+        fc.dictionary(key, tie('node'), { maxKeys: 4 }),
+        fc.array(tie('node'), { maxLength: 3 }),
+      ),
     })).node;
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...routes), fc.dictionary(key, value, { maxKeys: 6 }), async (route, body) => {
         const answer = await postJson(gw, route, route.endsWith('batch') ? [body] : body, admin);
-        if (!isUnknownReconciliationField(route, answer.status)) expect(answer.status, `${route} ${JSON.stringify(body)}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
+        if (!isUnknownReconciliationField(route, answer.status))
+          expect(answer.status, `${route} ${JSON.stringify(body)}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
       }),
       { numRuns: 150 },
     );
@@ -366,7 +453,10 @@ describe('failed authentications', () => {
   });
   afterAll(async () => limited?.close());
 
-  const form = (fields: Record<string, string>) => ({ headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const form = (fields: Record<string, string>) => ({
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
   const token = async () => (await hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, grant_type: 'client_credentials' }))).json.access_token as string;
 
   let sends = 0;
@@ -380,10 +470,26 @@ describe('failed authentications', () => {
   /** Each credential check: a failing attempt, and the same request with the right credential. */
   const checks: Array<[string, () => Promise<Answer>, () => Promise<Answer>]> = [
     ['the SMS key', () => sms('guess'), () => sms(TEST_API_KEY)],
-    ['the admin Bearer key', () => hit(limited.url, 'GET', '/admin/credits?user_id=u', { headers: { authorization: 'Bearer guess' } }), () => hit(limited.url, 'GET', '/admin/credits?user_id=u', { headers: admin })],
-    ['the OAuth token endpoint', () => hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, client_secret: 'guess', grant_type: 'client_credentials' })), () => hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, grant_type: 'client_credentials' }))],
-    ['the operator Bearer token', () => hit(limited.url, 'GET', '/bonus/list', { headers: { authorization: 'Bearer guess.guess.guess' } }), async () => hit(limited.url, 'GET', '/bonus/list', { headers: { authorization: `Bearer ${await token()}` } })],
-    ['console sign-in', () => hit(limited.url, 'POST', '/console/login', form({ key: 'guess' })), () => hit(limited.url, 'POST', '/console/login', form({ key: TEST_ADMIN_KEY }))],
+    [
+      'the admin Bearer key',
+      () => hit(limited.url, 'GET', '/admin/credits?user_id=u', { headers: { authorization: 'Bearer guess' } }),
+      () => hit(limited.url, 'GET', '/admin/credits?user_id=u', { headers: admin }),
+    ],
+    [
+      'the OAuth token endpoint',
+      () => hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, client_secret: 'guess', grant_type: 'client_credentials' })),
+      () => hit(limited.url, 'POST', '/oauth/token', form({ ...OAUTH, grant_type: 'client_credentials' })),
+    ],
+    [
+      'the operator Bearer token',
+      () => hit(limited.url, 'GET', '/bonus/list', { headers: { authorization: 'Bearer guess.guess.guess' } }),
+      async () => hit(limited.url, 'GET', '/bonus/list', { headers: { authorization: `Bearer ${await token()}` } }),
+    ],
+    [
+      'console sign-in',
+      () => hit(limited.url, 'POST', '/console/login', form({ key: 'guess' })),
+      () => hit(limited.url, 'POST', '/console/login', form({ key: TEST_ADMIN_KEY })),
+    ],
   ];
 
   it.each(checks)('%s: past the budget the right credential too gets 429 with Retry-After, until the window ends', async (_label, fail, succeed) => {
@@ -416,7 +522,10 @@ describe('failed authentications', () => {
 
 describe('console sessions', () => {
   async function signIn(target: TestGateway) {
-    const login = await hit(target.url, 'POST', '/console/login', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `key=${TEST_ADMIN_KEY}` });
+    const login = await hit(target.url, 'POST', '/console/login', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `key=${TEST_ADMIN_KEY}`,
+    });
     const setCookie = login.headers.get('set-cookie')!;
     const cookie = setCookie.split(';')[0]!;
     const page = await hit(target.url, 'GET', '/console', { headers: { cookie } });
@@ -426,11 +535,17 @@ describe('console sessions', () => {
   it('sign-out ends the session on the server: the old cookie no longer opens the console, also after a restart', async () => {
     const session = await signIn(gw);
     const other = await signIn(gw);
-    const out = await hit(gw.url, 'POST', '/console/logout', { headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${session.csrf}` });
+    const out = await hit(gw.url, 'POST', '/console/logout', {
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${session.csrf}`,
+    });
     expect(out.status).toBe(303);
     const again = await hit(gw.url, 'GET', '/console', { headers: { cookie: session.cookie } });
     expect(again.text).not.toContain('name="csrf"');
-    const replay = await hit(gw.url, 'POST', '/console/replay', { headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${session.csrf}` });
+    const replay = await hit(gw.url, 'POST', '/console/replay', {
+      headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${session.csrf}`,
+    });
     expect(replay.status).toBe(401);
     // Another session is untouched.
     expect((await hit(gw.url, 'GET', '/console', { headers: { cookie: other.cookie } })).text).toContain('name="csrf"');
@@ -440,7 +555,14 @@ describe('console sessions', () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-hostile-'));
     const first = await startTestGateway({}, { dir });
     const session = await signIn(first);
-    expect((await hit(first.url, 'POST', '/console/logout', { headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${session.csrf}` })).status).toBe(303);
+    expect(
+      (
+        await hit(first.url, 'POST', '/console/logout', {
+          headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: `csrf=${session.csrf}`,
+        })
+      ).status,
+    ).toBe(303);
     await first.close();
     const second = await startTestGateway({}, { dir });
     try {
@@ -476,7 +598,9 @@ describe('server timeouts', () => {
       // The server may reset the connection while a drip is in flight (the answer is then empty, as expected below):
       // without a listener that reset would be an uncaught error of the whole run.
       socket.on('error', () => undefined);
-      socket.write(`POST /channels/sms/single HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Api-Key: ${TEST_API_KEY}\r\nContent-Length: 1000\r\n\r\n`);
+      socket.write(
+        `POST /channels/sms/single HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Api-Key: ${TEST_API_KEY}\r\nContent-Length: 1000\r\n\r\n`,
+      );
       tally.sent += 1;
       const drip = setInterval(() => socket.writable && socket.write('{'), 200);
       await closed;

@@ -120,9 +120,7 @@ describe('two gateways sharing one ledger file (two instances behind a load bala
     const a = await startTestGateway({}, { dir });
     const b = await startTestGateway({}, { dir });
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).post('/channels/sms/single', smsMessage('idem-two-instances'))),
-      );
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).post('/channels/sms/single', smsMessage('idem-two-instances'))));
       const row = await readMessage(a, 'idem-two-instances');
       expect(row).toMatchObject({ state: 'submitted', attempts: 1 });
       for (const answer of answers) {
@@ -167,7 +165,9 @@ describe('the stored activity', () => {
 
     const batch = await post('/channels/sms/batch', `[${message('9007199254740993')},${message('9007199254740992')}]`);
     expect(batch.status).toBe(200);
-    expect(batch.text).toMatch(/^\{"successful":\[\{"id":9007199254740993,"sms_id":"[^"]+"\},\{"id":9007199254740992,"sms_id":"[^"]+"\}\],"failed":\[\],"fatal":\[\]\}$/);
+    expect(batch.text).toMatch(
+      /^\{"successful":\[\{"id":9007199254740993,"sms_id":"[^"]+"\},\{"id":9007199254740992,"sms_id":"[^"]+"\}\],"failed":\[\],"fatal":\[\]\}$/,
+    );
     const smsIds = [...batch.text.matchAll(/"sms_id":"([^"]+)"/g)].map((m) => m[1]);
     expect(new Set(smsIds).size).toBe(2);
 

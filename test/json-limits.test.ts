@@ -17,8 +17,7 @@ afterEach(async () => {
 
 const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 /** A message whose activity holds `depth` nested arrays under `meta`: the message is 2 + depth levels deep. */
-const deepMessage = (id: string, depth: number) =>
-  JSON.stringify(smsMessage(id)).replace('"activity":{', `"activity":{"meta":${nested(depth)},`);
+const deepMessage = (id: string, depth: number) => JSON.stringify(smsMessage(id)).replace('"activity":{', `"activity":{"meta":${nested(depth)},`);
 
 describe('finding JSON nested too deep, without recursion', () => {
   it.each([
@@ -27,7 +26,15 @@ describe('finding JSON nested too deep, without recursion', () => {
     ['one level over', '{"a":{"b":{"c":1}}}', 2, [['a', 'b']]],
     ['brackets inside strings do not count', '{"a":"[[[[{{{{","b":"\\"[[["}', 1, []],
     ['an array index in the path', '{"a":[1,{"x":[[1]]}]}', 3, [['a', 1, 'x']]],
-    ['two separate deep values', '[[[1]],[[2]]]', 2, [[0, 0], [1, 0]]],
+    [
+      'two separate deep values',
+      '[[[1]],[[2]]]',
+      2,
+      [
+        [0, 0],
+        [1, 0],
+      ],
+    ],
     ['a key after an escaped quote', '{"k\\"":{"v":[[0]]}}', 3, [['k\\"', 'v', 0]]],
     ['unclosed, as invalid JSON may be', '[[[[', 2, [[0, 0]]],
   ])('%s', (_label, text, max, paths) => {
@@ -108,7 +115,10 @@ describe('the real server under deep and large bodies', () => {
     const post = (body: string) =>
       fetch(`${gw!.url}/dlr/sandbox`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(body).digest('hex') },
+        headers: {
+          'content-type': 'application/json',
+          'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(body).digest('hex'),
+        },
         body,
       });
     const deep = await post(`[{"sms_id":"x","message_id":"m","status":"delivered","extra":${nested(5_000)}}]`);
@@ -124,13 +134,19 @@ describe('receipts set aside', () => {
   it('are deleted by the sweep once delivery.parked_receipt_retention has passed', async () => {
     let time = Date.now();
     gw = await startTestGateway(
-      { delivery: { parked_receipt_ttl: '1h', parked_receipt_retention: '2h' }, providers: { sandbox: { receipt_secret: 'receipt-secret-for-tests-0123456789' } } },
+      {
+        delivery: { parked_receipt_ttl: '1h', parked_receipt_retention: '2h' },
+        providers: { sandbox: { receipt_secret: 'receipt-secret-for-tests-0123456789' } },
+      },
       { now: () => time },
     );
     const body = JSON.stringify([{ sms_id: 'never-sent', message_id: 'm-unknown', status: 'delivered' }]);
     const res = await fetch(`${gw.url}/dlr/sandbox`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(body).digest('hex') },
+      headers: {
+        'content-type': 'application/json',
+        'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(body).digest('hex'),
+      },
       body,
     });
     expect(res.status).toBe(200);

@@ -51,13 +51,11 @@ describe('the order of the areas', () => {
     expect(areaOf('src/sms/claim.ts', areas)).toBe('src/sms');
     expect(areaOf('src/smsx/a.ts', areas)).toBeUndefined();
     expect(areaOf('providers/smpp/bind.ts', areas)).toBe('providers');
-    expect(relativeImports("import a from './a.js';\nimport type { B } from '../b.js';\nexport { c } from './c.js';\nconst d = await import('./d.js');\nimport './e.js';")).toEqual([
-      './a.js',
-      '../b.js',
-      './c.js',
-      './d.js',
-      './e.js',
-    ]);
+    expect(
+      relativeImports(
+        "import a from './a.js';\nimport type { B } from '../b.js';\nexport { c } from './c.js';\nconst d = await import('./d.js');\nimport './e.js';",
+      ),
+    ).toEqual(['./a.js', '../b.js', './c.js', './d.js', './e.js']);
   });
 
   it('places every source file in a declared area', () => {

@@ -11,14 +11,48 @@ import { smsMessageSchema } from '../src/sms/message-schema.js';
 /** PROPERTY_RUNS=200000 searches harder (a minute). */
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 20_000);
 
-const edgeText = fc.constantFrom('', ' ', '  \t', 'a', ' x ', '\u0000', 'a\u0000', '\ud800', 'x\udc00y', '😀', 'A'.repeat(255), ` ${'A'.repeat(255)} `, 'A'.repeat(256), '\u00a0', '\ufeff');
+const edgeText = fc.constantFrom(
+  '',
+  ' ',
+  '  \t',
+  'a',
+  ' x ',
+  '\u0000',
+  'a\u0000',
+  '\ud800',
+  'x\udc00y',
+  '😀',
+  'A'.repeat(255),
+  ` ${'A'.repeat(255)} `,
+  'A'.repeat(256),
+  '\u00a0',
+  '\ufeff',
+);
 const anyText = fc.oneof(edgeText, fc.string(), fc.string({ unit: 'binary' }));
 const edgeNumber = fc.constantFrom(0, -0, 1, -1, 1.5, 2 ** 53, 2 ** 53 + 2, 1e300, -1e300, Number.MAX_VALUE, 0.1);
 const scalar = fc.oneof(anyText, edgeNumber, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
 const json = fc.oneof({ weight: 4, arbitrary: scalar }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
 /** A field: often a plausible value, sometimes any JSON, sometimes absent (undefined is dropped below). */
-const field = (plausible: fc.Arbitrary<unknown>) => fc.oneof({ weight: 12, arbitrary: plausible }, { weight: 1, arbitrary: json }, { weight: 1, arbitrary: fc.constant(undefined) });
-const sender = fc.oneof(fc.constantFrom('', ' ', 'Casino', ' Casino ', 'Casino Royal1', 'A&B_c-d.e f', '+447700900123', '12', '123', '1'.repeat(15), '1'.repeat(16), 'Ünicode', 'a b'), anyText);
+const field = (plausible: fc.Arbitrary<unknown>) =>
+  fc.oneof({ weight: 12, arbitrary: plausible }, { weight: 1, arbitrary: json }, { weight: 1, arbitrary: fc.constant(undefined) });
+const sender = fc.oneof(
+  fc.constantFrom(
+    '',
+    ' ',
+    'Casino',
+    ' Casino ',
+    'Casino Royal1',
+    'A&B_c-d.e f',
+    '+447700900123',
+    '12',
+    '123',
+    '1'.repeat(15),
+    '1'.repeat(16),
+    'Ünicode',
+    'a b',
+  ),
+  anyText,
+);
 const identifier = fc.oneof(anyText, fc.integer(), edgeNumber);
 
 const withoutUndefined = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));

@@ -104,7 +104,13 @@ describe('GET /admin/messages', () => {
 
   it('answers each row with its player, request id and status fields, never the activity or content', async () => {
     const [row] = (await search('activity_id=s-delivered')).json.messages;
-    expect(row).toMatchObject({ sms_id: sent.get('s-delivered'), user_id: 'player-1', request_id: 'req-s-delivered', recipient: '+447700900123', delivery_status: 'delivered' });
+    expect(row).toMatchObject({
+      sms_id: sent.get('s-delivered'),
+      user_id: 'player-1',
+      request_id: 'req-s-delivered',
+      recipient: '+447700900123',
+      delivery_status: 'delivered',
+    });
     expect(row).not.toHaveProperty('activity_json');
     expect(row).not.toHaveProperty('content');
   });
@@ -206,7 +212,11 @@ async function planOf(filter: MessageFilter): Promise<string[]> {
   await migrateToLatest(ledger.db);
   await ledger.db
     .insertInto('message_user_recipients')
-    .values([{ user_id: 'player-1', recipient: '+447700900123' }, { user_id: 'player-2', recipient: '+447700900001' }, { user_id: 'player-2', recipient: '+447700900002' }])
+    .values([
+      { user_id: 'player-1', recipient: '+447700900123' },
+      { user_id: 'player-2', recipient: '+447700900001' },
+      { user_id: 'player-2', recipient: '+447700900002' },
+    ])
     .execute();
   await ledger.close();
   const sqlite = new BetterSqlite3(file, { readonly: true });
@@ -226,7 +236,14 @@ describe('dead letters through the admin API (after the searches above)', () => 
   it('lists them with reason, attempts and last answer, and replays those matching a filter', async () => {
     const list = await gw.get('/admin/conversions/dead', admin);
     expect(list.json.dead_letters).toEqual([
-      expect.objectContaining({ sms_id: sent.get('s-dead'), activity_key: 's-dead', provider: 'sandbox', delivery_status: 'delivered', attempts: 1, last_http_status: 500 }),
+      expect.objectContaining({
+        sms_id: sent.get('s-dead'),
+        activity_key: 's-dead',
+        provider: 'sandbox',
+        delivery_status: 'delivered',
+        attempts: 1,
+        last_http_status: 500,
+      }),
     ]);
     expect(list.json.dead_letters[0].last_error).toMatch(/500/);
     expect(list.json.next_cursor).toBeNull();
@@ -277,13 +294,21 @@ describe('the search by player, through the numbers each player was sent to (mig
     try {
       const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
       expect((await migrator.migrateTo('2026-11-24-70-console-events')).error).toBeUndefined();
-      for (const [key, user, number] of [['a', 'player-9', '+447700900123'], ['b', 'player-9', '+447700900123'], ['c', 'player-9', '+447700900124'], ['d', null, '+447700900125']]) {
+      for (const [key, user, number] of [
+        ['a', 'player-9', '+447700900123'],
+        ['b', 'player-9', '+447700900123'],
+        ['c', 'player-9', '+447700900124'],
+        ['d', null, '+447700900125'],
+      ]) {
         await sql`insert into messages (sms_id, activity_key, activity_json, user_id, provider, recipient, encoding, segments, state, attempts, created_at, updated_at, dispatched_at)
           values (${`s-${key}`}, ${key}, '{}', ${user}, 'sandbox', ${number}, 'gsm7', 1, 'submitted', 1, 1, 1, 1)`.execute(ledger.db);
       }
       await migrateToLatest(ledger.db);
       const pairs = await ledger.db.selectFrom('message_user_recipients').selectAll().orderBy('recipient').execute();
-      expect(pairs).toEqual([{ user_id: 'player-9', recipient: '+447700900123' }, { user_id: 'player-9', recipient: '+447700900124' }]);
+      expect(pairs).toEqual([
+        { user_id: 'player-9', recipient: '+447700900123' },
+        { user_id: 'player-9', recipient: '+447700900124' },
+      ]);
       expect((await searchMessages(ledger.db, { userId: 'player-9', limit: 10 })).rows.map((r) => r.activity_key).sort()).toEqual(['a', 'b', 'c']);
     } finally {
       await ledger.close();

@@ -10,13 +10,11 @@ let gateways: TestGateway[] = [];
 
 async function gatewayWith(overrides: Record<string, unknown> = {}) {
   // The outbox and parked-receipt gauges count the whole ledger: each gateway gets its own.
-  const gw = await startTestGateway(
-    {
-      crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
-      delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 50 },
-      ...overrides,
-    },
-  );
+  const gw = await startTestGateway({
+    crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+    delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 50 },
+    ...overrides,
+  });
   gateways.push(gw);
   return gw;
 }

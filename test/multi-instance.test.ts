@@ -33,7 +33,12 @@ function startBalancer(targets: () => string[]): Promise<string> {
     const list = targets();
     const target = list[next++ % list.length]!;
     const pool = pools.get(target) ?? pools.set(target, new Pool(target, { connections: 8 })).get(target)!;
-    const upstream = await pool.request({ method: req.method as 'POST', path: req.url!, headers: { 'content-type': req.headers['content-type'] ?? '', 'x-sandbox-signature': String(req.headers['x-sandbox-signature'] ?? '') }, body: Buffer.concat(chunks) });
+    const upstream = await pool.request({
+      method: req.method as 'POST',
+      path: req.url!,
+      headers: { 'content-type': req.headers['content-type'] ?? '', 'x-sandbox-signature': String(req.headers['x-sandbox-signature'] ?? '') },
+      body: Buffer.concat(chunks),
+    });
     res.writeHead(upstream.statusCode, { 'content-type': 'application/json' });
     res.end(Buffer.from(await upstream.body.arrayBuffer()));
   });

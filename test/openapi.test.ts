@@ -44,15 +44,24 @@ const big = JSON.stringify(smsMessage('too-big', { content: 'x'.repeat(5_000) })
 /** One request per documented answer: `METHOD path status` → how to get that answer from a real gateway. */
 const cases: Record<string, () => Promise<Answer>> = {
   'POST /channels/sms/single 200': () => call(gw, '/channels/sms/single', { method: 'POST', headers: crm, json: smsMessage('doc-ok') }),
-  'POST /channels/sms/single 400': () => call(gw, '/channels/sms/single', { method: 'POST', headers: crm, json: smsMessage('doc-rejected', { recipient: '+447700900004' }) }),
+  'POST /channels/sms/single 400': () =>
+    call(gw, '/channels/sms/single', { method: 'POST', headers: crm, json: smsMessage('doc-rejected', { recipient: '+447700900004' }) }),
   'POST /channels/sms/single 401': () => call(gw, '/channels/sms/single', { method: 'POST', json: smsMessage('doc-nokey') }),
-  'POST /channels/sms/single 413': () => call(gw, '/channels/sms/single', { method: 'POST', headers: { ...crm, 'content-type': 'application/json' }, body: big }),
+  'POST /channels/sms/single 413': () =>
+    call(gw, '/channels/sms/single', { method: 'POST', headers: { ...crm, 'content-type': 'application/json' }, body: big }),
   'POST /channels/sms/single 415': () => call(gw, '/channels/sms/single', { method: 'POST', headers: { ...crm, 'content-type': 'text/plain' }, body: '{}' }),
-  'POST /channels/sms/single 503': () => call(gw, '/channels/sms/single', { method: 'POST', headers: crm, json: smsMessage('doc-transient', { recipient: '+447700900005' }) }),
-  'POST /channels/sms/batch 200': () => call(gw, '/channels/sms/batch', { method: 'POST', headers: crm, json: [smsMessage('doc-b1'), { activity: { id: 7 } }, smsMessage('doc-b3', { recipient: '+447700900005' })] }),
+  'POST /channels/sms/single 503': () =>
+    call(gw, '/channels/sms/single', { method: 'POST', headers: crm, json: smsMessage('doc-transient', { recipient: '+447700900005' }) }),
+  'POST /channels/sms/batch 200': () =>
+    call(gw, '/channels/sms/batch', {
+      method: 'POST',
+      headers: crm,
+      json: [smsMessage('doc-b1'), { activity: { id: 7 } }, smsMessage('doc-b3', { recipient: '+447700900005' })],
+    }),
   'POST /channels/sms/batch 400': () => call(gw, '/channels/sms/batch', { method: 'POST', headers: crm, json: {} }),
   'POST /channels/sms/batch 401': () => call(gw, '/channels/sms/batch', { method: 'POST', json: [] }),
-  'POST /channels/sms/batch 413': () => call(gw, '/channels/sms/batch', { method: 'POST', headers: { ...crm, 'content-type': 'application/json' }, body: `[${big}]` }),
+  'POST /channels/sms/batch 413': () =>
+    call(gw, '/channels/sms/batch', { method: 'POST', headers: { ...crm, 'content-type': 'application/json' }, body: `[${big}]` }),
   'POST /channels/sms/batch 415': () => call(gw, '/channels/sms/batch', { method: 'POST', headers: crm, body: '[]' }),
   'POST /dlr/{provider} 200': () => {
     const body = JSON.stringify([{ sms_id: sentSmsId, message_id: 'doc', status: 'sent' }]);
@@ -63,10 +72,15 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /dlr/{provider} 200': () => call(gw, `/dlr/vonage?${vonageReceipt}`),
   'GET /dlr/{provider} 403': () => call(gw, '/dlr/sandbox'),
   'GET /dlr/{provider} 404': () => call(gw, '/dlr/nobody'),
-  'POST /mo/{provider} 200': () => call(gw, '/mo/vonage', { method: 'POST', form: vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hello'), { transport: 'form' }) }),
+  'POST /mo/{provider} 200': () =>
+    call(gw, '/mo/vonage', {
+      method: 'POST',
+      form: vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hello'), { transport: 'form' }),
+    }),
   'POST /mo/{provider} 403': () => call(gw, '/mo/vonage', { method: 'POST', form: { msisdn: '447700900111', text: 'STOP' } }),
   'POST /mo/{provider} 404': () => call(gw, '/mo/nobody', { method: 'POST', form: {} }),
-  'GET /mo/{provider} 200': () => call(gw, `/mo/vonage?${new URLSearchParams(vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hi'), { transport: 'get' }))}`),
+  'GET /mo/{provider} 200': () =>
+    call(gw, `/mo/vonage?${new URLSearchParams(vonage.signReceipt(vonage.inboundFields('+447700900111', '+447700900999', 'hi'), { transport: 'get' }))}`),
   'GET /mo/{provider} 403': () => call(gw, '/mo/vonage'),
   'GET /mo/{provider} 404': () => call(gw, '/mo/nobody'),
   'GET /admin/messages/{smsId} 200': () => call(gw, `/admin/messages/${sentSmsId}`, { headers: admin }),
@@ -124,23 +138,38 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /console/dead-events 400': () => call(gw, '/console/dead-events?type=LOST', { headers: { cookie: session.cookie } }),
   'GET /console/dead-events 401': () => call(gw, '/console/dead-events'),
   'GET /console/dead-events 403': () => call(closed, '/console/dead-events'),
-  'POST /console/events/replay 303': () => call(gw, '/console/events/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'matching', type: 'BONUS' } }),
-  'POST /console/events/replay 400': () => call(gw, '/console/events/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
+  'POST /console/events/replay 303': () =>
+    call(gw, '/console/events/replay', {
+      method: 'POST',
+      headers: { cookie: session.cookie },
+      form: { csrf: session.csrf, action: 'matching', type: 'BONUS' },
+    }),
+  'POST /console/events/replay 400': () =>
+    call(gw, '/console/events/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
   'POST /console/events/replay 401': () => call(gw, '/console/events/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
-  'POST /console/events/replay 403': () => call(gw, '/console/events/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
+  'POST /console/events/replay 403': () =>
+    call(gw, '/console/events/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
   'GET /console/dead-credits 200': () => call(gw, '/console/dead-credits?user_id=u-1', { headers: { cookie: session.cookie } }),
   'GET /console/dead-credits 400': () => call(gw, '/console/dead-credits?cursor=x', { headers: { cookie: session.cookie } }),
   'GET /console/dead-credits 401': () => call(gw, '/console/dead-credits'),
   'GET /console/dead-credits 403': () => call(closed, '/console/dead-credits'),
-  'POST /console/credits/replay 303': () => call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'matching', user_id: 'u-1' } }),
-  'POST /console/credits/replay 400': () => call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
+  'POST /console/credits/replay 303': () =>
+    call(gw, '/console/credits/replay', {
+      method: 'POST',
+      headers: { cookie: session.cookie },
+      form: { csrf: session.csrf, action: 'matching', user_id: 'u-1' },
+    }),
+  'POST /console/credits/replay 400': () =>
+    call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
   'POST /console/credits/replay 401': () => call(gw, '/console/credits/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
-  'POST /console/credits/replay 403': () => call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
+  'POST /console/credits/replay 403': () =>
+    call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
   'POST /console/login 303': () => call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
   'POST /console/login 401': () => call(gw, '/console/login', { method: 'POST', form: { key: 'not-the-key' } }),
   'POST /console/login 403': () => call(closed, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
   'POST /console/replay 303': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf } }),
-  'POST /console/replay 400': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
+  'POST /console/replay 400': () =>
+    call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
   'POST /console/replay 401': () => call(gw, '/console/replay', { method: 'POST', form: { csrf: session.csrf } }),
   'POST /console/replay 403': () => call(gw, '/console/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged' } }),
   // Sign-out ends the session on the server, so it gets a session of its own (the other cases keep theirs).
@@ -157,21 +186,32 @@ const cases: Record<string, () => Promise<Answer>> = {
   'GET /userconsents/{userid} 200': () => call(gw, '/userconsents/doc-user', { headers: crm }),
   'GET /userconsents/{userid} 401': () => call(gw, '/userconsents/doc-user', { headers: { 'x-api-key': 'wrong' } }),
   'GET /userconsents/{userid} 404': () => call(gw, '/userconsents/nobody', { headers: crm }),
-  'POST /userconsents/{userid} 200': () => call(gw, '/userconsents/doc-user', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'sms' }] } }),
-  'POST /userconsents/{userid} 400': () => call(gw, '/userconsents/doc-user', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'fax' }] } }),
+  'POST /userconsents/{userid} 200': () =>
+    call(gw, '/userconsents/doc-user', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'sms' }] } }),
+  'POST /userconsents/{userid} 400': () =>
+    call(gw, '/userconsents/doc-user', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'fax' }] } }),
   'POST /userconsents/{userid} 401': () => call(gw, '/userconsents/doc-user', { method: 'POST', json: { consents: [{ opted_in: true, type: 'sms' }] } }),
-  'POST /userconsents/{userid} 404': () => call(gw, '/userconsents/nobody', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'sms' }] } }),
-  'POST /userconsents/{userid} 415': () => call(gw, '/userconsents/doc-user', { method: 'POST', headers: { ...crm, 'content-type': 'text/plain' }, body: '{}' }),
+  'POST /userconsents/{userid} 404': () =>
+    call(gw, '/userconsents/nobody', { method: 'POST', headers: crm, json: { consents: [{ opted_in: true, type: 'sms' }] } }),
+  'POST /userconsents/{userid} 415': () =>
+    call(gw, '/userconsents/doc-user', { method: 'POST', headers: { ...crm, 'content-type': 'text/plain' }, body: '{}' }),
   'GET /userblocks/{userid} 200': () => call(gw, '/userblocks/doc-user', { headers: crm }),
   'GET /userblocks/{userid} 401': () => call(gw, '/userblocks/doc-user'),
   'GET /userblocks/{userid} 404': () => call(gw, '/userblocks/nobody', { headers: crm }),
   'GET /bonus/list 200': () => call(gw, '/bonus/list', { headers: crm }),
   'GET /bonus/list 401': () => call(gw, '/bonus/list'),
-  'POST /bonus/credit 200': () => call(gw, '/bonus/credit', { method: 'POST', headers: { ...crm, 'x-crm-activityid': '7', 'x-crm-actionid': '8', 'x-crm-triggerhash': 'h' }, json: { user_id: 'doc-user', bonus_code: 'B10' } }),
+  'POST /bonus/credit 200': () =>
+    call(gw, '/bonus/credit', {
+      method: 'POST',
+      headers: { ...crm, 'x-crm-activityid': '7', 'x-crm-actionid': '8', 'x-crm-triggerhash': 'h' },
+      json: { user_id: 'doc-user', bonus_code: 'B10' },
+    }),
   'POST /bonus/credit 400': () => call(gw, '/bonus/credit', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'NOT-LISTED' } }),
   'POST /bonus/credit 401': () => call(gw, '/bonus/credit', { method: 'POST', json: { user_id: 'doc-user', bonus_code: 'B10' } }),
-  'POST /bonus/credit/funds 200': () => call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 5, currency: 'eur' } }),
-  'POST /bonus/credit/funds 400': () => call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 0, currency: 'EUR' } }),
+  'POST /bonus/credit/funds 200': () =>
+    call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 5, currency: 'eur' } }),
+  'POST /bonus/credit/funds 400': () =>
+    call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 0, currency: 'EUR' } }),
   'POST /bonus/credit/funds 401': () => call(gw, '/bonus/credit/funds', { method: 'POST', json: {} }),
   'POST /reconciliation 200': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 'consent_email' } }),
   'POST /reconciliation 400': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 7 } }),
@@ -181,28 +221,43 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /admin/credits/replay 400': () => call(gw, '/admin/credits/replay', { method: 'POST', headers: admin, json: { credit_ids: ['x'] } }),
   'POST /admin/credits/replay 401': () => call(gw, '/admin/credits/replay', { method: 'POST', json: {} }),
   'POST /admin/credits/replay 403': () => call(closed, '/admin/credits/replay', { method: 'POST', headers: admin, json: {} }),
-  'POST /admin/credits/replay 415': () => call(gw, '/admin/credits/replay', { method: 'POST', headers: { ...admin, 'content-type': 'text/plain' }, body: '{}' }),
+  'POST /admin/credits/replay 415': () =>
+    call(gw, '/admin/credits/replay', { method: 'POST', headers: { ...admin, 'content-type': 'text/plain' }, body: '{}' }),
   'POST /authenticate 401': () => call(gw, '/authenticate', { method: 'POST', headers: crm, json: { sid: 'no-check-configured' } }),
-  'POST /reconciliation/products 200': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'consent_sms', product: 'casino' } }),
+  'POST /reconciliation/products 200': () =>
+    call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'consent_sms', product: 'casino' } }),
   'POST /reconciliation/products 400': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'consent_sms' } }),
   'POST /reconciliation/products 401': () => call(gw, '/reconciliation/products', { method: 'POST', json: { field: 'consent_sms', product: 'casino' } }),
   'POST /reconciliation/products 415': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, body: '{}' }),
-  'POST /reconciliation/products 501': () => call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'blocked', product: 'casino' } }),
+  'POST /reconciliation/products 501': () =>
+    call(gw, '/reconciliation/products', { method: 'POST', headers: crm, json: { field: 'blocked', product: 'casino' } }),
   'POST /reconciliation 501': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 'consent_carrier_pigeon' } }),
-  'PUT /admin/users/{userid} 200': () => call(gw, '/admin/users/doc-user', { method: 'PUT', headers: admin, json: sampleUser('doc-user', { consents: [{ opted_in: true, type: 'email' }] }) }),
+  'PUT /admin/users/{userid} 200': () =>
+    call(gw, '/admin/users/doc-user', { method: 'PUT', headers: admin, json: sampleUser('doc-user', { consents: [{ opted_in: true, type: 'email' }] }) }),
   'PUT /admin/users/{userid} 201': () => call(gw, '/admin/users/doc-new', { method: 'PUT', headers: admin, json: sampleUser('doc-new') }),
   'PUT /admin/users/{userid} 400': () => call(gw, '/admin/users/doc-user', { method: 'PUT', headers: admin, json: sampleUser('someone-else') }),
   'PUT /admin/users/{userid} 401': () => call(gw, '/admin/users/doc-user', { method: 'PUT', json: sampleUser('doc-user') }),
   'PUT /admin/users/{userid} 403': () => call(closed, '/admin/users/doc-user', { method: 'PUT', headers: admin, json: sampleUser('doc-user') }),
   'PUT /admin/users/{userid} 415': () => call(gw, '/admin/users/doc-user', { method: 'PUT', headers: admin, body: '{}' }),
-  'PUT /admin/users/{userid}/consents 200': () => call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: admin, json: { consents: [{ opted_in: true, type: 'email' }] } }),
-  'PUT /admin/users/{userid}/consents 400': () => call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: admin, json: { consents: [], extra: 1 } }),
+  'PUT /admin/users/{userid}/consents 200': () =>
+    call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: admin, json: { consents: [{ opted_in: true, type: 'email' }] } }),
+  'PUT /admin/users/{userid}/consents 400': () =>
+    call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: admin, json: { consents: [], extra: 1 } }),
   'PUT /admin/users/{userid}/consents 401': () => call(gw, '/admin/users/doc-user/consents', { method: 'PUT', json: { consents: [] } }),
   'PUT /admin/users/{userid}/consents 403': () => call(closed, '/admin/users/doc-user/consents', { method: 'PUT', headers: admin, json: { consents: [] } }),
   'PUT /admin/users/{userid}/consents 404': () => call(gw, '/admin/users/nobody/consents', { method: 'PUT', headers: admin, json: { consents: [] } }),
-  'PUT /admin/users/{userid}/consents 415': () => call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: { ...admin, 'content-type': 'text/plain' }, body: '{}' }),
+  'PUT /admin/users/{userid}/consents 415': () =>
+    call(gw, '/admin/users/doc-user/consents', { method: 'PUT', headers: { ...admin, 'content-type': 'text/plain' }, body: '{}' }),
   'PUT /admin/bonuses 200': () => call(gw, '/admin/bonuses', { method: 'PUT', headers: admin, json: [{ text: 'Ten free spins', value: 'B10' }] }),
-  'PUT /admin/bonuses 400': () => call(gw, '/admin/bonuses', { method: 'PUT', headers: admin, json: [{ text: 'a', value: 'B10' }, { text: 'b', value: 'B10' }] }),
+  'PUT /admin/bonuses 400': () =>
+    call(gw, '/admin/bonuses', {
+      method: 'PUT',
+      headers: admin,
+      json: [
+        { text: 'a', value: 'B10' },
+        { text: 'b', value: 'B10' },
+      ],
+    }),
   'PUT /admin/bonuses 401': () => call(gw, '/admin/bonuses', { method: 'PUT', json: [] }),
   'PUT /admin/bonuses 403': () => call(closed, '/admin/bonuses', { method: 'PUT', headers: admin, json: [] }),
   'PUT /admin/bonuses 415': () => call(gw, '/admin/bonuses', { method: 'PUT', headers: admin, body: '[]' }),
@@ -368,7 +423,9 @@ describe('every documented route answers as documented', () => {
   });
 
   it('the oauth gateway documents a case below for every /oauth/token answer', () => {
-    const documented = ['get', 'post'].flatMap((method) => Object.keys(oauthDoc.paths['/oauth/token'][method].responses).map((status) => `${method.toUpperCase()} /oauth/token ${status}`));
+    const documented = ['get', 'post'].flatMap((method) =>
+      Object.keys(oauthDoc.paths['/oauth/token'][method].responses).map((status) => `${method.toUpperCase()} /oauth/token ${status}`),
+    );
     expect(documented.sort()).toEqual(Object.keys(oauthCases).sort());
   });
 
@@ -399,7 +456,9 @@ describe('every documented route answers as documented', () => {
 
   it('can fail: a body that breaks its documented schema is refused', () => {
     register();
-    const validate = ajv.compile({ $ref: `openapi.json#/${pointer('paths', '/channels/sms/batch', 'post', 'responses', '200', 'content', 'application/json', 'schema')}` });
+    const validate = ajv.compile({
+      $ref: `openapi.json#/${pointer('paths', '/channels/sms/batch', 'post', 'responses', '200', 'content', 'application/json', 'schema')}`,
+    });
     expect(validate({ successful: [], failed: [] })).toBe(false);
     expect(validate({ successful: [{ id: 1, sms_id: 's' }], failed: [], fatal: [], extra: 1 })).toBe(false);
     expect(validate({ successful: [{ id: 1, sms_id: 's' }], failed: [], fatal: [] })).toBe(true);

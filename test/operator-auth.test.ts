@@ -61,7 +61,9 @@ describe('auth.mode basic', () => {
   it('no longer takes X-Api-Key on the operator API, while the SMS endpoints still do', async () => {
     expect((await gw.get('/userdetails/u-1')).status).toBe(401);
     expect((await gw.post('/channels/sms/single', smsMessage('basic-mode-sms'))).status).toBe(200);
-    expect((await gw.post('/channels/sms/single', smsMessage('basic-mode-sms-2'), { authorization: basic('crm', 's3cret:with-colon'), ...noKey })).status).toBe(401);
+    expect((await gw.post('/channels/sms/single', smsMessage('basic-mode-sms-2'), { authorization: basic('crm', 's3cret:with-colon'), ...noKey })).status).toBe(
+      401,
+    );
   });
 });
 

@@ -38,9 +38,7 @@ describe('one-action rule on one instance', () => {
 
   it('credits once for 20 identical concurrent requests, and all of them get the same answer', async () => {
     const headers = crmHeaders(1001, 2002, 'a3f1c9e2b7d44f0e9a1b2c3d4e5f6a7b');
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, () => gw.post('/bonus/credit', { user_id: 'p-1', bonus_code: 'FS50' }, headers)),
-    );
+    const answers = await Promise.all(Array.from({ length: 20 }, () => gw.post('/bonus/credit', { user_id: 'p-1', bonus_code: 'FS50' }, headers)));
     expect(answers.map((a) => a.status)).toEqual(Array(20).fill(200));
     expect(new Set(answers.map((a) => a.json.credit_id)).size).toBe(1);
     expect(answers.filter((a) => a.headers.get('idempotent-replayed') === 'true')).toHaveLength(19);

@@ -7,7 +7,14 @@ beforeAll(async () => {
   gw = await startTestGateway();
   expect((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { consents: [{ type: 'sms', opted_in: true }] }))).status).toBe(201);
   expect((await gw.adminPut('/admin/users/u-blocked', sampleUser('u-blocked', { is_blocked: true, block_note: 'chargeback' }))).status).toBe(201);
-  expect((await gw.adminPut('/admin/bonuses', [{ text: 'WELCOME: Welcome pack', value: 'WELCOME' }, { text: 'CASH10: Cashback', value: 'CASH10' }])).status).toBe(200);
+  expect(
+    (
+      await gw.adminPut('/admin/bonuses', [
+        { text: 'WELCOME: Welcome pack', value: 'WELCOME' },
+        { text: 'CASH10: Cashback', value: 'CASH10' },
+      ])
+    ).status,
+  ).toBe(200);
 });
 afterAll(async () => gw.close());
 
@@ -76,7 +83,12 @@ describe('GET and POST /userconsents/:userid', () => {
   });
 
   it('applies an opt-out sent the way the unsubscribe page sends it, ignoring unknown fields', async () => {
-    await gw.adminPut('/admin/users/u-1/consents', { consents: [{ type: 'email', opted_in: true }, { type: 'sms', opted_in: true }] });
+    await gw.adminPut('/admin/users/u-1/consents', {
+      consents: [
+        { type: 'email', opted_in: true },
+        { type: 'sms', opted_in: true },
+      ],
+    });
     const post = await gw.post('/userconsents/u-1', { consents: [{ opted_in: false, type: 'email', reason: 'page' }], source: 'unsubscribe' });
     expect(post.status).toBe(200);
     const { consents } = crmConsents.parse((await gw.get('/userconsents/u-1')).json);
@@ -111,7 +123,10 @@ describe('GET /bonus/list', () => {
     const res = await gw.get('/bonus/list');
     expect(res.status).toBe(200);
     expect(crmBonusList.parse(res.json)).toEqual({
-      Data: [{ text: 'WELCOME: Welcome pack', value: 'WELCOME' }, { text: 'CASH10: Cashback', value: 'CASH10' }],
+      Data: [
+        { text: 'WELCOME: Welcome pack', value: 'WELCOME' },
+        { text: 'CASH10: Cashback', value: 'CASH10' },
+      ],
       Success: true,
       Errors: [],
     });
@@ -128,7 +143,9 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
   it('credits funds and keeps amount and currency', async () => {
     const res = await gw.post('/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: 12.5, currency: 'eur' });
     expect(res.status).toBe(200);
-    const credits = await fetch(`${gw.url}/admin/credits?user_id=u-1`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then((r) => r.json() as Promise<{ credits: unknown[] }>);
+    const credits = await fetch(`${gw.url}/admin/credits?user_id=u-1`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then(
+      (r) => r.json() as Promise<{ credits: unknown[] }>,
+    );
     expect(credits.credits[0]).toMatchObject({ kind: 'funds', bonus_code: 'CASH10', amount: 12.5, currency: 'EUR', state: 'done' });
   });
 
@@ -219,7 +236,10 @@ describe('admin loading API', () => {
 
   it('refuses consents for an unknown user and a bonus list with a value twice', async () => {
     expect((await gw.adminPut('/admin/users/nobody/consents', { consents: [] })).status).toBe(404);
-    const twice = await gw.adminPut('/admin/bonuses', [{ text: 'a', value: 'A' }, { text: 'b', value: 'A' }]);
+    const twice = await gw.adminPut('/admin/bonuses', [
+      { text: 'a', value: 'A' },
+      { text: 'b', value: 'A' },
+    ]);
     expect(twice.status).toBe(400);
     expect(twice.json.error).toMatch(/1\.value/);
   });
@@ -260,7 +280,11 @@ describe('UK product-level consents', () => {
     const odd = await gw.post('/reconciliation/products', { field: 'consent_telephone', product: 'a"b' });
     expect(ours(crmReconciliation.parse(odd.json).users)).toEqual(['rp-all', 'rp-sports']);
     // The plain reconciliation lists every opted-in player, products or not.
-    expect(ours(crmReconciliation.parse((await gw.post('/reconciliation', { field: 'consent_telephone' })).json).users)).toEqual(['rp-all', 'rp-casino', 'rp-sports']);
+    expect(ours(crmReconciliation.parse((await gw.post('/reconciliation', { field: 'consent_telephone' })).json).users)).toEqual([
+      'rp-all',
+      'rp-casino',
+      'rp-sports',
+    ]);
     expect((await gw.post('/reconciliation/products', { field: 'blocked', product: 'casino' })).status).toBe(501);
     expect((await gw.post('/reconciliation/products', { field: 'consent_telephone' })).status).toBe(400);
   });

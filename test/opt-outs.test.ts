@@ -26,7 +26,15 @@ beforeAll(async () => {
     providers: {
       tw: { type: 'twilio', base_url: twilio.url, account_sid: twilio.accountSid, auth_token: twilio.authToken, from: OUR_NUMBER },
       sb: { type: 'sandbox', receipt_secret: SANDBOX_SECRET, dlr_delay_ms: 0 },
-      vg: { type: 'vonage', base_url: vonage.url, api_key: vonage.apiKey, api_secret: vonage.apiSecret, from: 'Casino', signature_secret: VONAGE_SECRET, signature_method: 'sha256' },
+      vg: {
+        type: 'vonage',
+        base_url: vonage.url,
+        api_key: vonage.apiKey,
+        api_secret: vonage.apiSecret,
+        from: 'Casino',
+        signature_secret: VONAGE_SECRET,
+        signature_method: 'sha256',
+      },
     },
   });
 });
@@ -44,18 +52,42 @@ beforeEach(async () => {
     ['other', '+44', '7700900222'],
   ];
   for (const [id, prefix, mobile] of players) {
-    expect((await gw.adminPut(`/admin/users/${id}`, sampleUser(id, { mobile_prefix: prefix, mobile, origin: 'brand-1', consents: [{ type: 'sms', opted_in: true }], consents_updated_at: new Date().toISOString() }))).status).toBeLessThan(300);
+    expect(
+      (
+        await gw.adminPut(
+          `/admin/users/${id}`,
+          sampleUser(id, {
+            mobile_prefix: prefix,
+            mobile,
+            origin: 'brand-1',
+            consents: [{ type: 'sms', opted_in: true }],
+            consents_updated_at: new Date().toISOString(),
+          }),
+        )
+      ).status,
+    ).toBeLessThan(300);
   }
 });
 
 const db = () => gw.gateway.ledger.db;
-const smsConsent = async (userId: string) => (await gw.get(`/userconsents/${userId}`)).json.consents.find((c: { type: string }) => c.type === 'sms').opted_in as boolean;
-const consentEvents = (userId: string) => db().selectFrom('crm_events').selectAll().where('user_id', '=', userId).where('type', '=', 'USER_CONSENTS_V2').execute();
-const inboundCount = async () => Number((await db().selectFrom('inbound_messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-const send = (id: string, userId: string, provider = 'tw') => gw.post('/channels/sms/single', smsMessage(id, { provider_name: provider, activity: { id, user_id: userId } }));
+const smsConsent = async (userId: string) =>
+  (await gw.get(`/userconsents/${userId}`)).json.consents.find((c: { type: string }) => c.type === 'sms').opted_in as boolean;
+const consentEvents = (userId: string) =>
+  db().selectFrom('crm_events').selectAll().where('user_id', '=', userId).where('type', '=', 'USER_CONSENTS_V2').execute();
+const inboundCount = async () =>
+  Number(
+    (
+      await db()
+        .selectFrom('inbound_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+const send = (id: string, userId: string, provider = 'tw') =>
+  gw.post('/channels/sms/single', smsMessage(id, { provider_name: provider, activity: { id, user_id: userId } }));
 
 describe('Twilio Messaging webhook at /mo/{provider}', () => {
-  it('opts every player with the sender\'s number out on STOP, answers empty TwiML and queues a User Consents event each', async () => {
+  it("opts every player with the sender's number out on STOP, answers empty TwiML and queues a User Consents event each", async () => {
     const before = (await consentEvents('tony')).length;
     const res = await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900111', to: OUR_NUMBER, body: ' stop ' });
     expect(res.status).toBe(200);
@@ -86,7 +118,8 @@ describe('Twilio Messaging webhook at /mo/{provider}', () => {
     const sid = 'SM' + 'a'.repeat(32);
     const events = (await consentEvents('other')).length;
     const stored = await inboundCount();
-    for (let i = 0; i < 2; i++) expect((await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900222', to: OUR_NUMBER, body: 'STOP', sid })).status).toBe(200);
+    for (let i = 0; i < 2; i++)
+      expect((await twilio.postInbound(`${gw.url}/mo/tw`, { from: '+447700900222', to: OUR_NUMBER, body: 'STOP', sid })).status).toBe(200);
     expect(await inboundCount()).toBe(stored + 1);
     expect((await consentEvents('other')).length).toBe(events + 1);
     const row = await db().selectFrom('inbound_messages').selectAll().where('provider_message_id', '=', sid).executeTakeFirstOrThrow();
@@ -108,7 +141,13 @@ describe('Twilio Messaging webhook at /mo/{provider}', () => {
     expect(res.status).toBe(200);
     const { messages } = (await res.json()) as { messages: Array<Record<string, unknown>> };
     expect(messages.map((m) => m.action)).toEqual([null, 'opt_out']);
-    expect(messages[1]).toMatchObject({ provider: 'tw', from_number: '+447700900333', content: null, matched_user_ids: [], received_at: expect.stringMatching(/Z$/) });
+    expect(messages[1]).toMatchObject({
+      provider: 'tw',
+      from_number: '+447700900333',
+      content: null,
+      matched_user_ids: [],
+      received_at: expect.stringMatching(/Z$/),
+    });
   });
 
   it('keeps a message that is no keyword and changes nobody', async () => {
@@ -202,7 +241,10 @@ describe('sandbox replies at /mo/{provider}', () => {
 describe('Twilio error 21610 at send', () => {
   it('answers the CRM 400 and opts the player out, with a User Consents event', async () => {
     await gw.adminPut('/admin/users/unsub', sampleUser('unsub', { consents: [{ type: 'sms', opted_in: true }] }));
-    const res = await gw.post('/channels/sms/single', smsMessage('to-unsubscribed', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-unsubscribed', user_id: 'unsub' } }));
+    const res = await gw.post(
+      '/channels/sms/single',
+      smsMessage('to-unsubscribed', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-unsubscribed', user_id: 'unsub' } }),
+    );
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(/21610/);
     expect(await smsConsent('unsub')).toBe(false);
@@ -212,7 +254,10 @@ describe('Twilio error 21610 at send', () => {
   });
 
   it('changes nothing for a player the operator data does not know', async () => {
-    const res = await gw.post('/channels/sms/single', smsMessage('to-unsubscribed-2', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-unsubscribed-2', user_id: 'stranger' } }));
+    const res = await gw.post(
+      '/channels/sms/single',
+      smsMessage('to-unsubscribed-2', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-unsubscribed-2', user_id: 'stranger' } }),
+    );
     expect(res.status).toBe(400);
     expect(await consentEvents('stranger')).toHaveLength(0);
   });

@@ -48,7 +48,11 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a row the ledger refuse
     db.close();
     const ids = goodIds('claim', 20);
     const [batch, single] = await Promise.all([
-      gw.post('/channels/sms/batch', [...ids.slice(0, 10).map((id) => smsMessage(id)), smsMessage('poison-claim'), ...ids.slice(10).map((id) => smsMessage(id))]),
+      gw.post('/channels/sms/batch', [
+        ...ids.slice(0, 10).map((id) => smsMessage(id)),
+        smsMessage('poison-claim'),
+        ...ids.slice(10).map((id) => smsMessage(id)),
+      ]),
       gw.post('/channels/sms/single', smsMessage('claim-single')),
     ]);
     expect(single).toMatchObject({ status: 200, json: { sms_id: expect.any(String) } });

@@ -42,7 +42,11 @@ describe('findUnsafeSettings', () => {
     ],
     ['a sandbox without receipt_secret', { providers: { sandbox: { type: 'sandbox' } } }, ['providers.sandbox.receipt_secret']],
     ['a short sandbox receipt_secret', { providers: { sandbox: { type: 'sandbox', receipt_secret: 'abc' } } }, ['providers.sandbox.receipt_secret']],
-    ['a Vonage provider without signature_secret', { providers: { nexmo: { type: 'vonage', api_key: 'k', api_secret: 's' } } }, ['providers.nexmo.signature_secret']],
+    [
+      'a Vonage provider without signature_secret',
+      { providers: { nexmo: { type: 'vonage', api_key: 'k', api_secret: 's' } } },
+      ['providers.nexmo.signature_secret'],
+    ],
     ['a loopback public_url with a real provider', { server: { public_url: 'http://127.0.0.1:8080' } }, ['server.public_url']],
     ['a private public_url with a real provider', { server: { public_url: 'http://10.1.2.3' } }, ['server.public_url']],
     ['no public_url at all with a real provider', { server: { public_url: undefined } }, ['server.public_url']],
@@ -51,7 +55,11 @@ describe('findUnsafeSettings', () => {
   });
 
   it('accepts a loopback public_url when only the sandbox is configured', () => {
-    expect(keysOf(safe({ server: { public_url: 'http://127.0.0.1:8080' }, providers: { sandbox: { type: 'sandbox', receipt_secret: 'sandbox-receipt-secret-0001' } } }))).toEqual([]);
+    expect(
+      keysOf(
+        safe({ server: { public_url: 'http://127.0.0.1:8080' }, providers: { sandbox: { type: 'sandbox', receipt_secret: 'sandbox-receipt-secret-0001' } } }),
+      ),
+    ).toEqual([]);
   });
 
   it('finds every problem of the shipped config.yaml run with no environment', async () => {

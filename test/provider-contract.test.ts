@@ -73,7 +73,13 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
 
   async vonage(capture) {
     const fake = await startVonageFake({ signatureSecret: 'vonage-secret', signatureMethod: 'sha512' });
-    const provider = createPlugin('vonage', { api_key: fake.apiKey, api_secret: fake.apiSecret, base_url: fake.url, signature_secret: 'vonage-secret', signature_method: 'sha512' });
+    const provider = createPlugin('vonage', {
+      api_key: fake.apiKey,
+      api_secret: fake.apiSecret,
+      base_url: fake.url,
+      signature_secret: 'vonage-secret',
+      signature_method: 'sha512',
+    });
     return {
       provider,
       recipients: { deliverable: '+447700900123', permanent: '+447700909907', transient: '+447700909901' },
@@ -112,7 +118,12 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
 
   async sinch(capture) {
     const fake = await startSinchFake();
-    const provider = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: 'sinch-webhook-secret-01234' });
+    const provider = createPlugin('sinch', {
+      service_plan_id: fake.servicePlanId,
+      api_token: fake.apiToken,
+      base_url: fake.url,
+      webhook_secret: 'sinch-webhook-secret-01234',
+    });
     return {
       provider,
       recipients: { deliverable: '+447700900123', permanent: '+15005550001', transient: '+15005550429' },
@@ -134,7 +145,11 @@ const harnesses: Record<string, (capture: ReceiptCapture) => Promise<Harness>> =
     const fake = await startSmppFake({ receipts: 'none' });
     const pushed: ReceiptEvent[] = [];
     const config = smpp.configSchema.parse({ type: 'smpp', host: fake.host, port: fake.port, system_id: fake.systemId, password: fake.password });
-    const provider = smpp.create('smpp', config, { logger: pino({ level: 'silent' }), now: Date.now, deliverReceipts: async (events) => void pushed.push(...events) });
+    const provider = smpp.create('smpp', config, {
+      logger: pino({ level: 'silent' }),
+      now: Date.now,
+      deliverReceipts: async (events) => void pushed.push(...events),
+    });
     await waitFor(() => fake.boundSessions() === 1, 5_000, 'the SMPP bind');
     return {
       provider,
@@ -173,17 +188,25 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
     expect(h.provider.type).toBe(type);
   });
 
-  it('answers ok with the provider\'s message ids for a deliverable message', async () => {
+  it("answers ok with the provider's message ids for a deliverable message", async () => {
     const result = await h.provider.send(request(h.recipients.deliverable), noAbort());
     expect(result).toMatchObject({ ok: true, providerMessageIds: [expect.stringMatching(/\S/)] });
   });
 
   it('answers permanent, with an error text, for a message that can never go out', async () => {
-    expect(await h.provider.send(request(h.recipients.permanent), noAbort())).toMatchObject({ ok: false, kind: 'permanent', error: expect.stringMatching(/\S/) });
+    expect(await h.provider.send(request(h.recipients.permanent), noAbort())).toMatchObject({
+      ok: false,
+      kind: 'permanent',
+      error: expect.stringMatching(/\S/),
+    });
   });
 
   it('answers transient, with an error text, when a retry may succeed', async () => {
-    expect(await h.provider.send(request(h.recipients.transient), noAbort())).toMatchObject({ ok: false, kind: 'transient', error: expect.stringMatching(/\S/) });
+    expect(await h.provider.send(request(h.recipients.transient), noAbort())).toMatchObject({
+      ok: false,
+      kind: 'transient',
+      error: expect.stringMatching(/\S/),
+    });
   });
 
   it('resolves rather than throws when the signal has already fired', async () => {
@@ -202,7 +225,7 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
       receipt = await h.deliveredReceipt!(req, sent);
     });
 
-    it('a genuine receipt parses into events carrying our sms_id and the send\'s provider id', async () => {
+    it("a genuine receipt parses into events carrying our sms_id and the send's provider id", async () => {
       const parsed = await h.provider.parseReceipt(receipt);
       expect(parsed.ok).toBe(true);
       // A receipt request may carry several events (the sandbox batches them); ours is among them.
@@ -220,8 +243,8 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
     });
   });
 
-  describe.runIf(PUSHES_RECEIPTS.has(type))('receipts over the provider\'s own connection', () => {
-    it('are handed on as events carrying the send\'s provider id, the same each time the provider repeats one', async () => {
+  describe.runIf(PUSHES_RECEIPTS.has(type))("receipts over the provider's own connection", () => {
+    it("are handed on as events carrying the send's provider id, the same each time the provider repeats one", async () => {
       const sent = await h.provider.send(request(h.recipients.deliverable), noAbort());
       if (!sent.ok) throw new Error(`send failed: ${sent.error}`);
       const events = await h.pushedReceipt!(request(h.recipients.deliverable), sent);
@@ -231,7 +254,14 @@ describe.each(Object.keys(harnesses))('SmsProvider contract: %s', (type) => {
     });
 
     it('are not taken from /dlr requests, which nobody authenticated', async () => {
-      const forged: IncomingReceipt = { method: 'POST', publicUrl: `${capture.url}/dlr/${type}`, query: {}, headers: {}, contentType: 'text/plain', rawBody: Buffer.from('id:1 stat:DELIVRD err:000') };
+      const forged: IncomingReceipt = {
+        method: 'POST',
+        publicUrl: `${capture.url}/dlr/${type}`,
+        query: {},
+        headers: {},
+        contentType: 'text/plain',
+        rawBody: Buffer.from('id:1 stat:DELIVRD err:000'),
+      };
       expect(await h.provider.parseReceipt(forged)).toMatchObject({ ok: false, reason: expect.stringMatching(/\S/) });
     });
   });

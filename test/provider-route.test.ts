@@ -83,7 +83,7 @@ afterEach(async () => {
 });
 
 describe('a route fails over only what provably never reached a member', () => {
-  it('member A refuses connections (closed port): B carries it, the ledger names B, B\'s receipt becomes the conversion', async () => {
+  it("member A refuses connections (closed port): B carries it, the ledger names B, B's receipt becomes the conversion", async () => {
     await start(`http://127.0.0.1:${await closedPort()}`);
     const res = await send('route-refused');
     expect(res.status).toBe(200);
@@ -131,7 +131,11 @@ describe('circuit breaker per member', () => {
     expect(await circuit()).toBe('2');
     expect(await consoleCircuit('promo/a')).toBe('open');
     expect(await consoleCircuit('promo/sandbox')).toBe('closed');
-    expect(logLines.find((l) => l.msg === 'circuit opened: traffic kept off the route member')).toMatchObject({ route: 'promo', member: 'a', reason: expect.stringMatching(/2 consecutive failed sends.*20429/) });
+    expect(logLines.find((l) => l.msg === 'circuit opened: traffic kept off the route member')).toMatchObject({
+      route: 'promo',
+      member: 'a',
+      reason: expect.stringMatching(/2 consecutive failed sends.*20429/),
+    });
 
     const before = twilio.creates.length;
     const skipped = await send('br-3');
@@ -185,7 +189,7 @@ describe('routes over sandbox members', () => {
     );
   }
 
-  it('a receipt that beats the member\'s answer still becomes the conversion (parked, then matched to the member)', async () => {
+  it("a receipt that beats the member's answer still becomes the conversion (parked, then matched to the member)", async () => {
     await startSandboxRoute({ early_receipts: true });
     const res = await send('route-early');
     expect(res.status).toBe(200);
@@ -221,7 +225,13 @@ describe('a route over the HTTP aggregators', () => {
         delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
         providers: {
           infobip: { type: 'infobip', api_key: 'a-revoked-key', base_url: infobip.url, webhook_secret: 'infobip-webhook-secret-0123' },
-          sinch: { type: 'sinch', service_plan_id: sinch.servicePlanId, api_token: sinch.apiToken, base_url: sinch.url, webhook_secret: 'sinch-webhook-secret-01234' },
+          sinch: {
+            type: 'sinch',
+            service_plan_id: sinch.servicePlanId,
+            api_token: sinch.apiToken,
+            base_url: sinch.url,
+            webhook_secret: 'sinch-webhook-secret-01234',
+          },
           global: { type: 'route', members: ['infobip', 'sinch'] },
         },
       });

@@ -34,7 +34,16 @@ describe('inbound SMS through wrapped providers', () => {
   it.each(['senders', 'throttled', 'both'])('a STOP to /mo/%s opts the player out', async (name) => {
     const userId = `wrapped-${name}`;
     const mobile = { senders: '7700900301', throttled: '7700900302', both: '7700900303' }[name]!;
-    const put = await gw.adminPut(`/admin/users/${userId}`, sampleUser(userId, { mobile_prefix: '+44', mobile, origin: 'brand-1', consents: [{ type: 'sms', opted_in: true }], consents_updated_at: new Date().toISOString() }));
+    const put = await gw.adminPut(
+      `/admin/users/${userId}`,
+      sampleUser(userId, {
+        mobile_prefix: '+44',
+        mobile,
+        origin: 'brand-1',
+        consents: [{ type: 'sms', opted_in: true }],
+        consents_updated_at: new Date().toISOString(),
+      }),
+    );
     expect(put.status).toBeLessThan(300);
     const res = await twilio.postInbound(`${gw.url}/mo/${name}`, { from: `+44${mobile}`, to: OUR_NUMBER, body: 'STOP' });
     expect(res.status).toBe(200);

@@ -126,11 +126,12 @@ describe('vonage per-part receipts into the ledger', () => {
     expect(conversion).toMatchObject({ delivery_status: 'delivered' });
   });
 
-  it('reports a failed part at once as the message\'s status, and later parts change nothing', async () => {
+  it("reports a failed part at once as the message's status, and later parts change nothing", async () => {
     await start();
     const sent = await gw.post('/channels/sms/single', smsMessage('vo-part-failed', { provider_name: 'vonage', content: longText }));
     const submit = vonage.submits.at(-1)!;
-    const receipt = (part: number, status: string) => vonage.sendReceipt(`${gw.gateway.publicUrl}/dlr/vonage`, vonage.receiptFields(submit, part, status, '2'), { transport: 'json' });
+    const receipt = (part: number, status: string) =>
+      vonage.sendReceipt(`${gw.gateway.publicUrl}/dlr/vonage`, vonage.receiptFields(submit, part, status, '2'), { transport: 'json' });
     await receipt(1, 'failed');
     await waitFor(() => conversionsFor(sent.json.sms_id).length > 0);
     await receipt(0, 'delivered');
@@ -159,7 +160,9 @@ describe('vonage per-part receipts into the ledger', () => {
     const submit = vonage.submits.at(-1)!;
     const url = `${gw.gateway.publicUrl}/dlr/vonage`;
     expect(await vonage.sendReceipt(url, vonage.receiptFields(submit, 0, 'delivered'), { transport: 'get', signatureSecret: null })).toBe(403);
-    expect(await vonage.sendReceipt(url, vonage.receiptFields(submit, 0, 'delivered'), { transport: 'json', timestamp: Math.floor(Date.now() / 1000) - 900 })).toBe(403);
+    expect(
+      await vonage.sendReceipt(url, vonage.receiptFields(submit, 0, 'delivered'), { transport: 'json', timestamp: Math.floor(Date.now() / 1000) - 900 }),
+    ).toBe(403);
     expect((await story(sent.json.sms_id)).receipts).toHaveLength(0);
   });
 });

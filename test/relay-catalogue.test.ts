@@ -18,7 +18,9 @@ beforeAll(async () => {
   await crm.start();
   gw = await startTestGateway({
     relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
-    crm: { integration: { url: `${crm.url}/crm-base`, headers: { authorization: 'Bearer integration' }, push: { username: 'crm-push', password: 'push-secret' } } },
+    crm: {
+      integration: { url: `${crm.url}/crm-base`, headers: { authorization: 'Bearer integration' }, push: { username: 'crm-push', password: 'push-secret' } },
+    },
   });
 });
 
@@ -41,21 +43,26 @@ describe('the catalogue', () => {
     expect(Object.keys(examples).sort()).toEqual(eventCatalogue.map((r) => r.kind).sort());
   });
 
-  it.each(resolveCatalogue().map((r) => [r.kind, r] as const))('%s: a valid example reaches the CRM at its path, unchanged; a bad one is refused naming the field', async (kind, route) => {
-    const example = examples[kind]!;
-    const body = { ...example.valid, added_by_crm_later: { x: [1, 2] } };
-    const res = await relay(gw, route.method, route.path, body);
-    expect(res.status, JSON.stringify(res.json)).toBe(202);
-    const got = await delivered(res.json.event_id);
-    expect(got.method).toBe(route.method);
-    expect(got.path).toBe(`/crm-base${route.path}`);
-    expect(got.body).toEqual(body);
-    expect(got.headers.authorization).toBe(kind === 'push_conversion' ? `Basic ${Buffer.from('crm-push:push-secret').toString('base64')}` : 'Bearer integration');
+  it.each(resolveCatalogue().map((r) => [r.kind, r] as const))(
+    '%s: a valid example reaches the CRM at its path, unchanged; a bad one is refused naming the field',
+    async (kind, route) => {
+      const example = examples[kind]!;
+      const body = { ...example.valid, added_by_crm_later: { x: [1, 2] } };
+      const res = await relay(gw, route.method, route.path, body);
+      expect(res.status, JSON.stringify(res.json)).toBe(202);
+      const got = await delivered(res.json.event_id);
+      expect(got.method).toBe(route.method);
+      expect(got.path).toBe(`/crm-base${route.path}`);
+      expect(got.body).toEqual(body);
+      expect(got.headers.authorization).toBe(
+        kind === 'push_conversion' ? `Basic ${Buffer.from('crm-push:push-secret').toString('base64')}` : 'Bearer integration',
+      );
 
-    const bad = await relay(gw, route.method, route.path, example.bad);
-    expect(bad.status).toBe(400);
-    expect(bad.json.error).toContain(example.error);
-  });
+      const bad = await relay(gw, route.method, route.path, example.bad);
+      expect(bad.status).toBe(400);
+      expect(bad.json.error).toContain(example.error);
+    },
+  );
 });
 
 describe('delivery rules', () => {
@@ -107,7 +114,8 @@ describe('delivery rules', () => {
   });
 
   it('honours Retry-After: the next attempt waits for it, not for the (shorter) backoff', async () => {
-    crm.refuseWhen = (r) => (r.body?.user_id === 'u-after' && crm.arrivals.filter((a) => a.body?.user_id === 'u-after').length === 1 ? { status: 429, retryAfter: '1' } : undefined);
+    crm.refuseWhen = (r) =>
+      r.body?.user_id === 'u-after' && crm.arrivals.filter((a) => a.body?.user_id === 'u-after').length === 1 ? { status: 429, retryAfter: '1' } : undefined;
     const res = await relay(gw, 'POST', '/v2/integration/login', thinEvent('u-after'));
     const got = await delivered(res.json.event_id);
     const tries = crm.arrivals.filter((r) => r.eventId === res.json.event_id);

@@ -126,7 +126,8 @@ describe('crm.integration.transport kafka', () => {
   it('rides out dropped connections while publishing: every event once, in order', async () => {
     const ids: string[] = [];
     const sending = (async () => {
-      for (let n = 0; n < 30; n++) ids.push((await relay(gw, 'POST', '/v1/integration/custom', thinEvent('k-drop', { notification_type: 'n', data: { n } }))).json.event_id);
+      for (let n = 0; n < 30; n++)
+        ids.push((await relay(gw, 'POST', '/v1/integration/custom', thinEvent('k-drop', { notification_type: 'n', data: { n } }))).json.event_id);
     })();
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 60));
@@ -141,6 +142,7 @@ describe('crm.integration.transport kafka', () => {
   it('dead-letters at once an event the broker will never take (MESSAGE_TOO_LARGE)', async () => {
     broker.refuseNext(1, KafkaError.MESSAGE_TOO_LARGE);
     const res = await relay(gw, 'POST', '/v2/integration/login', thinEvent('k-large'));
+    expect(res.status).toBe(202);
     await waitFor(async () => ((await eventsOf('k-large'))[0]?.status === 'dead' ? true : undefined), 15_000, 'dead');
     expect((await eventsOf('k-large'))[0]!.last_error).toMatch(/Kafka: .*large/i);
   });

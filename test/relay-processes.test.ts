@@ -73,7 +73,11 @@ function expectEachOnceInOrder(order: Map<string, string[]>) {
   const counts = new Map<string, number>();
   for (const r of crm.accepted) counts.set(r.eventId, (counts.get(r.eventId) ?? 0) + 1);
   expect([...counts.entries()].filter(([, n]) => n > 1)).toEqual([]);
-  for (const [user, ids] of order) expect(crm.accepted.filter((r) => r.body.user_id === user).map((r) => r.eventId), user).toEqual(ids);
+  for (const [user, ids] of order)
+    expect(
+      crm.accepted.filter((r) => r.body.user_id === user).map((r) => r.eventId),
+      user,
+    ).toEqual(ids);
 }
 
 describe('the relay across processes', () => {
@@ -152,7 +156,17 @@ describe('the relay across processes', () => {
         const ids: string[] = [];
         byUser.set(`${prefix}-${u}`, ids);
         for (let n = 0; n < 10; n++) {
-          const res = await post(pool, '/relay/v1/integration/payment', { user_id: `${prefix}-${u}`, timestamp: '2026-11-25T10:00:00Z', origin: 'o', amount: n, currency: 'USDT', payment_id: n, vendor_id: 'v', status: 'Approved', type: 'Credit' });
+          const res = await post(pool, '/relay/v1/integration/payment', {
+            user_id: `${prefix}-${u}`,
+            timestamp: '2026-11-25T10:00:00Z',
+            origin: 'o',
+            amount: n,
+            currency: 'USDT',
+            payment_id: n,
+            vendor_id: 'v',
+            status: 'Approved',
+            type: 'Credit',
+          });
           expect(res.status).toBe(202);
           ids.push(res.eventId);
         }
@@ -183,7 +197,10 @@ describe('the relay across processes', () => {
       await new Promise((r) => setTimeout(r, 300));
       expect(received).toHaveLength(100);
       for (const [user, ids] of expected) {
-        expect(received.filter((m) => JSON.parse(m.content.toString()).user_id === user).map((m) => m.properties.messageId), user).toEqual(ids);
+        expect(
+          received.filter((m) => JSON.parse(m.content.toString()).user_id === user).map((m) => m.properties.messageId),
+          user,
+        ).toEqual(ids);
       }
       second.child.kill('SIGTERM');
       await new Promise((resolve) => second.child.once('exit', resolve));
@@ -206,7 +223,11 @@ describe('the relay across processes', () => {
       await waitFor(() => broker.records.length >= 100, 30_000, 'all 100 records after the restart');
       await new Promise((r) => setTimeout(r, 300));
       expect(broker.records).toHaveLength(100);
-      for (const [user, ids] of expected) expect(broker.records.filter((r) => r.key === user).map((r) => r.headers.event_id), user).toEqual(ids);
+      for (const [user, ids] of expected)
+        expect(
+          broker.records.filter((r) => r.key === user).map((r) => r.headers.event_id),
+          user,
+        ).toEqual(ids);
       expect(broker.records.every((r) => r.headers.type === 'PAYMENT')).toBe(true);
       second.child.kill('SIGTERM');
       await new Promise((resolve) => second.child.once('exit', resolve));

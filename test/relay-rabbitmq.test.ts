@@ -25,10 +25,19 @@ const logStream = new Writable({ write: (chunk, _e, done) => (warnings.push(Stri
 beforeAll(async () => {
   connection = await amqp.connect(BROKER);
   channel = await connection.createChannel();
-  gw = await startTestGateway({
-    relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
-    crm: { integration: { transport: 'rabbitmq', rabbitmq: { url: BROKER, exchange, routing_key: 'crm.events' }, events: { device_link: { type: 'OPERATOR_DEVICE_LINK' } } } },
-  }, { logger: pino({ level: 'warn' }, logStream) });
+  gw = await startTestGateway(
+    {
+      relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
+      crm: {
+        integration: {
+          transport: 'rabbitmq',
+          rabbitmq: { url: BROKER, exchange, routing_key: 'crm.events' },
+          events: { device_link: { type: 'OPERATOR_DEVICE_LINK' } },
+        },
+      },
+    },
+    { logger: pino({ level: 'warn' }, logStream) },
+  );
 });
 
 afterAll(async () => {
@@ -43,12 +52,21 @@ describe('crm.integration.transport rabbitmq', () => {
     const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
     const first = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('rb-1', 'rb-ub', 'Created'));
     expect(first.status).toBe(202);
-    await waitFor(async () => {
-      const page = await gw.get('/admin/events?user_id=rb-1', admin);
-      return page.json.events[0]?.attempts >= 2 && page.json.events[0].status === 'pending' ? page : undefined;
-    }, 20_000, 'refused publishes');
+    await waitFor(
+      async () => {
+        const page = await gw.get('/admin/events?user_id=rb-1', admin);
+        return page.json.events[0]?.attempts >= 2 && page.json.events[0].status === 'pending' ? page : undefined;
+      },
+      20_000,
+      'refused publishes',
+    );
     const second = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('rb-1'));
-    const other = await relay(gw, 'POST', '/v1/integration/user/device/link', thinEvent('rb-2', { tokens: [{ token: 't', channel: 'android', provider: 'fcm' }] }));
+    const other = await relay(
+      gw,
+      'POST',
+      '/v1/integration/user/device/link',
+      thinEvent('rb-2', { tokens: [{ token: 't', channel: 'android', provider: 'fcm' }] }),
+    );
     // No queue type name is documented for device unlink and none is configured here: dead-lettered, never published.
     const unlink = await relay(gw, 'POST', '/v1/integration/user/device/unlink', catalogueExamples('rb-3').device_unlink!.valid);
     const payment = await relay(gw, 'POST', '/v1/integration/payment', catalogueExamples('rb-3').payment!.valid);
@@ -62,7 +80,9 @@ describe('crm.integration.transport rabbitmq', () => {
       throw new Error(`${error.message}; received ${received.length}; last warnings: ${warnings.slice(-3).join('')}`);
     });
     const byId = new Map(received.map((m) => [m.properties.messageId as string, m]));
-    expect(received.map((m) => m.properties.messageId).sort()).toEqual([first.json.event_id, second.json.event_id, other.json.event_id, payment.json.event_id].sort());
+    expect(received.map((m) => m.properties.messageId).sort()).toEqual(
+      [first.json.event_id, second.json.event_id, other.json.event_id, payment.json.event_id].sort(),
+    );
     const bonus = byId.get(first.json.event_id)!;
     expect(bonus.properties.type).toBe('BONUS');
     expect(bonus.properties.deliveryMode).toBe(2);

@@ -26,7 +26,10 @@ beforeAll(async () => {
     crm: { integration: { url: `${crm.url}/crm-base`, headers: { authorization: 'Bearer crm-integration-secret' } } },
   });
   await gw.adminPut('/admin/users/u-ref', sampleUser('u-ref'));
-  await gw.adminPut('/admin/bonuses', [{ text: 'Ten', value: 'B10' }, { text: 'Twenty', value: 'B20' }]);
+  await gw.adminPut('/admin/bonuses', [
+    { text: 'Ten', value: 'B10' },
+    { text: 'Twenty', value: 'B20' },
+  ]);
 });
 
 afterAll(async () => {
@@ -55,7 +58,12 @@ describe('relay routes', () => {
     ['PUT', '/v2/integration/user/consents', 'USER_CONSENTS_V2', thinEvent('u-cat')],
     ['PUT', '/v2/integration/user/blocks', 'USER_BLOCK_V2', thinEvent('u-cat')],
     ['POST', '/v1/integration/custom', 'CUSTOM', thinEvent('u-cat', { notification_type: 'free_spins', data: { spins: '20' } })],
-    ['POST', '/v1/integration/user/balances', 'USER_BALANCES_UPDATE', thinEvent('u-cat', { balances: [{ amount: 5, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] })],
+    [
+      'POST',
+      '/v1/integration/user/balances',
+      'USER_BALANCES_UPDATE',
+      thinEvent('u-cat', { balances: [{ amount: 5, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] }),
+    ],
     ['POST', '/v1/integration/user/device/link', 'USER_DEVICE_LINK', thinEvent('u-cat', { tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] })],
     ['POST', '/v1/integration/user/device/unlink', 'USER_DEVICE_UNLINK', thinEvent('u-cat', { tokens: [{ token: 't', channel: 'web', provider: 'fcm' }] })],
   ] as const)('%s %s is accepted (202) and reaches the CRM at its own path and method, extra fields included', async (method, path, _type, body) => {
@@ -86,7 +94,7 @@ describe('relay routes', () => {
   it.each([
     ['status Claimed', { status: 'Claimed' }],
     ['status NotApplicable', { status: 'NotApplicable' }],
-    ['a bonus type outside the interface\'s examples', { type: 'Gift' }],
+    ["a bonus type outside the interface's examples", { type: 'Gift' }],
     ['a crypto currency', { currency: 'USDT' }],
     ['meta null', { meta: null }],
     ['meta with nested values', { meta: { a: { b: 1 } } }],
@@ -98,8 +106,18 @@ describe('relay routes', () => {
   });
 
   it.each([
-    ['a device channel outside the list', '/v1/integration/user/device/link', thinEvent('u', { tokens: [{ token: 't', channel: 'sms', provider: 'p' }] }), 'tokens.0.channel: must be one of android, ios, web'],
-    ['a balance key outside the list', '/v1/integration/user/balances', thinEvent('u', { balances: [{ amount: 1, currency: 'EUR', key: 'cash', exchange_rate: 1 }] }), 'balances.0.key'],
+    [
+      'a device channel outside the list',
+      '/v1/integration/user/device/link',
+      thinEvent('u', { tokens: [{ token: 't', channel: 'sms', provider: 'p' }] }),
+      'tokens.0.channel: must be one of android, ios, web',
+    ],
+    [
+      'a balance key outside the list',
+      '/v1/integration/user/balances',
+      thinEvent('u', { balances: [{ amount: 1, currency: 'EUR', key: 'cash', exchange_rate: 1 }] }),
+      'balances.0.key',
+    ],
     ['a login without origin', '/v2/integration/login', { user_id: 'u', timestamp: '2026-11-24T09:00:00Z' }, 'origin: is required'],
     ['a body that is an array', '/v2/integration/login', [thinEvent('u')], 'body: must be a JSON object'],
   ])('refuses %s with 400 naming the field', async (_label, path, body, error) => {
@@ -136,15 +154,36 @@ describe('relay routes', () => {
 });
 
 describe('bonus events', () => {
-  const crmHeaders = { 'x-crm-id': 'a3c6d7e8-0000-4000-8000-000000000001', 'x-crm-actionid': '51', 'x-crm-actiongroupid': '52', 'x-crm-actioncommunicationprofileid': '53', 'x-crm-activityid': '54', 'x-crm-triggerhash': '0123456789abcdef0123456789abcdef', 'x-crm-playeroriginid': '55' };
-  const expectedRefs = { id: crmHeaders['x-crm-id'], action_id: 51, action_group_id: 52, action_communication_profile_id: 53, activity_id: 54, trigger_hash: crmHeaders['x-crm-triggerhash'], player_origin_id: 55 };
+  const crmHeaders = {
+    'x-crm-id': 'a3c6d7e8-0000-4000-8000-000000000001',
+    'x-crm-actionid': '51',
+    'x-crm-actiongroupid': '52',
+    'x-crm-actioncommunicationprofileid': '53',
+    'x-crm-activityid': '54',
+    'x-crm-triggerhash': '0123456789abcdef0123456789abcdef',
+    'x-crm-playeroriginid': '55',
+  };
+  const expectedRefs = {
+    id: crmHeaders['x-crm-id'],
+    action_id: 51,
+    action_group_id: 52,
+    action_communication_profile_id: 53,
+    activity_id: 54,
+    trigger_hash: crmHeaders['x-crm-triggerhash'],
+    player_origin_id: 55,
+  };
 
   it('carry the crm_references of the credit named by credit_id, typed as the CRM example, without credit_id', async () => {
     const credit = await gw.post('/bonus/credit', { user_id: 'u-ref', bonus_code: 'B20' }, crmHeaders);
     expect(credit.status).toBe(200);
     // A newer credit of the same code must not win over the one named.
     await gw.post('/bonus/credit', { user_id: 'u-ref', bonus_code: 'B20' }, { ...crmHeaders, 'x-crm-activityid': '99', 'x-crm-id': 'other' });
-    const res = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-ref', 'ub-credit', 'Created', { bonus_code: 'B20', credit_id: credit.json.credit_id }));
+    const res = await relay(
+      gw,
+      'POST',
+      '/v1/integration/bonus',
+      bonusEvent('u-ref', 'ub-credit', 'Created', { bonus_code: 'B20', credit_id: credit.json.credit_id }),
+    );
     expect(res.status).toBe(202);
     const got = await delivered(res.json.event_id);
     expect(got.body.crm_references).toEqual(expectedRefs);
@@ -226,7 +265,10 @@ describe('delivery', () => {
     const slow = await new FakeIntegrationApi().start();
     slow.delayMs = 30_000;
     const dir = mkdtempSync(join(tmpdir(), 'relay-hang-'));
-    const own = await startTestGateway({ relay: { api_keys: [RELAY_KEY], poll_interval: '10ms' }, crm: { integration: { url: slow.url } }, server: { shutdown_timeout: '8s' } }, { dir });
+    const own = await startTestGateway(
+      { relay: { api_keys: [RELAY_KEY], poll_interval: '10ms' }, crm: { integration: { url: slow.url } }, server: { shutdown_timeout: '8s' } },
+      { dir },
+    );
     try {
       const res = await relay(own, 'POST', '/v2/integration/login', thinEvent('u-hang'));
       await waitFor(() => slow.arrivedCount === 1, 5_000, 'the send in flight');
@@ -252,10 +294,14 @@ describe('delivery', () => {
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) ids.push((await relay(gw, 'PUT', '/v2/integration/user', thinEvent(`u-down-${i % 5}`))).json.event_id);
     const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
-    await waitFor(async () => {
-      const page = await gw.get('/admin/events?status=pending', admin);
-      return page.json.events.some((e: { attempts: number; last_error: string | null }) => e.attempts > 1 && e.last_error?.includes('CRM unreachable'));
-    }, 10_000, 'failed attempts');
+    await waitFor(
+      async () => {
+        const page = await gw.get('/admin/events?status=pending', admin);
+        return page.json.events.some((e: { attempts: number; last_error: string | null }) => e.attempts > 1 && e.last_error?.includes('CRM unreachable'));
+      },
+      10_000,
+      'failed attempts',
+    );
     const metrics = await fetch(`${gw.url}/metrics`, { headers: admin }).then((r) => r.text());
     expect(Number(/^sms_gateway_crm_events_outbox\{state="retrying"\} (\d+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(Number(/^sms_gateway_crm_events_oldest_unsent_age_seconds (\S+)/m.exec(metrics)?.[1])).toBeGreaterThan(0);

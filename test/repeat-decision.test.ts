@@ -22,8 +22,16 @@ describe('decideRepeat', () => {
     ['failed without sending: send again', row('retryable'), { action: 'resend', smsId: 'S' }],
     ['may have been sent, a second ago: wait for a receipt', row('uncertain', 1_000), { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' }],
     ['may have been sent, no receipt in the whole wait: send again', row('uncertain', 60_000), { action: 'resend', smsId: 'S' }],
-    ['its sender was lost and its provider is still to be asked: wait, however long ago', row('uncertain', 3_600_000, null, 'pending'), { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' }],
-    ['its provider could not tell: sent again after the wait, as any uncertain send', row('uncertain', 60_000, null, 'unknown'), { action: 'resend', smsId: 'S' }],
+    [
+      'its sender was lost and its provider is still to be asked: wait, however long ago',
+      row('uncertain', 3_600_000, null, 'pending'),
+      { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' },
+    ],
+    [
+      'its provider could not tell: sent again after the wait, as any uncertain send',
+      row('uncertain', 60_000, null, 'unknown'),
+      { action: 'resend', smsId: 'S' },
+    ],
     ['its provider could not tell, a second ago: wait', row('uncertain', 1_000, null, 'unknown'), { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' }],
     ['being sent right now', row('dispatching', 1_000), { action: 'busy', smsId: 'S', reason: 'in-flight' }],
     ['its sender died (past the lease)', row('dispatching', 300_001), { action: 'resend', smsId: 'S' }],

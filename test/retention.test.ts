@@ -53,11 +53,28 @@ function message(smsId: string, ageDays: number, fields: Partial<Insertable<Mess
 
 async function addMessage(db: Kysely<Database>, row: Insertable<MessagesTable>, conversion?: 'posted' | 'dead' | 'unposted') {
   await db.insertInto('messages').values(row).execute();
-  await db.insertInto('message_user_recipients').values({ user_id: row.user_id!, recipient: row.recipient }).onConflict((oc) => oc.doNothing()).execute();
-  await db.insertInto('message_parts').values({ provider: 'sandbox', provider_message_id: `part-${row.sms_id}`, sms_id: row.sms_id, part_index: 0, status: null }).execute();
+  await db
+    .insertInto('message_user_recipients')
+    .values({ user_id: row.user_id!, recipient: row.recipient })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  await db
+    .insertInto('message_parts')
+    .values({ provider: 'sandbox', provider_message_id: `part-${row.sms_id}`, sms_id: row.sms_id, part_index: 0, status: null })
+    .execute();
   await db
     .insertInto('receipts')
-    .values({ provider: 'sandbox', dedup_key: `r-${row.sms_id}`, sms_id: row.sms_id, provider_message_id: `pm-${row.sms_id}`, provider_status: 'delivered', mapped_status: 'delivered', error_code: null, matched: 1, received_at: row.created_at })
+    .values({
+      provider: 'sandbox',
+      dedup_key: `r-${row.sms_id}`,
+      sms_id: row.sms_id,
+      provider_message_id: `pm-${row.sms_id}`,
+      provider_status: 'delivered',
+      mapped_status: 'delivered',
+      error_code: null,
+      matched: 1,
+      received_at: row.created_at,
+    })
     .execute();
   if (!conversion) return;
   const { id } = await db
@@ -76,7 +93,10 @@ async function addMessage(db: Kysely<Database>, row: Insertable<MessagesTable>, 
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  await db.insertInto('conversion_attempts').values({ conversion_id: id, attempted_at: row.created_at, ok: conversion === 'posted' ? 1 : 0, http_status: 200, error: null }).execute();
+  await db
+    .insertInto('conversion_attempts')
+    .values({ conversion_id: id, attempted_at: row.created_at, ok: conversion === 'posted' ? 1 : 0, http_status: 200, error: null })
+    .execute();
 }
 
 async function addEvent(db: Kysely<Database>, eventId: string, ageDays: number, outcome: 'sent' | 'dead' | 'unsent') {
@@ -109,7 +129,16 @@ async function addEvent(db: Kysely<Database>, eventId: string, ageDays: number, 
 async function addInbound(db: Kysely<Database>, id: string, ageDays: number) {
   await db
     .insertInto('inbound_messages')
-    .values({ provider: 'sandbox', provider_message_id: id, from_number: '+447700900555', to_number: '+447700900001', content: 'STOP', action: 'opt_out', matched_user_ids: '[]', received_at: NOW - ageDays * DAY })
+    .values({
+      provider: 'sandbox',
+      provider_message_id: id,
+      from_number: '+447700900555',
+      to_number: '+447700900001',
+      content: 'STOP',
+      action: 'opt_out',
+      matched_user_ids: '[]',
+      received_at: NOW - ageDays * DAY,
+    })
     .execute();
 }
 
@@ -151,7 +180,17 @@ describe('finding 9: retention', () => {
     // A parked receipt (no message yet) old enough to go by age: the sweep's business, not retention's.
     await db
       .insertInto('receipts')
-      .values({ provider: 'sandbox', dedup_key: 'parked-old', sms_id: null, provider_message_id: 'nobody', provider_status: 'delivered', mapped_status: 'delivered', error_code: null, matched: 0, received_at: NOW - 100 * DAY })
+      .values({
+        provider: 'sandbox',
+        dedup_key: 'parked-old',
+        sms_id: null,
+        provider_message_id: 'nobody',
+        provider_status: 'delivered',
+        mapped_status: 'delivered',
+        error_code: null,
+        matched: 0,
+        received_at: NOW - 100 * DAY,
+      })
       .execute();
     await addEvent(db, 'ev-old-sent', 100, 'sent');
     await addEvent(db, 'ev-old-dead', 100, 'dead');
@@ -170,21 +209,45 @@ describe('finding 9: retention', () => {
     for (const table of ['message_parts', 'conversions'] as const) {
       expect(await db.selectFrom(table).select('sms_id').where('sms_id', 'in', gone).execute()).toEqual([]);
     }
-    expect(await db.selectFrom('conversion_attempts').selectAll().where('conversion_id', 'not in', db.selectFrom('conversions').select('id')).execute()).toEqual([]);
-    expect(await db.selectFrom('message_user_recipients').select('user_id').where('user_id', 'in', gone.map((g) => `user-${g}`)).execute()).toEqual([]);
+    expect(
+      await db.selectFrom('conversion_attempts').selectAll().where('conversion_id', 'not in', db.selectFrom('conversions').select('id')).execute(),
+    ).toEqual([]);
+    expect(
+      await db
+        .selectFrom('message_user_recipients')
+        .select('user_id')
+        .where(
+          'user_id',
+          'in',
+          gone.map((g) => `user-${g}`),
+        )
+        .execute(),
+    ).toEqual([]);
     // Receipts: older than 60 days go unless parked; the 40- and 10-day-old ones stay.
     const receipts = await db.selectFrom('receipts').select(['dedup_key']).orderBy('dedup_key').execute();
     expect(receipts.map((r) => r.dedup_key)).toEqual(['parked-old', 'r-mid-awaiting', 'r-mid-final', 'r-young']);
-    expect((await db.selectFrom('crm_events').select('event_id').orderBy('event_id').execute()).map((r) => r.event_id)).toEqual(['ev-old-unsent', 'ev-young-sent']);
+    expect((await db.selectFrom('crm_events').select('event_id').orderBy('event_id').execute()).map((r) => r.event_id)).toEqual([
+      'ev-old-unsent',
+      'ev-young-sent',
+    ]);
 
-    const blanked = await db.selectFrom('messages').select(['sms_id', 'content', 'recipient', 'delivery_status']).where('sms_id', 'in', ['mid-final', 'mid-awaiting', 'young']).orderBy('sms_id').execute();
+    const blanked = await db
+      .selectFrom('messages')
+      .select(['sms_id', 'content', 'recipient', 'delivery_status'])
+      .where('sms_id', 'in', ['mid-final', 'mid-awaiting', 'young'])
+      .orderBy('sms_id')
+      .execute();
     expect(blanked).toEqual([
       { sms_id: 'mid-awaiting', content: 'hello mid-awaiting', recipient: message('mid-awaiting', 40).recipient, delivery_status: null },
       { sms_id: 'mid-final', content: null, recipient: BLANKED, delivery_status: 'delivered' },
       { sms_id: 'young', content: 'hello young', recipient: message('young', 10).recipient, delivery_status: 'delivered' },
     ]);
     expect(await db.selectFrom('message_user_recipients').select('user_id').where('user_id', '=', 'user-mid-final').execute()).toEqual([]);
-    const inbound = await db.selectFrom('inbound_messages').select(['provider_message_id', 'content', 'from_number', 'action']).orderBy('provider_message_id').execute();
+    const inbound = await db
+      .selectFrom('inbound_messages')
+      .select(['provider_message_id', 'content', 'from_number', 'action'])
+      .orderBy('provider_message_id')
+      .execute();
     expect(inbound).toEqual([
       { provider_message_id: 'in-mid', content: null, from_number: BLANKED, action: 'opt_out' },
       { provider_message_id: 'in-young', content: 'STOP', from_number: '+447700900555', action: 'opt_out' },
@@ -204,18 +267,37 @@ describe('finding 9: retention', () => {
 
     // Nothing more to do; then the message left waiting gets its receipt, and the next pass blanks it too (the pass
     // went on from where it had to leave a row, not past it).
-    expect(await gw.gateway.retention()).toEqual({ deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 }, blanked: { messages: 0, inbound_messages: 0 } });
+    expect(await gw.gateway.retention()).toEqual({
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      blanked: { messages: 0, inbound_messages: 0 },
+    });
     await db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', 'mid-awaiting').execute();
     expect((await gw.gateway.retention()).blanked).toEqual({ messages: 1, inbound_messages: 0 });
-    expect(await db.selectFrom('messages').select(['content', 'recipient']).where('sms_id', '=', 'mid-awaiting').executeTakeFirst()).toEqual({ content: null, recipient: BLANKED });
+    expect(await db.selectFrom('messages').select(['content', 'recipient']).where('sms_id', '=', 'mid-awaiting').executeTakeFirst()).toEqual({
+      content: null,
+      recipient: BLANKED,
+    });
     expect(await metricValue(counter, 'messages', 'blanked')).toBe(2);
   });
 
   it('deletes more rows than one chunk holds, in several chunks', async () => {
     gw = await startTestGateway(retentionConfig);
     const db = gw.gateway.ledger.db;
-    const rows = Array.from({ length: 1_100 }, (_, i) => ({ provider: 'sandbox', provider_message_id: `bulk-${i}`, from_number: '+447700900556', to_number: '+447700900001', content: 'hi', action: null, matched_user_ids: '[]', received_at: NOW - 100 * DAY + i }));
-    for (let i = 0; i < rows.length; i += 100) await db.insertInto('inbound_messages').values(rows.slice(i, i + 100)).execute();
+    const rows = Array.from({ length: 1_100 }, (_, i) => ({
+      provider: 'sandbox',
+      provider_message_id: `bulk-${i}`,
+      from_number: '+447700900556',
+      to_number: '+447700900001',
+      content: 'hi',
+      action: null,
+      matched_user_ids: '[]',
+      received_at: NOW - 100 * DAY + i,
+    }));
+    for (let i = 0; i < rows.length; i += 100)
+      await db
+        .insertInto('inbound_messages')
+        .values(rows.slice(i, i + 100))
+        .execute();
     expect((await gw.gateway.retention()).deleted.inbound_messages).toBe(1_100);
     expect(await db.selectFrom('inbound_messages').select('id').execute()).toEqual([]);
   });
@@ -225,8 +307,13 @@ describe('finding 9: retention', () => {
     const db = gw.gateway.ledger.db;
     await addMessage(db, message('ancient', 1_000), 'posted');
     await addInbound(db, 'in-ancient', 1_000);
-    expect(await gw.gateway.retention()).toEqual({ deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 }, blanked: { messages: 0, inbound_messages: 0 } });
-    expect(await db.selectFrom('messages').select(['sms_id', 'recipient']).execute()).toEqual([{ sms_id: 'ancient', recipient: message('ancient', 1_000).recipient }]);
+    expect(await gw.gateway.retention()).toEqual({
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      blanked: { messages: 0, inbound_messages: 0 },
+    });
+    expect(await db.selectFrom('messages').select(['sms_id', 'recipient']).execute()).toEqual([
+      { sms_id: 'ancient', recipient: message('ancient', 1_000).recipient },
+    ]);
   });
 });
 
@@ -253,8 +340,16 @@ describe('finding 9: receipts per message are capped', () => {
 
 describe('retention decisions', () => {
   it.each([
-    ['every setting on', { messages: 90 * DAY, receipts: 60 * DAY, events: 90 * DAY, inbound: 90 * DAY, blank_personal_data_after: 30 * DAY }, { messages: NOW - 90 * DAY, receipts: NOW - 60 * DAY, events: NOW - 90 * DAY, inbound: NOW - 90 * DAY, blank: NOW - 30 * DAY }],
-    ['0 keeps for ever', { messages: 0, receipts: 0, events: 0, inbound: 0, blank_personal_data_after: 0 }, { messages: undefined, receipts: undefined, events: undefined, inbound: undefined, blank: undefined }],
+    [
+      'every setting on',
+      { messages: 90 * DAY, receipts: 60 * DAY, events: 90 * DAY, inbound: 90 * DAY, blank_personal_data_after: 30 * DAY },
+      { messages: NOW - 90 * DAY, receipts: NOW - 60 * DAY, events: NOW - 90 * DAY, inbound: NOW - 90 * DAY, blank: NOW - 30 * DAY },
+    ],
+    [
+      '0 keeps for ever',
+      { messages: 0, receipts: 0, events: 0, inbound: 0, blank_personal_data_after: 0 },
+      { messages: undefined, receipts: undefined, events: undefined, inbound: undefined, blank: undefined },
+    ],
   ])('cutoffs: %s', (_label, settings, expected) => {
     expect(retentionCutoffs(NOW, settings)).toEqual(expected);
   });
@@ -272,11 +367,52 @@ describe('retention decisions', () => {
   });
 
   it.each([
-    ['under the cap', [{ smsId: 'm', limit: 5 }, { smsId: 'm', limit: 5 }], [['m', 1]], []],
-    ['the cap reached inside the batch', [{ smsId: 'm', limit: 4 }, { smsId: 'm', limit: 4 }, { smsId: 'm', limit: 4 }], [['m', 3]], [1, 2]],
-    ['already full', [{ smsId: 'm', limit: 2 }, { smsId: 'n', limit: 2 }], [['m', 2]], [0]],
-    ['a message of three parts has three times the cap', [{ smsId: 'p', limit: 6 }, { smsId: 'p', limit: 6 }], [['p', 5]], [1]],
-    ['no sms_id is never capped', [{ smsId: null, limit: 1 }, { smsId: null, limit: 1 }], [], []],
+    [
+      'under the cap',
+      [
+        { smsId: 'm', limit: 5 },
+        { smsId: 'm', limit: 5 },
+      ],
+      [['m', 1]],
+      [],
+    ],
+    [
+      'the cap reached inside the batch',
+      [
+        { smsId: 'm', limit: 4 },
+        { smsId: 'm', limit: 4 },
+        { smsId: 'm', limit: 4 },
+      ],
+      [['m', 3]],
+      [1, 2],
+    ],
+    [
+      'already full',
+      [
+        { smsId: 'm', limit: 2 },
+        { smsId: 'n', limit: 2 },
+      ],
+      [['m', 2]],
+      [0],
+    ],
+    [
+      'a message of three parts has three times the cap',
+      [
+        { smsId: 'p', limit: 6 },
+        { smsId: 'p', limit: 6 },
+      ],
+      [['p', 5]],
+      [1],
+    ],
+    [
+      'no sms_id is never capped',
+      [
+        { smsId: null, limit: 1 },
+        { smsId: null, limit: 1 },
+      ],
+      [],
+      [],
+    ],
   ] as const)('receipt cap: %s', (_label, receipts, stored, over) => {
     expect([...receiptsOverCap(receipts, new Map(stored))]).toEqual(over);
   });

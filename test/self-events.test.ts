@@ -65,8 +65,18 @@ describe('PUT /admin/users/:id', () => {
     ['blocked: User Blocks only', 'self-4', [{}, { is_blocked: true }], ['USER_CREATE_V2', 'USER_BLOCK_V2']],
     ['a new exclusion note: User Blocks', 'self-5', [{}, { exclusion_note: 'self-excluded 6 months' }], ['USER_CREATE_V2', 'USER_BLOCK_V2']],
     ['excluded and renamed: both', 'self-6', [{}, { is_excluded: true, last_name: 'Other' }], ['USER_CREATE_V2', 'USER_UPDATE_V2', 'USER_BLOCK_V2']],
-    ['consents changed in the body: User Consents', 'self-7', [{ consents: [{ type: 'sms', opted_in: true }] }, { consents: [{ type: 'sms', opted_in: false }] }], ['USER_CREATE_V2', 'USER_CONSENTS_V2']],
-    ['the same consents again: nothing', 'self-8', [{ consents: [{ type: 'sms', opted_in: true }] }, { consents: [{ type: 'sms', opted_in: true }] }], ['USER_CREATE_V2']],
+    [
+      'consents changed in the body: User Consents',
+      'self-7',
+      [{ consents: [{ type: 'sms', opted_in: true }] }, { consents: [{ type: 'sms', opted_in: false }] }],
+      ['USER_CREATE_V2', 'USER_CONSENTS_V2'],
+    ],
+    [
+      'the same consents again: nothing',
+      'self-8',
+      [{ consents: [{ type: 'sms', opted_in: true }] }, { consents: [{ type: 'sms', opted_in: true }] }],
+      ['USER_CREATE_V2'],
+    ],
   ])('%s', async (_label, userId, bodies, expected) => {
     for (const overrides of bodies) expect((await gw.adminPut(`/admin/users/${userId}`, sampleUser(userId, overrides))).status).toBeLessThan(300);
     expect(await outboxOf(userId)).toEqual(expected);

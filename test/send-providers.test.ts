@@ -34,8 +34,18 @@ describe('single send through twilio', () => {
     const res = await gw.post('/channels/sms/single', smsMessage('tw-ok', { provider_name: 'twilio' }));
     expect(res.status).toBe(200);
     const create = twilio.creates.at(-1)!;
-    expect(create.form).toEqual({ To: '+447700900123', From: 'Casino', Body: 'Your bonus is waiting', StatusCallback: `${gw.gateway.publicUrl}/dlr/twilio?sms_id=${res.json.sms_id}#rc=5&rp=all` });
-    expect(await messageRow(res.json.sms_id)).toMatchObject({ provider: 'twilio', state: 'submitted', provider_message_id: create.sid, provider_status: 'queued' });
+    expect(create.form).toEqual({
+      To: '+447700900123',
+      From: 'Casino',
+      Body: 'Your bonus is waiting',
+      StatusCallback: `${gw.gateway.publicUrl}/dlr/twilio?sms_id=${res.json.sms_id}#rc=5&rp=all`,
+    });
+    expect(await messageRow(res.json.sms_id)).toMatchObject({
+      provider: 'twilio',
+      state: 'submitted',
+      provider_message_id: create.sid,
+      provider_status: 'queued',
+    });
   });
 
   it('answers 400 naming the reason for a permanent Twilio error, and records it', async () => {
@@ -60,7 +70,13 @@ describe('single send through vonage', () => {
     const res = await gw.post('/channels/sms/single', smsMessage('vo-ok', { provider_name: 'nexmo' }));
     expect(res.status).toBe(200);
     const submit = vonage.submits.at(-1)!;
-    expect(submit.fields).toMatchObject({ to: '447700900123', from: 'Casino', type: 'text', 'client-ref': res.json.sms_id, callback: `${gw.gateway.publicUrl}/dlr/vonage` });
+    expect(submit.fields).toMatchObject({
+      to: '447700900123',
+      from: 'Casino',
+      type: 'text',
+      'client-ref': res.json.sms_id,
+      callback: `${gw.gateway.publicUrl}/dlr/vonage`,
+    });
     expect(await messageRow(res.json.sms_id)).toMatchObject({ provider: 'vonage', state: 'submitted', provider_message_id: submit.messageIds[0] });
   });
 
@@ -95,7 +111,10 @@ describe('batch send through the providers', () => {
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on('warning', onWarning);
     try {
-      const res = await gw.post('/channels/sms/batch', Array.from({ length: 40 }, (_, i) => smsMessage(`b-many-${i}`, { provider_name: 'twilio' })));
+      const res = await gw.post(
+        '/channels/sms/batch',
+        Array.from({ length: 40 }, (_, i) => smsMessage(`b-many-${i}`, { provider_name: 'twilio' })),
+      );
       expect(res.json.successful).toHaveLength(40);
       await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
     } finally {
@@ -161,7 +180,10 @@ describe('rate_per_second (with a clock the test moves)', () => {
   });
 
   it('batch entries that cannot get capacity before the batch deadline land in fatal', async () => {
-    const answer = limited.post('/channels/sms/batch', ['rb-1', 'rb-2', 'rb-3'].map((id) => smsMessage(id, { provider_name: 'twilio' })));
+    const answer = limited.post(
+      '/channels/sms/batch',
+      ['rb-1', 'rb-2', 'rb-3'].map((id) => smsMessage(id, { provider_name: 'twilio' })),
+    );
     await waitFor(() => clock.pending() > 0, 5_000, 'the second entry to wait on the clock');
     await clock.advance(1_000);
     const res = await answer;

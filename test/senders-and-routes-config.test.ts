@@ -12,10 +12,22 @@ const sandbox = { type: 'sandbox' };
 
 describe('route and senders config', () => {
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ['a member that is not configured', { a: sandbox, r: { type: 'route', members: ['a', 'b'] } }, /providers\.r\.members\.1.*"b" is not a configured provider/],
-    ['a member that is itself a route', { a: sandbox, r1: { type: 'route', members: ['a'] }, r2: { type: 'route', members: ['r1'] } }, /providers\.r2\.members\.0.*is a route/],
+    [
+      'a member that is not configured',
+      { a: sandbox, r: { type: 'route', members: ['a', 'b'] } },
+      /providers\.r\.members\.1.*"b" is not a configured provider/,
+    ],
+    [
+      'a member that is itself a route',
+      { a: sandbox, r1: { type: 'route', members: ['a'] }, r2: { type: 'route', members: ['r1'] } },
+      /providers\.r2\.members\.0.*is a route/,
+    ],
     ['a member listed twice', { a: sandbox, r: { type: 'route', members: ['a', 'a'] } }, /listed twice/],
-    ['a weight for a non-member', { a: sandbox, b: sandbox, r: { type: 'route', members: ['a'], strategy: 'weighted', weights: { b: 2 } } }, /providers\.r\.weights\.b/],
+    [
+      'a weight for a non-member',
+      { a: sandbox, b: sandbox, r: { type: 'route', members: ['a'], strategy: 'weighted', weights: { b: 2 } } },
+      /providers\.r\.weights\.b/,
+    ],
     ['an unknown strategy', { a: sandbox, r: { type: 'route', members: ['a'], strategy: 'random' } }, /providers\.r\.strategy/],
     ['an empty member list', { r: { type: 'route', members: [] } }, /providers\.r\.members/],
     ['a breaker duration that is not one', { a: sandbox, r: { type: 'route', members: ['a'], breaker: { open_for: 'soon' } } }, /open_for/],
@@ -25,8 +37,15 @@ describe('route and senders config', () => {
   });
 
   it('accepts a weighted route with breaker settings and defaults the rest', () => {
-    const config = parseConfig(base({ a: sandbox, b: sandbox, r: { type: 'route', members: ['a', 'b'], strategy: 'weighted', weights: { a: 3 }, breaker: { open_for: '1m' } } }), {});
-    expect(config.providers.r).toMatchObject({ type: 'route', members: ['a', 'b'], breaker: { failures: 5, open_for: 60_000, window: 600_000, min_receipts: 20, min_delivery_rate: 0.1 } });
+    const config = parseConfig(
+      base({ a: sandbox, b: sandbox, r: { type: 'route', members: ['a', 'b'], strategy: 'weighted', weights: { a: 3 }, breaker: { open_for: '1m' } } }),
+      {},
+    );
+    expect(config.providers.r).toMatchObject({
+      type: 'route',
+      members: ['a', 'b'],
+      breaker: { failures: 5, open_for: 60_000, window: 600_000, min_receipts: 20, min_delivery_rate: 0.1 },
+    });
   });
 });
 
@@ -38,7 +57,11 @@ describe('per-country senders through the gateway', () => {
       sms: { sender_name_wins: senderNameWins },
       providers: {
         tw: {
-          type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url,
+          type: 'twilio',
+          account_sid: twilio.accountSid,
+          auth_token: twilio.authToken,
+          from: '+15005550006',
+          base_url: twilio.url,
           senders: { default: 'Fallback', by_country: { US: '+15005550007', GB: 'BrandUK' } },
         },
       },

@@ -42,7 +42,11 @@ describe('a throttle whose share changes', () => {
   it('reserves at the rate of its share, and at the new share once the count changes', () => {
     let now = 0;
     let instances = 1;
-    const limiter = new SegmentRateLimiter(10, () => now, () => instances);
+    const limiter = new SegmentRateLimiter(
+      10,
+      () => now,
+      () => instances,
+    );
     // Alone: a burst of 10, then one segment per 100 ms.
     for (let i = 0; i < 10; i++) expect(limiter.reserve(1, Infinity)).toBe(0);
     expect(limiter.reserve(1, Infinity)).toBe(100);
@@ -120,7 +124,14 @@ describe('the instance heartbeat on the ledger', () => {
   });
 
   it('never counts fewer than a node:cluster host says it runs', async () => {
-    const heartbeat = await startInstanceHeartbeat({ db: ledger.db, now: Date.now, intervalMs: 60_000, expiryMs: 5_000, logger: pino({ level: 'silent' }), atLeast: 4 });
+    const heartbeat = await startInstanceHeartbeat({
+      db: ledger.db,
+      now: Date.now,
+      intervalMs: 60_000,
+      expiryMs: 5_000,
+      logger: pino({ level: 'silent' }),
+      atLeast: 4,
+    });
     expect(heartbeat.instances()).toBe(4);
     await heartbeat.stop();
   });
@@ -195,7 +206,9 @@ describe('three serve instances on one database', () => {
     };
     const pools = instances.map((i) => new Pool(i.url, { connections: 20 }));
     // Per instance, eight clients for the rated provider and six for the slotted one: more than either share.
-    await Promise.all(pools.flatMap((pool) => [...Array.from({ length: 8 }, () => client(pool, 'rated')), ...Array.from({ length: 6 }, () => client(pool, 'slotted'))]));
+    await Promise.all(
+      pools.flatMap((pool) => [...Array.from({ length: 8 }, () => client(pool, 'rated')), ...Array.from({ length: 6 }, () => client(pool, 'slotted'))]),
+    );
     await Promise.all(pools.map((p) => p.close()));
 
     const sends = rated.sends.map((s) => s.at).sort((a, b) => a - b);

@@ -39,7 +39,7 @@ describe('classifySinchFailure', () => {
     ['HTTP 403: permissions or region of the service plan', { httpStatus: 403 }, 'transient'],
     ['HTTP 404: wrong service plan id', { httpStatus: 404 }, 'transient'],
     ['HTTP 413: too large', { httpStatus: 413 }, 'permanent'],
-    ['HTTP 429: Sinch\'s rate limit', { httpStatus: 429 }, 'transient'],
+    ["HTTP 429: Sinch's rate limit", { httpStatus: 429 }, 'transient'],
     ['HTTP 502', { httpStatus: 502 }, 'transient'],
   ])('%s → %s', (_label, failure, expected) => {
     expect(classifySinchFailure(failure)).toBe(expected);
@@ -52,7 +52,15 @@ describe('through the gateway', () => {
   let gw: TestGateway;
   const AUTH = { username: 'sinch-cb', password: 'cb-password-0123' };
   const send = (id: string, recipient = '+447700900123') => gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'sinch', recipient }));
-  const receiptCount = async () => Number((await gw.gateway.ledger.db.selectFrom('receipts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const receiptCount = async () =>
+    Number(
+      (
+        await gw.gateway.ledger.db
+          .selectFrom('receipts')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   beforeAll(async () => {
     await crm.start();
@@ -61,7 +69,14 @@ describe('through the gateway', () => {
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
       providers: {
-        sinch: { type: 'sinch', service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: 'sinch-webhook-secret-01234', webhook_basic_auth: AUTH },
+        sinch: {
+          type: 'sinch',
+          service_plan_id: fake.servicePlanId,
+          api_token: fake.apiToken,
+          base_url: fake.url,
+          webhook_secret: 'sinch-webhook-secret-01234',
+          webhook_basic_auth: AUTH,
+        },
       },
     });
   });
@@ -84,7 +99,7 @@ describe('through the gateway', () => {
     expect(fake.callbacks.filter((c) => c.url === batch.callbackUrl).map((c) => c.status)).toEqual([200, 200]);
   });
 
-  it('refuses with 403, storing nothing: no basic auth, no token, another message\'s token, another message\'s report', async () => {
+  it("refuses with 403, storing nothing: no basic auth, no token, another message's token, another message's report", async () => {
     const a = await send('si-forge-a');
     const b = await send('si-forge-b');
     const batchA = fake.batches.find((x) => x.clientReference === a.json.sms_id)!;
@@ -115,7 +130,13 @@ describe('through the gateway', () => {
 
 describe('sinchBatchesFor (List Batches → our batches)', () => {
   const req = { smsId: 'sms-1', to: '+447700900123' };
-  const batch = (id: string, overrides: Record<string, unknown> = {}) => ({ id, to: ['+447700900123'], client_reference: 'sms-1', canceled: false, ...overrides });
+  const batch = (id: string, overrides: Record<string, unknown> = {}) => ({
+    id,
+    to: ['+447700900123'],
+    client_reference: 'sms-1',
+    canceled: false,
+    ...overrides,
+  });
   it.each<[string, unknown, string[] | undefined]>([
     ['one batch of ours', { count: 1, batches: [batch('B1')] }, ['B1']],
     ['none', { count: 0, page: 0, page_size: 10, batches: [] }, []],
@@ -123,7 +144,7 @@ describe('sinchBatchesFor (List Batches → our batches)', () => {
     ['another client_reference is not ours', { batches: [batch('B1', { client_reference: 'sms-2' })] }, []],
     ['another recipient is not ours', { batches: [batch('B1', { to: ['+447700900999'] })] }, []],
     ['sent twice already: both', { batches: [batch('B2'), batch('B1')] }, ['B2', 'B1']],
-    ['not the list\'s shape', { code: 'x' }, undefined],
+    ["not the list's shape", { code: 'x' }, undefined],
   ])('%s', (_label, json, ids) => {
     expect(sinchBatchesFor(json, req)?.map((b) => b.id)).toEqual(ids);
   });
@@ -131,12 +152,37 @@ describe('sinchBatchesFor (List Batches → our batches)', () => {
 
 describe('sinchFoundAnswer (recipient delivery report → lookup answer)', () => {
   it.each<[string, boolean, unknown, LookupResult]>([
-    ['Queued', false, { type: 'recipient_delivery_report_sms', status: 'Queued', code: 400 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Queued', status: 'intermediate' }],
-    ['Dispatched', false, { status: 'Dispatched', code: 401 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Dispatched', status: 'intermediate' }],
+    [
+      'Queued',
+      false,
+      { type: 'recipient_delivery_report_sms', status: 'Queued', code: 400 },
+      { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Queued', status: 'intermediate' },
+    ],
+    [
+      'Dispatched',
+      false,
+      { status: 'Dispatched', code: 401 },
+      { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Dispatched', status: 'intermediate' },
+    ],
     ['Delivered', false, { status: 'Delivered', code: 0 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Delivered', status: 'delivered' }],
-    ['Failed, with its code', false, { status: 'Failed', code: 404 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Failed', status: 'undelivered', errorCode: '404' }],
-    ['Expired', false, { status: 'Expired', code: 406 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Expired', status: 'undelivered', errorCode: '406' }],
-    ['Rejected', false, { status: 'Rejected', code: 408 }, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Rejected', status: 'failed', errorCode: '408' }],
+    [
+      'Failed, with its code',
+      false,
+      { status: 'Failed', code: 404 },
+      { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Failed', status: 'undelivered', errorCode: '404' },
+    ],
+    [
+      'Expired',
+      false,
+      { status: 'Expired', code: 406 },
+      { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Expired', status: 'undelivered', errorCode: '406' },
+    ],
+    [
+      'Rejected',
+      false,
+      { status: 'Rejected', code: 408 },
+      { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Rejected', status: 'failed', errorCode: '408' },
+    ],
     ['no report yet: queued', false, undefined, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Queued', status: 'intermediate' }],
     ['no report, the batch cancelled', true, undefined, { answer: 'found', providerMessageIds: ['B1'], providerStatus: 'Cancelled', status: 'failed' }],
   ])('%s', (_label, canceled, report, expected) => {
@@ -147,7 +193,8 @@ describe('sinchFoundAnswer (recipient delivery report → lookup answer)', () =>
 describe('sinch lookup (List Batches by client_reference, then the recipient delivery report)', () => {
   let fake: SinchFake;
   const SECRET = 'sinch-webhook-secret-01234';
-  const plugin = (now: () => number = Date.now) => createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: SECRET }, now);
+  const plugin = (now: () => number = Date.now) =>
+    createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: fake.url, webhook_secret: SECRET }, now);
   const window = () => ({ sentAfter: Date.now() - 60_000, sentBefore: Date.now() + 60_000, otherProviderIds: [] as string[] });
   beforeAll(async () => {
     fake = await startSinchFake();
@@ -156,20 +203,35 @@ describe('sinch lookup (List Batches by client_reference, then the recipient del
     await fake.close();
   });
 
-  it('finds a batch by our sms_id as client_reference, with its recipient\'s latest status; a known batch id is fetched', async () => {
+  it("finds a batch by our sms_id as client_reference, with its recipient's latest status; a known batch id is fetched", async () => {
     const sinch = plugin();
     const req = sendRequest('http://127.0.0.1:9', 'sinch', { to: '+447700900701' });
     const sent = await sinch.send(req, noAbort());
     const batchId = fake.batches.at(-1)!.id;
     expect(sent).toMatchObject({ ok: true, providerMessageIds: [batchId] });
-    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'found', providerMessageIds: [batchId], providerStatus: 'Queued', status: 'intermediate' });
-    expect(fake.lookups.slice(-2)).toEqual([{ kind: 'list', clientReference: req.smsId }, { kind: 'report', batchId }]);
+    expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({
+      answer: 'found',
+      providerMessageIds: [batchId],
+      providerStatus: 'Queued',
+      status: 'intermediate',
+    });
+    expect(fake.lookups.slice(-2)).toEqual([
+      { kind: 'list', clientReference: req.smsId },
+      { kind: 'report', batchId },
+    ]);
     // A callback that never reached the gateway: the delivery report still shows its status.
     fake.batches.at(-1)!.status = 'Failed';
     expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: batchId }, noAbort())).toEqual({
-      answer: 'found', providerMessageIds: [batchId], providerStatus: 'Failed', status: 'undelivered', errorCode: '404',
+      answer: 'found',
+      providerMessageIds: [batchId],
+      providerStatus: 'Failed',
+      status: 'undelivered',
+      errorCode: '404',
     });
-    expect(fake.lookups.slice(-2)).toEqual([{ kind: 'batch', batchId }, { kind: 'report', batchId }]);
+    expect(fake.lookups.slice(-2)).toEqual([
+      { kind: 'batch', batchId },
+      { kind: 'report', batchId },
+    ]);
     expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: '01NOSUCHBATCH' }, noAbort())).toEqual({ answer: 'absent' });
     await sinch.close?.();
   });
@@ -181,7 +243,10 @@ describe('sinch lookup (List Batches by client_reference, then the recipient del
     expect(await sinch.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toEqual({ answer: 'absent' });
     await sinch.close?.();
     const later = plugin(() => Date.now() + SINCH_BATCHES_KEPT_MS + 120_000);
-    expect(await later.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/14 days/) });
+    expect(await later.lookup!({ smsId: req.smsId, to: req.to, ...window() }, noAbort())).toMatchObject({
+      answer: 'unknown',
+      reason: expect.stringMatching(/14 days/),
+    });
     await later.close?.();
   });
 
@@ -189,8 +254,16 @@ describe('sinch lookup (List Batches by client_reference, then the recipient del
     const wrong = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: 'wrong', base_url: fake.url, webhook_secret: SECRET });
     expect(await wrong.lookup!({ smsId: 'x', to: '+447700900702', ...window() }, noAbort())).toEqual({ answer: 'unknown', reason: 'list answered HTTP 401' });
     await wrong.close?.();
-    const down = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: 'http://127.0.0.1:9', webhook_secret: SECRET });
-    expect(await down.lookup!({ smsId: 'x', to: '+447700900702', ...window() }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/^lookup failed: ECONNREFUSED/) });
+    const down = createPlugin('sinch', {
+      service_plan_id: fake.servicePlanId,
+      api_token: fake.apiToken,
+      base_url: 'http://127.0.0.1:9',
+      webhook_secret: SECRET,
+    });
+    expect(await down.lookup!({ smsId: 'x', to: '+447700900702', ...window() }, noAbort())).toMatchObject({
+      answer: 'unknown',
+      reason: expect.stringMatching(/^lookup failed: ECONNREFUSED/),
+    });
     await down.close?.();
   });
 });

@@ -20,7 +20,18 @@ beforeAll(async () => {
   gw = await startTestGateway({
     crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
     delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
-    providers: { smpp: { type: 'smpp', aliases: ['aggregator'], host: smsc.host, port: smsc.port, system_id: smsc.systemId, password: smsc.password, rebind_min: '20ms', rebind_max: '100ms' } },
+    providers: {
+      smpp: {
+        type: 'smpp',
+        aliases: ['aggregator'],
+        host: smsc.host,
+        port: smsc.port,
+        system_id: smsc.systemId,
+        password: smsc.password,
+        rebind_min: '20ms',
+        rebind_max: '100ms',
+      },
+    },
   });
   await waitFor(() => smsc.boundSessions() === 1, 5_000, 'the bind');
 });
@@ -42,14 +53,22 @@ describe('smpp through the gateway', () => {
     expect(submit).toMatchObject({ destination: '447700900123', source: 'Casino', text: 'Your bonus is waiting' });
     await waitFor(() => conversionsFor(res.json.sms_id).length > 0, 10_000, 'the conversion');
     expect(conversionsFor(res.json.sms_id)).toEqual([{ activity: smsMessage('smpp-1').activity, sms_id: res.json.sms_id, delivery_status: 'delivered' }]);
-    expect(await messageRow(res.json.sms_id)).toMatchObject({ provider: 'smpp', state: 'submitted', provider_message_id: submit.messageId, delivery_status: 'delivered' });
+    expect(await messageRow(res.json.sms_id)).toMatchObject({
+      provider: 'smpp',
+      state: 'submitted',
+      provider_message_id: submit.messageId,
+      delivery_status: 'delivered',
+    });
   });
 
-  it('matches receipts that arrive before each part\'s submit_sm_resp and reports one status for the whole message', async () => {
+  it("matches receipts that arrive before each part's submit_sm_resp and reports one status for the whole message", async () => {
     smsc.options.receipts = 'before';
     // Parked until the send is recorded, then rolled up: part one's DELIVRD alone must not report the message.
     smsc.options.receiptStats = ['DELIVRD', 'UNDELIV', 'DELIVRD'];
-    const res = await gw.post('/channels/sms/single', smsMessage('smpp-long', { provider_name: 'smpp', content: 'Free bet on the match tonight! '.repeat(12) }));
+    const res = await gw.post(
+      '/channels/sms/single',
+      smsMessage('smpp-long', { provider_name: 'smpp', content: 'Free bet on the match tonight! '.repeat(12) }),
+    );
     expect(res.status).toBe(200);
     const parts = await gw.gateway.ledger.db.selectFrom('message_parts').selectAll().where('sms_id', '=', res.json.sms_id).orderBy('part_index').execute();
     expect(parts).toHaveLength(3);
@@ -60,7 +79,10 @@ describe('smpp through the gateway', () => {
 
   it('reports a multipart message undelivered when one part is, once, whatever the other parts say later', async () => {
     smsc.options.receipts = 'none';
-    const res = await gw.post('/channels/sms/single', smsMessage('smpp-partial', { provider_name: 'smpp', content: 'Cashback weekend starts now. '.repeat(8) }));
+    const res = await gw.post(
+      '/channels/sms/single',
+      smsMessage('smpp-partial', { provider_name: 'smpp', content: 'Cashback weekend starts now. '.repeat(8) }),
+    );
     expect(res.status).toBe(200);
     const ids = smsc.submits.slice(-2).map((s) => s.messageId!);
     await smsc.sendReceipt(ids[0]!, 'DELIVRD');
@@ -104,7 +126,7 @@ describe('smpp through the gateway', () => {
 });
 
 describe('smpp with several gateway instances', () => {
-  it('each instance holds its own bind, and a receipt arriving on the other instance\'s bind still converts once', async () => {
+  it("each instance holds its own bind, and a receipt arriving on the other instance's bind still converts once", async () => {
     const shared = await startSmppFake({ receipts: 'none' });
     const providers = { smpp: { type: 'smpp', host: shared.host, port: shared.port, system_id: shared.systemId, password: shared.password } };
     const settings = { crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms' }, providers };
@@ -126,10 +148,12 @@ describe('smpp with several gateway instances', () => {
   });
 });
 
-describe('smpp and the gateway\'s lifecycle', () => {
+describe("smpp and the gateway's lifecycle", () => {
   it('unbinds when the gateway stops', async () => {
     const own = await startSmppFake();
-    const other = await startTestGateway({ providers: { smpp: { type: 'smpp', host: own.host, port: own.port, system_id: own.systemId, password: own.password } } });
+    const other = await startTestGateway({
+      providers: { smpp: { type: 'smpp', host: own.host, port: own.port, system_id: own.systemId, password: own.password } },
+    });
     // Bound on both sides once a send goes through (the fake counts the bind before its answer arrives).
     await waitFor(async () => (await other.post('/channels/sms/single', smsMessage('smpp-stop', { provider_name: 'smpp' }))).status === 200, 5_000, 'a send');
     await other.close();

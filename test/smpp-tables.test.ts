@@ -26,13 +26,25 @@ describe('one answer from the parts of a message', () => {
   const notSent = { kind: 'not_sent' as const, reason: 'the bind is down', code: 'bind_down' };
   it.each([
     ['every part accepted: sent, ids in part order', [accepted('a'), accepted('b')], { ok: true, providerMessageIds: ['a', 'b'] }],
-    ['throttled: transient, not ambiguous', [refused('transient', 'ESME_RTHROTTLED')], { ok: false, kind: 'transient', code: 'ESME_RTHROTTLED', ambiguous: undefined }],
+    [
+      'throttled: transient, not ambiguous',
+      [refused('transient', 'ESME_RTHROTTLED')],
+      { ok: false, kind: 'transient', code: 'ESME_RTHROTTLED', ambiguous: undefined },
+    ],
     ['invalid destination: permanent', [refused('permanent', 'ESME_RINVDSTADR')], { ok: false, kind: 'permanent', code: 'ESME_RINVDSTADR' }],
     ['bind lost after the submit went out: uncertain', [lost], { ok: false, kind: 'transient', code: 'bind_lost', ambiguous: true }],
     ['bind down before sending: transient, not ambiguous', [notSent], { ok: false, kind: 'transient', code: 'bind_down', ambiguous: undefined }],
-    ['one part accepted, one throttled: permanent (a retry would resend part one)', [accepted('a'), refused('transient', 'ESME_RTHROTTLED')], { ok: false, kind: 'permanent', code: 'partially_sent' }],
+    [
+      'one part accepted, one throttled: permanent (a retry would resend part one)',
+      [accepted('a'), refused('transient', 'ESME_RTHROTTLED')],
+      { ok: false, kind: 'permanent', code: 'partially_sent' },
+    ],
     ['a lost part outweighs a refused one', [refused('transient', 'ESME_RTHROTTLED'), lost], { ok: false, kind: 'transient', ambiguous: true }],
-    ['a permanent refusal outweighs a transient one', [refused('transient', 'ESME_RTHROTTLED'), refused('permanent', 'ESME_RINVDSTADR')], { ok: false, kind: 'permanent' }],
+    [
+      'a permanent refusal outweighs a transient one',
+      [refused('transient', 'ESME_RTHROTTLED'), refused('permanent', 'ESME_RINVDSTADR')],
+      { ok: false, kind: 'permanent' },
+    ],
   ])('%s', (_label, parts, expected) => {
     const result = combinePartOutcomes(parts) as Record<string, unknown>;
     expect(result).toMatchObject(Object.fromEntries(Object.entries(expected).filter(([, v]) => v !== undefined)));
@@ -47,24 +59,43 @@ describe('one answer from the parts of a message', () => {
   ])('part retry: %s', (_label, parts, expected) => expect(needsPartRetry(parts)).toBe(expected));
 
   it('treats an accepted submit_sm_resp without a message_id as uncertain (its receipts could never match)', () => {
-    expect(readPartOutcome({ kind: 'answered', pdu: { command_status: 0, message_id: '' } as never })).toMatchObject({ kind: 'lost', code: 'malformed_answer' });
+    expect(readPartOutcome({ kind: 'answered', pdu: { command_status: 0, message_id: '' } as never })).toMatchObject({
+      kind: 'lost',
+      code: 'malformed_answer',
+    });
   });
 });
 
 describe('delivery receipts from deliver_sm', () => {
   const text = (stat: string, err = '000') => `id:7f3a sub:001 dlvrd:001 submit date:2611240400 done date:2611240401 stat:${stat} err:${err} text:Your bonus`;
   it.each([
-    ['DELIVRD', 'delivered'], ['UNDELIV', 'undelivered'], ['EXPIRED', 'undelivered'], ['DELETED', 'undelivered'],
-    ['REJECTD', 'failed'], ['UNKNOWN', 'delivery_unknown'], ['ENROUTE', 'intermediate'], ['ACCEPTD', 'intermediate'], ['BOGUS', 'delivery_unknown'],
+    ['DELIVRD', 'delivered'],
+    ['UNDELIV', 'undelivered'],
+    ['EXPIRED', 'undelivered'],
+    ['DELETED', 'undelivered'],
+    ['REJECTD', 'failed'],
+    ['UNKNOWN', 'delivery_unknown'],
+    ['ENROUTE', 'intermediate'],
+    ['ACCEPTD', 'intermediate'],
+    ['BOGUS', 'delivery_unknown'],
   ])('receipt text stat:%s maps to %s', (stat, status) => {
     expect(parseSmppReceipt({ esmClass: 0x04, text: text(stat) })).toMatchObject({ messageId: '7f3a', providerStatus: stat, status });
   });
 
   it.each([
-    [2, 'DELIVERED', 'delivered'], [3, 'EXPIRED', 'undelivered'], [5, 'UNDELIVERABLE', 'undelivered'], [8, 'REJECTED', 'failed'],
-    [7, 'UNKNOWN', 'delivery_unknown'], [1, 'ENROUTE', 'intermediate'], [42, 'state_42', 'delivery_unknown'],
+    [2, 'DELIVERED', 'delivered'],
+    [3, 'EXPIRED', 'undelivered'],
+    [5, 'UNDELIVERABLE', 'undelivered'],
+    [8, 'REJECTED', 'failed'],
+    [7, 'UNKNOWN', 'delivery_unknown'],
+    [1, 'ENROUTE', 'intermediate'],
+    [42, 'state_42', 'delivery_unknown'],
   ])('message_state TLV %s (%s) maps to %s, and the TLV id wins over the text', (state, name, status) => {
-    expect(parseSmppReceipt({ esmClass: 0x04, text: text('DELIVRD'), receiptedMessageId: 'tlv-id', messageState: state })).toMatchObject({ messageId: 'tlv-id', providerStatus: name, status });
+    expect(parseSmppReceipt({ esmClass: 0x04, text: text('DELIVRD'), receiptedMessageId: 'tlv-id', messageState: state })).toMatchObject({
+      messageId: 'tlv-id',
+      providerStatus: name,
+      status,
+    });
   });
 
   it('keeps a non-zero err: code and drops an all-zero one', () => {
@@ -97,9 +128,14 @@ describe('what a deliver_sm is, by its esm_class (SMPP 3.4 §5.2.12)', () => {
     ['a receipt with UDHI and reply-path bits beside its type', { esmClass: 0xc4, text: receiptText }, {}, 'receipt'],
     ['a receipt by TLVs alone', { esmClass: 0x04, text: '', receiptedMessageId: '7f3a', messageState: 5 }, {}, 'receipt'],
     ['a flagged receipt without an id: neither', { esmClass: 0x04, text: 'stat:DELIVRD' }, {}, 'ignored'],
-    ['a player\'s STOP', { esmClass: 0, text: 'STOP' }, {}, 'message'],
-    ['a player\'s text that reads like a receipt: still a message', { esmClass: 0, text: receiptText }, {}, 'message'],
-    ['a player\'s text with receipt TLVs on an unflagged PDU: a message', { esmClass: 0, text: 'hi', receiptedMessageId: '7f3a', messageState: 5 }, {}, 'message'],
+    ["a player's STOP", { esmClass: 0, text: 'STOP' }, {}, 'message'],
+    ["a player's text that reads like a receipt: still a message", { esmClass: 0, text: receiptText }, {}, 'message'],
+    [
+      "a player's text with receipt TLVs on an unflagged PDU: a message",
+      { esmClass: 0, text: 'hi', receiptedMessageId: '7f3a', messageState: 5 },
+      {},
+      'message',
+    ],
     ['receipt text without the flag where the provider allows it', { esmClass: 0, text: receiptText }, { textReceiptsWithoutFlag: true }, 'receipt'],
     ['a plain STOP where the provider allows unflagged receipts: still a message', { esmClass: 0, text: 'STOP' }, { textReceiptsWithoutFlag: true }, 'message'],
     ['a manual/user acknowledgement (0x10): neither', { esmClass: 0x10, text: receiptText }, {}, 'ignored'],

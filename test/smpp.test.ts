@@ -17,7 +17,17 @@ const inbound: InboundSms[] = [];
 const open: SmsProvider[] = [];
 
 function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}, target: SmppFake = fake): SmsProvider {
-  const config = smpp.configSchema.parse({ type: 'smpp', host: target.host, port: target.port, system_id: target.systemId, password: target.password, rebind_min: '20ms', rebind_max: '200ms', response_timeout: '2s', ...overrides });
+  const config = smpp.configSchema.parse({
+    type: 'smpp',
+    host: target.host,
+    port: target.port,
+    system_id: target.systemId,
+    password: target.password,
+    rebind_min: '20ms',
+    rebind_max: '200ms',
+    response_timeout: '2s',
+    ...overrides,
+  });
   const provider = smpp.create('smpp', config, {
     logger: pino({ level: 'silent' }),
     now: Date.now,
@@ -52,7 +62,18 @@ describe('smpp plugin against the fake SMSC', () => {
     const result = await provider.send(request(), noAbort());
     const submit = fake.submits.at(-1)!;
     expect(result).toEqual({ ok: true, providerMessageIds: [submit.messageId], providerStatus: 'ESME_ROK' });
-    expect(submit).toMatchObject({ sourceTon: 5, sourceNpi: 0, source: 'Casino', destTon: 1, destNpi: 1, destination: '447700900123', registeredDelivery: 1, dataCoding: 0, esmClass: 0, text: 'Your bonus is waiting' });
+    expect(submit).toMatchObject({
+      sourceTon: 5,
+      sourceNpi: 0,
+      source: 'Casino',
+      destTon: 1,
+      destNpi: 1,
+      destination: '447700900123',
+      registeredDelivery: 1,
+      dataCoding: 0,
+      esmClass: 0,
+      text: 'Your bonus is waiting',
+    });
     const unbinds = fake.unbinds;
     await provider.close?.();
     expect(fake.unbinds).toBe(unbinds + 1);
@@ -145,7 +166,7 @@ describe('smpp plugin against the fake SMSC', () => {
     expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });
   });
 
-  it('sends a long GSM-7 message as concatenated parts with one UDH reference, and passes on every part\'s receipt', async () => {
+  it("sends a long GSM-7 message as concatenated parts with one UDH reference, and passes on every part's receipt", async () => {
     const provider = plugin();
     await bound();
     const text = 'Match day! '.repeat(30).trim();
@@ -202,13 +223,21 @@ describe('smpp plugin against the fake SMSC', () => {
   it('hands a mobile-originated deliver_sm to inbound handling, never to receipts, and acknowledges it', async () => {
     plugin();
     await bound();
-    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'STOP' })).toEqual([0]);
+    expect(
+      await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'STOP' }),
+    ).toEqual([0]);
     expect(received).toEqual([]);
     expect(inbound).toEqual([{ providerMessageId: expect.stringMatching(/^smpp-/), from: '+447700900123', to: 'Casino', text: 'STOP' }]);
   });
 
-  it('takes receipt text in an unflagged deliver_sm as a player\'s message, unless receipts_without_esm_class says otherwise', async () => {
-    const forged = { source_addr_ton: 1, source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0, short_message: 'id:10001 sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:UNDELIV err:001 text:' };
+  it("takes receipt text in an unflagged deliver_sm as a player's message, unless receipts_without_esm_class says otherwise", async () => {
+    const forged = {
+      source_addr_ton: 1,
+      source_addr: '447700900123',
+      destination_addr: 'Casino',
+      esm_class: 0,
+      short_message: 'id:10001 sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:UNDELIV err:001 text:',
+    };
     const strict = plugin();
     await bound();
     expect(await fake.sendDeliverSm(forged)).toEqual([0]);
@@ -222,15 +251,24 @@ describe('smpp plugin against the fake SMSC', () => {
     expect(received).toEqual([{ providerMessageId: '10001', providerStatus: 'UNDELIV', status: 'undelivered', errorCode: '001', perPart: true }]);
   });
 
-  it('reads a player\'s text from message_payload when short_message is empty', async () => {
+  it("reads a player's text from message_payload when short_message is empty", async () => {
     plugin();
     await bound();
-    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', esm_class: 0, short_message: '', message_payload: 'STOP' })).toEqual([0]);
+    expect(await fake.sendDeliverSm({ source_addr_ton: 1, source_addr: '447700900123', esm_class: 0, short_message: '', message_payload: 'STOP' })).toEqual([
+      0,
+    ]);
     expect(inbound.map((m) => m.text)).toEqual(['STOP']);
   });
 
-  it('answers ESME_RX_T_APPN to a player\'s message where nothing takes inbound messages, so the SMSC offers it again', async () => {
-    const config = smpp.configSchema.parse({ type: 'smpp', host: fake.host, port: fake.port, system_id: fake.systemId, password: fake.password, rebind_min: '20ms' });
+  it("answers ESME_RX_T_APPN to a player's message where nothing takes inbound messages, so the SMSC offers it again", async () => {
+    const config = smpp.configSchema.parse({
+      type: 'smpp',
+      host: fake.host,
+      port: fake.port,
+      system_id: fake.systemId,
+      password: fake.password,
+      rebind_min: '20ms',
+    });
     open.push(smpp.create('smpp', config, { logger: pino({ level: 'silent' }), now: Date.now, deliverReceipts: async () => {} }));
     await bound();
     expect(await fake.sendDeliverSm({ source_addr: '447700900123', esm_class: 0, short_message: 'STOP' })).toEqual([0x64]);
@@ -239,7 +277,10 @@ describe('smpp plugin against the fake SMSC', () => {
   it('hands on a receipt whose id is __proto__ as a plain string, like any other', async () => {
     plugin();
     await bound();
-    await fake.sendDeliverSm({ esm_class: 0x04, short_message: 'id:__proto__ sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:DELIVRD err:000 text:' });
+    await fake.sendDeliverSm({
+      esm_class: 0x04,
+      short_message: 'id:__proto__ sub:001 dlvrd:001 submit date:2611240400 done date:2611240400 stat:DELIVRD err:000 text:',
+    });
     expect(received).toEqual([{ providerMessageId: '__proto__', providerStatus: 'DELIVRD', status: 'delivered', perPart: true }]);
   });
 
@@ -274,7 +315,14 @@ describe('smpp plugin against the fake SMSC', () => {
 
   it('refuses receipts over HTTP: they only come over the bind', async () => {
     const provider = plugin();
-    const parsed = await provider.parseReceipt({ method: 'POST', publicUrl: 'http://x/dlr/smpp', query: {}, headers: {}, contentType: 'text/plain', rawBody: Buffer.from('id:1 stat:DELIVRD') });
+    const parsed = await provider.parseReceipt({
+      method: 'POST',
+      publicUrl: 'http://x/dlr/smpp',
+      query: {},
+      headers: {},
+      contentType: 'text/plain',
+      rawBody: Buffer.from('id:1 stat:DELIVRD'),
+    });
     expect(parsed).toMatchObject({ ok: false });
   });
 });
@@ -318,14 +366,36 @@ describe('smpp over TLS', () => {
   beforeAll(async () => {
     // A throwaway self-signed certificate for 127.0.0.1 (openssl, see .ci/run).
     const dir = mkdtempSync(join(tmpdir(), 'smpp-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
     secure = await startSmppFake({ tls: { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert } });
     rmSync(dir, { recursive: true, force: true });
   });
   afterAll(async () => secure.close());
 
-  it('binds and sends over TLS when the SMSC\'s certificate verifies against the configured CA', async () => {
+  it("binds and sends over TLS when the SMSC's certificate verifies against the configured CA", async () => {
     const provider = plugin({ tls: { ca: cert } }, secure);
     await bound(secure);
     expect(await provider.send(request(), noAbort())).toMatchObject({ ok: true });

@@ -81,7 +81,10 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('while another process h
     const orphan = JSON.stringify([{ message_id: 'not-ours', status: 'delivered' }]);
     const parked = await fetch(`${gw.url}/dlr/sandbox`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(orphan).digest('hex') },
+      headers: {
+        'content-type': 'application/json',
+        'x-sandbox-signature': createHmac('sha256', 'receipt-secret-for-tests-0123456789').update(orphan).digest('hex'),
+      },
       body: orphan,
     });
     expect(parked.status).toBe(200);

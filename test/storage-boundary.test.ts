@@ -20,7 +20,6 @@ const FORBIDDEN: Array<[name: string, pattern: RegExp]> = [
   ['own connection', /\bnew\s+(Kysely|SqliteDialect|PostgresDialect|BetterSqlite3)\b|from\s+'(better-sqlite3|pg)'/],
 ];
 
-
 /** The storage calls in a file's text: one entry per offending line, comments ignored. */
 export function findStorageCalls(text: string): Array<{ line: number; kind: string; text: string }> {
   const found: Array<{ line: number; kind: string; text: string }> = [];
@@ -52,7 +51,7 @@ export function findStorageCalls(text: string): Array<{ line: number; kind: stri
 
 describe('storage boundary', () => {
   it.each([
-    ['a sql template', "await sql`select 1`.execute(db);", 'sql template'],
+    ['a sql template', 'await sql`select 1`.execute(db);', 'sql template'],
     ['sql.lit', "q.where('x', '=', sql.lit(1))", 'sql helper'],
     ['a select', "const rows = await trx.selectFrom('messages').selectAll()", 'query builder'],
     ['an insert', "db.insertInto('receipts').values(rows)", 'query builder'],
@@ -80,10 +79,7 @@ describe('storage boundary', () => {
   it('no file under src/ (outside src/ledger/) or providers/ writes SQL or builds a query', () => {
     const files = [...sourceFiles('src', [join('src', 'ledger')]), ...sourceFiles('providers')];
     expect(files.length).toBeGreaterThan(50);
-    const violations = files.flatMap((file) =>
-      findStorageCalls(readFileSync(join(root, file), 'utf8'))
-        .map((v) => `${file}:${v.line}: ${v.kind}: ${v.text}`),
-    );
+    const violations = files.flatMap((file) => findStorageCalls(readFileSync(join(root, file), 'utf8')).map((v) => `${file}:${v.line}: ${v.kind}: ${v.text}`));
     expect(violations).toEqual([]);
   });
 });

@@ -55,7 +55,10 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
   async function killMidCall(activityId: string, recipient: string, provider: TwilioFake) {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
     dirs.push(dir);
-    const config = { ...overrides('60s'), providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } } };
+    const config = {
+      ...overrides('60s'),
+      providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } },
+    };
     // A real serve process, its provider call open (no answer yet), killed with SIGKILL.
     const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
     const pending = fetch(`${serve.url}/channels/sms/single`, {
@@ -75,10 +78,12 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
     const { dir, config } = await killMidCall('died-mid-call', '+15005550666', twilio);
     let time = Date.now();
     gw = await startTestGateway(config, { dir, now: () => time });
-    const row = (await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-mid-call').executeTakeFirstOrThrow());
+    const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-mid-call').executeTakeFirstOrThrow();
     expect(row.state).toBe('dispatching');
     // Within the lease a retry is refused: the dead process may still be sending it.
-    expect((await gw.post('/channels/sms/single', smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null }))).status).toBe(503);
+    expect(
+      (await gw.post('/channels/sms/single', smsMessage('died-mid-call', { provider_name: 'twilio', recipient: '+15005550666', sender_name: null }))).status,
+    ).toBe(503);
 
     expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 0 });
     time += 5 * 60_000 + 1_000;
@@ -104,10 +109,14 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
       const { dir, config } = await killMidCall('died-after-create', recipient, provider);
       let time = Date.now();
       gw = await startTestGateway(config, { dir, now: () => time });
-      const row = (await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-after-create').executeTakeFirstOrThrow());
+      const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'died-after-create').executeTakeFirstOrThrow();
       time += 5 * 60_000 + 1_000;
       expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 1, absent: 0, unknown: 0 } });
-      expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: 'found', provider_message_id: provider.creates[0]!.sid });
+      expect((await story(gw, row.sms_id)).message).toMatchObject({
+        state: 'submitted',
+        lookup_result: 'found',
+        provider_message_id: provider.creates[0]!.sid,
+      });
       const retry = await gw.post('/channels/sms/single', smsMessage('died-after-create', { provider_name: 'twilio', recipient, sender_name: null }));
       expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
       expect(provider.creates).toHaveLength(1);
@@ -127,7 +136,11 @@ describe('a provider whose API cannot tell (sandbox: no lookup)', () => {
     const { sms_id: smsId } = sent.json as { sms_id: string };
     // The sandbox's own receipt comes first; then the row is put back as a process killed mid-call leaves it.
     await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
-    await db.updateTable('messages').set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null }).where('sms_id', '=', smsId).execute();
+    await db
+      .updateTable('messages')
+      .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
+      .where('sms_id', '=', smsId)
+      .execute();
     time += 5 * 60_000 + 1_000;
     expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
     expect((await story(gw, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
@@ -162,7 +175,9 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after 
     try {
       const config = {
         ...overrides('60s'),
-        providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } },
+        providers: {
+          twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url },
+        },
       };
       const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
       const message = smsMessage('killed-before-record', { provider_name: 'twilio', recipient: '+15005550100', sender_name: null });
@@ -196,7 +211,8 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after 
       // The receipt's conversion (the killed process may have claimed it mid-post: its lease has passed by now).
       await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
       // Delivered at least once (the killed process may have posted it before it could mark it done), never another status.
-      for (const c of crm.conversions.filter((c) => c.sms_id === smsId)) expect(c).toEqual({ activity: message.activity, sms_id: smsId, delivery_status: 'delivered' });
+      for (const c of crm.conversions.filter((c) => c.sms_id === smsId))
+        expect(c).toEqual({ activity: message.activity, sms_id: smsId, delivery_status: 'delivered' });
     } finally {
       lock?.open && lock.close();
       await provider.close();
@@ -226,7 +242,10 @@ describe('a submitted message whose status callbacks were all lost', () => {
   it('is asked for its status after delivery.status_query_after, once; a final status found is reported like a receipt', async () => {
     let time = Date.now();
     gw = await startTestGateway(overrides('10s'), { now: () => time });
-    const sent = await gw.post('/channels/sms/single', smsMessage('callbacks-lost', { provider_name: 'twilio', recipient: '+447700900555', sender_name: null }));
+    const sent = await gw.post(
+      '/channels/sms/single',
+      smsMessage('callbacks-lost', { provider_name: 'twilio', recipient: '+447700900555', sender_name: null }),
+    );
     expect(sent.status).toBe(200);
     const smsId = sent.json.sms_id as string;
     // Twilio delivered it, but its callbacks never reached the gateway (it was down past Twilio's retries).
@@ -237,7 +256,9 @@ describe('a submitted message whose status callbacks were all lost', () => {
     expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 1, statusFinal: 1 } });
     expect(twilio.lookups).toContainEqual({ kind: 'fetch', sid: twilio.creates.find((c) => c.form.To === '+447700900555')!.sid });
     await waitFor(() => crm.conversions.find((c) => c.sms_id === smsId), 10_000, 'the delivered conversion');
-    expect(crm.conversions.filter((c) => c.sms_id === smsId)).toEqual([{ activity: smsMessage('callbacks-lost').activity, sms_id: smsId, delivery_status: 'delivered' }]);
+    expect(crm.conversions.filter((c) => c.sms_id === smsId)).toEqual([
+      { activity: smsMessage('callbacks-lost').activity, sms_id: smsId, delivery_status: 'delivered' },
+    ]);
     expect(await gw.gateway.sweep()).toMatchObject({ lookups: { statusQueried: 0 } });
   });
 });
@@ -247,7 +268,10 @@ describe('a submitted message whose status callbacks were all lost', () => {
  * Sinch: the batch's client_reference), both our sms_id (docs/crash-windows.md).
  */
 describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a lost send looked up by the reference we set (Infobip, Sinch)', () => {
-  interface Fake { url: string; close(): Promise<void> }
+  interface Fake {
+    url: string;
+    close(): Promise<void>;
+  }
   interface Case {
     provider: 'infobip' | 'sinch';
     start(options: { answerDelayMs?: number; loseFirst?: number }): Promise<Fake>;
@@ -260,16 +284,30 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a lost send looked up b
     {
       provider: 'infobip',
       start: (options) => startInfobipFake(options),
-      config: (fake) => ({ type: 'infobip', api_key: (fake as Awaited<ReturnType<typeof startInfobipFake>>).apiKey, base_url: fake.url, webhook_secret: 'infobip-webhook-secret-0123', from: 'Casino' }),
+      config: (fake) => ({
+        type: 'infobip',
+        api_key: (fake as Awaited<ReturnType<typeof startInfobipFake>>).apiKey,
+        base_url: fake.url,
+        webhook_secret: 'infobip-webhook-secret-0123',
+        from: 'Casino',
+      }),
       requests: (fake, recipient) => (fake as Awaited<ReturnType<typeof startInfobipFake>>).sends.filter((s) => `+${s.to}` === recipient).length,
-      accepted: (fake, recipient) => (fake as Awaited<ReturnType<typeof startInfobipFake>>).sends.filter((s) => `+${s.to}` === recipient && s.messageId).map((s) => s.messageId!),
+      accepted: (fake, recipient) =>
+        (fake as Awaited<ReturnType<typeof startInfobipFake>>).sends.filter((s) => `+${s.to}` === recipient && s.messageId).map((s) => s.messageId!),
     },
     {
       provider: 'sinch',
       start: (options) => startSinchFake(options),
       config: (fake) => {
         const f = fake as Awaited<ReturnType<typeof startSinchFake>>;
-        return { type: 'sinch', service_plan_id: f.servicePlanId, api_token: f.apiToken, base_url: f.url, webhook_secret: 'sinch-webhook-secret-01234', from: 'Casino' };
+        return {
+          type: 'sinch',
+          service_plan_id: f.servicePlanId,
+          api_token: f.apiToken,
+          base_url: f.url,
+          webhook_secret: 'sinch-webhook-secret-01234',
+          from: 'Casino',
+        };
       },
       requests: (fake, recipient) => (fake as Awaited<ReturnType<typeof startSinchFake>>).posts.filter((to) => to === recipient).length,
       accepted: (fake, recipient) => (fake as Awaited<ReturnType<typeof startSinchFake>>).batches.filter((b) => b.to === recipient).map((b) => b.id),
@@ -318,7 +356,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a lost send looked up b
       }
     }, 30_000);
 
-    it('never got by the provider: absent, and the CRM\'s retry sends it again at once', async () => {
+    it("never got by the provider: absent, and the CRM's retry sends it again at once", async () => {
       // The first request is held and never accepted, as if lost on the way.
       const fake = await c.start({ loseFirst: 1 });
       try {

@@ -99,7 +99,13 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     expect(s.twilio.creates.length).toBe(before);
     const recorded = await story(s.gw, id);
     expect(recorded.status).toBe(200);
-    expect(recorded.json.message).toMatchObject({ state: 'rejected', error: expect.stringMatching(error), error_code: expect.stringMatching(/^suppressed_/), provider_message_id: null, attempts: 0 });
+    expect(recorded.json.message).toMatchObject({
+      state: 'rejected',
+      error: expect.stringMatching(error),
+      error_code: expect.stringMatching(/^suppressed_/),
+      provider_message_id: null,
+      attempts: 0,
+    });
     expect(res.json.sms_id).toBe(recorded.json.message.sms_id);
   });
 
@@ -126,7 +132,10 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
   it('puts refused batch entries in failed with the same errors and sends only the others', async () => {
     const ids = PLAYERS.map((p) => `batch-${backend}-${p.id}`);
     const before = s.twilio.creates.length;
-    const res = await s.gw.post('/channels/sms/batch', PLAYERS.map((p, i) => message(ids[i]!, p.id)));
+    const res = await s.gw.post(
+      '/channels/sms/batch',
+      PLAYERS.map((p, i) => message(ids[i]!, p.id)),
+    );
     expect(res.status).toBe(200);
     const failed = new Map<string, string>(res.json.failed.map((e: { id: string; error: string }) => [e.id, e.error]));
     for (const [, userId, error] of REFUSALS) expect(failed.get(`batch-${backend}-${userId}`)).toMatch(error);
@@ -171,7 +180,8 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
   } else {
     it('asks the platform once per player within sms.suppression_cache_ttl', async () => {
       s.platform!.requests.length = 0;
-      for (const id of ['cache-1', 'cache-2', 'cache-3']) expect((await s.gw.post('/channels/sms/single', message(`${id}-${backend}`, 'p-in'))).status).toBe(200);
+      for (const id of ['cache-1', 'cache-2', 'cache-3'])
+        expect((await s.gw.post('/channels/sms/single', message(`${id}-${backend}`, 'p-in'))).status).toBe(200);
       // p-in was looked up by the earlier tests already: its answers are still cached.
       expect(s.platform!.requests.filter((r) => r.path.endsWith('/p-in'))).toHaveLength(0);
     });
@@ -205,7 +215,7 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     });
   }
 
-  it('counts refusals per reason in /metrics and on the console, apart from the provider\'s rejections', async () => {
+  it("counts refusals per reason in /metrics and on the console, apart from the provider's rejections", async () => {
     // Singles and the batch count once each (a repeat of a refused id is answered from the ledger). opted_out: p-out
     // twice, plus p-in after its opt-out (sql) or p-unset, which GET /userconsents reports as opted out (http).
     // And one more: sql the retry refused after its player opted out, http the message after the Twilio 21610.

@@ -17,7 +17,11 @@ const SECRET = 'property-webhook-secret-0123';
 const providers: Record<string, { provider: SmsProvider; report: Record<string, unknown> }> = {
   infobip: {
     provider: createPlugin('infobip', { api_key: 'k', webhook_secret: SECRET }),
-    report: { results: [{ messageId: 'm-1', callbackData: SMS_ID, status: { groupName: 'DELIVERED', name: 'DELIVERED_TO_HANDSET' }, error: { id: 0, name: 'NO_ERROR' } }] },
+    report: {
+      results: [
+        { messageId: 'm-1', callbackData: SMS_ID, status: { groupName: 'DELIVERED', name: 'DELIVERED_TO_HANDSET' }, error: { id: 0, name: 'NO_ERROR' } },
+      ],
+    },
   },
   sinch: {
     provider: createPlugin('sinch', { service_plan_id: 'plan1', api_token: 't', webhook_secret: SECRET }),
@@ -48,7 +52,10 @@ describe.each(Object.keys(providers))('%s receipts with a valid token', (type) =
   });
 
   it('arbitrary JSON bodies never throw and never speak about another message', async () => {
-    await fc.assert(fc.asyncProperty(fc.jsonValue(), (value) => check(JSON.stringify(value))), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue(), (value) => check(JSON.stringify(value))),
+      { numRuns: RUNS },
+    );
   });
 
   it('the real shape with one field replaced by arbitrary JSON never throws', async () => {

@@ -75,7 +75,6 @@ function gatewayConfig(crm: FakeCrm, infobip: InfobipFake, sink: FakeServer, tra
   };
 }
 
-
 describe('with tracing on', () => {
   const crm = new FakeCrm();
   let otlp: OtlpFake;
@@ -88,7 +87,9 @@ describe('with tracing on', () => {
     otlp = await startOtlpFake();
     infobip = await startInfobipFake({ reportStatuses: ['DELIVERED_TO_HANDSET'] });
     sink = await startIntegrationSink();
-    gw = await startTestGateway(gatewayConfig(crm, infobip, sink, { enabled: true, endpoint: otlp.url, export_interval: '50ms', service_name: 'gateway-under-test' }));
+    gw = await startTestGateway(
+      gatewayConfig(crm, infobip, sink, { enabled: true, endpoint: otlp.url, export_interval: '50ms', service_name: 'gateway-under-test' }),
+    );
   });
 
   afterAll(async () => {
@@ -97,16 +98,22 @@ describe('with tracing on', () => {
   });
 
   it("puts one message's spans in the CRM's trace, from its request to the conversion post", async () => {
-    const res = await gw.post('/channels/sms/single', smsMessage('trace-1', { provider_name: 'infobip', recipient: '+447700900123' }), { traceparent: CRM_TRACEPARENT });
+    const res = await gw.post('/channels/sms/single', smsMessage('trace-1', { provider_name: 'infobip', recipient: '+447700900123' }), {
+      traceparent: CRM_TRACEPARENT,
+    });
     expect(res.status).toBe(200);
     const smsId: string = res.json.sms_id;
     await waitFor(() => crm.conversions.some((c) => c.sms_id === smsId), 10_000, 'the conversion at the CRM');
 
     const names = ['POST request', 'sms.send', 'ledger.commit', 'provider.send', 'sms.receipt', 'sms.conversion_post'];
-    const spans = await waitFor(() => {
-      const mine = otlp.spans.filter((s) => s.traceId === TRACE_ID);
-      return names.every((n) => mine.some((s) => s.name === n)) ? mine : undefined;
-    }, 10_000, 'every span of the message at the receiver');
+    const spans = await waitFor(
+      () => {
+        const mine = otlp.spans.filter((s) => s.traceId === TRACE_ID);
+        return names.every((n) => mine.some((s) => s.name === n)) ? mine : undefined;
+      },
+      10_000,
+      'every span of the message at the receiver',
+    );
     const one = (name: string, where: (s: ReceivedSpan) => boolean = () => true) => {
       const found = spans.filter((s) => s.name === name && where(s));
       expect(found, name).toHaveLength(1);
@@ -139,10 +146,17 @@ describe('with tracing on', () => {
   });
 
   it('starts a new trace for a request without a traceparent, and one for a malformed one', async () => {
-    for (const [id, headers] of [['trace-2', {}], ['trace-3', { traceparent: 'garbage' }]] as const) {
+    for (const [id, headers] of [
+      ['trace-2', {}],
+      ['trace-3', { traceparent: 'garbage' }],
+    ] as const) {
       const res = await gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'infobip', recipient: '+447700900124' }), headers);
       expect(res.status).toBe(200);
-      const send = await waitFor(() => otlp.spans.find((s) => s.name === 'sms.send' && s.attributes['sms.activity_id'] === id), 10_000, `the send span of ${id}`);
+      const send = await waitFor(
+        () => otlp.spans.find((s) => s.name === 'sms.send' && s.attributes['sms.activity_id'] === id),
+        10_000,
+        `the send span of ${id}`,
+      );
       const request = otlp.spans.find((s) => s.spanId === send.parentSpanId)!;
       expect(request.parentSpanId).toBe('');
       expect(send.traceId).not.toBe(TRACE_ID);
@@ -153,7 +167,11 @@ describe('with tracing on', () => {
     const res = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-trace-1'), RELAY_KEY, { traceparent: CRM_TRACEPARENT });
     expect(res.status).toBe(202);
     const header = await waitFor(() => sink.traceparents.find((t) => t !== undefined), 10_000, 'the event at the CRM');
-    const relayed = await waitFor(() => otlp.spans.find((s) => s.traceId === TRACE_ID && s.attributes['http.route'] === '/relay/v2/integration/user/consents'), 10_000, 'the relay span');
+    const relayed = await waitFor(
+      () => otlp.spans.find((s) => s.traceId === TRACE_ID && s.attributes['http.route'] === '/relay/v2/integration/user/consents'),
+      10_000,
+      'the relay span',
+    );
     expect(header).toBe(`00-${TRACE_ID}-${relayed.spanId}-01`);
   });
 });
@@ -181,7 +199,9 @@ describe('with tracing off (the default)', () => {
   });
 
   it('exports nothing, sends no traceparent and stores none', async () => {
-    const res = await gw.post('/channels/sms/single', smsMessage('untraced-1', { provider_name: 'infobip', recipient: '+447700900125' }), { traceparent: CRM_TRACEPARENT });
+    const res = await gw.post('/channels/sms/single', smsMessage('untraced-1', { provider_name: 'infobip', recipient: '+447700900125' }), {
+      traceparent: CRM_TRACEPARENT,
+    });
     expect(res.status).toBe(200);
     await waitFor(() => crm.conversions.some((c) => c.sms_id === res.json.sms_id), 10_000, 'the conversion at the CRM');
     const relayed = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-untraced-1'), RELAY_KEY, { traceparent: CRM_TRACEPARENT });
@@ -213,36 +233,51 @@ export async function resolve(specifier, context, next) {
 }
 `,
     );
-    writeFileSync(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
+    writeFileSync(
+      join(dir, 'register.mjs'),
+      `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`,
+    );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it.each([
     ['are never loaded with tracing off, even for a request with a traceparent', false],
     ['are loaded with tracing on', true],
-  ])('%s', async (_label, enabled) => {
-    const name = enabled ? 'on' : 'off';
-    const log = join(dir, `resolved-${name}.txt`);
-    writeFileSync(log, '');
-    const file = writeConfig(
-      dir,
-      testConfigDocument(dir, { database: { url: `sqlite:${join(dir, `${name}.db`)}` }, observability: { tracing: { enabled, endpoint: 'http://127.0.0.1:9' } }, log: { level: 'info' } }),
-      `${name}.yaml`,
-    );
-    const serve = await startServe(file, { nodeArgs: ['--import', pathToFileURL(join(dir, 'register.mjs')).href], env: { RESOLVED_LOG: log }, startTimeoutMs: 40_000 });
-    try {
-      const res = await fetch(`${serve.url}/channels/sms/single`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY, traceparent: CRM_TRACEPARENT },
-        body: JSON.stringify(smsMessage(`load-${name}`)),
+  ])(
+    '%s',
+    async (_label, enabled) => {
+      const name = enabled ? 'on' : 'off';
+      const log = join(dir, `resolved-${name}.txt`);
+      writeFileSync(log, '');
+      const file = writeConfig(
+        dir,
+        testConfigDocument(dir, {
+          database: { url: `sqlite:${join(dir, `${name}.db`)}` },
+          observability: { tracing: { enabled, endpoint: 'http://127.0.0.1:9' } },
+          log: { level: 'info' },
+        }),
+        `${name}.yaml`,
+      );
+      const serve = await startServe(file, {
+        nodeArgs: ['--import', pathToFileURL(join(dir, 'register.mjs')).href],
+        env: { RESOLVED_LOG: log },
+        startTimeoutMs: 40_000,
       });
-      expect(res.status).toBe(200);
-    } finally {
-      serve.child.kill('SIGKILL');
-    }
-    const resolved = readFileSync(log, 'utf8').split('\n');
-    // The hook works: the gateway's own modules are in the list.
-    expect(resolved.some((url) => url.endsWith('/dist/src/gateway.js'))).toBe(true);
-    expect(resolved.some((url) => url.includes('/@opentelemetry/'))).toBe(enabled);
-  }, 60_000);
+      try {
+        const res = await fetch(`${serve.url}/channels/sms/single`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY, traceparent: CRM_TRACEPARENT },
+          body: JSON.stringify(smsMessage(`load-${name}`)),
+        });
+        expect(res.status).toBe(200);
+      } finally {
+        serve.child.kill('SIGKILL');
+      }
+      const resolved = readFileSync(log, 'utf8').split('\n');
+      // The hook works: the gateway's own modules are in the list.
+      expect(resolved.some((url) => url.endsWith('/dist/src/gateway.js'))).toBe(true);
+      expect(resolved.some((url) => url.includes('/@opentelemetry/'))).toBe(enabled);
+    },
+    60_000,
+  );
 });

@@ -6,11 +6,61 @@ import { createAllowedMethods } from '../src/http/method-not-allowed.js';
 describe('createFailureLimiter (budget 3 per 60 s)', () => {
   it.each<[string, Array<[string, number]>, string, number, number]>([
     ['an address with no failures may try', [], 'a', 0, 0],
-    ['two failures leave it free', [['a', 0], ['a', 1_000]], 'a', 2_000, 0],
-    ['the third failure blocks it until its window ends', [['a', 0], ['a', 1_000], ['a', 2_000]], 'a', 2_000, 58_000],
-    ['another address is not affected', [['a', 0], ['a', 1_000], ['a', 2_000]], 'b', 2_000, 0],
-    ['a window that ended frees it', [['a', 0], ['a', 1_000], ['a', 2_000]], 'a', 60_000, 0],
-    ['failures after a window ended start a new one', [['a', 0], ['a', 70_000], ['a', 71_000], ['a', 72_000]], 'a', 72_000, 58_000],
+    [
+      'two failures leave it free',
+      [
+        ['a', 0],
+        ['a', 1_000],
+      ],
+      'a',
+      2_000,
+      0,
+    ],
+    [
+      'the third failure blocks it until its window ends',
+      [
+        ['a', 0],
+        ['a', 1_000],
+        ['a', 2_000],
+      ],
+      'a',
+      2_000,
+      58_000,
+    ],
+    [
+      'another address is not affected',
+      [
+        ['a', 0],
+        ['a', 1_000],
+        ['a', 2_000],
+      ],
+      'b',
+      2_000,
+      0,
+    ],
+    [
+      'a window that ended frees it',
+      [
+        ['a', 0],
+        ['a', 1_000],
+        ['a', 2_000],
+      ],
+      'a',
+      60_000,
+      0,
+    ],
+    [
+      'failures after a window ended start a new one',
+      [
+        ['a', 0],
+        ['a', 70_000],
+        ['a', 71_000],
+        ['a', 72_000],
+      ],
+      'a',
+      72_000,
+      58_000,
+    ],
   ])('%s', (_label, failures, address, at, blockedMs) => {
     const limiter = createFailureLimiter(3, 60_000);
     for (const [who, when] of failures) limiter.recordFailure(who, when);

@@ -30,9 +30,18 @@ describe('X-Twilio-Signature with node:crypto (docs/providers.md §2.4)', () => 
 
   it.each<[string, () => [string, string, Record<string, string>]]>([
     ['another auth token', () => [getExpectedTwilioSignature('other-token', 'https://gw.example/dlr/twilio', form), 'https://gw.example/dlr/twilio', form]],
-    ['a changed field', () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example/dlr/twilio', form), 'https://gw.example/dlr/twilio', { ...form, MessageStatus: 'failed' }]],
-    ['another sms_id in the query', () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example/dlr/twilio?sms=1', form), 'https://gw.example/dlr/twilio?sms=2', form]],
-    ['another non-default port', () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example:8443/dlr/twilio', form), 'https://gw.example:9443/dlr/twilio', form]],
+    [
+      'a changed field',
+      () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example/dlr/twilio', form), 'https://gw.example/dlr/twilio', { ...form, MessageStatus: 'failed' }],
+    ],
+    [
+      'another sms_id in the query',
+      () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example/dlr/twilio?sms=1', form), 'https://gw.example/dlr/twilio?sms=2', form],
+    ],
+    [
+      'another non-default port',
+      () => [getExpectedTwilioSignature(TOKEN, 'https://gw.example:8443/dlr/twilio', form), 'https://gw.example:9443/dlr/twilio', form],
+    ],
     ['an empty signature', () => ['', 'https://gw.example/dlr/twilio', form]],
     ['a signature of another length', () => ['c2hvcnQ=', 'https://gw.example/dlr/twilio', form]],
   ])('refuses %s', (_label, make) => {

@@ -34,7 +34,13 @@ describe('twilio send: field mapping', () => {
   });
 
   it('status_callback_retries 0 sends the bare callback URL', async () => {
-    const plain = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, from: '+15005550006', base_url: fake.url, status_callback_retries: 0 });
+    const plain = createPlugin('twilio', {
+      account_sid: fake.accountSid,
+      auth_token: fake.authToken,
+      from: '+15005550006',
+      base_url: fake.url,
+      status_callback_retries: 0,
+    });
     const req = sendRequest(capture.url, 'twilio');
     await plain.send(req, noAbort());
     expect(fake.creates.at(-1)!.form.StatusCallback).toBe(req.callbackUrl);
@@ -48,8 +54,12 @@ describe('twilio send: field mapping', () => {
 
   it('sends MessagingServiceSid, ValidityPeriod and SmartEncoded when configured', async () => {
     const viaService = createPlugin('twilio', {
-      account_sid: fake.accountSid, auth_token: fake.authToken, base_url: fake.url,
-      messaging_service_sid: serviceSid, validity_period: 3_600, smart_encoded: true,
+      account_sid: fake.accountSid,
+      auth_token: fake.authToken,
+      base_url: fake.url,
+      messaging_service_sid: serviceSid,
+      validity_period: 3_600,
+      smart_encoded: true,
     });
     const result = await viaService.send(sendRequest(capture.url, 'twilio', { from: undefined }), noAbort());
     expect(result).toMatchObject({ ok: true, providerStatus: 'accepted' });
@@ -98,7 +108,7 @@ describe('twilio send: error classes', () => {
     ['+15005550500', 'transient', '20500', /HTTP 500/, true],
     ['+15005550503', 'transient', 'http_503', /Service Unavailable/, true],
     ['+15005550999', 'transient', expect.any(String), /connection failed/, true],
-  ])('the fake\'s %s answers %s with code %s', async (to, kind, code, error, ambiguous?: boolean) => {
+  ])("the fake's %s answers %s with code %s", async (to, kind, code, error, ambiguous?: boolean) => {
     expect(TWILIO_MAGIC_NUMBERS[to]).toBeDefined();
     const result = await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
     // 21610 also tells the gateway to opt the player out (docs/consents.md).
@@ -120,10 +130,21 @@ describe('twilio send: error classes', () => {
 
 describe('mapTwilioStatus (docs/providers.md §4.1)', () => {
   it.each<[string, MappedStatus | 'ignore']>([
-    ['accepted', 'intermediate'], ['scheduled', 'intermediate'], ['queued', 'intermediate'], ['sending', 'intermediate'],
-    ['sent', 'intermediate'], ['delivered', 'delivered'], ['read', 'delivered'], ['undelivered', 'undelivered'],
-    ['failed', 'failed'], ['canceled', 'failed'], ['partially_delivered', 'delivery_unknown'],
-    ['receiving', 'ignore'], ['received', 'ignore'], ['some_new_status', 'intermediate'], ['DELIVERED', 'delivered'],
+    ['accepted', 'intermediate'],
+    ['scheduled', 'intermediate'],
+    ['queued', 'intermediate'],
+    ['sending', 'intermediate'],
+    ['sent', 'intermediate'],
+    ['delivered', 'delivered'],
+    ['read', 'delivered'],
+    ['undelivered', 'undelivered'],
+    ['failed', 'failed'],
+    ['canceled', 'failed'],
+    ['partially_delivered', 'delivery_unknown'],
+    ['receiving', 'ignore'],
+    ['received', 'ignore'],
+    ['some_new_status', 'intermediate'],
+    ['DELIVERED', 'delivered'],
   ])('%s → %s', (status, expected) => expect(mapTwilioStatus(status)).toBe(expected));
 });
 
@@ -138,7 +159,10 @@ describe('twilio status callbacks', () => {
 
   it('a signed callback parses into one event with our sms_id, the MessageSid and the mapped status', async () => {
     const { req, sid, receipt } = await callback('delivered');
-    expect(await twilio.parseReceipt(receipt)).toEqual({ ok: true, events: [{ smsId: req.smsId, providerMessageId: sid, providerStatus: 'delivered', status: 'delivered' }] });
+    expect(await twilio.parseReceipt(receipt)).toEqual({
+      ok: true,
+      events: [{ smsId: req.smsId, providerMessageId: sid, providerStatus: 'delivered', status: 'delivered' }],
+    });
   });
 
   it('carries ErrorCode on undelivered', async () => {
@@ -166,9 +190,16 @@ describe('twilio status callbacks', () => {
     expect(await twilio.parseReceipt(receipt)).toEqual({ ok: false, reason: expect.stringMatching(/X-Twilio-Signature/) });
   });
 
-  it('the fake\'s signature is what the twilio package itself validates (signing is not our code)', async () => {
+  it("the fake's signature is what the twilio package itself validates (signing is not our code)", async () => {
     const { receipt } = await callback('sent');
-    expect(validateRequest(fake.authToken, receipt.headers['x-twilio-signature']!, receipt.publicUrl, Object.fromEntries(new URLSearchParams(receipt.rawBody.toString())))).toBe(true);
+    expect(
+      validateRequest(
+        fake.authToken,
+        receipt.headers['x-twilio-signature']!,
+        receipt.publicUrl,
+        Object.fromEntries(new URLSearchParams(receipt.rawBody.toString())),
+      ),
+    ).toBe(true);
   });
 
   it('a duplicated callback parses to the same event both times (the ledger dedups)', async () => {
@@ -200,7 +231,10 @@ describe('twilio status callback retries (connection overrides)', () => {
       await twilio.send(req, noAbort());
       const create = fake.creates.at(-1)!;
       expect(await fake.postStatusCallback(create.form.StatusCallback!, fake.callbackParams(create, 'delivered'))).toBe(200);
-      expect(fake.callbacks.slice(-2).map((c) => [c.url, c.status])).toEqual([[req.callbackUrl, 503], [req.callbackUrl, 200]]);
+      expect(fake.callbacks.slice(-2).map((c) => [c.url, c.status])).toEqual([
+        [req.callbackUrl, 503],
+        [req.callbackUrl, 200],
+      ]);
       expect(restarting.receipts).toHaveLength(2);
       expect(await twilio.parseReceipt(restarting.receipts[1]!)).toMatchObject({ ok: true, events: [{ smsId: req.smsId, status: 'delivered' }] });
     } finally {
@@ -230,7 +264,10 @@ describe('twilio lookup (Message resource list and fetch)', () => {
     await twilio.send(req, noAbort());
     const sid = fake.creates.at(-1)!.sid!;
     expect(await twilio.lookup!({ smsId: req.smsId, to, ...window(), otherProviderIds: [] }, noAbort())).toEqual({
-      answer: 'found', providerMessageIds: [sid], providerStatus: 'queued', status: 'intermediate',
+      answer: 'found',
+      providerMessageIds: [sid],
+      providerStatus: 'queued',
+      status: 'intermediate',
     });
     expect(fake.lookups.at(-1)).toEqual({ kind: 'list', to });
   });
@@ -245,8 +282,14 @@ describe('twilio lookup (Message resource list and fetch)', () => {
     const first = fake.creates.at(-1)!.sid!;
     await twilio.send(sendRequest(capture.url, 'twilio', { to }), noAbort());
     const second = fake.creates.at(-1)!.sid!;
-    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [first] }, noAbort())).toMatchObject({ answer: 'found', providerMessageIds: [second] });
-    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({ answer: 'unknown', reason: expect.stringMatching(/2 messages/) });
+    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [first] }, noAbort())).toMatchObject({
+      answer: 'found',
+      providerMessageIds: [second],
+    });
+    expect(await twilio.lookup!({ smsId: 'x', to, ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({
+      answer: 'unknown',
+      reason: expect.stringMatching(/2 messages/),
+    });
   });
 
   it('fetches a known sid for its status, final ones mapped like a callback', async () => {
@@ -255,19 +298,36 @@ describe('twilio lookup (Message resource list and fetch)', () => {
     const create = fake.creates.at(-1)!;
     await fake.postStatusCallback(req.callbackUrl, fake.callbackParams(create, 'undelivered'));
     expect(await twilio.lookup!({ smsId: req.smsId, to: req.to, ...window(), providerMessageId: create.sid!, otherProviderIds: [] }, noAbort())).toEqual({
-      answer: 'found', providerMessageIds: [create.sid], providerStatus: 'undelivered', status: 'undelivered', errorCode: '30003',
+      answer: 'found',
+      providerMessageIds: [create.sid],
+      providerStatus: 'undelivered',
+      status: 'undelivered',
+      errorCode: '30003',
     });
-    expect(await twilio.lookup!({ smsId: 'x', to: req.to, ...window(), providerMessageId: randomSid('SM'), otherProviderIds: [] }, noAbort())).toEqual({ answer: 'absent' });
+    expect(await twilio.lookup!({ smsId: 'x', to: req.to, ...window(), providerMessageId: randomSid('SM'), otherProviderIds: [] }, noAbort())).toEqual({
+      answer: 'absent',
+    });
   });
 
   it('cannot tell when Twilio does not answer', async () => {
     const down = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: 'wrong', from: '+15005550006', base_url: fake.url });
-    expect(await down.lookup!({ smsId: 'x', to: '+447700900905', ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({ answer: 'unknown', reason: 'list answered HTTP 401' });
+    expect(await down.lookup!({ smsId: 'x', to: '+447700900905', ...window(), otherProviderIds: [] }, noAbort())).toMatchObject({
+      answer: 'unknown',
+      reason: 'list answered HTTP 401',
+    });
     await down.close?.();
   });
 
   const at = Date.parse('2026-11-25T12:00:00Z');
-  const m = (sid: string, overrides: Record<string, unknown> = {}) => ({ sid, to: '+44', body: 'hi', status: 'sent', direction: 'outbound-api', date_created: 'Wed, 25 Nov 2026 12:00:30 +0000', ...overrides });
+  const m = (sid: string, overrides: Record<string, unknown> = {}) => ({
+    sid,
+    to: '+44',
+    body: 'hi',
+    status: 'sent',
+    direction: 'outbound-api',
+    date_created: 'Wed, 25 Nov 2026 12:00:30 +0000',
+    ...overrides,
+  });
   it.each<[string, Array<ReturnType<typeof m>>, { text?: string; otherProviderIds?: string[] }, string[]]>([
     ['one in the window is a candidate', [m('A')], {}, ['A']],
     ['one created before the window is not', [m('A', { date_created: 'Wed, 25 Nov 2026 11:58:00 +0000' })], {}, []],

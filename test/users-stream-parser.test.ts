@@ -14,7 +14,8 @@ function parseInChunks(text: string, cuts: number[]) {
 }
 
 describe('UsersStreamParser', () => {
-  const answer = ' {"skip":{"a":[1,"]",{"b":null}],"c":"}"}, "users" : ["a1", "q\\"uote", "back\\\\slash", "\\u00e9t\\u00e9", "ümlaut"], "n": -1.5e3, "timestamp":"2020-01-01T10:00:00Z"} ';
+  const answer =
+    ' {"skip":{"a":[1,"]",{"b":null}],"c":"}"}, "users" : ["a1", "q\\"uote", "back\\\\slash", "\\u00e9t\\u00e9", "ümlaut"], "n": -1.5e3, "timestamp":"2020-01-01T10:00:00Z"} ';
   const expected = ['a1', 'q"uote', 'back\\slash', 'été', 'ümlaut'];
 
   it('reads the same ids and timestamp wherever the chunks are cut', () => {
@@ -23,7 +24,10 @@ describe('UsersStreamParser', () => {
       expect(ids, `cut at ${cut}`).toEqual(expected);
       expect(end).toEqual({ timestamp: '2020-01-01T10:00:00Z' });
     }
-    const oneByOne = parseInChunks(answer, Array.from({ length: answer.length }, (_, i) => i));
+    const oneByOne = parseInChunks(
+      answer,
+      Array.from({ length: answer.length }, (_, i) => i),
+    );
     expect(oneByOne.ids).toEqual(expected);
   });
 
@@ -48,7 +52,11 @@ describe('UsersStreamParser', () => {
 
 describe('CRM references', () => {
   const headers: Record<string, string> = {
-    'x-crm-id': 'g-1', 'x-crm-actionid': '12', 'x-crm-actiongroupid': 'not-a-number', 'x-crm-activityid': '7', 'x-crm-triggerhash': 'abc',
+    'x-crm-id': 'g-1',
+    'x-crm-actionid': '12',
+    'x-crm-actiongroupid': 'not-a-number',
+    'x-crm-activityid': '7',
+    'x-crm-triggerhash': 'abc',
   };
   const refs = readCrmReferences((name) => headers[name]);
 

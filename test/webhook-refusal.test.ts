@@ -46,7 +46,10 @@ describe('a conversion the CRM refuses', () => {
     });
     crm.refuseActivity('conv-poison');
     const ids = Array.from({ length: 20 }, (_, i) => `conv-good-${i}`);
-    const batch = await gw.post('/channels/sms/batch', [...ids.slice(0, 7), 'conv-poison', ...ids.slice(7)].map((id) => smsMessage(id)));
+    const batch = await gw.post(
+      '/channels/sms/batch',
+      [...ids.slice(0, 7), 'conv-poison', ...ids.slice(7)].map((id) => smsMessage(id)),
+    );
     expect(batch.json.successful).toHaveLength(21);
     const poisonSmsId = batch.json.successful.find((e: { id: string }) => e.id === 'conv-poison').sms_id as string;
     const story = async () => (await gw!.get(`/admin/messages/${poisonSmsId}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json;

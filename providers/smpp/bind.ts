@@ -184,7 +184,10 @@ export function openSmppBind(options: SmppBindOptions, handlers: SmppBindHandler
         resolve(outcome);
       };
       inFlight.add(finish);
-      const timer = setTimeout(() => finish({ kind: 'lost', reason: `no submit_sm_resp within ${options.responseTimeoutMs} ms`, code: 'timeout' }), options.responseTimeoutMs);
+      const timer = setTimeout(
+        () => finish({ kind: 'lost', reason: `no submit_sm_resp within ${options.responseTimeoutMs} ms`, code: 'timeout' }),
+        options.responseTimeoutMs,
+      );
       const written = s.submit_sm(params, (pdu) => finish({ kind: 'answered', pdu }));
       if (!written) finish({ kind: 'not_sent', reason: 'the connection is not writable', code: 'bind_down' });
     });

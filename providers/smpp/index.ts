@@ -64,7 +64,10 @@ const configSchema = z.strictObject({
 });
 export type SmppConfig = z.infer<typeof configSchema>;
 
-type PartOutcome = { kind: 'accepted'; messageId: string } | { kind: 'refused'; class: 'permanent' | 'transient'; status: string } | Exclude<SubmitOutcome, { kind: 'answered' }>;
+type PartOutcome =
+  | { kind: 'accepted'; messageId: string }
+  | { kind: 'refused'; class: 'permanent' | 'transient'; status: string }
+  | Exclude<SubmitOutcome, { kind: 'answered' }>;
 
 /** What the SMSC's answer (or its absence) to one submit_sm means. */
 export function readPartOutcome(outcome: SubmitOutcome, idFormat: ReceiptIdFormat = 'same'): PartOutcome {
@@ -90,7 +93,8 @@ export function combinePartOutcomes(parts: readonly PartOutcome[]): SendResult {
   const first = parts.find((p): p is Exclude<PartOutcome, { kind: 'accepted' }> => p.kind !== 'accepted');
   if (!first) return fail('transient', 'no parts to send', 'no_parts');
   const describe = (p: Exclude<PartOutcome, { kind: 'accepted' }>) => (p.kind === 'refused' ? `refused with ${p.status}` : p.reason);
-  if (accepted.length > 0) return fail('permanent', `${accepted.length} of ${parts.length} parts were accepted and will be sent; another was ${describe(first)}`, 'partially_sent');
+  if (accepted.length > 0)
+    return fail('permanent', `${accepted.length} of ${parts.length} parts were accepted and will be sent; another was ${describe(first)}`, 'partially_sent');
   const lost = parts.find((p) => p.kind === 'lost');
   if (lost && lost.kind === 'lost') return fail('transient', lost.reason, lost.code, true);
   const permanent = parts.find((p) => p.kind === 'refused' && p.class === 'permanent');
@@ -157,7 +161,8 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
       }
       if (kind.kind === 'message') return receiveMessage(pdu, text);
       const receipt = kind.receipt;
-      if (receipt.unknownState) deps.logger.warn({ provider: name, providerStatus: receipt.providerStatus }, 'unknown SMPP receipt state; mapped to delivery_unknown');
+      if (receipt.unknownState)
+        deps.logger.warn({ provider: name, providerStatus: receipt.providerStatus }, 'unknown SMPP receipt state; mapped to delivery_unknown');
       if (!deps.deliverReceipts) throw new Error('this process does not ingest receipts');
       // No signature to check: the receipt came over the bind we opened to the configured SMSC and authenticated
       // with system_id/password, so the connection vouches for the SMSC; the esm_class bits, which only the SMSC
@@ -192,7 +197,12 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
       {
         host: config.host,
         port: config.port,
-        tls: config.tls === false ? false : config.tls === true ? { rejectUnauthorized: true } : { servername: config.tls.servername, ca: config.tls.ca, rejectUnauthorized: config.tls.reject_unauthorized },
+        tls:
+          config.tls === false
+            ? false
+            : config.tls === true
+              ? { rejectUnauthorized: true }
+              : { servername: config.tls.servername, ca: config.tls.ca, rejectUnauthorized: config.tls.reject_unauthorized },
         systemId: config.system_id,
         password: config.password,
         systemType: config.system_type,
@@ -250,7 +260,8 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
             }
             outcomes = await Promise.all(outcomes.map((o, i) => (o.kind === 'refused' && o.class === 'transient' ? submitPart(encoded.parts[i]!) : o)));
           }
-          if (req.waitSignal?.aborted && outcomes.every((o) => o.kind === 'not_sent')) return sendFailure('smpp', 'transient', 'not sent: the gateway is shutting down; retry', 'shutting_down');
+          if (req.waitSignal?.aborted && outcomes.every((o) => o.kind === 'not_sent'))
+            return sendFailure('smpp', 'transient', 'not sent: the gateway is shutting down; retry', 'shutting_down');
           return combinePartOutcomes(outcomes);
         } finally {
           limit.dispose();

@@ -11,11 +11,19 @@
 
 /** GSM 03.38 default alphabet, by septet value. */
 const GSM_BASIC =
-  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞ\u001bÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?' +
-  '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
+  '@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞ\u001bÆæßÉ !"#¤%&\'()*+,-./0123456789:;<=>?' + '¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà';
 /** GSM 03.38 extension table: the character and the septet that follows the escape (0x1B). */
 const GSM_EXTENSION: ReadonlyArray<readonly [string, number]> = [
-  ['\f', 0x0a], ['^', 0x14], ['{', 0x28], ['}', 0x29], ['\\', 0x2f], ['[', 0x3c], ['~', 0x3d], [']', 0x3e], ['|', 0x40], ['€', 0x65],
+  ['\f', 0x0a],
+  ['^', 0x14],
+  ['{', 0x28],
+  ['}', 0x29],
+  ['\\', 0x2f],
+  ['[', 0x3c],
+  ['~', 0x3d],
+  [']', 0x3e],
+  ['|', 0x40],
+  ['€', 0x65],
 ];
 const BASIC = new Map([...GSM_BASIC].map((ch, septet) => [ch, septet]));
 const EXTENDED = new Map(GSM_EXTENSION);

@@ -156,7 +156,14 @@ export function parseSmppReceipt(fields: DeliverSmFields): SmppReceipt | null {
   }
   if (!textStat) return null;
   const status = SMPP_RECEIPT_STAT.get(textStat);
-  return { messageId, idFrom, providerStatus: textStat, status: status ?? 'delivery_unknown', unknownState: status === undefined, ...(errorCode ? { errorCode } : {}) };
+  return {
+    messageId,
+    idFrom,
+    providerStatus: textStat,
+    status: status ?? 'delivery_unknown',
+    unknownState: status === undefined,
+    ...(errorCode ? { errorCode } : {}),
+  };
 }
 
 /**

@@ -39,7 +39,10 @@ const configSchema = z
     /** Default sender when the CRM gives no sender_name. */
     from: z.string().min(1).optional(),
     /** Send through a Messaging Service (Twilio picks the sender from its pool when there is no From). */
-    messaging_service_sid: z.string().regex(/^MG[0-9a-f]{32}$/i, 'must be MG followed by 32 hex digits').optional(),
+    messaging_service_sid: z
+      .string()
+      .regex(/^MG[0-9a-f]{32}$/i, 'must be MG followed by 32 hex digits')
+      .optional(),
     /** Seconds a message may wait in Twilio's queue before Twilio fails it (error 30036); 1–36000. */
     validity_period: z.number().int().min(1).max(36_000).optional(),
     /** Twilio replaces Unicode look-alikes with GSM-7 characters (docs/providers.md §5). */
@@ -162,7 +165,13 @@ function foundMessage(m: TwilioMessage): LookupResult {
   const providerStatus = typeof m.status === 'string' ? m.status : 'unknown';
   const mapped = mapTwilioStatus(providerStatus);
   const errorCode = typeof m.error_code === 'number' || typeof m.error_code === 'string' ? String(m.error_code) : undefined;
-  return { answer: 'found', providerMessageIds: [String(m.sid)], providerStatus, status: mapped === 'ignore' ? 'intermediate' : mapped, ...(errorCode ? { errorCode } : {}) };
+  return {
+    answer: 'found',
+    providerMessageIds: [String(m.sid)],
+    providerStatus,
+    status: mapped === 'ignore' ? 'intermediate' : mapped,
+    ...(errorCode ? { errorCode } : {}),
+  };
 }
 
 /**
@@ -170,7 +179,10 @@ function foundMessage(m: TwilioMessage): LookupResult {
  * another message, and with its text when the ledger kept it. The Message resource does not show the StatusCallback
  * (which carries our sms_id), so number, time and text are all a lookup can match on (docs/providers.md §1).
  */
-export function twilioCandidates(messages: TwilioMessage[], req: Pick<LookupRequest, 'to' | 'sentAfter' | 'sentBefore' | 'text' | 'otherProviderIds'>): TwilioMessage[] {
+export function twilioCandidates(
+  messages: TwilioMessage[],
+  req: Pick<LookupRequest, 'to' | 'sentAfter' | 'sentBefore' | 'text' | 'otherProviderIds'>,
+): TwilioMessage[] {
   const known = new Set(req.otherProviderIds);
   return messages.filter((m) => {
     if (typeof m.sid !== 'string' || known.has(m.sid) || m.to !== req.to) return false;
@@ -216,7 +228,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         if (candidates.length > 1) return { answer: 'unknown', reason: `${candidates.length} messages to this number in the send's window could be it` };
         if (candidates.length === 1) return foundMessage(candidates[0]!);
         // A further page may still hold messages from the send's window when this one ends after it began.
-        const oldest = messages.length > 0 && typeof messages.at(-1)!.date_created === 'string' ? Date.parse(messages.at(-1)!.date_created as string) : Number.NaN;
+        const oldest =
+          messages.length > 0 && typeof messages.at(-1)!.date_created === 'string' ? Date.parse(messages.at(-1)!.date_created as string) : Number.NaN;
         if (typeof page.next_page_uri === 'string' && page.next_page_uri && !(oldest < req.sentAfter - 1_000)) {
           return { answer: 'unknown', reason: 'more messages to this number since the send than one page' };
         }
@@ -262,7 +275,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
         // A 5xx, or a success we cannot read, may have created the message (docs/providers.md §1.4); a 429 never did.
         const ambiguous = res.status >= 500 || res.status < 300;
-        const answer = <Extract<SendResult, { ok: false }>>failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous);
+        const answer = <Extract<SendResult, { ok: false }>>(
+          failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous)
+        );
         // The recipient replied STOP to this sender: the gateway opts the player out too (docs/providers.md §1.4).
         return code === TWILIO_OPTED_OUT_CODE ? { ...answer, recipientOptedOut: true } : answer;
       },
@@ -281,7 +296,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         if (!providerStatus) return { ok: false, reason: 'MessageStatus is missing' };
         const status = mapTwilioStatus(providerStatus);
         if (status === 'ignore') return { ok: true, events: [] };
-        if (!Object.hasOwn(TWILIO_STATUS_MAP, providerStatus.toLowerCase())) deps.logger.warn({ provider: name, providerStatus }, 'unknown Twilio MessageStatus; kept as intermediate');
+        if (!Object.hasOwn(TWILIO_STATUS_MAP, providerStatus.toLowerCase()))
+          deps.logger.warn({ provider: name, providerStatus }, 'unknown Twilio MessageStatus; kept as intermediate');
         const errorCode = firstValue(params.ErrorCode);
         return {
           ok: true,

@@ -115,11 +115,17 @@ export function mapVonageDlrStatus(status: string): MappedStatus {
  */
 export function mapVonageMessagesStatus(status: string, errorCode: string | undefined): MappedStatus {
   switch (status.toLowerCase()) {
-    case 'submitted': return 'intermediate';
-    case 'delivered': case 'read': return 'delivered';
-    case 'undeliverable': return 'failed';
-    case 'rejected': return errorCode === '1330' ? 'delivery_unknown' : 'undelivered'; // 1330 = SMS `unknown`, 1360 = `expired`
-    default: return 'delivery_unknown';
+    case 'submitted':
+      return 'intermediate';
+    case 'delivered':
+    case 'read':
+      return 'delivered';
+    case 'undeliverable':
+      return 'failed';
+    case 'rejected':
+      return errorCode === '1330' ? 'delivery_unknown' : 'undelivered'; // 1330 = SMS `unknown`, 1360 = `expired`
+    default:
+      return 'delivery_unknown';
   }
 }
 
@@ -141,7 +147,9 @@ function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | n
     }
     if (!body || typeof body !== 'object' || Array.isArray(body)) return null;
     // JSON receipts may carry numbers; the signature is over their text (docs/providers.md §0.5).
-    return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)]));
+    return Object.fromEntries(
+      Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)]),
+    );
   }
   return Object.fromEntries(Object.entries(readFormFields(receipt.rawBody)).map(([k, v]) => [k, Array.isArray(v) ? v[0]! : v]));
 }
@@ -166,7 +174,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       const fits = callback.length <= 100;
       if (!fits && !warnedLongCallback) {
         warnedLongCallback = true;
-        deps.logger.warn({ provider: name, callback }, 'receipt URL is over Vonage\'s 100 characters; relying on the dashboard DLR URL');
+        deps.logger.warn({ provider: name, callback }, "receipt URL is over Vonage's 100 characters; relying on the dashboard DLR URL");
       }
       return JSON.stringify({
         from,
@@ -192,7 +200,12 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       }
       if (typeof body?.status !== 'string') return { ok: false, reason: 'status is missing' };
       const errorCode = /^\d+$/.test(String(body.error?.title)) ? String(body.error?.title) : /#(\d+)$/.exec(String(body.error?.type ?? ''))?.[1];
-      const event = { smsId: body.client_ref || undefined, providerMessageId: body.message_uuid, providerStatus: body.status, status: mapVonageMessagesStatus(body.status, errorCode) };
+      const event = {
+        smsId: body.client_ref || undefined,
+        providerMessageId: body.message_uuid,
+        providerStatus: body.status,
+        status: mapVonageMessagesStatus(body.status, errorCode),
+      };
       return { ok: true, events: [errorCode ? { ...event, errorCode } : event] };
     }
 
@@ -233,13 +246,15 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         const params = readReceiptParams(receipt);
         if (!params) return { ok: false, reason: 'body is not a JSON object' };
         if (params.message_uuid !== undefined) return parseMessagesWebhook(receipt);
-        if (!config.signature_secret) return { ok: false, reason: 'receipts are only accepted with signature_secret set (unsigned ones could come from anyone)' };
+        if (!config.signature_secret)
+          return { ok: false, reason: 'receipts are only accepted with signature_secret set (unsigned ones could come from anyone)' };
         const check = verifyVonageSig(params, config.signature_secret, config.signature_method, deps.now());
         if (!check.ok) return check;
         const providerStatus = params.status;
         if (!providerStatus) return { ok: false, reason: 'status is missing: not a delivery receipt' };
         const status = mapVonageDlrStatus(providerStatus);
-        if (!Object.hasOwn(VONAGE_DLR_STATUS, providerStatus.toLowerCase())) deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
+        if (!Object.hasOwn(VONAGE_DLR_STATUS, providerStatus.toLowerCase()))
+          deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
         const errorCode = params['err-code'];
         return {
           ok: true,

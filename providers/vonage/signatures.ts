@@ -32,7 +32,9 @@ export function vonageSignedString(params: Readonly<Record<string, string>>): st
 export function computeVonageSig(params: Readonly<Record<string, string>>, secret: string, method: VonageSignatureMethod): string {
   const signed = vonageSignedString(params);
   return method === 'md5hash'
-    ? createHash('md5').update(signed + secret).digest('hex')
+    ? createHash('md5')
+        .update(signed + secret)
+        .digest('hex')
     : createHmac(method, secret).update(signed).digest('hex');
 }
 
@@ -43,12 +45,7 @@ function equalHex(given: string, expected: string): boolean {
 }
 
 /** SMS API `sig` on a receipt whose values are already strings; `nowMs` from the injected clock. */
-export function verifyVonageSig(
-  params: Readonly<Record<string, string>>,
-  secret: string,
-  method: VonageSignatureMethod,
-  nowMs: number,
-): SignatureCheck {
+export function verifyVonageSig(params: Readonly<Record<string, string>>, secret: string, method: VonageSignatureMethod, nowMs: number): SignatureCheck {
   const sig = params.sig;
   if (!sig) return { ok: false, reason: 'sig is missing (signature_secret is configured, so receipts must be signed)' };
   const timestamp = Number(params.timestamp);

@@ -55,7 +55,9 @@ const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url'
  * this process (or cluster), so tokens end with a restart and the CRM fetches a new one after its 401.
  */
 export function signingKeyOf(oauth: OAuthConfig, processSecret: Buffer): Buffer {
-  return createHmac('sha256', oauth.signing_secret ?? processSecret).update('crm-sms-gateway oauth access-token key v1').digest();
+  return createHmac('sha256', oauth.signing_secret ?? processSecret)
+    .update('crm-sms-gateway oauth access-token key v1')
+    .digest();
 }
 
 export function createTokenIssuer(oauth: OAuthConfig, now: () => number, processSecret: Buffer): TokenIssuer {
@@ -108,7 +110,9 @@ export function requireBearerToken(issuer: TokenIssuer): MiddlewareHandler {
   return async (c, next) => {
     const header = c.req.header('authorization');
     const token = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
-    const refused = token ? issuer.check(token) : { problem: header ? 'Authorization: expected Bearer <access_token>' : 'Authorization: header is missing (Bearer <access_token>)', ours: false };
+    const refused = token
+      ? issuer.check(token)
+      : { problem: header ? 'Authorization: expected Bearer <access_token>' : 'Authorization: header is missing (Bearer <access_token>)', ours: false };
     if (refused) {
       if (refused.ours) markNotAGuess(c);
       c.header('WWW-Authenticate', 'Bearer error="invalid_token"');
@@ -128,7 +132,8 @@ async function readTokenRequest(c: Context): Promise<TokenRequest> {
   }
   const body = await readJsonBody(c);
   if (!body.ok) return body;
-  if (body.value === null || typeof body.value !== 'object' || Array.isArray(body.value)) return { ok: false, error: 'body: must be a JSON object', status: 400 };
+  if (body.value === null || typeof body.value !== 'object' || Array.isArray(body.value))
+    return { ok: false, error: 'body: must be a JSON object', status: 400 };
   return { ok: true, params: body.value as Record<string, unknown> };
 }
 

@@ -48,7 +48,15 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
       );
     }
     if (transport) {
-      const events = await flushEvents({ db: ledger.db, flags: ledger.flags, transport, destinations: createDestinations(config.crm.integration), relay: config.relay, logger, now: Date.now });
+      const events = await flushEvents({
+        db: ledger.db,
+        flags: ledger.flags,
+        transport,
+        destinations: createDestinations(config.crm.integration),
+        relay: config.relay,
+        logger,
+        now: Date.now,
+      });
       out.write(`${events.line}\n`);
       if (!events.reachable) reachable = false;
     }

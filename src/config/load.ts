@@ -59,7 +59,9 @@ function substitute(value: string, env: Env, path: string): string | undefined {
     return '';
   });
   if (missing.length > 0) {
-    throw new ConfigError(`${path}: environment variable ${missing.join(', ')} is not set (nor ${missing.map((m) => `${m}_FILE`).join(', ')}) and has no default`);
+    throw new ConfigError(
+      `${path}: environment variable ${missing.join(', ')} is not set (nor ${missing.map((m) => `${m}_FILE`).join(', ')}) and has no default`,
+    );
   }
   const whole = value.match(REFERENCE);
   if (whole?.length === 1 && whole[0] === value.trim() && replaced.trim() === '') return undefined;

@@ -33,7 +33,15 @@ export function isPrivateHost(hostname: string): boolean {
   if (kind === 0) return !host.includes('.');
   if (kind === 4) {
     const [a, b] = host.split('.').map(Number) as [number, number];
-    return a === 127 || a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+    return (
+      a === 127 ||
+      a === 10 ||
+      a === 0 ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 169 && b === 254) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
   }
   if (host.startsWith('::ffff:')) return isPrivateHost(host.slice(7));
   return host === '::1' || host === '::' || /^f[cd]/.test(host) || /^fe[89ab]/.test(host);
@@ -62,7 +70,11 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
     findings.push({ key: 'auth.oauth.client_secret', problem: `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters`, severity: 'refuse' });
   }
   if (oauth && !oauth.signing_secret && runsSeveralInstances(config)) {
-    findings.push({ key: 'auth.oauth.signing_secret', problem: 'is not set while instances share a PostgreSQL database: each would refuse the others\' tokens', severity: 'refuse' });
+    findings.push({
+      key: 'auth.oauth.signing_secret',
+      problem: "is not set while instances share a PostgreSQL database: each would refuse the others' tokens",
+      severity: 'refuse',
+    });
   }
   let realProvider: string | undefined;
   for (const [name, provider] of Object.entries(config.providers)) {
@@ -70,7 +82,11 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
       findings.push({ key: `providers.${name}.signature_secret`, problem: 'is not set: receipts cannot be verified and are all refused', severity: 'refuse' });
     }
     if (provider.type === 'sandbox' && !provider.receipt_secret) {
-      findings.push({ key: `providers.${name}.receipt_secret`, problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify', severity: 'refuse' });
+      findings.push({
+        key: `providers.${name}.receipt_secret`,
+        problem: 'is not set: receipts are signed with a random key of this process, which no other instance can verify',
+        severity: 'refuse',
+      });
     }
     if (provider.type === 'sandbox') credential(`providers.${name}.receipt_secret`, provider.receipt_secret);
     if (provider.type !== 'sandbox') realProvider ??= name;
@@ -101,10 +117,12 @@ function findClearTextSettings(config: Readonly<Config>): Finding[] {
   const findings: Finding[] = [];
   const warn = (key: string, problem: string) => findings.push({ key, problem, severity: 'warn' });
   const { crm } = config;
-  if (inClearText(crm.webhook_url)) warn('crm.webhook_url', `(${crm.webhook_url}) is plain http: conversions and crm.webhook_api_key cross the network unencrypted`);
-  if (inClearText(crm.integration.url)) warn('crm.integration.url', `(${crm.integration.url}) is plain http: players' events and the CRM's headers cross the network unencrypted`);
+  if (inClearText(crm.webhook_url))
+    warn('crm.webhook_url', `(${crm.webhook_url}) is plain http: conversions and crm.webhook_api_key cross the network unencrypted`);
+  if (inClearText(crm.integration.url))
+    warn('crm.integration.url', `(${crm.integration.url}) is plain http: players' events and the CRM's headers cross the network unencrypted`);
   if (crm.integration.transport === 'rabbitmq' && inClearText(crm.integration.rabbitmq?.url)) {
-    warn('crm.integration.rabbitmq.url', 'is plain amqp://: players\' events and the broker password cross the network unencrypted (amqps:// encrypts them)');
+    warn('crm.integration.rabbitmq.url', "is plain amqp://: players' events and the broker password cross the network unencrypted (amqps:// encrypts them)");
   }
   if (config.metrics.public) warn('metrics.public', 'is on: /metrics answers anyone who can reach the port, without admin.api_key');
   for (const [name, provider] of Object.entries(config.providers)) {

@@ -24,66 +24,76 @@ const keywordLists = (fallback: string[]) => {
     .transform((v) => [...new Set((Array.isArray(v) ? v : Object.values(v).flat()).map((w) => w.toUpperCase()))]);
 };
 
-const server = z.strictObject({
-  /**
-   * `production` refuses to start on unsafe settings (src/config/production-checks.ts), `development` warns about
-   * them. When the key is absent: the GATEWAY_ENV variable, else production (filled in by loadConfig).
-   */
-  environment: z.enum(['production', 'development']).default('production'),
-  host: z.string().default('0.0.0.0'),
-  port: z.number().int().min(0).max(65_535).default(8080),
-  /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
-  public_url: z.url().optional(),
-  body_limit_bytes: z.number().int().positive().default(5 * 1024 * 1024),
-  /**
-   * Largest body of a provider callback (`/dlr/*`, `/mo/*`) and of the two sign-ins (`/console/login`,
-   * `/oauth/token`), which anyone can reach: a receipt or an inbound SMS is well under 10 KB and a sign-in under
-   * 1 KB, so bodies beyond this are answered 413 as they arrive, before any is read in full.
-   */
-  callback_body_limit: z.number().int().positive().default(64 * 1024),
-  /**
-   * JSON bodies nesting deeper are refused when read (src/http/json-depth.ts); at most 1,000, well below where
-   * JSON.stringify of a stored activity would overflow the stack.
-   */
-  max_json_depth: z.number().int().min(2).max(1_000).default(64),
-  /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
-  workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
-  /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
-  shutdown_timeout: duration('8s'),
-  /** Longest time a client may take to send a whole request (headers and body); slower ones get 408 and are cut off. */
-  request_timeout: duration('30s'),
-  /** Longest time a client may take to send the request headers. */
-  headers_timeout: duration('20s'),
-  /**
-   * How long an idle keep-alive connection is kept open for the client's next request. Longer than the 60 s idle
-   * timeout of common HTTP clients and load balancers, so that they close an idle connection first: when the server
-   * closes it first, a request the client writes at that moment is reset (ECONNRESET) and a POST is not retried.
-   */
-  keep_alive_timeout: duration('65s'),
-  /** Open connections per gateway process; connections beyond it are closed at once. */
-  max_connections: z.number().int().positive().default(10_000),
-  /**
-   * Load balancers and proxies (addresses or CIDR blocks) whose X-Forwarded-For is believed: a request from one of
-   * them counts as coming from the rightmost forwarded address that is not itself listed (docs/trust.md). Empty: the
-   * TCP peer is the client, and the header is ignored.
-   */
-  trusted_proxies: z.array(addressOrBlock).default([]),
-  /**
-   * How often each process records that it is alive in the ledger, and re-counts the live ones, so that providers'
-   * rate_per_second and max_concurrency are split among all instances on one database (docs/shared-limits.md).
-   */
-  instance_heartbeat: durationSchema('1s', { positive: true }),
-  /** A process whose last heartbeat is older than this no longer counts as live (its share goes to the others). */
-  instance_expiry: durationSchema('5s', { positive: true }),
-}).superRefine((s, ctx) => {
-  if (s.instance_expiry <= s.instance_heartbeat) {
-    ctx.addIssue({ code: 'custom', path: ['instance_expiry'], message: 'must be longer than server.instance_heartbeat' });
-  }
-  // Node refuses a headers timeout longer than the request timeout it is part of.
-  if (s.request_timeout > 0 && s.headers_timeout > s.request_timeout) {
-    ctx.addIssue({ code: 'custom', path: ['headers_timeout'], message: 'must not be longer than server.request_timeout' });
-  }
-});
+const server = z
+  .strictObject({
+    /**
+     * `production` refuses to start on unsafe settings (src/config/production-checks.ts), `development` warns about
+     * them. When the key is absent: the GATEWAY_ENV variable, else production (filled in by loadConfig).
+     */
+    environment: z.enum(['production', 'development']).default('production'),
+    host: z.string().default('0.0.0.0'),
+    port: z.number().int().min(0).max(65_535).default(8080),
+    /** Base of the receipt URLs handed to providers; defaults to http://127.0.0.1:{port}. */
+    public_url: z.url().optional(),
+    body_limit_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(5 * 1024 * 1024),
+    /**
+     * Largest body of a provider callback (`/dlr/*`, `/mo/*`) and of the two sign-ins (`/console/login`,
+     * `/oauth/token`), which anyone can reach: a receipt or an inbound SMS is well under 10 KB and a sign-in under
+     * 1 KB, so bodies beyond this are answered 413 as they arrive, before any is read in full.
+     */
+    callback_body_limit: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024),
+    /**
+     * JSON bodies nesting deeper are refused when read (src/http/json-depth.ts); at most 1,000, well below where
+     * JSON.stringify of a stored activity would overflow the stack.
+     */
+    max_json_depth: z.number().int().min(2).max(1_000).default(64),
+    /** Gateway processes sharing the port (node:cluster); `auto` is one per CPU core. */
+    workers: z.union([z.literal('auto'), z.number().int().min(1).max(64)]).default(1),
+    /** How long SIGTERM/SIGINT waits for open requests and pending work before the process gives up and exits 1. */
+    shutdown_timeout: duration('8s'),
+    /** Longest time a client may take to send a whole request (headers and body); slower ones get 408 and are cut off. */
+    request_timeout: duration('30s'),
+    /** Longest time a client may take to send the request headers. */
+    headers_timeout: duration('20s'),
+    /**
+     * How long an idle keep-alive connection is kept open for the client's next request. Longer than the 60 s idle
+     * timeout of common HTTP clients and load balancers, so that they close an idle connection first: when the server
+     * closes it first, a request the client writes at that moment is reset (ECONNRESET) and a POST is not retried.
+     */
+    keep_alive_timeout: duration('65s'),
+    /** Open connections per gateway process; connections beyond it are closed at once. */
+    max_connections: z.number().int().positive().default(10_000),
+    /**
+     * Load balancers and proxies (addresses or CIDR blocks) whose X-Forwarded-For is believed: a request from one of
+     * them counts as coming from the rightmost forwarded address that is not itself listed (docs/trust.md). Empty: the
+     * TCP peer is the client, and the header is ignored.
+     */
+    trusted_proxies: z.array(addressOrBlock).default([]),
+    /**
+     * How often each process records that it is alive in the ledger, and re-counts the live ones, so that providers'
+     * rate_per_second and max_concurrency are split among all instances on one database (docs/shared-limits.md).
+     */
+    instance_heartbeat: durationSchema('1s', { positive: true }),
+    /** A process whose last heartbeat is older than this no longer counts as live (its share goes to the others). */
+    instance_expiry: durationSchema('5s', { positive: true }),
+  })
+  .superRefine((s, ctx) => {
+    if (s.instance_expiry <= s.instance_heartbeat) {
+      ctx.addIssue({ code: 'custom', path: ['instance_expiry'], message: 'must be longer than server.instance_heartbeat' });
+    }
+    // Node refuses a headers timeout longer than the request timeout it is part of.
+    if (s.request_timeout > 0 && s.headers_timeout > s.request_timeout) {
+      ctx.addIssue({ code: 'custom', path: ['headers_timeout'], message: 'must not be longer than server.request_timeout' });
+    }
+  });
 
 const database = z.strictObject({
   url: z
@@ -173,10 +183,16 @@ const ledger = z.strictObject({
 /** One event kind's destination, overriding the catalogue's default (docs/events.md, "Catalogue"). */
 const eventOverride = z.strictObject({
   method: z.enum(['POST', 'PUT']).optional(),
-  path: z.string().regex(/^\/[^\s?#]*$/, 'must be a path starting with / (no query)').optional(),
+  path: z
+    .string()
+    .regex(/^\/[^\s?#]*$/, 'must be a path starting with / (no query)')
+    .optional(),
   type: z.string().min(1).max(255).optional(),
   /** Kafka topic of this kind; crm.integration.kafka.topic when unset. */
-  topic: z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name').optional(),
+  topic: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name')
+    .optional(),
 });
 
 /** Where the real-time events of the relay outbox go (docs/events.md): the Integration API, a RabbitMQ or a Kafka connector. */
@@ -208,7 +224,9 @@ const integration = z
       })
       .optional(),
     /** Per event kind: method, path, queue type name and Kafka topic, when the operator's Swagger differs from the defaults. */
-    events: z.strictObject(Object.fromEntries(EVENT_KINDS.map((k) => [k, eventOverride.optional()])) as Record<EventKind, z.ZodOptional<typeof eventOverride>>).prefault({}),
+    events: z
+      .strictObject(Object.fromEntries(EVENT_KINDS.map((k) => [k, eventOverride.optional()])) as Record<EventKind, z.ZodOptional<typeof eventOverride>>)
+      .prefault({}),
     /** Basic credentials of the push conversion webhook ({url}/webhook/callback/push/). */
     push: z.strictObject({ username: z.string().default(''), password: z.string().default('') }).prefault({}),
   })
@@ -245,7 +263,11 @@ const relay = z.strictObject({
   /** How long a claimed event stays reserved for the worker (or flush) that claimed it. */
   lease: duration('60s'),
   /** Largest event body accepted on /relay (bytes). */
-  max_event_bytes: z.number().int().positive().default(64 * 1024),
+  max_event_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
   /** Deepest nesting of objects and arrays accepted in an event. */
   max_depth: z.number().int().min(2).max(100).default(16),
 });
@@ -354,13 +376,15 @@ const operator = z
         user_claim: z.string().min(1).default('sub'),
       })
       .superRefine((t, ctx) => {
-        if ((t.secret === undefined) === (t.jwks_url === undefined)) ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of secret and jwks_url' });
+        if ((t.secret === undefined) === (t.jwks_url === undefined))
+          ctx.addIssue({ code: 'custom', path: [], message: 'set exactly one of secret and jwks_url' });
       })
       .optional(),
   })
   .superRefine((o, ctx) => {
     if (o.backend === 'http' && !o.base_url) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required when operator.backend is http' });
-    if (o.authenticate_url && o.session_tokens) ctx.addIssue({ code: 'custom', path: ['session_tokens'], message: 'set either operator.authenticate_url or operator.session_tokens, not both' });
+    if (o.authenticate_url && o.session_tokens)
+      ctx.addIssue({ code: 'custom', path: ['session_tokens'], message: 'set either operator.authenticate_url or operator.session_tokens, not both' });
   });
 
 const admin = z.strictObject({
@@ -439,7 +463,8 @@ export const configSchema = z
       for (const alias of [name, ...p.aliases]) {
         const key = alias.toLowerCase();
         const owner = seen.get(key);
-        if (owner && owner !== name) ctx.addIssue({ code: 'custom', path: ['providers', name, 'aliases'], message: `"${alias}" already names provider ${owner}` });
+        if (owner && owner !== name)
+          ctx.addIssue({ code: 'custom', path: ['providers', name, 'aliases'], message: `"${alias}" already names provider ${owner}` });
         seen.set(key, name);
       }
     }

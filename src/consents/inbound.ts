@@ -54,7 +54,11 @@ export async function receiveInbound(deps: InboundDeps, provider: string, sms: I
       received_at: at,
     });
     if (!stored || !action || matched.length === 0) return { stored, action, changed: [] };
-    const changed = await recordSmsConsentChanges(trx, matched.map((userId) => ({ userId, optedIn: action === 'opt_in', source: 'sms' as const, at })), consentChangeEvent);
+    const changed = await recordSmsConsentChanges(
+      trx,
+      matched.map((userId) => ({ userId, optedIn: action === 'opt_in', source: 'sms' as const, at })),
+      consentChangeEvent,
+    );
     return { stored, action, changed };
   });
   for (const userId of outcome.changed) deps.recipients?.forget(userId);

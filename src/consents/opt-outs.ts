@@ -26,13 +26,17 @@ export function createProviderOptOuts(deps: ConsentChangeDeps) {
     const { userId } = optOut;
     if (deps.backend.name === 'sql') {
       const at = deps.now();
-      const changed = await inTransaction(deps.db, async (trx) => (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at, smsId: optOut.smsId }], consentChangeEvent)).length > 0);
+      const changed = await inTransaction(
+        deps.db,
+        async (trx) =>
+          (await recordSmsConsentChanges(trx, [{ userId, optedIn: false, source: 'provider', at, smsId: optOut.smsId }], consentChangeEvent)).length > 0,
+      );
       deps.logger.info({ user_id: userId, provider: optOut.provider, sms_id: optOut.smsId, known_player: changed }, 'provider reports the recipient opted out');
     } else {
       const body = { consents: [{ opted_in: false, type: 'sms' }] };
       const result = await deps.backend.updateConsents(userId, [{ opted_in: false, type: 'sms' }], body);
       if (!result.ok && result.kind !== 'not_found') {
-        deps.logger.warn({ user_id: userId, provider: optOut.provider, error: result.error }, 'could not pass the provider\'s opt-out to the operator platform');
+        deps.logger.warn({ user_id: userId, provider: optOut.provider, error: result.error }, "could not pass the provider's opt-out to the operator platform");
       }
     }
     deps.recipients?.forget(userId);

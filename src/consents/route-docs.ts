@@ -53,7 +53,9 @@ export function inboundRouteDocs() {
         'A text equal to one of sms.opt_out_keywords or sms.opt_in_keywords (trimmed, any case) opts the players whose mobile is the sender out of or into sms. ' +
         'Every message is kept. Twilio is answered with empty TwiML.',
       parameters: [{ name: 'provider', in: 'path', description: 'The key under `providers` in config.yaml', schema: z.string() }],
-      ...(method === 'post' ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/x-www-form-urlencoded', 'application/json'] } } : {}),
+      ...(method === 'post'
+        ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/x-www-form-urlencoded', 'application/json'] } }
+        : {}),
       responses: {
         200: { description: 'Stored (a provider retry of a stored message is acknowledged and changes nothing)', schema: inboundAnswerSchema },
         403: { description: 'Refused by the provider plugin (signature or format); nothing stored', schema: errorAnswerSchema },

@@ -30,7 +30,11 @@ export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely
     const from = c.req.query('from');
     if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
     const rows = await findInboundMessagesFrom(deps.readDb ?? deps.db, from, 100);
-    const messages = rows.map((r) => ({ ...r, matched_user_ids: JSON.parse(r.matched_user_ids) as string[], received_at: new Date(Number(r.received_at)).toISOString() }));
+    const messages = rows.map((r) => ({
+      ...r,
+      matched_user_ids: JSON.parse(r.matched_user_ids) as string[],
+      received_at: new Date(Number(r.received_at)).toISOString(),
+    }));
     return c.json({ messages }, 200);
   });
   return app;
@@ -48,7 +52,10 @@ export function inboundRoutes(deps: InboundRouteDeps) {
     const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
     const rawBody = Buffer.from(await c.req.arrayBuffer());
     // The same bounds as receipts' (src/delivery/routes.ts), before the plugin looks at anything.
-    const checked = checkCallbackBody({ contentType: headers['content-type'] ?? '', search: url.search, rawBody }, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    const checked = checkCallbackBody(
+      { contentType: headers['content-type'] ?? '', search: url.search, rawBody },
+      c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH,
+    );
     if (!checked.ok) return c.json({ error: `inbound message refused: ${checked.error}`, code: checked.status }, checked.status);
     const parsed = provider.parseInbound({
       method: c.req.method,

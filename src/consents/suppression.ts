@@ -91,7 +91,11 @@ export function createSqlRecipientCheck(): RecipientCheck {
       const rows = await findSmsStandings(trx!, userIds);
       const standings = new Map<string, PlayerStanding>();
       for (const [id, r] of rows) {
-        standings.set(id, { blocked: r.is_blocked === 1, excluded: r.is_excluded === 1, sms: r.sms_opted_in === null ? 'unset' : r.sms_opted_in === 1 ? 'in' : 'out' });
+        standings.set(id, {
+          blocked: r.is_blocked === 1,
+          excluded: r.is_excluded === 1,
+          sms: r.sms_opted_in === null ? 'unset' : r.sms_opted_in === 1 ? 'in' : 'out',
+        });
       }
       return standings;
     },

@@ -47,7 +47,9 @@ export function renderOutcomeChart(chart: { label: string; spanMs: number; bucke
 <line x1="${LEFT}" y1="${base}" x2="${WIDTH}" y2="${base}" stroke="#d8dee4"></line>${bars}</g>`;
   });
   const ticks = chart.buckets.map((bucket, i) =>
-    i % labelEvery === 0 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${height - 4}" text-anchor="middle">${clock(bucket.bucketStart)}</text>` : '',
+    i % labelEvery === 0
+      ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${height - 4}" text-anchor="middle">${clock(bucket.bucketStart)}</text>`
+      : '',
   );
 
   return html`<figure>

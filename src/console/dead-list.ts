@@ -69,7 +69,9 @@ ${parts.hiddenFilter}
 <div class="scroll"><table data-table="${parts.section}">
 <thead><tr><th>pick</th>${parts.headers.map((h) => html`<th>${h}</th>`)}<th></th>${parts.afterHeaders.map((h) => html`<th>${h}</th>`)}</tr></thead>
 <tbody>${parts.rows.map(
-    (r) => html`<tr ${r.attribute}="${r.id}"><td><input type="checkbox" name="ids" value="${r.id}" aria-label="pick ${r.attribute.replace('data-', '')} ${r.id}"></td>
+    (
+      r,
+    ) => html`<tr ${r.attribute}="${r.id}"><td><input type="checkbox" name="ids" value="${r.id}" aria-label="pick ${r.attribute.replace('data-', '')} ${r.id}"></td>
 ${r.cells}<td><button type="submit" name="only" value="${r.id}">Replay</button></td>${r.after}</tr>`,
   )}</tbody></table></div>
 ${empty ? html`<p class="notice" role="status">${parts.none}${parts.filtered ? ' matches' : ''}.</p>` : ''}

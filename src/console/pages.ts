@@ -93,11 +93,15 @@ ${renderOutbox(summary)}
 ${renderEventOutbox(summary)}
 <p><a href="/console/dead-events">The dead CRM events, with their reasons →</a></p>
 </section>
-${summary.credits ? html`<section id="credits">
+${
+  summary.credits
+    ? html`<section id="credits">
 <h2>Credits outbox (to operator.credits.url)</h2>
 ${renderCreditOutbox(summary)}
 <p><a href="/console/dead-credits">The dead credits, with the operator's last answer →</a></p>
-</section>` : ''}
+</section>`
+    : ''
+}
 <section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>
 <p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>

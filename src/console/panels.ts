@@ -39,7 +39,9 @@ export function renderRateChart(rates: ConsoleSummary['rates']) {
       else runs[runs.length - 1]!.push(`${(LEFT + i * slot + slot / 2).toFixed(1)},${y(p.rate).toFixed(1)}`);
     });
     const dots = r.points.map((p, i) =>
-      p.rate === null ? '' : html`<circle cx="${(LEFT + i * slot + slot / 2).toFixed(1)}" cy="${y(p.rate).toFixed(1)}" r="2.5" fill="${colour}"><title>${r.provider} ${clock(p.bucketStart)} UTC: ${(Math.floor(p.rate * 1000) / 10).toFixed(1)} % of ${p.settled}</title></circle>`,
+      p.rate === null
+        ? ''
+        : html`<circle cx="${(LEFT + i * slot + slot / 2).toFixed(1)}" cy="${y(p.rate).toFixed(1)}" r="2.5" fill="${colour}"><title>${r.provider} ${clock(p.bucketStart)} UTC: ${(Math.floor(p.rate * 1000) / 10).toFixed(1)} % of ${p.settled}</title></circle>`,
     );
     return html`<g data-provider="${r.provider}">${runs.filter((run) => run.length > 1).map((run) => html`<polyline points="${run.join(' ')}" fill="none" stroke="${colour}" stroke-width="1.5"></polyline>`)}${dots}</g>`;
   });
@@ -56,7 +58,10 @@ ${lines}
 
 export function renderLatency(latency: ConsoleSummary['latency']) {
   const max = Math.max(1, ...latency.map((l) => l.p95 ?? 0));
-  const bar = (ms: number | null, colour: string) => (ms === null ? '' : html`<svg class="bar" viewBox="0 0 100 8" width="100" height="8" aria-hidden="true"><rect width="${Math.max(1, (ms / max) * 100).toFixed(1)}" height="8" fill="${colour}"></rect></svg> `);
+  const bar = (ms: number | null, colour: string) =>
+    ms === null
+      ? ''
+      : html`<svg class="bar" viewBox="0 0 100 8" width="100" height="8" aria-hidden="true"><rect width="${Math.max(1, (ms / max) * 100).toFixed(1)}" height="8" fill="${colour}"></rect></svg> `;
   return html`<h3>Receipt latency, send to terminal receipt (last 24 hours)</h3>
 <div class="scroll"><table data-table="latency"><thead><tr><th>provider</th><th class="num">p50</th><th class="num">p95</th><th class="num">receipts read</th></tr></thead>
 <tbody>${latency.map((l) => html`<tr data-provider="${l.provider}"><td>${l.provider}</td><td class="num">${bar(l.p50, '#54aeff')}${duration(l.p50)}</td><td class="num">${bar(l.p95, '#0b5cad')}${duration(l.p95)}</td><td class="num">${l.n}</td></tr>`)}</tbody></table></div>`;
@@ -113,6 +118,10 @@ export function renderCreditOutbox(summary: ConsoleSummary) {
     'credits',
     'data-credits',
     { owed: ['due', credits.due], retrying: credits.retrying, dead: credits.dead, oldestAt: credits.oldestDueAt },
-    { owed: 'answered to the CRM, not yet taken by operator.credits.url', dead: 'stopped after operator.credits.max_attempts', oldest: 'since the oldest owed credit was made' },
+    {
+      owed: 'answered to the CRM, not yet taken by operator.credits.url',
+      dead: 'stopped after operator.credits.max_attempts',
+      oldest: 'since the oldest owed credit was made',
+    },
   );
 }

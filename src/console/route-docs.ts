@@ -7,25 +7,51 @@ import { csrfFormSchema, loginFormSchema } from './routes.js';
 const field = (description: string) => z.string().max(256).describe(description);
 /** What the replay form posts: the CSRF token and which dead letters (console/replay-form.ts). */
 const replayFormSchema = csrfFormSchema.extend({
-  only: z.string().regex(/^[0-9]{1,15}$/).optional().describe('The one conversion whose Replay button was pressed'),
-  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching (or absent): every dead letter matching provider and status'),
-  ids: z.array(z.string().regex(/^[0-9]{1,15}$/)).optional().describe('Ticked conversion ids'),
+  only: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional()
+    .describe('The one conversion whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching (or absent): every dead letter matching provider and status'),
+  ids: z
+    .array(z.string().regex(/^[0-9]{1,15}$/))
+    .optional()
+    .describe('Ticked conversion ids'),
   provider: field('Filter of the list').optional(),
   status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
 });
 /** What the dead-event replay form posts (console/event-replay-form.ts). */
 const eventReplayFormSchema = csrfFormSchema.extend({
   only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
-  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching: every dead event matching type and user_id (required unless only is given)'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead event matching type and user_id (required unless only is given)'),
   ids: z.array(z.string().uuid()).optional().describe('Ticked event ids'),
-  type: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]).optional().describe('Filter of the list'),
+  type: z
+    .enum(['', ...EVENT_TYPES] as [string, ...string[]])
+    .optional()
+    .describe('Filter of the list'),
   user_id: field('Filter of the list').optional(),
 });
 /** What the dead-credit replay form posts (console/credit-replay-form.ts). */
 const creditReplayFormSchema = csrfFormSchema.extend({
-  only: z.string().regex(/^[1-9][0-9]{0,14}$/).optional().describe('The one credit (credit_id) whose Replay button was pressed'),
-  action: z.enum(['selected', 'matching']).optional().describe('selected: the ticked ids; matching: every dead credit of user_id, or every dead credit (required unless only is given)'),
-  ids: z.array(z.string().regex(/^[1-9][0-9]{0,14}$/)).optional().describe('Ticked credit_ids'),
+  only: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/)
+    .optional()
+    .describe('The one credit (credit_id) whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead credit of user_id, or every dead credit (required unless only is given)'),
+  ids: z
+    .array(z.string().regex(/^[1-9][0-9]{0,14}$/))
+    .optional()
+    .describe('Ticked credit_ids'),
   user_id: field('Filter of the list').optional(),
 });
 const searchField = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: field(description) });
@@ -53,7 +79,11 @@ export const consoleRouteDocs = [
       searchField('to', 'Created before (UTC)'),
       searchField('cursor', 'The next page'),
     ],
-    responses: { 200: page('The console page, or the sign-in form'), 400: page('The console page with the search parameter named that is not valid'), 403: disabled },
+    responses: {
+      200: page('The console page, or the sign-in form'),
+      400: page('The console page with the search parameter named that is not valid'),
+      403: disabled,
+    },
   }),
   describeRoute({
     method: 'get',
@@ -87,7 +117,12 @@ export const consoleRouteDocs = [
       searchField('user_id', 'The player'),
       { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) },
     ],
-    responses: { 200: page('The dead-event list'), 400: page('A filter is not valid (named on the page)'), 401: page('No valid session: the sign-in form'), 403: disabled },
+    responses: {
+      200: page('The dead-event list'),
+      400: page('A filter is not valid (named on the page)'),
+      401: page('No valid session: the sign-in form'),
+      403: disabled,
+    },
   }),
   describeRoute({
     method: 'post',
@@ -96,16 +131,30 @@ export const consoleRouteDocs = [
     summary: 'Make dead CRM events due again: one, the ticked ones, or all matching the filter',
     security: ['consoleSession'],
     request: { schema: eventReplayFormSchema, contentTypes: [form] },
-    responses: { 303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } }, 400: page('The form names no valid dead events'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+    responses: {
+      303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } },
+      400: page('The form names no valid dead events'),
+      401: page('No valid session'),
+      403: page('CSRF token missing or wrong, or the console is disabled'),
+    },
   }),
   describeRoute({
     method: 'get',
     path: '/console/dead-credits',
     tag: 'console',
-    summary: 'Dead-lettered credits (sql backend, operator.credits.url) with user, bonus code, amount, attempts, the operator’s last answer and age, and replay buttons',
+    summary:
+      'Dead-lettered credits (sql backend, operator.credits.url) with user, bonus code, amount, attempts, the operator’s last answer and age, and replay buttons',
     security: ['consoleSession'],
-    parameters: [searchField('user_id', 'The player'), { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) }],
-    responses: { 200: page('The dead-credit list'), 400: page('A filter is not valid (named on the page)'), 401: page('No valid session: the sign-in form'), 403: disabled },
+    parameters: [
+      searchField('user_id', 'The player'),
+      { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) },
+    ],
+    responses: {
+      200: page('The dead-credit list'),
+      400: page('A filter is not valid (named on the page)'),
+      401: page('No valid session: the sign-in form'),
+      403: disabled,
+    },
   }),
   describeRoute({
     method: 'post',
@@ -114,7 +163,12 @@ export const consoleRouteDocs = [
     summary: 'Make dead credits due again for operator.credits.url: one, the ticked ones, or all of the filter',
     security: ['consoleSession'],
     request: { schema: creditReplayFormSchema, contentTypes: [form] },
-    responses: { 303: { description: 'Done; back to the dead credits', headers: { Location: { description: '/console/dead-credits?replayed=N', schema: z.string() } } }, 400: page('The form names no valid dead credits'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+    responses: {
+      303: { description: 'Done; back to the dead credits', headers: { Location: { description: '/console/dead-credits?replayed=N', schema: z.string() } } },
+      400: page('The form names no valid dead credits'),
+      401: page('No valid session'),
+      403: page('CSRF token missing or wrong, or the console is disabled'),
+    },
   }),
   describeRoute({
     method: 'post',
@@ -131,7 +185,12 @@ export const consoleRouteDocs = [
     summary: 'Make dead-lettered conversions due again: one, the ticked ones, or all matching the filter',
     security: ['consoleSession'],
     request: { schema: replayFormSchema, contentTypes: [form] },
-    responses: { 303: backToConsole, 400: page('The form names no valid dead letters'), 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+    responses: {
+      303: backToConsole,
+      400: page('The form names no valid dead letters'),
+      401: page('No valid session'),
+      403: page('CSRF token missing or wrong, or the console is disabled'),
+    },
   }),
   describeRoute({
     method: 'post',

@@ -88,7 +88,9 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   const app = new Hono();
   const { adminKey } = deps;
   if (!adminKey) {
-    app.all('*', (c) => htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The console is disabled: set <code>admin.api_key</code>.</p>` }));
+    app.all('*', (c) =>
+      htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The console is disabled: set <code>admin.api_key</code>.</p>` }),
+    );
     return app;
   }
   const sessions = createSessionCodec(adminKey, SESSION_TTL_MS, deps.now);
@@ -121,7 +123,13 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     if (!session) return loginPage(c, 401, 'Sign in to see this message.');
     const nav = renderNav(sessions.csrfToken(session));
     const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
-    if (!message) return htmlPage(c, { title: TITLE, nav, status: 404, body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>` });
+    if (!message)
+      return htmlPage(c, {
+        title: TITLE,
+        nav,
+        status: 404,
+        body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>`,
+      });
     // The number is shown in full only to someone who searched for it (the link from the results carries it).
     const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
     // Provider error texts may quote the number: masked on the page like every other number.
@@ -137,7 +145,13 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
     const now = deps.now();
     const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
-    if (!query.ok) return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }) });
+    if (!query.ok)
+      return htmlPage(c, {
+        title: TITLE,
+        nav: renderNav(csrf),
+        status: 400,
+        body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }),
+      });
     const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
     const more = rows.length > query.limit;
     const page = more ? rows.slice(0, query.limit) : rows;
@@ -170,7 +184,13 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     const params = new URL(c.req.url).searchParams;
     const query = parseDeadCreditQuery(params);
     const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-    if (!query.ok) return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }) });
+    if (!query.ok)
+      return htmlPage(c, {
+        title: TITLE,
+        nav: renderNav(csrf),
+        status: 400,
+        body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }),
+      });
     const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
     const page = rows.slice(0, DEAD_CREDITS_PAGE);
     const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
@@ -198,24 +218,62 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     if (!session) return loginPage(c, 401, 'Your session has ended; sign in again.');
     const form = csrfFormSchema.safeParse(await c.req.parseBody());
     if (!form.success || !sessions.checkCsrf(session, form.data.csrf)) {
-      return htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The form's security token does not match this session. <a href="/console">Reload the console</a> and try again.</p>` });
+      return htmlPage(c, {
+        title: TITLE,
+        status: 403,
+        body: html`<p class="notice error">The form's security token does not match this session. <a href="/console">Reload the console</a> and try again.</p>`,
+      });
     }
     return handler(c, session);
   };
 
   /** A dead list's replay post: read the form, replay, wake the worker, and back to the list with the count. */
-  const replayRoute = <M>(list: { path: string; name: string }, read: (form: FormData) => { ok: true; match: M } | { ok: false; error: string }, replay: (match: M) => Promise<number>, wake?: () => void) =>
+  const replayRoute = <M>(
+    list: { path: string; name: string },
+    read: (form: FormData) => { ok: true; match: M } | { ok: false; error: string },
+    replay: (match: M) => Promise<number>,
+    wake?: () => void,
+  ) =>
     guarded(async (c) => {
       const form = read(await c.req.formData());
-      if (!form.ok) return htmlPage(c, { title: TITLE, status: 400, body: html`<p class="notice error" role="alert">${form.error}. <a href="${list.path}">Back to the ${list.name}</a></p>` });
+      if (!form.ok)
+        return htmlPage(c, {
+          title: TITLE,
+          status: 400,
+          body: html`<p class="notice error" role="alert">${form.error}. <a href="${list.path}">Back to the ${list.name}</a></p>`,
+        });
       const replayed = await replay(form.match);
       if (replayed > 0) wake?.();
       return c.redirect(`${list.path}?replayed=${replayed}`, 303);
     });
 
-  app.post('/replay', replayRoute({ path: '/console/dead-letters', name: 'dead letters' }, replayFormMatch, (match) => replayDeadConversions(deps.db, deps.now(), match), deps.onReplay));
-  app.post('/events/replay', replayRoute({ path: '/console/dead-events', name: 'dead CRM events' }, eventReplayFormMatch, (match) => replayDeadEvents(deps.db, deps.now(), match), deps.onEventsReplay));
-  app.post('/credits/replay', replayRoute({ path: '/console/dead-credits', name: 'dead credits' }, creditReplayFormMatch, (match) => replayDeadCredits(deps.db, match, deps.now()), deps.onCreditsReplay));
+  app.post(
+    '/replay',
+    replayRoute(
+      { path: '/console/dead-letters', name: 'dead letters' },
+      replayFormMatch,
+      (match) => replayDeadConversions(deps.db, deps.now(), match),
+      deps.onReplay,
+    ),
+  );
+  app.post(
+    '/events/replay',
+    replayRoute(
+      { path: '/console/dead-events', name: 'dead CRM events' },
+      eventReplayFormMatch,
+      (match) => replayDeadEvents(deps.db, deps.now(), match),
+      deps.onEventsReplay,
+    ),
+  );
+  app.post(
+    '/credits/replay',
+    replayRoute(
+      { path: '/console/dead-credits', name: 'dead credits' },
+      creditReplayFormMatch,
+      (match) => replayDeadCredits(deps.db, match, deps.now()),
+      deps.onCreditsReplay,
+    ),
+  );
 
   app.post(
     '/logout',

@@ -3,7 +3,8 @@ import { html } from 'hono/html';
 import { SEARCH_STATUSES, type MessageFilter, type MessageSummary } from '../ledger/message-search.js';
 import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
 
-export const when = (ms: number | null | undefined) => (ms === null || ms === undefined ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19));
+export const when = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19);
 /** For datetime-local inputs, which take no zone: the console's times are UTC. */
 const inputTime = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16));
 
@@ -58,7 +59,9 @@ export function renderResults(view: SearchView) {
   return html`<div class="scroll"><table data-table="results">
 <thead><tr><th>created (UTC)</th><th>recipient</th><th>status</th><th>provider</th><th>activity.id</th><th>user_id</th><th>sms_id</th><th>error</th></tr></thead>
 <tbody>${results.rows.map(
-    (r) => html`<tr data-sms-id="${r.sms_id}"><td>${when(r.created_at)}</td><td data-field="recipient">${shownRecipient(r.recipient, searched)}</td><td data-field="status">${statusWord(r)}</td><td>${r.provider}</td>
+    (
+      r,
+    ) => html`<tr data-sms-id="${r.sms_id}"><td>${when(r.created_at)}</td><td data-field="recipient">${shownRecipient(r.recipient, searched)}</td><td data-field="status">${statusWord(r)}</td><td>${r.provider}</td>
 <td>${r.activity_key}</td><td>${r.user_id ?? '—'}</td><td><a href="${detail(r.sms_id)}">${r.sms_id}</a></td><td class="text">${r.error === null ? '' : maskPhoneNumbersIn(r.error)}</td></tr>`,
   )}</tbody></table></div>
 <p class="muted">${results.rows.length} shown, newest first.${results.nextCursor ? html` <a href="/console?${next.toString()}" rel="next">Older messages →</a>` : ''}</p>`;

@@ -18,10 +18,23 @@ const detailText = (detail: Record<string, string | number | null>) =>
 export function renderStory(story: MessageStory, searchedRecipient: string | undefined) {
   const m = story.message;
   const fields: Array<[string, unknown]> = [
-    ['sms_id', m.sms_id], ['activity.id', m.activity_key], ['user_id', m.user_id], ['request id', m.request_id], ['status', statusWord(m)],
-    ['provider', m.provider], ['provider message id', m.provider_message_id], ['recipient', shownRecipient(m.recipient, searchedRecipient)],
-    ['sender', m.sender], ['encoding', m.encoding], ['segments', m.segments], ['send state', m.state], ['send attempts', m.attempts],
-    ['error', m.error === null ? null : maskPhoneNumbersIn(m.error)], ['provider status', m.provider_status], ['delivery status', m.delivery_status], ['delivery source', m.delivery_source],
+    ['sms_id', m.sms_id],
+    ['activity.id', m.activity_key],
+    ['user_id', m.user_id],
+    ['request id', m.request_id],
+    ['status', statusWord(m)],
+    ['provider', m.provider],
+    ['provider message id', m.provider_message_id],
+    ['recipient', shownRecipient(m.recipient, searchedRecipient)],
+    ['sender', m.sender],
+    ['encoding', m.encoding],
+    ['segments', m.segments],
+    ['send state', m.state],
+    ['send attempts', m.attempts],
+    ['error', m.error === null ? null : maskPhoneNumbersIn(m.error)],
+    ['provider status', m.provider_status],
+    ['delivery status', m.delivery_status],
+    ['delivery source', m.delivery_source],
   ];
   return html`<section id="story">
 <h2>Message ${m.sms_id}</h2>
@@ -37,7 +50,11 @@ ${detailText(e.detail) ? html`<br><span class="muted">${detailText(e.detail)}</s
 <tbody>${story.receipts.map((r) => html`<tr><td>${when(r.received_at)}</td><td>${r.provider_status}</td><td>${r.mapped_status}</td><td>${r.error_code ?? '—'}</td><td>${r.provider_message_id ?? '—'}</td></tr>`)}</tbody></table></div>
 <h3>Conversions (${story.conversions.length})</h3>
 <div class="scroll"><table data-table="conversions"><thead><tr><th>id</th><th>status</th><th>attempts</th><th>posted</th><th>dead</th><th>last error</th></tr></thead>
-<tbody>${story.conversions.map((c) => html`<tr><td>${c.id}</td><td>${c.delivery_status}</td><td>${c.attempts}</td><td>${when(c.posted_at)}</td><td>${c.dead ? 'yes' : 'no'}</td><td class="text">${c.last_error ?? '—'}</td></tr>
-${c.attempt_log.map((a) => html`<tr class="muted sub"><td></td><td colspan="5" class="text">attempt at ${when(a.attempted_at)}: ${a.ok ? 'accepted' : 'failed'}, ${a.http_status === null ? 'no HTTP answer' : `HTTP ${a.http_status}`}${a.error ? ` — ${a.error}` : ''}</td></tr>`)}`)}</tbody></table></div>
+<tbody>${story.conversions.map(
+    (
+      c,
+    ) => html`<tr><td>${c.id}</td><td>${c.delivery_status}</td><td>${c.attempts}</td><td>${when(c.posted_at)}</td><td>${c.dead ? 'yes' : 'no'}</td><td class="text">${c.last_error ?? '—'}</td></tr>
+${c.attempt_log.map((a) => html`<tr class="muted sub"><td></td><td colspan="5" class="text">attempt at ${when(a.attempted_at)}: ${a.ok ? 'accepted' : 'failed'}, ${a.http_status === null ? 'no HTTP answer' : `HTTP ${a.http_status}`}${a.error ? ` — ${a.error}` : ''}</td></tr>`)}`,
+  )}</tbody></table></div>
 </section>`;
 }

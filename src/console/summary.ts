@@ -109,7 +109,12 @@ async function rateSeries(db: Kysely<Database>, names: readonly string[], now: n
   });
 }
 
-export async function loadConsoleSummary(db: Kysely<Database>, providers: readonly string[], now: number, options: { credits?: boolean } = {}): Promise<ConsoleSummary> {
+export async function loadConsoleSummary(
+  db: Kysely<Database>,
+  providers: readonly string[],
+  now: number,
+  options: { credits?: boolean } = {},
+): Promise<ConsoleSummary> {
   const windows = [await windowTotals(db, providers, 'Last hour', 60, now), await windowTotals(db, providers, 'Last 24 hours', 24 * 60, now)];
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
   const backlog = await countOutboxBacklog(db);
@@ -126,5 +131,18 @@ export async function loadConsoleSummary(db: Kysely<Database>, providers: readon
   const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: suppressions.get(reason) ?? 0 }));
   const events = await countEventBacklog(db);
   const credits = options.credits ? await countCreditBacklog(db) : undefined;
-  return { at: now, windows, charts, backlog, oldestOwed, parked, rates: await rateSeries(db, providers, now), latency, refusals, suppressed, events, ...(credits ? { credits } : {}) };
+  return {
+    at: now,
+    windows,
+    charts,
+    backlog,
+    oldestOwed,
+    parked,
+    rates: await rateSeries(db, providers, now),
+    latency,
+    refusals,
+    suppressed,
+    events,
+    ...(credits ? { credits } : {}),
+  };
 }

@@ -26,8 +26,19 @@ const ip = z.union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 addre
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 const listOf = (entry: z.ZodType, what: string) => z.array(entry, { error: `must be an array of ${what}` });
 
-
-export const BONUS_STATUSES = ['Pending', 'Created', 'Ongoing', 'Completed', 'AutoCompleted', 'Forfeited', 'Expired', 'Lost', 'Reversed', 'Claimed', 'NotApplicable'] as const;
+export const BONUS_STATUSES = [
+  'Pending',
+  'Created',
+  'Ongoing',
+  'Completed',
+  'AutoCompleted',
+  'Forfeited',
+  'Expired',
+  'Lost',
+  'Reversed',
+  'Claimed',
+  'NotApplicable',
+] as const;
 export const BONUS_PRODUCTS = ['Casino', 'Sportsbook', 'Lotto', 'Poker'] as const;
 export const PUSH_ACTIONS = ['delivered', 'read', 'clicked'] as const;
 const APPROVED_ROLLBACK = ['Approved', 'Rollback'] as const;
@@ -46,7 +57,6 @@ function buildSchema(required: readonly string[], fields: Fields): z.ZodType {
 
 /** An entry of a nested list, built from the same row shape as an event (required keys plus checks). */
 const entry = (required: readonly string[], fields: Fields) => buildSchema(required, fields);
-
 
 /** Keys several events may carry (optional everywhere they are allowed). */
 const common: Fields = { meta, skip_publishing: bool, is_free_money: bool };
@@ -107,7 +117,10 @@ const device: Pick<CatalogueRow, 'required' | 'fields'> = {
   required: [...thin, 'tokens'],
   fields: {
     ...thinFields,
-    tokens: listOf(entry(['token', 'channel', 'provider'], { token: id, channel: oneOf(['android', 'ios', 'web'] as const), provider: text() }), '{token, channel, provider}').min(1, {
+    tokens: listOf(
+      entry(['token', 'channel', 'provider'], { token: id, channel: oneOf(['android', 'ios', 'web'] as const), provider: text() }),
+      '{token, channel, provider}',
+    ).min(1, {
       error: 'must not be empty',
     }),
   },
@@ -123,7 +136,15 @@ const poker = (kind: EventKind, type: string, path: string): CatalogueRow => ({
   fields: { ...common, ...thinFields, ...money, status: oneOf(APPROVED_ROLLBACK) },
 });
 
-const thinRow = (kind: EventKind, type: string, method: 'POST' | 'PUT', path: string, confirmedPath: boolean, extra: Fields = {}, extraRequired: string[] = []): CatalogueRow => ({
+const thinRow = (
+  kind: EventKind,
+  type: string,
+  method: 'POST' | 'PUT',
+  path: string,
+  confirmedPath: boolean,
+  extra: Fields = {},
+  extraRequired: string[] = [],
+): CatalogueRow => ({
   kind,
   type,
   method,
@@ -173,7 +194,10 @@ export const eventCatalogue: readonly CatalogueRow[] = [
   thinRow('user_migration', 'USER_MIGRATION', 'POST', '/v2/integration/user/migration', false, { migration_reference: text() }, ['migration_reference']),
   thinRow('user_migration_approve', 'USER_MIGRATION_APPROVE', 'POST', '/v2/integration/user/migration/approve', false),
   thinRow('user_tag', 'USER_TAG', 'POST', '/v2/integration/user/tags', false, { tags: text() }, ['tags']),
-  thinRow('custom', 'CUSTOM', 'POST', '/v1/integration/custom', true, { data: object, notification_type: id, ip_address: ip, user_agent: text() }, ['data', 'notification_type']),
+  thinRow('custom', 'CUSTOM', 'POST', '/v1/integration/custom', true, { data: object, notification_type: id, ip_address: ip, user_agent: text() }, [
+    'data',
+    'notification_type',
+  ]),
   thinRow(
     'balance',
     'USER_BALANCES_UPDATE',
@@ -182,7 +206,12 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     true,
     {
       balances: listOf(
-        entry(['amount', 'currency', 'key', 'exchange_rate'], { amount: atLeastZero, currency: text(), key: oneOf(['real_money', 'bonus_money'] as const), exchange_rate: atLeastZero }),
+        entry(['amount', 'currency', 'key', 'exchange_rate'], {
+          amount: atLeastZero,
+          currency: text(),
+          key: oneOf(['real_money', 'bonus_money'] as const),
+          exchange_rate: atLeastZero,
+        }),
         '{amount, currency, key, exchange_rate}',
       ),
     },
@@ -217,7 +246,22 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     method: 'POST',
     path: '/v1/integration/casino',
     confirmed: { path: true, type: true },
-    required: ['activity_id', 'amount', 'currency', 'exchange_rate', 'game_id', 'game_name', 'is_round_end', 'origin', 'round_id', 'status', 'timestamp', 'type', 'user_id', 'vendor_id'],
+    required: [
+      'activity_id',
+      'amount',
+      'currency',
+      'exchange_rate',
+      'game_id',
+      'game_name',
+      'is_round_end',
+      'origin',
+      'round_id',
+      'status',
+      'timestamp',
+      'type',
+      'user_id',
+      'vendor_id',
+    ],
     fields: {
       ...common,
       ...thinFields,
@@ -252,7 +296,10 @@ export const eventCatalogue: readonly CatalogueRow[] = [
       bet_type: oneOf(['Single', 'Multi', 'System', 'Teaser'] as const),
       status: oneOf(APPROVED_ROLLBACK),
       type: oneOf(['Bet', 'Settlement'] as const),
-      bets: listOf(entry(['event_name', 'match_start', 'odds'], { event_name: text(), match_start: dateTime, odds: number }), '{event_name, match_start, odds}'),
+      bets: listOf(
+        entry(['event_name', 'match_start', 'odds'], { event_name: text(), match_start: dateTime, odds: number }),
+        '{event_name, match_start, odds}',
+      ),
     },
   },
   {
@@ -262,7 +309,13 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     path: '/v2/integration/lottery',
     confirmed: { path: true, type: true },
     required: ['amount', 'currency', 'exchange_rate', 'lines', 'origin', 'timestamp', 'type', 'user_id'],
-    fields: { ...common, ...thinFields, ...money, type: oneOf(['Bet', 'Settlement'] as const), lines: listOf(entry(['line_id'], { line_id: number }), '{line_id, …}') },
+    fields: {
+      ...common,
+      ...thinFields,
+      ...money,
+      type: oneOf(['Bet', 'Settlement'] as const),
+      lines: listOf(entry(['line_id'], { line_id: number }), '{line_id, …}'),
+    },
   },
   {
     kind: 'cart',
@@ -270,7 +323,21 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     method: 'POST',
     path: '/v1/integration/cart',
     confirmed: { path: true, type: true },
-    required: ['amount', 'cart_id', 'currency', 'discount_amount', 'status', 'timestamp', 'type', 'user_id', 'device_type', 'exchange_rate', 'origin', 'payments', 'items'],
+    required: [
+      'amount',
+      'cart_id',
+      'currency',
+      'discount_amount',
+      'status',
+      'timestamp',
+      'type',
+      'user_id',
+      'device_type',
+      'exchange_rate',
+      'origin',
+      'payments',
+      'items',
+    ],
     fields: {
       ...common,
       ...thinFields,
@@ -302,8 +369,22 @@ export const eventCatalogue: readonly CatalogueRow[] = [
   poker('poker_tournament_cash_out', 'POKER_TOURNAMENT_CASH_OUT_V2', '/v2/integration/poker/tournament-cash-out'),
   // No queue type name is documented for device link/unlink: ours, and a queue transport refuses to use them
   // until crm.integration.events.<kind>.type names the operator's (src/events/destination.ts).
-  { kind: 'device_link', type: 'USER_DEVICE_LINK', method: 'POST', path: '/v1/integration/user/device/link', confirmed: { path: true, type: false }, ...device },
-  { kind: 'device_unlink', type: 'USER_DEVICE_UNLINK', method: 'POST', path: '/v1/integration/user/device/unlink', confirmed: { path: true, type: false }, ...device },
+  {
+    kind: 'device_link',
+    type: 'USER_DEVICE_LINK',
+    method: 'POST',
+    path: '/v1/integration/user/device/link',
+    confirmed: { path: true, type: false },
+    ...device,
+  },
+  {
+    kind: 'device_unlink',
+    type: 'USER_DEVICE_UNLINK',
+    method: 'POST',
+    path: '/v1/integration/user/device/unlink',
+    confirmed: { path: true, type: false },
+    ...device,
+  },
   {
     kind: 'push_conversion',
     // Our name: the push conversion is a webhook, never a queue message.

@@ -33,13 +33,28 @@ export interface DeliveryAdminRouteDeps {
  * User Consents, tied by crm_events.sms_id) and their timeline: what /admin/messages/{sms_id} and the console's
  * message page show.
  */
-export async function messageStory(db: Kysely<Database>, message: MessageRow, receiptCheck: (provider: string) => string, shownError?: (text: string) => string) {
+export async function messageStory(
+  db: Kysely<Database>,
+  message: MessageRow,
+  receiptCheck: (provider: string) => string,
+  shownError?: (text: string) => string,
+) {
   const { activity_json, ...rest } = message;
   const receipts = await findReceiptsBySmsId(db, message.sms_id);
   const conversions = await findConversionsBySmsId(db, message.sms_id);
-  const events = (await findEventsBySmsId(db, message.sms_id)).map(({ event_id, type, user_id, created_at, sent_at, dead, attempts, http_status, last_error }) => ({
-    event_id, type, user_id, created_at: Number(created_at), sent_at: sent_at === null ? null : Number(sent_at), dead, attempts, http_status, last_error,
-  }));
+  const events = (await findEventsBySmsId(db, message.sms_id)).map(
+    ({ event_id, type, user_id, created_at, sent_at, dead, attempts, http_status, last_error }) => ({
+      event_id,
+      type,
+      user_id,
+      created_at: Number(created_at),
+      sent_at: sent_at === null ? null : Number(sent_at),
+      dead,
+      attempts,
+      http_status,
+      last_error,
+    }),
+  );
   return {
     // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
     message: { ...rest, activity: new RawJson(activity_json) },

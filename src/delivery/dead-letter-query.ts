@@ -17,7 +17,10 @@ export interface DeadLetterQuery {
 
 const NAMES = ['provider', 'status', 'cursor', 'limit'] as const;
 
-export function parseDeadLetterQuery(params: URLSearchParams, options: { form?: boolean; ignore?: readonly string[] } = {}): DeadLetterQuery | { ok: false; error: string } {
+export function parseDeadLetterQuery(
+  params: URLSearchParams,
+  options: { form?: boolean; ignore?: readonly string[] } = {},
+): DeadLetterQuery | { ok: false; error: string } {
   const query: DeadLetterQuery = { ok: true, match: {}, limit: DEAD_LETTER_PAGE_SIZE };
   const read = readQueryParameters(params, NAMES, options);
   if (!read.ok) return read;

@@ -9,7 +9,13 @@ import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
 import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
 import { countReceiptsBySmsId, findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
-import { confirmSubmitted, findReceiptTargetsByProviderId, findReceiptTargetsBySmsId, updateDeliveryStatus, type ReceiptTarget } from '../ledger/receipt-targets.js';
+import {
+  confirmSubmitted,
+  findReceiptTargetsByProviderId,
+  findReceiptTargetsBySmsId,
+  updateDeliveryStatus,
+  type ReceiptTarget,
+} from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
 import { receiptsOverCap } from './receipt-cap.js';
@@ -73,7 +79,12 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
 }
 
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
-async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>, now: number, observers: IngestObservers): Promise<number> {
+async function applyEvents(
+  trx: Trx,
+  pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>,
+  now: number,
+  observers: IngestObservers,
+): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
   const stats: StatsEvent[] = [];
@@ -124,7 +135,13 @@ async function applyEvents(trx: Trx, pairs: Array<{ message: MessageState; event
   }
   for (const { set, smsIds } of groups.values()) {
     const deliveryStatus = set.delivery_status;
-    await updateDeliveryStatus(trx, smsIds, { deliveryStatus, deliverySource: set.delivery_source, providerStatus: set.providerStatus ?? null, now, completedAt: deliveryStatus ? now : null });
+    await updateDeliveryStatus(trx, smsIds, {
+      deliveryStatus,
+      deliverySource: set.delivery_source,
+      providerStatus: set.providerStatus ?? null,
+      now,
+      completedAt: deliveryStatus ? now : null,
+    });
   }
   await insertConversions(trx, conversions, now);
   await incrementDeliveryStats(trx, stats);
@@ -160,18 +177,38 @@ export async function ingestReceipts(
   const capped = new Set<number>();
   if (maxPerMessage !== undefined) {
     const named = unique.map((k) => ({ smsId: rows[k]!.sms_id ?? null, limit: maxPerMessage * Math.max(1, messages[k]?.segments ?? 1) }));
-    const stored = await countReceiptsBySmsId(trx, named.flatMap((r) => (r.smsId === null ? [] : [r.smsId])));
+    const stored = await countReceiptsBySmsId(
+      trx,
+      named.flatMap((r) => (r.smsId === null ? [] : [r.smsId])),
+    );
     const over = receiptsOverCap(named, stored);
     for (const i of over) capped.add(unique[i]!);
     unique = unique.filter((_, i) => !over.has(i));
   }
-  const fresh = await insertNewReceipts(trx, unique.map((k) => rows[k]!));
+  const fresh = await insertNewReceipts(
+    trx,
+    unique.map((k) => rows[k]!),
+  );
   observeReceipts(inputs, rows, unique, fresh, observers, capped);
   const unsent = unique.filter((k) => UNSENT_STATES.some((state) => messages[k]?.state === state));
-  await confirmAcceptedSends(trx, unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), now);
+  await confirmAcceptedSends(
+    trx,
+    unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })),
+    now,
+  );
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
-  const reported = await applyEvents(trx, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })), now, observers);
-  if (startedAt) traceReceipts(observers.tracing!, applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })), startedAt);
+  const reported = await applyEvents(
+    trx,
+    applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })),
+    now,
+    observers,
+  );
+  if (startedAt)
+    traceReceipts(
+      observers.tracing!,
+      applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })),
+      startedAt,
+    );
   return {
     fresh: fresh.size,
     duplicates: inputs.length - fresh.size - capped.size,
@@ -188,7 +225,12 @@ export async function ingestReceipts(
 function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState; event: ReceiptEvent }>, startedAt: number): void {
   for (const { message, event } of applied) {
     if (!message.traceparent) continue;
-    const attributes = { 'sms.sms_id': message.sms_id, 'sms.provider': message.provider, 'sms.receipt_status': event.status, 'sms.provider_status': event.providerStatus };
+    const attributes = {
+      'sms.sms_id': message.sms_id,
+      'sms.provider': message.provider,
+      'sms.receipt_status': event.status,
+      'sms.provider_status': event.providerStatus,
+    };
     tracing.startSpan('sms.receipt', message.traceparent, { startTime: startedAt, attributes }).end();
   }
 }
@@ -208,13 +250,23 @@ async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: Message
     if (!(await confirmSubmitted(trx, message.sms_id, event.providerMessageId ?? null, UNSENT_STATES, now))) continue;
     message.state = 'submitted';
     // Taken back from the bucket the failed answer was counted in (its row was last written then).
-    stats.push({ at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 }, { at: now, provider: message.provider, outcome: 'submitted' });
+    stats.push(
+      { at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 },
+      { at: now, provider: message.provider, outcome: 'submitted' },
+    );
   }
   await incrementDeliveryStats(trx, stats);
 }
 
 /** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */
-function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: number[], fresh: Set<string>, observers: IngestObservers, capped: ReadonlySet<number>): void {
+function observeReceipts(
+  inputs: ReceiptInput[],
+  rows: NewReceipt[],
+  unique: number[],
+  fresh: Set<string>,
+  observers: IngestObservers,
+  capped: ReadonlySet<number>,
+): void {
   const { metrics, logger } = observers;
   const isFresh = new Set(unique.filter((k) => fresh.has(rows[k]!.dedup_key)));
   inputs.forEach((input, k) => {
@@ -224,7 +276,13 @@ function observeReceipts(inputs: ReceiptInput[], rows: NewReceipt[], unique: num
     if (rows[k]!.matched !== RECEIPT_MATCH.parked) return;
     metrics?.receiptParked(input.provider);
     logger?.debug(
-      { sms_id: input.event.smsId, provider: input.provider, provider_message_id: input.event.providerMessageId, status: input.event.status, request_id: input.requestId },
+      {
+        sms_id: input.event.smsId,
+        provider: input.provider,
+        provider_message_id: input.event.providerMessageId,
+        status: input.event.status,
+        request_id: input.requestId,
+      },
       'receipt parked until its message is known',
     );
   });
@@ -276,5 +334,10 @@ async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParke
   const messages = await resolveMessages(trx, inputs);
   const matched = parked.flatMap((r, k) => (messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, k }] : []));
   await markReceiptsMatched(trx, matched);
-  return applyEvents(trx, matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })), now, observers);
+  return applyEvents(
+    trx,
+    matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })),
+    now,
+    observers,
+  );
 }

@@ -77,7 +77,10 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       const retry = failed.find((f) => !isRefusedValue(f.error));
       if (retry) throw retry.error;
       for (const f of failed) {
-        logger.warn({ err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId }, 'receipt event refused by the ledger; dropped');
+        logger.warn(
+          { err: f.error, provider: f.input.provider, sms_id: f.input.event.smsId?.slice(0, 64), request_id: f.input.requestId },
+          'receipt event refused by the ledger; dropped',
+        );
       }
       const stored = settled.find((s) => s.status === 'fulfilled');
       return stored?.status === 'fulfilled' ? stored.value : { fresh: 0, duplicates: 0, parked: 0, reported: 0, capped: 0 };
@@ -90,7 +93,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
         const dropped = await queue.transact((trx) => setAsideParkedBeyond(trx, provider, keep));
         if (dropped > 0) {
           deps.metrics?.parkedReceiptsDropped(provider, dropped);
-          logger.warn({ provider, dropped, max_parked_receipts: keep }, 'parked receipts over the provider\'s bound; the oldest were set aside');
+          logger.warn({ provider, dropped, max_parked_receipts: keep }, "parked receipts over the provider's bound; the oldest were set aside");
         }
       }
       return summary;

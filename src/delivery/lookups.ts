@@ -87,7 +87,13 @@ async function ask(db: Kysely<Database>, provider: SmsProvider, m: LookupCandida
 function receiptOf(m: LookupCandidate, answer: Extract<LookupResult, { answer: 'found' }>) {
   return {
     provider: m.provider,
-    event: { smsId: m.sms_id, providerMessageId: answer.providerMessageIds[0], providerStatus: answer.providerStatus, status: answer.status, ...(answer.errorCode ? { errorCode: answer.errorCode } : {}) },
+    event: {
+      smsId: m.sms_id,
+      providerMessageId: answer.providerMessageIds[0],
+      providerStatus: answer.providerStatus,
+      status: answer.status,
+      ...(answer.errorCode ? { errorCode: answer.errorCode } : {}),
+    },
   };
 }
 
@@ -101,7 +107,12 @@ export interface LookupSummary {
 }
 
 /** Asks about the sends whose lease expired (lookup `pending`); returns what was concluded. */
-export async function resolveLostSends(db: Kysely<Database>, now: number, options: LookupOptions, observers: LookupObservers = {}): Promise<Pick<LookupSummary, 'found' | 'absent' | 'unknown'>> {
+export async function resolveLostSends(
+  db: Kysely<Database>,
+  now: number,
+  options: LookupOptions,
+  observers: LookupObservers = {},
+): Promise<Pick<LookupSummary, 'found' | 'absent' | 'unknown'>> {
   const summary = { found: 0, absent: 0, unknown: 0 };
   const pending = await findPendingLookups(db, options.batch);
   await eachLimited(pending, async (m) => {
@@ -110,7 +121,13 @@ export async function resolveLostSends(db: Kysely<Database>, now: number, option
     const verdict = decideLostSend(answer, now - Number(m.dispatched_at), options.statusQueryAfterMs);
     const label: LookupLabel = answer === 'cannot-tell' ? 'cannot_tell' : answer.answer;
     observers.metrics?.lookupAnswered(m.provider, 'lost_send', label);
-    const log = { sms_id: m.sms_id, activity_id: m.activity_key, provider: m.provider, answer: label, ...(answer !== 'cannot-tell' && answer.answer === 'unknown' ? { reason: answer.reason } : {}) };
+    const log = {
+      sms_id: m.sms_id,
+      activity_id: m.activity_key,
+      provider: m.provider,
+      answer: label,
+      ...(answer !== 'cannot-tell' && answer.answer === 'unknown' ? { reason: answer.reason } : {}),
+    };
     if (verdict === 'ask-later') {
       observers.logger?.info(log, 'the provider could not say whether it has a lost send; asking again at the next sweep');
       return;
@@ -127,20 +144,37 @@ export async function resolveLostSends(db: Kysely<Database>, now: number, option
     });
     if (!changed) return;
     summary[verdict]++;
-    if (verdict === 'unknown') observers.logger?.warn(log, 'the provider cannot tell whether it has a lost send: it stays uncertain (a CRM retry after sms.ambiguous_retry_after sends it again)');
-    else observers.logger?.info(log, verdict === 'found' ? 'a lost send was found at its provider: submitted' : 'a lost send is not at its provider: a retry sends it');
+    if (verdict === 'unknown')
+      observers.logger?.warn(
+        log,
+        'the provider cannot tell whether it has a lost send: it stays uncertain (a CRM retry after sms.ambiguous_retry_after sends it again)',
+      );
+    else
+      observers.logger?.info(
+        log,
+        verdict === 'found' ? 'a lost send was found at its provider: submitted' : 'a lost send is not at its provider: a retry sends it',
+      );
   });
   return summary;
 }
 
 /** Asks for the status of submitted messages silent since delivery.status_query_after; final ones are ingested. */
-export async function querySilentMessages(db: Kysely<Database>, now: number, options: LookupOptions, observers: LookupObservers = {}): Promise<Pick<LookupSummary, 'statusQueried' | 'statusFinal'>> {
+export async function querySilentMessages(
+  db: Kysely<Database>,
+  now: number,
+  options: LookupOptions,
+  observers: LookupObservers = {},
+): Promise<Pick<LookupSummary, 'statusQueried' | 'statusFinal'>> {
   // Those submitted within one more status_query_after before the cutoff: a sweep that stops for longer than that
   // leaves the older ones to delivery.unknown_after without asking.
   const silent = await findSilentMessages(db, now - 2 * options.statusQueryAfterMs, now - options.statusQueryAfterMs, options.batch);
   const askable = silent.filter((m) => options.providers.get(m.provider)?.lookup);
   // Those whose provider cannot be asked are marked too, so they are not read again at every sweep.
-  await markStatusQueried(db, silent.map((m) => m.sms_id), now);
+  await markStatusQueried(
+    db,
+    silent.map((m) => m.sms_id),
+    now,
+  );
   let statusFinal = 0;
   await eachLimited(askable, async (m) => {
     const answer = await ask(db, options.providers.get(m.provider)!, m, options, true);
@@ -149,6 +183,10 @@ export async function querySilentMessages(db: Kysely<Database>, now: number, opt
     if (answer.status !== 'intermediate') statusFinal++;
     await inTransaction(db, (trx) => ingestReceipts(trx, [receiptOf(m, answer)], now, observers));
   });
-  if (askable.length > 0) observers.logger?.info({ asked: askable.length, final: statusFinal, status_query_after_ms: options.statusQueryAfterMs }, 'asked providers for the status of silent messages');
+  if (askable.length > 0)
+    observers.logger?.info(
+      { asked: askable.length, final: statusFinal, status_query_after_ms: options.statusQueryAfterMs },
+      'asked providers for the status of silent messages',
+    );
   return { statusQueried: askable.length, statusFinal };
 }

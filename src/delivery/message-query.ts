@@ -37,22 +37,31 @@ export function decodeCursor(text: string): MessageFilter['after'] | undefined {
 }
 
 const SETTERS: ReadonlyMap<string, Setter> = new Map<string, Setter>([
-  ['recipient', (f, v, region) => {
-    const number = normaliseRecipient(v, region);
-    if (!number.ok) return number.error;
-    f.recipient = number.e164;
-  }],
+  [
+    'recipient',
+    (f, v, region) => {
+      const number = normaliseRecipient(v, region);
+      if (!number.ok) return number.error;
+      f.recipient = number.e164;
+    },
+  ],
   ['user_id', (f, v) => void (f.userId = v)],
   ['activity_id', (f, v) => void (f.activityKey = v)],
   ['sms_id', (f, v) => void (f.smsId = v)],
   ['provider', (f, v) => void (f.provider = v)],
   ['status', (f, v) => (SEARCH_STATUSES.has(v) ? void (f.status = v) : `status: must be one of ${[...SEARCH_STATUSES.keys()].join(', ')}`)],
-  ['from', (f, v) => ((f.from = parseTime(v)) === undefined ? 'from: must be an ISO 8601 time (UTC unless it has an offset) or epoch milliseconds' : undefined)],
+  [
+    'from',
+    (f, v) => ((f.from = parseTime(v)) === undefined ? 'from: must be an ISO 8601 time (UTC unless it has an offset) or epoch milliseconds' : undefined),
+  ],
   ['to', (f, v) => ((f.to = parseTime(v)) === undefined ? 'to: must be an ISO 8601 time (UTC unless it has an offset) or epoch milliseconds' : undefined)],
-  ['limit', (f, v) => {
-    if (!/^\d{1,3}$/.test(v) || Number(v) < 1 || Number(v) > MAX_PAGE_SIZE) return `limit: must be an integer from 1 to ${MAX_PAGE_SIZE}`;
-    f.limit = Number(v);
-  }],
+  [
+    'limit',
+    (f, v) => {
+      if (!/^\d{1,3}$/.test(v) || Number(v) < 1 || Number(v) > MAX_PAGE_SIZE) return `limit: must be an integer from 1 to ${MAX_PAGE_SIZE}`;
+      f.limit = Number(v);
+    },
+  ],
   ['cursor', (f, v) => ((f.after = decodeCursor(v)) === undefined ? 'cursor: not a cursor this API gave out' : undefined)],
 ]);
 
@@ -62,7 +71,11 @@ export const MESSAGE_QUERY_PARAMETERS: readonly string[] = [...SETTERS.keys()];
  * `form`: empty values count as absent (an HTML form sends every field); for the API an empty value is an error.
  * `ignore` names parameters another part of the page owns (the console's own).
  */
-export function parseMessageQuery(params: URLSearchParams, defaultRegion: string | undefined, options: { form?: boolean; ignore?: readonly string[] } = {}): MessageQuery {
+export function parseMessageQuery(
+  params: URLSearchParams,
+  defaultRegion: string | undefined,
+  options: { form?: boolean; ignore?: readonly string[] } = {},
+): MessageQuery {
   const filter: MessageFilter = { limit: DEFAULT_PAGE_SIZE };
   const read = readQueryParameters(params, MESSAGE_QUERY_PARAMETERS, options);
   if (!read.ok) return read;

@@ -11,9 +11,11 @@ const CHECKS: ReadonlyMap<string, Check> = new Map<string, Check>([
 ]);
 
 export function describeReceiptChecks(providers: Record<string, { type: string }>): (provider: string) => string {
-  const byName = new Map(Object.entries(providers).map(([name, block]) => {
-    const check = CHECKS.get(block.type);
-    return [name, check ? check(block as unknown as Record<string, unknown>) : `checked by the ${block.type} plugin`];
-  }));
+  const byName = new Map(
+    Object.entries(providers).map(([name, block]) => {
+      const check = CHECKS.get(block.type);
+      return [name, check ? check(block as unknown as Record<string, unknown>) : `checked by the ${block.type} plugin`];
+    }),
+  );
   return (provider) => byName.get(provider) ?? 'provider no longer configured';
 }

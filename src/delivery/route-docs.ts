@@ -115,8 +115,23 @@ export const messageStorySchema = z.strictObject({
 });
 
 const messageSummarySchema = storedMessageSchema.pick({
-  sms_id: true, activity_key: true, user_id: true, request_id: true, provider: true, provider_message_id: true, recipient: true, state: true,
-  delivery_status: true, provider_status: true, error: true, error_code: true, attempts: true, segments: true, created_at: true, submitted_at: true, completed_at: true,
+  sms_id: true,
+  activity_key: true,
+  user_id: true,
+  request_id: true,
+  provider: true,
+  provider_message_id: true,
+  recipient: true,
+  state: true,
+  delivery_status: true,
+  provider_status: true,
+  error: true,
+  error_code: true,
+  attempts: true,
+  segments: true,
+  created_at: true,
+  submitted_at: true,
+  completed_at: true,
 });
 
 const searchAnswerSchema = z.strictObject({
@@ -140,15 +155,34 @@ const deadLetterSchema = z.strictObject({
 const text = (description: string) => z.string().min(1).max(MAX_PARAMETER_LENGTH).describe(description);
 const time = text('ISO 8601 (UTC unless an offset is given, e.g. 2026-11-24T03:00Z) or epoch milliseconds');
 const searchParameters = [
-  { name: 'recipient', in: 'query' as const, description: 'Phone number, E.164 or national (read with sms.default_region); matched on its E.164 form', schema: text('phone number') },
+  {
+    name: 'recipient',
+    in: 'query' as const,
+    description: 'Phone number, E.164 or national (read with sms.default_region); matched on its E.164 form',
+    schema: text('phone number'),
+  },
   { name: 'user_id', in: 'query' as const, description: 'activity.user_id', schema: text('player id') },
   { name: 'activity_id', in: 'query' as const, description: 'activity.id', schema: text('activity.id') },
   { name: 'sms_id', in: 'query' as const, schema: text('sms_id') },
   { name: 'provider', in: 'query' as const, schema: text('provider name') },
-  { name: 'status', in: 'query' as const, description: 'refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet', schema: z.enum([...SEARCH_STATUSES.keys()] as [string, ...string[]]) },
+  {
+    name: 'status',
+    in: 'query' as const,
+    description:
+      'refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet',
+    schema: z.enum([...SEARCH_STATUSES.keys()] as [string, ...string[]]),
+  },
   { name: 'from', in: 'query' as const, description: 'created at or after', schema: time },
   { name: 'to', in: 'query' as const, description: 'created before', schema: time },
-  { name: 'limit', in: 'query' as const, description: `page size (default 50)`, schema: z.string().regex(/^[0-9]{1,3}$/).describe(`1 to ${MAX_PAGE_SIZE}`) },
+  {
+    name: 'limit',
+    in: 'query' as const,
+    description: `page size (default 50)`,
+    schema: z
+      .string()
+      .regex(/^[0-9]{1,3}$/)
+      .describe(`1 to ${MAX_PAGE_SIZE}`),
+  },
   { name: 'cursor', in: 'query' as const, description: 'next_cursor of the previous page', schema: text('opaque') },
 ];
 
@@ -171,7 +205,8 @@ export function receiptRouteDocs() {
       path: '/dlr/{provider}',
       tag: 'receipts',
       summary: `Delivery receipt from a provider (${method.toUpperCase()})`,
-      description: 'The body and signature are the provider’s own (Twilio form posts, Vonage JSON, sandbox JSON); the provider’s plugin verifies and parses them. Answers only after the events are stored.',
+      description:
+        'The body and signature are the provider’s own (Twilio form posts, Vonage JSON, sandbox JSON); the provider’s plugin verifies and parses them. Answers only after the events are stored.',
       parameters: [{ name: 'provider', in: 'path', description: 'The key under `providers` in config.yaml', schema: z.string() }],
       ...(method === 'post'
         ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/json', 'application/x-www-form-urlencoded'] } }
@@ -204,7 +239,8 @@ export const adminRouteDocs = [
     path: '/admin/messages',
     tag: 'admin',
     summary: 'Search messages: by phone number, player, activity.id, sms_id, provider, status and time; newest first',
-    description: 'Filters combine (AND). Every filter is backed by an index, so a page costs the same at any ledger size. Unknown or repeated parameters are refused.',
+    description:
+      'Filters combine (AND). Every filter is backed by an index, so a page costs the same at any ledger size. Unknown or repeated parameters are refused.',
     security: ['adminBearer'],
     parameters: searchParameters,
     responses: {
@@ -222,7 +258,15 @@ export const adminRouteDocs = [
     parameters: [
       { name: 'provider', in: 'query', schema: text('provider name') },
       { name: 'status', in: 'query', schema: z.enum(DEAD_LETTER_STATUSES as [string, ...string[]]) },
-      { name: 'limit', in: 'query', description: 'page size (default 100)', schema: z.string().regex(/^[0-9]{1,4}$/).describe('1 to 1000') },
+      {
+        name: 'limit',
+        in: 'query',
+        description: 'page size (default 100)',
+        schema: z
+          .string()
+          .regex(/^[0-9]{1,4}$/)
+          .describe('1 to 1000'),
+      },
       { name: 'cursor', in: 'query', description: 'next_cursor of the previous page', schema: z.string().regex(/^[0-9]{1,15}$/) },
     ],
     responses: {

@@ -30,7 +30,10 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
     const rawBody = Buffer.from(await c.req.arrayBuffer());
     // Before the plugin: a form with too many fields, or JSON too deep or with a key twice, costs no more than this.
-    const checked = checkCallbackBody({ contentType: headers['content-type'] ?? '', search: url.search, rawBody }, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+    const checked = checkCallbackBody(
+      { contentType: headers['content-type'] ?? '', search: url.search, rawBody },
+      c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH,
+    );
     if (!checked.ok) return c.json({ error: `receipt refused: ${checked.error}`, code: checked.status }, checked.status);
     const parsed = await provider.parseReceipt({
       method: c.req.method,

@@ -25,11 +25,21 @@ export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, u
   for (;;) {
     const marked = await inTransaction(db, async (trx) => {
       const result = { rows: await markUnreportedAsUnknown(trx, cutoff, now) };
-      await insertConversions(trx, result.rows.map((r) => ({ smsId: r.sms_id, status: 'delivery_unknown' as const })), now);
-      await incrementDeliveryStats(trx, result.rows.map((r) => ({ at: now, provider: r.provider, outcome: 'delivery_unknown' as const })));
+      await insertConversions(
+        trx,
+        result.rows.map((r) => ({ smsId: r.sms_id, status: 'delivery_unknown' as const })),
+        now,
+      );
+      await incrementDeliveryStats(
+        trx,
+        result.rows.map((r) => ({ at: now, provider: r.provider, outcome: 'delivery_unknown' as const })),
+      );
       for (const r of result.rows) {
         observers.metrics?.deliveryTimedOut(r.provider);
-        observers.logger?.debug({ sms_id: r.sms_id, activity_id: r.activity_key, provider: r.provider, reported: 'delivery_unknown' }, 'no terminal receipt in time');
+        observers.logger?.debug(
+          { sms_id: r.sms_id, activity_id: r.activity_key, provider: r.provider, reported: 'delivery_unknown' },
+          'no terminal receipt in time',
+        );
       }
       return result.rows.length;
     });
@@ -67,14 +77,20 @@ export async function runSweep(
       const rows = await inTransaction(db, async (trx) => {
         const expired = await expireDispatchLeases(trx, now - dispatchLeaseMs, now);
         // A receipt proved these were taken: counted as the record that never came would have counted them.
-        await incrementDeliveryStats(trx, expired.flatMap((r) => (r.state === 'submitted' ? [{ at: now, provider: r.provider, outcome: 'submitted' as const }] : [])));
+        await incrementDeliveryStats(
+          trx,
+          expired.flatMap((r) => (r.state === 'submitted' ? [{ at: now, provider: r.provider, outcome: 'submitted' as const }] : [])),
+        );
         return expired;
       });
       n = rows.length;
       confirmed += rows.filter((r) => r.state === 'submitted').length;
     }
     if (leasesExpired > 0) {
-      observers.logger?.warn({ count: leasesExpired, submitted: confirmed, dispatch_lease_ms: dispatchLeaseMs }, 'sends left dispatching past their lease are now uncertain, or submitted where a receipt came');
+      observers.logger?.warn(
+        { count: leasesExpired, submitted: confirmed, dispatch_lease_ms: dispatchLeaseMs },
+        'sends left dispatching past their lease are now uncertain, or submitted where a receipt came',
+      );
     }
   }
   let asked: LookupSummary = { found: 0, absent: 0, unknown: 0, statusQueried: 0, statusFinal: 0 };
@@ -88,12 +104,17 @@ export async function runSweep(
     expired += count;
     observers.metrics?.receiptsExpired(provider, count);
   }
-  if (expired > 0) observers.logger?.info({ expired, parked_receipt_ttl_ms: delivery.parked_receipt_ttl }, 'parked receipts matched no message in time and were set aside');
+  if (expired > 0)
+    observers.logger?.info({ expired, parked_receipt_ttl_ms: delivery.parked_receipt_ttl }, 'parked receipts matched no message in time and were set aside');
   let deleted = 0;
   for (let n = -1; n !== 0; deleted += n) {
     n = await inTransaction(db, (trx) => deleteSetAsideReceipts(trx, now - delivery.parked_receipt_ttl - delivery.parked_receipt_retention));
   }
-  if (deleted > 0) observers.logger?.info({ deleted, parked_receipt_retention_ms: delivery.parked_receipt_retention }, 'receipts set aside longer than the retention were deleted');
+  if (deleted > 0)
+    observers.logger?.info(
+      { deleted, parked_receipt_retention_ms: delivery.parked_receipt_retention },
+      'receipts set aside longer than the retention were deleted',
+    );
   const rematched = await matchAllParkedReceipts(db, now, observers);
   const unknown = await markTimedOutAsUnknown(db, now, delivery.unknown_after, observers);
   await deleteMinuteStatsBefore(db, now - MINUTE_STATS_RETENTION_MS);

@@ -32,11 +32,16 @@ const MATCH_WORDS: ReadonlyMap<number, string> = new Map([
 function sendAnswer(m: StoryRows['message'], shown: (text: string) => string): string {
   const error = m.error === null ? null : shown(m.error);
   switch (m.state) {
-    case 'dispatching': return 'under way (no answer recorded yet)';
-    case 'submitted': return `accepted${m.provider_message_id ? ` as ${m.provider_message_id}` : ''}${m.provider_status ? ` (${m.provider_status})` : ''}`;
-    case 'rejected': return `refused: ${error ?? 'no reason given'}${m.error_code ? ` [${m.error_code}]` : ''}`;
-    case 'retryable': return `transient error, nothing sent: ${error ?? '?'}`;
-    case 'uncertain': return `no clear answer, it may have been sent: ${error ?? '?'}`;
+    case 'dispatching':
+      return 'under way (no answer recorded yet)';
+    case 'submitted':
+      return `accepted${m.provider_message_id ? ` as ${m.provider_message_id}` : ''}${m.provider_status ? ` (${m.provider_status})` : ''}`;
+    case 'rejected':
+      return `refused: ${error ?? 'no reason given'}${m.error_code ? ` [${m.error_code}]` : ''}`;
+    case 'retryable':
+      return `transient error, nothing sent: ${error ?? '?'}`;
+    case 'uncertain':
+      return `no clear answer, it may have been sent: ${error ?? '?'}`;
   }
 }
 
@@ -65,14 +70,29 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
       at: r.received_at,
       kind: 'receipt',
       summary: `from ${r.provider}: ${r.provider_status} → ${r.mapped_status}`,
-      detail: { error_code: r.error_code, matched: MATCH_WORDS.get(r.matched) ?? String(r.matched), verified: receiptCheck(r.provider), provider_message_id: r.provider_message_id },
+      detail: {
+        error_code: r.error_code,
+        matched: MATCH_WORDS.get(r.matched) ?? String(r.matched),
+        verified: receiptCheck(r.provider),
+        provider_message_id: r.provider_message_id,
+      },
     });
   }
   if (m.delivery_source === 'timeout') {
-    entries.push({ at: m.completed_at, kind: 'timeout', summary: 'no terminal receipt in time: delivery_unknown (a later receipt still replaces it)', detail: {} });
+    entries.push({
+      at: m.completed_at,
+      kind: 'timeout',
+      summary: 'no terminal receipt in time: delivery_unknown (a later receipt still replaces it)',
+      detail: {},
+    });
   }
   for (const c of story.conversions) {
-    entries.push({ at: c.created_at, kind: 'conversion', summary: `${c.id} queued for the CRM: ${c.delivery_status}`, detail: { state: c.posted_at !== null ? 'posted' : c.dead ? 'dead' : 'owed', attempts: c.attempts } });
+    entries.push({
+      at: c.created_at,
+      kind: 'conversion',
+      summary: `${c.id} queued for the CRM: ${c.delivery_status}`,
+      detail: { state: c.posted_at !== null ? 'posted' : c.dead ? 'dead' : 'owed', attempts: c.attempts },
+    });
     for (const a of c.attempt_log) {
       const answer = a.http_status === null ? 'no HTTP answer' : `HTTP ${a.http_status}`;
       entries.push({
@@ -89,9 +109,18 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
       at: Number(e.created_at),
       kind: 'event',
       summary: `${e.type} event for user ${e.user_id} queued: ${state}`,
-      detail: { event_id: e.event_id, attempts: e.attempts, sent_at: e.sent_at === null ? null : Number(e.sent_at), http_status: e.http_status, last_error: e.last_error === null ? null : shownError(e.last_error) },
+      detail: {
+        event_id: e.event_id,
+        attempts: e.attempts,
+        sent_at: e.sent_at === null ? null : Number(e.sent_at),
+        http_status: e.http_status,
+        last_error: e.last_error === null ? null : shownError(e.last_error),
+      },
     });
   }
   // Stable: entries at the same millisecond keep the order they happen in.
-  return entries.map((e, i) => ({ e, i })).sort((a, b) => (a.e.at ?? Infinity) - (b.e.at ?? Infinity) || a.i - b.i).map(({ e }) => e);
+  return entries
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => (a.e.at ?? Infinity) - (b.e.at ?? Infinity) || a.i - b.i)
+    .map(({ e }) => e);
 }

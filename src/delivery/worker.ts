@@ -92,7 +92,9 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   // (src/ledger/transaction-queue.ts): sharing those commits saved no measurable CPU and doubled the conversion lag
   // of a batch burst (bench/run.ts --mode e2e, p50 150 → 300 ms), every round waiting for the groups ahead of it.
   const claimedAt = now();
-  const rows = await inTransaction(db, (trx) => claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token, deps.tracing?.enabled));
+  const rows = await inTransaction(db, (trx) =>
+    claimDueConversions(trx, deps.flags, delivery.batch_size, claimedAt, delivery.lease, token, deps.tracing?.enabled),
+  );
   if (rows.length === 0) return { claimed: 0, posted: 0, failed: 0, dead: 0, ok: true };
   const markAfter2xx = async (posted: ClaimedConversion[], status: number) => {
     const ids = posted.map((r) => r.id);
@@ -116,13 +118,24 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
   const backoff = { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms };
   const refused = outcomes.flatMap((o) => (o.result.ok ? [] : [{ ...o, error: o.result.error, status: o.result.status }]));
   const plans = refused.map((o) =>
-    o.rows.map((r) => ({ id: r.id, dead: r.attempts + 1 >= delivery.max_attempts, nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random) })),
+    o.rows.map((r) => ({
+      id: r.id,
+      dead: r.attempts + 1 >= delivery.max_attempts,
+      nextAttemptAt: at + nextAttemptDelay(r.attempts + 1, backoff, deps.random),
+    })),
   );
   if (refused.length > 0) {
     await inTransaction(db, async (trx) => {
       for (const [k, o] of refused.entries()) {
         await markFailed(trx, plans[k]!, token, o.error);
-        await recordAttempts(trx, o.rows.map((r) => r.id), at, false, o.status, o.error);
+        await recordAttempts(
+          trx,
+          o.rows.map((r) => r.id),
+          at,
+          false,
+          o.status,
+          o.error,
+        );
       }
     });
   }
@@ -138,8 +151,20 @@ export async function postDueConversions(deps: WorkerDeps): Promise<RoundResult>
     const deadRows = o.rows.filter((_r, i) => plans[k]![i]!.dead);
     failed += o.rows.length - deadRows.length;
     dead += deadRows.length;
-    deps.logger.warn({ count: o.rows.length, dead: deadRows.length, error: o.error, ...(o.rows.length === 1 ? { sms_id: o.rows[0]!.sms_id, activity_id: o.rows[0]!.activity_key } : {}) }, 'conversion post failed; backing off');
-    for (const r of deadRows) deps.logger.warn({ sms_id: r.sms_id, activity_id: r.activity_key, conversion_id: r.id, attempts: r.attempts + 1 }, 'conversion dead-lettered; replay it from the console or /admin');
+    deps.logger.warn(
+      {
+        count: o.rows.length,
+        dead: deadRows.length,
+        error: o.error,
+        ...(o.rows.length === 1 ? { sms_id: o.rows[0]!.sms_id, activity_id: o.rows[0]!.activity_key } : {}),
+      },
+      'conversion post failed; backing off',
+    );
+    for (const r of deadRows)
+      deps.logger.warn(
+        { sms_id: r.sms_id, activity_id: r.activity_key, conversion_id: r.id, attempts: r.attempts + 1 },
+        'conversion dead-lettered; replay it from the console or /admin',
+      );
   }
   if (dead > 0) deps.metrics?.conversionsDeadLettered(dead);
   return { claimed: rows.length, posted: posted.length, failed, dead, ok: refused.length === 0 };

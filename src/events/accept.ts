@@ -40,7 +40,15 @@ export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput
     body = bonusBodyForCrm(received, credit);
     onceKey = bonusOnceKey(bonus.userBonusId, bonus.status);
   }
-  const event: NewEvent = { type: route.storedType, method: route.method, path: route.path, userId, payload: body, source: 'relay', traceparent: input.traceparent };
+  const event: NewEvent = {
+    type: route.storedType,
+    method: route.method,
+    path: route.path,
+    userId,
+    payload: body,
+    source: 'relay',
+    traceparent: input.traceparent,
+  };
   if (onceKey !== null) return { ok: true, ...(await enqueueEventOnce(trx, event, onceKey, now)) };
   return { ok: true, eventId: await enqueueEvent(trx, event, now), replayed: false };
 }

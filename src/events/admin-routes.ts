@@ -19,8 +19,16 @@ export interface EventAdminDeps {
 }
 
 export const eventReplayRequestSchema = z.strictObject({
-  event_ids: z.array(z.string().min(1).max(100)).min(1).max(10_000).optional().describe('Dead events to replay; all dead events (of type and user_id, when given) when absent'),
-  type: z.enum(EVENT_TYPES as [string, ...string[]]).optional().describe('Only dead events of this CRM queue type'),
+  event_ids: z
+    .array(z.string().min(1).max(100))
+    .min(1)
+    .max(10_000)
+    .optional()
+    .describe('Dead events to replay; all dead events (of type and user_id, when given) when absent'),
+  type: z
+    .enum(EVENT_TYPES as [string, ...string[]])
+    .optional()
+    .describe('Only dead events of this CRM queue type'),
   user_id: z.string().min(1).max(256).optional().describe('Only dead events of this user'),
 });
 
@@ -87,7 +95,8 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const field = issue.path.length ? String(issue.path[0]) : 'body';
-      const problem = issue.code === 'unrecognized_keys' ? 'only event_ids, type and user_id are accepted' : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
+      const problem =
+        issue.code === 'unrecognized_keys' ? 'only event_ids, type and user_id are accepted' : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
       return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
     }
     const { event_ids: eventIds, type, user_id: userId } = parsed.data;

@@ -21,7 +21,12 @@ function createPushTransport(integration: Integration): EventTransport | undefin
   if (!integration.url) return undefined;
   const { username, password } = integration.push;
   const basic = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
-  return createHttpTransport({ url: integration.url, headers: { authorization: basic }, timeout: integration.timeout, max_connections: integration.max_connections });
+  return createHttpTransport({
+    url: integration.url,
+    headers: { authorization: basic },
+    timeout: integration.timeout,
+    max_connections: integration.max_connections,
+  });
 }
 
 const notConfigured = (what: string): SendOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });

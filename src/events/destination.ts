@@ -24,7 +24,10 @@ export function destinationOf(event: ClaimedEvent, destinations: Destinations): 
   // A type the catalogue no longer has goes where it was stored to go.
   if (!route) return { ok: true, event: { ...event, channel: 'integration' } };
   if (route.channel === 'integration' && destinations.queue && !route.typeKnown) {
-    return { ok: false, error: `no queue type name is documented for ${route.kind}: set crm.integration.events.${route.kind}.type to the one the CRM gave you, then replay` };
+    return {
+      ok: false,
+      error: `no queue type name is documented for ${route.kind}: set crm.integration.events.${route.kind}.type to the one the CRM gave you, then replay`,
+    };
   }
   return { ok: true, event: { ...event, method: route.method, path: route.path, type: route.type, topic: route.topic, channel: route.channel } };
 }

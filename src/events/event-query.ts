@@ -15,7 +15,10 @@ export interface EventQuery {
   filter: { userId?: string; status?: EventStatus; type?: string; before?: number };
 }
 
-export function parseEventQuery(params: URLSearchParams, options: { form?: boolean; ignore?: readonly string[] } = {}): EventQuery | { ok: false; error: string } {
+export function parseEventQuery(
+  params: URLSearchParams,
+  options: { form?: boolean; ignore?: readonly string[] } = {},
+): EventQuery | { ok: false; error: string } {
   const query: EventQuery = { ok: true, filter: {} };
   // user_ids are the operator's strings: kept as given (a space may be part of one); the rest are trimmed.
   const read = readQueryParameters(params, NAMES, { ...options, untrimmed: ['user_id'] });

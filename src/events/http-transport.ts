@@ -32,7 +32,9 @@ export function createHttpTransport(options: HttpTransportOptions): EventTranspo
           method: event.method,
           dispatcher,
           // traceparent: the span of the request that queued the event, when tracing was on (docs/tracing.md).
-          headers: event.traceparent ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent } : { ...headers, 'idempotency-key': event.event_id },
+          headers: event.traceparent
+            ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent }
+            : { ...headers, 'idempotency-key': event.event_id },
           body: event.payload_json,
           signal: AbortSignal.timeout(timeout),
         });
@@ -41,7 +43,12 @@ export function createHttpTransport(options: HttpTransportOptions): EventTranspo
         const retryAfter = res.headers['retry-after'];
         const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now());
         const shown = text.length > ANSWER_CHARS ? `${text.slice(0, ANSWER_CHARS)}…` : text;
-        return { ok: false, status: res.statusCode, error: `CRM answered ${res.statusCode}: ${shown}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+        return {
+          ok: false,
+          status: res.statusCode,
+          error: `CRM answered ${res.statusCode}: ${shown}`,
+          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+        };
       } catch (error) {
         const e = error as Error & { code?: string };
         return { ok: false, status: null, error: `CRM unreachable: ${e.code ?? e.name}: ${e.message}` };

@@ -10,14 +10,23 @@ const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 
 export function registerEventMetrics(registry: Registry, countBacklog: () => Promise<EventBacklog>, now: () => number) {
   const registers = [registry];
-  const sent = new Counter({ name: 'sms_gateway_crm_events_sent_total', help: 'Real-time events the CRM took (an HTTP 2xx or a broker acknowledgement)', registers });
+  const sent = new Counter({
+    name: 'sms_gateway_crm_events_sent_total',
+    help: 'Real-time events the CRM took (an HTTP 2xx or a broker acknowledgement)',
+    registers,
+  });
   const dead = new Counter({
     name: 'sms_gateway_crm_events_dead_lettered_total',
     help: 'Real-time events dead-lettered: refused by the CRM (a 4xx or a destination not configured) or out of relay.max_attempts',
     labelNames: ['reason'],
     registers,
   });
-  const latency = new Histogram({ name: 'sms_gateway_crm_event_delivery_seconds', help: 'Time from accepting an event to the CRM taking it', buckets: LATENCY_BUCKETS, registers });
+  const latency = new Histogram({
+    name: 'sms_gateway_crm_event_delivery_seconds',
+    help: 'Time from accepting an event to the CRM taking it',
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
   new Gauge({
     name: 'sms_gateway_crm_events_outbox',
     help: 'Real-time events not yet sent: pending (never tried), retrying (backing off), dead (needs a replay)',

@@ -51,7 +51,10 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           reject(new Error(`no connection within ${timeoutMs} ms`));
-          attempt.then((late) => late.connection.close().catch(() => {}), () => {});
+          attempt.then(
+            (late) => late.connection.close().catch(() => {}),
+            () => {},
+          );
         }, timeoutMs);
       }),
     ]).finally(() => clearTimeout(timer));

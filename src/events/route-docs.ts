@@ -9,7 +9,10 @@ import { EVENT_TYPES } from './event-query.js';
 const acceptedSchema = z.strictObject({ event_id: z.string().describe('The outbox id of the event (the first one’s, for a repeated bonus status)') });
 
 const relayRefusals: Record<number, ResponseDoc> = {
-  400: { description: 'A field is missing or wrong (named in the error), the body is too large or too deep, or credit_id names no credit of the user', schema: errorAnswerSchema },
+  400: {
+    description: 'A field is missing or wrong (named in the error), the body is too large or too deep, or credit_id names no credit of the user',
+    schema: errorAnswerSchema,
+  },
   401: { description: 'X-Api-Key missing or not one of relay.api_keys', schema: errorAnswerSchema },
   403: { description: 'relay.api_keys is empty: the relay is off', schema: errorAnswerSchema },
   415: { description: 'Content-Type is not application/json', schema: errorAnswerSchema },
@@ -45,14 +48,25 @@ const relayDocs: RouteDoc[] = resolveCatalogue().map((route) =>
     summary: `Relay a ${route.kind.replaceAll('_', ' ')} event to the CRM (default ${route.method} ${route.path}${route.channel === 'push_webhook' ? ', Basic auth' : `, queue type ${route.type}`})`,
     description:
       'Validated against the documented fields; other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
-      (route.kind === 'bonus' ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.' : ''),
+      (route.kind === 'bonus'
+        ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.'
+        : ''),
     security: ['relayApiKey'],
     request: { schema: relayEventSchema(route.kind) },
     responses: {
       202: {
         description: 'Accepted: committed to the outbox',
         schema: acceptedSchema,
-        ...(route.kind === 'bonus' ? { headers: { 'Idempotent-Replayed': { description: 'true when this (user_bonus_id, status) was accepted before; nothing more is sent', schema: z.literal('true') } } } : {}),
+        ...(route.kind === 'bonus'
+          ? {
+              headers: {
+                'Idempotent-Replayed': {
+                  description: 'true when this (user_bonus_id, status) was accepted before; nothing more is sent',
+                  schema: z.literal('true'),
+                },
+              },
+            }
+          : {}),
       },
       ...relayRefusals,
     },

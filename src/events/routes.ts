@@ -57,7 +57,8 @@ export function relayRoutes(deps: RelayRouteDeps) {
       if (declared > deps.maxEventBytes) return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
       const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
       if (!body.ok) return c.json({ error: body.error }, body.status);
-      if (Buffer.byteLength(body.text) > deps.maxEventBytes) return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
+      if (Buffer.byteLength(body.text) > deps.maxEventBytes)
+        return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
       const guarded = guardPayload(body.value, deps.maxDepth);
       if (!guarded.ok) return c.json({ error: guarded.error }, 400);
       const parsed = schema.safeParse(body.value);
@@ -67,9 +68,12 @@ export function relayRoutes(deps: RelayRouteDeps) {
       if (extra) return c.json({ error: extra }, 400);
       const bonus =
         route.kind === 'bonus'
-          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({ creditId: credit_id, bonusCode: bonus_code, userBonusId: user_bonus_id, status }))(
-              parsed.data as BonusFields,
-            )
+          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({
+              creditId: credit_id,
+              bonusCode: bonus_code,
+              userBonusId: user_bonus_id,
+              status,
+            }))(parsed.data as BonusFields)
           : undefined;
       const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
       const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));

@@ -30,7 +30,12 @@ function sameConsents(before: ConsentRow[], after: ConsentRow[]): boolean {
   return after.every((c) => stored.get(c.type) === `${c.opted_in} ${c.products ?? null}`);
 }
 
-export function decideUserChange(before: UserState | undefined, after: UserState, consentsBefore: ConsentRow[], consentsAfter: ConsentRow[] | undefined): UserChange {
+export function decideUserChange(
+  before: UserState | undefined,
+  after: UserState,
+  consentsBefore: ConsentRow[],
+  consentsAfter: ConsentRow[] | undefined,
+): UserChange {
   const consentsChanged = consentsAfter !== undefined && !sameConsents(consentsBefore, consentsAfter);
   // A new user is one Registration: the CRM then reads /userdetails, /userconsents and /userblocks (docs/crm-interface.md §1.1, §2.2).
   if (!before) return { writeUser: true, writeConsents: consentsAfter !== undefined, events: ['registration'] };
@@ -38,7 +43,10 @@ export function decideUserChange(before: UserState | undefined, after: UserState
   const recordChanged = before.record_json !== after.record_json && recordWithoutBlocks(before.record_json) !== recordWithoutBlocks(after.record_json);
   if (recordChanged) events.push('user_update');
   const blocksChanged =
-    before.is_blocked !== after.is_blocked || before.is_excluded !== after.is_excluded || before.block_note !== after.block_note || before.exclusion_note !== after.exclusion_note;
+    before.is_blocked !== after.is_blocked ||
+    before.is_excluded !== after.is_excluded ||
+    before.block_note !== after.block_note ||
+    before.exclusion_note !== after.exclusion_note;
   if (blocksChanged) events.push('user_blocks');
   if (consentsChanged) events.push('user_consents');
   const writeUser = recordChanged || blocksChanged || before.record_json !== after.record_json;

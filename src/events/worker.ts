@@ -65,7 +65,13 @@ export async function deliverDueEvents(deps: EventWorkerDeps): Promise<EventRoun
       if (decideFailure(outcome, relay.retry_client_errors) === 'dead') {
         refused++;
         failed.push({ id: event.id, httpStatus: outcome.status, error: outcome.error, dead: true, nextAttemptAt: at });
-      } else failed.push({ id: event.id, httpStatus: outcome.status, error: outcome.error, ...planRetry(event.attempts, at, policy, deps.random, outcome.retryAfterMs) });
+      } else
+        failed.push({
+          id: event.id,
+          httpStatus: outcome.status,
+          error: outcome.error,
+          ...planRetry(event.attempts, at, policy, deps.random, outcome.retryAfterMs),
+        });
     }
   });
   await inTransaction(db, async (trx) => {
@@ -75,10 +81,18 @@ export async function deliverDueEvents(deps: EventWorkerDeps): Promise<EventRoun
   const dead = failed.filter((f) => f.dead);
   if (sentIds.length > 0 && deps.onSent) {
     const acceptedAt = new Map(events.map((e) => [e.id, e.created_at]));
-    deps.onSent(sentIds.length, sentIds.map((id) => (at - acceptedAt.get(id)!) / 1000));
+    deps.onSent(
+      sentIds.length,
+      sentIds.map((id) => (at - acceptedAt.get(id)!) / 1000),
+    );
   }
-  if (failed.length > 0) deps.logger.warn({ count: failed.length, dead: dead.length, error: lastError, target: deps.transport.target }, 'CRM events not taken; backing off');
-  for (const d of dead) deps.logger.warn({ event: events.find((e) => e.id === d.id)?.event_id, status: d.httpStatus, error: d.error }, 'CRM event dead-lettered; replay it from /admin/events');
+  if (failed.length > 0)
+    deps.logger.warn({ count: failed.length, dead: dead.length, error: lastError, target: deps.transport.target }, 'CRM events not taken; backing off');
+  for (const d of dead)
+    deps.logger.warn(
+      { event: events.find((e) => e.id === d.id)?.event_id, status: d.httpStatus, error: d.error },
+      'CRM event dead-lettered; replay it from /admin/events',
+    );
   if (refused > 0) deps.onDead?.(refused, 'refused');
   if (dead.length > refused) deps.onDead?.(dead.length - refused, 'attempts');
   return { claimed: events.length, sent: sentIds.length, failed: failed.length - dead.length, dead: dead.length };

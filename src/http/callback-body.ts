@@ -38,7 +38,11 @@ function firstSignificantByte(body: Buffer): number {
 }
 
 export function checkCallbackBody(request: { contentType: string; search: string; rawBody: Buffer }, maxDepth: number): CallbackBodyCheck {
-  const tooMany = (where: string) => ({ ok: false as const, status: 400 as const, error: `${where}: more than ${MAX_CALLBACK_FIELDS} fields (a callback holds far fewer)` });
+  const tooMany = (where: string) => ({
+    ok: false as const,
+    status: 400 as const,
+    error: `${where}: more than ${MAX_CALLBACK_FIELDS} fields (a callback holds far fewer)`,
+  });
   if (countFields(Buffer.from(request.search.replace(/^\?/, '')), MAX_CALLBACK_FIELDS) > MAX_CALLBACK_FIELDS) return tooMany('query string');
   if (isForm(request.contentType)) {
     return countFields(request.rawBody, MAX_CALLBACK_FIELDS) > MAX_CALLBACK_FIELDS ? tooMany('form body') : { ok: true };

@@ -22,9 +22,7 @@ export const DEFAULT_MAX_JSON_DEPTH = 64;
  * the error naming the field; their over-deep values are `null` in `value` and `text`, so nothing after this walks
  * them, and the caller treats each such entry as invalid.
  */
-export type JsonBody =
-  | { ok: true; value: unknown; text: string; refusedEntries?: Map<number, string> }
-  | { ok: false; status: 400 | 415; error: string };
+export type JsonBody = { ok: true; value: unknown; text: string; refusedEntries?: Map<number, string> } | { ok: false; status: 400 | 415; error: string };
 
 export interface ReadJsonOptions {
   /** The body is a list of independent entries (a batch): an over-deep entry is reported, not the whole body. */

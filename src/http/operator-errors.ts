@@ -7,7 +7,15 @@
 import type { MiddlewareHandler } from 'hono';
 
 /** The paths the CRM calls (docs/operator-api.md); /admin and the SMS channel keep their own answers. */
-const OPERATOR_PATHS = [/^\/userdetails\//, /^\/userconsents\//, /^\/userblocks\//, /^\/bonus\//, /^\/reconciliation(\/|$)/, /^\/authenticate$/, /^\/oauth\/token$/];
+const OPERATOR_PATHS = [
+  /^\/userdetails\//,
+  /^\/userconsents\//,
+  /^\/userblocks\//,
+  /^\/bonus\//,
+  /^\/reconciliation(\/|$)/,
+  /^\/authenticate$/,
+  /^\/oauth\/token$/,
+];
 const CREDIT_PATHS = new Set(['/bonus/credit', '/bonus/credit/funds']);
 
 export function isOperatorPath(path: string): boolean {
@@ -41,7 +49,8 @@ export function operatorErrorShape(): MiddlewareHandler {
     } catch {
       body = undefined;
     }
-    const message = body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : `HTTP ${res.status}`;
+    const message =
+      body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : `HTTP ${res.status}`;
     const decided = decideOperatorError(c.req.path, res.status);
     const headers = new Headers(res.headers);
     headers.delete('content-length');

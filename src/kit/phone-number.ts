@@ -34,4 +34,3 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
   }
   return { ok: true, e164: parsed.number };
 }
-

@@ -93,7 +93,11 @@ export function startCheckpointer(sqlite: BetterSqlite3.Database, file: string, 
 function startThread(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs: number): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   // A small heap: the thread holds one connection and a timer.
-  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs }, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
+  const worker = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { driver, file, intervalMs },
+    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+  });
   worker.unref();
   let failed = false;
   // If the thread cannot checkpoint, the WAL would grow without end: give the job back to the writer.

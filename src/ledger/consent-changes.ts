@@ -24,11 +24,18 @@ export async function recordSmsConsentChanges(
 ): Promise<string[]> {
   if (changes.length === 0) return [];
   const latest = [...new Map(changes.map((c) => [c.userId, c])).values()];
-  const users = await findUsersWithSmsConsent(trx, latest.map((c) => c.userId));
+  const users = await findUsersWithSmsConsent(
+    trx,
+    latest.map((c) => c.userId),
+  );
   const known = latest.filter((c) => users.has(c.userId));
   await writeSmsConsentChanges(trx, known);
   // A consent never set reads as opted out (sql-backend.ts), so opting such a player out changes nothing the CRM sees.
   const changed = known.filter((c) => c.optedIn !== (users.get(c.userId)!.sms_opted_in === 1));
-  await enqueueEvents(trx, changed.map((c) => ({ ...eventFor(c.userId, users.get(c.userId)!.record_json, c.at), ...(c.smsId ? { smsId: c.smsId } : {}) })), changed[0]?.at);
+  await enqueueEvents(
+    trx,
+    changed.map((c) => ({ ...eventFor(c.userId, users.get(c.userId)!.record_json, c.at), ...(c.smsId ? { smsId: c.smsId } : {}) })),
+    changed[0]?.at,
+  );
   return known.map((c) => c.userId);
 }

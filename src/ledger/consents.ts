@@ -127,5 +127,12 @@ export async function insertInboundMessage(trx: Transaction<Database>, row: NewI
 }
 
 export async function findInboundMessagesFrom(db: Db, e164: string, limit = 100) {
-  return db.selectFrom('inbound_messages').selectAll().where('from_number', '=', e164).orderBy('received_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return db
+    .selectFrom('inbound_messages')
+    .selectAll()
+    .where('from_number', '=', e164)
+    .orderBy('received_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }

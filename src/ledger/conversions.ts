@@ -16,7 +16,16 @@ export async function insertConversions(db: Db, rows: Array<{ smsId: string; sta
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
     await insertConversionsTemplate(
       db,
-      part.map((r) => ({ sms_id: r.smsId, delivery_status: r.status, attempts: 0, next_attempt_at: now, claimed_until: 0, dead: 0, created_at: now, post_group: null })),
+      part.map((r) => ({
+        sms_id: r.smsId,
+        delivery_status: r.status,
+        attempts: 0,
+        next_attempt_at: now,
+        claimed_until: 0,
+        dead: 0,
+        created_at: now,
+        post_group: null,
+      })),
     );
   }
 }
@@ -40,10 +49,26 @@ export interface ClaimedConversion {
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
  * A row keeps the post_group of the first claim that took it, so the worker can post it with the same rows again.
  */
-export async function claimDueConversions(db: Db, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string, withTraceparent = false): Promise<ClaimedConversion[]> {
+export async function claimDueConversions(
+  db: Db,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+  withTraceparent = false,
+): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
-  const claimed = await sql<{ id: number; sms_id: string; delivery_status: DeliveryStatus; attempts: number; activity_json: string; activity_key: string; post_group: string }>`
+  const claimed = await sql<{
+    id: number;
+    sms_id: string;
+    delivery_status: DeliveryStatus;
+    attempts: number;
+    activity_json: string;
+    activity_key: string;
+    post_group: string;
+  }>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
       select id from conversions
@@ -86,7 +111,10 @@ const recordAttemptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
 
 export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
   for (const part of statementChunks(ids, ROWS_PER_STATEMENT)) {
-    await recordAttemptsTemplate(db, part.map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })));
+    await recordAttemptsTemplate(
+      db,
+      part.map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })),
+    );
   }
 }
 
@@ -100,10 +128,17 @@ export interface DeadLetterMatch {
 /** Dead rows back to due (all of them, the given ids, or those matching); returns how many. */
 export async function replayDeadConversions(db: Db, now: number, match: number[] | DeadLetterMatch = {}): Promise<number> {
   const { ids, provider, status } = Array.isArray(match) ? { ids: match } : match;
-  let query = db.updateTable('conversions').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('posted_at', 'is', null);
+  let query = db
+    .updateTable('conversions')
+    .set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 })
+    .where('dead', '=', 1)
+    .where('posted_at', 'is', null);
   if (ids) query = query.where('id', 'in', ids);
   if (status) query = query.where('delivery_status', '=', status);
-  if (provider) query = query.where((eb) => eb.exists(eb.selectFrom('messages').select('sms_id').whereRef('messages.sms_id', '=', 'conversions.sms_id').where('messages.provider', '=', provider)));
+  if (provider)
+    query = query.where((eb) =>
+      eb.exists(eb.selectFrom('messages').select('sms_id').whereRef('messages.sms_id', '=', 'conversions.sms_id').where('messages.provider', '=', provider)),
+    );
   const result = await query.executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
@@ -131,9 +166,28 @@ export async function listDeadConversions(db: Db, match: Omit<DeadLetterMatch, '
     .selectFrom('conversions as c')
     .innerJoin('messages as m', 'm.sms_id', 'c.sms_id')
     .select((eb) => [
-      'c.id', 'c.sms_id', 'm.activity_key', 'm.provider', 'c.delivery_status', 'c.attempts', 'c.last_error', 'c.created_at',
-      eb.selectFrom('conversion_attempts as a').select('a.http_status').whereRef('a.conversion_id', '=', 'c.id').orderBy('a.id', 'desc').limit(1).as('last_http_status'),
-      eb.selectFrom('conversion_attempts as a').select('a.attempted_at').whereRef('a.conversion_id', '=', 'c.id').orderBy('a.id', 'desc').limit(1).as('last_attempt_at'),
+      'c.id',
+      'c.sms_id',
+      'm.activity_key',
+      'm.provider',
+      'c.delivery_status',
+      'c.attempts',
+      'c.last_error',
+      'c.created_at',
+      eb
+        .selectFrom('conversion_attempts as a')
+        .select('a.http_status')
+        .whereRef('a.conversion_id', '=', 'c.id')
+        .orderBy('a.id', 'desc')
+        .limit(1)
+        .as('last_http_status'),
+      eb
+        .selectFrom('conversion_attempts as a')
+        .select('a.attempted_at')
+        .whereRef('a.conversion_id', '=', 'c.id')
+        .orderBy('a.id', 'desc')
+        .limit(1)
+        .as('last_attempt_at'),
     ])
     .where('c.dead', '=', 1)
     .where('c.posted_at', 'is', null);
@@ -146,7 +200,11 @@ export async function listDeadConversions(db: Db, match: Omit<DeadLetterMatch, '
 
 /** The oldest conversion still owed to the CRM (due, retrying or dead): how far behind the outbox is. */
 export async function oldestUnpostedConversion(db: Db): Promise<number | null> {
-  const row = await db.selectFrom('conversions').select((eb) => eb.fn.min('created_at').as('oldest')).where('posted_at', 'is', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('conversions')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('posted_at', 'is', null)
+    .executeTakeFirst();
   return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
 }
 
@@ -173,7 +231,16 @@ export async function countOutboxBacklog(db: Db): Promise<OutboxBacklog> {
 export async function findConversionsBySmsId(db: Db, smsId: string) {
   const conversions = await db.selectFrom('conversions').selectAll().where('sms_id', '=', smsId).orderBy('id').execute();
   const attempts = conversions.length
-    ? await db.selectFrom('conversion_attempts').selectAll().where('conversion_id', 'in', conversions.map((c) => c.id)).orderBy('id').execute()
+    ? await db
+        .selectFrom('conversion_attempts')
+        .selectAll()
+        .where(
+          'conversion_id',
+          'in',
+          conversions.map((c) => c.id),
+        )
+        .orderBy('id')
+        .execute()
     : [];
   return conversions.map((c) => ({ ...c, attempt_log: attempts.filter((a) => Number(a.conversion_id) === Number(c.id)) }));
 }

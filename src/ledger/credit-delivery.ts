@@ -26,7 +26,14 @@ export interface FailedCreditDelivery {
 }
 
 /** Reserves up to `limit` due credits for `token` until now + lease, oldest first. */
-export async function claimDueCredits(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<DueCredit[]> {
+export async function claimDueCredits(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<DueCredit[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const claimed = await sql<DueCredit>`
     update operator_credits set delivery_claimed_until = ${now + leaseMs}, delivery_claim_token = ${token}
@@ -37,7 +44,9 @@ export async function claimDueCredits(db: Kysely<Database>, flags: DialectFlags,
     ) and delivery = 'due' and delivery_claimed_until <= ${now}
     returning id, kind, user_id, bonus_code, amount, currency, request_json, created_at, delivery_attempts,
       crm_id, crm_action_id, crm_action_group_id, crm_action_communication_profile_id, crm_activity_id, crm_trigger_hash, crm_player_origin_id`.execute(db);
-  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at), amount: r.amount === null ? null : Number(r.amount) })).sort((a, b) => a.id - b.id);
+  return claimed.rows
+    .map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at), amount: r.amount === null ? null : Number(r.amount) }))
+    .sort((a, b) => a.id - b.id);
 }
 
 /** Only rows still held by `token`: a claim that expired and was taken over is the new holder's to mark. */

@@ -46,7 +46,11 @@ export async function recordCreditOutcome(
   outcome: { state: 'done' | 'failed'; http_status: number | null; answer_json: string | null },
   now: number,
 ): Promise<void> {
-  await db.updateTable('operator_credits').set({ ...outcome, updated_at: now }).where('id', '=', id).execute();
+  await db
+    .updateTable('operator_credits')
+    .set({ ...outcome, updated_at: now })
+    .where('id', '=', id)
+    .execute();
 }
 
 export async function findCreditsByUser(db: Db, userId: string, limit: number): Promise<CreditRow[]> {

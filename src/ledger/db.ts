@@ -3,7 +3,18 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Migrator } from 'kysely/migration';
-import { CompiledQuery, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig, type Transaction, sql } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type SqliteDialectConfig,
+  type Transaction,
+  sql,
+} from 'kysely';
 import { createRequire } from 'node:module';
 import type PgModule from 'pg';
 import type { Logger } from 'pino';

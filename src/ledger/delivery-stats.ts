@@ -53,7 +53,9 @@ const upsertStatsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Del
   db
     .insertInto('delivery_stats')
     .values(rows)
-    .onConflict((oc) => oc.columns(['period', 'bucket_start', 'provider', 'outcome']).doUpdateSet((eb) => ({ n: eb('delivery_stats.n', '+', eb.ref('excluded.n')) }))),
+    .onConflict((oc) =>
+      oc.columns(['period', 'bucket_start', 'provider', 'outcome']).doUpdateSet((eb) => ({ n: eb('delivery_stats.n', '+', eb.ref('excluded.n')) })),
+    ),
 );
 
 /** Transactions whose increments are held back until their work is done (withDeferredStats). */

@@ -15,7 +15,6 @@ export type { NewEvent };
 type Db = Kysely<Database> | Transaction<Database>;
 export type EventRow = Selectable<CrmEventsTable>;
 
-
 /** Event ids are UUIDv7 like sms_ids: time-ordered, so the unique index grows at its end. */
 export const newEventId = newSmsId;
 
@@ -61,7 +60,11 @@ export async function enqueueEvent(db: Db, event: NewEvent, now: number = Date.n
 /** Queues many events in statements of 200 rows (import users); answers their event_ids in order. */
 export async function enqueueEvents(db: Db, events: NewEvent[], now: number = Date.now()): Promise<string[]> {
   const rows = events.map((e) => toRow(e, now, null));
-  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await db.insertInto('crm_events').values(rows.slice(i, i + ROWS_PER_STATEMENT)).execute();
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
+    await db
+      .insertInto('crm_events')
+      .values(rows.slice(i, i + ROWS_PER_STATEMENT))
+      .execute();
   return rows.map((r) => r.event_id);
 }
 
@@ -79,7 +82,10 @@ export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string
 }
 
 /** What a claim hands the transport: the row's columns it needs, typed from the table itself. */
-export type ClaimedEvent = Pick<EventRow, 'id' | 'event_id' | 'type' | 'method' | 'path' | 'user_id' | 'payload_json' | 'attempts' | 'created_at' | 'traceparent'>;
+export type ClaimedEvent = Pick<
+  EventRow,
+  'id' | 'event_id' | 'type' | 'method' | 'path' | 'user_id' | 'payload_json' | 'attempts' | 'created_at' | 'traceparent'
+>;
 
 /**
  * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
@@ -89,7 +95,14 @@ export type ClaimedEvent = Pick<EventRow, 'id' | 'event_id' | 'type' | 'method' 
  * event cannot be claimed while an earlier one is unsent, whoever holds it. PostgreSQL skips rows another
  * claimer has locked.
  */
-export async function claimDueEvents(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<ClaimedEvent[]> {
+export async function claimDueEvents(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<ClaimedEvent[]> {
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
   // Each user's head is min(id) over the (user_id, id) partial index, read in one pass and grouped; a correlated
   // probe per candidate row cost a probe for every unsent row on each round. The candidates are materialised
@@ -156,7 +169,11 @@ export interface DeadEventMatch {
 /** Dead events back to due (all, the given event_ids, or those matching); answers how many. */
 export async function replayDeadEvents(db: Db, now: number, match: string[] | DeadEventMatch = {}): Promise<number> {
   const { eventIds, type, userId } = Array.isArray(match) ? { eventIds: match } : match;
-  let query = db.updateTable('crm_events').set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 }).where('dead', '=', 1).where('sent_at', 'is', null);
+  let query = db
+    .updateTable('crm_events')
+    .set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 })
+    .where('dead', '=', 1)
+    .where('sent_at', 'is', null);
   if (eventIds) query = query.where('event_id', 'in', eventIds);
   if (type !== undefined) query = query.where('type', '=', type);
   if (userId !== undefined) query = query.where('user_id', '=', userId);
@@ -185,13 +202,21 @@ export async function countEventBacklog(db: Db): Promise<EventBacklog> {
     ])
     .where('sent_at', 'is', null)
     .executeTakeFirstOrThrow();
-  return { unsent: Number(row.unsent), retrying: Number(row.retrying), dead: Number(row.dead), oldestUnsentAt: row.oldest === null ? null : Number(row.oldest) };
+  return {
+    unsent: Number(row.unsent),
+    retrying: Number(row.retrying),
+    dead: Number(row.dead),
+    oldestUnsentAt: row.oldest === null ? null : Number(row.oldest),
+  };
 }
 
 export type EventStatus = 'pending' | 'sent' | 'dead';
 
 /** One page of events, newest first, after the keyset cursor `before` (an internal id). */
-export async function listEvents(db: Db, filter: { userId?: string; status?: EventStatus; type?: string; before?: number; limit: number }): Promise<EventRow[]> {
+export async function listEvents(
+  db: Db,
+  filter: { userId?: string; status?: EventStatus; type?: string; before?: number; limit: number },
+): Promise<EventRow[]> {
   // status=dead reads the partial index crm_events_dead (id) where dead = 1, or crm_events_user with user_id.
   let query = db.selectFrom('crm_events').selectAll().orderBy('id', 'desc').limit(filter.limit);
   if (filter.userId !== undefined) query = query.where('user_id', '=', filter.userId);

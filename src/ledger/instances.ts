@@ -16,11 +16,7 @@ export async function recordInstanceHeartbeat(db: Kysely<Database>, instanceId: 
 
 /** How many instances recorded a heartbeat at or after `since`. */
 export async function countLiveInstances(db: Kysely<Database>, since: number): Promise<number> {
-  const row = await db
-    .selectFrom('gateway_instances')
-    .select(sql<number>`count(*)`.as('n'))
-    .where('heartbeat_at', '>=', since)
-    .executeTakeFirstOrThrow();
+  const row = await db.selectFrom('gateway_instances').select(sql<number>`count(*)`.as('n')).where('heartbeat_at', '>=', since).executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

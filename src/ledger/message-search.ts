@@ -47,13 +47,43 @@ export interface MessageFilter {
 
 export type MessageSummary = Pick<
   MessagesTable,
-  | 'sms_id' | 'activity_key' | 'user_id' | 'request_id' | 'provider' | 'provider_message_id' | 'recipient' | 'state'
-  | 'delivery_status' | 'provider_status' | 'error' | 'error_code' | 'attempts' | 'segments' | 'created_at' | 'submitted_at' | 'completed_at'
+  | 'sms_id'
+  | 'activity_key'
+  | 'user_id'
+  | 'request_id'
+  | 'provider'
+  | 'provider_message_id'
+  | 'recipient'
+  | 'state'
+  | 'delivery_status'
+  | 'provider_status'
+  | 'error'
+  | 'error_code'
+  | 'attempts'
+  | 'segments'
+  | 'created_at'
+  | 'submitted_at'
+  | 'completed_at'
 >;
 
 const SUMMARY_COLUMNS = [
-  'sms_id', 'activity_key', 'user_id', 'request_id', 'provider', 'provider_message_id', 'recipient', 'state', 'delivery_status',
-  'provider_status', 'error', 'error_code', 'attempts', 'segments', 'created_at', 'submitted_at', 'completed_at',
+  'sms_id',
+  'activity_key',
+  'user_id',
+  'request_id',
+  'provider',
+  'provider_message_id',
+  'recipient',
+  'state',
+  'delivery_status',
+  'provider_status',
+  'error',
+  'error_code',
+  'attempts',
+  'segments',
+  'created_at',
+  'submitted_at',
+  'completed_at',
 ] as const;
 
 /** Up to `limit` messages, newest first, and whether more follow. */
@@ -86,11 +116,13 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   if (filter.after) {
     const { createdAt, smsId } = filter.after;
     // The range on created_at alone is what the index can seek to; the tie-break on sms_id filters within it.
-    query = query
-      .where('created_at', '<=', createdAt)
-      .where((eb) => eb.or([eb('created_at', '<', createdAt), eb('sms_id', '<', smsId)]));
+    query = query.where('created_at', '<=', createdAt).where((eb) => eb.or([eb('created_at', '<', createdAt), eb('sms_id', '<', smsId)]));
   }
-  const rows = await query.orderBy('created_at', 'desc').orderBy('sms_id', 'desc').limit(filter.limit + 1).execute();
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('sms_id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
   const more = rows.length > filter.limit;
   return { rows: more ? rows.slice(0, filter.limit) : rows, more };
 }

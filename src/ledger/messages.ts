@@ -7,15 +7,35 @@ import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, 
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
-export type NewMessage = Omit<MessagesTable, 'provider_message_id' | 'error' | 'error_code' | 'provider_status'
-  | 'delivery_status' | 'delivery_source' | 'submitted_at' | 'completed_at' | 'attempts' | 'state' | 'lookup_result' | 'status_queried_at'>;
+export type NewMessage = Omit<
+  MessagesTable,
+  | 'provider_message_id'
+  | 'error'
+  | 'error_code'
+  | 'provider_status'
+  | 'delivery_status'
+  | 'delivery_source'
+  | 'submitted_at'
+  | 'completed_at'
+  | 'attempts'
+  | 'state'
+  | 'lookup_result'
+  | 'status_queried_at'
+>;
 
 const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
-  db.insertInto('messages').values(rows).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key'),
+  db
+    .insertInto('messages')
+    .values(rows)
+    .onConflict((oc) => oc.column('activity_key').doNothing())
+    .returning('activity_key'),
 );
 
 const insertPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: MessageUserRecipientsTable[]) =>
-  db.insertInto('message_user_recipients').values(rows).onConflict((oc) => oc.columns(['user_id', 'recipient']).doNothing()),
+  db
+    .insertInto('message_user_recipients')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['user_id', 'recipient']).doNothing()),
 );
 
 /**
@@ -55,7 +75,12 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
   const inserted = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
-    const result = await db.insertInto('messages').values(chunk).onConflict((oc) => oc.column('activity_key').doNothing()).returning('activity_key').execute();
+    const result = await db
+      .insertInto('messages')
+      .values(chunk)
+      .onConflict((oc) => oc.column('activity_key').doNothing())
+      .returning('activity_key')
+      .execute();
     for (const r of result) inserted.add(r.activity_key);
   }
   await recordUserRecipients(db, rows);
@@ -64,7 +89,11 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
 
 /** A message just reclaimed for a retry that is refused instead (suppression.ts): rejected, nothing sent. */
 export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<MessagesTable, 'error' | 'error_code'>, now: number): Promise<void> {
-  await db.updateTable('messages').set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now }).where('sms_id', '=', smsId).execute();
+  await db
+    .updateTable('messages')
+    .set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now })
+    .where('sms_id', '=', smsId)
+    .execute();
 }
 
 export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
@@ -102,13 +131,23 @@ export async function reclaimMessageForRetry(
       encoding: changes.encoding,
       segments: changes.segments,
       content: changes.content,
-      state: 'dispatching', dispatched_at: now, updated_at: now, attempts: eb('attempts', '+', 1), lookup_result: null, status_queried_at: null }))
+      state: 'dispatching',
+      dispatched_at: now,
+      updated_at: now,
+      attempts: eb('attempts', '+', 1),
+      lookup_result: null,
+      status_queried_at: null,
+    }))
     .where('sms_id', '=', smsId)
     .where((eb) =>
       eb.or([
         eb('state', '=', 'retryable'),
         // Not while its provider is still to be asked whether it has it (lookup_result `pending`).
-        eb.and([eb('state', '=', 'uncertain'), eb('updated_at', '<=', cutoffs.uncertainCutoff), eb.or([eb('lookup_result', 'is', null), eb('lookup_result', '<>', 'pending')])]),
+        eb.and([
+          eb('state', '=', 'uncertain'),
+          eb('updated_at', '<=', cutoffs.uncertainCutoff),
+          eb.or([eb('lookup_result', 'is', null), eb('lookup_result', '<>', 'pending')]),
+        ]),
         eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', cutoffs.leaseCutoff)]),
       ]),
     )
@@ -141,7 +180,21 @@ export interface SendOutcomeRecord {
 const recordOutcomeTemplate = createQueryTemplate(
   (
     db: Kysely<Database>,
-    { rows, set }: { rows: Array<{ smsId: string; providerMessageId: string | null }>; set: { carrier: [string] | []; state: SendState; providerStatus: string | null; error: string | null; errorCode: string | null; now: number; submittedAt: number | null } },
+    {
+      rows,
+      set,
+    }: {
+      rows: Array<{ smsId: string; providerMessageId: string | null }>;
+      set: {
+        carrier: [string] | [];
+        state: SendState;
+        providerStatus: string | null;
+        error: string | null;
+        errorCode: string | null;
+        now: number;
+        submittedAt: number | null;
+      };
+    },
   ) => {
     const answers = sql.join(rows.map((r) => sql`(${r.smsId}, ${r.providerMessageId})`));
     // A template decides nothing from values; whether the provider is written is part of the input's shape.
@@ -157,7 +210,14 @@ const recordOutcomeTemplate = createQueryTemplate(
 
 /** The fields an UPDATE of recordSendOutcomes shares: equal in both, the two records go in one statement. */
 function sameAnswer(a: SendOutcomeRecord, b: SendOutcomeRecord): boolean {
-  return a.provider === b.provider && a.rerouted === b.rerouted && a.state === b.state && a.providerStatus === b.providerStatus && a.error === b.error && a.errorCode === b.errorCode;
+  return (
+    a.provider === b.provider &&
+    a.rerouted === b.rerouted &&
+    a.state === b.state &&
+    a.providerStatus === b.providerStatus &&
+    a.error === b.error &&
+    a.errorCode === b.errorCode
+  );
 }
 
 /**
@@ -190,7 +250,10 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
     const { provider, rerouted, state, providerStatus, error, errorCode } = group[0]!;
     for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
       const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
-      await recordOutcomeTemplate(db, { rows, set: { carrier: rerouted ? [provider] : [], state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null } });
+      await recordOutcomeTemplate(db, {
+        rows,
+        set: { carrier: rerouted ? [provider] : [], state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null },
+      });
     }
   }
   const parts = records.flatMap((r) =>
@@ -199,11 +262,18 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
       : [],
   );
   for (let i = 0; i < parts.length; i += ROWS_PER_STATEMENT) {
-    await db.insertInto('message_parts').values(parts.slice(i, i + ROWS_PER_STATEMENT)).onConflict((oc) => oc.doNothing()).execute();
+    await db
+      .insertInto('message_parts')
+      .values(parts.slice(i, i + ROWS_PER_STATEMENT))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
   // In the same transaction, so the console's counts never disagree with the messages they count. The console
   // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (ingest.ts).
-  await incrementDeliveryStats(db, records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })));
+  await incrementDeliveryStats(
+    db,
+    records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })),
+  );
 }
 
 /**

@@ -40,12 +40,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema.createIndex('messages_provider_message_id').on('messages').columns(['provider', 'provider_message_id']).execute();
       // The unknown-timeout sweep looks only at submitted messages without a terminal status.
-      await db.schema
-        .createIndex('messages_awaiting_receipt')
-        .on('messages')
-        .column('submitted_at')
-        .where(sql.ref('delivery_status'), 'is', null)
-        .execute();
+      await db.schema.createIndex('messages_awaiting_receipt').on('messages').column('submitted_at').where(sql.ref('delivery_status'), 'is', null).execute();
 
       await db.schema
         .createTable('message_parts')
@@ -75,12 +70,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('received_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('receipts_sms_id').on('receipts').column('sms_id').execute();
-      await db.schema
-        .createIndex('receipts_unmatched')
-        .on('receipts')
-        .columns(['provider', 'provider_message_id'])
-        .where(sql.ref('matched'), '=', 0)
-        .execute();
+      await db.schema.createIndex('receipts_unmatched').on('receipts').columns(['provider', 'provider_message_id']).where(sql.ref('matched'), '=', 0).execute();
 
       await db.schema
         .createTable('conversions')
@@ -98,12 +88,7 @@ export const migrations: Record<string, Migration> = {
         .execute();
       await db.schema.createIndex('conversions_sms_id').on('conversions').column('sms_id').execute();
       // Workers look only at rows still owed to the CRM.
-      await db.schema
-        .createIndex('conversions_due')
-        .on('conversions')
-        .column('next_attempt_at')
-        .where(sql<boolean>`posted_at is null and dead = 0`)
-        .execute();
+      await db.schema.createIndex('conversions_due').on('conversions').column('next_attempt_at').where(sql<boolean>`posted_at is null and dead = 0`).execute();
 
       await db.schema
         .createTable('conversion_attempts')
@@ -234,7 +219,10 @@ export const migrations: Record<string, Migration> = {
       // Whether a receipt reports one part of a concatenated message (ReceiptEvent.perPart), kept so that a parked
       // receipt is rolled up with its message's other parts when it is matched later: SMPP receipts carry only the
       // SMSC's id of their part and may arrive before the submit_sm_resp that tells us that id.
-      await db.schema.alterTable('receipts').addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('receipts')
+        .addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
     },
   },
   '2026-11-24-60-console': {
@@ -402,14 +390,23 @@ export const migrations: Record<string, Migration> = {
       // null for rows never meant for it (the http backend forwards at once), 'due', 'delivered' or 'dead'.
       const table = () => db.schema.alterTable('operator_credits');
       await table().addColumn('delivery', 'text').execute();
-      await table().addColumn('delivery_attempts', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      await table()
+        .addColumn('delivery_attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
       await table().addColumn('next_delivery_at', 'bigint').execute();
-      await table().addColumn('delivery_claimed_until', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await table()
+        .addColumn('delivery_claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       await table().addColumn('delivery_claim_token', 'text').execute();
       await table().addColumn('delivered_at', 'bigint').execute();
       await table().addColumn('delivery_error', 'text').execute();
       // The worker and the dead-letter replay read only the rows still owed, never the delivered millions.
-      await db.schema.createIndex('operator_credits_due').on('operator_credits').columns(['delivery', 'next_delivery_at']).where(sql<boolean>`delivery in ('due', 'dead')`).execute();
+      await db.schema
+        .createIndex('operator_credits_due')
+        .on('operator_credits')
+        .columns(['delivery', 'next_delivery_at'])
+        .where(sql<boolean>`delivery in ('due', 'dead')`)
+        .execute();
     },
   },
   '2026-11-25-90-retention': {

@@ -51,7 +51,10 @@ export async function userExists(db: Db, userId: string): Promise<boolean> {
 /** Sets the given consent types; with `replaceUsers` the listed users' other types are removed first. */
 export async function writeConsents(db: Db, rows: ConsentRow[], at: number, replaceUsers: string[] = []): Promise<void> {
   for (let i = 0; i < replaceUsers.length; i += CHUNK) {
-    await db.deleteFrom('operator_consents').where('user_id', 'in', replaceUsers.slice(i, i + CHUNK)).execute();
+    await db
+      .deleteFrom('operator_consents')
+      .where('user_id', 'in', replaceUsers.slice(i, i + CHUNK))
+      .execute();
   }
   for (let i = 0; i < rows.length; i += CHUNK) {
     await db
@@ -77,7 +80,11 @@ export async function findConsents(db: Db, userId: string): Promise<ConsentRow[]
 export async function replaceBonuses(db: Db, bonuses: Array<Omit<OperatorBonusesTable, 'position'>>): Promise<void> {
   await db.deleteFrom('operator_bonuses').execute();
   const rows = bonuses.map((b, position) => ({ ...b, position }));
-  for (let i = 0; i < rows.length; i += CHUNK) await db.insertInto('operator_bonuses').values(rows.slice(i, i + CHUNK)).execute();
+  for (let i = 0; i < rows.length; i += CHUNK)
+    await db
+      .insertInto('operator_bonuses')
+      .values(rows.slice(i, i + CHUNK))
+      .execute();
 }
 
 export async function listBonuses(db: Db): Promise<Array<{ text: string; value: string }>> {
@@ -159,7 +166,13 @@ export async function findReconciliationPage(
 export async function findUsersByIds(db: Db, userIds: string[]): Promise<OperatorUserRow[]> {
   const rows: OperatorUserRow[] = [];
   for (let i = 0; i < userIds.length; i += CHUNK) {
-    rows.push(...(await db.selectFrom('operator_users').selectAll().where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+    rows.push(
+      ...(await db
+        .selectFrom('operator_users')
+        .selectAll()
+        .where('user_id', 'in', userIds.slice(i, i + CHUNK))
+        .execute()),
+    );
   }
   return rows;
 }
@@ -168,7 +181,13 @@ export async function findUsersByIds(db: Db, userIds: string[]): Promise<Operato
 export async function findConsentsOfUsers(db: Db, userIds: string[]): Promise<ConsentRow[]> {
   const rows: ConsentRow[] = [];
   for (let i = 0; i < userIds.length; i += CHUNK) {
-    rows.push(...(await db.selectFrom('operator_consents').select(['user_id', 'type', 'opted_in', 'products']).where('user_id', 'in', userIds.slice(i, i + CHUNK)).execute()));
+    rows.push(
+      ...(await db
+        .selectFrom('operator_consents')
+        .select(['user_id', 'type', 'opted_in', 'products'])
+        .where('user_id', 'in', userIds.slice(i, i + CHUNK))
+        .execute()),
+    );
   }
   return rows;
 }

@@ -12,14 +12,39 @@ type Db = Kysely<Database> | Transaction<Database>;
 /** What the receipt path reads of a message. */
 export type ReceiptTarget = Pick<
   MessagesTable,
-  'sms_id' | 'activity_key' | 'provider' | 'state' | 'delivery_status' | 'delivery_source' | 'dispatched_at' | 'updated_at' | 'completed_at' | 'segments' | 'traceparent'
+  | 'sms_id'
+  | 'activity_key'
+  | 'provider'
+  | 'state'
+  | 'delivery_status'
+  | 'delivery_source'
+  | 'dispatched_at'
+  | 'updated_at'
+  | 'completed_at'
+  | 'segments'
+  | 'traceparent'
 >;
 export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string | null };
 
-const TARGET_COLUMNS = ['sms_id', 'activity_key', 'provider', 'state', 'delivery_status', 'delivery_source', 'dispatched_at', 'updated_at', 'completed_at', 'segments', 'traceparent'] as const;
+const TARGET_COLUMNS = [
+  'sms_id',
+  'activity_key',
+  'provider',
+  'state',
+  'delivery_status',
+  'delivery_source',
+  'dispatched_at',
+  'updated_at',
+  'completed_at',
+  'segments',
+  'traceparent',
+] as const;
 
 const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>
-  db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('sms_id', 'in', smsIds),
+  db
+    .selectFrom('messages')
+    .select([...TARGET_COLUMNS, 'provider_message_id'])
+    .where('sms_id', 'in', smsIds),
 );
 
 /** The messages of these distinct sms_ids (any provider: the caller checks the provider matches). */
@@ -35,7 +60,12 @@ export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promi
  * the id it was found by in `provider_message_id`.
  */
 export async function findReceiptTargetsByProviderId(db: Db, provider: string, ids: string[]): Promise<ReceiptTargetWithId[]> {
-  const direct = await db.selectFrom('messages').select([...TARGET_COLUMNS, 'provider_message_id']).where('provider', '=', provider).where('provider_message_id', 'in', ids).execute();
+  const direct = await db
+    .selectFrom('messages')
+    .select([...TARGET_COLUMNS, 'provider_message_id'])
+    .where('provider', '=', provider)
+    .where('provider_message_id', 'in', ids)
+    .execute();
   const parts = await db
     .selectFrom('message_parts')
     .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
@@ -57,7 +87,13 @@ export interface DeliveryUpdate {
 const updateDeliveryTemplate = createQueryTemplate((db: Kysely<Database>, { smsIds, set }: { smsIds: string[]; set: DeliveryUpdate }) =>
   db
     .updateTable('messages')
-    .set({ delivery_status: set.deliveryStatus, delivery_source: set.deliverySource, provider_status: set.providerStatus, updated_at: set.now, completed_at: set.completedAt })
+    .set({
+      delivery_status: set.deliveryStatus,
+      delivery_source: set.deliverySource,
+      provider_status: set.providerStatus,
+      updated_at: set.now,
+      completed_at: set.completedAt,
+    })
     .where('sms_id', 'in', smsIds),
 );
 
@@ -70,7 +106,13 @@ export async function updateDeliveryStatus(db: Db, smsIds: string[], set: Delive
  * Marks a message whose send ended in one of `fromStates` as submitted after all, keeping a provider message id it
  * already has. Returns whether the row changed (false: it had already left those states).
  */
-export async function confirmSubmitted(db: Db, smsId: string, providerMessageId: string | null, fromStates: readonly MessagesTable['state'][], now: number): Promise<boolean> {
+export async function confirmSubmitted(
+  db: Db,
+  smsId: string,
+  providerMessageId: string | null,
+  fromStates: readonly MessagesTable['state'][],
+  now: number,
+): Promise<boolean> {
   const updated = await db
     .updateTable('messages')
     .set((eb) => ({

@@ -23,7 +23,11 @@ const isParked = sql<boolean>`matched = ${sql.lit(RECEIPT_MATCH.parked)}`;
 const isSetAside = sql<boolean>`matched = ${sql.lit(RECEIPT_MATCH.setAside)}`;
 
 const insertReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: NewReceipt[]) =>
-  db.insertInto('receipts').values(rows).onConflict((oc) => oc.column('dedup_key').doNothing()).returning('dedup_key'),
+  db
+    .insertInto('receipts')
+    .values(rows)
+    .onConflict((oc) => oc.column('dedup_key').doNothing())
+    .returning('dedup_key'),
 );
 
 /** Inserts receipts not seen before; returns the dedup keys that were new (duplicates change nothing). */

@@ -41,7 +41,10 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
   if (dialectFlagsOf(trx).kind === 'postgres') select = select.forUpdate();
   const rows = await select.execute();
   if (rows.length === 0) return 0;
-  for (const ids of idChunks(rows.map((r) => r.sms_id), IDS_PER_STATEMENT)) {
+  for (const ids of idChunks(
+    rows.map((r) => r.sms_id),
+    IDS_PER_STATEMENT,
+  )) {
     await trx
       .deleteFrom('conversion_attempts')
       .where('conversion_id', 'in', (eb) => eb.selectFrom('conversions').select('id').where('sms_id', 'in', ids))
@@ -61,13 +64,16 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
  */
 async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_id: string | null; recipient: string }>): Promise<void> {
   const pairs = new Map<string, { user_id: string; recipient: string }>();
-  for (const r of rows) if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
+  for (const r of rows)
+    if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
   for (const p of pairs.values()) {
     await trx
       .deleteFrom('message_user_recipients')
       .where('user_id', '=', p.user_id)
       .where('recipient', '=', p.recipient)
-      .where((eb) => eb.not(eb.exists(eb.selectFrom('messages').select(sql`1`.as('one')).where('recipient', '=', p.recipient).where('user_id', '=', p.user_id))))
+      .where((eb) =>
+        eb.not(eb.exists(eb.selectFrom('messages').select(sql`1`.as('one')).where('recipient', '=', p.recipient).where('user_id', '=', p.user_id))),
+      )
       .execute();
   }
 }
@@ -107,7 +113,10 @@ export async function blankFinalMessages(trx: Transaction<Database>, createdBefo
   if (rows.length === 0) return { blanked: 0 };
   const unfinished = rows.find((r) => !Number(r.final) && r.recipient !== BLANKED);
   const due = rows.filter((r) => Number(r.final) && r.recipient !== BLANKED);
-  for (const ids of idChunks(due.map((r) => r.sms_id), IDS_PER_STATEMENT)) {
+  for (const ids of idChunks(
+    due.map((r) => r.sms_id),
+    IDS_PER_STATEMENT,
+  )) {
     await trx.updateTable('messages').set({ content: null, recipient: BLANKED }).where('sms_id', 'in', ids).where(isFinalMessage).execute();
   }
   await forgetSearchPairs(trx, due);
@@ -134,7 +143,10 @@ export async function blankInboundMessages(db: Db, receivedBefore: number, from:
     .execute();
   if (rows.length === 0) return { blanked: 0 };
   const due = rows.filter((r) => r.from_number !== BLANKED);
-  for (const ids of idChunks(due.map((r) => r.id), IDS_PER_STATEMENT)) {
+  for (const ids of idChunks(
+    due.map((r) => r.id),
+    IDS_PER_STATEMENT,
+  )) {
     await db.updateTable('inbound_messages').set({ content: null, from_number: BLANKED }).where('id', 'in', ids).execute();
   }
   const last = rows[rows.length - 1]!;

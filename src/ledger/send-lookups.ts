@@ -8,7 +8,10 @@ import type { Database, MessagesTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export type LookupCandidate = Pick<MessagesTable, 'sms_id' | 'activity_key' | 'provider' | 'provider_message_id' | 'recipient' | 'content' | 'dispatched_at' | 'submitted_at'>;
+export type LookupCandidate = Pick<
+  MessagesTable,
+  'sms_id' | 'activity_key' | 'provider' | 'provider_message_id' | 'recipient' | 'content' | 'dispatched_at' | 'submitted_at'
+>;
 
 const CANDIDATE_COLUMNS = ['sms_id', 'activity_key', 'provider', 'provider_message_id', 'recipient', 'content', 'dispatched_at', 'submitted_at'] as const;
 
@@ -67,7 +70,16 @@ export async function findOtherProviderIds(db: Db, recipient: string, smsId: str
 export async function markFoundByLookup(db: Db, smsId: string, providerMessageId: string, providerStatus: string, now: number): Promise<boolean> {
   const result = await db
     .updateTable('messages')
-    .set({ state: 'submitted', provider_message_id: providerMessageId, provider_status: providerStatus, submitted_at: now, updated_at: now, lookup_result: 'found', error: null, error_code: null })
+    .set({
+      state: 'submitted',
+      provider_message_id: providerMessageId,
+      provider_status: providerStatus,
+      submitted_at: now,
+      updated_at: now,
+      lookup_result: 'found',
+      error: null,
+      error_code: null,
+    })
     .where('sms_id', '=', smsId)
     .where('state', '=', 'uncertain')
     .where('lookup_result', '=', 'pending')
@@ -79,7 +91,13 @@ export async function markFoundByLookup(db: Db, smsId: string, providerMessageId
 export async function markAbsentByLookup(db: Db, smsId: string, now: number): Promise<boolean> {
   const result = await db
     .updateTable('messages')
-    .set({ state: 'retryable', lookup_result: 'absent', updated_at: now, error: 'not at the provider when asked after its sender was lost; a retry sends it', error_code: 'lookup_absent' })
+    .set({
+      state: 'retryable',
+      lookup_result: 'absent',
+      updated_at: now,
+      error: 'not at the provider when asked after its sender was lost; a retry sends it',
+      error_code: 'lookup_absent',
+    })
     .where('sms_id', '=', smsId)
     .where('state', '=', 'uncertain')
     .where('lookup_result', '=', 'pending')

@@ -83,7 +83,10 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
     await inTransaction(db, (trx) =>
       withDeferredStats(trx, async () => {
         for (const [write, items] of byWriter) {
-          const out = await write(trx, items.map((p) => p.item));
+          const out = await write(
+            trx,
+            items.map((p) => p.item),
+          );
           for (let i = 0; i < items.length; i++) items[i]!.output = out[i];
         }
       }),

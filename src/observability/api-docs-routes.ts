@@ -54,29 +54,34 @@ function renderOperation(method: string, path: string, op: Operation) {
   <h3><span class="method">${method}</span> <code>${path}</code> — ${op.summary}</h3>
   ${op.description ? html`<p>${op.description}</p>` : ''}
   <p class="muted">Authentication: ${auth}</p>
-  ${op.parameters?.length
-    ? html`<table><thead><tr><th>parameter</th><th>in</th><th>required</th><th>schema</th></tr></thead><tbody>
+  ${
+    op.parameters?.length
+      ? html`<table><thead><tr><th>parameter</th><th>in</th><th>required</th><th>schema</th></tr></thead><tbody>
       ${op.parameters.map((p) => html`<tr><td><code>${p.name}</code></td><td>${p.in}</td><td>${p.required ? 'yes' : 'no'}</td><td><code>${JSON.stringify(p.schema)}</code></td></tr>`)}
       </tbody></table>`
-    : ''}
-  ${op.requestBody
-    ? Object.entries(op.requestBody.content).map(([type, body]) => html`<p>Request body <code>${type}</code></p><pre>${pretty(body.schema)}</pre>`)
-    : ''}
+      : ''
+  }
+  ${
+    op.requestBody
+      ? Object.entries(op.requestBody.content).map(([type, body]) => html`<p>Request body <code>${type}</code></p><pre>${pretty(body.schema)}</pre>`)
+      : ''
+  }
   <table><thead><tr><th>status</th><th>meaning</th><th>body</th></tr></thead><tbody>
   ${Object.entries(op.responses).map(
-    ([status, r]) => html`<tr><td>${status}</td><td style="text-align:left;white-space:normal">${r.description}</td><td style="text-align:left">${Object.keys(r.content ?? {}).join(', ')}</td></tr>`,
+    ([status, r]) =>
+      html`<tr><td>${status}</td><td style="text-align:left;white-space:normal">${r.description}</td><td style="text-align:left">${Object.keys(r.content ?? {}).join(', ')}</td></tr>`,
   )}
   </tbody></table>
   ${Object.entries(op.responses).flatMap(([status, r]) =>
-    Object.entries(r.content ?? {}).map(([type, body]) => html`<details><summary>${status} <code>${type}</code> schema</summary><pre>${pretty(body.schema)}</pre></details>`),
+    Object.entries(r.content ?? {}).map(
+      ([type, body]) => html`<details><summary>${status} <code>${type}</code> schema</summary><pre>${pretty(body.schema)}</pre></details>`,
+    ),
   )}
 </section>`;
 }
 
 export function renderDocsBody(doc: OpenApiDocument) {
-  const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.entries(item).map(([method, op]) => ({ method, path, op: op as Operation })),
-  );
+  const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ method, path, op: op as Operation })));
   return html`<p>${doc.info.description}</p>
 <p>The same document as JSON: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${doc.openapi}). Every error body is <code>{"error": "…"}</code>.</p>
 ${doc.tags.map(

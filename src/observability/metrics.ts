@@ -87,36 +87,142 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
 
   // The usual info-metric shape: always 1, the facts in labels, so a dashboard can join on it or show a rollout.
   if (build) {
-    new Gauge({ name: 'sms_gateway_build_info', help: 'Always 1; the gateway version and the Node.js version in labels', labelNames: ['version', 'node'], registers, aggregator: 'max' }).set(
-      { version: build.version, node: build.node },
-      1,
-    );
+    new Gauge({
+      name: 'sms_gateway_build_info',
+      help: 'Always 1; the gateway version and the Node.js version in labels',
+      labelNames: ['version', 'node'],
+      registers,
+      aggregator: 'max',
+    }).set({ version: build.version, node: build.node }, 1);
   }
 
-  const httpRequests = new Counter({ name: 'sms_gateway_http_requests_total', help: 'HTTP requests answered, by route pattern and status class', labelNames: ['method', 'route', 'status_class'], registers });
-  const authRefusals = new Counter({ name: 'sms_gateway_http_auth_refusals_total', help: 'Requests refused for their credentials (401) or their standing (403), by route pattern and status', labelNames: ['route', 'status'], registers });
-  const httpDuration = new Histogram({ name: 'sms_gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request', labelNames: ['method', 'route'], buckets: HTTP_BUCKETS, registers });
-  const messagesSent = new Counter({ name: 'sms_gateway_messages_sent_total', help: 'Messages handed to a provider, by outcome (submitted, rejected = permanent, retryable = transient and not sent, uncertain = transient and maybe sent)', labelNames: ['provider', 'outcome'], registers });
-  const segmentsSent = new Counter({ name: 'sms_gateway_segments_sent_total', help: 'SMS segments of the messages handed to a provider, by outcome', labelNames: ['provider', 'outcome'], registers });
-  const providerDuration = new Histogram({ name: 'sms_gateway_provider_send_duration_seconds', help: 'Provider send call latency', labelNames: ['provider', 'outcome'], buckets: FAST_CALL_BUCKETS, registers });
-  const receipts = new Counter({ name: 'sms_gateway_receipts_total', help: 'Delivery receipts stored (duplicates excluded), by mapped status', labelNames: ['provider', 'status'], registers });
-  const receiptDuplicates = new Counter({ name: 'sms_gateway_receipts_duplicate_total', help: 'Delivery receipts received again and ignored', labelNames: ['provider'], registers });
-  const receiptsParked = new Counter({ name: 'sms_gateway_receipts_parked_total', help: 'Receipts that matched no message when they arrived and were parked', labelNames: ['provider'], registers });
-  const parkedDropped = new Counter({ name: 'sms_gateway_parked_receipts_dropped_total', help: 'Parked receipts set aside (oldest first) because their provider held its max_parked_receipts already', labelNames: ['provider'], registers });
-  const receiptsCapped = new Counter({ name: 'sms_gateway_receipts_capped_total', help: 'Receipts dropped because their message already had delivery.max_receipts_per_message', labelNames: ['provider'], registers });
-  const retentionRows = new Counter({ name: 'sms_gateway_retention_rows_total', help: 'Rows the retention pass deleted, or whose text and numbers it blanked, by table', labelNames: ['table', 'action'], registers });
+  const httpRequests = new Counter({
+    name: 'sms_gateway_http_requests_total',
+    help: 'HTTP requests answered, by route pattern and status class',
+    labelNames: ['method', 'route', 'status_class'],
+    registers,
+  });
+  const authRefusals = new Counter({
+    name: 'sms_gateway_http_auth_refusals_total',
+    help: 'Requests refused for their credentials (401) or their standing (403), by route pattern and status',
+    labelNames: ['route', 'status'],
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: 'sms_gateway_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request',
+    labelNames: ['method', 'route'],
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  const messagesSent = new Counter({
+    name: 'sms_gateway_messages_sent_total',
+    help: 'Messages handed to a provider, by outcome (submitted, rejected = permanent, retryable = transient and not sent, uncertain = transient and maybe sent)',
+    labelNames: ['provider', 'outcome'],
+    registers,
+  });
+  const segmentsSent = new Counter({
+    name: 'sms_gateway_segments_sent_total',
+    help: 'SMS segments of the messages handed to a provider, by outcome',
+    labelNames: ['provider', 'outcome'],
+    registers,
+  });
+  const providerDuration = new Histogram({
+    name: 'sms_gateway_provider_send_duration_seconds',
+    help: 'Provider send call latency',
+    labelNames: ['provider', 'outcome'],
+    buckets: FAST_CALL_BUCKETS,
+    registers,
+  });
+  const receipts = new Counter({
+    name: 'sms_gateway_receipts_total',
+    help: 'Delivery receipts stored (duplicates excluded), by mapped status',
+    labelNames: ['provider', 'status'],
+    registers,
+  });
+  const receiptDuplicates = new Counter({
+    name: 'sms_gateway_receipts_duplicate_total',
+    help: 'Delivery receipts received again and ignored',
+    labelNames: ['provider'],
+    registers,
+  });
+  const receiptsParked = new Counter({
+    name: 'sms_gateway_receipts_parked_total',
+    help: 'Receipts that matched no message when they arrived and were parked',
+    labelNames: ['provider'],
+    registers,
+  });
+  const parkedDropped = new Counter({
+    name: 'sms_gateway_parked_receipts_dropped_total',
+    help: 'Parked receipts set aside (oldest first) because their provider held its max_parked_receipts already',
+    labelNames: ['provider'],
+    registers,
+  });
+  const receiptsCapped = new Counter({
+    name: 'sms_gateway_receipts_capped_total',
+    help: 'Receipts dropped because their message already had delivery.max_receipts_per_message',
+    labelNames: ['provider'],
+    registers,
+  });
+  const retentionRows = new Counter({
+    name: 'sms_gateway_retention_rows_total',
+    help: 'Rows the retention pass deleted, or whose text and numbers it blanked, by table',
+    labelNames: ['table', 'action'],
+    registers,
+  });
   for (const table of ['messages', 'receipts', 'crm_events', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'deleted' }, 0);
   for (const table of ['messages', 'inbound_messages'] as const) retentionRows.inc({ table, action: 'blanked' }, 0);
-  const receiptsExpired = new Counter({ name: 'sms_gateway_receipts_expired_total', help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message', labelNames: ['provider'], registers });
-  const deliveryStatuses = new Counter({ name: 'sms_gateway_delivery_statuses_total', help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)', labelNames: ['provider', 'status', 'source'], registers });
-  const deliveryDuration = new Histogram({ name: 'sms_gateway_delivery_duration_seconds', help: 'Time from handing a message to the provider to its terminal receipt', labelNames: ['provider', 'status'], buckets: DELIVERY_BUCKETS, registers });
-  const lookups = new Counter({ name: 'sms_gateway_provider_lookups_total', help: 'Providers asked about our sends: lost_send (did it get one whose answer was lost) or status (of a silent one), by answer (found, absent, unknown, cannot_tell = no lookup in its API: the send stays uncertain)', labelNames: ['provider', 'purpose', 'answer'], registers });
-  const webhookDuration = new Histogram({ name: 'sms_gateway_webhook_post_duration_seconds', help: 'Conversion webhook post latency', labelNames: ['result'], buckets: FAST_CALL_BUCKETS, registers });
-  const webhookFailures = new Counter({ name: 'sms_gateway_webhook_failures_total', help: 'Conversion webhook posts that failed, by HTTP status class or unreachable', labelNames: ['reason'], registers });
+  const receiptsExpired = new Counter({
+    name: 'sms_gateway_receipts_expired_total',
+    help: 'Parked receipts set aside after delivery.parked_receipt_ttl without a message',
+    labelNames: ['provider'],
+    registers,
+  });
+  const deliveryStatuses = new Counter({
+    name: 'sms_gateway_delivery_statuses_total',
+    help: 'Terminal statuses queued for the CRM, by source (receipt or timeout)',
+    labelNames: ['provider', 'status', 'source'],
+    registers,
+  });
+  const deliveryDuration = new Histogram({
+    name: 'sms_gateway_delivery_duration_seconds',
+    help: 'Time from handing a message to the provider to its terminal receipt',
+    labelNames: ['provider', 'status'],
+    buckets: DELIVERY_BUCKETS,
+    registers,
+  });
+  const lookups = new Counter({
+    name: 'sms_gateway_provider_lookups_total',
+    help: 'Providers asked about our sends: lost_send (did it get one whose answer was lost) or status (of a silent one), by answer (found, absent, unknown, cannot_tell = no lookup in its API: the send stays uncertain)',
+    labelNames: ['provider', 'purpose', 'answer'],
+    registers,
+  });
+  const webhookDuration = new Histogram({
+    name: 'sms_gateway_webhook_post_duration_seconds',
+    help: 'Conversion webhook post latency',
+    labelNames: ['result'],
+    buckets: FAST_CALL_BUCKETS,
+    registers,
+  });
+  const webhookFailures = new Counter({
+    name: 'sms_gateway_webhook_failures_total',
+    help: 'Conversion webhook posts that failed, by HTTP status class or unreachable',
+    labelNames: ['reason'],
+    registers,
+  });
   const conversionsPosted = new Counter({ name: 'sms_gateway_conversions_posted_total', help: 'Conversions the CRM acknowledged', registers });
-  const suppressed = new Counter({ name: 'sms_gateway_sends_suppressed_total', help: 'Messages refused before any provider call because of the player\'s standing (sms.suppression), by reason', labelNames: ['reason'], registers });
+  const suppressed = new Counter({
+    name: 'sms_gateway_sends_suppressed_total',
+    help: "Messages refused before any provider call because of the player's standing (sms.suppression), by reason",
+    labelNames: ['reason'],
+    registers,
+  });
   for (const reason of SUPPRESSION_REASONS) suppressed.inc({ reason }, 0);
-  const conversionsDead = new Counter({ name: 'sms_gateway_conversions_dead_lettered_total', help: 'Conversions dead-lettered after their retry budget', registers });
+  const conversionsDead = new Counter({
+    name: 'sms_gateway_conversions_dead_lettered_total',
+    help: 'Conversions dead-lettered after their retry budget',
+    registers,
+  });
 
   new Gauge({
     name: 'sms_gateway_conversion_outbox',
@@ -196,7 +302,8 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       deliveryDuration.observe({ provider, status }, Math.max(0, secondsSinceDispatch));
     },
     deliveryTimedOut: (provider: string) => deliveryStatuses.inc({ provider, status: 'delivery_unknown', source: 'timeout' }),
-    lookupAnswered: (provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell') => lookups.inc({ provider, purpose, answer }),
+    lookupAnswered: (provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell') =>
+      lookups.inc({ provider, purpose, answer }),
     webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }) {
       webhookDuration.observe({ result: result.ok ? 'ok' : 'error' }, seconds);
       if (result.ok) conversionsPosted.inc(result.conversions);

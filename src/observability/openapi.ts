@@ -84,18 +84,24 @@ function describeOperation(route: RouteDoc) {
   for (const [status, response] of Object.entries(route.responses)) {
     const contentType = response.contentType ?? 'application/json';
     const headers: Record<string, unknown> = {
-      'X-Request-Id': { description: 'The request id (the caller’s X-Request-Id, or a new one); log lines about this request carry it', schema: { type: 'string' } },
+      'X-Request-Id': {
+        description: 'The request id (the caller’s X-Request-Id, or a new one); log lines about this request carry it',
+        schema: { type: 'string' },
+      },
     };
     for (const [name, header] of Object.entries(response.headers ?? {})) {
       headers[name] = { description: header.description, schema: toJsonSchema(header.schema, 'output') };
     }
-    const body = response.schema || response.contentType ? { [contentType]: { schema: response.schema ? toJsonSchema(response.schema, 'output') : {} } } : undefined;
+    const body =
+      response.schema || response.contentType ? { [contentType]: { schema: response.schema ? toJsonSchema(response.schema, 'output') : {} } } : undefined;
     responses[status] = { description: response.description, headers, ...(body ? { content: body } : {}) };
   }
   const requestBody = route.request && {
     required: true,
     ...(route.request.description ? { description: route.request.description } : {}),
-    content: Object.fromEntries((route.request.contentTypes ?? ['application/json']).map((type) => [type, { schema: toJsonSchema(route.request!.schema, 'input') }])),
+    content: Object.fromEntries(
+      (route.request.contentTypes ?? ['application/json']).map((type) => [type, { schema: toJsonSchema(route.request!.schema, 'input') }]),
+    ),
   };
   return {
     operationId: `${route.method}${route.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
@@ -134,7 +140,9 @@ export function buildOpenApiDocument(routes: readonly RouteDoc[], info: OpenApiI
   }
   const schemas = Object.fromEntries([...NAMED_SCHEMAS].map(([schema, name]) => [name, plainJsonSchema(schema, 'output')]));
   const used = new Set(routes.flatMap((r) => r.security ?? []));
-  const securitySchemes = Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => !CONDITIONAL_SCHEMES.has(name) || used.has(name as SecurityName)));
+  const securitySchemes = Object.fromEntries(
+    Object.entries(SECURITY_SCHEMES).filter(([name]) => !CONDITIONAL_SCHEMES.has(name) || used.has(name as SecurityName)),
+  );
   return {
     openapi: '3.1.0',
     info,

@@ -72,7 +72,10 @@ export function requestContext(metrics?: HttpMetrics): MiddlewareHandler {
  */
 export function traceRequests(tracing: Tracing): MiddlewareHandler {
   return async (c, next) => {
-    const span = tracing.startSpan(`${c.req.method} request`, c.req.header('traceparent'), { kind: 'server', attributes: { 'http.request.method': c.req.method } });
+    const span = tracing.startSpan(`${c.req.method} request`, c.req.header('traceparent'), {
+      kind: 'server',
+      attributes: { 'http.request.method': c.req.method },
+    });
     c.set('traceparent', span.traceparent);
     try {
       await next();

@@ -34,7 +34,10 @@ export function opsRouteDocs(options: { metricsPublic: boolean }) {
       summary: 'Prometheus metrics (text exposition format)',
       description: options.metricsPublic ? 'Public: metrics.public is on.' : 'Behind admin.api_key unless metrics.public is on.',
       ...(options.metricsPublic ? {} : { security: ['adminBearer' as const] }),
-      responses: { 200: { description: 'Metrics', contentType: 'text/plain; version=0.0.4; charset=utf-8', schema: z.string() }, ...(options.metricsPublic ? {} : adminRefusals) },
+      responses: {
+        200: { description: 'Metrics', contentType: 'text/plain; version=0.0.4; charset=utf-8', schema: z.string() },
+        ...(options.metricsPublic ? {} : adminRefusals),
+      },
     }),
     describeRoute({
       method: 'get',

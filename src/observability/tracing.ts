@@ -118,7 +118,9 @@ export async function createTracing(config: TracingConfig, logger: Logger): Prom
       const parentContext = parsed
         ? api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: parsed.traceId, spanId: parsed.spanId, traceFlags: parsed.flags, isRemote: true })
         : api.ROOT_CONTEXT;
-      return wrap(tracer.startSpan(name, { kind: kinds[options.kind ?? 'internal'], attributes: options.attributes, startTime: options.startTime }, parentContext));
+      return wrap(
+        tracer.startSpan(name, { kind: kinds[options.kind ?? 'internal'], attributes: options.attributes, startTime: options.startTime }, parentContext),
+      );
     },
     async shutdown() {
       try {

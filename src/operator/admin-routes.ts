@@ -40,14 +40,20 @@ export const creditsAnswerSchema = z.strictObject({
         delivery_attempts: z.number().int(),
         delivery_error: z.string().nullable().describe('The last failed push, if any'),
         created_at: z.string().describe('RFC 3339'),
-        crm_references: z.record(z.string(), z.union([z.string(), z.number()])).describe('The X-Crm-* headers of the credit request, as a bonus event carries them'),
+        crm_references: z
+          .record(z.string(), z.union([z.string(), z.number()]))
+          .describe('The X-Crm-* headers of the credit request, as a bonus event carries them'),
       }),
     )
     .describe('Newest first, at most 100'),
 });
 
 export const creditReplaySchema = z.strictObject({
-  credit_ids: z.array(z.string().regex(/^\d{1,15}$/, { error: 'must be a credit_id' })).max(10_000).optional().describe('Absent: every dead credit'),
+  credit_ids: z
+    .array(z.string().regex(/^\d{1,15}$/, { error: 'must be a credit_id' }))
+    .max(10_000)
+    .optional()
+    .describe('Absent: every dead credit'),
 });
 export const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
 

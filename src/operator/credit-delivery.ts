@@ -92,7 +92,8 @@ export async function deliverDueCredits(deps: CreditWorkerDeps): Promise<{ claim
   });
   const dead = failed.filter((f) => f.dead);
   if (delivered.length > 0) deps.onDelivered?.(delivered.length);
-  if (failed.length > 0) deps.logger.warn({ count: failed.length, dead: dead.length, error: failed[0]!.error }, 'credits not taken by operator.credits.url; backing off');
+  if (failed.length > 0)
+    deps.logger.warn({ count: failed.length, dead: dead.length, error: failed[0]!.error }, 'credits not taken by operator.credits.url; backing off');
   for (const d of dead) deps.logger.warn({ credit_id: String(d.id) }, 'credit dead-lettered; replay it with POST /admin/credits/replay');
   if (dead.length > 0) deps.onDead?.(dead.length);
   return { claimed: due.length, delivered: delivered.length, failed: failed.length - dead.length, dead: dead.length };

@@ -74,7 +74,11 @@ export function createHttpBackend({ upstream, db, now, timeoutMs }: HttpBackendO
     async userDetails(userId) {
       const result = await read(path('/userdetails', userId), userRecordSchema, 'user record');
       if (result.ok && result.value.user_id !== userId) {
-        return { ok: false, kind: 'bad_upstream', error: `operator platform answered an invalid user record: user_id: is "${result.value.user_id}", asked for "${userId}"` };
+        return {
+          ok: false,
+          kind: 'bad_upstream',
+          error: `operator platform answered an invalid user record: user_id: is "${result.value.user_id}", asked for "${userId}"`,
+        };
       }
       return result;
     },
@@ -101,7 +105,13 @@ export function createHttpBackend({ upstream, db, now, timeoutMs }: HttpBackendO
 }
 
 /** Streams the platform's list through, checking its shape as it goes (constant memory whatever its length). */
-function reconcileUpstream(upstream: Upstream, field: ReconciliationField, product: string | undefined, now: () => number, timeoutMs: number): ReconciliationRun {
+function reconcileUpstream(
+  upstream: Upstream,
+  field: ReconciliationField,
+  product: string | undefined,
+  now: () => number,
+  timeoutMs: number,
+): ReconciliationRun {
   const route = product === undefined ? '/reconciliation' : '/reconciliation/products';
   let timestamp = new Date(now()).toISOString();
   const fail = (message: string) => new BackendError('bad_upstream', `operator platform answered an invalid reconciliation list: ${message}`);

@@ -59,10 +59,16 @@ export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[]
     const before = new Map((await findUsersByIds(trx, ids)).map((u) => [u.user_id, u]));
     const withConsents = unique.filter((l) => l.consents);
     const consentsBefore = new Map<string, ConsentRow[]>();
-    for (const c of await findConsentsOfUsers(trx, withConsents.map((l) => l.user.user_id))) {
+    for (const c of await findConsentsOfUsers(
+      trx,
+      withConsents.map((l) => l.user.user_id),
+    )) {
       consentsBefore.set(c.user_id, [...(consentsBefore.get(c.user_id) ?? []), c]);
     }
-    const held = await findHeldSmsOptOuts(trx, withConsents.map((l) => ({ userId: l.user.user_id, asOf: l.consentsAsOf })));
+    const held = await findHeldSmsOptOuts(
+      trx,
+      withConsents.map((l) => ({ userId: l.user.user_id, asOf: l.consentsAsOf })),
+    );
     const users: OperatorUserRow[] = [];
     const consentUsers: LoadedUser[] = [];
     const events: NewEvent[] = [];
@@ -76,8 +82,17 @@ export async function saveLoadedUsers(db: Kysely<Database>, loaded: LoadedUser[]
       for (const kind of change.events) events.push(thinUserEvent(kind, id, origin, at));
     }
     await upsertUsers(trx, users);
-    await writeConsents(trx, consentUsers.flatMap((l) => l.consents!), at, consentUsers.map((l) => l.user.user_id));
-    await restoreHeldSmsOptOuts(trx, consentUsers.map((l) => l.user.user_id), held);
+    await writeConsents(
+      trx,
+      consentUsers.flatMap((l) => l.consents!),
+      at,
+      consentUsers.map((l) => l.user.user_id),
+    );
+    await restoreHeldSmsOptOuts(
+      trx,
+      consentUsers.map((l) => l.user.user_id),
+      held,
+    );
     await enqueueEvents(trx, events, at);
     return { written: users.length + consentUsers.length, events: events.length };
   });

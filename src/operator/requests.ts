@@ -11,9 +11,12 @@ import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema
  * The CRM's ids are strings; a number is taken in its decimal form rather than refused. At most 255 characters,
  * as the SMS channel's activity ids (src/sms/message-schema.ts): every string from outside has a stated maximum.
  */
-const id = z.union([z.string().trim().min(1, { error: 'must not be empty' }).max(255, { error: 'must be at most 255 characters' }), z.number().int().safe().transform(String)], {
-  error: 'must be a non-empty string',
-});
+const id = z.union(
+  [z.string().trim().min(1, { error: 'must not be empty' }).max(255, { error: 'must be at most 255 characters' }), z.number().int().safe().transform(String)],
+  {
+    error: 'must be a non-empty string',
+  },
+);
 
 /** POST /bonus/credit; shaped like the funds request (no amount, no currency) so both share one path. */
 export const bonusCreditSchema = z.object({ user_id: id, bonus_code: id }).transform((v) => ({ ...v, amount: null, currency: null }));
@@ -34,7 +37,9 @@ const ukConsentSchema = z
   .transform(({ channel, ...rest }) => [{ type: channel, ...rest }]);
 
 const consentListSchema = z.object({
-  consents: z.array(consentEntrySchema, { error: 'must be an array of {opted_in, type} or one {channel, opted_in, products}' }).min(1, { error: 'must not be empty' }),
+  consents: z
+    .array(consentEntrySchema, { error: 'must be an array of {opted_in, type} or one {channel, opted_in, products}' })
+    .min(1, { error: 'must not be empty' }),
 });
 const ukConsentsSchema = z.object({ consents: ukConsentSchema });
 
@@ -87,15 +92,13 @@ export type AdminUser = z.output<typeof adminUserSchema>;
 
 export const adminConsentsSchema = z.strictObject({ consents: adminConsents, consents_updated_at: consentsUpdatedAt });
 
-export const adminBonusesSchema = z
-  .array(bonusEntrySchema.strict(), { error: 'must be an array of {text, value}' })
-  .superRefine((list, ctx) => {
-    const seen = new Set<string>();
-    list.forEach((b, i) => {
-      if (seen.has(b.value)) ctx.addIssue({ code: 'custom', path: [i, 'value'], message: `"${b.value}" is listed twice` });
-      seen.add(b.value);
-    });
+export const adminBonusesSchema = z.array(bonusEntrySchema.strict(), { error: 'must be an array of {text, value}' }).superRefine((list, ctx) => {
+  const seen = new Set<string>();
+  list.forEach((b, i) => {
+    if (seen.has(b.value)) ctx.addIssue({ code: 'custom', path: [i, 'value'], message: `"${b.value}" is listed twice` });
+    seen.add(b.value);
   });
+});
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 

@@ -42,7 +42,8 @@ const notJsonCrm = { 415: crmError('Content-Type is not application/json') };
 const crmHeaders: ParameterDoc[] = Object.values(CRM_HEADERS).map((name) => ({
   name,
   in: 'header',
-  description: 'Stored with the credit; X-Crm-ActivityId, X-Crm-ActionId and X-Crm-TriggerHash with user_id make the one-action key (a repeat is answered as the first, not credited again)',
+  description:
+    'Stored with the credit; X-Crm-ActivityId, X-Crm-ActionId and X-Crm-TriggerHash with user_id make the one-action key (a repeat is answered as the first, not credited again)',
   schema: z.string(),
 }));
 
@@ -52,7 +53,10 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
   // Only the http backend asks another system, which may fail, be slow, or be crediting the same action right now.
   const upstream: Record<number, ResponseDoc> =
     backend === 'http'
-      ? { 502: crmError('The operator platform answered an error or something the CRM would reject'), 504: crmError('The operator platform did not answer in time') }
+      ? {
+          502: crmError('The operator platform answered an error or something the CRM would reject'),
+          504: crmError('The operator platform did not answer in time'),
+        }
       : {};
   const route = (doc: Omit<RouteDoc, 'tag' | 'security'>) => describeRoute({ ...doc, tag: 'operator', security });
   const noUser = { 404: crmError('No such user') };
@@ -120,9 +124,13 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
         responses: {
           200: { description: 'Credited, or a repeat of an action already credited (then with Idempotent-Replayed: true)', schema: creditAnswerSchema },
           // The interface names 400 and 500 only: `code` keeps the finer reason (docs/operator-api.md "Credit answers").
-          400: crmError('Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an unknown user (code 404) or a bonus_code not in the bonus list'),
+          400: crmError(
+            'Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an unknown user (code 404) or a bonus_code not in the bonus list',
+          ),
           ...unauthorized,
-          500: crmError('May succeed when retried: code 500, or 502/504 (the operator platform failed or was slow) or 503 (the same credit is being handled now)'),
+          500: crmError(
+            'May succeed when retried: code 500, or 502/504 (the operator platform failed or was slow) or 503 (the same credit is being handled now)',
+          ),
         },
       }),
     ),
@@ -140,7 +148,10 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
           description: 'The user ids',
           schema: z.union([
             z.strictObject({ users: z.array(z.string()), timestamp: z.string().describe('RFC 3339: when the list was read') }),
-            z.strictObject({ error: z.string().describe('Why the list could not be read to the end; run the reconciliation again'), code: z.number().int().describe('1001 or 1002 (docs/operator-api.md "Error codes")') }),
+            z.strictObject({
+              error: z.string().describe('Why the list could not be read to the end; run the reconciliation again'),
+              code: z.number().int().describe('1001 or 1002 (docs/operator-api.md "Error codes")'),
+            }),
           ]),
         },
         400: crmError('The body is not JSON or field is not a string'),
@@ -157,7 +168,9 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
       description:
         'Our choice of body, as the CRM documents none (docs/operator-api.md "Reconciliation by product"): a consent field and a product. A user opted in to the channel without a product split counts for every product. Answers and errors as POST /reconciliation.',
       request: {
-        schema: productReconciliationRequestSchema.extend({ field: z.enum(Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_')) as [string, ...string[]]) }),
+        schema: productReconciliationRequestSchema.extend({
+          field: z.enum(Object.keys(RECONCILIATION_FIELDS).filter((f) => f.startsWith('consent_')) as [string, ...string[]]),
+        }),
       },
       responses: {
         200: {
@@ -192,10 +205,20 @@ export function operatorRouteDocs({ mode, backend }: OperatorDocOptions): RouteD
 /** /oauth/token: mounted in auth.mode oauth only. */
 export function oauthRouteDocs(): RouteDoc[] {
   const responses = (contentType: boolean): Record<number, ResponseDoc> => ({
-    200: { description: 'An access token', schema: tokenAnswerSchema, headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } } },
-    400: crmError(contentType ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials' : 'A parameter is missing, or grant_type is not client_credentials'),
+    200: {
+      description: 'An access token',
+      schema: tokenAnswerSchema,
+      headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } },
+    },
+    400: crmError(
+      contentType
+        ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials'
+        : 'A parameter is missing, or grant_type is not client_credentials',
+    ),
     401: crmError('client_id or client_secret is not valid'),
-    ...(contentType ? { 415: crmError('Content-Type is neither application/json nor application/x-www-form-urlencoded') } : ({} as Record<number, ResponseDoc>)),
+    ...(contentType
+      ? { 415: crmError('Content-Type is neither application/json nor application/x-www-form-urlencoded') }
+      : ({} as Record<number, ResponseDoc>)),
   });
   return [
     describeRoute({

@@ -27,7 +27,10 @@ const SUCCESS = { Success: true, Errors: [] as string[] };
 
 /** What the routes answer beyond the CRM's shapes (src/crm/shapes.ts), for the OpenAPI document (route-docs.ts). */
 export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
-export const creditAnswerSchema = z.strictObject({ ...successAnswerSchema.shape, credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)') });
+export const creditAnswerSchema = z.strictObject({
+  ...successAnswerSchema.shape,
+  credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)'),
+});
 
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).

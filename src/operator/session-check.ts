@@ -53,7 +53,9 @@ function platformCheck(url: string, headers: Readonly<Record<string, string>>, t
     if (status >= 500) return { ok: false, code: 502, error: `operator platform answered ${status} to the session check` };
     if (status !== 200) return { ok: false, code: 401, error: 'sid: not a valid session' };
     const userId = userIdOf((parseJsonText(text) as { user_id?: unknown } | undefined)?.user_id);
-    return userId === undefined ? { ok: false, code: 502, error: 'operator platform answered the session check without a valid user_id' } : { ok: true, userId };
+    return userId === undefined
+      ? { ok: false, code: 502, error: 'operator platform answered the session check without a valid user_id' }
+      : { ok: true, userId };
   };
 }
 
@@ -76,8 +78,10 @@ function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>): 
     } catch (error) {
       // The key set could not be fetched: the operator's side failed, not the player's session.
       if (error instanceof joseErrors.JWKSTimeout) return { ok: false, code: 504, error: 'session_tokens.jwks_url did not answer in time' };
-      if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID') return { ok: false, code: 502, error: 'session_tokens.jwks_url did not answer a key set' };
-      if (!(error instanceof joseErrors.JOSEError)) return { ok: false, code: 502, error: `session_tokens: the key set could not be read (${(error as Error).message})` };
+      if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID')
+        return { ok: false, code: 502, error: 'session_tokens.jwks_url did not answer a key set' };
+      if (!(error instanceof joseErrors.JOSEError))
+        return { ok: false, code: 502, error: `session_tokens: the key set could not be read (${(error as Error).message})` };
       return { ok: false, code: 401, error: `sid: not a valid session (${error.code})` };
     }
   };

@@ -19,7 +19,10 @@ export function smsOptOutHolds(optOutAt: number, recordAsOf: number | undefined)
 
 /** The players' own sms opt-outs that these records (user_id, consents_updated_at) do not override. */
 export async function findHeldSmsOptOuts(trx: Transaction<Database>, records: ReadonlyArray<{ userId: string; asOf?: number }>): Promise<HeldOptOuts> {
-  const optOuts = await findPlayerSmsOptOuts(trx, records.map((r) => r.userId));
+  const optOuts = await findPlayerSmsOptOuts(
+    trx,
+    records.map((r) => r.userId),
+  );
   const held = new Map<string, { at: number; source: ConsentSource }>();
   for (const r of records) {
     const optOut = optOuts.get(r.userId);

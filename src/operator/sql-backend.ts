@@ -5,15 +5,7 @@
 import type { Kysely } from 'kysely';
 import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
 import { markCreditDue } from '../ledger/credit-delivery.js';
-import {
-  bonusExists,
-  findConsents,
-  findReconciliationPage,
-  findUser,
-  listBonuses,
-  userExists,
-  writeConsents,
-} from '../ledger/operator-data.js';
+import { bonusExists, findConsents, findReconciliationPage, findUser, listBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { enqueueEvent } from '../ledger/events.js';
 import { originOfRecord, userConsentsEvent } from '../crm/user-events.js';
@@ -50,7 +42,11 @@ export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, 
       const stored: unknown = JSON.parse(row.record_json);
       const record = userRecordSchema.safeParse(stored);
       if (record.success) return { ok: true, value: record.data };
-      return { ok: false, kind: 'bad_record', error: `stored record of user "${userId}" breaks the CRM's rules: ${describeFirstIssue(record.error, stored)}; load it again with PUT /admin/users` };
+      return {
+        ok: false,
+        kind: 'bad_record',
+        error: `stored record of user "${userId}" breaks the CRM's rules: ${describeFirstIssue(record.error, stored)}; load it again with PUT /admin/users`,
+      };
     },
 
     async userConsents(userId) {

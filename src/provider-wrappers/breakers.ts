@@ -65,7 +65,11 @@ export function createRouteHealth(now: () => number, logger?: Logger): RouteHeal
     if (next.kind !== health.state.kind) {
       if (next.kind !== 'half_open') health.tally = EMPTY_TALLY;
       if (next.kind === 'open') logger?.warn({ route, member, reason: next.reason }, 'circuit opened: traffic kept off the route member');
-      else logger?.info({ route, member, circuit: next.kind }, next.kind === 'closed' ? 'circuit closed: the route member takes traffic again' : 'circuit half-open: probing the route member');
+      else
+        logger?.info(
+          { route, member, circuit: next.kind },
+          next.kind === 'closed' ? 'circuit closed: the route member takes traffic again' : 'circuit half-open: probing the route member',
+        );
     }
     health.state = next;
   };

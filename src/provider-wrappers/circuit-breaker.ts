@@ -20,10 +20,7 @@ export interface BreakerSettings {
   minDeliveryRate: number;
 }
 
-export type BreakerState =
-  | { kind: 'closed'; failures: number }
-  | { kind: 'open'; since: number; reason: string }
-  | { kind: 'half_open'; probing: boolean };
+export type BreakerState = { kind: 'closed'; failures: number } | { kind: 'open'; since: number; reason: string } | { kind: 'half_open'; probing: boolean };
 
 /**
  * What became of a send through the member. `failed`: it answered nothing useful (refused the connection, 429,

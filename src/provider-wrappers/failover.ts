@@ -58,6 +58,9 @@ export function orderMembers(members: readonly string[], strategy: RouteStrategy
       }
     }
   }
-  const rest = members.filter((m) => m !== first).map((m, i) => ({ m, i })).sort((a, b) => weightOf(b.m) - weightOf(a.m) || a.i - b.i);
+  const rest = members
+    .filter((m) => m !== first)
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => weightOf(b.m) - weightOf(a.m) || a.i - b.i);
   return [first, ...rest.map((r) => r.m)];
 }

@@ -16,9 +16,14 @@ import type { SendRequest, SmsProvider, sendersConfig } from '../../providers/ty
 export type SenderRules = z.output<typeof sendersConfig>;
 
 /** The sender to hand the plugin, or undefined to let it use its own default. */
-export function chooseSender(crmSender: string | undefined, country: string | undefined, rules: SenderRules | undefined, senderNameWins: boolean): string | undefined {
+export function chooseSender(
+  crmSender: string | undefined,
+  country: string | undefined,
+  rules: SenderRules | undefined,
+  senderNameWins: boolean,
+): string | undefined {
   const byCountry = country && rules && Object.hasOwn(rules.by_country, country) ? rules.by_country[country] : undefined;
-  const first = senderNameWins ? crmSender ?? byCountry : byCountry ?? crmSender;
+  const first = senderNameWins ? (crmSender ?? byCountry) : (byCountry ?? crmSender);
   return first ?? rules?.default;
 }
 

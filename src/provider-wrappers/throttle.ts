@@ -14,7 +14,6 @@ import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult, type SmsProv
 import type { Clock } from '../kit/clock.js';
 import { concurrencyShare, rateShare } from './shared-limits.js';
 
-
 export interface ThrottleLimits {
   ratePerSecond?: number;
   maxConcurrency?: number;
@@ -168,7 +167,7 @@ export function withThrottle(provider: SmsProvider, limits: ThrottleLimits, cloc
   }
 
   async function send(request: SendRequest, signal: AbortSignal): Promise<SendResult> {
-    const deadline = request.waitForCapacity === false ? clock.now() : request.deadline ?? Number.POSITIVE_INFINITY;
+    const deadline = request.waitForCapacity === false ? clock.now() : (request.deadline ?? Number.POSITIVE_INFINITY);
     const waitSignals = [signal, request.waitSignal];
     if (!(await waitForSlot(deadline, waitSignals))) {
       if (request.waitSignal?.aborted) return NOT_SENT_SHUTTING_DOWN;

@@ -79,15 +79,28 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     traceparent,
   }));
   const errorOf = (i: number) => suppressionError(items[i]!.message.userId!, refusals[i]!);
-  const inserted = await insertNewMessages(trx, rows.filter((_, i) => !refusals[i]));
+  const inserted = await insertNewMessages(
+    trx,
+    rows.filter((_, i) => !refusals[i]),
+  );
   const refused = await insertRefusedMessages(
     trx,
     rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: errorOf(i), error_code: suppressionCode(refusals[i]!) }] : [])),
   );
   // Counted per reason beside the send outcomes, for the console (never sent, so not a provider's `rejected`).
-  await incrementDeliveryStats(trx, rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])));
+  await incrementDeliveryStats(
+    trx,
+    rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])),
+  );
   const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
-  const existing = new Map((await findMessagesByActivityKeys(trx, repeats.map((r) => r.activity_key))).map((r) => [r.activity_key, r]));
+  const existing = new Map(
+    (
+      await findMessagesByActivityKeys(
+        trx,
+        repeats.map((r) => r.activity_key),
+      )
+    ).map((r) => [r.activity_key, r]),
+  );
   const cutoffs = { leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs, uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
   const answers: ClaimAnswer[] = [];
   for (const [i, row] of rows.entries()) {
@@ -102,7 +115,10 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     const previous = existing.get(row.activity_key);
     if (!previous) {
       // Neither inserted nor found: the database stored the key as other text than it was given.
-      answers.push({ send: false, result: { outcome: 'rejected', error: `activity.id ${JSON.stringify(row.activity_key.slice(0, 60))}: cannot be stored as given` } });
+      answers.push({
+        send: false,
+        result: { outcome: 'rejected', error: `activity.id ${JSON.stringify(row.activity_key.slice(0, 60))}: cannot be stored as given` },
+      });
       continue;
     }
     const decision = decideRepeat(previous, at, deps.repeatTimings);
@@ -120,7 +136,10 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       const error = `activity.id ${row.activity_key}: its last send may have reached the provider; waiting for a receipt before sending it again, retry later`;
       answers.push({ send: false, result: { outcome: 'uncertain', smsId: decision.smsId, error } });
     } else {
-      answers.push({ send: false, result: { outcome: 'retryable', smsId: decision.smsId, error: `activity.id ${row.activity_key} is being sent by another request; retry later` } });
+      answers.push({
+        send: false,
+        result: { outcome: 'retryable', smsId: decision.smsId, error: `activity.id ${row.activity_key} is being sent by another request; retry later` },
+      });
     }
   }
   return answers;
@@ -144,7 +163,14 @@ export function createClaimStep(deps: ClaimStepDeps) {
         if (!answer.send && 'suppressed' in answer) {
           deps.metrics?.sendSuppressed(answer.suppressed);
           logger.info(
-            { sms_id: answer.result.smsId, activity_id: message.activityKey, user_id: message.userId, to: maskPhoneNumber(message.recipient), reason: answer.suppressed, request_id: requestId },
+            {
+              sms_id: answer.result.smsId,
+              activity_id: message.activityKey,
+              user_id: message.userId,
+              to: maskPhoneNumber(message.recipient),
+              reason: answer.suppressed,
+              request_id: requestId,
+            },
             'sms suppressed',
           );
           return { send: false, result: answer.result };
@@ -153,7 +179,13 @@ export function createClaimStep(deps: ClaimStepDeps) {
       }
       if (isRefusedValue(s.reason)) {
         logger.info({ err: s.reason, activity_id: message.activityKey.slice(0, 100), request_id: requestId }, 'message refused by the ledger: nothing sent');
-        return { send: false, result: { outcome: 'rejected', error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})` } };
+        return {
+          send: false,
+          result: {
+            outcome: 'rejected',
+            error: `activity.id ${JSON.stringify(message.activityKey.slice(0, 60))}: the message cannot be stored as given (${String((s.reason as Error).message).slice(0, 120)})`,
+          },
+        };
       }
       unavailable.push({ activityKey: message.activityKey, error: s.reason });
       return { send: false, result: { outcome: 'retryable', error: 'ledger unavailable; nothing was sent, retry later' } };
@@ -161,7 +193,10 @@ export function createClaimStep(deps: ClaimStepDeps) {
     if (unavailable.length > 0) {
       // One line per request, not per message: a ledger that is down fails every message alike.
       const activityIds = unavailable.slice(0, 20).map((u) => u.activityKey.slice(0, 100));
-      logger.error({ err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: requestId }, 'ledger unavailable: nothing sent');
+      logger.error(
+        { err: unavailable[0]!.error, count: unavailable.length, activity_ids: activityIds, request_id: requestId },
+        'ledger unavailable: nothing sent',
+      );
     }
     return claims;
   };

@@ -78,7 +78,10 @@ export function createDispatcher(deps: DispatcherDeps) {
       const answer = await sender.send(message, smsId, times);
       return record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
     }
-    const call = tracing.startSpan('provider.send', span.traceparent, { kind: 'client', attributes: { 'sms.provider': message.provider.name, 'sms.segments': message.segments } });
+    const call = tracing.startSpan('provider.send', span.traceparent, {
+      kind: 'client',
+      attributes: { 'sms.provider': message.provider.name, 'sms.segments': message.segments },
+    });
     const answer = await sender.send(message, smsId, times, call.traceparent);
     if (!answer.ok) call.fail(answer.error);
     call.end();
@@ -91,7 +94,9 @@ export function createDispatcher(deps: DispatcherDeps) {
   /** One send span per message, under the request's (only when tracing is on). */
   function startSendSpans(messages: PreparedMessage[], options: DispatchOptions): TraceSpan[] | undefined {
     if (!tracing.enabled) return undefined;
-    return messages.map((m) => tracing.startSpan('sms.send', options.traceparent, { attributes: { 'sms.activity_id': m.activityKey, 'sms.provider': m.provider.name } }));
+    return messages.map((m) =>
+      tracing.startSpan('sms.send', options.traceparent, { attributes: { 'sms.activity_id': m.activityKey, 'sms.provider': m.provider.name } }),
+    );
   }
 
   function endSendSpan(span: TraceSpan | undefined, result: DispatchResult): DispatchResult {
@@ -104,10 +109,18 @@ export function createDispatcher(deps: DispatcherDeps) {
   }
 
   async function run(fresh: Array<{ message: PreparedMessage; resolve: (r: DispatchResult) => void }>, options: DispatchOptions): Promise<void> {
-    const spans = startSendSpans(fresh.map((f) => f.message), options);
+    const spans = startSendSpans(
+      fresh.map((f) => f.message),
+      options,
+    );
     const claimStarted = spans && Date.now();
-    const claims = await claim(fresh.map((f) => f.message), options.requestId, spans?.map((s) => s.traceparent));
-    if (spans) for (const span of spans) tracing.startSpan('ledger.commit', span.traceparent, { startTime: claimStarted, attributes: { 'ledger.step': 'claim' } }).end();
+    const claims = await claim(
+      fresh.map((f) => f.message),
+      options.requestId,
+      spans?.map((s) => s.traceparent),
+    );
+    if (spans)
+      for (const span of spans) tracing.startSpan('ledger.commit', span.traceparent, { startTime: claimStarted, attributes: { 'ledger.step': 'claim' } }).end();
     const toSend: Array<{ index: number; smsId: string }> = [];
     claims.forEach((c, index) => {
       if (c.send) toSend.push({ index, smsId: c.smsId });

@@ -65,8 +65,17 @@ const LOOK_ALIKES: Readonly<Record<string, string>> = Object.freeze({
   // Unicode spaces (category Zs except U+0020), each → one ASCII space
   '\u00A0': ' ', // no-break space
   '\u1680': ' ', // ogham space mark
-  '\u2000': ' ', '\u2001': ' ', '\u2002': ' ', '\u2003': ' ', '\u2004': ' ', '\u2005': ' ',
-  '\u2006': ' ', '\u2007': ' ', '\u2008': ' ', '\u2009': ' ', '\u200A': ' ', // en quad … hair space
+  '\u2000': ' ',
+  '\u2001': ' ',
+  '\u2002': ' ',
+  '\u2003': ' ',
+  '\u2004': ' ',
+  '\u2005': ' ',
+  '\u2006': ' ',
+  '\u2007': ' ',
+  '\u2008': ' ',
+  '\u2009': ' ',
+  '\u200A': ' ', // en quad … hair space
   '\u202F': ' ', // narrow no-break space
   '\u205F': ' ', // medium mathematical space
   '\u3000': ' ', // ideographic space
@@ -99,12 +108,7 @@ function transliterate(text: string): { text: string; substitutions: Array<{ fro
   return { text: out, substitutions: [...used].map(([from, to]) => ({ from, to })) };
 }
 
-function finish(
-  encoding: Encoding,
-  text: string,
-  substitutions: Array<{ from: string; to: string }>,
-  maxSegments: number,
-): EncodingResult {
+function finish(encoding: Encoding, text: string, substitutions: Array<{ from: string; to: string }>, maxSegments: number): EncodingResult {
   const info = getSmsCharCountInfo(text);
   // The library counts both ways in one pass: GSM-7 160/153 septets with escape pairs kept whole,
   // UCS-2 70/67 code units with surrogate pairs kept whole.
@@ -119,11 +123,7 @@ function finish(
   return { ok: true, plan: { encoding, segments, text, substitutions } };
 }
 
-export function planEncoding(
-  content: string,
-  requested: RequestedEncoding,
-  options: { smartEncoding: boolean; maxSegments: number },
-): EncodingResult {
+export function planEncoding(content: string, requested: RequestedEncoding, options: { smartEncoding: boolean; maxSegments: number }): EncodingResult {
   if (requested === 'ucs2') return finish('ucs2', content, [], options.maxSegments);
 
   if (nonGsmChars(content).length === 0) return finish('gsm7', content, [], options.maxSegments);

@@ -43,6 +43,8 @@ export function decideRepeat(
     case 'dispatching':
       // Another request (here or on another instance) is sending it right now, unless it has been at it so long
       // that its process must have died.
-      return now - row.dispatched_at > timings.dispatchLeaseMs ? { action: 'resend', smsId: row.sms_id } : { action: 'busy', smsId: row.sms_id, reason: 'in-flight' };
+      return now - row.dispatched_at > timings.dispatchLeaseMs
+        ? { action: 'resend', smsId: row.sms_id }
+        : { action: 'busy', smsId: row.sms_id, reason: 'in-flight' };
   }
 }

@@ -25,7 +25,10 @@ export const MAX_IDENTIFIER_LENGTH = 255;
  */
 const identifier = z.union(
   [
-    z.string().max(MAX_IDENTIFIER_LENGTH, { error: `must be at most ${MAX_IDENTIFIER_LENGTH} characters` }).refine(storableText, { error: 'must not hold a NUL or a lone surrogate' }),
+    z
+      .string()
+      .max(MAX_IDENTIFIER_LENGTH, { error: `must be at most ${MAX_IDENTIFIER_LENGTH} characters` })
+      .refine(storableText, { error: 'must not hold a NUL or a lone surrogate' }),
     integer,
   ],
   { error: 'must be a string or an integer' },

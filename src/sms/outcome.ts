@@ -10,9 +10,7 @@ import type { SendOutcome } from '../ledger/schema.js';
 export type { SendOutcome };
 
 /** One message's answer from the dispatcher: its outcome, its sms_id once it has a row, and why when not submitted. */
-export type DispatchResult =
-  | { outcome: 'submitted'; smsId: string }
-  | { outcome: Exclude<SendOutcome, 'submitted'>; smsId?: string; error: string };
+export type DispatchResult = { outcome: 'submitted'; smsId: string } | { outcome: Exclude<SendOutcome, 'submitted'>; smsId?: string; error: string };
 
 /** `permanent` is for good; a transient failure is free to send again unless the provider may have taken it. */
 export function outcomeOf(answer: SendResult): SendOutcome {

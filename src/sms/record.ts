@@ -47,7 +47,16 @@ function cut(text: string | undefined, max: number): string | null {
 export function recordOf(smsId: string, provider: string, answer: SendResult, rerouted: boolean): SendOutcomeRecord {
   const state = outcomeOf(answer);
   return answer.ok
-    ? { smsId, provider, rerouted, state, providerMessageIds: answer.providerMessageIds, providerStatus: cut(answer.providerStatus, 64), error: null, errorCode: null }
+    ? {
+        smsId,
+        provider,
+        rerouted,
+        state,
+        providerMessageIds: answer.providerMessageIds,
+        providerStatus: cut(answer.providerStatus, 64),
+        error: null,
+        errorCode: null,
+      }
     : { smsId, provider, rerouted, state, providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
 }
 

@@ -44,7 +44,11 @@ export const smsRouteDocs = [
       200: { description: 'Sent (handed to the provider)', schema: singleAnswerSchema },
       400: { description: 'Permanent problem with this message (invalid field, or the provider refused it); do not retry', schema: singleRefusalSchema },
       ...common,
-      503: { description: 'Transient problem; retry later', schema: errorAnswerSchema, headers: { 'Retry-After': { description: 'Seconds to wait', schema: z.string() } } },
+      503: {
+        description: 'Transient problem; retry later',
+        schema: errorAnswerSchema,
+        headers: { 'Retry-After': { description: 'Seconds to wait', schema: z.string() } },
+      },
     },
   }),
   describeRoute({

@@ -65,9 +65,16 @@ export function smsRoutes(deps: SmsRouteDeps) {
     if (!prepared.ok) return c.json({ error: prepared.error }, 400);
     // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
     const at = now();
-    const [result] = await dispatcher.dispatch([prepared.message], { deadline: at + sms.send_timeout, waitDeadline: at + sms.single_wait, concurrency: 1, requestId: c.get('requestId'), traceparent: c.get('traceparent') });
+    const [result] = await dispatcher.dispatch([prepared.message], {
+      deadline: at + sms.send_timeout,
+      waitDeadline: at + sms.single_wait,
+      concurrency: 1,
+      requestId: c.get('requestId'),
+      traceparent: c.get('traceparent'),
+    });
     if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
-    if (CRM_CLASS[result!.outcome] === 'failed') return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
+    if (CRM_CLASS[result!.outcome] === 'failed')
+      return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
     c.header('Retry-After', '1');
     return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
   });
@@ -91,9 +98,17 @@ export function smsRoutes(deps: SmsRouteDeps) {
         validIndex.push(i);
       } else results[i] = { outcome: 'invalid', error: prepared.error };
     });
-    const dispatched = await dispatcher.dispatch(valid, { deadline, concurrency: sms.batch_concurrency, requestId: c.get('requestId'), traceparent: c.get('traceparent') });
+    const dispatched = await dispatcher.dispatch(valid, {
+      deadline,
+      concurrency: sms.batch_concurrency,
+      requestId: c.get('requestId'),
+      traceparent: c.get('traceparent'),
+    });
     dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
-    const answer = categoriseBatch<string | number | RawJson>(entries.map((entry, i) => echoedActivityId(entry, sources?.[i])), results);
+    const answer = categoriseBatch<string | number | RawJson>(
+      entries.map((entry, i) => echoedActivityId(entry, sources?.[i])),
+      results,
+    );
     // Only a body holding numbers a double cannot keep exactly needs the slower writer.
     return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
   });

@@ -9,13 +9,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import formatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  crmBonusListSchema,
-  crmErrorSchema,
-  crmUserBlocksSchema,
-  crmUserConsentsSchema,
-  crmUserDetailsSchema,
-} from '../../src/crm/contract.js';
+import { crmBonusListSchema, crmErrorSchema, crmUserBlocksSchema, crmUserConsentsSchema, crmUserDetailsSchema } from '../../src/crm/contract.js';
 import { startFakeOperatorPlatform, type FakeOperatorPlatform } from '../fakes/operator-platform.js';
 import { sampleUser } from '../helpers/crm-schemas.js';
 import { startTestGateway, TEST_API_KEY, type TestGateway } from '../helpers/gateway.js';
@@ -42,11 +36,39 @@ function problems(name: SchemaName, value: unknown): string[] {
 
 describe('the JSON Schemas hold the CRM’s rules', () => {
   const details = jsonSchemas.userdetails;
-  const sixteen = ['first_name', 'last_name', 'title', 'address', 'city', 'postal_code', 'country', 'language', 'market', 'mobile', 'mobile_prefix', 'affiliate_reference', 'registration_code'];
+  const sixteen = [
+    'first_name',
+    'last_name',
+    'title',
+    'address',
+    'city',
+    'postal_code',
+    'country',
+    'language',
+    'market',
+    'mobile',
+    'mobile_prefix',
+    'affiliate_reference',
+    'registration_code',
+  ];
 
   it('user details: the required keys, no other keys, and deleted_at and segmentation optional', () => {
     expect(details.additionalProperties).toBe(false);
-    const required = ['user_id', 'username', ...sixteen, 'currency', 'origin', 'email', 'birth_date', 'registration_date', 'verified_at', 'sex', 'roles', 'is_blocked', 'is_excluded'];
+    const required = [
+      'user_id',
+      'username',
+      ...sixteen,
+      'currency',
+      'origin',
+      'email',
+      'birth_date',
+      'registration_date',
+      'verified_at',
+      'sex',
+      'roles',
+      'is_blocked',
+      'is_excluded',
+    ];
     expect([...details.required].sort()).toEqual(required.sort());
     expect(Object.keys(details.properties).sort()).toEqual([...required, 'deleted_at', 'segmentation'].sort());
   });
@@ -102,7 +124,12 @@ interface Exchange {
   body: unknown;
 }
 
-async function exchange(gw: TestGateway, label: string, path: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<Exchange> {
+async function exchange(
+  gw: TestGateway,
+  label: string,
+  path: string,
+  init: { method?: string; body?: string; headers?: Record<string, string> } = {},
+): Promise<Exchange> {
   const res = await fetch(gw.url + path, {
     method: init.method ?? 'GET',
     headers: { 'x-api-key': TEST_API_KEY, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
@@ -208,14 +235,31 @@ describe('sql backend: every answer passes the CRM’s schemas', () => {
     expectAllPass(exchanges);
     // The cases above reach the answers they are meant to.
     const statusOf = (label: string) => exchanges.find((x) => x.label === label)!.status;
-    expect([statusOf('details of c-bare'), statusOf('userdetails of an unknown user'), statusOf('userdetails without credentials'), statusOf('userdetails with a wrong method')]).toEqual([200, 404, 401, 405]);
-    expect([statusOf('credit'), statusOf('credit of an unknown user'), statusOf('credit not JSON'), statusOf('credit too large'), statusOf('funds without credentials')]).toEqual([200, 400, 400, 400, 401]);
-    expect([statusOf('reconciliation'), statusOf('reconciliation of an unknown field'), statusOf('bonus list'), statusOf('an unknown bonus path')]).toEqual([200, 501, 200, 404]);
+    expect([
+      statusOf('details of c-bare'),
+      statusOf('userdetails of an unknown user'),
+      statusOf('userdetails without credentials'),
+      statusOf('userdetails with a wrong method'),
+    ]).toEqual([200, 404, 401, 405]);
+    expect([
+      statusOf('credit'),
+      statusOf('credit of an unknown user'),
+      statusOf('credit not JSON'),
+      statusOf('credit too large'),
+      statusOf('funds without credentials'),
+    ]).toEqual([200, 400, 400, 400, 401]);
+    expect([statusOf('reconciliation'), statusOf('reconciliation of an unknown field'), statusOf('bonus list'), statusOf('an unknown bonus path')]).toEqual([
+      200, 501, 200, 404,
+    ]);
     const details = (id: string) => exchanges.find((x) => x.label === `details of ${id}`)!.body as Record<string, unknown>;
     expect([details('c-bare').verified_at, details('c-null').verified_at]).toEqual(['', '']);
     expect(['c-full', 'c-bare', 'c-null'].map((id) => 'deleted_at' in details(id))).toEqual([false, false, false]);
     expect(details('c-gone').deleted_at).toBe('2021-02-03T04:05:06Z');
-    expect((exchanges.find((x) => x.label === 'consents after a UK change')!.body as { consents: unknown[] }).consents).toContainEqual({ opted_in: true, type: 'sms', products: ['casino'] });
+    expect((exchanges.find((x) => x.label === 'consents after a UK change')!.body as { consents: unknown[] }).consents).toContainEqual({
+      opted_in: true,
+      type: 'sms',
+      products: ['casino'],
+    });
     expect([statusOf('reconciliation by product'), statusOf('reconciliation by product without product')]).toEqual([200, 400]);
   });
 
@@ -264,9 +308,20 @@ describe('http backend: every answer passes the CRM’s schemas', () => {
     platform.script('/bonus/list', { delayMs: 800, body: { Data: [], Success: true, Errors: [] } });
     exchanges.push({ ...(await exchange(gw, 'platform too slow', '/bonus/list')), path: '/bonus/list', method: 'GET' });
     platform.script('/bonus/credit', { status: 503, body: { error: 'wallet down' } });
-    exchanges.push({ ...(await exchange(gw, 'credit while the platform fails', '/bonus/credit', { method: 'POST', body: JSON.stringify({ user_id: 'c-full', bonus_code: 'X1' }) })), path: '/bonus/credit', method: 'POST' });
+    exchanges.push({
+      ...(await exchange(gw, 'credit while the platform fails', '/bonus/credit', {
+        method: 'POST',
+        body: JSON.stringify({ user_id: 'c-full', bonus_code: 'X1' }),
+      })),
+      path: '/bonus/credit',
+      method: 'POST',
+    });
     platform.script('/reconciliation', { body: { error: 'replica lagging' } });
-    exchanges.push({ ...(await exchange(gw, 'platform reconciliation error', '/reconciliation', { method: 'POST', body: JSON.stringify({ field: 'blocked' }) })), path: '/reconciliation', method: 'POST' });
+    exchanges.push({
+      ...(await exchange(gw, 'platform reconciliation error', '/reconciliation', { method: 'POST', body: JSON.stringify({ field: 'blocked' }) })),
+      path: '/reconciliation',
+      method: 'POST',
+    });
     expectAllPass(exchanges);
     const find = (label: string) => exchanges.find((x) => x.label === label)!;
     expect([find('platform error').status, find('platform record the CRM would refuse').status, find('platform too slow').status]).toEqual([502, 502, 504]);

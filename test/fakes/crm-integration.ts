@@ -75,7 +75,14 @@ export class FakeIntegrationApi {
       if (req.headers[name.toLowerCase()] !== value) return sendJson(res, 401, { error: `${name} missing or wrong` });
     }
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
-    const request = { method: req.method!, path: req.url!, headers: req.headers, body: JSON.parse(raw), eventId: String(req.headers['idempotency-key']), at: Date.now() };
+    const request = {
+      method: req.method!,
+      path: req.url!,
+      headers: req.headers,
+      body: JSON.parse(raw),
+      eventId: String(req.headers['idempotency-key']),
+      at: Date.now(),
+    };
     this.arrivals.push(request);
     const failure = this.refuseWhen?.(request) ?? this.failures.shift();
     if (failure) {

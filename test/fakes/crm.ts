@@ -100,7 +100,13 @@ export class FakeCrm {
       this.refused.push(body);
       return answer(400, { error: `activity ${String(poison.activity.id)}: refused` });
     }
-    this.requests.push({ apiKey: req.headers['x-api-key'] as string, idempotencyKey: req.headers['idempotency-key'] as string | undefined, rawBody, body, ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}) });
+    this.requests.push({
+      apiKey: req.headers['x-api-key'] as string,
+      idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+      rawBody,
+      body,
+      ...(typeof req.headers.traceparent === 'string' ? { traceparent: req.headers.traceparent } : {}),
+    });
     if (this.answerDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.answerDelayMs));
     answer(200, { message: 'success' });
   }

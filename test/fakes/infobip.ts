@@ -30,7 +30,10 @@ const STATUSES: ReadonlyMap<string, { groupId: number; groupName: string; id: nu
   ['PENDING_ACCEPTED', { groupId: 1, groupName: 'PENDING', id: 26, name: 'PENDING_ACCEPTED', description: 'Message sent to next instance' }],
   ['DELIVERED_TO_OPERATOR', { groupId: 3, groupName: 'DELIVERED', id: 2, name: 'DELIVERED_TO_OPERATOR', description: 'Message delivered to operator' }],
   ['DELIVERED_TO_HANDSET', { groupId: 3, groupName: 'DELIVERED', id: 5, name: 'DELIVERED_TO_HANDSET', description: 'Message delivered to handset' }],
-  ['UNDELIVERABLE_NOT_DELIVERED', { groupId: 2, groupName: 'UNDELIVERABLE', id: 9, name: 'UNDELIVERABLE_NOT_DELIVERED', description: 'Message sent not delivered' }],
+  [
+    'UNDELIVERABLE_NOT_DELIVERED',
+    { groupId: 2, groupName: 'UNDELIVERABLE', id: 9, name: 'UNDELIVERABLE_NOT_DELIVERED', description: 'Message sent not delivered' },
+  ],
   ['EXPIRED_EXPIRED', { groupId: 4, groupName: 'EXPIRED', id: 15, name: 'EXPIRED_EXPIRED', description: 'Message expired' }],
   ['REJECTED_DESTINATION', { groupId: 5, groupName: 'REJECTED', id: 14, name: 'REJECTED_DESTINATION', description: 'Destination rejected' }],
   ['REJECTED_NOT_ENOUGH_CREDITS', { groupId: 5, groupName: 'REJECTED', id: 12, name: 'REJECTED_NOT_ENOUGH_CREDITS', description: 'Not enough credits' }],
@@ -99,7 +102,9 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     callbackData: send.callbackData,
     price: { pricePerMessage: 0.01, currency: 'EUR' },
     status: STATUSES.get(statusName) ?? { groupId: 1, groupName: 'PENDING', id: 7, name: statusName, description: '' },
-    error: statusName.startsWith('UNDELIVERABLE') ? { groupId: 1, groupName: 'HANDSET_ERRORS', id: 27, name: 'EC_ABSENT_SUBSCRIBER', description: 'Absent subscriber', permanent: false } : { groupId: 0, groupName: 'OK', id: 0, name: 'NO_ERROR', description: 'No Error', permanent: false },
+    error: statusName.startsWith('UNDELIVERABLE')
+      ? { groupId: 1, groupName: 'HANDSET_ERRORS', id: 27, name: 'EC_ABSENT_SUBSCRIBER', description: 'Absent subscriber', permanent: false }
+      : { groupId: 0, groupName: 'OK', id: 0, name: 'NO_ERROR', description: 'No Error', permanent: false },
     ...overrides,
   });
 
@@ -128,7 +133,8 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     }
   });
 
-  const unauthorized = (res: ServerResponse) => sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
+  const unauthorized = (res: ServerResponse) =>
+    sendJson(res, 401, { requestError: { serviceException: { messageId: 'UNAUTHORIZED', text: 'Invalid login details' } } });
 
   /** "Get outbound SMS message logs": the accepted messages of one messageId (the only filter the gateway uses). */
   function answerLogs(req: IncomingMessage, res: ServerResponse): void {
@@ -154,7 +160,11 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
       return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
     }
     if (req.headers.authorization !== `App ${apiKey}`) return unauthorized(res);
-    const message = (JSON.parse(body.toString('utf8')) as { messages: Array<{ destinations: Array<{ to: string; messageId?: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }> }).messages[0]!;
+    const message = (
+      JSON.parse(body.toString('utf8')) as {
+        messages: Array<{ destinations: Array<{ to: string; messageId?: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }>;
+      }
+    ).messages[0]!;
     const destination = message.destinations[0]!;
     const to = destination.to;
     const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData, at };
@@ -168,7 +178,10 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     }
     if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     if (canned && 'rejection' in canned) {
-      return sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get(canned.rejection), messageId: destination.messageId ?? randomUUID() }] });
+      return sendJson(res, 200, {
+        bulkId: randomUUID(),
+        messages: [{ to, status: STATUSES.get(canned.rejection), messageId: destination.messageId ?? randomUUID() }],
+      });
     }
     if (canned) return sendJson(res, canned.http, { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } });
     sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }] });

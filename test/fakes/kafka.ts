@@ -271,7 +271,9 @@ export class FakeKafkaBroker {
     if (apiKey === API.ApiVersions) {
       // An unknown ApiVersions version is answered in v0 with UNSUPPORTED_VERSION, so the client tries a lower one.
       const supported = apiVersion <= 2;
-      const w = new Writer().int16(supported ? KafkaError.NONE : KafkaError.UNSUPPORTED_VERSION).array(OFFERED, (w, [key, min, max]) => w.int16(key).int16(min).int16(max));
+      const w = new Writer()
+        .int16(supported ? KafkaError.NONE : KafkaError.UNSUPPORTED_VERSION)
+        .array(OFFERED, (w, [key, min, max]) => w.int16(key).int16(min).int16(max));
       if (supported && apiVersion >= 1) w.int32(0);
       return this.reply(socket, correlationId, w.done());
     }
@@ -299,13 +301,15 @@ export class FakeKafkaBroker {
         w.int16(partitions === undefined ? KafkaError.UNKNOWN_TOPIC_OR_PARTITION : KafkaError.NONE)
           .string(name)
           .int8(0)
-          .array(Array.from({ length: partitions ?? 0 }, (_, i) => i), (w, p) =>
-            w
-              .int16(KafkaError.NONE)
-              .int32(p)
-              .int32(0)
-              .array([0], (w) => w.int32(0))
-              .array([0], (w) => w.int32(0)),
+          .array(
+            Array.from({ length: partitions ?? 0 }, (_, i) => i),
+            (w, p) =>
+              w
+                .int16(KafkaError.NONE)
+                .int32(p)
+                .int32(0)
+                .array([0], (w) => w.int32(0))
+                .array([0], (w) => w.int32(0)),
           );
       })
       .done();
@@ -339,15 +343,14 @@ export class FakeKafkaBroker {
       topic,
       partitions: partitions.map(({ partition, batch }) => {
         if (refusal !== undefined) return { partition, error: refusal, offset: -1n };
-        if (this.topics[topic] === undefined || partition >= this.topics[topic]!) return { partition, error: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
+        if (this.topics[topic] === undefined || partition >= this.topics[topic]!)
+          return { partition, error: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
         return { partition, ...this.append(topic, partition, batch!, acks) };
       }),
     }));
     if (acks === 0) return;
     const body = new Writer()
-      .array(answers, (w, t) =>
-        w.string(t.topic).array(t.partitions, (w, p) => w.int32(p.partition).int16(p.error).int64(p.offset).int64(-1n)),
-      )
+      .array(answers, (w, t) => w.string(t.topic).array(t.partitions, (w, p) => w.int32(p.partition).int16(p.error).int64(p.offset).int64(-1n)))
       .int32(0)
       .done();
     this.reply(socket, correlationId, body);

@@ -62,7 +62,15 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
     if (area === 'userdetails') return { status: 200, body: fake.users.get(userId) };
     if (area === 'userblocks') {
       const u = fake.users.get(userId)!;
-      return { status: 200, body: { blocks: [{ active: u.is_blocked, type: 'Blocked', note: '' }, { active: u.is_excluded, type: 'Excluded', note: '' }] } };
+      return {
+        status: 200,
+        body: {
+          blocks: [
+            { active: u.is_blocked, type: 'Blocked', note: '' },
+            { active: u.is_excluded, type: 'Excluded', note: '' },
+          ],
+        },
+      };
     }
     if (area === 'userconsents' && method === 'GET') return { status: 200, body: { consents: fake.consents.get(userId) ?? [] } };
     if (area === 'userconsents') {
@@ -77,7 +85,9 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
     if (path === '/bonus/list') return { status: 200, body: { Data: [{ text: 'FS: Free spins', value: 'FS' }], Success: true, Errors: [] } };
     if (path === '/bonus/credit' || path === '/bonus/credit/funds') {
       const userId = (JSON.parse(body) as { user_id?: string }).user_id ?? '';
-      return fake.users.has(userId) ? { status: 200, body: { Success: true, Errors: [] } } : { status: 404, body: { Success: false, Errors: ['User not found'] } };
+      return fake.users.has(userId)
+        ? { status: 200, body: { Success: true, Errors: [] } }
+        : { status: 404, body: { Success: false, Errors: ['User not found'] } };
     }
     return { status: 404, body: { error: `fake platform: no route ${method} ${path}` } };
   }
@@ -92,7 +102,10 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
         if (failAfter.how === 'cut') return void setTimeout(() => res.destroy(), 100);
         return void res.end('],"error":"timeout"}');
       }
-      const part = users.slice(i, i + chunk).map((u) => JSON.stringify(u)).join(',');
+      const part = users
+        .slice(i, i + chunk)
+        .map((u) => JSON.stringify(u))
+        .join(',');
       if (!res.write((i === 0 ? '' : ',') + part)) await once(res, 'drain');
     }
     res.end('],"timestamp":"2026-11-23T10:00:00Z"}');

@@ -79,7 +79,9 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
   const callbacks: SinchFake['callbacks'] = [];
   const posts: string[] = [];
   const lookups: SinchFake['lookups'] = [];
-  const auth: Record<string, string> = options.callbackAuth ? { authorization: `Basic ${Buffer.from(`${options.callbackAuth.username}:${options.callbackAuth.password}`).toString('base64')}` } : {};
+  const auth: Record<string, string> = options.callbackAuth
+    ? { authorization: `Basic ${Buffer.from(`${options.callbackAuth.username}:${options.callbackAuth.password}`).toString('base64')}` }
+    : {};
 
   const report = (batch: SinchBatch, status: string, overrides: Record<string, unknown> = {}) => ({
     type: 'recipient_delivery_report_sms',
@@ -103,9 +105,17 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
   };
 
   const batchJson = (b: SinchBatch) => ({
-    id: b.id, to: [b.to], from: b.from, canceled: false, body: b.body, type: 'mt_text',
-    created_at: new Date(b.createdAt).toISOString(), modified_at: new Date(b.createdAt).toISOString(),
-    delivery_report: 'per_recipient', callback_url: b.callbackUrl, client_reference: b.clientReference,
+    id: b.id,
+    to: [b.to],
+    from: b.from,
+    canceled: false,
+    body: b.body,
+    type: 'mt_text',
+    created_at: new Date(b.createdAt).toISOString(),
+    modified_at: new Date(b.createdAt).toISOString(),
+    delivery_report: 'per_recipient',
+    callback_url: b.callbackUrl,
+    client_reference: b.clientReference,
   });
 
   /** The GET operations a lookup uses; false for any other request. */
@@ -140,8 +150,13 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
     return true;
   }
   const recipientReport = (batch: SinchBatch) => ({
-    type: 'recipient_delivery_report_sms', batch_id: batch.id, recipient: batch.to, code: CODES.get(batch.status) ?? 400, status: batch.status,
-    at: new Date(batch.createdAt).toISOString(), client_reference: batch.clientReference,
+    type: 'recipient_delivery_report_sms',
+    batch_id: batch.id,
+    recipient: batch.to,
+    code: CODES.get(batch.status) ?? 400,
+    status: batch.status,
+    at: new Date(batch.createdAt).toISOString(),
+    client_reference: batch.clientReference,
   });
 
   const server = await startFakeServer(async (req, res) => {
@@ -150,13 +165,29 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
     if (answerLookup(req.method ?? '', new URL(req.url ?? '/', 'http://fake'), res)) return;
     if (req.method !== 'POST' || req.url !== `/xms/v1/${servicePlanId}/batches`) return sendJson(res, 404, { code: 'not_found', text: 'Not found' });
     if (req.headers.authorization !== `Bearer ${apiToken}`) return sendJson(res, 401, { code: 'unauthorized', text: 'Unauthorized' });
-    const body = JSON.parse(raw.toString('utf8')) as { to: string[]; from?: string; body: string; callback_url: string; client_reference: string; delivery_report: string };
+    const body = JSON.parse(raw.toString('utf8')) as {
+      to: string[];
+      from?: string;
+      body: string;
+      callback_url: string;
+      client_reference: string;
+      delivery_report: string;
+    };
     const to = body.to[0]!;
     posts.push(to);
     if (to === SINCH_HANG_NUMBER || posts.length <= (options.loseFirst ?? 0)) return; // never answers and never creates; the client's timeout must fire
     const canned = SINCH_MAGIC_NUMBERS.get(to);
     if (canned) return sendJson(res, canned.http, { code: canned.code, text: canned.text });
-    const batch: SinchBatch = { id: randomBytes(13).toString('hex').toUpperCase(), to, from: body.from, body: body.body, callbackUrl: body.callback_url, clientReference: body.client_reference, createdAt: Date.now(), status: 'Queued' };
+    const batch: SinchBatch = {
+      id: randomBytes(13).toString('hex').toUpperCase(),
+      to,
+      from: body.from,
+      body: body.body,
+      callbackUrl: body.callback_url,
+      clientReference: body.client_reference,
+      createdAt: Date.now(),
+      status: 'Queued',
+    };
     batches.push(batch);
     if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     sendJson(res, 201, { ...batchJson(batch), to: body.to, delivery_report: body.delivery_report, callback_url: body.callback_url });

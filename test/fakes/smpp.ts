@@ -98,7 +98,16 @@ export const SMPP_MAGIC_DESTINATIONS: ReadonlyMap<string, number> = new Map([
   ['447700909920', 0x14], // ESME_RMSGQFUL
 ]);
 
-const STATE_BY_STAT = new Map([['ENROUTE', 1], ['DELIVRD', 2], ['EXPIRED', 3], ['DELETED', 4], ['UNDELIV', 5], ['ACCEPTD', 6], ['UNKNOWN', 7], ['REJECTD', 8]]);
+const STATE_BY_STAT = new Map([
+  ['ENROUTE', 1],
+  ['DELIVRD', 2],
+  ['EXPIRED', 3],
+  ['DELETED', 4],
+  ['UNDELIV', 5],
+  ['ACCEPTD', 6],
+  ['UNKNOWN', 7],
+  ['REJECTD', 8],
+]);
 
 export async function startSmppFake(options: SmppFakeOptions = {}): Promise<SmppFake> {
   const systemId = options.systemId ?? 'gateway';
@@ -252,4 +261,3 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   };
   return fake;
 }
-

@@ -74,7 +74,11 @@ export interface TwilioFake {
    * Posts an inbound SMS the way Twilio's Messaging webhook does (form fields of "TwiML for Programmable
    * Messaging"), signed with `signingToken` (default: the account's auth token; null: unsigned).
    */
-  postInbound(url: string, message: { from: string; to: string; body: string; sid?: string }, signingToken?: string | null): Promise<{ status: number; contentType: string; text: string }>;
+  postInbound(
+    url: string,
+    message: { from: string; to: string; body: string; sid?: string },
+    signingToken?: string | null,
+  ): Promise<{ status: number; contentType: string; text: string }>;
   /** The form fields Twilio sends in a status callback for `create`. */
   callbackParams(create: TwilioCreateCall, status: string, errorCode?: string): Record<string, string>;
   close(): Promise<void>;
@@ -164,9 +168,16 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
 
   const lookups: TwilioFake['lookups'] = [];
   const resource = (c: TwilioCreateCall) => ({
-    sid: c.sid, account_sid: accountSid, to: c.form.To, from: c.form.From ?? null, body: c.form.Body, status: c.status,
-    direction: 'outbound-api', date_created: new Date(c.createdAt!).toUTCString().replace('GMT', '+0000'),
-    error_code: c.status === 'undelivered' || c.status === 'failed' ? 30003 : null, api_version: '2010-04-01',
+    sid: c.sid,
+    account_sid: accountSid,
+    to: c.form.To,
+    from: c.form.From ?? null,
+    body: c.form.Body,
+    status: c.status,
+    direction: 'outbound-api',
+    date_created: new Date(c.createdAt!).toUTCString().replace('GMT', '+0000'),
+    error_code: c.status === 'undelivered' || c.status === 'failed' ? 30003 : null,
+    api_version: '2010-04-01',
   });
 
   /** The Message resource's list (filtered by To, newest first, PageSize) and fetch calls. */
@@ -184,7 +195,13 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     if (fetchOne) {
       lookups.push({ kind: 'fetch', sid: fetchOne[2] });
       const found = made.find((c) => c.sid === fetchOne[2]);
-      if (!found) sendJson(res, 404, { code: 20404, message: `The requested resource /2010-04-01/Accounts/${accountSid}/Messages/${fetchOne[2]}.json was not found`, more_info: 'https://www.twilio.com/docs/errors/20404', status: 404 });
+      if (!found)
+        sendJson(res, 404, {
+          code: 20404,
+          message: `The requested resource /2010-04-01/Accounts/${accountSid}/Messages/${fetchOne[2]}.json was not found`,
+          more_info: 'https://www.twilio.com/docs/errors/20404',
+          status: 404,
+        });
       else sendJson(res, 200, resource(found));
       return true;
     }
@@ -194,8 +211,13 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     const matching = made.filter((c) => to === undefined || c.form.To === to).reverse();
     const page = matching.slice(0, pageSize);
     sendJson(res, 200, {
-      messages: page.map(resource), page: 0, page_size: pageSize, start: 0, end: Math.max(0, page.length - 1),
-      first_page_uri: url.pathname + url.search, previous_page_uri: null,
+      messages: page.map(resource),
+      page: 0,
+      page_size: pageSize,
+      start: 0,
+      end: Math.max(0, page.length - 1),
+      first_page_uri: url.pathname + url.search,
+      previous_page_uri: null,
       next_page_uri: matching.length > pageSize ? `${url.pathname}?To=${encodeURIComponent(to ?? '')}&PageSize=${pageSize}&Page=1` : null,
       uri: url.pathname + url.search,
     });
@@ -235,19 +257,20 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     await options.beforeAnswer?.(create);
     if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
     if (canned === 'accepted-then-500') answerError(res, { http: 500, code: 20500, message: 'Internal Server Error' });
-    else sendJson(res, 201, {
-      sid: create.sid,
-      account_sid: accountSid,
-      status: form.MessagingServiceSid ? 'accepted' : 'queued',
-      num_segments: form.MessagingServiceSid ? '0' : String(segments),
-      to: form.To,
-      from: form.From ?? null,
-      body: form.Body,
-      direction: 'outbound-api',
-      error_code: null,
-      error_message: null,
-      api_version: '2010-04-01',
-    });
+    else
+      sendJson(res, 201, {
+        sid: create.sid,
+        account_sid: accountSid,
+        status: form.MessagingServiceSid ? 'accepted' : 'queued',
+        num_segments: form.MessagingServiceSid ? '0' : String(segments),
+        to: form.To,
+        from: form.From ?? null,
+        body: form.Body,
+        direction: 'outbound-api',
+        error_code: null,
+        error_message: null,
+        api_version: '2010-04-01',
+      });
     if (!options.callbacksBeforeAnswer && statuses.length > 0 && form.StatusCallback) {
       const p = postCallbacks(form.StatusCallback).finally(() => pendingCallbacks.delete(p));
       pendingCallbacks.add(p);
@@ -277,7 +300,18 @@ function answerError(res: import('node:http').ServerResponse, canned: CannedErro
     return void res.end(canned.message);
   }
   if (canned.rfc9457) {
-    return sendJson(res, canned.http, { type: `https://www.twilio.com/docs/errors/${canned.code}`, title: canned.message, status: canned.http, code: canned.code, detail: canned.message });
+    return sendJson(res, canned.http, {
+      type: `https://www.twilio.com/docs/errors/${canned.code}`,
+      title: canned.message,
+      status: canned.http,
+      code: canned.code,
+      detail: canned.message,
+    });
   }
-  sendJson(res, canned.http, { code: canned.code, message: canned.message, more_info: `https://www.twilio.com/docs/errors/${canned.code}`, status: canned.http });
+  sendJson(res, canned.http, {
+    code: canned.code,
+    message: canned.message,
+    more_info: `https://www.twilio.com/docs/errors/${canned.code}`,
+    status: canned.http,
+  });
 }

@@ -77,7 +77,10 @@ export interface VonageFake {
 export function fakeSignature(params: Record<string, string>, secret: string, method: VonageSigningMethod): string {
   let text = '';
   for (const key of Object.keys(params).sort()) if (key !== 'sig') text += `&${key}=${params[key]!.replace(/&|=/g, '_')}`;
-  if (method === 'md5hash') return createHash('md5').update(text + secret).digest('hex');
+  if (method === 'md5hash')
+    return createHash('md5')
+      .update(text + secret)
+      .digest('hex');
   return createHmac(method, secret).update(text).digest('hex');
 }
 
@@ -173,7 +176,11 @@ export async function startVonageFake(options: VonageFakeOptions = {}): Promise<
       for (const [k, v] of Object.entries(params)) target.searchParams.set(k, v);
       res = await fetch(target);
     } else if (receiptOptions.transport === 'form') {
-      res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(params).toString() });
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(params).toString(),
+      });
     } else {
       res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) });
     }

@@ -17,7 +17,8 @@ export interface TestBrowser {
 }
 
 export async function launchTestBrowser(): Promise<TestBrowser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the console's browser tests need Debian's chromium (apt-get install -y chromium, as .ci/run does)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: the console's browser tests need Debian's chromium (apt-get install -y chromium, as .ci/run does)`);
   const profile = mkdtempSync(join(tmpdir(), 'console-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

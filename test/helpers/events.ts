@@ -40,11 +40,23 @@ const money = { amount: 12.5, currency: 'EUR', exchange_rate: 1 };
 export function catalogueExamples(userId: string): Record<string, { valid: Record<string, unknown>; bad: Record<string, unknown>; error: string }> {
   const p = player(userId);
   const thin = { valid: p, bad: { ...p, timestamp: 'yesterday' }, error: 'timestamp: must be an RFC 3339' };
-  const poker = { valid: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Approved' }, bad: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Won' }, error: 'status: must be one of Approved, Rollback' };
+  const poker = {
+    valid: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Approved' },
+    bad: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Won' },
+    error: 'status: must be one of Approved, Rollback',
+  };
   return {
-    bonus: { valid: bonusEvent(userId, `ub-${userId}`, 'Claimed', { type: 'Gift', currency: 'USDT', meta: null }), bad: bonusEvent(userId, 'ub', 'Created', { product: 'Bingo' }), error: 'product: must be one of' },
+    bonus: {
+      valid: bonusEvent(userId, `ub-${userId}`, 'Claimed', { type: 'Gift', currency: 'USDT', meta: null }),
+      bad: bonusEvent(userId, 'ub', 'Created', { product: 'Bingo' }),
+      error: 'product: must be one of',
+    },
     registration: { valid: { ...p, note: 'n', user_agent: 'ua', ip_address: 'x' }, bad: { ...p, note: 5 }, error: 'note: must be a string' },
-    login: { valid: { ...p, is_impersonated: false, ip_address: '2001:db8::1', meta: null, user_details: { vip: true } }, bad: { ...p, ip_address: '999.1.1.1' }, error: 'ip_address: must be an IPv4 or IPv6' },
+    login: {
+      valid: { ...p, is_impersonated: false, ip_address: '2001:db8::1', meta: null, user_details: { vip: true } },
+      bad: { ...p, ip_address: '999.1.1.1' },
+      error: 'ip_address: must be an IPv4 or IPv6',
+    },
     logout: { valid: p, bad: { ...p, user_id: '' }, error: 'user_id: must not be empty' },
     user_update: thin,
     user_consents: thin,
@@ -52,7 +64,11 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
     user_migration: { valid: { ...p, migration_reference: 'm-1' }, bad: p, error: 'migration_reference: is required' },
     user_migration_approve: thin,
     user_tag: { valid: { ...p, tags: 'vip,whale' }, bad: { ...p, tags: ['vip'] }, error: 'tags: must be a string' },
-    custom: { valid: { ...p, notification_type: 'free_spins', data: { spins: 20, nested: { a: 1 } } }, bad: { ...p, notification_type: 'n', data: 'x' }, error: 'data: must be an object' },
+    custom: {
+      valid: { ...p, notification_type: 'free_spins', data: { spins: 20, nested: { a: 1 } } },
+      bad: { ...p, notification_type: 'n', data: 'x' },
+      error: 'data: must be an object',
+    },
     balance: {
       valid: { ...p, balances: [{ amount: 5, currency: 'USDT', key: 'real_money', exchange_rate: 1 }] },
       bad: { ...p, balances: [{ amount: -1, currency: 'EUR', key: 'real_money', exchange_rate: 1 }] },
@@ -64,12 +80,42 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
       error: 'type: must be one of Authorization',
     },
     casino: {
-      valid: { ...p, ...money, activity_id: 'a1', game_id: 77, game_name: 'Book', is_round_end: true, round_id: 'r1', status: 'Approved', type: 'Bet', vendor_id: 3 },
-      bad: { ...p, ...money, activity_id: 'a1', game_id: 77, game_name: 'Book', is_round_end: 'yes', round_id: 'r1', status: 'Approved', type: 'Bet', vendor_id: 3 },
+      valid: {
+        ...p,
+        ...money,
+        activity_id: 'a1',
+        game_id: 77,
+        game_name: 'Book',
+        is_round_end: true,
+        round_id: 'r1',
+        status: 'Approved',
+        type: 'Bet',
+        vendor_id: 3,
+      },
+      bad: {
+        ...p,
+        ...money,
+        activity_id: 'a1',
+        game_id: 77,
+        game_name: 'Book',
+        is_round_end: 'yes',
+        round_id: 'r1',
+        status: 'Approved',
+        type: 'Bet',
+        vendor_id: 3,
+      },
       error: 'is_round_end: must be true or false',
     },
     sportsbook: {
-      valid: { ...p, ...money, odds: 2.5, bet_type: 'Single', status: 'Approved', type: 'Bet', bets: [{ event_name: 'A v B', match_start: '2026-11-25T20:00:00Z', odds: 2.5 }] },
+      valid: {
+        ...p,
+        ...money,
+        odds: 2.5,
+        bet_type: 'Single',
+        status: 'Approved',
+        type: 'Bet',
+        bets: [{ event_name: 'A v B', match_start: '2026-11-25T20:00:00Z', odds: 2.5 }],
+      },
       bad: { ...p, ...money, odds: 2.5, bet_type: 'Single', status: 'Approved', bets: [{ event_name: 'A v B', match_start: 'tonight', odds: 2.5 }] },
       error: 'bets.0.match_start: must be an RFC 3339',
     },
@@ -79,7 +125,17 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
       error: 'lines.0.line_id: is required',
     },
     cart: {
-      valid: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'unkown', payments: [{ method: 'card' }], items: [{ sku: 'x' }] },
+      valid: {
+        ...p,
+        ...money,
+        cart_id: 5,
+        discount_amount: 0,
+        status: 'Successful',
+        type: 'Checkout',
+        device_type: 'unkown',
+        payments: [{ method: 'card' }],
+        items: [{ sku: 'x' }],
+      },
       bad: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'phone', payments: [], items: [] },
       error: 'device_type: must be one of desktop, mobile, tablet, unkown',
     },
@@ -89,7 +145,11 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
     poker_tournament_buy_in: poker,
     poker_tournament_cash_out: poker,
     device_link: { valid: { ...p, tokens: [{ token: 't', channel: 'ios', provider: 'apns' }] }, bad: { ...p, tokens: [] }, error: 'tokens: must not be empty' },
-    device_unlink: { valid: { ...p, tokens: [{ token: 't', channel: 'web', provider: 'fcm' }] }, bad: { ...p, tokens: [{ token: 't', channel: 'sms', provider: 'p' }] }, error: 'tokens.0.channel' },
+    device_unlink: {
+      valid: { ...p, tokens: [{ token: 't', channel: 'web', provider: 'fcm' }] },
+      bad: { ...p, tokens: [{ token: 't', channel: 'sms', provider: 'p' }] },
+      error: 'tokens.0.channel',
+    },
     push_conversion: {
       valid: {
         action: 'clicked',

@@ -24,7 +24,12 @@ export async function readMessages(gw: TestGateway, keys: readonly string[]): Pr
   if (keys.length === 0) return [];
   const file = sqliteFile(gw);
   if (!file) {
-    return gw.gateway.ledger.db.selectFrom('messages').select(COLUMNS).where('activity_key', 'in', [...keys]).orderBy('activity_key').execute();
+    return gw.gateway.ledger.db
+      .selectFrom('messages')
+      .select(COLUMNS)
+      .where('activity_key', 'in', [...keys])
+      .orderBy('activity_key')
+      .execute();
   }
   const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
   try {
@@ -47,7 +52,10 @@ export async function readMessage(gw: TestGateway, key: string): Promise<LedgerM
 export async function countMessages(gw: TestGateway): Promise<number> {
   const file = sqliteFile(gw);
   if (!file) {
-    const row = await gw.gateway.ledger.db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await gw.gateway.ledger.db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
   const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });

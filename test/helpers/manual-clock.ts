@@ -25,10 +25,14 @@ export function manualClock(start = 1_800_000_000_000): ManualClock {
         if (signal?.aborted) return reject(signal.reason);
         const timer: Timer = { at: time + Math.max(0, ms), resolve };
         timers.push(timer);
-        signal?.addEventListener('abort', () => {
-          timers = timers.filter((t) => t !== timer);
-          reject(signal.reason);
-        }, { once: true });
+        signal?.addEventListener(
+          'abort',
+          () => {
+            timers = timers.filter((t) => t !== timer);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     },
     async advance(ms) {
