@@ -60,15 +60,7 @@ export async function claimDueConversions(
 ): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
-  const claimed = await sql<{
-    id: number;
-    sms_id: string;
-    delivery_status: DeliveryStatus;
-    attempts: number;
-    activity_json: string;
-    activity_key: string;
-    post_group: string;
-  }>`
+  const claimed = await sql<ClaimedConversion>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
       select id from conversions
