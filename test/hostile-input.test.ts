@@ -392,8 +392,11 @@ describe('names every object inherits', () => {
       '/bonus/credit',
       '/bonus/credit/funds',
       '/reconciliation',
+      '/reconciliation/products',
+      '/authenticate',
       '/userconsents/u-1',
       '/admin/conversions/replay',
+      '/admin/credits/replay',
     ];
     const key = fc.oneof(
       fc.constantFrom(...PROTOTYPE_NAMES),
