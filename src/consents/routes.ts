@@ -19,9 +19,9 @@ import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { boundInboundSms } from './inbound-limits.js';
 
-export const inboundAnswerSchema = z.strictObject({ received: z.number().int().describe('1 when the request carried a message, now stored') });
+const inboundAnswerSchema = z.strictObject({ received: z.number().int().describe('1 when the request carried a message, now stored') });
 
-export const inboundMessagesAnswerSchema = z.strictObject({
+const inboundMessagesAnswerSchema = z.strictObject({
   messages: z
     .array(
       z.strictObject({

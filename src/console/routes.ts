@@ -43,8 +43,8 @@ const TITLE = 'crm-sms-gateway console';
 const DEAD_EVENTS_PAGE = 100;
 const DEAD_CREDITS_PAGE = 100;
 
-export const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
-export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
+const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
+const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
 
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
@@ -203,7 +203,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/messages/:smsId',
@@ -238,7 +237,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/dead-letters',
@@ -273,7 +271,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/dead-events',
@@ -318,7 +315,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/dead-credits',
@@ -360,7 +356,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'post',
       path: '/login',
@@ -500,7 +495,6 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         ),
       ],
     }),
-
     route({
       method: 'post',
       path: '/logout',

@@ -75,7 +75,7 @@ function exactJson(c: Context, value: unknown) {
   return c.body(stringifyExact(value), 200, { 'content-type': 'application/json' });
 }
 
-export const replayRequestSchema = z.strictObject({
+const replayRequestSchema = z.strictObject({
   ids: z.array(z.number().int().positive()).min(1).max(10_000).optional().describe('Conversion ids to replay'),
   provider: z.string().min(1).max(256).optional().describe('Only dead letters of messages sent through this provider'),
   status: z.enum(['delivered', 'undelivered', 'failed', 'delivery_unknown']).optional().describe('Only dead letters reporting this status'),
@@ -162,7 +162,7 @@ const timelineEntrySchema = z.strictObject({
   detail: z.record(z.string(), z.union([z.string(), z.number(), z.null()])),
 });
 
-export const messageStorySchema = z.strictObject({
+const messageStorySchema = z.strictObject({
   message: storedMessageSchema,
   receipts: z.array(storedReceiptSchema),
   conversions: z.array(conversionSchema),
@@ -256,7 +256,7 @@ const searchParameters = [
   { name: 'cursor', in: 'query' as const, description: 'next_cursor of the previous page', schema: text('opaque') },
 ];
 
-export const replayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('How many dead conversions are due again') });
+const replayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('How many dead conversions are due again') });
 
 const adminRefusals: Record<number, ResponseDoc> = {
   401: { description: 'Bearer token missing or not admin.api_key', schema: errorAnswerSchema },
@@ -290,7 +290,6 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/messages',
@@ -316,7 +315,6 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'get',
       path: '/conversions/dead',
@@ -358,7 +356,6 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
         },
       ],
     }),
-
     route({
       method: 'post',
       path: '/conversions/replay',

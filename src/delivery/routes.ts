@@ -22,7 +22,7 @@ export interface ReceiptRouteDeps {
   logger: Logger;
 }
 
-export const receiptAnswerSchema = z.strictObject({ received: z.number().int().describe('Events in the request, now stored') });
+const receiptAnswerSchema = z.strictObject({ received: z.number().int().describe('Events in the request, now stored') });
 
 /**
  * The configured provider names are not listed: /openapi.json is public, and which providers an operator uses (and

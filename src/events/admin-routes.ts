@@ -20,7 +20,7 @@ export interface EventAdminDeps {
   onReplay: () => void;
 }
 
-export const eventReplayRequestSchema = z.strictObject({
+const eventReplayRequestSchema = z.strictObject({
   event_ids: z
     .array(z.string().min(1).max(100))
     .min(1)
@@ -126,7 +126,6 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
         },
       ],
     }),
-
     route({
       method: 'post',
       path: '/events/replay',

@@ -26,9 +26,9 @@ import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } f
 import { inTransaction } from '../ledger/db.js';
 
 /** The answers of these routes, for the OpenAPI document. */
-export const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
-export const bonusesLoadedAnswerSchema = z.strictObject({ count: z.number().int().describe('Bonuses in the list now') });
-export const creditsAnswerSchema = z.strictObject({
+const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
+const bonusesLoadedAnswerSchema = z.strictObject({ count: z.number().int().describe('Bonuses in the list now') });
+const creditsAnswerSchema = z.strictObject({
   credits: z
     .array(
       z.strictObject({
@@ -51,14 +51,14 @@ export const creditsAnswerSchema = z.strictObject({
     .describe('Newest first, at most 100'),
 });
 
-export const creditReplaySchema = z.strictObject({
+const creditReplaySchema = z.strictObject({
   credit_ids: z
     .array(z.string().regex(/^\d{1,15}$/, { error: 'must be a credit_id' }))
     .max(10_000)
     .optional()
     .describe('Absent: every dead credit'),
 });
-export const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
+const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
@@ -122,7 +122,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
         },
       ],
     }),
-
     route({
       method: 'put',
       path: '/users/:userid/consents',
@@ -172,7 +171,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
         },
       ],
     }),
-
     route({
       method: 'put',
       path: '/bonuses',
@@ -200,7 +198,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
         },
       ],
     }),
-
     /** A user's latest credits, newest first, with crm_references typed as a bonus event carries them. */
     route({
       method: 'get',
@@ -246,7 +243,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
         },
       ],
     }),
-
     /** Dead-lettered credits pushed again (all, or the listed credit_ids), with a fresh attempt count. */
     route({
       method: 'post',

@@ -58,8 +58,8 @@ export interface OperatorRouteDeps {
 const SUCCESS = { Success: true, Errors: [] as string[] };
 
 /** What the routes answer beyond the CRM's shapes (src/crm/shapes.ts), for the OpenAPI document. */
-export const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
-export const creditAnswerSchema = z.strictObject({
+const successAnswerSchema = z.strictObject({ Success: z.literal(true), Errors: z.array(z.string()).max(0) });
+const creditAnswerSchema = z.strictObject({
   ...successAnswerSchema.shape,
   credit_id: z.string().describe('The gateway’s id of the credit (the first one’s, for a repeat)'),
 });

@@ -21,9 +21,9 @@ import { traceRequests } from '../observability/request-context.js';
 import type { Tracing } from '../observability/tracing.js';
 
 /** The answers' schemas: the OpenAPI document's, and BatchAnswer's type below. */
-export const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
+const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
 
-export const singleRefusalSchema = z.strictObject({
+const singleRefusalSchema = z.strictObject({
   error: z.string(),
   sms_id: z.string().optional().describe('Present when the provider refused a message we had already recorded'),
 });
@@ -31,7 +31,7 @@ export const singleRefusalSchema = z.strictObject({
 const echoedId = z.union([z.string(), z.number(), z.null()]).describe('activity.id exactly as received, with its JSON type (null when absent)');
 const batchEntry = z.strictObject({ id: echoedId, sms_id: z.string().optional(), error: z.string() });
 
-export const batchAnswerSchema = z.strictObject({
+const batchAnswerSchema = z.strictObject({
   successful: z.array(z.strictObject({ id: echoedId, sms_id: z.string() })),
   failed: z.array(batchEntry).describe('Permanent: the CRM does not retry these'),
   fatal: z.array(batchEntry).describe('Transient: the CRM retries these'),
