@@ -6,21 +6,18 @@ import type { Logger } from 'pino';
 import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
 import { receiveInbound } from './consents/inbound.js';
-import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
 import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
-import { consoleRouteDocs } from './console/route-docs.js';
 import { consoleRoutes } from './console/routes.js';
 import { eventAdminRoutes } from './events/admin-routes.js';
-import { eventRouteDocs } from './events/route-docs.js';
 import { relayRoutes } from './events/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
 import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
-import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
+import { documentedRoutes } from './http/route-table.js';
 import { operatorErrorShape } from './http/operator-errors.js';
 import type { Transact } from './ledger/transaction-queue.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
@@ -30,7 +27,6 @@ import { createOperatorAuth } from './auth/operator-auth.js';
 import { createAddressSet } from './kit/address-blocks.js';
 import type { OperatorBackend } from './operator/backend.js';
 import { operatorAdminRoutes } from './operator/admin-routes.js';
-import { operatorAdminRouteDocs, operatorRouteDocs, oauthRouteDocs } from './operator/route-docs.js';
 import { operatorRoutes } from './operator/routes.js';
 import { createSessionCheck } from './operator/session-check.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -38,12 +34,10 @@ import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
 import { requestContext, requestLogger } from './observability/request-context.js';
 import type { Tracing } from './observability/tracing.js';
-import { opsRouteDocs } from './observability/route-docs.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './provider-wrappers/registry.js';
 import type { MemberHealthView } from './provider-wrappers/breakers.js';
 import type { RecipientCheck } from './consents/suppression.js';
-import { smsRouteDocs } from './sms/route-docs.js';
 import { smsRoutes } from './sms/routes.js';
 
 export interface AppParts {
@@ -168,7 +162,16 @@ export function createApp(parts: AppParts): Hono {
   const operatorBackend = parts.operatorBackend;
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
-  app.route('/', operatorRoutes({ backend: operatorBackend, sessionCheck: createSessionCheck(config.operator), auth: operatorAuth.middleware, logger }));
+  app.route(
+    '/',
+    operatorRoutes({
+      backend: operatorBackend,
+      mode: config.auth.mode,
+      sessionCheck: createSessionCheck(config.operator),
+      auth: operatorAuth.middleware,
+      logger,
+    }),
+  );
   app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
   // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued;
@@ -214,24 +217,18 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
 
-  // Each area describes its routes beside them; a new area adds its list here.
-  const routeDocs = [
-    ...smsRouteDocs,
-    ...receiptRouteDocs(),
-    ...inboundRouteDocs(),
-    ...inboundAdminRouteDocs,
-    ...adminRouteDocs,
-    ...opsRouteDocs({ metricsPublic: config.metrics.public }),
-    ...consoleRouteDocs,
-    ...(operatorAuth.tokenRoutes ? oauthRouteDocs() : []),
-    ...operatorRouteDocs({ mode: config.auth.mode, backend: config.operator.backend }),
-    ...operatorAdminRouteDocs({ backend: config.operator.backend }),
-    ...eventRouteDocs,
-  ];
+  // Every area's routes carry their documentation (src/http/route-table.ts); the document is built from what is
+  // mounted, on its first request, when every route is in the table. /metrics on its own port (metrics.port) is
+  // documented from the same routes as served there.
+  const metricsElsewhere =
+    parts.metrics && config.metrics.port !== undefined
+      ? metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }).routes
+      : [];
+  const routeDocs = () => documentedRoutes([...app.routes, ...metricsElsewhere]);
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route(
     '/',
-    apiDocsRoutes(() => buildOpenApiDocument(routeDocs, { title: 'crm-sms-gateway', version: readPackageVersion(), description })),
+    apiDocsRoutes(() => buildOpenApiDocument(routeDocs(), { title: 'crm-sms-gateway', version: readPackageVersion(), description })),
   );
 
   // Read on first use, when every route above is in the table.

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
+import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { buildCallbackUrl } from '../providers/kit/callback-url.js';
 import { providerPlugins } from '../providers/index.js';
@@ -66,6 +67,8 @@ export interface Gateway {
   /** Where /metrics is served when metrics.port is set (a listener of its own), e.g. http://127.0.0.1:9464. */
   metricsUrl?: string;
   ledger: Ledger;
+  /** The API port's mounted routes (method, path, handlers): test/route-docs.test.ts holds them to the OpenAPI document. */
+  routes: Hono['routes'];
   /** This gateway's Prometheus registry and counters (served at /metrics). */
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
@@ -406,6 +409,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     publicUrl,
     ...(metricsUrl ? { metricsUrl } : {}),
     ledger,
+    routes: app.routes,
     metrics,
     sweep,
     retention: () => retention.runPass(),

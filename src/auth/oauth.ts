@@ -10,6 +10,8 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { readJsonBody } from '../http/json-body.js';
+import { crmError } from '../http/operator-errors.js';
+import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
 import { createKeyMatcher } from './api-key.js';
 import { markNotAGuess } from './failure-limit.js';
 
@@ -137,6 +139,7 @@ async function readTokenRequest(c: Context): Promise<TokenRequest> {
   return { ok: true, params: body.value as Record<string, unknown> };
 }
 
+/** /oauth/token: mounted in auth.mode oauth only. */
 export function oauthTokenRoutes(oauth: OAuthConfig, issuer: TokenIssuer) {
   const idMatches = createKeyMatcher([oauth.client_id]);
   const secretMatches = createKeyMatcher([oauth.client_secret]);
@@ -160,7 +163,50 @@ export function oauthTokenRoutes(oauth: OAuthConfig, issuer: TokenIssuer) {
     if (!idOk || !secretOk) return c.json({ error: 'client_id or client_secret is not valid' }, 401);
     return c.json(issuer.issue(), 200);
   };
-  app.post('/token', token);
-  app.get('/token', token);
+  const tokenAnswers = (contentType: boolean): Record<number, ResponseDoc> => ({
+    200: {
+      description: 'An access token',
+      schema: tokenAnswerSchema,
+      headers: { 'Cache-Control': { description: 'no-store', schema: z.literal('no-store') } },
+    },
+    400: crmError(
+      contentType
+        ? 'The body is not JSON, or a parameter is missing, or grant_type is not client_credentials'
+        : 'A parameter is missing, or grant_type is not client_credentials',
+    ),
+    401: crmError('client_id or client_secret is not valid'),
+    ...(contentType
+      ? { 415: crmError('Content-Type is neither application/json nor application/x-www-form-urlencoded') }
+      : ({} as Record<number, ResponseDoc>)),
+  });
+  mountRoutes(app, [
+    route({
+      method: 'post',
+      path: '/token',
+      doc: {
+        tag: 'operator',
+        summary: 'An access token for the operator API (client credentials)',
+        request: { schema: tokenRequestSchema, contentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
+        responses: tokenAnswers(true),
+      },
+      handlers: [token],
+    }),
+    route({
+      method: 'get',
+      path: '/token',
+      doc: {
+        tag: 'operator',
+        summary: 'An access token for the operator API (client credentials as query parameters)',
+        parameters: Object.keys(tokenRequestSchema.shape).map((name) => ({
+          name,
+          in: 'query' as const,
+          required: true,
+          schema: tokenRequestSchema.shape[name as keyof typeof tokenRequestSchema.shape],
+        })),
+        responses: tokenAnswers(false),
+      },
+      handlers: [token],
+    }),
+  ]);
   return app;
 }

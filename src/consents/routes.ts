@@ -3,7 +3,10 @@
  * it like a receipt, against the public URL we configured (never the Host header): unsigned or forged is 403 and
  * nothing is stored. The answer is what the provider expects (Twilio: empty TwiML, so no reply is sent).
  */
-import { Hono } from 'hono';
+import { Hono, type Env, type Handler } from 'hono';
+import { z } from 'zod';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
@@ -16,6 +19,44 @@ import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { boundInboundSms } from './inbound-limits.js';
 
+const inboundAnswerSchema = z.strictObject({ received: z.number().int().describe('1 when the request carried a message, now stored') });
+
+const inboundMessagesAnswerSchema = z.strictObject({
+  messages: z
+    .array(
+      z.strictObject({
+        id: z.number().int(),
+        provider: z.string(),
+        provider_message_id: z.string(),
+        from_number: z.string(),
+        to_number: z.string(),
+        content: z.string().nullable().describe('null unless ledger.store_content is on'),
+        action: z.enum(['opt_out', 'opt_in']).nullable().describe('What the text asked for: a keyword of sms.opt_out_keywords or sms.opt_in_keywords, or null'),
+        matched_user_ids: z.array(z.string()).describe('Players whose mobile is the sender'),
+        received_at: z.string().describe('RFC 3339'),
+      }),
+    )
+    .describe('Newest first, at most 100'),
+});
+
+const inboundDoc = (method: 'get' | 'post'): RouteDoc => ({
+  tag: 'receipts',
+  summary: `Inbound SMS from a provider (${method.toUpperCase()}): STOP and START`,
+  description:
+    'A player’s reply, in the provider’s own format and signature (Twilio’s Messaging webhook, Vonage inbound SMS). ' +
+    'A text equal to one of sms.opt_out_keywords or sms.opt_in_keywords (trimmed, any case) opts the players whose mobile is the sender out of or into sms. ' +
+    'Every message is kept. Twilio is answered with empty TwiML.',
+  parameters: [{ name: 'provider', in: 'path', description: 'The key under `providers` in config.yaml', schema: z.string() }],
+  ...(method === 'post'
+    ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/x-www-form-urlencoded', 'application/json'] } }
+    : {}),
+  responses: {
+    200: { description: 'Stored (a provider retry of a stored message is acknowledged and changes nothing)', schema: inboundAnswerSchema },
+    403: { description: 'Refused by the provider plugin (signature or format); nothing stored', schema: errorAnswerSchema },
+    404: { description: 'No provider of that name, or it takes no inbound messages', schema: errorAnswerSchema },
+  },
+});
+
 export interface InboundRouteDeps {
   router: ProviderRouter;
   publicUrl: () => string;
@@ -26,23 +67,44 @@ export interface InboundRouteDeps {
 /** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
 export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database>; adminKey: string | undefined }) {
   const app = new Hono();
-  app.get('/inbound-messages', requireAdmin(deps.adminKey), async (c) => {
-    const from = c.req.query('from');
-    if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
-    const rows = await findInboundMessagesFrom(deps.readDb ?? deps.db, from, 100);
-    const messages = rows.map((r) => ({
-      ...r,
-      matched_user_ids: JSON.parse(r.matched_user_ids) as string[],
-      received_at: new Date(Number(r.received_at)).toISOString(),
-    }));
-    return c.json({ messages }, 200);
-  });
+  mountRoutes(app, [
+    route({
+      method: 'get',
+      path: '/inbound-messages',
+      doc: {
+        tag: 'admin',
+        summary: 'The inbound SMS received from a number (STOP, START and the rest)',
+        security: ['adminBearer'],
+        parameters: [{ name: 'from', in: 'query', required: true, description: 'The sender in E.164', schema: z.string() }],
+        responses: {
+          200: { description: 'The messages', schema: inboundMessagesAnswerSchema },
+          400: { description: '`from` is missing or not an E.164 number', schema: errorAnswerSchema },
+          401: { description: 'Bearer token missing or not admin.api_key', schema: errorAnswerSchema },
+          403: { description: 'The admin API is disabled (admin.api_key is not set)', schema: errorAnswerSchema },
+        },
+      },
+      handlers: [
+        requireAdmin(deps.adminKey),
+        async (c) => {
+          const from = c.req.query('from');
+          if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
+          const rows = await findInboundMessagesFrom(deps.readDb ?? deps.db, from, 100);
+          const messages = rows.map((r) => ({
+            ...r,
+            matched_user_ids: JSON.parse(r.matched_user_ids) as string[],
+            received_at: new Date(Number(r.received_at)).toISOString(),
+          }));
+          return c.json({ messages }, 200);
+        },
+      ],
+    }),
+  ]);
   return app;
 }
 
 export function inboundRoutes(deps: InboundRouteDeps) {
   const app = new Hono();
-  app.on(['GET', 'POST'], '/:provider', async (c) => {
+  const receive: Handler<Env, '/:provider'> = async (c) => {
     const name = c.req.param('provider');
     const provider = deps.router.byName(name);
     if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
@@ -78,6 +140,10 @@ export function inboundRoutes(deps: InboundRouteDeps) {
     if (parsed.message) await deps.receive(name, parsed.message);
     const answer = provider.inboundAnswer;
     return answer ? c.body(answer.body, 200, { 'content-type': answer.contentType }) : c.json({ received: parsed.message ? 1 : 0 }, 200);
-  });
+  };
+  mountRoutes(app, [
+    route({ method: 'get', path: '/:provider', doc: inboundDoc('get'), handlers: [receive] }),
+    route({ method: 'post', path: '/:provider', doc: inboundDoc('post'), handlers: [receive] }),
+  ]);
   return app;
 }

@@ -4,6 +4,7 @@
  * the session's CSRF token in the form.
  */
 import { Hono, type Context } from 'hono';
+import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
 import { html } from 'hono/html';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Kysely } from 'kysely';
@@ -17,7 +18,7 @@ import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console
 import { listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
 import { listEvents, replayDeadEvents } from '../ledger/events.js';
 import { listDeadCredits, replayDeadCredits } from '../ledger/credit-delivery.js';
-import { parseEventQuery } from '../events/event-query.js';
+import { EVENT_TYPES, parseEventQuery } from '../events/event-query.js';
 import { searchMessages } from '../ledger/message-search.js';
 import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
@@ -42,8 +43,8 @@ const TITLE = 'crm-sms-gateway console';
 const DEAD_EVENTS_PAGE = 100;
 const DEAD_CREDITS_PAGE = 100;
 
-export const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
-export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
+const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
+const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
 
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
@@ -84,6 +85,63 @@ async function runSearch(db: Kysely<Database>, params: URLSearchParams, deps: Co
   return { ...view, filter: query.filter, results: { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1]!) : null } };
 }
 
+const field = (description: string) => z.string().max(256).describe(description);
+/** What the replay form posts: the CSRF token and which dead letters (console/replay-form.ts). */
+const replayFormSchema = csrfFormSchema.extend({
+  only: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional()
+    .describe('The one conversion whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching (or absent): every dead letter matching provider and status'),
+  ids: z
+    .array(z.string().regex(/^[0-9]{1,15}$/))
+    .optional()
+    .describe('Ticked conversion ids'),
+  provider: field('Filter of the list').optional(),
+  status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
+});
+/** What the dead-event replay form posts (console/event-replay-form.ts). */
+const eventReplayFormSchema = csrfFormSchema.extend({
+  only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead event matching type and user_id (required unless only is given)'),
+  ids: z.array(z.string().uuid()).optional().describe('Ticked event ids'),
+  type: z
+    .enum(['', ...EVENT_TYPES] as [string, ...string[]])
+    .optional()
+    .describe('Filter of the list'),
+  user_id: field('Filter of the list').optional(),
+});
+/** What the dead-credit replay form posts (console/credit-replay-form.ts). */
+const creditReplayFormSchema = csrfFormSchema.extend({
+  only: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/)
+    .optional()
+    .describe('The one credit (credit_id) whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead credit of user_id, or every dead credit (required unless only is given)'),
+  ids: z
+    .array(z.string().regex(/^[1-9][0-9]{0,14}$/))
+    .optional()
+    .describe('Ticked credit_ids'),
+  user_id: field('Filter of the list').optional(),
+});
+const searchField = (name: string, description: string) => ({ name, in: 'query' as const, description, schema: field(description) });
+
+const page = (description: string): ResponseDoc => ({ description, contentType: 'text/html; charset=UTF-8', schema: z.string() });
+const backToConsole: ResponseDoc = { description: 'Done; back to the console', headers: { Location: { description: '/console…', schema: z.string() } } };
+const form = 'application/x-www-form-urlencoded';
+const disabled = page('The console is disabled (admin.api_key is not set)');
+
 export function consoleRoutes(deps: ConsoleRouteDeps) {
   const app = new Hono();
   const { adminKey } = deps;
@@ -103,114 +161,228 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   const loginPage = (c: Context, status: 200 | 401, error?: string) => htmlPage(c, { title: TITLE, status, body: renderLoginForm(error) });
   const back = (c: Context, query = '') => c.redirect(`/console${query}`, 303);
 
-  app.get('/', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 200);
-    const params = new URL(c.req.url).searchParams;
-    const csrf = sessions.csrfToken(session);
-    const search = await runSearch(deps.readDb ?? deps.db, params, deps);
-    const body = renderDashboard({
-      summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
-      search,
-      replayed: replayedCount(params),
-      circuits: deps.circuits?.(),
-    });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body, status: search.error ? 400 : 200 });
-  });
-
-  app.get('/messages/:smsId', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see this message.');
-    const nav = renderNav(sessions.csrfToken(session));
-    const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
-    if (!message)
-      return htmlPage(c, {
-        title: TITLE,
-        nav,
-        status: 404,
-        body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>`,
-      });
-    // The number is shown in full only to someone who searched for it (the link from the results carries it).
-    const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
-    // Provider error texts may quote the number: masked on the page like every other number.
-    const story = await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
-    return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
-  });
-
-  app.get('/dead-letters', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead letters.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
-    const now = deps.now();
-    const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
-    if (!query.ok)
-      return htmlPage(c, {
-        title: TITLE,
-        nav: renderNav(csrf),
-        status: 400,
-        body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }),
-      });
-    const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
-    const more = rows.length > query.limit;
-    const page = more ? rows.slice(0, query.limit) : rows;
-    const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
-
-  app.get('/dead-events', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead CRM events.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    // The list is of dead events only: status is not a parameter here.
-    const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
-    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-    const refused = query.ok && query.filter.status !== undefined ? 'status: this list shows dead events only' : query.ok ? undefined : query.error;
-    if (refused !== undefined || !query.ok) {
-      return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }) });
-    }
-    const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
-    const page = rows.slice(0, DEAD_EVENTS_PAGE);
-    const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
-
-  app.get('/dead-credits', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead credits.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    const query = parseDeadCreditQuery(params);
-    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-    if (!query.ok)
-      return htmlPage(c, {
-        title: TITLE,
-        nav: renderNav(csrf),
-        status: 400,
-        body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }),
-      });
-    const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
-    const page = rows.slice(0, DEAD_CREDITS_PAGE);
-    const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
-
-  app.post('/login', async (c) => {
-    const form = loginFormSchema.safeParse(await c.req.parseBody());
-    if (!form.success || !isAdminKey(form.data.key)) return loginPage(c, 401, 'That is not the admin key.');
-    const { token } = sessions.issue();
-    setCookie(c, SESSION_COOKIE, token, {
-      path: '/console',
-      httpOnly: true,
-      sameSite: 'Strict',
-      // Behind a TLS-terminating proxy the request itself is plain HTTP; the proxy says what the browser used.
-      secure: deps.secureCookie || new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https',
-      maxAge: Math.floor(SESSION_TTL_MS / 1000),
-    });
-    return back(c);
-  });
+  mountRoutes(app, [
+    route({
+      method: 'get',
+      path: '/',
+      doc: {
+        tag: 'console',
+        summary: 'The console: the sign-in form without a session; with one, message search, totals, charts and the outbox',
+        description: 'The search takes the parameters of GET /admin/messages; empty ones are ignored (the form sends every field).',
+        parameters: [
+          searchField('recipient', 'Phone number, E.164 or national'),
+          searchField('user_id', 'activity.user_id'),
+          searchField('activity_id', 'activity.id'),
+          searchField('sms_id', 'sms_id'),
+          searchField('provider', 'Provider name'),
+          searchField('status', 'A status word of GET /admin/messages'),
+          searchField('from', 'Created at or after (UTC)'),
+          searchField('to', 'Created before (UTC)'),
+          searchField('cursor', 'The next page'),
+        ],
+        responses: {
+          200: page('The console page, or the sign-in form'),
+          400: page('The console page with the search parameter named that is not valid'),
+          403: disabled,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const session = await sessionOf(c);
+          if (!session) return loginPage(c, 200);
+          const params = new URL(c.req.url).searchParams;
+          const csrf = sessions.csrfToken(session);
+          const search = await runSearch(deps.readDb ?? deps.db, params, deps);
+          const body = renderDashboard({
+            summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
+            search,
+            replayed: replayedCount(params),
+            circuits: deps.circuits?.(),
+          });
+          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body, status: search.error ? 400 : 200 });
+        },
+      ],
+    }),
+    route({
+      method: 'get',
+      path: '/messages/:smsId',
+      doc: {
+        tag: 'console',
+        summary: 'One message: its fields and a timeline of its send, receipts and conversions',
+        security: ['consoleSession'],
+        parameters: [
+          { name: 'smsId', in: 'path', schema: z.string() },
+          { name: 'recipient', in: 'query', description: 'The number searched for: shown unmasked when it is this message’s', schema: field('phone number') },
+        ],
+        responses: { 200: page('The message page'), 401: page('No valid session: the sign-in form'), 403: disabled, 404: page('No message with this sms_id') },
+      },
+      handlers: [
+        async (c) => {
+          const session = await sessionOf(c);
+          if (!session) return loginPage(c, 401, 'Sign in to see this message.');
+          const nav = renderNav(sessions.csrfToken(session));
+          const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
+          if (!message)
+            return htmlPage(c, {
+              title: TITLE,
+              nav,
+              status: 404,
+              body: html`<p class="notice error" role="alert">No message with sms_id ${c.req.param('smsId')}.</p>`,
+            });
+          // The number is shown in full only to someone who searched for it (the link from the results carries it).
+          const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
+          // Provider error texts may quote the number: masked on the page like every other number.
+          const story = await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
+          return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
+        },
+      ],
+    }),
+    route({
+      method: 'get',
+      path: '/dead-letters',
+      doc: {
+        tag: 'console',
+        summary: 'Dead-lettered conversions with reasons, attempts, last answers and ages, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [searchField('provider', 'Provider name'), searchField('status', 'Delivery status reported'), searchField('cursor', 'The next page')],
+        responses: { 200: page('The dead-letter list'), 400: page('A filter is not valid'), 401: page('No valid session: the sign-in form'), 403: disabled },
+      },
+      handlers: [
+        async (c) => {
+          const session = await sessionOf(c);
+          if (!session) return loginPage(c, 401, 'Sign in to see the dead letters.');
+          const csrf = sessions.csrfToken(session);
+          const params = new URL(c.req.url).searchParams;
+          const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
+          const now = deps.now();
+          const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
+          if (!query.ok)
+            return htmlPage(c, {
+              title: TITLE,
+              nav: renderNav(csrf),
+              status: 400,
+              body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }),
+            });
+          const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
+          const more = rows.length > query.limit;
+          const page = more ? rows.slice(0, query.limit) : rows;
+          const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
+          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
+        },
+      ],
+    }),
+    route({
+      method: 'get',
+      path: '/dead-events',
+      doc: {
+        tag: 'console',
+        summary: 'Dead-lettered CRM events with type, user, attempts, the CRM’s last answer and age, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [
+          { name: 'type', in: 'query', description: 'CRM queue type', schema: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]) },
+          searchField('user_id', 'The player'),
+          { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) },
+        ],
+        responses: {
+          200: page('The dead-event list'),
+          400: page('A filter is not valid (named on the page)'),
+          401: page('No valid session: the sign-in form'),
+          403: disabled,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const session = await sessionOf(c);
+          if (!session) return loginPage(c, 401, 'Sign in to see the dead CRM events.');
+          const csrf = sessions.csrfToken(session);
+          const params = new URL(c.req.url).searchParams;
+          // The list is of dead events only: status is not a parameter here.
+          const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
+          const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+          const refused = query.ok && query.filter.status !== undefined ? 'status: this list shows dead events only' : query.ok ? undefined : query.error;
+          if (refused !== undefined || !query.ok) {
+            return htmlPage(c, {
+              title: TITLE,
+              nav: renderNav(csrf),
+              status: 400,
+              body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }),
+            });
+          }
+          const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
+          const page = rows.slice(0, DEAD_EVENTS_PAGE);
+          const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
+          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
+        },
+      ],
+    }),
+    route({
+      method: 'get',
+      path: '/dead-credits',
+      doc: {
+        tag: 'console',
+        summary:
+          'Dead-lettered credits (sql backend, operator.credits.url) with user, bonus code, amount, attempts, the operator’s last answer and age, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [
+          searchField('user_id', 'The player'),
+          { name: 'cursor', in: 'query', description: 'The next page', schema: z.string().regex(/^[0-9]{0,15}$/) },
+        ],
+        responses: {
+          200: page('The dead-credit list'),
+          400: page('A filter is not valid (named on the page)'),
+          401: page('No valid session: the sign-in form'),
+          403: disabled,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const session = await sessionOf(c);
+          if (!session) return loginPage(c, 401, 'Sign in to see the dead credits.');
+          const csrf = sessions.csrfToken(session);
+          const params = new URL(c.req.url).searchParams;
+          const query = parseDeadCreditQuery(params);
+          const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+          if (!query.ok)
+            return htmlPage(c, {
+              title: TITLE,
+              nav: renderNav(csrf),
+              status: 400,
+              body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }),
+            });
+          const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
+          const page = rows.slice(0, DEAD_CREDITS_PAGE);
+          const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
+          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
+        },
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/login',
+      doc: {
+        tag: 'console',
+        summary: 'Exchange the admin key for a session cookie (HttpOnly, SameSite=Strict)',
+        request: { schema: loginFormSchema, contentTypes: [form] },
+        responses: { 303: backToConsole, 401: page('Not the admin key'), 403: disabled },
+      },
+      handlers: [
+        async (c) => {
+          const form = loginFormSchema.safeParse(await c.req.parseBody());
+          if (!form.success || !isAdminKey(form.data.key)) return loginPage(c, 401, 'That is not the admin key.');
+          const { token } = sessions.issue();
+          setCookie(c, SESSION_COOKIE, token, {
+            path: '/console',
+            httpOnly: true,
+            sameSite: 'Strict',
+            // Behind a TLS-terminating proxy the request itself is plain HTTP; the proxy says what the browser used.
+            secure: deps.secureCookie || new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https',
+            maxAge: Math.floor(SESSION_TTL_MS / 1000),
+          });
+          return back(c);
+        },
+      ],
+    }),
+  ]);
 
   /** Posts that change something need the session and its CSRF token (SameSite=Strict already keeps other sites' forms out). */
   const guarded = (handler: (c: Context, session: Session) => Promise<Response>) => async (c: Context) => {
@@ -247,43 +419,102 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
       return c.redirect(`${list.path}?replayed=${replayed}`, 303);
     });
 
-  app.post(
-    '/replay',
-    replayRoute(
-      { path: '/console/dead-letters', name: 'dead letters' },
-      replayFormMatch,
-      (match) => replayDeadConversions(deps.db, deps.now(), match),
-      deps.onReplay,
-    ),
-  );
-  app.post(
-    '/events/replay',
-    replayRoute(
-      { path: '/console/dead-events', name: 'dead CRM events' },
-      eventReplayFormMatch,
-      (match) => replayDeadEvents(deps.db, deps.now(), match),
-      deps.onEventsReplay,
-    ),
-  );
-  app.post(
-    '/credits/replay',
-    replayRoute(
-      { path: '/console/dead-credits', name: 'dead credits' },
-      creditReplayFormMatch,
-      (match) => replayDeadCredits(deps.db, match, deps.now()),
-      deps.onCreditsReplay,
-    ),
-  );
-
-  app.post(
-    '/logout',
-    guarded(async (c, session) => {
-      // Ended on the server too: a copy of the cookie taken before sign-out no longer opens the console.
-      await revokeConsoleSession(deps.db, session.nonce, session.expiresAt, deps.now());
-      deleteCookie(c, SESSION_COOKIE, { path: '/console' });
-      return back(c);
+  mountRoutes(app, [
+    route({
+      method: 'post',
+      path: '/replay',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead-lettered conversions due again: one, the ticked ones, or all matching the filter',
+        security: ['consoleSession'],
+        request: { schema: replayFormSchema, contentTypes: [form] },
+        responses: {
+          303: backToConsole,
+          400: page('The form names no valid dead letters'),
+          401: page('No valid session'),
+          403: page('CSRF token missing or wrong, or the console is disabled'),
+        },
+      },
+      handlers: [
+        replayRoute(
+          { path: '/console/dead-letters', name: 'dead letters' },
+          replayFormMatch,
+          (match) => replayDeadConversions(deps.db, deps.now(), match),
+          deps.onReplay,
+        ),
+      ],
     }),
-  );
+    route({
+      method: 'post',
+      path: '/events/replay',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead CRM events due again: one, the ticked ones, or all matching the filter',
+        security: ['consoleSession'],
+        request: { schema: eventReplayFormSchema, contentTypes: [form] },
+        responses: {
+          303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } },
+          400: page('The form names no valid dead events'),
+          401: page('No valid session'),
+          403: page('CSRF token missing or wrong, or the console is disabled'),
+        },
+      },
+      handlers: [
+        replayRoute(
+          { path: '/console/dead-events', name: 'dead CRM events' },
+          eventReplayFormMatch,
+          (match) => replayDeadEvents(deps.db, deps.now(), match),
+          deps.onEventsReplay,
+        ),
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/credits/replay',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead credits due again for operator.credits.url: one, the ticked ones, or all of the filter',
+        security: ['consoleSession'],
+        request: { schema: creditReplayFormSchema, contentTypes: [form] },
+        responses: {
+          303: {
+            description: 'Done; back to the dead credits',
+            headers: { Location: { description: '/console/dead-credits?replayed=N', schema: z.string() } },
+          },
+          400: page('The form names no valid dead credits'),
+          401: page('No valid session'),
+          403: page('CSRF token missing or wrong, or the console is disabled'),
+        },
+      },
+      handlers: [
+        replayRoute(
+          { path: '/console/dead-credits', name: 'dead credits' },
+          creditReplayFormMatch,
+          (match) => replayDeadCredits(deps.db, match, deps.now()),
+          deps.onCreditsReplay,
+        ),
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/logout',
+      doc: {
+        tag: 'console',
+        summary: 'End the session',
+        security: ['consoleSession'],
+        request: { schema: csrfFormSchema, contentTypes: [form] },
+        responses: { 303: backToConsole, 401: page('No valid session'), 403: page('CSRF token missing or wrong, or the console is disabled') },
+      },
+      handlers: [
+        guarded(async (c, session) => {
+          // Ended on the server too: a copy of the cookie taken before sign-out no longer opens the console.
+          await revokeConsoleSession(deps.db, session.nonce, session.expiresAt, deps.now());
+          deleteCookie(c, SESSION_COOKIE, { path: '/console' });
+          return back(c);
+        }),
+      ],
+    }),
+  ]);
 
   return app;
 }

@@ -1,5 +1,8 @@
 /** /dlr/{provider}: verify and parse with the provider's plugin, store, answer 2xx quickly (providers retry otherwise). */
-import { Hono } from 'hono';
+import { Hono, type Env, type Handler } from 'hono';
+import { z } from 'zod';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
 import type { Logger } from 'pino';
 import { receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
@@ -19,9 +22,31 @@ export interface ReceiptRouteDeps {
   logger: Logger;
 }
 
+const receiptAnswerSchema = z.strictObject({ received: z.number().int().describe('Events in the request, now stored') });
+
+/**
+ * The configured provider names are not listed: /openapi.json is public, and which providers an operator uses (and
+ * under which names) is nobody else's business.
+ */
+const receiptDoc = (method: 'get' | 'post'): RouteDoc => ({
+  tag: 'receipts',
+  summary: `Delivery receipt from a provider (${method.toUpperCase()})`,
+  description:
+    'The body and signature are the provider’s own (Twilio form posts, Vonage JSON, sandbox JSON); the provider’s plugin verifies and parses them. Answers only after the events are stored.',
+  parameters: [{ name: 'provider', in: 'path', description: 'The key under `providers` in config.yaml', schema: z.string() }],
+  ...(method === 'post'
+    ? { request: { schema: z.unknown().describe('Provider-specific'), contentTypes: ['application/json', 'application/x-www-form-urlencoded'] } }
+    : {}),
+  responses: {
+    200: { description: 'Stored (duplicates are acknowledged and ignored)', schema: receiptAnswerSchema },
+    403: { description: 'Refused by the provider plugin (signature or format)', schema: errorAnswerSchema },
+    404: { description: 'No provider of that name is configured', schema: errorAnswerSchema },
+  },
+});
+
 export function receiptRoutes(deps: ReceiptRouteDeps) {
   const app = new Hono();
-  app.on(['GET', 'POST'], '/:provider', async (c) => {
+  const receive: Handler<Env, '/:provider'> = async (c) => {
     const name = c.req.param('provider');
     const provider = deps.router.byName(name);
     if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
@@ -55,6 +80,10 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
     await deps.ingest(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
     return c.json({ received: bounded.events.length }, 200);
-  });
+  };
+  mountRoutes(app, [
+    route({ method: 'get', path: '/:provider', doc: receiptDoc('get'), handlers: [receive] }),
+    route({ method: 'post', path: '/:provider', doc: receiptDoc('post'), handlers: [receive] }),
+  ]);
   return app;
 }

@@ -1,6 +1,8 @@
 /** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
 import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
 import { Hono } from 'hono';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
@@ -18,7 +20,7 @@ export interface EventAdminDeps {
   onReplay: () => void;
 }
 
-export const eventReplayRequestSchema = z.strictObject({
+const eventReplayRequestSchema = z.strictObject({
   event_ids: z
     .array(z.string().min(1).max(100))
     .min(1)
@@ -66,43 +68,107 @@ function eventView(row: EventRow) {
   };
 }
 
+const adminRefusals: Record<number, ResponseDoc> = {
+  401: { description: 'Bearer token missing or not admin.api_key', schema: errorAnswerSchema },
+  403: { description: 'admin.api_key is not set', schema: errorAnswerSchema },
+};
+
+const eventSchema = z.strictObject({
+  event_id: z.string(),
+  type: z.string().describe('The CRM queue type, e.g. BONUS, USER_CONSENTS_V2'),
+  method: z.enum(['POST', 'PUT']),
+  path: z.string().describe('Integration API path'),
+  user_id: z.string(),
+  source: z.enum(['relay', 'gateway']).describe('relay: received on /relay; gateway: caused by the gateway’s own data change'),
+  status: z.enum(['pending', 'sent', 'dead']),
+  attempts: z.number().int(),
+  created_at: z.number().int().describe('epoch milliseconds (accepted)'),
+  next_attempt_at: z.number().int().describe('epoch milliseconds'),
+  sent_at: z.number().int().nullable(),
+  http_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  payload: z.record(z.string(), z.unknown()).describe('The body as sent'),
+});
+
 export function eventAdminRoutes(deps: EventAdminDeps) {
   const app = new Hono();
   app.use('/events', requireAdmin(deps.adminKey));
   app.use('/events/*', requireAdmin(deps.adminKey));
 
-  app.get('/events', async (c) => {
-    const query = parseEventQuery(new URL(c.req.url).searchParams);
-    if (!query.ok) return c.json({ error: query.error }, 400);
-    const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, limit: PAGE + 1 });
-    const page = rows.slice(0, PAGE);
-    const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
-    return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });
-  });
-
-  app.post('/events/replay', async (c) => {
-    const text = await c.req.text();
-    // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
-    const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
-    if (refused) return c.json({ error: refused, code: 400 }, 400);
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : {};
-    } catch {
-      return c.json({ error: 'body is not valid JSON' }, 400);
-    }
-    const parsed = eventReplayRequestSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const field = issue.path.length ? String(issue.path[0]) : 'body';
-      const problem =
-        issue.code === 'unrecognized_keys' ? 'only event_ids, type and user_id are accepted' : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
-      return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
-    }
-    const { event_ids: eventIds, type, user_id: userId } = parsed.data;
-    const replayed = await replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId });
-    if (replayed > 0) deps.onReplay();
-    return c.json({ replayed }, 200);
-  });
+  mountRoutes(app, [
+    route({
+      method: 'get',
+      path: '/events',
+      doc: {
+        tag: 'events',
+        summary: 'Events of the CRM outbox, newest first (100 a page)',
+        security: ['adminBearer'],
+        parameters: [
+          { name: 'user_id', in: 'query', schema: z.string().min(1).max(256), description: 'Only this user’s events' },
+          { name: 'status', in: 'query', schema: z.enum(['pending', 'sent', 'dead']) },
+          { name: 'type', in: 'query', schema: z.enum(EVENT_TYPES as [string, ...string[]]), description: 'Only events of this CRM queue type' },
+          { name: 'cursor', in: 'query', schema: z.string().regex(/^[0-9]{1,15}$/), description: 'next_cursor of the previous page' },
+        ],
+        responses: {
+          200: { description: 'A page', schema: z.strictObject({ events: z.array(eventSchema), next_cursor: z.string().nullable() }) },
+          400: { description: 'A parameter is unknown, repeated, empty, too long (256) or not valid (named in the error)', schema: errorAnswerSchema },
+          ...adminRefusals,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const query = parseEventQuery(new URL(c.req.url).searchParams);
+          if (!query.ok) return c.json({ error: query.error }, 400);
+          const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, limit: PAGE + 1 });
+          const page = rows.slice(0, PAGE);
+          const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
+          return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });
+        },
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/events/replay',
+      doc: {
+        tag: 'events',
+        summary: 'Send dead events again: the given event_ids, or all of them (of a type and/or user_id when given)',
+        security: ['adminBearer'],
+        request: { schema: eventReplayRequestSchema },
+        responses: {
+          200: { description: 'How many dead events are due again', schema: z.strictObject({ replayed: z.number().int() }) },
+          400: { description: 'The body is not valid', schema: errorAnswerSchema },
+          ...adminRefusals,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const text = await c.req.text();
+          // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
+          const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
+          if (refused) return c.json({ error: refused, code: 400 }, 400);
+          let body: unknown;
+          try {
+            body = text ? JSON.parse(text) : {};
+          } catch {
+            return c.json({ error: 'body is not valid JSON' }, 400);
+          }
+          const parsed = eventReplayRequestSchema.safeParse(body);
+          if (!parsed.success) {
+            const issue = parsed.error.issues[0]!;
+            const field = issue.path.length ? String(issue.path[0]) : 'body';
+            const problem =
+              issue.code === 'unrecognized_keys'
+                ? 'only event_ids, type and user_id are accepted'
+                : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
+            return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
+          }
+          const { event_ids: eventIds, type, user_id: userId } = parsed.data;
+          const replayed = await replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId });
+          if (replayed > 0) deps.onReplay();
+          return c.json({ replayed }, 200);
+        },
+      ],
+    }),
+  ]);
   return app;
 }

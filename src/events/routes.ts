@@ -3,12 +3,15 @@
  * method (docs/crm-interface.md §7). Check the key, the size, the shape; commit to the outbox; answer 202 {event_id}.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
+import { z } from 'zod';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { mountRoutes, route as entry, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
 import type { Transact } from '../ledger/transaction-queue.js';
 import { createKeyMatcher } from '../auth/api-key.js';
 import { readJsonBody } from '../http/json-body.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
-import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type EventRoute } from '../crm/event-catalogue.js';
+import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type CatalogueRow, type EventRoute } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
 import { traceRequests } from '../observability/request-context.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -18,6 +21,50 @@ interface BonusFields {
   bonus_code?: string;
   user_bonus_id: string;
   status: string;
+}
+
+const acceptedSchema = z.strictObject({ event_id: z.string().describe('The outbox id of the event (the first one’s, for a repeated bonus status)') });
+
+const relayRefusals: Record<number, ResponseDoc> = {
+  400: {
+    description: 'A field is missing or wrong (named in the error), the body is too large or too deep, or credit_id names no credit of the user',
+    schema: errorAnswerSchema,
+  },
+  401: { description: 'X-Api-Key missing or not one of relay.api_keys', schema: errorAnswerSchema },
+  403: { description: 'relay.api_keys is empty: the relay is off', schema: errorAnswerSchema },
+  415: { description: 'Content-Type is not application/json', schema: errorAnswerSchema },
+};
+
+/** The documentation of a relay route: its defaults are the catalogue row's (the mounted method and path may be configured). */
+function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
+  return {
+    tag: 'events',
+    summary: `Relay a ${route.kind.replaceAll('_', ' ')} event to the CRM (default ${row.method} ${row.path}${row.channel === 'push_webhook' ? ', Basic auth' : `, queue type ${row.type}`})`,
+    description:
+      'Validated against the documented fields; other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
+      (route.kind === 'bonus'
+        ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.'
+        : ''),
+    security: ['relayApiKey'],
+    request: { schema: eventSchema(route.kind) },
+    responses: {
+      202: {
+        description: 'Accepted: committed to the outbox',
+        schema: acceptedSchema,
+        ...(route.kind === 'bonus'
+          ? {
+              headers: {
+                'Idempotent-Replayed': {
+                  description: 'true when this (user_bonus_id, status) was accepted before; nothing more is sent',
+                  schema: z.literal('true'),
+                },
+              },
+            }
+          : {}),
+      },
+      ...relayRefusals,
+    },
+  };
 }
 
 export interface RelayRouteDeps {
@@ -52,36 +99,46 @@ export function relayRoutes(deps: RelayRouteDeps) {
   for (const route of deps.routes) {
     const schema = eventSchema(route.kind);
     const row = catalogueRow(route.kind);
-    app.on(route.method, route.path, async (c) => {
-      const declared = Number(c.req.header('content-length') ?? 0);
-      if (declared > deps.maxEventBytes) return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
-      const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
-      if (!body.ok) return c.json({ error: body.error }, body.status);
-      if (Buffer.byteLength(body.text) > deps.maxEventBytes)
-        return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
-      const guarded = guardPayload(body.value, deps.maxDepth);
-      if (!guarded.ok) return c.json({ error: guarded.error }, 400);
-      const parsed = schema.safeParse(body.value);
-      if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value) }, 400);
-      const valid = parsed.data as Record<string, unknown>;
-      const extra = extraCheck(route.kind, valid);
-      if (extra) return c.json({ error: extra }, 400);
-      const bonus =
-        route.kind === 'bonus'
-          ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({
-              creditId: credit_id,
-              bonusCode: bonus_code,
-              userBonusId: user_bonus_id,
-              status,
-            }))(parsed.data as BonusFields)
-          : undefined;
-      const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
-      const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
-      if (!result.ok) return c.json({ error: result.error }, 400);
-      if (result.replayed) c.header('Idempotent-Replayed', 'true');
-      else deps.onAccepted();
-      return c.json({ event_id: result.eventId }, 202);
-    });
+    mountRoutes(app, [
+      entry({
+        method: route.method === 'POST' ? 'post' : 'put',
+        path: route.path,
+        doc: relayDoc(route, row),
+        handlers: [
+          async (c) => {
+            const declared = Number(c.req.header('content-length') ?? 0);
+            if (declared > deps.maxEventBytes)
+              return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
+            const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
+            if (!body.ok) return c.json({ error: body.error }, body.status);
+            if (Buffer.byteLength(body.text) > deps.maxEventBytes)
+              return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
+            const guarded = guardPayload(body.value, deps.maxDepth);
+            if (!guarded.ok) return c.json({ error: guarded.error }, 400);
+            const parsed = schema.safeParse(body.value);
+            if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value) }, 400);
+            const valid = parsed.data as Record<string, unknown>;
+            const extra = extraCheck(route.kind, valid);
+            if (extra) return c.json({ error: extra }, 400);
+            const bonus =
+              route.kind === 'bonus'
+                ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({
+                    creditId: credit_id,
+                    bonusCode: bonus_code,
+                    userBonusId: user_bonus_id,
+                    status,
+                  }))(parsed.data as BonusFields)
+                : undefined;
+            const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
+            const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
+            if (!result.ok) return c.json({ error: result.error }, 400);
+            if (result.replayed) c.header('Idempotent-Replayed', 'true');
+            else deps.onAccepted();
+            return c.json({ event_id: result.eventId }, 202);
+          },
+        ],
+      }),
+    ]);
   }
   return app;
 }

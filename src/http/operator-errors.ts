@@ -5,6 +5,8 @@
  * the unhandled-error handler (500). Only error answers are read again, so successful answers cost nothing.
  */
 import type { MiddlewareHandler } from 'hono';
+import { crmErrorSchema } from '../crm/contract.js';
+import type { ResponseDoc } from './route-table.js';
 
 /** The paths the CRM calls (docs/operator-api.md); /admin and the SMS channel keep their own answers. */
 const OPERATOR_PATHS = [
@@ -17,6 +19,9 @@ const OPERATOR_PATHS = [
   /^\/oauth\/token$/,
 ];
 const CREDIT_PATHS = new Set(['/bonus/credit', '/bonus/credit/funds']);
+
+/** An error answer of the operator API as the OpenAPI document describes it: the CRM's shape. */
+export const crmError = (description: string): ResponseDoc => ({ description, schema: crmErrorSchema });
 
 export function isOperatorPath(path: string): boolean {
   return OPERATOR_PATHS.some((p) => p.test(path));

@@ -8,6 +8,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Hono } from 'hono';
 import { html } from 'hono/html';
+import { z } from 'zod';
+import { errorAnswerSchema } from '../http/error-answer.js';
+import { mountRoutes, route } from '../http/route-table.js';
 import type { OpenApiDocument } from './openapi.js';
 
 /**
@@ -129,21 +132,58 @@ export function apiDocsRoutes(describe: () => OpenApiDocument) {
   let assets: ReturnType<typeof loadAssets> | undefined;
   const document = () => (doc ??= describe());
 
-  app.get('/openapi.json', (c) => c.body((json ??= JSON.stringify(document())), 200, { 'content-type': 'application/json' }));
-  app.get('/docs', async (c) => {
-    c.header('Content-Security-Policy', DOCS_CSP);
-    c.header('X-Content-Type-Options', 'nosniff');
-    c.header('Referrer-Policy', 'no-referrer');
-    c.header('Cache-Control', 'no-store');
-    return c.html(await (page ??= renderPage(document())));
-  });
-  app.get('/docs/assets/:name', (c) => {
-    const asset = (assets ??= loadAssets()).get(c.req.param('name'));
-    if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}` }, 404);
-    c.header('X-Content-Type-Options', 'nosniff');
-    // The files change only with the package version, which restarts the process.
-    c.header('Cache-Control', 'public, max-age=3600');
-    return c.body(asset.body, 200, { 'content-type': asset.type });
-  });
+  mountRoutes(app, [
+    route({
+      method: 'get',
+      path: '/openapi.json',
+      doc: {
+        tag: 'operations',
+        summary: 'This document',
+        responses: { 200: { description: 'OpenAPI 3.1', schema: z.record(z.string(), z.unknown()) } },
+      },
+      handlers: [(c) => c.body((json ??= JSON.stringify(document())), 200, { 'content-type': 'application/json' })],
+    }),
+    route({
+      method: 'get',
+      path: '/docs',
+      doc: {
+        tag: 'operations',
+        summary: 'This document as a navigable reference (Swagger UI, served from this origin; a plain rendering without script in <noscript>)',
+        responses: { 200: { description: 'HTML', contentType: 'text/html; charset=UTF-8', schema: z.string() } },
+      },
+      handlers: [
+        async (c) => {
+          c.header('Content-Security-Policy', DOCS_CSP);
+          c.header('X-Content-Type-Options', 'nosniff');
+          c.header('Referrer-Policy', 'no-referrer');
+          c.header('Cache-Control', 'no-store');
+          return c.html(await (page ??= renderPage(document())));
+        },
+      ],
+    }),
+    route({
+      method: 'get',
+      path: '/docs/assets/:name',
+      doc: {
+        tag: 'operations',
+        summary: 'The files the /docs page loads (from the swagger-ui-dist package, and its start script)',
+        parameters: [{ name: 'name', in: 'path', schema: z.enum(['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js', 'page.css']) }],
+        responses: {
+          200: { description: 'The file', contentType: 'text/javascript; charset=utf-8', schema: z.string() },
+          404: { description: 'No such file', schema: errorAnswerSchema },
+        },
+      },
+      handlers: [
+        (c) => {
+          const asset = (assets ??= loadAssets()).get(c.req.param('name'));
+          if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}` }, 404);
+          c.header('X-Content-Type-Options', 'nosniff');
+          // The files change only with the package version, which restarts the process.
+          c.header('Cache-Control', 'public, max-age=3600');
+          return c.body(asset.body, 200, { 'content-type': asset.type });
+        },
+      ],
+    }),
+  ]);
   return app;
 }

@@ -1,18 +1,17 @@
 /**
  * The OpenAPI 3.1 document, generated from the zod schemas the routes validate with (z.toJSONSchema), so the
- * document cannot drift from what the routes accept. Each area lists its routes with describeRoute() in a
- * route-docs.ts beside its routes.ts; app.ts hands the lists to buildOpenApiDocument(). A new area (the operator
- * endpoints) adds its list there and, if it authenticates differently, its scheme to SECURITY_SCHEMES.
+ * document cannot drift from what the routes accept. Each area declares its routes with their docs in one table
+ * (src/http/route-table.ts); app.ts hands the documented routes it mounted to buildOpenApiDocument(). A new way to
+ * authenticate adds its name to SecurityName and its scheme to SECURITY_SCHEMES.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
+import type { DocumentedRoute, SecurityName } from '../http/route-table.js';
 
-export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
-
-export const SECURITY_SCHEMES = {
+export const SECURITY_SCHEMES: Record<SecurityName, Record<string, unknown>> = {
   crmApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'sms.api_keys (falls back to auth.api_keys)' },
   adminBearer: { type: 'http', scheme: 'bearer', description: 'admin.api_key' },
   relayApiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'relay.api_keys: the operator platform’s keys for /relay' },
@@ -25,46 +24,9 @@ export const SECURITY_SCHEMES = {
     description: 'auth.mode oauth: a Bearer access token (an HS256 JWT) from /oauth/token, client credentials from auth.oauth',
     flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: {} } },
   },
-} as const;
+};
 /** Listed under components only when some route uses them (the operator API uses the one of its auth.mode). */
 const CONDITIONAL_SCHEMES: ReadonlySet<string> = new Set(['operatorApiKey', 'operatorBasic', 'operatorOAuth']);
-export type SecurityName = keyof typeof SECURITY_SCHEMES;
-
-export interface ParameterDoc {
-  name: string;
-  in: 'path' | 'query' | 'header';
-  required?: boolean;
-  description?: string;
-  schema: z.ZodType;
-}
-
-export interface ResponseDoc {
-  description: string;
-  /** JSON body schema; for other content types give `contentType` (and optionally a schema of the text). */
-  schema?: z.ZodType;
-  contentType?: string;
-  headers?: Record<string, { description: string; schema: z.ZodType }>;
-}
-
-export interface RouteDoc {
-  method: HttpMethod;
-  /** OpenAPI path template: `/dlr/{provider}`. */
-  path: string;
-  summary: string;
-  description?: string;
-  tag: string;
-  /** Any one of these authenticates the request; omitted means public. */
-  security?: SecurityName[];
-  parameters?: ParameterDoc[];
-  request?: { schema: z.ZodType; contentTypes?: string[]; description?: string };
-  responses: Record<number, ResponseDoc>;
-}
-
-/** Typed identity: lets each route-docs.ts state its routes with checking and completion. */
-export function describeRoute(doc: RouteDoc): RouteDoc {
-  return doc;
-}
-
 /** Schemas shown once under components and referenced by name. */
 const NAMED_SCHEMAS = new Map<z.ZodType, string>([[errorAnswerSchema, 'Error']]);
 
@@ -79,7 +41,7 @@ function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string,
   return name ? { $ref: `#/components/schemas/${name}` } : plainJsonSchema(schema, io);
 }
 
-function describeOperation(route: RouteDoc) {
+function describeOperation(route: DocumentedRoute) {
   const responses: Record<string, unknown> = {};
   for (const [status, response] of Object.entries(route.responses)) {
     const contentType = response.contentType ?? 'application/json';
@@ -131,7 +93,7 @@ export interface OpenApiInfo {
   description: string;
 }
 
-export function buildOpenApiDocument(routes: readonly RouteDoc[], info: OpenApiInfo) {
+export function buildOpenApiDocument(routes: readonly DocumentedRoute[], info: OpenApiInfo) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const item = (paths[route.path] ??= {});

@@ -3,6 +3,9 @@
  * back a user's credits with the CRM references a bonus event needs.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
+import { mountRoutes, route, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
+import { consentsAnswerSchema } from '../crm/shapes.js';
+import { error, notJson, userParam } from './routes.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
@@ -22,10 +25,10 @@ import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
 import { inTransaction } from '../ledger/db.js';
 
-/** The answers of these routes, for the OpenAPI document (route-docs.ts). */
-export const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
-export const bonusesLoadedAnswerSchema = z.strictObject({ count: z.number().int().describe('Bonuses in the list now') });
-export const creditsAnswerSchema = z.strictObject({
+/** The answers of these routes, for the OpenAPI document. */
+const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
+const bonusesLoadedAnswerSchema = z.strictObject({ count: z.number().int().describe('Bonuses in the list now') });
+const creditsAnswerSchema = z.strictObject({
   credits: z
     .array(
       z.strictObject({
@@ -48,14 +51,14 @@ export const creditsAnswerSchema = z.strictObject({
     .describe('Newest first, at most 100'),
 });
 
-export const creditReplaySchema = z.strictObject({
+const creditReplaySchema = z.strictObject({
   credit_ids: z
     .array(z.string().regex(/^\d{1,15}$/, { error: 'must be a credit_id' }))
     .max(10_000)
     .optional()
     .describe('Absent: every dead credit'),
 });
-export const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
+const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().describe('Dead credits due again now') });
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
@@ -74,100 +77,199 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
     if (backend.name !== 'sql') return c.json({ error: 'operator.backend is http: player data is read from the operator platform, not loaded here' }, 409);
     await next();
   };
+  const refusals: Record<number, ResponseDoc> = {
+    401: error('Bearer token missing or not admin.api_key'),
+    403: error('The admin API is disabled (admin.api_key is not set)'),
+  };
+  // With the http backend the loading routes refuse: the CRM's reads would never see what they load.
+  const sqlOnlyDoc: Record<number, ResponseDoc> = backend.name === 'http' ? { 409: error('operator.backend is http: player data is not loaded here') } : {};
+  const doc = (d: Omit<RouteDoc, 'tag' | 'security'>): RouteDoc => ({ ...d, tag: 'operator admin', security: ['adminBearer'] });
 
-  app.put('/users/:userid', admin, sqlOnly, async (c) => {
-    const userId = c.req.param('userid');
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(adminUserSchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    if (parsed.value.user_id !== undefined && parsed.value.user_id !== userId) {
-      return c.json({ error: `user_id: "${parsed.value.user_id}" differs from the path's "${userId}"` }, 400);
-    }
-    const at = now();
-    // Read before the transaction, which must begin with its write (see upsertUsers); a race only blurs 201 vs 200.
-    const created = !(await userExists(db, userId));
-    await saveLoadedUsers(db, [toLoadedUser({ ...parsed.value, user_id: userId }, at)], at);
-    return c.json({ user_id: userId, created }, created ? 201 : 200);
-  });
-
-  app.put('/users/:userid/consents', admin, sqlOnly, async (c) => {
-    const userId = c.req.param('userid');
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(adminConsentsSchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    const rows = new Map(parsed.value.consents.map((e) => [e.type, consentRowOf(userId, e)]));
-    // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
-    // Consents event in the same transaction; the same set again changes nothing and sends nothing.
-    const found = await inTransaction(db, async (trx) => {
-      const user = await findUser(trx, userId);
-      if (!user) return false;
-      const at = now();
-      // A player's own sms opt-out newer than consents_updated_at (or with none given) stays (sms-opt-out-holds.ts).
-      const held = await findHeldSmsOptOuts(trx, [{ userId, asOf: parsed.value.consents_updated_at }]);
-      const consents = keepHeldSmsOptOut(userId, [...rows.values()], held);
-      const change = decideUserChange(user, user, await findConsents(trx, userId), consents);
-      if (change.writeConsents) {
-        await writeConsents(trx, consents, at, [userId]);
-        await restoreHeldSmsOptOuts(trx, [userId], held);
-        await enqueueEvent(trx, userConsentsEvent(userId, originOfRecord(user.record_json), at), at);
-      }
-      return true;
-    });
-    if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
-    const current = await backend.userConsents(userId);
-    return c.json(current.ok ? current.value : { error: current.error }, 200);
-  });
-
-  app.put('/bonuses', admin, sqlOnly, async (c) => {
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(adminBonusesSchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    await inTransaction(db, (trx) => replaceBonuses(trx, parsed.value));
-    return c.json({ count: parsed.value.length }, 200);
-  });
-
-  /** A user's latest credits, newest first, with crm_references typed as a bonus event carries them. */
-  app.get('/credits', admin, async (c) => {
-    const userId = c.req.query('user_id');
-    if (!userId) return c.json({ error: 'user_id: query parameter is required' }, 400);
-    const rows = await findCreditsByUser(readDb, userId, 100);
-    const credits = rows.map((r) => ({
-      credit_id: String(r.id),
-      kind: r.kind,
-      user_id: r.user_id,
-      bonus_code: r.bonus_code,
-      amount: r.amount,
-      currency: r.currency,
-      state: r.state,
-      delivery: r.delivery,
-      delivery_attempts: r.delivery_attempts,
-      delivery_error: r.delivery_error,
-      created_at: new Date(r.created_at).toISOString(),
-      crm_references: crmReferencesObject({
-        id: r.crm_id,
-        action_id: r.crm_action_id,
-        action_group_id: r.crm_action_group_id,
-        action_communication_profile_id: r.crm_action_communication_profile_id,
-        activity_id: r.crm_activity_id,
-        trigger_hash: r.crm_trigger_hash,
-        player_origin_id: r.crm_player_origin_id,
+  mountRoutes(app, [
+    route({
+      method: 'put',
+      path: '/users/:userid',
+      doc: doc({
+        summary: 'Create or replace a user (sql backend)',
+        parameters: [userParam],
+        request: { schema: adminUserSchema },
+        responses: {
+          200: { description: 'Replaced', schema: userLoadedAnswerSchema },
+          201: { description: 'Created', schema: userLoadedAnswerSchema },
+          400: error('The body is not JSON or not a valid user, or its user_id differs from the path'),
+          ...refusals,
+          ...sqlOnlyDoc,
+          ...notJson,
+        },
       }),
-    }));
-    return c.json({ credits }, 200);
-  });
-
-  /** Dead-lettered credits pushed again (all, or the listed credit_ids), with a fresh attempt count. */
-  app.post('/credits/replay', admin, async (c) => {
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = parseBody(creditReplaySchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-    const replayed = await replayDeadCredits(db, parsed.value.credit_ids?.map(Number), now());
-    return c.json({ replayed }, 200);
-  });
+      handlers: [
+        admin,
+        sqlOnly,
+        async (c) => {
+          const userId = c.req.param('userid');
+          const body = await readJsonBody(c);
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          const parsed = parseBody(adminUserSchema, body.value);
+          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          if (parsed.value.user_id !== undefined && parsed.value.user_id !== userId) {
+            return c.json({ error: `user_id: "${parsed.value.user_id}" differs from the path's "${userId}"` }, 400);
+          }
+          const at = now();
+          // Read before the transaction, which must begin with its write (see upsertUsers); a race only blurs 201 vs 200.
+          const created = !(await userExists(db, userId));
+          await saveLoadedUsers(db, [toLoadedUser({ ...parsed.value, user_id: userId }, at)], at);
+          return c.json({ user_id: userId, created }, created ? 201 : 200);
+        },
+      ],
+    }),
+    route({
+      method: 'put',
+      path: '/users/:userid/consents',
+      doc: doc({
+        summary: 'Replace a user’s consents (types not listed are opted out)',
+        parameters: [userParam],
+        request: { schema: adminConsentsSchema },
+        responses: {
+          200: { description: 'The consents now', schema: consentsAnswerSchema },
+          400: error('The body is not JSON or not a valid consents list'),
+          ...refusals,
+          404: error('No such user'),
+          ...sqlOnlyDoc,
+          ...notJson,
+        },
+      }),
+      handlers: [
+        admin,
+        sqlOnly,
+        async (c) => {
+          const userId = c.req.param('userid');
+          const body = await readJsonBody(c);
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          const parsed = parseBody(adminConsentsSchema, body.value);
+          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const rows = new Map(parsed.value.consents.map((e) => [e.type, consentRowOf(userId, e)]));
+          // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
+          // Consents event in the same transaction; the same set again changes nothing and sends nothing.
+          const found = await inTransaction(db, async (trx) => {
+            const user = await findUser(trx, userId);
+            if (!user) return false;
+            const at = now();
+            // A player's own sms opt-out newer than consents_updated_at (or with none given) stays (sms-opt-out-holds.ts).
+            const held = await findHeldSmsOptOuts(trx, [{ userId, asOf: parsed.value.consents_updated_at }]);
+            const consents = keepHeldSmsOptOut(userId, [...rows.values()], held);
+            const change = decideUserChange(user, user, await findConsents(trx, userId), consents);
+            if (change.writeConsents) {
+              await writeConsents(trx, consents, at, [userId]);
+              await restoreHeldSmsOptOuts(trx, [userId], held);
+              await enqueueEvent(trx, userConsentsEvent(userId, originOfRecord(user.record_json), at), at);
+            }
+            return true;
+          });
+          if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
+          const current = await backend.userConsents(userId);
+          return c.json(current.ok ? current.value : { error: current.error }, 200);
+        },
+      ],
+    }),
+    route({
+      method: 'put',
+      path: '/bonuses',
+      doc: doc({
+        summary: 'Replace the bonus list',
+        request: { schema: adminBonusesSchema },
+        responses: {
+          200: { description: 'Stored', schema: bonusesLoadedAnswerSchema },
+          400: error('The body is not JSON or not a valid bonus list (a value listed twice, say)'),
+          ...refusals,
+          ...sqlOnlyDoc,
+          ...notJson,
+        },
+      }),
+      handlers: [
+        admin,
+        sqlOnly,
+        async (c) => {
+          const body = await readJsonBody(c);
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          const parsed = parseBody(adminBonusesSchema, body.value);
+          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          await inTransaction(db, (trx) => replaceBonuses(trx, parsed.value));
+          return c.json({ count: parsed.value.length }, 200);
+        },
+      ],
+    }),
+    /** A user's latest credits, newest first, with crm_references typed as a bonus event carries them. */
+    route({
+      method: 'get',
+      path: '/credits',
+      doc: doc({
+        summary: 'A user’s latest credits with their CRM references',
+        parameters: [{ name: 'user_id', in: 'query', required: true, schema: z.string() }],
+        responses: {
+          200: { description: 'The credits', schema: creditsAnswerSchema },
+          400: error('user_id is missing'),
+          ...refusals,
+        },
+      }),
+      handlers: [
+        admin,
+        async (c) => {
+          const userId = c.req.query('user_id');
+          if (!userId) return c.json({ error: 'user_id: query parameter is required' }, 400);
+          const rows = await findCreditsByUser(readDb, userId, 100);
+          const credits = rows.map((r) => ({
+            credit_id: String(r.id),
+            kind: r.kind,
+            user_id: r.user_id,
+            bonus_code: r.bonus_code,
+            amount: r.amount,
+            currency: r.currency,
+            state: r.state,
+            delivery: r.delivery,
+            delivery_attempts: r.delivery_attempts,
+            delivery_error: r.delivery_error,
+            created_at: new Date(r.created_at).toISOString(),
+            crm_references: crmReferencesObject({
+              id: r.crm_id,
+              action_id: r.crm_action_id,
+              action_group_id: r.crm_action_group_id,
+              action_communication_profile_id: r.crm_action_communication_profile_id,
+              activity_id: r.crm_activity_id,
+              trigger_hash: r.crm_trigger_hash,
+              player_origin_id: r.crm_player_origin_id,
+            }),
+          }));
+          return c.json({ credits }, 200);
+        },
+      ],
+    }),
+    /** Dead-lettered credits pushed again (all, or the listed credit_ids), with a fresh attempt count. */
+    route({
+      method: 'post',
+      path: '/credits/replay',
+      doc: doc({
+        summary: 'Push dead-lettered credits to operator.credits.url again',
+        request: { schema: creditReplaySchema },
+        responses: {
+          200: { description: 'How many are due again', schema: creditReplayAnswerSchema },
+          400: error('The body is not JSON or a credit_id is not one'),
+          ...refusals,
+          ...notJson,
+        },
+      }),
+      handlers: [
+        admin,
+        async (c) => {
+          const body = await readJsonBody(c);
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          const parsed = parseBody(creditReplaySchema, body.value);
+          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const replayed = await replayDeadCredits(db, parsed.value.credit_ids?.map(Number), now());
+          return c.json({ replayed }, 200);
+        },
+      ],
+    }),
+  ]);
 
   return app;
 }

@@ -5,19 +5,45 @@
  * the CRM retries, and the ledger decides whether the retry sends again).
  */
 import { Hono } from 'hono';
+import { z } from 'zod';
 import { requireApiKey } from '../auth/api-key.js';
 import type { Config } from '../config/schema.js';
 import { activitySources, stringifyExact, type RawJson } from '../http/exact-json.js';
+import { errorAnswerSchema } from '../http/error-answer.js';
 import { readJsonBody } from '../http/json-body.js';
+import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
+import { smsMessageSchema } from './message-schema.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
-import type { BatchAnswer } from './route-docs.js';
 import { traceRequests } from '../observability/request-context.js';
 import type { Tracing } from '../observability/tracing.js';
 
-export type { BatchAnswer };
+/** The answers' schemas: the OpenAPI document's, and BatchAnswer's type below. */
+const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
+
+const singleRefusalSchema = z.strictObject({
+  error: z.string(),
+  sms_id: z.string().optional().describe('Present when the provider refused a message we had already recorded'),
+});
+
+const echoedId = z.union([z.string(), z.number(), z.null()]).describe('activity.id exactly as received, with its JSON type (null when absent)');
+const batchEntry = z.strictObject({ id: echoedId, sms_id: z.string().optional(), error: z.string() });
+
+const batchAnswerSchema = z.strictObject({
+  successful: z.array(z.strictObject({ id: echoedId, sms_id: z.string() })),
+  failed: z.array(batchEntry).describe('Permanent: the CRM does not retry these'),
+  fatal: z.array(batchEntry).describe('Transient: the CRM retries these'),
+});
+
+export type BatchAnswer = z.infer<typeof batchAnswerSchema>;
+
+const common: Record<number, ResponseDoc> = {
+  401: { description: 'X-Api-Key missing or not valid', schema: errorAnswerSchema },
+  413: { description: 'Body larger than server.body_limit_bytes', schema: errorAnswerSchema },
+  415: { description: 'Content-Type is not application/json', schema: errorAnswerSchema },
+};
 
 export interface SmsRouteDeps {
   sms: Config['sms'];
@@ -58,60 +84,101 @@ export function smsRoutes(deps: SmsRouteDeps) {
   app.use('*', requireApiKey(deps.apiKeys));
   if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
 
-  app.post('/single', async (c) => {
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const prepared = prepareMessage(body.value, router, sms, activitySources(body.text)?.[0]);
-    if (!prepared.ok) return c.json({ error: prepared.error }, 400);
-    // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
-    const at = now();
-    const [result] = await dispatcher.dispatch([prepared.message], {
-      deadline: at + sms.send_timeout,
-      waitDeadline: at + sms.single_wait,
-      concurrency: 1,
-      requestId: c.get('requestId'),
-      traceparent: c.get('traceparent'),
-    });
-    if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
-    if (CRM_CLASS[result!.outcome] === 'failed')
-      return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
-    c.header('Retry-After', '1');
-    return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
-  });
-
-  app.post('/batch', async (c) => {
-    const body = await readJsonBody(c, { list: true });
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
-    const entries: unknown[] = body.value;
-    const sources = activitySources(body.text);
-    const deadline = now() + sms.batch_deadline;
-    const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
-    const valid: PreparedMessage[] = [];
-    const validIndex: number[] = [];
-    entries.forEach((entry, i) => {
-      const refused = body.refusedEntries?.get(i);
-      if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
-      const prepared = prepareMessage(entry, router, sms, sources?.[i]);
-      if (prepared.ok) {
-        valid.push(prepared.message);
-        validIndex.push(i);
-      } else results[i] = { outcome: 'invalid', error: prepared.error };
-    });
-    const dispatched = await dispatcher.dispatch(valid, {
-      deadline,
-      concurrency: sms.batch_concurrency,
-      requestId: c.get('requestId'),
-      traceparent: c.get('traceparent'),
-    });
-    dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
-    const answer = categoriseBatch<string | number | RawJson>(
-      entries.map((entry, i) => echoedActivityId(entry, sources?.[i])),
-      results,
-    );
-    // Only a body holding numbers a double cannot keep exactly needs the slower writer.
-    return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
-  });
-
+  mountRoutes(app, [
+    route({
+      method: 'post',
+      path: '/single',
+      doc: {
+        tag: 'sms',
+        summary: 'Send one SMS',
+        description: 'Idempotent on activity.id: a retry of a sent id answers the same sms_id and sends nothing.',
+        security: ['crmApiKey'],
+        request: { schema: smsMessageSchema },
+        responses: {
+          200: { description: 'Sent (handed to the provider)', schema: singleAnswerSchema },
+          400: { description: 'Permanent problem with this message (invalid field, or the provider refused it); do not retry', schema: singleRefusalSchema },
+          ...common,
+          503: {
+            description: 'Transient problem; retry later',
+            schema: errorAnswerSchema,
+            headers: { 'Retry-After': { description: 'Seconds to wait', schema: z.string() } },
+          },
+        },
+      },
+      handlers: [
+        async (c) => {
+          const body = await readJsonBody(c);
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          const prepared = prepareMessage(body.value, router, sms, activitySources(body.text)?.[0]);
+          if (!prepared.ok) return c.json({ error: prepared.error }, 400);
+          // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
+          const at = now();
+          const [result] = await dispatcher.dispatch([prepared.message], {
+            deadline: at + sms.send_timeout,
+            waitDeadline: at + sms.single_wait,
+            concurrency: 1,
+            requestId: c.get('requestId'),
+            traceparent: c.get('traceparent'),
+          });
+          if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
+          if (CRM_CLASS[result!.outcome] === 'failed')
+            return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
+          c.header('Retry-After', '1');
+          return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
+        },
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/batch',
+      doc: {
+        tag: 'sms',
+        summary: 'Send many SMS',
+        description: 'Every entry appears in exactly one of the three arrays. Entries not sent by sms.batch_deadline are fatal.',
+        security: ['crmApiKey'],
+        request: { schema: z.array(smsMessageSchema) },
+        responses: {
+          200: { description: 'Each entry classified', schema: batchAnswerSchema },
+          400: { description: 'The body is not a JSON array', schema: errorAnswerSchema },
+          ...common,
+        },
+      },
+      handlers: [
+        async (c) => {
+          const body = await readJsonBody(c, { list: true });
+          if (!body.ok) return c.json({ error: body.error }, body.status);
+          if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
+          const entries: unknown[] = body.value;
+          const sources = activitySources(body.text);
+          const deadline = now() + sms.batch_deadline;
+          const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
+          const valid: PreparedMessage[] = [];
+          const validIndex: number[] = [];
+          entries.forEach((entry, i) => {
+            const refused = body.refusedEntries?.get(i);
+            if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
+            const prepared = prepareMessage(entry, router, sms, sources?.[i]);
+            if (prepared.ok) {
+              valid.push(prepared.message);
+              validIndex.push(i);
+            } else results[i] = { outcome: 'invalid', error: prepared.error };
+          });
+          const dispatched = await dispatcher.dispatch(valid, {
+            deadline,
+            concurrency: sms.batch_concurrency,
+            requestId: c.get('requestId'),
+            traceparent: c.get('traceparent'),
+          });
+          dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
+          const answer = categoriseBatch<string | number | RawJson>(
+            entries.map((entry, i) => echoedActivityId(entry, sources?.[i])),
+            results,
+          );
+          // Only a body holding numbers a double cannot keep exactly needs the slower writer.
+          return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
+        },
+      ],
+    }),
+  ]);
   return app;
 }
