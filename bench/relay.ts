@@ -85,13 +85,18 @@ function bonusEvent(i: number, idPrefix: string) {
 
 export const relayMode = {
   prepare: () => sink.start(),
-  config: (base: ConfigDoc): ConfigDoc => ({
+  // The defaults of relay.batch_size and crm.integration.max_connections unless the run names others.
+  config: (base: ConfigDoc, options: { relayBatchSize?: number | undefined; relayConnections?: number | undefined }): ConfigDoc => ({
     ...base,
-    relay: { api_keys: [BENCH_API_KEY], poll_interval: '20ms', batch_size: 1_000 },
-    crm: { integration: { url: sink.url, max_connections: 64 } },
+    relay: { api_keys: [BENCH_API_KEY], poll_interval: '20ms', ...(options.relayBatchSize ? { batch_size: options.relayBatchSize } : {}) },
+    crm: { integration: { url: sink.url, ...(options.relayConnections ? { max_connections: options.relayConnections } : {}) } },
   }),
   async run(
-    { client, options, idPrefix }: { client: LoadClient; options: { connections: number }; idPrefix: string },
+    {
+      client,
+      options,
+      idPrefix,
+    }: { client: LoadClient; options: { connections: number; relayBatchSize?: number | undefined; relayConnections?: number | undefined }; idPrefix: string },
     messages: number,
   ): Promise<Measurement & { extra: Record<string, unknown> }> {
     const acceptedAt = new Map<string, number>();
@@ -138,6 +143,9 @@ export const relayMode = {
         users: USERS,
         kinds: MIXED.length,
         order_violations: orderViolations,
+        // null: the config's default (relay.batch_size, crm.integration.max_connections).
+        relay_batch_size: options.relayBatchSize ?? null,
+        relay_connections: options.relayConnections ?? null,
         accepted_per_s: Math.round(messages / accept.seconds),
         delivered_per_s: Math.round(messages / ((lastArrival - started) / 1000)),
         accept_p50_ms: round([...accept.latenciesMs].sort((a, b) => a - b)[Math.floor(accept.latenciesMs.length / 2)]!, 2),

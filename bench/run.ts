@@ -14,6 +14,8 @@
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
  *            --provider sandbox|twilio|smpp (sandbox; twilio: the plugin against the Twilio fake; smpp: the plugin
  *            bound to the fake SMSC, --window N submit_sm outstanding (10); see providers.ts)
+ *            relay: --relay-batch-size N (relay.batch_size) --relay-connections N (crm.integration.max_connections);
+ *            unset, the config's defaults
  *
  * Each run gets a fresh gateway child process on a fresh SQLite ledger, and prints one JSON line: {mode, provider,
  * messages, msgs_per_s, p50_ms, p99_ms, p999_ms, max_ms, server_peak_rss_mb, server_cpu_us_per_msg,
@@ -51,6 +53,9 @@ interface Options {
   workers: number;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
+  /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
+  relayBatchSize: number | undefined;
+  relayConnections: number | undefined;
 }
 
 interface Load {
@@ -71,7 +76,7 @@ interface Mode {
   /** Whether the provider posts a receipt for every message while measured (else none). */
   receipts?: boolean;
   /** The server's config for this mode, from the base one (a temp ledger and the chosen provider). */
-  config?(base: ConfigDoc): ConfigDoc;
+  config?(base: ConfigDoc, options: Options): ConfigDoc;
   run(load: Load, messages: number): Promise<Measurement>;
 }
 
@@ -224,7 +229,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const config = (dir: string) => {
     const initial = baseConfig(dir);
     const base = { ...initial, server: { ...initial.server, workers: options.workers }, providers: provider.providers };
-    return mode.config?.(base) ?? base;
+    return mode.config?.(base, options) ?? base;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
   const database = await createBenchDatabase(options.database);
@@ -304,6 +309,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       instances: { type: 'string', default: '1' },
       workers: { type: 'string', default: '1' },
       window: { type: 'string', default: '10' },
+      'relay-batch-size': { type: 'string' },
+      'relay-connections': { type: 'string' },
     },
   });
   const int = (name: string, text: string, min: number) => {
@@ -329,6 +336,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       instances: int('instances', values.instances, 1),
       workers: int('workers', values.workers, 1),
       window: int('window', values.window, 1),
+      relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
+      relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),
     },
   };
 }

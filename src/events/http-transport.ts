@@ -2,8 +2,14 @@
  * Sends events over HTTP: to the CRM's Integration API ({crm.integration.url}{path}, the headers of
  * crm.integration.headers) or, for push conversions, to its webhook with Basic auth (create-transport.ts). A pooled
  * keep-alive client with at most max_connections in flight.
+ *
+ * Each send is one undici dispatch with a small handler rather than `request()`: the relay sends thousands of small
+ * events a second, and `request()`'s response stream, async resource and per-request AbortSignal (a timer and an
+ * abort listener each) were a third of the transport's CPU per event (bench/README.md, relay). The deadline is kept:
+ * sends started in one turn of the event loop (a worker round hands over its events together) share one timer,
+ * which aborts those on a connection and fails those still waiting for one as soon as they get it.
  */
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { isDelivered, parseRetryAfter, type EventTransport, type SendOutcome } from './transport.js';
 
 export interface HttpTransportOptions {
@@ -16,43 +22,130 @@ export interface HttpTransportOptions {
 
 /** How much of a refusal's body is kept with the event (its last_error is cut at 500 characters). */
 const ANSWER_CHARS = 300;
+/** Bytes of a refusal's body read into memory: enough for ANSWER_CHARS characters of any UTF-8. */
+const ANSWER_BYTES = ANSWER_CHARS * 4;
+
+/** Sends started in the same turn, and the one timer that ends those still running at their deadline. */
+interface Wave {
+  sends: Set<{ expire(): void }>;
+  expired: boolean;
+  timer: NodeJS.Timeout;
+}
 
 export function createHttpTransport(options: HttpTransportOptions): EventTransport {
   const base = options.url.replace(/\/+$/, '');
+  const { origin, pathname } = new URL(base);
+  const prefix = pathname.replace(/\/+$/, '');
   const { timeout } = options;
   const now = options.now ?? Date.now;
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: options.max_connections, headersTimeout: timeout, bodyTimeout: timeout });
+  // connect.timeout: a send waiting for a connection is not on one yet, so its deadline only reaches it at the start.
+  const dispatcher = new Agent({
+    keepAliveTimeout: 30_000,
+    connections: options.max_connections,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+    connect: { timeout },
+  });
   const headers = { ...options.headers, 'content-type': 'application/json' };
+  const timedOut = () => Object.assign(new Error(`no answer within crm.integration.timeout (${timeout} ms)`), { name: 'TimeoutError' });
+
+  let current: Wave | undefined;
+  function joinWave(send: { expire(): void }): Wave {
+    if (!current) {
+      const wave: Wave = {
+        sends: new Set(),
+        expired: false,
+        timer: setTimeout(() => {
+          wave.expired = true;
+          for (const s of wave.sends) s.expire();
+        }, timeout).unref(),
+      };
+      current = wave;
+      setImmediate(() => {
+        current = undefined;
+        if (wave.sends.size === 0) clearTimeout(wave.timer);
+      });
+    }
+    current.sends.add(send);
+    return current;
+  }
+  function leaveWave(wave: Wave, send: { expire(): void }): void {
+    wave.sends.delete(send);
+    if (wave.sends.size === 0 && current !== wave) clearTimeout(wave.timer);
+  }
+
   return {
     target: base,
-    async send(event): Promise<SendOutcome> {
-      try {
-        // Idempotency-Key: the event's id, the same on every attempt, for a receiver that wants to drop repeats.
-        const res = await request(base + event.path, {
-          method: event.method,
-          dispatcher,
-          // traceparent: the span of the request that queued the event, when tracing was on (docs/tracing.md).
-          headers: event.traceparent
-            ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent }
-            : { ...headers, 'idempotency-key': event.event_id },
-          body: event.payload_json,
-          signal: AbortSignal.timeout(timeout),
-        });
-        const text = await res.body.text();
-        if (isDelivered(res.statusCode)) return { ok: true, status: res.statusCode };
-        const retryAfter = res.headers['retry-after'];
-        const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now());
-        const shown = text.length > ANSWER_CHARS ? `${text.slice(0, ANSWER_CHARS)}…` : text;
-        return {
-          ok: false,
-          status: res.statusCode,
-          error: `CRM answered ${res.statusCode}: ${shown}`,
-          ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    send(event): Promise<SendOutcome> {
+      return new Promise<SendOutcome>((resolve) => {
+        let controller: Dispatcher.DispatchController | undefined;
+        let status = 0;
+        let retryAfter: string | string[] | undefined;
+        const body: Buffer[] = [];
+        let bodyBytes = 0;
+        let settled = false;
+        const finish = (outcome: SendOutcome) => {
+          if (settled) return;
+          settled = true;
+          leaveWave(wave, handler);
+          resolve(outcome);
         };
-      } catch (error) {
-        const e = error as Error & { code?: string };
-        return { ok: false, status: null, error: `CRM unreachable: ${e.code ?? e.name}: ${e.message}` };
-      }
+        const unreachable = (error: unknown) => {
+          const e = error as Error & { code?: string };
+          finish({ ok: false, status: null, error: `CRM unreachable: ${e.code ?? e.name}: ${e.message}` });
+        };
+        const handler: Dispatcher.DispatchHandler & { expire(): void } = {
+          expire: () => controller?.abort(timedOut()),
+          onRequestStart(c) {
+            controller = c;
+            if (wave.expired) c.abort(timedOut());
+          },
+          onResponseStart(_c, statusCode, responseHeaders) {
+            // 1xx answers are interim; the final one follows.
+            if (statusCode < 200) return;
+            status = statusCode;
+            retryAfter = responseHeaders['retry-after'];
+          },
+          onResponseData(_c, chunk) {
+            // A delivered event's answer is not kept; a refusal's is kept in part, for its last_error.
+            if (isDelivered(status) || bodyBytes > ANSWER_BYTES) return;
+            body.push(chunk);
+            bodyBytes += chunk.length;
+          },
+          onResponseEnd() {
+            if (isDelivered(status)) return finish({ ok: true, status });
+            const text = Buffer.concat(body).toString('utf8');
+            const shown = text.length > ANSWER_CHARS || bodyBytes > ANSWER_BYTES ? `${text.slice(0, ANSWER_CHARS)}…` : text;
+            const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, now());
+            finish({
+              ok: false,
+              status,
+              error: `CRM answered ${status}: ${shown}`,
+              ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+            });
+          },
+          onResponseError: (_c, error) => unreachable(error),
+        };
+        const wave = joinWave(handler);
+        try {
+          dispatcher.dispatch(
+            {
+              origin,
+              path: prefix + event.path,
+              method: event.method as Dispatcher.HttpMethod,
+              // Idempotency-Key: the event's id, the same on every attempt, for a receiver that wants to drop repeats.
+              // traceparent: the span of the request that queued the event, when tracing was on (docs/tracing.md).
+              headers: event.traceparent
+                ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent }
+                : { ...headers, 'idempotency-key': event.event_id },
+              body: event.payload_json,
+            },
+            handler,
+          );
+        } catch (error) {
+          unreachable(error);
+        }
+      });
     },
     abort: () => void dispatcher.destroy(new Error('gateway stopping')).catch(() => {}),
     close: () => (dispatcher.destroyed ? Promise.resolve() : dispatcher.close()),

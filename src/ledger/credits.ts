@@ -62,20 +62,24 @@ export async function findCreditById(db: Db, id: number): Promise<CreditRow | un
   return db.selectFrom('operator_credits').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-// Compiled once: the relay runs it for every bonus event without credit_id (src/ledger/query-template.ts).
-const latestCreditTemplate = createQueryTemplate((db: Kysely<Database>, q: { userId: string; bonusCode: string; since: number; failed: 'failed' }) =>
+// Compiled once: the relay runs it for every bonus event without credit_id (src/ledger/query-template.ts). The
+// matching credits (the few of one player and bonus code in the window) are read whole and the newest is picked
+// below: on SQLite, `order by id desc limit 1` here cost 13–23 µs a call against 3–4 µs for the plain indexed read,
+// even with no credit at all, and this runs for a sixth of the relay benchmark's events (bench/README.md, relay).
+const creditsForBonusTemplate = createQueryTemplate((db: Kysely<Database>, q: { userId: string; bonusCode: string; since: number; failed: 'failed' }) =>
   db
     .selectFrom('operator_credits')
     .selectAll()
     .where('user_id', '=', q.userId)
     .where('bonus_code', '=', q.bonusCode)
     .where('created_at', '>=', q.since)
-    .where('state', '!=', q.failed)
-    .orderBy('id', 'desc')
-    .limit(1),
+    .where('state', '!=', q.failed),
 );
 
 /** The newest credit of a user and bonus code made at or after `since` that did not fail: a bonus event's fallback match. */
 export async function findLatestCreditForBonus(db: Db, userId: string, bonusCode: string, since: number): Promise<CreditRow | undefined> {
-  return (await latestCreditTemplate(db, { userId, bonusCode, since, failed: 'failed' })).rows[0] as CreditRow | undefined;
+  const { rows } = await creditsForBonusTemplate(db, { userId, bonusCode, since, failed: 'failed' });
+  let newest: CreditRow | undefined;
+  for (const row of rows as CreditRow[]) if (!newest || Number(row.id) > Number(newest.id)) newest = row;
+  return newest;
 }
