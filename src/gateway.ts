@@ -13,18 +13,18 @@ import { createReceiptIntake } from './delivery/intake.js';
 import { createRetention, type RetentionResult } from './delivery/retention.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
-import { startConversionWorker } from './delivery/worker.js';
+import { startConversionOutbox } from './delivery/conversion-outbox.js';
 import { createEventTransport } from './events/create-transport.js';
 import { createDestinations } from './events/destination.js';
 import { registerEventMetrics } from './events/metrics.js';
-import { startEventWorker } from './events/worker.js';
+import { startEventOutbox } from './events/event-outbox.js';
 import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog, oldestUnpostedConversion } from './ledger/conversions.js';
 import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
-import { startCreditWorker } from './operator/credit-delivery.js';
+import { startCreditOutbox } from './operator/credit-outbox.js';
 import { registerCreditMetrics } from './operator/credit-metrics.js';
 import { countCreditBacklog } from './ledger/credit-delivery.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
@@ -225,7 +225,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const webhook = createWebhookClient(config.crm);
   const worker =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
+      ? startConversionOutbox({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && worker?.wake();
@@ -242,7 +242,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     );
   }
   const eventWorker = eventTransport
-    ? startEventWorker({
+    ? startEventOutbox({
         db,
         flags: ledger.flags,
         transport: eventTransport,
@@ -263,7 +263,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const creditsUrl = config.operator.credits.url;
   const creditWorker =
     leader && config.operator.backend === 'sql' && creditsUrl
-      ? startCreditWorker({
+      ? startCreditOutbox({
           db,
           flags: ledger.flags,
           credits: { ...config.operator.credits, url: creditsUrl },
