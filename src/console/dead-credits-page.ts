@@ -1,14 +1,14 @@
 /**
  * Dead-lettered credits (the sql backend's credits outbox, src/ledger/credit-delivery.ts) as a list: user, bonus
  * code, amount, credit_id, attempts, the operator's last answer or the error, age; with replay of one credit, the
- * ticked credits, or every dead credit of the filter (console/credit-replay-form.ts). The frame is console/dead-list.ts.
+ * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is src/outbox/dead-list.ts.
  */
 import { html } from 'hono/html';
-import type { DeadCredit } from '../ledger/credit-delivery.js';
+import type { DeadCredit, DeadCreditMatch } from '../ledger/credit-delivery.js';
 import { readQueryParameters } from '../http/query-parameters.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age } from './dead-letters-page.js';
-import { renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
+import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
 import { when } from './search-page.js';
 
 export interface DeadCreditsView extends DeadListView {
@@ -39,7 +39,7 @@ export function renderDeadCredits(view: DeadCreditsView) {
       after: html`<td><code>${c.id}</code></td>`,
     })),
     replayedNoun: 'dead credit(s)',
-    replayedThen: 'the credit worker pushes them now.',
+    replayedThen: 'the credit outbox pushes them now.',
     none: 'No dead credit',
     all: 'dead credits',
   });
@@ -57,4 +57,20 @@ export function parseDeadCreditQuery(params: URLSearchParams): { ok: true; filte
     else filter.before = Number(value);
   }
   return { ok: true, filter };
+}
+
+/** credit_ids are the ledger's row ids, as POST /bonus/credit answered them. */
+const CREDIT_ID = /^[1-9]\d{0,14}$/;
+
+export function creditReplayFormMatch(form: FormData): { ok: true; match: DeadCreditMatch } | { ok: false; error: string } {
+  const read = readDeadReplayForm(form, {
+    noun: 'credit',
+    idPattern: CREDIT_ID,
+    filter: (text) => {
+      const user = userIdField(text);
+      return user.ok ? { ok: true, filter: user.userId ? { userId: user.userId } : {} } : user;
+    },
+  });
+  if (!read.ok) return read;
+  return { ok: true, match: read.ids ? { ids: read.ids.map(Number) } : read.filter };
 }

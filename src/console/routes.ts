@@ -24,13 +24,11 @@ import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { normaliseRecipient } from '../kit/phone-number.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
-import { creditReplayFormMatch } from './credit-replay-form.js';
-import { parseDeadCreditQuery, renderDeadCredits } from './dead-credits-page.js';
-import { renderDeadEvents } from './dead-events-page.js';
-import { renderDeadLetters } from './dead-letters-page.js';
-import { eventReplayFormMatch } from './event-replay-form.js';
+import { keysetPage, type DeadListView } from '../outbox/dead-list.js';
+import { creditReplayFormMatch, parseDeadCreditQuery, renderDeadCredits } from './dead-credits-page.js';
+import { eventReplayFormMatch, renderDeadEvents } from './dead-events-page.js';
+import { renderDeadLetters, replayFormMatch } from './dead-letters-page.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
-import { replayFormMatch } from './replay-form.js';
 import type { SearchView } from './search-page.js';
 import { createSessionCodec, type Session } from './session.js';
 import { renderStory } from './story-page.js';
@@ -39,8 +37,7 @@ import { loadConsoleSummary } from './summary.js';
 export const SESSION_COOKIE = 'console_session';
 const SESSION_TTL_MS = 8 * 3_600_000;
 const TITLE = 'crm-sms-gateway console';
-const DEAD_EVENTS_PAGE = 100;
-const DEAD_CREDITS_PAGE = 100;
+const DEAD_LIST_PAGE = 100;
 
 export const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
 export const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
@@ -87,6 +84,7 @@ async function runSearch(db: Kysely<Database>, params: URLSearchParams, deps: Co
 export function consoleRoutes(deps: ConsoleRouteDeps) {
   const app = new Hono();
   const { adminKey } = deps;
+  const readDb = deps.readDb ?? deps.db;
   if (!adminKey) {
     app.all('*', (c) =>
       htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The console is disabled: set <code>admin.api_key</code>.</p>` }),
@@ -137,65 +135,65 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
   });
 
-  app.get('/dead-letters', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead letters.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
-    const now = deps.now();
-    const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
-    if (!query.ok)
-      return htmlPage(c, {
-        title: TITLE,
-        nav: renderNav(csrf),
-        status: 400,
-        body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }),
-      });
-    const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
-    const more = rows.length > query.limit;
-    const page = more ? rows.slice(0, query.limit) : rows;
-    const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
+  /** A dead list's page: sign-in, the CSRF token for its replay form, its filter read from the query, one page of rows. */
+  const deadListPage =
+    <R>(
+      signIn: string,
+      load: (params: URLSearchParams) => Promise<{ ok: true; rows: R[]; nextCursor: string | null } | { ok: false; error: string }>,
+      render: (view: DeadListView & { rows: R[]; now: number }) => ReturnType<typeof html>,
+    ) =>
+    async (c: Context) => {
+      const session = await sessionOf(c);
+      if (!session) return loginPage(c, 401, signIn);
+      const csrf = sessions.csrfToken(session);
+      const params = new URL(c.req.url).searchParams;
+      const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+      const page = await load(params);
+      if (!page.ok)
+        return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: render({ ...view, rows: [], nextCursor: null, error: page.error }) });
+      return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body: render({ ...view, rows: page.rows, nextCursor: page.nextCursor }) });
+    };
 
-  app.get('/dead-events', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead CRM events.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    // The list is of dead events only: status is not a parameter here.
-    const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
-    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-    const refused = query.ok && query.filter.status !== undefined ? 'status: this list shows dead events only' : query.ok ? undefined : query.error;
-    if (refused !== undefined || !query.ok) {
-      return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }) });
-    }
-    const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
-    const page = rows.slice(0, DEAD_EVENTS_PAGE);
-    const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
+  app.get(
+    '/dead-letters',
+    deadListPage(
+      'Sign in to see the dead letters.',
+      async (params) => {
+        const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
+        if (!query.ok) return query;
+        return { ok: true, ...keysetPage(await listDeadConversions(readDb, { ...query.match, limit: query.limit + 1 }), query.limit) };
+      },
+      (view) => renderDeadLetters({ ...view, providers: deps.providers }),
+    ),
+  );
 
-  app.get('/dead-credits', async (c) => {
-    const session = await sessionOf(c);
-    if (!session) return loginPage(c, 401, 'Sign in to see the dead credits.');
-    const csrf = sessions.csrfToken(session);
-    const params = new URL(c.req.url).searchParams;
-    const query = parseDeadCreditQuery(params);
-    const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-    if (!query.ok)
-      return htmlPage(c, {
-        title: TITLE,
-        nav: renderNav(csrf),
-        status: 400,
-        body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }),
-      });
-    const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
-    const page = rows.slice(0, DEAD_CREDITS_PAGE);
-    const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
-    return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-  });
+  app.get(
+    '/dead-events',
+    deadListPage(
+      'Sign in to see the dead CRM events.',
+      async (params) => {
+        const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
+        if (!query.ok) return query;
+        // The list is of dead events only: status is not a parameter here.
+        if (query.filter.status !== undefined) return { ok: false, error: 'status: this list shows dead events only' };
+        return { ok: true, ...keysetPage(await listEvents(readDb, { ...query.filter, status: 'dead', limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+      },
+      renderDeadEvents,
+    ),
+  );
+
+  app.get(
+    '/dead-credits',
+    deadListPage(
+      'Sign in to see the dead credits.',
+      async (params) => {
+        const query = parseDeadCreditQuery(params);
+        if (!query.ok) return query;
+        return { ok: true, ...keysetPage(await listDeadCredits(readDb, { ...query.filter, limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+      },
+      renderDeadCredits,
+    ),
+  );
 
   app.post('/login', async (c) => {
     const form = loginFormSchema.safeParse(await c.req.parseBody());
@@ -227,7 +225,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return handler(c, session);
   };
 
-  /** A dead list's replay post: read the form, replay, wake the worker, and back to the list with the count. */
+  /** A dead list's replay post: read the form, replay, wake the kind's outbox, and back to the list with the count. */
   const replayRoute = <M>(
     list: { path: string; name: string },
     read: (form: FormData) => { ok: true; match: M } | { ok: false; error: string },
