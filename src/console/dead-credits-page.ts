@@ -5,7 +5,7 @@
  */
 import { html } from 'hono/html';
 import type { DeadCredit, DeadCreditMatch } from '../ledger/credit-delivery.js';
-import { readQueryParameters } from '../http/query-parameters.js';
+import { cursorParameter, parseListQuery } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
 import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
@@ -47,16 +47,22 @@ export function renderDeadCredits(view: DeadCreditsView) {
 
 /** The list's query string (user_id, cursor) to a filter, or an error naming the parameter. Pure. */
 export function parseDeadCreditQuery(params: URLSearchParams): { ok: true; filter: { userId?: string; before?: number } } | { ok: false; error: string } {
-  // user_ids are the operator's strings: kept as given (a space may be part of one).
-  const read = readQueryParameters(params, ['user_id', 'cursor'], { form: true, ignore: ['replayed'], untrimmed: ['user_id'] });
-  if (!read.ok) return read;
   const filter: { userId?: string; before?: number } = {};
-  for (const [name, value] of read.values) {
-    if (name === 'user_id') filter.userId = value;
-    else if (!/^\d{1,15}$/.test(value)) return { ok: false, error: 'cursor: must be the next_cursor of a previous page' };
-    else filter.before = Number(value);
-  }
-  return { ok: true, filter };
+  // user_ids are the operator's strings: kept as given (a space may be part of one).
+  return parseListQuery(
+    params,
+    {
+      user_id: (value, f) => {
+        f.userId = value;
+        return undefined;
+      },
+      cursor: cursorParameter((f, before) => {
+        f.before = before;
+      }),
+    },
+    filter,
+    { form: true, ignore: ['replayed'], untrimmed: ['user_id'] },
+  );
 }
 
 /** credit_ids are the ledger's row ids, as POST /bonus/credit answered them. */
