@@ -1,4 +1,4 @@
-/** Wires the running gateway: ledger, providers, dispatcher, delivery worker, HTTP server. Used by `serve` and tests. */
+/** Wires the running gateway: ledger, providers, dispatcher, the outboxes, HTTP server. Used by `serve` and tests. */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -219,16 +219,16 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     config.sms.default_provider,
   );
 
-  // The ledger's one grouping layer: sends, receipts, the conversion worker's claims and marks and accepted CRM
+  // The ledger's one grouping layer: sends, receipts, the conversion outbox's claims and marks and accepted CRM
   // events share its commits.
   const ledgerWrites = createTransactionQueue(db);
   const webhook = createWebhookClient(config.crm);
-  const worker =
+  const conversionOutbox =
     leader && config.delivery.worker && webhook.url
       ? startConversionOutbox({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
-  const reported = (count: number) => count > 0 && worker?.wake();
+  const reported = (count: number) => count > 0 && conversionOutbox?.wake();
 
   // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
@@ -241,7 +241,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       'no queue type name is documented for these events: set crm.integration.events.<kind>.type, or they are dead-lettered (docs/events.md)',
     );
   }
-  const eventWorker = eventTransport
+  const eventOutbox = eventTransport
     ? startEventOutbox({
         db,
         flags: ledger.flags,
@@ -261,7 +261,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Credits of the sql backend pushed to the operator's bonus engine or wallet (docs/operator-api.md), by the leader.
   const creditMetrics = registerCreditMetrics(metrics.registry, () => countCreditBacklog(ledger.readDb));
   const creditsUrl = config.operator.credits.url;
-  const creditWorker =
+  const creditOutbox =
     leader && config.operator.backend === 'sql' && creditsUrl
       ? startCreditOutbox({
           db,
@@ -332,10 +332,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     processSecret,
     ingestReceipts: receipts.store,
     receiveInbound: receiveInboundSms,
-    onReplay: () => worker?.wake(),
+    onReplay: () => conversionOutbox?.wake(),
     transact: ledgerWrites.transact,
-    onEventsQueued: () => eventWorker?.wake(),
-    onCreditsReplay: () => creditWorker?.wake(),
+    onEventsQueued: () => eventOutbox?.wake(),
+    onCreditsReplay: () => creditOutbox?.wake(),
     metrics,
     recipients,
     renderMetrics,
@@ -396,7 +396,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       public_url: publicUrl,
       database: ledger.flags.kind,
       providers: providers.map((p) => p.name),
-      worker: Boolean(worker),
+      worker: Boolean(conversionOutbox),
     },
     'gateway listening',
   );
@@ -438,14 +438,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
           (metricsServer as { closeAllConnections?: () => void }).closeAllConnections?.();
           await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
         }
-        step = 'stopping the conversion worker';
-        await worker?.stop();
-        step = 'stopping the credit worker';
-        await creditWorker?.stop();
-        step = 'stopping the event worker';
+        step = 'stopping the conversion outbox';
+        await conversionOutbox?.stop();
+        step = 'stopping the credit outbox';
+        await creditOutbox?.stop();
+        step = 'stopping the event outbox';
         // A round waits for its sends; past a quarter of the shutdown budget they are cut off (and retried later).
         const cutOff = setTimeout(() => eventTransport?.abort(), config.server.shutdown_timeout / 4);
-        await eventWorker?.stop();
+        await eventOutbox?.stop();
         clearTimeout(cutOff);
         await eventTransport?.close();
         step = 'closing the webhook client';

@@ -5,7 +5,7 @@ import { EVENT_TYPES } from '../events/event-query.js';
 import { csrfFormSchema, loginFormSchema } from './routes.js';
 
 const field = (description: string) => z.string().max(256).describe(description);
-/** What the replay form posts: the CSRF token and which dead letters (console/replay-form.ts). */
+/** What the replay form posts: the CSRF token and which dead letters (console/dead-letters-page.ts). */
 const replayFormSchema = csrfFormSchema.extend({
   only: z
     .string()
@@ -23,7 +23,7 @@ const replayFormSchema = csrfFormSchema.extend({
   provider: field('Filter of the list').optional(),
   status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
 });
-/** What the dead-event replay form posts (console/event-replay-form.ts). */
+/** What the dead-event replay form posts (console/dead-events-page.ts). */
 const eventReplayFormSchema = csrfFormSchema.extend({
   only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
   action: z
@@ -37,7 +37,7 @@ const eventReplayFormSchema = csrfFormSchema.extend({
     .describe('Filter of the list'),
   user_id: field('Filter of the list').optional(),
 });
-/** What the dead-credit replay form posts (console/credit-replay-form.ts). */
+/** What the dead-credit replay form posts (console/dead-credits-page.ts). */
 const creditReplayFormSchema = csrfFormSchema.extend({
   only: z
     .string()

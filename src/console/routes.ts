@@ -54,7 +54,7 @@ export interface ConsoleRouteDeps {
   onReplay: () => void;
   /** Wakes the event relay after dead CRM events were replayed. */
   onEventsReplay?: () => void;
-  /** Wakes the credit worker after dead credits were replayed. */
+  /** Wakes the credit outbox after dead credits were replayed. */
   onCreditsReplay?: () => void;
   /** operator.credits.url is set: the summary shows the credits outbox. */
   creditsOutbox?: boolean;

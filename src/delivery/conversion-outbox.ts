@@ -5,25 +5,18 @@
  * delivery.max_attempts. `serve` runs it on the outbox loop; `flush` (cron) runs rounds until nothing is due.
  */
 import type { Logger } from 'pino';
-import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
-import { inTransaction, type DialectFlags } from '../ledger/db.js';
-import type { Database } from '../ledger/schema.js';
+import { inTransaction } from '../ledger/db.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, startOutbox, type OutboxKind, type OutboxRound } from '../outbox/outbox.js';
+import { runOutboxRound, startOutbox, type OutboxDeps, type OutboxKind, type OutboxRound } from '../outbox/outbox.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
 
-export interface ConversionOutboxDeps {
-  db: Kysely<Database>;
-  flags: DialectFlags;
+export interface ConversionOutboxDeps extends OutboxDeps {
   webhook: WebhookClient;
   delivery: Config['delivery'];
-  logger: Logger;
-  now: () => number;
-  random?: () => number;
   metrics?: WebhookMetrics;
   /** When on, each posted conversion is a span under its message's send span (docs/tracing.md). */
   tracing?: Tracing;
@@ -89,13 +82,12 @@ function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<ClaimedConvers
   const { delivery } = deps;
   return {
     name: 'conversion outbox',
-    policy: { initialMs: delivery.retry_initial_ms, maxMs: delivery.retry_max_ms, maxAttempts: delivery.max_attempts },
-    pollMs: delivery.poll_interval,
+    settings: delivery,
     // A round's claim and marks are transactions of their own, not queued with the sends' and receipts' groups
     // (src/ledger/transaction-queue.ts): sharing those commits saved no measurable CPU and doubled the conversion lag
     // of a batch burst (bench/run.ts --mode e2e, p50 150 → 300 ms), every round waiting for the groups ahead of it.
-    claim: (db, flags, token, now) =>
-      inTransaction(db, (trx) => claimDueConversions(trx, flags, delivery.batch_size, now, delivery.lease, token, deps.tracing?.enabled)),
+    claim: (db, flags, limit, now, lease, token) =>
+      inTransaction(db, (trx) => claimDueConversions(trx, flags, limit, now, lease, token, deps.tracing?.enabled)),
     attemptsOf: (r) => r.attempts,
     async send(rows, { claimedAt, markSent }) {
       // Rows an earlier claim already put in a post (its process died before marking them) go out in that post's

@@ -6,28 +6,19 @@
  * holds back its user's later events. A Retry-After is honoured. `serve` runs it on the outbox loop; the cron `flush`
  * runs rounds until nothing is due or the CRM refuses.
  */
-import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import type { DialectFlags } from '../ledger/db.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type ClaimedEvent } from '../ledger/events.js';
-import type { Database } from '../ledger/schema.js';
 import type { DeadReason } from '../outbox/decisions.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, sendEach, startOutbox, type OutboxKind } from '../outbox/outbox.js';
+import { runOutboxRound, sendEach, startOutbox, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
 import { destinationOf, type Destinations } from './destination.js';
 import { decideFailure, type EventTransport } from './transport.js';
 
-export interface EventOutboxDeps {
-  db: Kysely<Database>;
-  flags: DialectFlags;
+export interface EventOutboxDeps extends OutboxDeps {
   transport: EventTransport;
   /** The catalogue with crm.integration.events applied, looked up per event at send time. */
   destinations: Destinations;
   relay: Config['relay'];
-  logger: Logger;
-  now: () => number;
-  random?: () => number;
   /** Told the accept-to-sent time of each event sent (seconds), for /metrics. */
   onSent?: (count: number, latenciesSeconds: number[]) => void;
   /** Told of dead-lettered events: `refused` by the CRM (a 4xx, at once) or out of relay.max_attempts. */
@@ -45,9 +36,8 @@ function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
   const { relay } = deps;
   return {
     name: 'event outbox',
-    policy: { initialMs: relay.retry_initial_ms, maxMs: relay.retry_max_ms, maxAttempts: relay.max_attempts },
-    pollMs: relay.poll_interval,
-    claim: (db, flags, token, now) => claimDueEvents(db, flags, relay.batch_size, now, relay.lease, token),
+    settings: relay,
+    claim: claimDueEvents,
     attemptsOf: (e) => e.attempts,
     send: sendEach(async (e) => {
       const destined = destinationOf(e, deps.destinations);

@@ -48,7 +48,7 @@ export interface ClaimedConversion {
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
- * A row keeps the post_group of the first claim that took it, so the worker can post it with the same rows again.
+ * A row keeps the post_group of the first claim that took it, so the conversion outbox can post it with the same rows again.
  */
 export async function claimDueConversions(
   db: Db,

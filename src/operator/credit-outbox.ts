@@ -6,26 +6,17 @@
  * POST /admin/credits/replay. The CRM's 200 came earlier, at commit (docs/operator-api.md "What success means to the
  * CRM").
  */
-import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
-import type { DialectFlags } from '../ledger/db.js';
-import type { Database } from '../ledger/schema.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, sendEach, startOutbox, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { runOutboxRound, sendEach, startOutbox, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
 import { crmReferencesObject } from '../crm/references.js';
 
 export type CreditsConfig = Config['operator']['credits'];
 
-export interface CreditOutboxDeps {
-  db: Kysely<Database>;
-  flags: DialectFlags;
+export interface CreditOutboxDeps extends OutboxDeps {
   credits: CreditsConfig & { url: string };
-  logger: Logger;
-  now: () => number;
-  random?: () => number;
   onDelivered?: (count: number) => void;
   onDead?: (count: number) => void;
 }
@@ -77,9 +68,8 @@ function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
   const { credits } = deps;
   return {
     name: 'credit outbox',
-    policy: { initialMs: credits.retry_initial_ms, maxMs: credits.retry_max_ms, maxAttempts: credits.max_attempts },
-    pollMs: credits.poll_interval,
-    claim: (db, flags, token, now) => claimDueCredits(db, flags, credits.batch_size, now, credits.lease, token),
+    settings: credits,
+    claim: claimDueCredits,
     attemptsOf: (c) => c.delivery_attempts,
     send: sendEach((c) => push(credits, c)),
     markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),

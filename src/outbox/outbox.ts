@@ -57,14 +57,26 @@ export interface SendContext<Row> {
 
 type Db = Kysely<Database> | Transaction<Database>;
 
+/** The keys every outbox's configuration section has (delivery, relay, operator.credits). */
+export interface OutboxSettings {
+  /** Rows claimed per round. */
+  batch_size: number;
+  poll_interval: number;
+  retry_initial_ms: number;
+  retry_max_ms: number;
+  /** Attempts before a row is dead-lettered; undefined: retried while the failure lasts. */
+  max_attempts?: number | undefined;
+  /** How long a claim holds its rows. */
+  lease: number;
+}
+
 /** A kind of outbox: where its rows are (the ledger's functions for its table) and how they are sent. */
 export interface OutboxKind<Row extends { id: number }> {
   /** The loop's name in logs ("conversion outbox"). */
   name: string;
-  policy: RetryPolicy;
-  pollMs: number;
-  /** Reserves due rows for `token` until now + the kind's lease (the kind's claim decides which and in what order). */
-  claim(db: Kysely<Database>, flags: DialectFlags, token: string, now: number): Promise<Row[]>;
+  settings: OutboxSettings;
+  /** Reserves up to `limit` due rows for `token` until now + lease (the kind's claim decides which, in what order). */
+  claim(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<Row[]>;
   attemptsOf(row: Row): number;
   send(rows: Row[], context: SendContext<Row>): Promise<OutboxAttempt<Row>[]>;
   markSent(db: Db, ids: number[], token: string, at: number, status: number | null): Promise<void>;
@@ -94,7 +106,9 @@ export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKin
   const { db, now } = deps;
   const token = randomUUID();
   const claimedAt = now();
-  const claimed = await kind.claim(db, deps.flags, token, claimedAt);
+  const { settings } = kind;
+  const policy: RetryPolicy = { initialMs: settings.retry_initial_ms, maxMs: settings.retry_max_ms, maxAttempts: settings.max_attempts };
+  const claimed = await kind.claim(db, deps.flags, settings.batch_size, claimedAt, settings.lease, token);
   if (claimed.length === 0) return { claimed, attempts: [], sent: [], failed: [], retrying: 0, dead: 0, at: claimedAt };
   const markSent = (rows: Row[], status: number | null) => {
     const at = now();
@@ -123,7 +137,7 @@ export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKin
       sentStatus ??= outcome.status;
     } else {
       for (const row of attempt.rows) {
-        failed.push({ row, status: outcome.status, error: outcome.error, plan: planFailure(kind.attemptsOf(row), at, outcome, kind.policy, deps.random) });
+        failed.push({ row, status: outcome.status, error: outcome.error, plan: planFailure(kind.attemptsOf(row), at, outcome, policy, deps.random) });
       }
     }
   }
@@ -148,13 +162,13 @@ export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKin
   return round;
 }
 
-/** Runs the kind's rounds until stopped: at once after a round that claimed rows and is `again`, else every pollMs or on `wake()`. */
+/** Runs the kind's rounds until stopped: at once after a round that claimed rows and is `again`, else every poll_interval or on `wake()`. */
 export function startOutbox<Row extends { id: number }>(kind: OutboxKind<Row>, deps: OutboxDeps): OutboxLoop {
   return startOutboxLoop(
     async () => {
       const round = await runOutboxRound(kind, deps);
       return round.claimed.length > 0 && kind.again(round);
     },
-    { idleMs: kind.pollMs, logger: deps.logger, name: kind.name },
+    { idleMs: kind.settings.poll_interval, logger: deps.logger, name: kind.name },
   );
 }
