@@ -55,7 +55,7 @@ export interface AppParts {
   ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
   /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
   receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
-  /** Called when dead conversions were replayed, so the worker looks at once. */
+  /** Called when dead conversions were replayed, so the conversion outbox looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend: OperatorBackend;
@@ -69,9 +69,9 @@ export interface AppParts {
   recipients?: RecipientCheck;
   /** Shared commits for accepted relay events; a queue of its own when absent. */
   transact: Transact;
-  /** Called when dead credits were replayed from the console, so the credit worker looks at once. */
+  /** Called when dead credits were replayed from the console, so the credit outbox looks at once. */
   onCreditsReplay?: () => void;
-  /** Called when events were queued or replayed, so the event worker looks at once. */
+  /** Called when events were queued or replayed, so the event outbox looks at once. */
   onEventsQueued: () => void;
   /** Request spans on the SMS and relay routes when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
@@ -172,7 +172,7 @@ export function createApp(parts: AppParts): Hono {
       logger,
     }),
   );
-  app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now }));
+  app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now, onCreditsReplay: parts.onCreditsReplay }));
   // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued;
   app.route(

@@ -1,4 +1,4 @@
-/** Wires the running gateway: ledger, providers, dispatcher, delivery worker, HTTP server. Used by `serve` and tests. */
+/** Wires the running gateway: ledger, providers, dispatcher, the outboxes, HTTP server. Used by `serve` and tests. */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -14,18 +14,18 @@ import { createReceiptIntake } from './delivery/intake.js';
 import { createRetention, type RetentionResult } from './delivery/retention.js';
 import { runSweep, type SweepResult } from './delivery/sweep.js';
 import { createWebhookClient } from './delivery/webhook.js';
-import { startConversionWorker } from './delivery/worker.js';
+import { startConversionOutbox } from './delivery/conversion-outbox.js';
 import { createEventTransport } from './events/create-transport.js';
 import { createDestinations } from './events/destination.js';
 import { registerEventMetrics } from './events/metrics.js';
-import { startEventWorker } from './events/worker.js';
+import { startEventOutbox } from './events/event-outbox.js';
 import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog, oldestUnpostedConversion } from './ledger/conversions.js';
 import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
-import { startCreditWorker } from './operator/credit-delivery.js';
+import { startCreditOutbox } from './operator/credit-outbox.js';
 import { registerCreditMetrics } from './operator/credit-metrics.js';
 import { countCreditBacklog } from './ledger/credit-delivery.js';
 import { countParkedReceiptsByProvider } from './ledger/receipts.js';
@@ -222,16 +222,16 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     config.sms.default_provider,
   );
 
-  // The ledger's one grouping layer: sends, receipts, the conversion worker's claims and marks and accepted CRM
+  // The ledger's one grouping layer: sends, receipts, the conversion outbox's claims and marks and accepted CRM
   // events share its commits.
   const ledgerWrites = createTransactionQueue(db);
   const webhook = createWebhookClient(config.crm);
-  const worker =
+  const conversionOutbox =
     leader && config.delivery.worker && webhook.url
-      ? startConversionWorker({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
+      ? startConversionOutbox({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
   if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
-  const reported = (count: number) => count > 0 && worker?.wake();
+  const reported = (count: number) => count > 0 && conversionOutbox?.wake();
 
   // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
@@ -244,8 +244,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       'no queue type name is documented for these events: set crm.integration.events.<kind>.type, or they are dead-lettered (docs/events.md)',
     );
   }
-  const eventWorker = eventTransport
-    ? startEventWorker({
+  const eventOutbox = eventTransport
+    ? startEventOutbox({
         db,
         flags: ledger.flags,
         transport: eventTransport,
@@ -264,9 +264,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Credits of the sql backend pushed to the operator's bonus engine or wallet (docs/operator-api.md), by the leader.
   const creditMetrics = registerCreditMetrics(metrics.registry, () => countCreditBacklog(ledger.readDb));
   const creditsUrl = config.operator.credits.url;
-  const creditWorker =
+  const creditOutbox =
     leader && config.operator.backend === 'sql' && creditsUrl
-      ? startCreditWorker({
+      ? startCreditOutbox({
           db,
           flags: ledger.flags,
           credits: { ...config.operator.credits, url: creditsUrl },
@@ -335,10 +335,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     processSecret,
     ingestReceipts: receipts.store,
     receiveInbound: receiveInboundSms,
-    onReplay: () => worker?.wake(),
+    onReplay: () => conversionOutbox?.wake(),
     transact: ledgerWrites.transact,
-    onEventsQueued: () => eventWorker?.wake(),
-    onCreditsReplay: () => creditWorker?.wake(),
+    onEventsQueued: () => eventOutbox?.wake(),
+    onCreditsReplay: () => creditOutbox?.wake(),
     metrics,
     recipients,
     renderMetrics,
@@ -399,7 +399,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       public_url: publicUrl,
       database: ledger.flags.kind,
       providers: providers.map((p) => p.name),
-      worker: Boolean(worker),
+      worker: Boolean(conversionOutbox),
     },
     'gateway listening',
   );
@@ -442,14 +442,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
           (metricsServer as { closeAllConnections?: () => void }).closeAllConnections?.();
           await new Promise<void>((resolve) => metricsServer.close(() => resolve()));
         }
-        step = 'stopping the conversion worker';
-        await worker?.stop();
-        step = 'stopping the credit worker';
-        await creditWorker?.stop();
-        step = 'stopping the event worker';
+        step = 'stopping the conversion outbox';
+        await conversionOutbox?.stop();
+        step = 'stopping the credit outbox';
+        await creditOutbox?.stop();
+        step = 'stopping the event outbox';
         // A round waits for its sends; past a quarter of the shutdown budget they are cut off (and retried later).
         const cutOff = setTimeout(() => eventTransport?.abort(), config.server.shutdown_timeout / 4);
-        await eventWorker?.stop();
+        await eventOutbox?.stop();
         clearTimeout(cutOff);
         await eventTransport?.close();
         step = 'closing the webhook client';

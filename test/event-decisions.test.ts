@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { bonusBodyForCrm, bonusOnceKey } from '../src/events/bonus-event.js';
 import { guardPayload } from '../src/events/payload-guard.js';
-import { planRetry } from '../src/events/retry.js';
+import { planRetry } from '../src/outbox/decisions.js';
 import { decideFailure, isDelivered, parseRetryAfter } from '../src/events/transport.js';
 import { resolveCatalogue, routeClashes } from '../src/crm/event-catalogue.js';
 import { createDestinations, destinationOf } from '../src/events/destination.js';

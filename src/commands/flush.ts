@@ -15,7 +15,7 @@ import { createLogger } from '../observability/logger.js';
 import { createTracing } from '../observability/tracing.js';
 import { runSweep } from '../delivery/sweep.js';
 import { createWebhookClient } from '../delivery/webhook.js';
-import { postDueConversions } from '../delivery/worker.js';
+import { postDueConversions } from '../delivery/conversion-outbox.js';
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
   const transport = createEventTransport(config.crm.integration);

@@ -1,14 +1,14 @@
 /**
  * Dead-lettered credits (the sql backend's credits outbox, src/ledger/credit-delivery.ts) as a list: user, bonus
  * code, amount, credit_id, attempts, the operator's last answer or the error, age; with replay of one credit, the
- * ticked credits, or every dead credit of the filter (console/credit-replay-form.ts). The frame is console/dead-list.ts.
+ * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is src/outbox/dead-list.ts.
  */
 import { html } from 'hono/html';
-import type { DeadCredit } from '../ledger/credit-delivery.js';
-import { readQueryParameters } from '../http/query-parameters.js';
+import type { DeadCredit, DeadCreditMatch } from '../ledger/credit-delivery.js';
+import { cursorParameter, parseListQuery } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age } from './dead-letters-page.js';
-import { renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
+import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
 import { when } from './search-page.js';
 
 export interface DeadCreditsView extends DeadListView {
@@ -39,7 +39,7 @@ export function renderDeadCredits(view: DeadCreditsView) {
       after: html`<td><code>${c.id}</code></td>`,
     })),
     replayedNoun: 'dead credit(s)',
-    replayedThen: 'the credit worker pushes them now.',
+    replayedThen: 'the credit outbox pushes them now.',
     none: 'No dead credit',
     all: 'dead credits',
   });
@@ -47,14 +47,36 @@ export function renderDeadCredits(view: DeadCreditsView) {
 
 /** The list's query string (user_id, cursor) to a filter, or an error naming the parameter. Pure. */
 export function parseDeadCreditQuery(params: URLSearchParams): { ok: true; filter: { userId?: string; before?: number } } | { ok: false; error: string } {
-  // user_ids are the operator's strings: kept as given (a space may be part of one).
-  const read = readQueryParameters(params, ['user_id', 'cursor'], { form: true, ignore: ['replayed'], untrimmed: ['user_id'] });
-  if (!read.ok) return read;
   const filter: { userId?: string; before?: number } = {};
-  for (const [name, value] of read.values) {
-    if (name === 'user_id') filter.userId = value;
-    else if (!/^\d{1,15}$/.test(value)) return { ok: false, error: 'cursor: must be the next_cursor of a previous page' };
-    else filter.before = Number(value);
-  }
-  return { ok: true, filter };
+  // user_ids are the operator's strings: kept as given (a space may be part of one).
+  return parseListQuery(
+    params,
+    {
+      user_id: (value, f) => {
+        f.userId = value;
+        return undefined;
+      },
+      cursor: cursorParameter((f, before) => {
+        f.before = before;
+      }),
+    },
+    filter,
+    { form: true, ignore: ['replayed'], untrimmed: ['user_id'] },
+  );
+}
+
+/** credit_ids are the ledger's row ids, as POST /bonus/credit answered them. */
+const CREDIT_ID = /^[1-9]\d{0,14}$/;
+
+export function creditReplayFormMatch(form: FormData): { ok: true; match: DeadCreditMatch } | { ok: false; error: string } {
+  const read = readDeadReplayForm(form, {
+    noun: 'credit',
+    idPattern: CREDIT_ID,
+    filter: (text) => {
+      const user = userIdField(text);
+      return user.ok ? { ok: true, filter: user.userId ? { userId: user.userId } : {} } : user;
+    },
+  });
+  if (!read.ok) return read;
+  return { ok: true, match: read.ids ? { ids: read.ids.map(Number) } : read.filter };
 }

@@ -1,14 +1,14 @@
 /**
  * Dead-lettered CRM events (the events outbox, src/ledger/events.ts) as a list: type, user, attempts, the CRM's
  * last answer and error, age, with replay of one event, the ticked events, or every dead event matching the filter.
- * One form; the button pressed says which (console/event-replay-form.ts). The frame is console/dead-list.ts.
+ * One form; the button pressed says which (eventReplayFormMatch). The frame is src/outbox/dead-list.ts.
  */
 import { html } from 'hono/html';
 import { EVENT_TYPES } from '../events/event-query.js';
-import type { EventRow } from '../ledger/events.js';
+import type { DeadEventMatch, EventRow } from '../ledger/events.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age } from './dead-letters-page.js';
-import { renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
+import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
 import { when } from './search-page.js';
 
 export interface DeadEventsView extends DeadListView {
@@ -45,4 +45,23 @@ export function renderDeadEvents(view: DeadEventsView) {
     none: 'No dead CRM event',
     all: 'dead events',
   });
+}
+
+/** Event ids are UUIDv7 (src/ledger/ids.ts); anything else names no event. */
+const EVENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function eventReplayFormMatch(form: FormData): { ok: true; match: DeadEventMatch } | { ok: false; error: string } {
+  const read = readDeadReplayForm(form, {
+    noun: 'event',
+    idPattern: EVENT_ID,
+    filter: (text) => {
+      const type = text('type');
+      if (type === null || (type && !EVENT_TYPES.includes(type))) return { ok: false, error: `type: must be one of ${EVENT_TYPES.join(', ')}` };
+      const user = userIdField(text);
+      if (!user.ok) return user;
+      return { ok: true, filter: { ...(type ? { type } : {}), ...(user.userId ? { userId: user.userId } : {}) } };
+    },
+  });
+  if (!read.ok) return read;
+  return { ok: true, match: read.ids ? { eventIds: read.ids } : read.filter };
 }

@@ -71,7 +71,7 @@ function renderCircuits(circuits: MemberHealthView[]) {
 
 export function renderDashboard(view: DashboardView) {
   const { summary } = view;
-  return html`${view.replayed !== undefined ? html`<p class="notice" role="status">Replayed ${view.replayed} dead conversion(s); the worker posts them now.</p>` : ''}
+  return html`${view.replayed !== undefined ? html`<p class="notice" role="status">Replayed ${view.replayed} dead conversion(s); the conversion outbox posts them now.</p>` : ''}
 <section id="search">
 <h2>Find messages</h2>
 ${renderSearchForm(view.search)}

@@ -25,13 +25,11 @@ import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { normaliseRecipient } from '../kit/phone-number.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
-import { creditReplayFormMatch } from './credit-replay-form.js';
-import { parseDeadCreditQuery, renderDeadCredits } from './dead-credits-page.js';
-import { renderDeadEvents } from './dead-events-page.js';
-import { renderDeadLetters } from './dead-letters-page.js';
-import { eventReplayFormMatch } from './event-replay-form.js';
+import { keysetPage, type DeadListView } from '../outbox/dead-list.js';
+import { creditReplayFormMatch, parseDeadCreditQuery, renderDeadCredits } from './dead-credits-page.js';
+import { eventReplayFormMatch, renderDeadEvents } from './dead-events-page.js';
+import { renderDeadLetters, replayFormMatch } from './dead-letters-page.js';
 import { renderDashboard, renderLoginForm, renderNav } from './pages.js';
-import { replayFormMatch } from './replay-form.js';
 import type { SearchView } from './search-page.js';
 import { createSessionCodec, type Session } from './session.js';
 import { renderStory } from './story-page.js';
@@ -40,8 +38,7 @@ import { loadConsoleSummary } from './summary.js';
 export const SESSION_COOKIE = 'console_session';
 const SESSION_TTL_MS = 8 * 3_600_000;
 const TITLE = 'crm-sms-gateway console';
-const DEAD_EVENTS_PAGE = 100;
-const DEAD_CREDITS_PAGE = 100;
+const DEAD_LIST_PAGE = 100;
 
 const loginFormSchema = z.object({ key: z.string().describe('admin.api_key') });
 const csrfFormSchema = z.object({ csrf: z.string().describe('The token in the console’s forms') });
@@ -58,7 +55,7 @@ export interface ConsoleRouteDeps {
   onReplay: () => void;
   /** Wakes the event relay after dead CRM events were replayed. */
   onEventsReplay?: () => void;
-  /** Wakes the credit worker after dead credits were replayed. */
+  /** Wakes the credit outbox after dead credits were replayed. */
   onCreditsReplay?: () => void;
   /** operator.credits.url is set: the summary shows the credits outbox. */
   creditsOutbox?: boolean;
@@ -86,7 +83,7 @@ async function runSearch(db: Kysely<Database>, params: URLSearchParams, deps: Co
 }
 
 const field = (description: string) => z.string().max(256).describe(description);
-/** What the replay form posts: the CSRF token and which dead letters (console/replay-form.ts). */
+/** What the replay form posts: the CSRF token and which dead letters (console/dead-letters-page.ts). */
 const replayFormSchema = csrfFormSchema.extend({
   only: z
     .string()
@@ -104,7 +101,7 @@ const replayFormSchema = csrfFormSchema.extend({
   provider: field('Filter of the list').optional(),
   status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
 });
-/** What the dead-event replay form posts (console/event-replay-form.ts). */
+/** What the dead-event replay form posts (console/dead-events-page.ts). */
 const eventReplayFormSchema = csrfFormSchema.extend({
   only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
   action: z
@@ -118,7 +115,7 @@ const eventReplayFormSchema = csrfFormSchema.extend({
     .describe('Filter of the list'),
   user_id: field('Filter of the list').optional(),
 });
-/** What the dead-credit replay form posts (console/credit-replay-form.ts). */
+/** What the dead-credit replay form posts (console/dead-credits-page.ts). */
 const creditReplayFormSchema = csrfFormSchema.extend({
   only: z
     .string()
@@ -145,6 +142,7 @@ const disabled = page('The console is disabled (admin.api_key is not set)');
 export function consoleRoutes(deps: ConsoleRouteDeps) {
   const app = new Hono();
   const { adminKey } = deps;
+  const readDb = deps.readDb ?? deps.db;
   if (!adminKey) {
     app.all('*', (c) =>
       htmlPage(c, { title: TITLE, status: 403, body: html`<p class="notice error">The console is disabled: set <code>admin.api_key</code>.</p>` }),
@@ -156,8 +154,27 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   // A signed cookie is not enough: a session signed out before it expires is refused too (docs/security.md).
   const sessionOf = async (c: Context): Promise<Session | null> => {
     const session = sessions.verify(getCookie(c, SESSION_COOKIE));
-    return session && !(await isConsoleSessionRevoked(deps.readDb ?? deps.db, session.nonce)) ? session : null;
+    return session && !(await isConsoleSessionRevoked(readDb, session.nonce)) ? session : null;
   };
+
+  /** A dead list's page: sign-in, the CSRF token for its replay form, its filter read from the query, one page of rows. */
+  const deadListPage =
+    <R>(
+      signIn: string,
+      load: (params: URLSearchParams) => Promise<{ ok: true; rows: R[]; nextCursor: string | null } | { ok: false; error: string }>,
+      render: (view: DeadListView & { rows: R[]; now: number }) => ReturnType<typeof html>,
+    ) =>
+    async (c: Context) => {
+      const session = await sessionOf(c);
+      if (!session) return loginPage(c, 401, signIn);
+      const csrf = sessions.csrfToken(session);
+      const params = new URL(c.req.url).searchParams;
+      const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
+      const page = await load(params);
+      if (!page.ok)
+        return htmlPage(c, { title: TITLE, nav: renderNav(csrf), status: 400, body: render({ ...view, rows: [], nextCursor: null, error: page.error }) });
+      return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body: render({ ...view, rows: page.rows, nextCursor: page.nextCursor }) });
+    };
   const loginPage = (c: Context, status: 200 | 401, error?: string) => htmlPage(c, { title: TITLE, status, body: renderLoginForm(error) });
   const back = (c: Context, query = '') => c.redirect(`/console${query}`, 303);
 
@@ -192,9 +209,9 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
           if (!session) return loginPage(c, 200);
           const params = new URL(c.req.url).searchParams;
           const csrf = sessions.csrfToken(session);
-          const search = await runSearch(deps.readDb ?? deps.db, params, deps);
+          const search = await runSearch(readDb, params, deps);
           const body = renderDashboard({
-            summary: await loadConsoleSummary(deps.readDb ?? deps.db, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
+            summary: await loadConsoleSummary(readDb, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
             search,
             replayed: replayedCount(params),
             circuits: deps.circuits?.(),
@@ -221,7 +238,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
           const session = await sessionOf(c);
           if (!session) return loginPage(c, 401, 'Sign in to see this message.');
           const nav = renderNav(sessions.csrfToken(session));
-          const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
+          const message = await findMessageBySmsId(readDb, c.req.param('smsId'));
           if (!message)
             return htmlPage(c, {
               title: TITLE,
@@ -232,7 +249,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
           // The number is shown in full only to someone who searched for it (the link from the results carries it).
           const searched = normaliseRecipient(c.req.query('recipient')?.slice(0, 256) ?? '', deps.defaultRegion);
           // Provider error texts may quote the number: masked on the page like every other number.
-          const story = await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck, maskPhoneNumbersIn);
+          const story = await messageStory(readDb, message, deps.receiptCheck, maskPhoneNumbersIn);
           return htmlPage(c, { title: TITLE, nav, body: renderStory(story, searched.ok ? searched.e164 : undefined) });
         },
       ],
@@ -248,27 +265,15 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         responses: { 200: page('The dead-letter list'), 400: page('A filter is not valid'), 401: page('No valid session: the sign-in form'), 403: disabled },
       },
       handlers: [
-        async (c) => {
-          const session = await sessionOf(c);
-          if (!session) return loginPage(c, 401, 'Sign in to see the dead letters.');
-          const csrf = sessions.csrfToken(session);
-          const params = new URL(c.req.url).searchParams;
-          const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
-          const now = deps.now();
-          const view = { params, providers: deps.providers, csrf, now, replayed: replayedCount(params) };
-          if (!query.ok)
-            return htmlPage(c, {
-              title: TITLE,
-              nav: renderNav(csrf),
-              status: 400,
-              body: renderDeadLetters({ ...view, rows: [], nextCursor: null, error: query.error }),
-            });
-          const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
-          const more = rows.length > query.limit;
-          const page = more ? rows.slice(0, query.limit) : rows;
-          const body = renderDeadLetters({ ...view, rows: page, nextCursor: more ? String(page[page.length - 1]!.id) : null });
-          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-        },
+        deadListPage(
+          'Sign in to see the dead letters.',
+          async (params) => {
+            const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
+            if (!query.ok) return query;
+            return { ok: true, ...keysetPage(await listDeadConversions(readDb, { ...query.match, limit: query.limit + 1 }), query.limit) };
+          },
+          (view) => renderDeadLetters({ ...view, providers: deps.providers }),
+        ),
       ],
     }),
     route({
@@ -291,28 +296,17 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       },
       handlers: [
-        async (c) => {
-          const session = await sessionOf(c);
-          if (!session) return loginPage(c, 401, 'Sign in to see the dead CRM events.');
-          const csrf = sessions.csrfToken(session);
-          const params = new URL(c.req.url).searchParams;
-          // The list is of dead events only: status is not a parameter here.
-          const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
-          const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-          const refused = query.ok && query.filter.status !== undefined ? 'status: this list shows dead events only' : query.ok ? undefined : query.error;
-          if (refused !== undefined || !query.ok) {
-            return htmlPage(c, {
-              title: TITLE,
-              nav: renderNav(csrf),
-              status: 400,
-              body: renderDeadEvents({ ...view, rows: [], nextCursor: null, error: refused }),
-            });
-          }
-          const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, status: 'dead', limit: DEAD_EVENTS_PAGE + 1 });
-          const page = rows.slice(0, DEAD_EVENTS_PAGE);
-          const body = renderDeadEvents({ ...view, rows: page, nextCursor: rows.length > DEAD_EVENTS_PAGE ? String(page[page.length - 1]!.id) : null });
-          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-        },
+        deadListPage(
+          'Sign in to see the dead CRM events.',
+          async (params) => {
+            const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
+            if (!query.ok) return query;
+            // The list is of dead events only: status is not a parameter here.
+            if (query.filter.status !== undefined) return { ok: false, error: 'status: this list shows dead events only' };
+            return { ok: true, ...keysetPage(await listEvents(readDb, { ...query.filter, status: 'dead', limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+          },
+          renderDeadEvents,
+        ),
       ],
     }),
     route({
@@ -335,25 +329,15 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
         },
       },
       handlers: [
-        async (c) => {
-          const session = await sessionOf(c);
-          if (!session) return loginPage(c, 401, 'Sign in to see the dead credits.');
-          const csrf = sessions.csrfToken(session);
-          const params = new URL(c.req.url).searchParams;
-          const query = parseDeadCreditQuery(params);
-          const view = { params, csrf, now: deps.now(), replayed: replayedCount(params) };
-          if (!query.ok)
-            return htmlPage(c, {
-              title: TITLE,
-              nav: renderNav(csrf),
-              status: 400,
-              body: renderDeadCredits({ ...view, rows: [], nextCursor: null, error: query.error }),
-            });
-          const rows = await listDeadCredits(deps.readDb ?? deps.db, { ...query.filter, limit: DEAD_CREDITS_PAGE + 1 });
-          const page = rows.slice(0, DEAD_CREDITS_PAGE);
-          const body = renderDeadCredits({ ...view, rows: page, nextCursor: rows.length > DEAD_CREDITS_PAGE ? String(page[page.length - 1]!.id) : null });
-          return htmlPage(c, { title: TITLE, nav: renderNav(csrf), body });
-        },
+        deadListPage(
+          'Sign in to see the dead credits.',
+          async (params) => {
+            const query = parseDeadCreditQuery(params);
+            if (!query.ok) return query;
+            return { ok: true, ...keysetPage(await listDeadCredits(readDb, { ...query.filter, limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+          },
+          renderDeadCredits,
+        ),
       ],
     }),
     route({
@@ -399,7 +383,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return handler(c, session);
   };
 
-  /** A dead list's replay post: read the form, replay, wake the worker, and back to the list with the count. */
+  /** A dead list's replay post: read the form, replay, wake the kind's outbox, and back to the list with the count. */
   const replayRoute = <M>(
     list: { path: string; name: string },
     read: (form: FormData) => { ok: true; match: M } | { ok: false; error: string },

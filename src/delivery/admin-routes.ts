@@ -1,5 +1,4 @@
 /** What operators use to see and repair delivery: searching messages, one message's story, dead letters and replays. */
-import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
 import { Hono, type Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -14,6 +13,7 @@ import type { Database } from '../ledger/schema.js';
 import { parseDeadLetterQuery } from './dead-letter-query.js';
 import { encodeCursor, parseMessageQuery } from './message-query.js';
 import { buildTimeline } from './timeline.js';
+import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
 import { SEARCH_STATUSES } from '../ledger/message-search.js';
@@ -372,27 +372,15 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
         },
       },
       handlers: [
-        async (c) => {
-          const text = await c.req.text();
-          // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
-          const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
-          if (refused) return c.json({ error: refused, code: 400 }, 400);
-          let body: unknown = {};
-          try {
-            body = text ? JSON.parse(text) : {};
-          } catch {
-            return c.json({ error: 'body is not valid JSON' }, 400);
-          }
-          const parsed = replayRequestSchema.safeParse(body);
-          if (!parsed.success) {
-            const issue = parsed.error.issues[0]!;
-            const field = issue.path.length ? issue.path.map(String).join('.') : 'body';
-            return c.json({ error: `${field}: ${issue.code === 'unrecognized_keys' ? 'only ids, provider and status are accepted' : issue.message}` }, 400);
-          }
-          const replayed = await replayDeadConversions(deps.db, deps.now(), parsed.data);
-          if (replayed > 0) deps.onReplay();
-          return c.json({ replayed });
-        },
+        replayRoute({
+          read: (c) =>
+            readReplayJson(c, replayRequestSchema, (issue) => {
+              const field = issue.path.length ? issue.path.map(String).join('.') : 'body';
+              return `${field}: ${issue.code === 'unrecognized_keys' ? 'only ids, provider and status are accepted' : issue.message}`;
+            }),
+          replay: (request) => replayDeadConversions(deps.db, deps.now(), request),
+          onReplay: deps.onReplay,
+        }),
       ],
     }),
   ]);

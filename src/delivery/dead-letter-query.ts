@@ -4,7 +4,7 @@
  */
 import type { DeliveryStatus } from '../../providers/types.js';
 import type { DeadLetterMatch } from '../ledger/conversions.js';
-import { readQueryParameters } from '../http/query-parameters.js';
+import { cursorParameter, oneOf, parseListQuery, type ListParameter } from '../outbox/list-query.js';
 
 export const DEAD_LETTER_STATUSES: readonly DeliveryStatus[] = ['delivered', 'undelivered', 'failed', 'delivery_unknown'];
 export const DEAD_LETTER_PAGE_SIZE = 100;
@@ -15,28 +15,28 @@ export interface DeadLetterQuery {
   limit: number;
 }
 
-const NAMES = ['provider', 'status', 'cursor', 'limit'] as const;
+const PARAMETERS: Record<string, ListParameter<DeadLetterQuery>> = {
+  provider: (value, query) => {
+    query.match.provider = value;
+    return undefined;
+  },
+  status: oneOf('status', DEAD_LETTER_STATUSES, (query, status) => {
+    query.match.status = status;
+  }),
+  cursor: cursorParameter((query, before) => {
+    query.match.beforeId = before;
+  }, 'cursor: not a cursor this API gave out'),
+  limit: (value, query) => {
+    if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_000) return 'limit: must be an integer from 1 to 1000';
+    query.limit = Number(value);
+    return undefined;
+  },
+};
 
 export function parseDeadLetterQuery(
   params: URLSearchParams,
   options: { form?: boolean; ignore?: readonly string[] } = {},
 ): DeadLetterQuery | { ok: false; error: string } {
-  const query: DeadLetterQuery = { ok: true, match: {}, limit: DEAD_LETTER_PAGE_SIZE };
-  const read = readQueryParameters(params, NAMES, options);
-  if (!read.ok) return read;
-  for (const [name, value] of read.values) {
-    if (name === 'provider') query.match.provider = value;
-    else if (name === 'status') {
-      const status = DEAD_LETTER_STATUSES.find((s) => s === value);
-      if (!status) return { ok: false, error: `status: must be one of ${DEAD_LETTER_STATUSES.join(', ')}` };
-      query.match.status = status;
-    } else if (name === 'cursor') {
-      if (!/^\d{1,15}$/.test(value)) return { ok: false, error: 'cursor: not a cursor this API gave out' };
-      query.match.beforeId = Number(value);
-    } else {
-      if (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1_000) return { ok: false, error: 'limit: must be an integer from 1 to 1000' };
-      query.limit = Number(value);
-    }
-  }
-  return query;
+  const read = parseListQuery<DeadLetterQuery>(params, PARAMETERS, { ok: true, match: {}, limit: DEAD_LETTER_PAGE_SIZE }, options);
+  return read.ok ? read.filter : read;
 }

@@ -1,5 +1,4 @@
 /** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
-import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
 import { Hono } from 'hono';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
@@ -10,6 +9,7 @@ import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { listEvents, replayDeadEvents, type EventRow, type EventStatus } from '../ledger/events.js';
 import { EVENT_TYPES, parseEventQuery } from './event-query.js';
 import type { Database } from '../ledger/schema.js';
+import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
 
 export interface EventAdminDeps {
   db: Kysely<Database>;
@@ -141,32 +141,16 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
         },
       },
       handlers: [
-        async (c) => {
-          const text = await c.req.text();
-          // Depth and repeated keys as for every other JSON body (src/http/json-body.ts).
-          const refused = refuseJsonText(text, c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH);
-          if (refused) return c.json({ error: refused, code: 400 }, 400);
-          let body: unknown;
-          try {
-            body = text ? JSON.parse(text) : {};
-          } catch {
-            return c.json({ error: 'body is not valid JSON' }, 400);
-          }
-          const parsed = eventReplayRequestSchema.safeParse(body);
-          if (!parsed.success) {
-            const issue = parsed.error.issues[0]!;
-            const field = issue.path.length ? String(issue.path[0]) : 'body';
-            const problem =
-              issue.code === 'unrecognized_keys'
-                ? 'only event_ids, type and user_id are accepted'
-                : (REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object');
-            return c.json({ error: `${issue.code === 'unrecognized_keys' ? 'body' : field}: ${problem}` }, 400);
-          }
-          const { event_ids: eventIds, type, user_id: userId } = parsed.data;
-          const replayed = await replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId });
-          if (replayed > 0) deps.onReplay();
-          return c.json({ replayed }, 200);
-        },
+        replayRoute({
+          read: (c) =>
+            readReplayJson(c, eventReplayRequestSchema, (issue) => {
+              if (issue.code === 'unrecognized_keys') return 'body: only event_ids, type and user_id are accepted';
+              const field = issue.path.length ? String(issue.path[0]) : 'body';
+              return `${field}: ${REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object'}`;
+            }),
+          replay: ({ event_ids: eventIds, type, user_id: userId }) => replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId }),
+          onReplay: deps.onReplay,
+        }),
       ],
     }),
   ]);

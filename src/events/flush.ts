@@ -1,8 +1,8 @@
 /** The event part of `flush`: rounds until nothing is due, stopping at the first round the CRM took nothing of. */
 import { countEventBacklog } from '../ledger/events.js';
-import { deliverDueEvents, type EventWorkerDeps } from './worker.js';
+import { deliverDueEvents, type EventOutboxDeps } from './event-outbox.js';
 
-export async function flushEvents(deps: EventWorkerDeps): Promise<{ line: string; reachable: boolean }> {
+export async function flushEvents(deps: EventOutboxDeps): Promise<{ line: string; reachable: boolean }> {
   const totals = { sent: 0, failed: 0, dead: 0 };
   let reachable = true;
   for (;;) {

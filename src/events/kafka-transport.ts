@@ -46,7 +46,7 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         connectionTimeout: timeoutMs,
         requestTimeout: timeoutMs,
         enforceRequestTimeout: true,
-        // Our worker backs off and retries; the client only rides out a short blip within one send (the idempotent
+        // The event outbox backs off and retries; the client only rides out a short blip within one send (the idempotent
         // producer needs at least one retry of its own).
         retry: { retries: 1, initialRetryTime: 100, maxRetryTime: 300 },
         logLevel: logLevel.NOTHING,
@@ -73,7 +73,7 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
   /**
    * A send is awaited until the client itself gives up (its request timeout and one retry bound it), never
    * abandoned while the client may still write it: an abandoned send that landed later would double the event once
-   * the worker sent it again. The producer is kept across failures, so a batch sent again carries the same producer
+   * the event outbox sent it again. The producer is kept across failures, so a batch sent again carries the same producer
    * id and sequence numbers and a broker that did write the first one drops the repeat. Only a send that outlives
    * the client's own bound by far (GUARD) drops the producer.
    */
@@ -126,7 +126,7 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
       });
     },
     abort() {
-      // Unacknowledged sends fail when the producer disconnects; the worker backs them off.
+      // Unacknowledged sends fail when the producer disconnects; the event outbox backs them off.
       reset(producer);
     },
     async close() {

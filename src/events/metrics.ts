@@ -1,44 +1,38 @@
 /**
  * /metrics series of the event relay, registered on the gateway's registry beside the others
- * (src/observability/metrics.ts): the outbox backlog and the age of its oldest unsent event, read at scrape time;
+ * (src/observability/metrics.ts), the outbox's as src/outbox/metrics.ts names them: the outbox backlog and the age of its oldest unsent event, read at scrape time;
  * events sent and dead-lettered; accept-to-sent latency.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, Histogram, type Registry } from 'prom-client';
 import type { EventBacklog } from '../ledger/events.js';
+import { registerOutboxMetrics } from '../outbox/metrics.js';
 
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600];
 
 export function registerEventMetrics(registry: Registry, countBacklog: () => Promise<EventBacklog>, now: () => number) {
   const registers = [registry];
-  const sent = new Counter({
-    name: 'sms_gateway_crm_events_sent_total',
-    help: 'Real-time events the CRM took (an HTTP 2xx or a broker acknowledgement)',
-    registers,
-  });
-  const dead = new Counter({
-    name: 'sms_gateway_crm_events_dead_lettered_total',
-    help: 'Real-time events dead-lettered: refused by the CRM (a 4xx or a destination not configured) or out of relay.max_attempts',
-    labelNames: ['reason'],
-    registers,
-  });
+  const series = registerOutboxMetrics(
+    registry,
+    {
+      sent: { name: 'sms_gateway_crm_events_sent_total', help: 'Real-time events the CRM took (an HTTP 2xx or a broker acknowledgement)' },
+      dead: {
+        name: 'sms_gateway_crm_events_dead_lettered_total',
+        help: 'Real-time events dead-lettered: refused by the CRM (a 4xx or a destination not configured) or out of relay.max_attempts',
+        byReason: true,
+      },
+      backlog: {
+        name: 'sms_gateway_crm_events_outbox',
+        help: 'Real-time events not yet sent: pending (never tried), retrying (backing off), dead (needs a replay)',
+        states: (backlog) => ({ pending: backlog.unsent - backlog.retrying, retrying: backlog.retrying, dead: backlog.dead }),
+      },
+    },
+    countBacklog,
+  );
   const latency = new Histogram({
     name: 'sms_gateway_crm_event_delivery_seconds',
     help: 'Time from accepting an event to the CRM taking it',
     buckets: LATENCY_BUCKETS,
     registers,
-  });
-  new Gauge({
-    name: 'sms_gateway_crm_events_outbox',
-    help: 'Real-time events not yet sent: pending (never tried), retrying (backing off), dead (needs a replay)',
-    labelNames: ['state'],
-    registers,
-    aggregator: 'max',
-    async collect() {
-      const backlog = await countBacklog();
-      this.set({ state: 'pending' }, backlog.unsent - backlog.retrying);
-      this.set({ state: 'retrying' }, backlog.retrying);
-      this.set({ state: 'dead' }, backlog.dead);
-    },
   });
   new Gauge({
     name: 'sms_gateway_crm_events_oldest_unsent_age_seconds',
@@ -52,9 +46,9 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
   });
   return {
     eventsSent(count: number, latenciesSeconds: number[]) {
-      sent.inc(count);
+      series.sent(count);
       for (const s of latenciesSeconds) latency.observe(Math.max(0, s));
     },
-    eventsDead: (count: number, reason: 'refused' | 'attempts') => dead.inc({ reason }, count),
+    eventsDead: series.dead,
   };
 }

@@ -2,7 +2,7 @@
  * Publishes events to a RabbitMQ connector of the CRM (docs/crm-interface.md §7: the event name goes in the message
  * property `type`; headers are ignored). Messages are persistent and published on a confirm channel: an event
  * counts as sent only once the broker confirmed it (amqplib's ConfirmChannel). The connection is opened on first
- * use and again after it fails; a send while it is down fails and is retried by the worker like an HTTP refusal.
+ * use and again after it fails; a send while it is down fails and is retried by the event outbox like an HTTP refusal.
  */
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Config } from '../config/schema.js';
@@ -97,7 +97,7 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
       }
     },
     abort() {
-      // Unconfirmed publishes fail when the connection goes; the worker backs them off.
+      // Unconfirmed publishes fail when the connection goes; the event outbox backs them off.
       void this.close();
     },
     async close() {

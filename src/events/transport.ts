@@ -19,7 +19,7 @@ export type SendOutcome =
       retryAfterMs?: number;
     };
 
-/** What the worker hands a transport: the stored event with its destination as configured now. */
+/** What the event outbox hands a transport: the stored event with its destination as configured now. */
 export interface OutgoingEvent extends ClaimedEvent {
   /** Kafka topic configured for this kind, if any. */
   topic?: string | undefined;

@@ -4,7 +4,8 @@ import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
+import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -47,7 +48,7 @@ export interface ClaimedConversion {
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
- * A row keeps the post_group of the first claim that took it, so the worker can post it with the same rows again.
+ * A row keeps the post_group of the first claim that took it, so the conversion outbox can post it with the same rows again.
  */
 export async function claimDueConversions(
   db: Db,
@@ -73,39 +74,46 @@ export async function claimDueConversions(
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 }
 
-const markPostedTemplate = createQueryTemplate((db: Kysely<Database>, { ids, token, now }: { ids: number[]; token: string; now: number }) =>
-  db
-    .updateTable('conversions')
-    .set((eb) => ({ posted_at: now, attempts: eb('attempts', '+', 1), last_error: null, claimed_until: 0 }))
-    .where('id', 'in', ids)
-    .where('claim_token', '=', token),
-);
+/** The conversion outbox as src/ledger/outbox.ts describes a table. */
+const outbox = outboxStatements({
+  table: 'conversions',
+  columns: { attempts: 'attempts', nextAttemptAt: 'next_attempt_at', claimedUntil: 'claimed_until', claimToken: 'claim_token', error: 'last_error' },
+  sent: (now) => ({ posted_at: now }),
+  sentCountsAttempt: true,
+  state: (dead) => ({ dead: dead ? 1 : 0 }),
+  deadWhere: 'dead = 1 and posted_at is null',
+  clearsToken: false,
+});
 
-export async function markPosted(db: Db, ids: number[], token: string, now: number): Promise<void> {
-  for (const chunk of idChunks(ids, IDS_PER_STATEMENT)) await markPostedTemplate(db, { ids: chunk, token, now });
+/** Posted after a 2xx: the rows and their attempt, in the caller's transaction. */
+export async function markPosted(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {
+  await outbox.markSent(db, ids, token, now, httpStatus);
+  await recordAttempts(
+    db,
+    ids.map((id) => ({ id, ok: true, status: httpStatus, error: null })),
+    now,
+  );
 }
 
-/** Backs a row off until `nextAttemptAt`, or dead-letters it when its retry budget is spent. */
-export async function markFailed(db: Db, rows: Array<{ id: number; nextAttemptAt: number; dead: boolean }>, token: string, error: string): Promise<void> {
-  for (const r of rows) {
-    await db
-      .updateTable('conversions')
-      .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: r.nextAttemptAt, claimed_until: 0, last_error: error, dead: r.dead ? 1 : 0 }))
-      .where('id', '=', r.id)
-      .where('claim_token', '=', token)
-      .execute();
-  }
+/** Backs each row off until its nextAttemptAt, or dead-letters it when its retry budget is spent; logs the attempt. */
+export async function markFailed(db: Db, rows: FailedOutboxRow[], token: string, now: number): Promise<void> {
+  await outbox.markFailed(db, rows, token);
+  await recordAttempts(
+    db,
+    rows.map((r) => ({ id: r.id, ok: false, status: r.httpStatus, error: r.error })),
+    now,
+  );
 }
 
 const recordAttemptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<Insertable<ConversionAttemptsTable>>) =>
   db.insertInto('conversion_attempts').values(rows),
 );
 
-export async function recordAttempts(db: Db, ids: number[], now: number, ok: boolean, httpStatus: number | null, error: string | null): Promise<void> {
-  for (const part of statementChunks(ids, ROWS_PER_STATEMENT)) {
+async function recordAttempts(db: Db, attempts: Array<{ id: number; ok: boolean; status: number | null; error: string | null }>, now: number): Promise<void> {
+  for (const part of statementChunks(attempts, ROWS_PER_STATEMENT)) {
     await recordAttemptsTemplate(
       db,
-      part.map((id) => ({ conversion_id: id, attempted_at: now, ok: ok ? 1 : 0, http_status: httpStatus, error })),
+      part.map((a) => ({ conversion_id: a.id, attempted_at: now, ok: a.ok ? 1 : 0, http_status: a.status, error: a.error })),
     );
   }
 }
@@ -120,19 +128,16 @@ export interface DeadLetterMatch {
 /** Dead rows back to due (all of them, the given ids, or those matching); returns how many. */
 export async function replayDeadConversions(db: Db, now: number, match: number[] | DeadLetterMatch = {}): Promise<number> {
   const { ids, provider, status } = Array.isArray(match) ? { ids: match } : match;
-  let query = db
-    .updateTable('conversions')
-    .set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 })
-    .where('dead', '=', 1)
-    .where('posted_at', 'is', null);
-  if (ids) query = query.where('id', 'in', ids);
-  if (status) query = query.where('delivery_status', '=', status);
-  if (provider)
-    query = query.where((eb) =>
-      eb.exists(eb.selectFrom('messages').select('sms_id').whereRef('messages.sms_id', '=', 'conversions.sms_id').where('messages.provider', '=', provider)),
-    );
-  const result = await query.executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return outbox.replayDead(db, now, (query) => {
+    let q = query;
+    if (ids) q = q.where('id', 'in', ids);
+    if (status) q = q.where('delivery_status', '=', status);
+    if (provider)
+      q = q.where((eb) =>
+        eb.exists(eb.selectFrom('messages').select('sms_id').whereRef('messages.sms_id', '=', 'conversions.sms_id').where('messages.provider', '=', provider)),
+      );
+    return q;
+  });
 }
 
 export interface DeadLetter {

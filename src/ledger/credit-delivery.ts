@@ -7,6 +7,7 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DialectFlags } from './db.js';
 import type { Database, OperatorCreditsTable } from './schema.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type DueCredit = Pick<
@@ -17,13 +18,6 @@ export type DueCredit = Pick<
     Selectable<OperatorCreditsTable>,
     'crm_id' | 'crm_action_id' | 'crm_action_group_id' | 'crm_action_communication_profile_id' | 'crm_activity_id' | 'crm_trigger_hash' | 'crm_player_origin_id'
   >;
-
-export interface FailedCreditDelivery {
-  id: number;
-  error: string;
-  dead: boolean;
-  nextAttemptAt: number;
-}
 
 /** Reserves up to `limit` due credits for `token` until now + lease, oldest first. */
 export async function claimDueCredits(
@@ -49,33 +43,30 @@ export async function claimDueCredits(
     .sort((a, b) => a.id - b.id);
 }
 
-/** Only rows still held by `token`: a claim that expired and was taken over is the new holder's to mark. */
+/** The credits outbox as src/ledger/outbox.ts describes a table. */
+const outbox = outboxStatements({
+  table: 'operator_credits',
+  columns: {
+    attempts: 'delivery_attempts',
+    nextAttemptAt: 'next_delivery_at',
+    claimedUntil: 'delivery_claimed_until',
+    claimToken: 'delivery_claim_token',
+    error: 'delivery_error',
+  },
+  sent: (now) => ({ delivery: 'delivered', delivered_at: now }),
+  sentCountsAttempt: false,
+  state: (dead) => ({ delivery: dead ? 'dead' : 'due' }),
+  deadWhere: "delivery = 'dead'",
+  clearsToken: true,
+  errorLimit: 500,
+});
+
 export async function markCreditsDelivered(db: Db, ids: number[], token: string, now: number): Promise<void> {
-  if (ids.length === 0) return;
-  await db
-    .updateTable('operator_credits')
-    .set({ delivery: 'delivered', delivered_at: now, delivery_error: null, delivery_claimed_until: 0, delivery_claim_token: null })
-    .where('id', 'in', ids)
-    .where('delivery_claim_token', '=', token)
-    .execute();
+  await outbox.markSent(db, ids, token, now, null);
 }
 
-export async function markCreditDeliveriesFailed(db: Db, failed: FailedCreditDelivery[], token: string): Promise<void> {
-  for (const f of failed) {
-    await db
-      .updateTable('operator_credits')
-      .set((eb) => ({
-        delivery: f.dead ? 'dead' : 'due',
-        delivery_attempts: eb('delivery_attempts', '+', 1),
-        next_delivery_at: f.nextAttemptAt,
-        delivery_error: f.error.slice(0, 500),
-        delivery_claimed_until: 0,
-        delivery_claim_token: null,
-      }))
-      .where('id', '=', f.id)
-      .where('delivery_claim_token', '=', token)
-      .execute();
-  }
+export async function markCreditDeliveriesFailed(db: Db, failed: FailedOutboxRow[], token: string): Promise<void> {
+  await outbox.markFailed(db, failed, token);
 }
 
 /** A credit completed by the sql backend after the http backend left it failed: owed to the operator now. */
@@ -92,14 +83,12 @@ export interface DeadCreditMatch {
 /** Dead credits due again now, with a fresh attempt count: the given ids, those of a user, or every dead one. Answers how many. */
 export async function replayDeadCredits(db: Db, match: number[] | DeadCreditMatch | undefined, now: number): Promise<number> {
   const { ids, userId } = Array.isArray(match) ? { ids: match, userId: undefined } : (match ?? {});
-  const result = await db
-    .updateTable('operator_credits')
-    .set({ delivery: 'due', delivery_attempts: 0, next_delivery_at: now, delivery_claimed_until: 0 })
-    .where('delivery', '=', 'dead')
-    .$if(ids !== undefined, (q) => q.where('id', 'in', ids!.length > 0 ? ids! : [-1]))
-    .$if(userId !== undefined, (q) => q.where('user_id', '=', userId!))
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return outbox.replayDead(db, now, (query) => {
+    let q = query;
+    if (ids !== undefined) q = q.where('id', 'in', ids.length > 0 ? ids : [-1]);
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    return q;
+  });
 }
 
 export type DeadCredit = Pick<

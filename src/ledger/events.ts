@@ -7,7 +7,8 @@ import type { DialectFlags } from './db.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT } from './chunks.js';
+import { ROWS_PER_STATEMENT } from './chunks.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 import type { NewEvent } from '../crm/user-events.js';
 
 export type { NewEvent };
@@ -121,42 +122,24 @@ export async function claimDueEvents(
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
-export async function markEventsSent(db: Db, ids: number[], token: string, now: number, httpStatus: number | null): Promise<void> {
-  for (let i = 0; i < ids.length; i += IDS_PER_STATEMENT) {
-    await db
-      .updateTable('crm_events')
-      .set((eb) => ({ sent_at: now, attempts: eb('attempts', '+', 1), http_status: httpStatus, last_error: null, claimed_until: 0 }))
-      .where('id', 'in', ids.slice(i, i + IDS_PER_STATEMENT))
-      .where('claim_token', '=', token)
-      .execute();
-  }
-}
+/** The CRM event outbox as src/ledger/outbox.ts describes a table. */
+const outbox = outboxStatements({
+  table: 'crm_events',
+  columns: { attempts: 'attempts', nextAttemptAt: 'next_attempt_at', claimedUntil: 'claimed_until', claimToken: 'claim_token', error: 'last_error' },
+  sent: (now, status) => ({ sent_at: now, http_status: status }),
+  sentCountsAttempt: true,
+  state: (dead) => ({ dead: dead ? 1 : 0 }),
+  deadWhere: 'dead = 1 and sent_at is null',
+  failed: (status) => ({ http_status: status }),
+  clearsToken: false,
+  errorLimit: 500,
+});
 
-export interface FailedEvent {
-  id: number;
-  nextAttemptAt: number;
-  dead: boolean;
-  httpStatus: number | null;
-  error: string;
-}
+export const markEventsSent = outbox.markSent;
 
-/** Backs an event off until `nextAttemptAt`, or dead-letters it when relay.max_attempts is spent. */
-export async function markEventsFailed(db: Db, rows: FailedEvent[], token: string): Promise<void> {
-  for (const r of rows) {
-    await db
-      .updateTable('crm_events')
-      .set((eb) => ({
-        attempts: eb('attempts', '+', 1),
-        next_attempt_at: r.nextAttemptAt,
-        claimed_until: 0,
-        http_status: r.httpStatus,
-        last_error: r.error.slice(0, 500),
-        dead: r.dead ? 1 : 0,
-      }))
-      .where('id', '=', r.id)
-      .where('claim_token', '=', token)
-      .execute();
-  }
+/** Backs an event off until `nextAttemptAt`, or dead-letters it (refused, or relay.max_attempts spent). */
+export async function markEventsFailed(db: Db, rows: FailedOutboxRow[], token: string): Promise<void> {
+  await outbox.markFailed(db, rows, token);
 }
 
 /** Which dead events a replay takes: the given event_ids, or every one of a type and/or user (all when empty). */
@@ -169,16 +152,13 @@ export interface DeadEventMatch {
 /** Dead events back to due (all, the given event_ids, or those matching); answers how many. */
 export async function replayDeadEvents(db: Db, now: number, match: string[] | DeadEventMatch = {}): Promise<number> {
   const { eventIds, type, userId } = Array.isArray(match) ? { eventIds: match } : match;
-  let query = db
-    .updateTable('crm_events')
-    .set({ dead: 0, attempts: 0, next_attempt_at: now, claimed_until: 0 })
-    .where('dead', '=', 1)
-    .where('sent_at', 'is', null);
-  if (eventIds) query = query.where('event_id', 'in', eventIds);
-  if (type !== undefined) query = query.where('type', '=', type);
-  if (userId !== undefined) query = query.where('user_id', '=', userId);
-  const result = await query.executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return outbox.replayDead(db, now, (query) => {
+    let q = query;
+    if (eventIds) q = q.where('event_id', 'in', eventIds);
+    if (type !== undefined) q = q.where('type', '=', type);
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    return q;
+  });
 }
 
 export interface EventBacklog {

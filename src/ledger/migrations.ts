@@ -270,7 +270,7 @@ export const migrations: Record<string, Migration> = {
         .addColumn('dead', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      // The worker's claim and the per-user order check read only rows still owed to the CRM.
+      // The event outbox's claim and the per-user order check read only rows still owed to the CRM.
       await db.schema
         .createIndex('crm_events_unsent_user')
         .on('crm_events')
@@ -400,7 +400,7 @@ export const migrations: Record<string, Migration> = {
       await table().addColumn('delivery_claim_token', 'text').execute();
       await table().addColumn('delivered_at', 'bigint').execute();
       await table().addColumn('delivery_error', 'text').execute();
-      // The worker and the dead-letter replay read only the rows still owed, never the delivered millions.
+      // The credit outbox and the dead-letter replay read only the rows still owed, never the delivered millions.
       await db.schema
         .createIndex('operator_credits_due')
         .on('operator_credits')

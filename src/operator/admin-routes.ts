@@ -24,6 +24,7 @@ import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
 import { inTransaction } from '../ledger/db.js';
+import { replayRoute } from '../outbox/replay-route.js';
 
 /** The answers of these routes, for the OpenAPI document. */
 const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
@@ -67,9 +68,11 @@ export interface OperatorAdminRouteDeps {
   backend: OperatorBackend;
   adminKey: string | undefined;
   now: () => number;
+  /** Wakes the credit outbox after dead credits were replayed. */
+  onCreditsReplay?: () => void;
 }
 
-export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }: OperatorAdminRouteDeps) {
+export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, onCreditsReplay }: OperatorAdminRouteDeps) {
   const app = new Hono();
   const admin = requireAdmin(adminKey);
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
@@ -259,14 +262,16 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now }:
       }),
       handlers: [
         admin,
-        async (c) => {
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
-          const parsed = parseBody(creditReplaySchema, body.value);
-          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
-          const replayed = await replayDeadCredits(db, parsed.value.credit_ids?.map(Number), now());
-          return c.json({ replayed }, 200);
-        },
+        replayRoute({
+          read: async (c) => {
+            const body = await readJsonBody(c);
+            if (!body.ok) return { ok: false, status: body.status, answer: { error: body.error } };
+            const parsed = parseBody(creditReplaySchema, body.value);
+            return parsed.ok ? parsed : { ok: false, status: 400, answer: { error: parsed.error } };
+          },
+          replay: (request) => replayDeadCredits(db, request.credit_ids?.map(Number), now()),
+          onReplay: onCreditsReplay,
+        }),
       ],
     }),
   ]);

@@ -1,7 +1,7 @@
 /**
- * What a replay post from one of the console's dead lists asks for: the row whose Replay button was pressed
- * (`only`), the ticked rows (`action=selected`), or every dead row matching the list's filter (`action=matching`).
- * Shared by the dead CRM events and the dead credits; each names its ids and reads its own filter. Pure.
+ * What a replay post from one of the console's dead lists (dead-list.ts) asks for: the row whose Replay button was
+ * pressed (`only`), the ticked rows (`action=selected`), or every dead row matching the list's filter
+ * (`action=matching`). Each kind names its ids and reads its own filter (src/console/dead-*-page.ts). Pure.
  */
 
 const MAX_IDS = 10_000;
@@ -15,6 +15,10 @@ export interface DeadReplaySpec<F> {
   idPattern: RegExp;
   /** The list's filter fields, or an error naming the field. */
   filter: (text: FormText) => { ok: true; filter: F } | { ok: false; error: string };
+  /** Values are trimmed (the conversions' form; the others keep user_ids as given). */
+  trim?: boolean;
+  /** A post without `action` replays every match (the dashboard's "replay all" of dead conversions). */
+  matchingByDefault?: boolean;
 }
 
 export type DeadReplayRequest<F> = { ok: true; ids: string[] } | { ok: true; ids?: undefined; filter: F } | { ok: false; error: string };
@@ -22,7 +26,8 @@ export type DeadReplayRequest<F> = { ok: true; ids: string[] } | { ok: true; ids
 export function readDeadReplayForm<F>(form: FormData, spec: DeadReplaySpec<F>): DeadReplayRequest<F> {
   const text: FormText = (name) => {
     const values = form.getAll(name);
-    return values.length === 1 && typeof values[0] === 'string' ? values[0] : values.length === 0 ? undefined : null;
+    if (values.length === 1 && typeof values[0] === 'string') return spec.trim ? values[0].trim() : values[0];
+    return values.length === 0 ? undefined : null;
   };
   const only = text('only');
   if (only === null || (only !== undefined && !spec.idPattern.test(only))) return { ok: false, error: `only: must be one ${spec.noun} id` };
@@ -35,7 +40,7 @@ export function readDeadReplayForm<F>(form: FormData, spec: DeadReplaySpec<F>): 
     if (!ids.every((id): id is string => typeof id === 'string' && spec.idPattern.test(id))) return { ok: false, error: `ids: must be ${spec.noun} ids` };
     return { ok: true, ids };
   }
-  if (action !== 'matching') return { ok: false, error: 'action: must be selected or matching' };
+  if (action !== 'matching' && !(action === undefined && spec.matchingByDefault)) return { ok: false, error: 'action: must be selected or matching' };
   const filter = spec.filter(text);
   return filter.ok ? { ok: true, filter: filter.filter } : filter;
 }

@@ -1,18 +1,18 @@
 /**
- * The loop the outbox workers share (conversions in src/delivery/worker.ts, CRM events in src/events/worker.ts):
- * rounds back to back while there is work, else one round every `idleMs`, sooner on `wake()`. A wake that arrives
- * while a round runs is kept, so work queued during the round never waits for the next interval.
+ * The loop every outbox kind runs in `serve` (src/outbox/outbox.ts startOutbox): rounds back to back while there is
+ * work, else one round every `idleMs`, sooner on `wake()`. A wake that arrives while a round runs is kept, so work
+ * queued during the round never waits for the next interval.
  */
 import type { Logger } from 'pino';
 
-export interface WorkerLoop {
+export interface OutboxLoop {
   wake(): void;
   /** Ends the loop after the round in progress. */
   stop(): Promise<void>;
 }
 
 /** `round` resolves true when it found work and may find more at once; a round that throws is logged and waits. */
-export function startWorkerLoop(round: () => Promise<boolean>, options: { idleMs: number; logger: Logger; name: string }): WorkerLoop {
+export function startOutboxLoop(round: () => Promise<boolean>, options: { idleMs: number; logger: Logger; name: string }): OutboxLoop {
   let stopped = false;
   let wakeUp: (() => void) | undefined;
   let woken = false;

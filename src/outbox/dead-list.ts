@@ -1,5 +1,6 @@
 /**
- * The frame the console's dead lists share (dead CRM events, dead credits): the replay notice, the filter form,
+ * The frame of every outbox's dead list in the console (dead conversions, dead CRM events, dead credits; each kind's
+ * cells in src/console/dead-*-page.ts): the replay notice, the filter form,
  * one post form with the session's CSRF token whose pressed button says what to replay (a row's Replay, the ticked
  * rows, or all matching the filter), the table with a pick box and a Replay button per row, and the Older link.
  * Escaped by hono/html; no script.
@@ -7,6 +8,22 @@
 import { html } from 'hono/html';
 
 type Html = ReturnType<typeof html>;
+
+/** "3 d 4 h", "12 min": how long a dead row has waited. */
+export function age(ms: number): string {
+  const minutes = Math.max(0, Math.floor(ms / 60_000));
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} d ${hours % 24} h`;
+}
+
+/** A keyset page from `limit + 1` rows read newest first: the first `limit`, and the cursor of the next page if any. */
+export function keysetPage<R extends { id: number }>(rows: R[], limit: number): { rows: R[]; nextCursor: string | null } {
+  if (rows.length <= limit) return { rows, nextCursor: null };
+  const page = rows.slice(0, limit);
+  return { rows: page, nextCursor: String(page[page.length - 1]!.id) };
+}
 
 export interface DeadListView {
   params: URLSearchParams;
@@ -19,7 +36,7 @@ export interface DeadListView {
 export interface DeadListRow {
   /** What the pick box and Replay button post. */
   id: string;
-  /** The row's data- attribute (data-event, data-credit). */
+  /** The row's data- attribute (data-conversion, data-event, data-credit). */
   attribute: string;
   /** The cells between the pick box and the Replay button, then those after it. */
   cells: Html;
@@ -40,7 +57,7 @@ export interface DeadListParts {
   headers: string[];
   afterHeaders: string[];
   rows: DeadListRow[];
-  /** "dead CRM event(s)": what the notices count. */
+  /** "dead CRM event(s)": what the notices count; `replayedThen`: what happens to them next. */
   replayedNoun: string;
   replayedThen: string;
   /** "No dead CRM event" (then " matches." or "."). */

@@ -1,0 +1,96 @@
+/**
+ * The credits outbox (sql backend) as src/outbox/outbox.ts configures a kind: pushes each committed credit to the
+ * operator's bonus engine or wallet at operator.credits.url, one request each, with Idempotency-Key = credit_id so a
+ * push repeated after a lost answer is recognised. 2xx is delivered; anything else is retried with the outboxes'
+ * back-off (src/outbox/decisions.ts) and dead-lettered after operator.credits.max_attempts, to be replayed from
+ * POST /admin/credits/replay. The CRM's 200 came earlier, at commit (docs/operator-api.md "What success means to the
+ * CRM").
+ */
+import { request } from 'undici';
+import type { Config } from '../config/schema.js';
+import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
+import type { OutboxLoop } from '../outbox/loop.js';
+import { runOutboxRound, sendEach, startOutbox, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { crmReferencesObject } from '../crm/references.js';
+
+export type CreditsConfig = Config['operator']['credits'];
+
+export interface CreditOutboxDeps extends OutboxDeps {
+  credits: CreditsConfig & { url: string };
+  onDelivered?: (count: number) => void;
+  onDead?: (count: number) => void;
+}
+
+/** What the operator's endpoint receives for one credit. */
+export function creditPushBody(c: DueCredit) {
+  return {
+    credit_id: String(c.id),
+    kind: c.kind,
+    user_id: c.user_id,
+    bonus_code: c.bonus_code,
+    amount: c.amount,
+    currency: c.currency,
+    created_at: new Date(c.created_at).toISOString(),
+    crm_references: crmReferencesObject({
+      id: c.crm_id,
+      action_id: c.crm_action_id,
+      action_group_id: c.crm_action_group_id,
+      action_communication_profile_id: c.crm_action_communication_profile_id,
+      activity_id: c.crm_activity_id,
+      trigger_hash: c.crm_trigger_hash,
+      player_origin_id: c.crm_player_origin_id,
+    }),
+    /** The CRM's request as received, keys the gateway ignores included (validity_amount, say). */
+    request: JSON.parse(c.request_json) as unknown,
+  };
+}
+
+async function push(credits: CreditOutboxDeps['credits'], credit: DueCredit): Promise<OutboxOutcome> {
+  try {
+    const res = await request(credits.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': String(credit.id), ...credits.headers },
+      body: JSON.stringify(creditPushBody(credit)),
+      headersTimeout: credits.timeout,
+      bodyTimeout: credits.timeout,
+      signal: AbortSignal.timeout(credits.timeout),
+    });
+    const text = (await res.body.text()).slice(0, 300);
+    return res.statusCode >= 200 && res.statusCode <= 299
+      ? { ok: true, status: res.statusCode }
+      : { ok: false, status: res.statusCode, error: `HTTP ${res.statusCode}: ${text}` };
+  } catch (error) {
+    return { ok: false, status: null, error: (error as { code?: string }).code ?? (error as Error).message };
+  }
+}
+
+function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
+  const { credits } = deps;
+  return {
+    name: 'credit outbox',
+    settings: credits,
+    claim: claimDueCredits,
+    attemptsOf: (c) => c.delivery_attempts,
+    send: sendEach((c) => push(credits, c)),
+    markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),
+    markFailed: (db, failed, token) => markCreditDeliveriesFailed(db, failed, token),
+    again: (round) => round.sent.length > 0,
+    report({ sent, failed }) {
+      const dead = failed.filter((f) => f.plan.dead);
+      if (sent.length > 0) deps.onDelivered?.(sent.length);
+      if (failed.length > 0)
+        deps.logger.warn({ count: failed.length, dead: dead.length, error: failed[0]!.error }, 'credits not taken by operator.credits.url; backing off');
+      for (const d of dead) deps.logger.warn({ credit_id: String(d.row.id) }, 'credit dead-lettered; replay it with POST /admin/credits/replay');
+    },
+    onDead: (count) => deps.onDead?.(count),
+  };
+}
+
+export async function deliverDueCredits(deps: CreditOutboxDeps): Promise<{ claimed: number; delivered: number; failed: number; dead: number }> {
+  const round = await runOutboxRound(creditOutbox(deps), deps);
+  return { claimed: round.claimed.length, delivered: round.sent.length, failed: round.retrying, dead: round.dead };
+}
+
+export function startCreditOutbox(deps: CreditOutboxDeps): OutboxLoop {
+  return startOutbox(creditOutbox(deps), deps);
+}
