@@ -209,17 +209,31 @@ export interface ProviderDeps {
  * sender_name. Applied outside the plugin by src/provider-wrappers/sender-rules.ts, which documents which sender wins when.
  */
 export const sendersConfig = z.strictObject({
-  default: z.string().min(1).optional(),
-  by_country: z.record(z.string().regex(/^[A-Z]{2}$/, 'country codes are two capital letters (ISO 3166), e.g. GB'), z.string().min(1)).default({}),
+  default: z.string().min(1).optional().describe("The sender when neither a country rule nor the CRM's sender_name gives one."),
+  by_country: z
+    .record(z.string().regex(/^[A-Z]{2}$/, 'country codes are two capital letters (ISO 3166), e.g. GB'), z.string().min(1))
+    .default({})
+    .describe('The sender per recipient country (ISO 3166 alpha-2), e.g. `{US: "+15550100", GB: "Brand"}`.'),
 });
 
 /** Keys every provider block accepts besides its own. */
 export const providerCommonConfig = {
-  aliases: z.array(z.string().min(1)).default([]),
-  base_url: z.url().optional(),
-  rate_per_second: z.number().positive().optional(),
-  max_concurrency: z.number().int().positive().optional(),
-  senders: sendersConfig.optional(),
+  aliases: z.array(z.string().min(1)).default([]).describe('Other provider_name values that pick this provider (any case).'),
+  base_url: z.url().optional().describe("Overrides the provider's API host (tests, proxies, regions)."),
+  rate_per_second: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      'SMS parts per second sent through this provider, shared by single and batch traffic and split among live instances. Over it a batch entry waits until sms.batch_deadline or sms.send_timeout (then `fatal`), a single send until sms.single_wait (then 503).',
+    ),
+  max_concurrency: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Sends in flight at once through this provider, split among live instances like rate_per_second.'),
+  senders: sendersConfig.optional().describe('The sender per recipient country, and a default ("Senders per country" below).'),
 };
 
 export interface ProviderPlugin<Schema extends z.ZodType = z.ZodType> {

@@ -12,26 +12,28 @@ const providerName = z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are lett
 
 export const routeConfigSchema = z.strictObject({
   type: z.literal('route'),
-  aliases: z.array(z.string().min(1)).default([]),
-  /** Config keys of other (non-route) providers, in failover order. */
-  members: z.array(providerName).min(1),
-  strategy: z.enum(['failover', 'weighted']).default('failover'),
-  /** `weighted`: each member's share of first attempts (default 1; 0 = fallback only). */
-  weights: z.record(providerName, z.number().min(0)).optional(),
+  aliases: z.array(z.string().min(1)).default([]).describe('Other provider_name values that pick this route (any case).'),
+  members: z.array(providerName).min(1).describe('Names of other (non-route) providers, in failover order.'),
+  strategy: z
+    .enum(['failover', 'weighted'])
+    .default('failover')
+    .describe('`failover`: members in order; `weighted`: the first member drawn by `weights`, then the others by weight.'),
+  weights: z
+    .record(providerName, z.number().min(0))
+    .optional()
+    .describe("`weighted`: each member's share of first attempts (1 each when unset; 0: only a fallback)."),
   breaker: z
     .strictObject({
-      /** Consecutive failed sends (refused, throttled, 5xx, timed out) that open a member's circuit. */
-      failures: z.number().int().positive().default(5),
-      /** How long an open circuit keeps traffic off the member before one probe is let through. */
-      open_for: duration('30s'),
-      /** Window of receipts over which the delivery rate is judged. */
-      window: duration('10m'),
-      /** Final receipts the window needs before the rate counts. */
-      min_receipts: z.number().int().positive().default(20),
-      /** Delivered share below which the circuit opens; 0 turns the check off. */
-      min_delivery_rate: z.number().min(0).max(1).default(0.1),
+      failures: z.number().int().positive().default(5).describe("Consecutive failed sends (refused, throttled, 5xx, timed out) that open a member's circuit."),
+      open_for: duration('30s').describe(
+        'How long an open circuit keeps traffic off the member; then one probe at a time is let through, and its answer closes or reopens it.',
+      ),
+      window: duration('10m').describe('The window of receipts over which the delivery rate is judged.'),
+      min_receipts: z.number().int().positive().default(20).describe('Final receipts the window needs before the rate counts.'),
+      min_delivery_rate: z.number().min(0).max(1).default(0.1).describe('Delivered share below which the circuit opens; 0 turns the check off.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('A circuit breaker per member: it keeps traffic off a member that fails or stops delivering.'),
 });
 export type RouteConfig = z.infer<typeof routeConfigSchema>;
 
