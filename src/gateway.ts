@@ -298,7 +298,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     metrics,
     recipients,
     onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
-    onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
+    onRecorded: (trx, tally, records) => receipts.rematchAfterSend(trx, tally, records),
     tracing,
   });
 

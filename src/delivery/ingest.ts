@@ -7,7 +7,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
-import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
+import { type StatsTally, withStatsTally } from '../ledger/delivery-stats.js';
 import { countReceiptsBySmsId, findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
 import {
   confirmSubmitted,
@@ -81,13 +81,13 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
 async function applyEvents(
   trx: Trx,
+  tally: StatsTally,
   pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>,
   now: number,
   observers: IngestObservers,
 ): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
-  const stats: StatsEvent[] = [];
   // Asked once per batch, not per event: the per-receipt line costs an object per event even when it is not written.
   const debug = observers.logger?.isLevelEnabled('debug') ? observers.logger : undefined;
   for (const { message, event, requestId } of pairs) {
@@ -109,9 +109,9 @@ async function applyEvents(
     if (transition.kind === 'report') {
       // The timeout's delivery_unknown this receipt replaces leaves the counts where it was counted.
       if (current.delivery_source === 'timeout' && current.completed_at !== null) {
-        stats.push({ at: Number(current.completed_at), provider: message.provider, outcome: 'delivery_unknown', n: -1 });
+        tally.push({ at: Number(current.completed_at), provider: message.provider, outcome: 'delivery_unknown', n: -1 });
       }
-      stats.push({ at: now, provider: message.provider, outcome: transition.status });
+      tally.push({ at: now, provider: message.provider, outcome: transition.status });
       observers.metrics?.deliveryReported(message.provider, transition.status, (now - Number(message.dispatched_at)) / 1000);
       current.delivery_status = transition.status;
       current.delivery_source = 'receipt';
@@ -144,12 +144,12 @@ async function applyEvents(
     });
   }
   await insertConversions(trx, conversions, now);
-  await incrementDeliveryStats(trx, stats);
   return conversions.length;
 }
 
 export async function ingestReceipts(
   trx: Trx,
+  tally: StatsTally,
   inputs: ReceiptInput[],
   now: number,
   observers: IngestObservers = {},
@@ -193,12 +193,14 @@ export async function ingestReceipts(
   const unsent = unique.filter((k) => UNSENT_STATES.some((state) => messages[k]?.state === state));
   await confirmAcceptedSends(
     trx,
+    tally,
     unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })),
     now,
   );
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(
     trx,
+    tally,
     applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })),
     now,
     observers,
@@ -244,18 +246,16 @@ function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState;
  */
 const UNSENT_STATES = ['uncertain'] as const;
 
-async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
-  const stats: StatsEvent[] = [];
+async function confirmAcceptedSends(trx: Trx, tally: StatsTally, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   for (const { message, event } of accepted) {
     if (!(await confirmSubmitted(trx, message.sms_id, event.providerMessageId ?? null, UNSENT_STATES, now))) continue;
     message.state = 'submitted';
     // Taken back from the bucket the failed answer was counted in (its row was last written then).
-    stats.push(
+    tally.push(
       { at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 },
       { at: now, provider: message.provider, outcome: 'submitted' },
     );
   }
-  await incrementDeliveryStats(trx, stats);
 }
 
 /** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */
@@ -294,11 +294,12 @@ const PARKED_PAGE = 1_000;
 /** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
 export async function matchParkedReceipts(
   trx: Trx,
+  tally: StatsTally,
   now: number,
   scope: { provider: string; providerMessageIds: string[] },
   observers: IngestObservers = {},
 ): Promise<number> {
-  return applyParked(trx, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
+  return applyParked(trx, tally, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
 }
 
 /**
@@ -308,17 +309,25 @@ export async function matchParkedReceipts(
 export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: IngestObservers = {}): Promise<number> {
   let applied = 0;
   for (let afterId = 0; ; ) {
-    const page = await inTransaction(db, async (trx) => {
-      const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
-      applied += await applyParked(trx, parked, now, observers);
-      return parked;
-    });
+    const page = await inTransaction(db, (trx) =>
+      withStatsTally(trx, async (tally) => {
+        const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
+        applied += await applyParked(trx, tally, parked, now, observers);
+        return parked;
+      }),
+    );
     if (page.length < PARKED_PAGE) return applied;
     afterId = Number(page[page.length - 1]!.id);
   }
 }
 
-async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParkedReceipts>>, now: number, observers: IngestObservers): Promise<number> {
+async function applyParked(
+  trx: Trx,
+  tally: StatsTally,
+  parked: Awaited<ReturnType<typeof findParkedReceipts>>,
+  now: number,
+  observers: IngestObservers,
+): Promise<number> {
   if (parked.length === 0) return 0;
   const inputs: ReceiptInput[] = parked.map((r) => ({
     provider: r.provider,
@@ -336,6 +345,7 @@ async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParke
   await markReceiptsMatched(trx, matched);
   return applyEvents(
     trx,
+    tally,
     matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })),
     now,
     observers,

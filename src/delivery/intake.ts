@@ -4,6 +4,7 @@
  * re-matched once a send records the provider's message ids (src/sms/record.ts calls `rematchAfterSend` in the
  * transaction that records them). Built once by src/gateway.ts.
  */
+import type { StatsTally } from '../ledger/delivery-stats.js';
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
@@ -41,7 +42,7 @@ export interface ReceiptIntake {
    */
   storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<IngestSummary>;
   /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
-  rematchAfterSend(trx: Transaction<Database>, records: SendOutcomeRecord[]): Promise<void>;
+  rematchAfterSend(trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]): Promise<void>;
 }
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
@@ -52,8 +53,8 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
   };
 
   const writes = queue.writer<ReceiptInput, IngestSummary>(
-    async (trx, inputs) => {
-      const summary = await ingestReceipts(trx, inputs, now(), observers, deps.maxReceiptsPerMessage);
+    async (trx, inputs, tally) => {
+      const summary = await ingestReceipts(trx, tally, inputs, now(), observers, deps.maxReceiptsPerMessage);
       return inputs.map(() => summary);
     },
     // Told once the receipts are committed: the worker must not wake up for conversions not yet stored.
@@ -99,11 +100,11 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       return summary;
     },
 
-    async rematchAfterSend(trx, records) {
+    async rematchAfterSend(trx, tally, records) {
       if (!(await anyParkedReceipts(trx))) return;
       for (const provider of new Set(records.map((r) => r.provider))) {
         const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
-        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));
+        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, tally, now(), { provider, providerMessageIds }, observers));
       }
     },
   };

@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely';
 import type { LookupResult, SmsProvider } from '../../providers/types.js';
 import { inTransaction } from '../ledger/db.js';
-import { incrementDeliveryStats } from '../ledger/delivery-stats.js';
+import { withStatsTally } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
 import {
   findOtherProviderIds,
@@ -132,16 +132,18 @@ export async function resolveLostSends(
       observers.logger?.info(log, 'the provider could not say whether it has a lost send; asking again at the next sweep');
       return;
     }
-    const changed = await inTransaction(db, async (trx) => {
-      if (verdict === 'found' && answer !== 'cannot-tell' && answer.answer === 'found') {
-        if (!(await markFoundByLookup(trx, m.sms_id, answer.providerMessageIds[0]!, answer.providerStatus.slice(0, 64), now))) return false;
-        await incrementDeliveryStats(trx, [{ at: now, provider: m.provider, outcome: 'submitted' }]);
-        await ingestReceipts(trx, [receiptOf(m, answer)], now, observers);
-        return true;
-      }
-      if (verdict === 'absent') return markAbsentByLookup(trx, m.sms_id, now);
-      return markUnknownByLookup(trx, m.sms_id, now);
-    });
+    const changed = await inTransaction(db, (trx) =>
+      withStatsTally(trx, async (tally) => {
+        if (verdict === 'found' && answer !== 'cannot-tell' && answer.answer === 'found') {
+          if (!(await markFoundByLookup(trx, m.sms_id, answer.providerMessageIds[0]!, answer.providerStatus.slice(0, 64), now))) return false;
+          tally.push({ at: now, provider: m.provider, outcome: 'submitted' });
+          await ingestReceipts(trx, tally, [receiptOf(m, answer)], now, observers);
+          return true;
+        }
+        if (verdict === 'absent') return markAbsentByLookup(trx, m.sms_id, now);
+        return markUnknownByLookup(trx, m.sms_id, now);
+      }),
+    );
     if (!changed) return;
     summary[verdict]++;
     if (verdict === 'unknown')
@@ -181,7 +183,7 @@ export async function querySilentMessages(
     observers.metrics?.lookupAnswered(m.provider, 'status', answer.answer);
     if (answer.answer !== 'found') return;
     if (answer.status !== 'intermediate') statusFinal++;
-    await inTransaction(db, (trx) => ingestReceipts(trx, [receiptOf(m, answer)], now, observers));
+    await inTransaction(db, (trx) => withStatsTally(trx, (tally) => ingestReceipts(trx, tally, [receiptOf(m, answer)], now, observers)));
   });
   if (askable.length > 0)
     observers.logger?.info(
