@@ -38,7 +38,7 @@ const configSchema = z.strictObject({
     .min(1)
     .optional()
     .describe(
-      'Key of the HMAC-SHA256 of the body that the sandbox sends in X-Sandbox-Signature and checks on every receipt (and inbound SMS); unsigned or wrongly signed ones get 403. Unset: a random key of the process (or cluster).',
+      'Key of the HMAC-SHA256 of the body that the sandbox sends in X-Sandbox-Signature and checks on every receipt (and inbound SMS); unsigned or wrongly signed ones get 403. Unset: a random key of the process.',
     ),
   early_receipts: z.boolean().default(false).describe('Post the receipt before the send call answers.'),
   duplicate_receipts: z.boolean().default(false).describe('Post every receipt twice.'),

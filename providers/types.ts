@@ -188,10 +188,10 @@ export interface ProviderDeps {
   processSecret?: Buffer;
   /**
    * For a plugin that receives receipts over its own connection instead of `/dlr/{name}` (SMPP's deliver_sm):
-   * hands its events to the same ingestion as the route (matched by sms_id or provider message id, parked until
+   * hands its events to the same intake as the route (matched by sms_id or provider message id, parked until
    * their message is known, parts rolled up, status moved forward only) and resolves once they are committed,
    * so the plugin acknowledges only what is stored. The plugin must have authenticated where they came from.
-   * Absent in processes that ingest nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
+   * Absent in processes that take in nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
    * `maxParked`: the most of this provider's receipts left parked (matching no message yet); past it the oldest are
    * set aside and counted (sms_gateway_parked_receipts_dropped_total).
    */
@@ -199,7 +199,7 @@ export interface ProviderDeps {
   /**
    * For a plugin that receives players' messages over its own connection (SMPP deliver_sm without a receipt flag):
    * hands the message to the same inbound handling as `/mo/{name}` (kept once, STOP/START keywords applied) and
-   * resolves once committed. Absent where nothing is ingested: such a plugin refuses the message, so it is offered again.
+   * resolves once committed. Absent where nothing is taken in: such a plugin refuses the message, so it is offered again.
    */
   deliverInbound?: (message: InboundSms) => Promise<void>;
 }

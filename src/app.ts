@@ -16,7 +16,7 @@ import { relayRoutes } from './events/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
-import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
+import type { ReceiptSummary, ReceiptInput } from './delivery/apply-receipts.js';
 import { adminRouteDocs, receiptRouteDocs } from './delivery/route-docs.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
@@ -56,9 +56,9 @@ export interface AppParts {
   logger: Logger;
   now: () => number;
   publicUrl: () => string;
-  /** Random bytes of this process (or cluster), the key of what is signed without a configured secret. */
+  /** Random bytes of this process, the key of what is signed without a configured secret. */
   processSecret: Buffer;
-  ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  storeReceipts: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
   /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
   receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
@@ -67,8 +67,6 @@ export interface AppParts {
   operatorBackend: OperatorBackend;
   /** Without it there is no /metrics. */
   metrics?: GatewayMetrics;
-  /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
-  renderMetrics?: () => Promise<string>;
   /** Route members' circuit breakers, for the console. */
   circuits?: () => MemberHealthView[];
   /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
@@ -137,7 +135,7 @@ export function createApp(parts: AppParts): Hono {
 
   app.route(
     '/dlr',
-    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
+    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
   );
   const receiptCheck = describeReceiptChecks(config.providers);
   const inbound = {
@@ -189,10 +187,7 @@ export function createApp(parts: AppParts): Hono {
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   // With metrics.port set, src/gateway.ts serves /metrics on that port only.
   if (parts.metrics && config.metrics.port === undefined) {
-    app.route(
-      '/',
-      metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }),
-    );
+    app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
   const providerNames = Object.keys(config.providers);
   app.route(

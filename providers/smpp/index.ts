@@ -8,7 +8,7 @@
  * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
  * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),
  * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
- * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
+ * receipt intake through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
  * message type is a player's text (mobile-originated): it goes to the inbound handling through
  * `deps.deliverInbound`, so STOP and START work over SMPP as they do at /mo/{name}.
  * With several gateway instances each holds its own bind; a receipt may arrive on any of them and is matched in
@@ -183,7 +183,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
       const receipt = kind.receipt;
       if (receipt.unknownState)
         deps.logger.warn({ provider: name, providerStatus: receipt.providerStatus }, 'unknown SMPP receipt state; mapped to delivery_unknown');
-      if (!deps.deliverReceipts) throw new Error('this process does not ingest receipts');
+      if (!deps.deliverReceipts) throw new Error('this process takes in no receipts');
       // No signature to check: the receipt came over the bind we opened to the configured SMSC and authenticated
       // with system_id/password, so the connection vouches for the SMSC; the esm_class bits, which only the SMSC
       // sets, vouch that it is the SMSC's receipt and not a subscriber's text.

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
-import { checkRouteMembers, routeConfigSchema } from './route-config.js';
+import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
 import { durationSchema } from '../kit/duration.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
 import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
@@ -13,7 +13,7 @@ const duration = (fallback: string) => durationSchema(fallback);
 
 const [firstPlugin, ...otherPlugins] = Object.values(providerPlugins).map((p) => p.configSchema);
 // `route` is not a plugin but a provider_name over several of them (src/provider-wrappers/failover-route.ts).
-const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, routeConfigSchema]);
+const providerConfig = z.discriminatedUnion('type', [firstPlugin!, ...otherPlugins, failoverRouteConfigSchema]);
 
 /** A keyword list, or lists per language (`{en: [STOP], es: [BAJA]}`), read as one upper-case list. */
 const keywordLists = (fallback: string[]) => {
@@ -65,10 +65,6 @@ const server = z
       .describe(
         'JSON bodies (and JSON receipts) nesting deeper are refused as they are read, before anything walks them: a single message gets 400 naming the field, a batch entry is answered `failed` while the others go on.',
       ),
-    workers: z
-      .union([z.literal('auto'), z.number().int().min(1).max(64)])
-      .default(1)
-      .describe('Gateway processes sharing the port (node:cluster); `auto` runs one per CPU core (docs/operations.md).'),
     shutdown_timeout: duration('8s').describe(
       'On SIGTERM/SIGINT the gateway stops handing messages to providers, stops accepting, finishes open requests and closes the ledger; provider calls unanswered at half this time are abandoned (their messages left `uncertain`, answered `fatal` / 503). ' +
         'Past this it logs the step it was in and exits 1. 8 s stays under the 10 s Docker waits before SIGKILL: raise both together.',
@@ -147,7 +143,7 @@ const auth = z
           .min(16, 'must be at least 16 characters')
           .optional()
           .describe(
-            'HMAC key of the access tokens, never derived from `client_secret`. Unset: a random key per process (a cluster shares one), so tokens end with a restart and the CRM fetches a new one after its 401. ' +
+            'HMAC key of the access tokens, never derived from `client_secret`. Unset: a random key per process, so tokens end with a restart and the CRM fetches a new one after its 401. ' +
               'Instances sharing a PostgreSQL database need the same one; production refuses to start without it there.',
           ),
       })
@@ -590,7 +586,7 @@ export const configSchema = z
         seen.set(key, name);
       }
     }
-    checkRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {

@@ -15,7 +15,7 @@ import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './ingest.js';
+import { applyReceipts, matchParkedReceipts, type ReceiptSummary, type ReceiptInput } from './apply-receipts.js';
 
 export interface ReceiptIntakeDeps {
   /** The ledger's grouping layer: receipts share commits with each other and with the send path's writes. */
@@ -35,12 +35,12 @@ export interface ReceiptIntakeDeps {
 
 export interface ReceiptIntake {
   /** Stores a request's receipts, batched with other requests' into one transaction. */
-  store(inputs: ReceiptInput[]): Promise<IngestSummary>;
+  store(inputs: ReceiptInput[]): Promise<ReceiptSummary>;
   /**
    * Stores receipts a plugin pushed over its own connection (SMPP), then keeps at most `maxParked` of that provider's
    * receipts parked, setting the oldest aside: a source that reports ids we never issued cannot grow the pile forever.
    */
-  storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<IngestSummary>;
+  storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<ReceiptSummary>;
   /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
   rematchAfterSend(trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]): Promise<void>;
 }
@@ -52,9 +52,9 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
     if (count > 0) deps.onReported?.(count);
   };
 
-  const writes = queue.writer<ReceiptInput, IngestSummary>(
+  const writes = queue.writer<ReceiptInput, ReceiptSummary>(
     async (trx, inputs, tally) => {
-      const summary = await ingestReceipts(trx, tally, inputs, now(), observers, deps.maxReceiptsPerMessage);
+      const summary = await applyReceipts(trx, tally, inputs, now(), observers, deps.maxReceiptsPerMessage);
       return inputs.map(() => summary);
     },
     // Told once the receipts are committed: the worker must not wake up for conversions not yet stored.

@@ -32,7 +32,6 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
     help: 'Real-time events not yet sent: pending (never tried), retrying (backing off), dead (needs a replay)',
     labelNames: ['state'],
     registers,
-    aggregator: 'max',
     async collect() {
       const backlog = await countBacklog();
       this.set({ state: 'pending' }, backlog.unsent - backlog.retrying);
@@ -44,7 +43,6 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
     name: 'sms_gateway_crm_events_oldest_unsent_age_seconds',
     help: 'Age of the oldest event not yet sent (dead ones excluded); 0 when none is owed',
     registers,
-    aggregator: 'max',
     async collect() {
       const { oldestUnsentAt } = await countBacklog();
       this.set(oldestUnsentAt === null ? 0 : Math.max(0, (now() - oldestUnsentAt) / 1000));

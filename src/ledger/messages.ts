@@ -269,7 +269,7 @@ export async function recordSendOutcomes(db: Db, tally: StatsTally, records: Sen
       .execute();
   }
   // In the same transaction, so the console's counts never disagree with the messages they count. The console
-  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (ingest.ts).
+  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (src/delivery/apply-receipts.ts).
   tally.push(...records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? ('retryable' as const) : r.state })));
 }
 

@@ -18,7 +18,6 @@ export function registerCreditMetrics(registry: Registry, countBacklog: () => Pr
     help: 'Credits not yet delivered to the operator: due (pending or backing off), dead (needs a replay)',
     labelNames: ['state'],
     registers,
-    aggregator: 'max',
     async collect() {
       const backlog = await countBacklog();
       this.set({ state: 'due' }, backlog.due);

@@ -1,5 +1,5 @@
 /**
- * Receipt ingestion (docs/design.md §1 "receipt"): store every valid event once, match it to its message, move the
+ * Applying receipts (docs/design.md §1 "receipt"), the step behind the intake (intake.ts): store every valid event once, match it to its message, move the
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
@@ -39,14 +39,14 @@ export interface ReceiptInput {
  * Optional observers, told inside the transaction (a rolled-back batch is retried by the provider and may be
  * counted twice; metrics are rates, so that is tolerable). Per-receipt log lines are at debug level.
  */
-export interface IngestObservers {
+export interface ReceiptObservers {
   metrics?: ReceiptMetrics;
   logger?: Logger;
   /** When on, each applied receipt is a span under its message's send span (docs/tracing.md). */
   tracing?: Tracing;
 }
 
-export interface IngestSummary {
+export interface ReceiptSummary {
   fresh: number;
   duplicates: number;
   parked: number;
@@ -84,7 +84,7 @@ async function applyEvents(
   tally: StatsTally,
   pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>,
   now: number,
-  observers: IngestObservers,
+  observers: ReceiptObservers,
 ): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
@@ -147,15 +147,15 @@ async function applyEvents(
   return conversions.length;
 }
 
-export async function ingestReceipts(
+export async function applyReceipts(
   trx: Trx,
   tally: StatsTally,
   inputs: ReceiptInput[],
   now: number,
-  observers: IngestObservers = {},
+  observers: ReceiptObservers = {},
   /** delivery.max_receipts_per_message; unbounded when absent. */
   maxPerMessage?: number,
-): Promise<IngestSummary> {
+): Promise<ReceiptSummary> {
   const startedAt = observers.tracing?.enabled ? Date.now() : 0;
   const messages = await resolveMessages(trx, inputs);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
@@ -222,7 +222,7 @@ export async function ingestReceipts(
 
 /**
  * One span per applied receipt, a child of its message's send span (stored with the row), so a receipt that comes in
- * a later request joins the send's trace. It covers the ingestion up to the commit, which follows at once.
+ * a later request joins the send's trace. It covers applying the receipts up to the commit, which follows at once.
  */
 function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState; event: ReceiptEvent }>, startedAt: number): void {
   for (const { message, event } of applied) {
@@ -264,7 +264,7 @@ function observeReceipts(
   rows: NewReceipt[],
   unique: number[],
   fresh: Set<string>,
-  observers: IngestObservers,
+  observers: ReceiptObservers,
   capped: ReadonlySet<number>,
 ): void {
   const { metrics, logger } = observers;
@@ -297,7 +297,7 @@ export async function matchParkedReceipts(
   tally: StatsTally,
   now: number,
   scope: { provider: string; providerMessageIds: string[] },
-  observers: IngestObservers = {},
+  observers: ReceiptObservers = {},
 ): Promise<number> {
   return applyParked(trx, tally, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
 }
@@ -306,7 +306,7 @@ export async function matchParkedReceipts(
  * The sweep's pass over every parked receipt, a page at a time in id order (so a pile of receipts that will never
  * match cannot hide newer ones), each page in its own transaction.
  */
-export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: IngestObservers = {}): Promise<number> {
+export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: ReceiptObservers = {}): Promise<number> {
   let applied = 0;
   for (let afterId = 0; ; ) {
     const page = await inTransaction(db, (trx) =>
@@ -326,7 +326,7 @@ async function applyParked(
   tally: StatsTally,
   parked: Awaited<ReturnType<typeof findParkedReceipts>>,
   now: number,
-  observers: IngestObservers,
+  observers: ReceiptObservers,
 ): Promise<number> {
   if (parked.length === 0) return 0;
   const inputs: ReceiptInput[] = parked.map((r) => ({

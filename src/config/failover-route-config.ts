@@ -10,7 +10,7 @@ const duration = (fallback: string) => durationSchema(fallback);
 
 const providerName = z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are letters, digits, - and _');
 
-export const routeConfigSchema = z.strictObject({
+export const failoverRouteConfigSchema = z.strictObject({
   type: z.literal('route'),
   aliases: z.array(z.string().min(1)).default([]).describe('Other provider_name values that pick this route (any case).'),
   members: z.array(providerName).min(1).describe('Names of other (non-route) providers, in failover order.'),
@@ -35,16 +35,19 @@ export const routeConfigSchema = z.strictObject({
     .prefault({})
     .describe('A circuit breaker per member: it keeps traffic off a member that fails or stops delivering.'),
 });
-export type RouteConfig = z.infer<typeof routeConfigSchema>;
+export type FailoverRouteConfig = z.infer<typeof failoverRouteConfigSchema>;
 
 /**
  * Cross-provider checks the route schema cannot make on its own: members exist, are not routes themselves, are
  * named once, and weights name only members.
  */
-export function checkRouteMembers(providers: Readonly<Record<string, { type: string }>>, issue: (path: Array<string | number>, message: string) => void): void {
+export function checkFailoverRouteMembers(
+  providers: Readonly<Record<string, { type: string }>>,
+  issue: (path: Array<string | number>, message: string) => void,
+): void {
   for (const [name, p] of Object.entries(providers)) {
     if (p.type !== 'route') continue;
-    const route = p as RouteConfig;
+    const route = p as FailoverRouteConfig;
     const seen = new Set<string>();
     route.members.forEach((member, i) => {
       if (!Object.hasOwn(providers, member)) issue(['providers', name, 'members', i], `"${member}" is not a configured provider`);
