@@ -5,7 +5,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
-import { receiveInbound } from './consents/inbound.js';
 import { inboundAdminRouteDocs, inboundRouteDocs } from './consents/route-docs.js';
 import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { consoleRouteDocs } from './console/route-docs.js';
@@ -49,8 +48,8 @@ import { smsRoutes } from './sms/routes.js';
 export interface AppParts {
   config: Readonly<Config>;
   db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it; `db` when absent. */
-  readDb?: Kysely<Database>;
+  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it. */
+  readDb: Kysely<Database>;
   router: ProviderRouter;
   dispatcher: Dispatcher;
   logger: Logger;
@@ -59,8 +58,8 @@ export interface AppParts {
   /** Random bytes of this process, the key of what is signed without a configured secret. */
   processSecret: Buffer;
   storeReceipts: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
-  /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
-  receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
+  /** Inbound handling for /mo (STOP/START). */
+  receiveInbound: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Called when dead conversions were replayed, so the worker looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
@@ -91,7 +90,7 @@ const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
-  const readDb = parts.readDb ?? parts.db;
+  const { readDb } = parts;
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
   // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
@@ -138,18 +137,8 @@ export function createApp(parts: AppParts): Hono {
     receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
   );
   const receiptCheck = describeReceiptChecks(config.providers);
-  const inbound = {
-    db: parts.db,
-    backend: config.operator.backend,
-    storeContent: config.ledger.store_content,
-    recipients: parts.recipients,
-    now: parts.now,
-    logger,
-  };
-  const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
   app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
-  const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: parts.receiveInbound }));
   app.route(
     '/admin',
     adminRoutes({

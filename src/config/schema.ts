@@ -595,4 +595,3 @@ export const configSchema = z
   });
 
 export type Config = z.output<typeof configSchema>;
-export type ProviderConfig = Config['providers'][string];
