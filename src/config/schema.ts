@@ -413,7 +413,7 @@ const operator = z
     backend: z
       .enum(['sql', 'http'])
       .default('sql')
-      .describe("`sql`: users, consents, bonuses and credits in this gateway's database; `http`: the operator's platform (docs/connecting-the-crm.md)."),
+      .describe("sql: users, consents, bonuses and credits in this gateway's database; http: the operator's platform (docs/connecting-the-crm.md)."),
     base_url: z.url().optional().describe("Base of the operator platform's API (may carry a path); the CRM's paths are appended. Required for `http`."),
     headers: z.record(z.string(), z.string()).default({}).describe('Headers sent with every call to the platform (its credentials, typically).'),
     timeout: duration('10s').describe('How long a platform call may take (a reconciliation: the wait for the headers and between chunks).'),
@@ -452,7 +452,7 @@ const operator = z
         lease: duration('60s').describe('How long a claimed credit stays reserved for its claimer.'),
       })
       .prefault({})
-      .describe('`sql` backend: credits pushed to the operator, retried with back-off, dead-lettered after max_attempts (docs/operator-api.md).'),
+      .describe('With the sql backend: credits pushed to the operator, retried with back-off, dead-lettered after max_attempts (docs/operator-api.md).'),
     session_tokens: z
       .strictObject({
         secret: z.string().min(32, 'must be at least 32 characters').optional().describe('HS256 shared secret; set this or `jwks_url`.'),
