@@ -5,7 +5,6 @@
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
  *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
- *   --workers 2                                 server.workers of each gateway (processes on one port, node:cluster)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
@@ -49,8 +48,6 @@ interface Options {
   database: string | undefined;
   /** Gateway processes sharing the ledger, requests spread over them. */
   instances: number;
-  /** server.workers of each gateway. */
-  workers: number;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
   /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
@@ -228,7 +225,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const provider = await startBenchProvider(options.provider, mode.receipts ?? false, { window: options.window });
   const config = (dir: string) => {
     const initial = baseConfig(dir);
-    const base = { ...initial, server: { ...initial.server, workers: options.workers }, providers: provider.providers };
+    const base = { ...initial, providers: provider.providers };
     return mode.config?.(base, options) ?? base;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
@@ -246,7 +243,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     throw error;
   }
   const server = servers[0]!;
-  await provider.ready?.(options.instances * options.workers);
+  await provider.ready?.(options.instances);
   const serversCpuMs = () => servers.reduce<number | null>((sum, s) => (sum === null || s.cpuMs() === null ? null : sum + s.cpuMs()!), 0);
   const client = new LoadClient(
     servers.map((s) => s.url),
@@ -274,7 +271,6 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,
-      workers: options.workers,
       server_peak_rss_mb: server.peakRssMb(),
       // Not a target, but steadier than msgs_per_s on a shared machine: server CPU per message while measured.
       server_cpu_us_per_msg: cpuUsPerMsg(cpuBefore, cpuAfter, measured.messages),
@@ -307,7 +303,6 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider: { type: 'string', default: 'sandbox' },
       database: { type: 'string' },
       instances: { type: 'string', default: '1' },
-      workers: { type: 'string', default: '1' },
       window: { type: 'string', default: '10' },
       'relay-batch-size': { type: 'string' },
       'relay-connections': { type: 'string' },
@@ -334,7 +329,6 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider,
       database: values.database,
       instances: int('instances', values.instances, 1),
-      workers: int('workers', values.workers, 1),
       window: int('window', values.window, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
       relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),

@@ -1,11 +1,10 @@
 /**
  * The gateway under benchmark, in its own process (`node dist/src/cli.js serve`), so the client's CPU and the
  * server's never mix. Port 0 is discovered from the `gateway listening` log line; peak RSS is read from
- * /proc/<pid>/status (VmHWM) just before the server is stopped. With `server.workers` the figures are summed over
- * the primary and its worker processes.
+ * /proc/<pid>/status (VmHWM) just before the server is stopped.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,26 +51,6 @@ export function baseConfig(dir: string): ConfigDoc {
 }
 
 /** Peak resident set size of a process so far, in MiB (VmHWM; Linux only, null elsewhere or once it exited). */
-/** A process's children (a cluster's workers): pids whose /proc stat names `pid` as parent (Linux only). */
-export function childPids(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((name) => {
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-function sumOverTree(pid: number, read: (pid: number) => number | null): number | null {
-  const values = [pid, ...childPids(pid)].map(read);
-  return values[0] === null ? null : values.reduce<number>((sum, v) => sum + (v ?? 0), 0);
-}
-
 export function procPeakRssMb(pid: number): number | null {
   try {
     const kb = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
@@ -93,9 +72,8 @@ export function procCpuMs(pid: number): number | null {
   }
 }
 
-/** Resolves with the url once `count` gateways (a cluster's workers) have logged `gateway listening`. */
-function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: number, count: number): Promise<string> {
-  let listening = 0;
+/** Resolves with the url once the gateway has logged `gateway listening`. */
+function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let buffered = '';
     const timer = setTimeout(() => fail(new Error(`the gateway did not log its url within ${timeoutMs} ms`)), timeoutMs);
@@ -114,7 +92,7 @@ function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: 
         buffered = buffered.slice(newline + 1);
         if (!line.startsWith('{')) continue;
         const record = JSON.parse(line) as { msg?: string; url?: string };
-        if (record.msg === 'gateway listening' && record.url && ++listening === count) {
+        if (record.msg === 'gateway listening' && record.url) {
           clearTimeout(timer);
           child.off('exit', onExit);
           resolve(record.url);
@@ -142,8 +120,7 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
 
   let url: string;
   try {
-    const workers = options.config(dir).server?.workers;
-    url = await waitForListening(child, () => stderr, 30_000, typeof workers === 'number' ? workers : 1);
+    url = await waitForListening(child, () => stderr, 30_000);
   } catch (error) {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
@@ -156,8 +133,8 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
     url,
     pid: child.pid!,
     dir,
-    peakRssMb: () => sumOverTree(child.pid!, procPeakRssMb),
-    cpuMs: () => sumOverTree(child.pid!, procCpuMs),
+    peakRssMb: () => procPeakRssMb(child.pid!),
+    cpuMs: () => procCpuMs(child.pid!),
     async stop() {
       child.kill('SIGTERM');
       const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);

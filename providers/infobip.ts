@@ -33,15 +33,14 @@ import {
 const configSchema = z.strictObject({
   type: z.literal('infobip'),
   ...providerCommonConfig,
-  /** Your account's API base (https://{id}.api.infobip.com); the global host works too. */
-  base_url: z.url().default('https://api.infobip.com'),
-  api_key: z.string().min(1),
-  /** Default sender when neither the CRM nor `senders` gives one. */
-  from: z.string().min(1).optional(),
-  /** Signs the per-message token in each report URL; without it no report could be believed. */
-  webhook_secret: z.string().min(16, 'must be at least 16 characters'),
-  /** Minutes Infobip keeps trying to deliver (its default is 48 hours). */
-  validity_period_minutes: z.number().int().min(1).max(2880).optional(),
+  base_url: z.url().default('https://api.infobip.com').describe("Your account's API host (`https://{id}.api.infobip.com`); the global host works too."),
+  api_key: z.string().min(1).describe('The API key (`Authorization: App …`).'),
+  from: z.string().min(1).optional().describe('The sender when neither a country rule nor the CRM gives one.'),
+  webhook_secret: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .describe('Key of the per-message token in each report URL: Infobip signs no report, so without it none could be believed.'),
+  validity_period_minutes: z.number().int().min(1).max(2880).optional().describe("Minutes Infobip keeps trying to deliver; unset: Infobip's 48 hours."),
 });
 export type InfobipConfig = z.infer<typeof configSchema>;
 

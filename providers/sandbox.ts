@@ -31,16 +31,17 @@ import {
 const configSchema = z.strictObject({
   type: z.literal('sandbox'),
   ...providerCommonConfig,
-  /** How long after the send the receipt is posted. */
-  dlr_delay_ms: z.number().int().min(0).default(1_000),
-  /**
-   * Key of the HMAC-SHA256 over the body that the sandbox puts in `X-Sandbox-Signature` and checks on every receipt;
-   * unsigned or wrongly signed receipts are refused. Unset: a random key of this process (or cluster), which only
-   * development accepts (src/config/production-checks.ts), since another instance cannot verify it.
-   */
-  receipt_secret: z.string().min(1).optional(),
-  early_receipts: z.boolean().default(false),
-  duplicate_receipts: z.boolean().default(false),
+  dlr_delay_ms: z.number().int().min(0).default(1_000).describe('Milliseconds after the send at which the receipt is posted.'),
+  // Unset, only development accepts it (src/config/production-checks.ts): another instance cannot verify a random key.
+  receipt_secret: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Key of the HMAC-SHA256 of the body that the sandbox sends in X-Sandbox-Signature and checks on every receipt (and inbound SMS); unsigned or wrongly signed ones get 403. Unset: a random key of the process.',
+    ),
+  early_receipts: z.boolean().default(false).describe('Post the receipt before the send call answers.'),
+  duplicate_receipts: z.boolean().default(false).describe('Post every receipt twice.'),
 });
 type SandboxConfig = z.infer<typeof configSchema>;
 

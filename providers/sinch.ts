@@ -34,16 +34,21 @@ import {
 const configSchema = z.strictObject({
   type: z.literal('sinch'),
   ...providerCommonConfig,
-  /** The region's API host: https://us.sms.api.sinch.com, https://eu.sms.api.sinch.com, … */
-  base_url: z.url().default('https://us.sms.api.sinch.com'),
-  service_plan_id: z.string().regex(/^[A-Za-z0-9]+$/, 'letters and digits only'),
-  api_token: z.string().min(1),
-  /** Default sender when neither the CRM nor `senders` gives one. */
-  from: z.string().min(1).optional(),
-  /** Signs the per-message token in each callback URL; without it no callback could be believed. */
-  webhook_secret: z.string().min(16, 'must be at least 16 characters'),
-  /** Credentials Sinch was asked to send with its callbacks; when set, callbacks without them are refused. */
-  webhook_basic_auth: z.strictObject({ username: z.string().min(1), password: z.string().min(1) }).optional(),
+  base_url: z.url().default('https://us.sms.api.sinch.com').describe("The region's API host (`https://eu.sms.api.sinch.com`, …)."),
+  service_plan_id: z
+    .string()
+    .regex(/^[A-Za-z0-9]+$/, 'letters and digits only')
+    .describe('The service plan.'),
+  api_token: z.string().min(1).describe("The service plan's API token (Bearer)."),
+  from: z.string().min(1).optional().describe('The sender when neither a country rule nor the CRM gives one.'),
+  webhook_secret: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .describe('Key of the per-message token in each callback URL: Sinch signs no SMS callback, so without it none could be believed.'),
+  webhook_basic_auth: z
+    .strictObject({ username: z.string().min(1).describe('The user name.'), password: z.string().min(1).describe('The password.') })
+    .optional()
+    .describe('Credentials Sinch was asked to send with its callbacks; when set, callbacks without them are refused.'),
 });
 export type SinchConfig = z.infer<typeof configSchema>;
 

@@ -188,10 +188,10 @@ export interface ProviderDeps {
   processSecret?: Buffer;
   /**
    * For a plugin that receives receipts over its own connection instead of `/dlr/{name}` (SMPP's deliver_sm):
-   * hands its events to the same ingestion as the route (matched by sms_id or provider message id, parked until
+   * hands its events to the same intake as the route (matched by sms_id or provider message id, parked until
    * their message is known, parts rolled up, status moved forward only) and resolves once they are committed,
    * so the plugin acknowledges only what is stored. The plugin must have authenticated where they came from.
-   * Absent in processes that ingest nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
+   * Absent in processes that take in nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
    * `maxParked`: the most of this provider's receipts left parked (matching no message yet); past it the oldest are
    * set aside and counted (sms_gateway_parked_receipts_dropped_total).
    */
@@ -199,7 +199,7 @@ export interface ProviderDeps {
   /**
    * For a plugin that receives players' messages over its own connection (SMPP deliver_sm without a receipt flag):
    * hands the message to the same inbound handling as `/mo/{name}` (kept once, STOP/START keywords applied) and
-   * resolves once committed. Absent where nothing is ingested: such a plugin refuses the message, so it is offered again.
+   * resolves once committed. Absent where nothing is taken in: such a plugin refuses the message, so it is offered again.
    */
   deliverInbound?: (message: InboundSms) => Promise<void>;
 }
@@ -209,17 +209,31 @@ export interface ProviderDeps {
  * sender_name. Applied outside the plugin by src/provider-wrappers/sender-rules.ts, which documents which sender wins when.
  */
 export const sendersConfig = z.strictObject({
-  default: z.string().min(1).optional(),
-  by_country: z.record(z.string().regex(/^[A-Z]{2}$/, 'country codes are two capital letters (ISO 3166), e.g. GB'), z.string().min(1)).default({}),
+  default: z.string().min(1).optional().describe("The sender when neither a country rule nor the CRM's sender_name gives one."),
+  by_country: z
+    .record(z.string().regex(/^[A-Z]{2}$/, 'country codes are two capital letters (ISO 3166), e.g. GB'), z.string().min(1))
+    .default({})
+    .describe('The sender per recipient country (ISO 3166 alpha-2), e.g. `{US: "+15550100", GB: "Brand"}`.'),
 });
 
 /** Keys every provider block accepts besides its own. */
 export const providerCommonConfig = {
-  aliases: z.array(z.string().min(1)).default([]),
-  base_url: z.url().optional(),
-  rate_per_second: z.number().positive().optional(),
-  max_concurrency: z.number().int().positive().optional(),
-  senders: sendersConfig.optional(),
+  aliases: z.array(z.string().min(1)).default([]).describe('Other provider_name values that pick this provider (any case).'),
+  base_url: z.url().optional().describe("Overrides the provider's API host (tests, proxies, regions)."),
+  rate_per_second: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      'SMS parts per second sent through this provider, shared by single and batch traffic and split among live instances. Over it a batch entry waits until sms.batch_deadline or sms.send_timeout (then `fatal`), a single send until sms.single_wait (then 503).',
+    ),
+  max_concurrency: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Sends in flight at once through this provider, split among live instances like rate_per_second.'),
+  senders: sendersConfig.optional().describe('The sender per recipient country, and a default ("Senders per country" below).'),
 };
 
 export interface ProviderPlugin<Schema extends z.ZodType = z.ZodType> {

@@ -5,7 +5,6 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
-import { receiveInbound } from './consents/inbound.js';
 import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { consoleRoutes } from './console/routes.js';
 import { eventAdminRoutes } from './events/admin-routes.js';
@@ -13,7 +12,7 @@ import { relayRoutes } from './events/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { adminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
-import type { IngestSummary, ReceiptInput } from './delivery/ingest.js';
+import type { ReceiptSummary, ReceiptInput } from './delivery/apply-receipts.js';
 import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
@@ -43,26 +42,24 @@ import { smsRoutes } from './sms/routes.js';
 export interface AppParts {
   config: Readonly<Config>;
   db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it; `db` when absent. */
-  readDb?: Kysely<Database>;
+  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it. */
+  readDb: Kysely<Database>;
   router: ProviderRouter;
   dispatcher: Dispatcher;
   logger: Logger;
   now: () => number;
   publicUrl: () => string;
-  /** Random bytes of this process (or cluster), the key of what is signed without a configured secret. */
+  /** Random bytes of this process, the key of what is signed without a configured secret. */
   processSecret: Buffer;
-  ingestReceipts: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
-  /** Inbound handling for /mo (STOP/START); built here from the config when absent. */
-  receiveInbound?: (provider: string, sms: InboundSms) => Promise<unknown>;
+  storeReceipts: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
+  /** Inbound handling for /mo (STOP/START). */
+  receiveInbound: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Called when dead conversions were replayed, so the conversion outbox looks at once. */
   onReplay: () => void;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend: OperatorBackend;
   /** Without it there is no /metrics. */
   metrics?: GatewayMetrics;
-  /** What /metrics answers, when not `metrics.registry` alone (a cluster worker serves every worker's). */
-  renderMetrics?: () => Promise<string>;
   /** Route members' circuit breakers, for the console. */
   circuits?: () => MemberHealthView[];
   /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
@@ -87,7 +84,7 @@ const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
-  const readDb = parts.readDb ?? parts.db;
+  const { readDb } = parts;
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
   // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
@@ -131,21 +128,11 @@ export function createApp(parts: AppParts): Hono {
 
   app.route(
     '/dlr',
-    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, ingest: parts.ingestReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
+    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
   );
   const receiptCheck = describeReceiptChecks(config.providers);
-  const inbound = {
-    db: parts.db,
-    backend: config.operator.backend,
-    storeContent: config.ledger.store_content,
-    recipients: parts.recipients,
-    now: parts.now,
-    logger,
-  };
-  const keywords = { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords };
   app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
-  const receive = parts.receiveInbound ?? ((provider: string, sms: InboundSms) => receiveInbound({ ...inbound, keywords }, provider, sms));
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive }));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: parts.receiveInbound }));
   app.route(
     '/admin',
     adminRoutes({
@@ -172,7 +159,17 @@ export function createApp(parts: AppParts): Hono {
       logger,
     }),
   );
-  app.route('/admin', operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, adminKey: config.admin.api_key, now: parts.now, onCreditsReplay: parts.onCreditsReplay }));
+  app.route(
+    '/admin',
+    operatorAdminRoutes({
+      db: parts.db,
+      readDb,
+      backend: operatorBackend,
+      adminKey: config.admin.api_key,
+      now: parts.now,
+      onCreditsReplay: parts.onCreditsReplay,
+    }),
+  );
   // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
   const onEventsQueued = parts.onEventsQueued;
   app.route(
@@ -192,10 +189,7 @@ export function createApp(parts: AppParts): Hono {
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
   // With metrics.port set, src/gateway.ts serves /metrics on that port only.
   if (parts.metrics && config.metrics.port === undefined) {
-    app.route(
-      '/',
-      metricsRoutes({ registry: parts.metrics.registry, render: parts.renderMetrics, adminKey: config.admin.api_key, public: config.metrics.public }),
-    );
+    app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
   const providerNames = Object.keys(config.providers);
   app.route(

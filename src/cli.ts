@@ -63,29 +63,12 @@ async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case 'serve': {
-      const { clusterRole, runClusterPrimary, workerCount } = await import('./cluster.js');
-      const workers = workerCount(config);
-      const role = clusterRole(config);
-      const logger = role ? createLogger(config.log.level).child({ cluster_worker: role.index }) : createLogger(config.log.level);
-      if (!role) warnOnce((line) => logger.warn(line));
-      if (workers > 1 && !role) {
-        // The primary of server.workers: migrate once (unless --no-migrate: each worker then checks), then run the
-        // workers (src/cluster.ts), which are forked with the same arguments.
-        if (migrate) {
-          const { migrateToLatest, openLedger } = await import('./ledger/db.js');
-          const ledger = openLedger(config.database);
-          try {
-            await migrateToLatest(ledger.db);
-          } finally {
-            await ledger.close();
-          }
-        }
-        return runClusterPrimary(workers, logger, config.server.shutdown_timeout);
-      }
+      const logger = createLogger(config.log.level);
+      warnOnce((line) => logger.warn(line));
       // Handlers go in before the server starts, so a signal during start-up still ends in an orderly close.
       let stopping = false;
       const { startGateway } = await import('./gateway.js');
-      const starting = startGateway(config, { logger, cluster: role, migrate });
+      const starting = startGateway(config, { logger, migrate });
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;

@@ -8,7 +8,6 @@ import { buildCallbackUrl } from '../providers/kit/callback-url.js';
 import { providerPlugins } from '../providers/index.js';
 import type { InboundSms, ProviderPlugin, ReceiptEvent, SmsProvider } from '../providers/types.js';
 import { createApp } from './app.js';
-import { clusterMetricsRenderer, shareOfLimit, type ClusterRole } from './cluster.js';
 import type { Config } from './config/schema.js';
 import { createReceiptIntake } from './delivery/intake.js';
 import { createRetention, type RetentionResult } from './delivery/retention.js';
@@ -35,8 +34,8 @@ import { createGatewayMetrics, type GatewayMetrics } from './observability/metri
 import { createTracing } from './observability/tracing.js';
 import { createDispatcher } from './sms/dispatch.js';
 import { createProviderRouter } from './provider-wrappers/registry.js';
-import { createRoute } from './provider-wrappers/failover-route.js';
-import { createRouteHealth, type RouteHealth } from './provider-wrappers/breakers.js';
+import { createFailoverRoute } from './provider-wrappers/failover-route.js';
+import { createFailoverHealth, type FailoverHealth } from './provider-wrappers/breakers.js';
 import { withSenderRules } from './provider-wrappers/sender-rules.js';
 import { createRecipientCheck } from './consents/suppression.js';
 import { systemClock, type Clock } from './kit/clock.js';
@@ -50,8 +49,6 @@ export interface GatewayOptions {
   now?: () => number;
   /** Clock for the provider throttles' waits (tests move time by hand); defaults to real timers over `now`. */
   clock?: Clock;
-  /** Set in a `server.workers` cluster (src/cluster.ts): worker 0 runs the host's once-only jobs. */
-  cluster?: ClusterRole;
   /**
    * false (`serve --no-migrate`): the schema must already be current (a `migrate` Job ran first); start-up fails,
    * naming the pending migrations, instead of running them under a liveness probe.
@@ -73,19 +70,19 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Runs the unknown-timeout sweep and parked-receipt matching now (it also runs every delivery.sweep_interval). */
   sweep(): Promise<SweepResult>;
-  /** Runs one retention pass now (it also runs every retention.interval on the leader). */
+  /** Runs one retention pass now (it also runs every retention.interval). */
   retention(): Promise<RetentionResult>;
   close(): Promise<void>;
 }
 
-export interface RouteWiring {
+export interface FailoverWiring {
   /** The circuit breakers of every route member (/metrics, the console and the receipt path read them). */
-  health: RouteHealth;
+  health: FailoverHealth;
   /** The receipt URL for a message sent through a member: the one dispatch would build for it. */
   callbackUrl(member: string, smsId: string): string;
 }
 
-/** The ingestion behind ProviderDeps.deliverReceipts and deliverInbound, by provider name. */
+/** The intake behind ProviderDeps.deliverReceipts and deliverInbound, by provider name. */
 export interface PushedIntake {
   receipts(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<void>;
   inbound(provider: string, message: InboundSms): Promise<void>;
@@ -96,9 +93,8 @@ export function createProviders(
   logger: Logger,
   now: () => number,
   clock: Clock = systemClock(now),
-  role?: ClusterRole,
   processSecret?: Buffer,
-  routes: RouteWiring = { health: createRouteHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
+  failover: FailoverWiring = { health: createFailoverHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
   /** Where plugins that receive receipts or players' messages over their own connection (SMPP) hand them in. */
   pushed?: PushedIntake,
   /** The live instances on the database, which split each provider's limits (src/provider-wrappers/shared-limits.ts). */
@@ -121,23 +117,19 @@ export function createProviders(
     };
     const provider = plugin.create(name, providerConfig, deps);
     // One throttle per provider instance, shared by single and batch traffic (docs/configuration.md "Providers"); with instances
-    // heartbeating on the database, a share of the live ones' (docs/shared-limits.md); else a share per cluster worker.
-    const maxConcurrency = instances ? providerConfig.max_concurrency : shareOfLimit(providerConfig.max_concurrency, role);
+    // heartbeating on the database, a share of the live ones' (docs/shared-limits.md).
     const throttled = withThrottle(
       provider,
-      {
-        ratePerSecond: instances ? providerConfig.rate_per_second : shareOfLimit(providerConfig.rate_per_second, role),
-        maxConcurrency: maxConcurrency && Math.ceil(maxConcurrency),
-      },
+      { ratePerSecond: providerConfig.rate_per_second, maxConcurrency: providerConfig.max_concurrency },
       clock,
       instances,
     );
     built.set(name, withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins));
   }
-  // Routes over the members built above (a route's members are never routes: checkRouteMembers).
+  // Failover routes over the members built above (a route's members are never routes: checkFailoverRouteMembers).
   for (const [name, providerConfig] of Object.entries(config.providers)) {
     if (providerConfig.type !== 'route') continue;
-    built.set(name, createRoute(name, providerConfig, { members: built, health: routes.health, callbackUrl: routes.callbackUrl }));
+    built.set(name, createFailoverRoute(name, providerConfig, { members: built, health: failover.health, callbackUrl: failover.callbackUrl }));
   }
   return Object.keys(config.providers).map((name) => built.get(name)!);
 }
@@ -145,9 +137,7 @@ export function createProviders(
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  // Jobs a host needs once: in a cluster only worker 0 runs them (src/cluster.ts).
-  const leader = !options.cluster || options.cluster.index === 0;
-  const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger, thread: leader } });
+  const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger } });
   const { db } = ledger;
   if (options.migrate === false) {
     const pending = await listPendingMigrations(db);
@@ -163,22 +153,22 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
   const tracing = await createTracing(config.observability.tracing, logger);
 
-  // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process, or per cluster.
-  const processSecret = options.cluster?.secret ?? randomBytes(32);
+  // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process.
+  const processSecret = randomBytes(32);
   let publicUrl = config.server.public_url?.replace(/\/$/, '') ?? '';
   const callbackUrl = (provider: string, smsId: string) => buildCallbackUrl(publicUrl, provider, smsId);
-  const routeHealth = createRouteHealth(now, logger);
-  // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched ingestion as /dlr, wired below; one that
+  const failoverHealth = createFailoverHealth(now, logger);
+  // Receipts pushed by a plugin (SMPP deliver_sm) join the same batched intake as /dlr, wired below; one that
   // arrives before then is refused, and the SMSC offers it again.
-  let ingestPushed: PushedIntake | undefined;
+  let pushedIntake: PushedIntake | undefined;
   const pushed: PushedIntake = {
     async receipts(provider, events, limits) {
-      if (!ingestPushed) throw new Error('receipt ingestion is not ready yet');
-      await ingestPushed.receipts(provider, events, limits);
+      if (!pushedIntake) throw new Error('the receipt intake is not ready yet');
+      await pushedIntake.receipts(provider, events, limits);
     },
     async inbound(provider, message) {
-      if (!ingestPushed) throw new Error('inbound ingestion is not ready yet');
-      await ingestPushed.inbound(provider, message);
+      if (!pushedIntake) throw new Error('the inbound intake is not ready yet');
+      await pushedIntake.inbound(provider, message);
     },
   };
   // Only a provider with a limit needs to know how many instances share it.
@@ -189,20 +179,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         intervalMs: config.server.instance_heartbeat,
         expiryMs: config.server.instance_expiry,
         logger,
-        atLeast: options.cluster?.count,
       })
     : undefined;
-  const providers = createProviders(
-    config,
-    logger,
-    now,
-    options.clock,
-    options.cluster,
-    processSecret,
-    { health: routeHealth, callbackUrl },
-    pushed,
-    heartbeat?.instances,
-  );
+  const providers = createProviders(config, logger, now, options.clock, processSecret, { health: failoverHealth, callbackUrl }, pushed, heartbeat?.instances);
   // Scrape-time reads: on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
   const metrics = createGatewayMetrics(
     Object.keys(config.providers),
@@ -214,7 +193,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     },
     readBuildInfo(),
   );
-  routeHealth.registerMetrics(metrics.registry);
+  failoverHealth.registerMetrics(metrics.registry);
   if (heartbeat) registerInstanceMetric(metrics.registry, heartbeat.instances);
   const observers = { metrics, logger };
   const router = createProviderRouter(
@@ -227,15 +206,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const ledgerWrites = createTransactionQueue(db);
   const webhook = createWebhookClient(config.crm);
   const conversionOutbox =
-    leader && config.delivery.worker && webhook.url
+    config.delivery.worker && webhook.url
       ? startConversionOutbox({ db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now, metrics, tracing })
       : undefined;
-  if (leader && config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
+  if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   const reported = (count: number) => count > 0 && conversionOutbox?.wake();
 
-  // Real-time events to the CRM (docs/relay.md): delivered by the leader, like conversions; claims are safe anyway.
+  // Real-time events to the CRM (docs/relay.md): delivered like conversions; claims keep instances apart.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
-  const eventTransport = leader && config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const eventTransport = config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
   const eventDestinations = createDestinations(config.crm.integration);
   const untyped = [...eventDestinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
   if (eventTransport && eventDestinations.queue && untyped.length > 0) {
@@ -257,15 +236,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         onDead: eventMetrics.eventsDead,
       })
     : undefined;
-  if (leader && config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
+  if (config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {
     logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
   }
 
-  // Credits of the sql backend pushed to the operator's bonus engine or wallet (docs/operator-api.md), by the leader.
+  // Credits of the sql backend pushed to the operator's bonus engine or wallet (docs/operator-api.md).
   const creditMetrics = registerCreditMetrics(metrics.registry, () => countCreditBacklog(ledger.readDb));
   const creditsUrl = config.operator.credits.url;
   const creditOutbox =
-    leader && config.operator.backend === 'sql' && creditsUrl
+    config.operator.backend === 'sql' && creditsUrl
       ? startCreditOutbox({
           db,
           flags: ledger.flags,
@@ -283,7 +262,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     metrics,
     maxReceiptsPerMessage: config.delivery.max_receipts_per_message,
-    observeReceipt: routeHealth.observeReceipt,
+    observeReceipt: failoverHealth.observeReceipt,
     onReported: reported,
     tracing,
   });
@@ -301,7 +280,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     metrics,
     recipients,
     onRecipientOptedOut: createProviderOptOuts({ db, backend: operatorBackend, recipients, now, logger }),
-    onRecorded: (trx, records) => receipts.rematchAfterSend(trx, records),
+    onRecorded: (trx, tally, records) => receipts.rematchAfterSend(trx, tally, records),
     tracing,
   });
 
@@ -316,12 +295,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
   };
   const receiveInboundSms = (provider: string, sms: InboundSms) => receiveInbound(inboundDeps, provider, sms);
-  ingestPushed = {
+  pushedIntake = {
     receipts: async (provider, events, limits) => void (await receipts.storePushed(provider, events, limits)),
     inbound: async (provider, message) => void (await receiveInboundSms(provider, message)),
   };
 
-  const renderMetrics = options.cluster ? clusterMetricsRenderer(metrics.registry) : undefined;
   const app = createApp({
     config,
     db,
@@ -333,7 +311,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
     publicUrl: () => publicUrl,
     processSecret,
-    ingestReceipts: receipts.store,
+    storeReceipts: receipts.store,
     receiveInbound: receiveInboundSms,
     onReplay: () => conversionOutbox?.wake(),
     transact: ledgerWrites.transact,
@@ -341,12 +319,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     onCreditsReplay: () => creditOutbox?.wake(),
     metrics,
     recipients,
-    renderMetrics,
-    circuits: () => routeHealth.snapshot(),
+    circuits: () => failoverHealth.snapshot(),
     tracing,
   });
 
-  const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics, renderMetrics);
+  const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics);
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
   const server: ServerType = await new Promise((resolve) => {
     const s = serve(
@@ -377,20 +354,16 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     reported(result.unknown + result.rematched);
     return result;
   };
-  const sweepTimer = leader
-    ? setInterval(() => {
-        sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
-      }, config.delivery.sweep_interval)
-    : undefined;
-  sweepTimer?.unref();
-  // Old rows go off the request path, a small transaction at a time (src/delivery/retention.ts); once per host.
+  const sweepTimer = setInterval(() => {
+    sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
+  }, config.delivery.sweep_interval);
+  sweepTimer.unref();
+  // Old rows go off the request path, a small transaction at a time (src/delivery/retention.ts).
   const retention = createRetention({ db, settings: config.retention, now, metrics, logger });
-  const retentionTimer = leader
-    ? setInterval(() => {
-        retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
-      }, config.retention.interval)
-    : undefined;
-  retentionTimer?.unref();
+  const retentionTimer = setInterval(() => {
+    retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
+  }, config.retention.interval);
+  retentionTimer.unref();
 
   logger.info(
     {
@@ -488,8 +461,8 @@ function listenerUrl(server: ServerType, configuredHost: string): string {
 }
 
 /** metrics.port: /metrics (same auth rule as on the API port) on a listener that answers nothing else. */
-async function startMetricsServer(config: Readonly<Config>, metrics: GatewayMetrics, render: (() => Promise<string>) | undefined): Promise<ServerType> {
-  const app = metricsRoutes({ registry: metrics.registry, render, adminKey: config.admin.api_key, public: config.metrics.public });
+async function startMetricsServer(config: Readonly<Config>, metrics: GatewayMetrics): Promise<ServerType> {
+  const app = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });
   return new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.metrics.port!, hostname: config.metrics.host ?? config.server.host }, () => resolve(s));
   });

@@ -29,8 +29,16 @@ describe('refused configurations name the key', () => {
     ],
     ['a port written as words', minimal({ server: { port: 'eighty' } }), /server\.port: .*number/],
     ['a port out of range', minimal({ server: { port: 70_000 } }), /server\.port: /],
-    ['no workers', minimal({ server: { workers: 0 } }), /server\.workers: /],
-    ['workers as a word other than auto', minimal({ server: { workers: 'all' } }), /server\.workers: /],
+    [
+      'server.workers, removed, with what to do instead',
+      minimal({ server: { workers: 2 } }),
+      /server\.workers: removed .*run one gateway process per instance and scale with replicas/,
+    ],
+    [
+      'a removed key and an unknown one side by side, each named',
+      minimal({ server: { workers: 'auto', portt: 1 } }),
+      /server\.workers: removed[^\n]*\n {2}- unknown key server\.portt\b/,
+    ],
     ['max_segments as a string', minimal({ sms: { max_segments: 'ten' } }), /sms\.max_segments: .*number/],
     ['smart_encoding as a string', minimal({ sms: { smart_encoding: 'yes' } }), /sms\.smart_encoding: .*boolean/],
     ['a duration that is not one', minimal({ sms: { batch_deadline: 'soon' } }), /sms\.batch_deadline: "soon" is not a duration/],
@@ -105,10 +113,10 @@ describe('environment references', () => {
     ['quotes are kept', { ADMIN: '"quoted-admin-key-01"' }, (c) => c.admin.api_key, '"quoted-admin-key-01"'],
     ['a YAML-looking value is not parsed', { ADMIN: '{a: 1, b: [2]} 0123456789' }, (c) => c.admin.api_key, '{a: 1, b: [2]} 0123456789'],
     ['a number where the schema asks for one', { RATE: '2.5' }, (c) => (c.providers.tw as { rate_per_second?: number }).rate_per_second, 2.5],
-    ['workers written as a number', { WORKERS: '3' }, (c) => c.server.workers, 3],
+    ['a port written as a number', { PORT: '8081' }, (c) => c.server.port, 8081],
   ])('take environment values as text: %s', (_label, env, read, expected) => {
     const document = {
-      server: { workers: '${WORKERS:-1}' },
+      server: { port: '${PORT:-8080}' },
       auth: { api_keys: ['${KEY:-k}'] },
       admin: { api_key: '${ADMIN:-admin-key-0123456789}' },
       providers: {
@@ -203,7 +211,7 @@ describe('a valid configuration', () => {
 
   it('gets defaults for everything not written, with durations in milliseconds', () => {
     const config = parseConfig(minimal(), {});
-    expect(config.server).toMatchObject({ port: 8080, body_limit_bytes: 5 * 1024 * 1024, workers: 1 });
+    expect(config.server).toMatchObject({ port: 8080, body_limit_bytes: 5 * 1024 * 1024 });
     expect(config.sms).toMatchObject({ max_segments: 10, batch_deadline: 20_000, send_timeout: 10_000 });
     expect(config.database.url).toBe('sqlite:./data/gateway.db');
   });

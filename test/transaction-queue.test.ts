@@ -8,7 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { incrementDeliveryStats } from '../src/ledger/delivery-stats.js';
 import { migrateToLatest, openLedger, type Ledger } from '../src/ledger/db.js';
 import { createTransactionQueue } from '../src/ledger/transaction-queue.js';
 
@@ -28,14 +27,14 @@ const statsRows = (db: Ledger['db']) =>
   db.selectFrom('delivery_stats').select(['period', 'provider', 'outcome', 'n']).orderBy('period').orderBy('outcome').execute();
 
 describe('createTransactionQueue', () => {
-  it('holds counter increments back until every piece of a shared transaction has run, then writes their sum', async () => {
+  it('hands every piece of a shared transaction one tally, and writes its sum once they have all run', async () => {
     const { transact } = createTransactionQueue(ledger.db);
     const at = Date.now();
     const seenInside: number[] = [];
     await Promise.all(
       ['submitted', 'submitted', 'delivered'].map((outcome) =>
-        transact(async (trx) => {
-          await incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: outcome as 'submitted' | 'delivered' }]);
+        transact(async (trx, tally) => {
+          tally.push({ at, provider: 'sandbox', outcome: outcome as 'submitted' | 'delivered' });
           seenInside.push((await statsRows(trx)).length);
         }),
       ),
@@ -53,9 +52,9 @@ describe('createTransactionQueue', () => {
     const { transact } = createTransactionQueue(ledger.db);
     const at = Date.now();
     const results = await Promise.allSettled([
-      transact(async (trx) => incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: 'submitted' }])),
-      transact(async (trx) => {
-        await incrementDeliveryStats(trx, [{ at, provider: 'sandbox', outcome: 'failed' }]);
+      transact(async (_trx, tally) => tally.push({ at, provider: 'sandbox', outcome: 'submitted' })),
+      transact(async (trx, tally) => {
+        tally.push({ at, provider: 'sandbox', outcome: 'failed' });
         await sql`insert into no_such_table values (1)`.execute(trx);
       }),
     ]);

@@ -8,7 +8,7 @@
  * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
  * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),
  * correlated by the SMSC's message id of each part (the SMSC echoes nothing of ours), handed to the gateway's
- * receipt ingestion through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
+ * receipt intake through `deps.deliverReceipts` and acknowledged once stored. Any other deliver_sm with a normal
  * message type is a player's text (mobile-originated): it goes to the inbound handling through
  * `deps.deliverInbound`, so STOP and START work over SMPP as they do at /mo/{name}.
  * With several gateway instances each holds its own bind; a receipt may arrive on any of them and is matched in
@@ -29,38 +29,58 @@ const duration = (fallback: string) => durationSchema(fallback, { positive: true
 const configSchema = z.strictObject({
   type: z.literal('smpp'),
   ...providerCommonConfig,
-  host: z.string().min(1),
-  port: z.number().int().min(1).max(65_535).default(2775),
-  /** SMPP over TLS; `true` verifies the SMSC's certificate against the system CAs. */
+  host: z.string().min(1).describe('The SMSC.'),
+  port: z.number().int().min(1).max(65_535).default(2775).describe("The SMSC's port."),
   tls: z
-    .union([z.boolean(), z.strictObject({ servername: z.string().optional(), ca: z.string().optional(), reject_unauthorized: z.boolean().default(true) })])
-    .default(false),
+    .union([
+      z.boolean(),
+      z.strictObject({
+        servername: z.string().optional().describe('The name the certificate must carry; unset: host.'),
+        ca: z.string().optional().describe('The CA certificates (PEM) to check against instead of the system ones.'),
+        reject_unauthorized: z.boolean().default(true).describe('Refuse a certificate that does not check.'),
+      }),
+    ])
+    .default(false)
+    .describe("SMPP over TLS: `true` checks the SMSC's certificate against the system CAs, or `{servername, ca, reject_unauthorized}`."),
   // Field limits of bind_transceiver (SMPP 3.4 §4.1.5): C-octet strings of 16, 9 and 13 octets with their NUL.
-  system_id: z.string().min(1).max(15),
-  password: z.string().max(8),
-  system_type: z.string().max(12).default(''),
-  /** service_type of each submit_sm (SMPP 3.4 §5.2.11); empty: the SMSC's default. */
-  service_type: z.string().max(5).default(''),
-  /** Default sender when the CRM gives no sender_name. */
-  from: z.string().min(1).optional(),
-  /** submit_sm sent and not yet answered, at most. */
-  window: z.number().int().min(1).max(1_000).default(10),
-  enquire_link: duration('30s'),
-  /** How long a bind, submit_sm or enquire_link waits for its response. */
-  response_timeout: duration('10s'),
-  rebind_min: duration('1s'),
-  rebind_max: duration('60s'),
-  /** GSM-7 packed 7 bits per character; by default one character per octet, as most SMSCs expect over SMPP. */
-  gsm_packing: z.boolean().default(false),
-  /** How the receipt text writes the message id against the submit_sm_resp (status.ts canonicalMessageId). */
-  receipt_id_format: z.enum(['same', 'decimal_to_hex', 'hex_to_decimal']).default('same'),
-  /**
-   * Read receipt text (`id:… stat:…`) in a deliver_sm whose esm_class is 0, for an SMSC that never sets the receipt
-   * bits. Off by default: such text can come from anyone who texts our number (docs/trust.md).
-   */
-  receipts_without_esm_class: z.boolean().default(false),
-  /** Receipts of this provider left parked (no message known for their id) at most; past it the oldest are set aside. */
-  max_parked_receipts: z.number().int().min(1).max(10_000_000).default(10_000),
+  system_id: z.string().min(1).max(15).describe("The bind's system_id."),
+  password: z.string().max(8).describe("The bind's password."),
+  system_type: z.string().max(12).default('').describe("The bind's system_type."),
+  service_type: z.string().max(5).default('').describe("service_type of each submit_sm (SMPP 3.4 §5.2.11); empty: the SMSC's default."),
+  from: z.string().min(1).optional().describe('The sender when the CRM gives no sender_name.'),
+  window: z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .default(10)
+    .describe('submit_sm sent and not yet answered, at most; more wait (within sms.single_wait or the batch deadline).'),
+  enquire_link: duration('30s').describe('Keep-alive interval of the bind.'),
+  response_timeout: duration('10s').describe('How long a bind, submit_sm or enquire_link waits for its answer.'),
+  rebind_min: duration('1s').describe('First back-off between bind attempts.'),
+  rebind_max: duration('60s').describe('Longest back-off between bind attempts.'),
+  gsm_packing: z.boolean().default(false).describe('GSM-7 packed 7 bits per character; by default one character per octet, as most SMSCs expect.'),
+  receipt_id_format: z
+    .enum(['same', 'decimal_to_hex', 'hex_to_decimal'])
+    .default('same')
+    .describe(
+      "How the receipt text writes the message id against the submit_sm_resp (status.ts canonicalMessageId): `decimal_to_hex` is decimal in receipts and hex ids (Kannel's msg-id-type).",
+    ),
+  receipts_without_esm_class: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Also read receipt text (`id:… stat:…`) in a deliver_sm not flagged as a receipt, for an SMSC that never sets the flag. Off: such text is a player's message, since anyone who texts our number can write it (docs/trust.md).",
+    ),
+  max_parked_receipts: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000_000)
+    .default(10_000)
+    .describe(
+      "This provider's receipts left parked (no message known for their id) at most; past it the oldest are set aside and counted in sms_gateway_parked_receipts_dropped_total.",
+    ),
 });
 export type SmppConfig = z.infer<typeof configSchema>;
 
@@ -163,7 +183,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
       const receipt = kind.receipt;
       if (receipt.unknownState)
         deps.logger.warn({ provider: name, providerStatus: receipt.providerStatus }, 'unknown SMPP receipt state; mapped to delivery_unknown');
-      if (!deps.deliverReceipts) throw new Error('this process does not ingest receipts');
+      if (!deps.deliverReceipts) throw new Error('this process takes in no receipts');
       // No signature to check: the receipt came over the bind we opened to the configured SMSC and authenticated
       // with system_id/password, so the connection vouches for the SMSC; the esm_class bits, which only the SMSC
       // sets, vouch that it is the SMSC's receipt and not a subscriber's text.

@@ -33,26 +33,38 @@ const configSchema = z
   .strictObject({
     type: z.literal('twilio'),
     ...providerCommonConfig,
-    base_url: z.url().default('https://api.twilio.com'),
-    account_sid: z.string().regex(/^AC[0-9a-f]{32}$/i, 'must be AC followed by 32 hex digits'),
-    auth_token: z.string().min(1),
-    /** Default sender when the CRM gives no sender_name. */
-    from: z.string().min(1).optional(),
-    /** Send through a Messaging Service (Twilio picks the sender from its pool when there is no From). */
+    base_url: z.url().default('https://api.twilio.com').describe('The API host.'),
+    account_sid: z
+      .string()
+      .regex(/^AC[0-9a-f]{32}$/i, 'must be AC followed by 32 hex digits')
+      .describe('The account (`AC…`).'),
+    auth_token: z.string().min(1).describe('Its auth token: Basic auth of sends, and the key Twilio signs callbacks with.'),
+    from: z.string().min(1).optional().describe('The sender when the CRM gives no sender_name; set this, messaging_service_sid, or both.'),
     messaging_service_sid: z
       .string()
       .regex(/^MG[0-9a-f]{32}$/i, 'must be MG followed by 32 hex digits')
-      .optional(),
-    /** Seconds a message may wait in Twilio's queue before Twilio fails it (error 30036); 1–36000. */
-    validity_period: z.number().int().min(1).max(36_000).optional(),
-    /** Twilio replaces Unicode look-alikes with GSM-7 characters (docs/providers.md §5). */
-    smart_encoded: z.boolean().optional(),
-    /**
-     * How many times Twilio retries a status callback that fails (0–5), asked for with the connection overrides
-     * on the callback URL (Twilio docs "Webhooks connection overrides"). Twilio spends at most 15 s on one callback
-     * and its retries, so this covers a restart's refused connections and brief 5xx answers, not a long outage.
-     */
-    status_callback_retries: z.number().int().min(0).max(5).default(5),
+      .optional()
+      .describe('Send through a Messaging Service (`MG…`): Twilio picks the sender from its pool when there is no From.'),
+    validity_period: z
+      .number()
+      .int()
+      .min(1)
+      .max(36_000)
+      .optional()
+      .describe("Seconds a message may wait in Twilio's queue before Twilio fails it (error 30036); unset: Twilio's 36000."),
+    smart_encoded: z
+      .boolean()
+      .optional()
+      .describe("`true` lets Twilio replace look-alike characters with GSM-7 ones (docs/providers.md §5); unset: Twilio's default."),
+    // Twilio spends at most 15 s on one callback and its retries: this covers a restart's refused connections and
+    // brief 5xx answers, not a long outage.
+    status_callback_retries: z
+      .number()
+      .int()
+      .min(0)
+      .max(5)
+      .default(5)
+      .describe('Retries Twilio makes of a failed status callback, asked for with `#rc=…&rp=all` on the StatusCallback URL (docs/crash-windows.md).'),
   })
   .refine((c) => c.from !== undefined || c.messaging_service_sid !== undefined, {
     message: 'set from or messaging_service_sid (Twilio needs a sender)',

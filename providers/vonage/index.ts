@@ -32,18 +32,21 @@ import { verifyVonageJwt, verifyVonageSig } from './signatures.js';
 const configSchema = z.strictObject({
   type: z.literal('vonage'),
   ...providerCommonConfig,
-  base_url: z.url().default('https://rest.nexmo.com'),
-  api_key: z.string().min(1),
-  api_secret: z.string().min(1),
-  /** Default sender when the CRM gives no sender_name (alphanumeric IDs are not allowed everywhere). */
-  from: z.string().min(1).optional(),
-  /**
-   * The dashboard's signature secret. Receipts are only believed when signed with it: without it every receipt is
-   * refused (403), since anyone could post one (production refuses such a config at start).
-   */
-  signature_secret: z.string().min(1).optional(),
-  /** The dashboard's signing algorithm: MD5 hash (Vonage's default) or one of the HMACs. */
-  signature_method: z.enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512']).default('md5hash'),
+  base_url: z.url().default('https://rest.nexmo.com').describe('The API host.'),
+  api_key: z.string().min(1).describe('The API key (Basic auth of sends).'),
+  api_secret: z.string().min(1).describe('The API secret.'),
+  from: z.string().min(1).optional().describe('The sender when the CRM gives no sender_name (alphanumeric senders are not allowed everywhere).'),
+  signature_secret: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "The dashboard's signature secret: receipts must be signed (`sig`, within 5 minutes of our clock), Messages-API webhooks must carry a valid Bearer JWT. Unset: every receipt is refused (403), and production refuses to start.",
+    ),
+  signature_method: z
+    .enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512'])
+    .default('md5hash')
+    .describe("The dashboard's signing method: the MD5 hash (Vonage's default) or one of the HMACs."),
 });
 export type VonageConfig = z.infer<typeof configSchema>;
 

@@ -13,7 +13,7 @@
  *
  * The address is the TCP peer's, or behind a proxy listed in `server.trusted_proxies` the X-Forwarded-For hop that
  * proxy saw (src/kit/client-address.ts), so one guesser behind a load balancer locks out only itself.
- * Counts live in this process: a cluster worker or another instance keeps its own (a guesser gets the budget once
+ * Counts live in this process: another instance keeps its own (a guesser gets the budget once
  * per process).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';

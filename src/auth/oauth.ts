@@ -54,7 +54,7 @@ const b64url = (data: Buffer | string) => Buffer.from(data).toString('base64url'
 /**
  * The token key never comes from client_secret: a short client secret would let anyone holding one token recover it
  * offline. It is signing_secret when set (instances sharing one database need the same one), else random bytes of
- * this process (or cluster), so tokens end with a restart and the CRM fetches a new one after its 401.
+ * this process, so tokens end with a restart and the CRM fetches a new one after its 401.
  */
 export function signingKeyOf(oauth: OAuthConfig, processSecret: Buffer): Buffer {
   return createHmac('sha256', oauth.signing_secret ?? processSecret)

@@ -124,11 +124,23 @@ function coerceAt(tree: unknown, path: Path, issue: z.core.$ZodIssue): boolean {
   return true;
 }
 
+/**
+ * Keys an earlier version took, with what to do instead: an old config naming one stops the start with this, not
+ * with a bare "unknown key".
+ */
+const REMOVED_KEYS: Readonly<Record<string, string>> = {
+  'server.workers':
+    'server.workers: removed (two processes on one port were slower than one, docs/deployment.md "Scaling"): run one gateway process per instance and scale with replicas; delete the key',
+};
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => (path ? `${path}.${k}` : k));
-    return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+    const unknown = keys.filter((k) => !Object.hasOwn(REMOVED_KEYS, k));
+    const removed = keys.filter((k) => Object.hasOwn(REMOVED_KEYS, k)).map((k) => REMOVED_KEYS[k]!);
+    if (unknown.length > 0) removed.push(`unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`);
+    return removed.join('\n  - ');
   }
   if (issue.code === 'invalid_union' && issue.path.at(-2) === 'providers') {
     return `${path}.type: must be one of the provider types (${'see docs/configuration.md "Providers"'})`;

@@ -47,7 +47,7 @@ export function isPrivateHost(hostname: string): boolean {
   return host === '::1' || host === '::' || /^f[cd]/.test(host) || /^fe[89ab]/.test(host);
 }
 
-/** Several instances can only share state through PostgreSQL; a cluster's workers share the primary's secret. */
+/** Several instances can only share state through PostgreSQL. */
 export function runsSeveralInstances(config: Readonly<Config>): boolean {
   return /^postgres(ql)?:\/\//.test(config.database.url);
 }

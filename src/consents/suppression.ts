@@ -136,14 +136,14 @@ export function createHttpRecipientCheck({ backend, ttlMs, now, logger, maxEntri
     return { blocked: active('Blocked'), excluded: active('Excluded'), sms };
   }
 
-  function lookup(userId: string): Promise<PlayerStanding | undefined | 'failed'> {
+  function standingOf(userId: string): Promise<PlayerStanding | undefined | 'failed'> {
     const cached = cache.get(userId);
     if (cached && cached.until > now()) return Promise.resolve(cached.standing);
     let pending = asking.get(userId);
     if (!pending) {
       pending = ask(userId)
         .catch((error: unknown) => {
-          logger.warn({ err: error, user_id: userId }, 'player standing lookup failed; sending without it');
+          logger.warn({ err: error, user_id: userId }, 'asking for the player standing failed; sending without it');
           return 'failed' as const;
         })
         .then((standing) => {
@@ -164,7 +164,7 @@ export function createHttpRecipientCheck({ backend, ttlMs, now, logger, maxEntri
     inClaim: false,
     async standings(userIds) {
       const unique = [...new Set(userIds)];
-      const answers = await Promise.all(unique.map(lookup));
+      const answers = await Promise.all(unique.map(standingOf));
       const standings = new Map<string, PlayerStanding>();
       unique.forEach((id, i) => {
         const answer = answers[i];

@@ -49,5 +49,3 @@ export function createSessionCodec(adminKey: string, ttlMs: number, now: () => n
     },
   };
 }
-
-export type SessionCodec = ReturnType<typeof createSessionCodec>;

@@ -122,7 +122,6 @@ export const blocksRecordSchema = z.object({
 export type BlocksRecord = z.output<typeof blocksRecordSchema>;
 
 export const bonusEntrySchema = z.object({ text, value: text.min(1, { error: 'must not be empty' }) });
-export type BonusEntry = z.output<typeof bonusEntrySchema>;
 
 /** GET /bonus/list wrapper; the docs leave the elements of Errors open, so any values pass through. */
 export const bonusListSchema = z.object({

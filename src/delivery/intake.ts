@@ -4,6 +4,7 @@
  * re-matched once a send records the provider's message ids (src/sms/record.ts calls `rematchAfterSend` in the
  * transaction that records them). Built once by src/gateway.ts.
  */
+import type { StatsTally } from '../ledger/delivery-stats.js';
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
@@ -14,7 +15,7 @@ import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import { ingestReceipts, matchParkedReceipts, type IngestSummary, type ReceiptInput } from './ingest.js';
+import { applyReceipts, matchParkedReceipts, type ReceiptSummary, type ReceiptInput } from './apply-receipts.js';
 
 export interface ReceiptIntakeDeps {
   /** The ledger's grouping layer: receipts share commits with each other and with the send path's writes. */
@@ -34,14 +35,14 @@ export interface ReceiptIntakeDeps {
 
 export interface ReceiptIntake {
   /** Stores a request's receipts, batched with other requests' into one transaction. */
-  store(inputs: ReceiptInput[]): Promise<IngestSummary>;
+  store(inputs: ReceiptInput[]): Promise<ReceiptSummary>;
   /**
    * Stores receipts a plugin pushed over its own connection (SMPP), then keeps at most `maxParked` of that provider's
    * receipts parked, setting the oldest aside: a source that reports ids we never issued cannot grow the pile forever.
    */
-  storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<IngestSummary>;
+  storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<ReceiptSummary>;
   /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
-  rematchAfterSend(trx: Transaction<Database>, records: SendOutcomeRecord[]): Promise<void>;
+  rematchAfterSend(trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]): Promise<void>;
 }
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
@@ -51,9 +52,9 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
     if (count > 0) deps.onReported?.(count);
   };
 
-  const writes = queue.writer<ReceiptInput, IngestSummary>(
-    async (trx, inputs) => {
-      const summary = await ingestReceipts(trx, inputs, now(), observers, deps.maxReceiptsPerMessage);
+  const writes = queue.writer<ReceiptInput, ReceiptSummary>(
+    async (trx, inputs, tally) => {
+      const summary = await applyReceipts(trx, tally, inputs, now(), observers, deps.maxReceiptsPerMessage);
       return inputs.map(() => summary);
     },
     // Told once the receipts are committed: the worker must not wake up for conversions not yet stored.
@@ -99,11 +100,11 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       return summary;
     },
 
-    async rematchAfterSend(trx, records) {
+    async rematchAfterSend(trx, tally, records) {
       if (!(await anyParkedReceipts(trx))) return;
       for (const provider of new Set(records.map((r) => r.provider))) {
         const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
-        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, now(), { provider, providerMessageIds }, observers));
+        if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, tally, now(), { provider, providerMessageIds }, observers));
       }
     },
   };

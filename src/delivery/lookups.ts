@@ -5,13 +5,13 @@
  *   receipt); absent → `retryable`, so the CRM's retry sends it at once; the provider cannot tell (no lookup in its
  *   API, or none by delivery.status_query_after) → it stays `uncertain`, counted and listed on the console;
  * - a submitted message with no final receipt by delivery.status_query_after is asked for its status once; a final
- *   status found is ingested like a receipt (a status callback may have hit a process that was down).
+ *   status found is applied like a receipt (a status callback may have hit a process that was down).
  * No transaction stays open across a provider call (docs/design.md §8): read, ask, then write each answer.
  */
 import type { Kysely } from 'kysely';
 import type { LookupResult, SmsProvider } from '../../providers/types.js';
 import { inTransaction } from '../ledger/db.js';
-import { incrementDeliveryStats } from '../ledger/delivery-stats.js';
+import { withStatsTally } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
 import {
   findOtherProviderIds,
@@ -23,7 +23,7 @@ import {
   markUnknownByLookup,
   type LookupCandidate,
 } from '../ledger/send-lookups.js';
-import { ingestReceipts, type IngestObservers } from './ingest.js';
+import { applyReceipts, type ReceiptObservers } from './apply-receipts.js';
 
 /** What the sweep does with one answer about a lost send. `ask-later`: the provider could not answer now. */
 export type LostSendVerdict = 'found' | 'absent' | 'unknown' | 'ask-later';
@@ -41,7 +41,7 @@ export function decideLostSend(answer: LookupResult | 'cannot-tell', ageMs: numb
 /** The answer's label in metrics and logs: `cannot_tell` for a provider without a lookup. */
 export type LookupLabel = 'found' | 'absent' | 'unknown' | 'cannot_tell';
 
-export type LookupObservers = IngestObservers;
+export type LookupObservers = ReceiptObservers;
 
 export interface LookupOptions {
   providers: ReadonlyMap<string, SmsProvider>;
@@ -83,7 +83,7 @@ async function ask(db: Kysely<Database>, provider: SmsProvider, m: LookupCandida
   );
 }
 
-/** A found message's status, ingested like a receipt (intermediate ones are stored, never reported). */
+/** A found message's status, applied like a receipt (intermediate ones are stored, never reported). */
 function receiptOf(m: LookupCandidate, answer: Extract<LookupResult, { answer: 'found' }>) {
   return {
     provider: m.provider,
@@ -132,16 +132,18 @@ export async function resolveLostSends(
       observers.logger?.info(log, 'the provider could not say whether it has a lost send; asking again at the next sweep');
       return;
     }
-    const changed = await inTransaction(db, async (trx) => {
-      if (verdict === 'found' && answer !== 'cannot-tell' && answer.answer === 'found') {
-        if (!(await markFoundByLookup(trx, m.sms_id, answer.providerMessageIds[0]!, answer.providerStatus.slice(0, 64), now))) return false;
-        await incrementDeliveryStats(trx, [{ at: now, provider: m.provider, outcome: 'submitted' }]);
-        await ingestReceipts(trx, [receiptOf(m, answer)], now, observers);
-        return true;
-      }
-      if (verdict === 'absent') return markAbsentByLookup(trx, m.sms_id, now);
-      return markUnknownByLookup(trx, m.sms_id, now);
-    });
+    const changed = await inTransaction(db, (trx) =>
+      withStatsTally(trx, async (tally) => {
+        if (verdict === 'found' && answer !== 'cannot-tell' && answer.answer === 'found') {
+          if (!(await markFoundByLookup(trx, m.sms_id, answer.providerMessageIds[0]!, answer.providerStatus.slice(0, 64), now))) return false;
+          tally.push({ at: now, provider: m.provider, outcome: 'submitted' });
+          await applyReceipts(trx, tally, [receiptOf(m, answer)], now, observers);
+          return true;
+        }
+        if (verdict === 'absent') return markAbsentByLookup(trx, m.sms_id, now);
+        return markUnknownByLookup(trx, m.sms_id, now);
+      }),
+    );
     if (!changed) return;
     summary[verdict]++;
     if (verdict === 'unknown')
@@ -158,7 +160,7 @@ export async function resolveLostSends(
   return summary;
 }
 
-/** Asks for the status of submitted messages silent since delivery.status_query_after; final ones are ingested. */
+/** Asks for the status of submitted messages silent since delivery.status_query_after; final ones are applied. */
 export async function querySilentMessages(
   db: Kysely<Database>,
   now: number,
@@ -181,7 +183,7 @@ export async function querySilentMessages(
     observers.metrics?.lookupAnswered(m.provider, 'status', answer.answer);
     if (answer.answer !== 'found') return;
     if (answer.status !== 'intermediate') statusFinal++;
-    await inTransaction(db, (trx) => ingestReceipts(trx, [receiptOf(m, answer)], now, observers));
+    await inTransaction(db, (trx) => withStatsTally(trx, (tally) => applyReceipts(trx, tally, [receiptOf(m, answer)], now, observers)));
   });
   if (askable.length > 0)
     observers.logger?.info(

@@ -151,5 +151,3 @@ export function createRetention(deps: RetentionDeps) {
     },
   };
 }
-
-export type Retention = ReturnType<typeof createRetention>;

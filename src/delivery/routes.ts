@@ -9,14 +9,14 @@ import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { checkCallbackBody } from '../http/callback-body.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
-import type { IngestSummary, ReceiptInput } from './ingest.js';
+import type { ReceiptSummary, ReceiptInput } from './apply-receipts.js';
 import { boundReceiptEvents } from './receipt-limits.js';
 
 export interface ReceiptRouteDeps {
   router: ProviderRouter;
   /** Base of the URLs we handed to providers; signatures are checked against it, never against the Host header. */
   publicUrl: () => string;
-  ingest: (inputs: ReceiptInput[]) => Promise<IngestSummary>;
+  store: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
   /** delivery.max_receipt_events */
   maxEvents: number;
   logger: Logger;
@@ -78,7 +78,7 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
       return c.json({ error: `receipt refused: ${bounded.error}`, code: bounded.status }, bounded.status);
     }
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
-    await deps.ingest(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
+    await deps.store(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
     return c.json({ received: bounded.events.length }, 200);
   };
   mountRoutes(app, [

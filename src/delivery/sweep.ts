@@ -15,11 +15,11 @@ import { deleteMinuteStatsBefore, incrementDeliveryStats, MINUTE_STATS_RETENTION
 import { expireDispatchLeases, markUnreportedAsUnknown } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
-import { matchAllParkedReceipts, type IngestObservers } from './ingest.js';
+import { matchAllParkedReceipts, type ReceiptObservers } from './apply-receipts.js';
 import { querySilentMessages, resolveLostSends, type LookupOptions, type LookupSummary } from './lookups.js';
 import { inTransaction } from '../ledger/db.js';
 
-export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: IngestObservers = {}): Promise<number> {
+export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: ReceiptObservers = {}): Promise<number> {
   const cutoff = now - unknownAfterMs;
   let total = 0;
   for (;;) {
@@ -64,7 +64,7 @@ export async function runSweep(
   db: Kysely<Database>,
   now: number,
   delivery: { unknown_after: number; parked_receipt_ttl: number; parked_receipt_retention: number; status_query_after: number },
-  observers: IngestObservers = {},
+  observers: ReceiptObservers = {},
   /** sms.dispatch_lease: sends `dispatching` longer than this lost their process (or their provider's answer). */
   dispatchLeaseMs?: number,
   /** The providers to ask about lost sends and silent messages (`serve` only: `flush` builds no providers). */

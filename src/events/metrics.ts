@@ -38,7 +38,6 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
     name: 'sms_gateway_crm_events_oldest_unsent_age_seconds',
     help: 'Age of the oldest event not yet sent (dead ones excluded); 0 when none is owed',
     registers,
-    aggregator: 'max',
     async collect() {
       const { oldestUnsentAt } = await countBacklog();
       this.set(oldestUnsentAt === null ? 0 : Math.max(0, (now() - oldestUnsentAt) / 1000));

@@ -34,11 +34,6 @@ function decodeKey(text: string, open: number, end: number): string {
   }
 }
 
-/** The first key (in text order) that its object already holds, or undefined. Linear in the text. */
-export function findDuplicateKey(text: string): DuplicateKey | undefined {
-  return findDuplicateKeys(text, 1)[0];
-}
-
 /** Up to `limit` repeated keys, in text order (a key given three times counts twice). Linear in the text. */
 export function findDuplicateKeys(text: string, limit = Infinity): DuplicateKey[] {
   const found: DuplicateKey[] = [];

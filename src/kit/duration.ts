@@ -26,4 +26,6 @@ export const durationSchema = (fallback: string, { positive = false }: { positiv
         return z.NEVER;
       }
       return ms;
-    });
+    })
+    // Marks the key for the configuration reference (scripts/config-reference.ts), whose JSON Schema sees only string | number.
+    .meta({ 'x-type': 'duration' });

@@ -49,7 +49,7 @@ parentPort.on('message', (message) => {
 `;
 
 /** Commits stop checkpointing; a writer that restarts the WAL after a burst cuts its file back to 64 MB. */
-export function leaveCheckpointsToAnotherThread(sqlite: BetterSqlite3.Database): void {
+function leaveCheckpointsToAnotherThread(sqlite: BetterSqlite3.Database): void {
   sqlite.pragma('wal_autocheckpoint = 0');
   sqlite.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
 }

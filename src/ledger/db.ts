@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import type PgModule from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { leaveCheckpointsToAnotherThread, startCheckpointer } from './checkpointer.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrations } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -196,11 +196,8 @@ function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 1_024, ma
 export interface LedgerOptions {
   /** Told when PostgreSQL drops an idle pooled connection (a restart, a failover); the pool reconnects on next use. */
   logger?: Pick<Logger, 'warn'>;
-  /**
-   * SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts).
-   * `thread: false` only turns commit checkpoints off: another process of a cluster runs the thread.
-   */
-  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'>; thread?: boolean };
+  /** SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts). */
+  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'> };
 }
 
 export function openLedger(config: Config['database'], options: LedgerOptions = {}): Ledger {
@@ -216,8 +213,7 @@ export function openLedger(config: Config['database'], options: LedgerOptions = 
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }, sqlite) });
     const background = file === ':memory:' ? undefined : options.backgroundCheckpoints;
-    if (background?.thread === false) leaveCheckpointsToAnotherThread(sqlite);
-    const checkpointer = background && background.thread !== false ? startCheckpointer(sqlite, file, background.logger) : undefined;
+    const checkpointer = background ? startCheckpointer(sqlite, file, background.logger) : undefined;
     // An in-memory database is private to its connection: it reads through the writer.
     const reader = file === ':memory:' ? undefined : openReadConnection(file);
     return {

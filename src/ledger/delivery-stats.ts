@@ -58,34 +58,26 @@ const upsertStatsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Del
     ),
 );
 
-/** Transactions whose increments are held back until their work is done (withDeferredStats). */
-const deferred = new WeakMap<Db, StatsEvent[]>();
+/**
+ * The increments of one transaction's work, gathered as it runs and written once at its end (withStatsTally): the
+ * functions that count are handed the tally and push onto it.
+ */
+export type StatsTally = StatsEvent[];
 
 /**
- * Runs `work` in `trx` with its increments held back and written in one upsert at the end. The counter rows are
+ * Runs `work` in `trx` with a fresh tally and writes what it gathered in one upsert at the end. The counter rows are
  * where every writer meets: written last, they stay locked for the shortest time, and always after the message
  * rows, so two instances on PostgreSQL cannot deadlock over a shared transaction's mixed work.
  */
-export async function withDeferredStats<T>(trx: Transaction<Database>, work: () => Promise<T>): Promise<T> {
-  const events: StatsEvent[] = [];
-  deferred.set(trx, events);
-  let result: T;
-  try {
-    result = await work();
-  } finally {
-    deferred.delete(trx);
-  }
-  await incrementDeliveryStats(trx, events);
+export async function withStatsTally<T>(trx: Transaction<Database>, work: (tally: StatsTally) => Promise<T>): Promise<T> {
+  const tally: StatsTally = [];
+  const result = await work(tally);
+  await incrementDeliveryStats(trx, tally);
   return result;
 }
 
-/** Adds the events to their buckets: one multi-row upsert for a whole flush, not one per message. */
+/** Adds the events to their buckets now: one multi-row upsert for a whole flush, not one per message. */
 export async function incrementDeliveryStats(db: Db, events: readonly StatsEvent[]): Promise<void> {
-  const pending = deferred.get(db);
-  if (pending) {
-    pending.push(...events);
-    return;
-  }
   const rows = toStatsRows(events);
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) await upsertStatsTemplate(db, part);
 }

@@ -1,6 +1,6 @@
 /** Repository for the `messages` table: functions that take `db` (or a transaction) first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { incrementDeliveryStats } from './delivery-stats.js';
+import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, SendState } from './schema.js';
@@ -226,7 +226,7 @@ function sameAnswer(a: SendOutcomeRecord, b: SendOutcomeRecord): boolean {
  * Answers that differ only in the provider's message id share one UPDATE, so a flush of many sends costs a few
  * statements, not one each.
  */
-export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], now: number): Promise<void> {
+export async function recordSendOutcomes(db: Db, tally: StatsTally, records: SendOutcomeRecord[], now: number): Promise<void> {
   // Nearly every record of a flush says what the one before it said (`submitted`, `accepted`): comparing the fields
   // with the last group's first record finds its group without building a key for each record.
   const groups: SendOutcomeRecord[][] = [];
@@ -269,11 +269,8 @@ export async function recordSendOutcomes(db: Db, records: SendOutcomeRecord[], n
       .execute();
   }
   // In the same transaction, so the console's counts never disagree with the messages they count. The console
-  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (ingest.ts).
-  await incrementDeliveryStats(
-    db,
-    records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? 'retryable' : r.state })),
-  );
+  // counts an uncertain send among the send errors (`retryable`); a receipt moves it to `submitted` (src/delivery/apply-receipts.ts).
+  tally.push(...records.map((r) => ({ at: now, provider: r.provider, outcome: r.state === 'uncertain' ? ('retryable' as const) : r.state })));
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Queries of the receipt path (src/delivery/ingest.ts, src/delivery/parts.ts): finding the message a receipt is
+ * Queries of the receipt path (src/delivery/apply-receipts.ts, src/delivery/parts.ts): finding the message a receipt is
  * about, moving its delivery status forward, and reading its parts' receipts for the multipart roll-up.
  */
 import type { Kysely, Transaction } from 'kysely';

@@ -15,18 +15,20 @@
  * 2·log2(n) extra transactions for one bad item among n. A failure that says the database itself is unreachable
  * or locked (ledger/write-errors.ts) fails the whole group at once: splitting would only repeat the wait. A group
  * that loses a deadlock or serialization conflict (PostgreSQL, several instances) is tried again a few times.
- * Counter increments of the whole transaction are written once, last (withDeferredStats).
+ * Counter increments of the whole transaction are gathered on one tally handed to every writer and piece of work,
+ * and written once, last (withStatsTally).
  */
 import type { Kysely, Transaction } from 'kysely';
 import { inTransaction } from './db.js';
-import { withDeferredStats } from './delivery-stats.js';
+import { type StatsTally, withStatsTally } from './delivery-stats.js';
 import type { Database } from './schema.js';
 import { isLedgerUnavailable } from './write-errors.js';
 
-export type Transact = <T>(work: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
+/** `tally`: where the work counts delivery stats; they are written when every piece of the transaction has run. */
+export type Transact = <T>(work: (trx: Transaction<Database>, tally: StatsTally) => Promise<T>) => Promise<T>;
 
-/** Writes a group of items in the transaction given; answers one output per item, in order. */
-export type GroupWrite<I, O> = (trx: Transaction<Database>, items: I[]) => Promise<O[]>;
+/** Writes a group of items in the transaction given, counting on `tally`; answers one output per item, in order. */
+export type GroupWrite<I, O> = (trx: Transaction<Database>, items: I[], tally: StatsTally) => Promise<O[]>;
 
 export interface GroupedWriter<I, O> {
   /** Resolves with every item's output, or rejects with the first item's error. */
@@ -60,9 +62,9 @@ function isConflict(error: unknown): boolean {
 const CONFLICT_ATTEMPTS = 3;
 
 /** `transact`'s items are the pieces of work themselves, run one after the other. */
-const runWork: GroupWrite<(trx: Transaction<Database>) => Promise<unknown>, unknown> = async (trx, works) => {
+const runWork: GroupWrite<(trx: Transaction<Database>, tally: StatsTally) => Promise<unknown>, unknown> = async (trx, works, tally) => {
   const out: unknown[] = [];
-  for (const work of works) out.push(await work(trx));
+  for (const work of works) out.push(await work(trx, tally));
   return out;
 };
 
@@ -81,11 +83,12 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
     }
     // Each item's output is kept on its entry until the commit; the entries are this attempt's own (writeGroup).
     await inTransaction(db, (trx) =>
-      withDeferredStats(trx, async () => {
+      withStatsTally(trx, async (tally) => {
         for (const [write, items] of byWriter) {
           const out = await write(
             trx,
             items.map((p) => p.item),
+            tally,
           );
           for (let i = 0; i < items.length; i++) items[i]!.output = out[i];
         }
@@ -178,7 +181,7 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
   }
 
   return {
-    transact: <T>(work: (trx: Transaction<Database>) => Promise<T>) => enqueue(runWork, [work])[0]! as Promise<T>,
+    transact: <T>(work: (trx: Transaction<Database>, tally: StatsTally) => Promise<T>) => enqueue(runWork, [work])[0]! as Promise<T>,
     writer: <I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void) => ({
       run: (items: readonly I[]) => Promise.all(enqueue(write, items, committed)),
       settle: (items: readonly I[]) => Promise.allSettled(enqueue(write, items, committed)),

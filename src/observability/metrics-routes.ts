@@ -8,8 +8,6 @@ import { requireAdmin } from '../auth/admin.js';
 
 export interface MetricsRouteDeps {
   registry: Registry;
-  /** The exposition text; defaults to this registry's (a cluster worker asks the primary for every worker's). */
-  render?: () => Promise<string>;
   adminKey: string | undefined;
   public: boolean;
 }
@@ -22,7 +20,6 @@ const adminRefusals: Record<number, ResponseDoc> = {
 export function metricsRoutes(deps: MetricsRouteDeps) {
   const app = new Hono();
   if (!deps.public) app.use('/metrics', requireAdmin(deps.adminKey));
-  const render = deps.render ?? (() => deps.registry.metrics());
   mountRoutes(app, [
     route({
       method: 'get',
@@ -37,7 +34,7 @@ export function metricsRoutes(deps: MetricsRouteDeps) {
           ...(deps.public ? {} : adminRefusals),
         },
       },
-      handlers: [async (c) => c.body(await render(), 200, { 'content-type': deps.registry.contentType })],
+      handlers: [async (c) => c.body(await deps.registry.metrics(), 200, { 'content-type': deps.registry.contentType })],
     }),
   ]);
   return app;

@@ -92,7 +92,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       help: 'Always 1; the gateway version and the Node.js version in labels',
       labelNames: ['version', 'node'],
       registers,
-      aggregator: 'max',
     }).set({ version: build.version, node: build.node }, 1);
   }
 
@@ -229,8 +228,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',
     labelNames: ['state'],
     registers,
-    // Every worker of a cluster reads the same database: the cluster's figure is any one of theirs, not the sum.
-    aggregator: 'max',
     async collect() {
       const backlog = await ledger.countOutboxBacklog();
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
@@ -243,7 +240,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       name: 'sms_gateway_conversion_oldest_unposted_age_seconds',
       help: 'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
       registers,
-      aggregator: 'max',
       async collect() {
         const oldest = await oldestUnposted();
         this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
@@ -255,7 +251,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     help: 'Receipts waiting for their message to become known',
     labelNames: ['provider'],
     registers,
-    aggregator: 'max',
     async collect() {
       const parked = await ledger.countParkedReceipts();
       this.reset();

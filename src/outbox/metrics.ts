@@ -24,7 +24,6 @@ export function registerOutboxMetrics<B>(registry: Registry, names: OutboxMetric
     help: names.backlog.help,
     labelNames: ['state'],
     registers,
-    aggregator: 'max',
     async collect() {
       for (const [state, count] of Object.entries(names.backlog.states(await countBacklog()))) this.set({ state }, count);
     },

@@ -1,7 +1,7 @@
 /**
  * The circuit breakers of every route member, kept in one place so the routes, the receipt path, /metrics and the
  * console read the same states. Breakers belong to (route, member): two routes sharing a member judge it apart,
- * each with its own settings. In a `server.workers` cluster every worker keeps its own (src/cluster.ts).
+ * each with its own settings. Each gateway process keeps its own.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -37,7 +37,7 @@ export interface MemberHealthView {
   deliveryRate: number | null;
 }
 
-export interface RouteHealth {
+export interface FailoverHealth {
   register(route: string, members: readonly string[], settings: BreakerSettings): void;
   /** Asks the member's breaker whether a send may go to it now (an open circuit past open_for lets one probe in). */
   admit(route: string, member: string): boolean;
@@ -50,7 +50,7 @@ export interface RouteHealth {
   registerMetrics(registry: Registry): void;
 }
 
-export function createRouteHealth(now: () => number, logger?: Logger): RouteHealth {
+export function createFailoverHealth(now: () => number, logger?: Logger): FailoverHealth {
   const routes = new Map<string, { settings: BreakerSettings; members: Map<string, MemberHealth> }>();
   let failovers: Counter | undefined;
 
@@ -125,8 +125,6 @@ export function createRouteHealth(now: () => number, logger?: Logger): RouteHeal
         help: 'Circuit breaker of each route member: 0 closed, 1 half-open (probing), 2 open (traffic kept off)',
         labelNames: ['route', 'member'],
         registers: [registry],
-        // Each worker of a cluster judges apart; the cluster shows the worst state of any of them.
-        aggregator: 'max',
         collect() {
           for (const view of snapshot()) this.set({ route: view.route, member: view.member }, breakerGaugeValue(view.state));
         },

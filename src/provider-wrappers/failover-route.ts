@@ -6,25 +6,25 @@
  * own, src/provider-wrappers/throttle.ts) and their own sender rules (src/provider-wrappers/sender-rules.ts).
  */
 import type { ReceiptParse, SendRequest, SendResult, SmsProvider } from '../../providers/types.js';
-import type { RouteConfig } from '../config/route-config.js';
+import type { FailoverRouteConfig } from '../config/failover-route-config.js';
 import type { BreakerSettings } from './circuit-breaker.js';
 import { judgeMemberAnswer, orderMembers } from './failover.js';
-import type { RouteHealth } from './breakers.js';
+import type { FailoverHealth } from './breakers.js';
 
-export function breakerSettings(config: RouteConfig): BreakerSettings {
+export function breakerSettings(config: FailoverRouteConfig): BreakerSettings {
   const b = config.breaker;
   return { failures: b.failures, openForMs: b.open_for, windowMs: b.window, minReceipts: b.min_receipts, minDeliveryRate: b.min_delivery_rate };
 }
 
-export interface RouteDeps {
+export interface FailoverRouteDeps {
   members: ReadonlyMap<string, SmsProvider>;
-  health: RouteHealth;
+  health: FailoverHealth;
   /** The receipt URL for a message sent through `member` (the gateway's, as dispatch builds it). */
   callbackUrl(member: string, smsId: string): string;
   random?: () => number;
 }
 
-export function createRoute(name: string, config: RouteConfig, deps: RouteDeps): SmsProvider {
+export function createFailoverRoute(name: string, config: FailoverRouteConfig, deps: FailoverRouteDeps): SmsProvider {
   const weights = new Map(Object.entries(config.weights ?? {}));
   const random = deps.random ?? Math.random;
   deps.health.register(name, config.members, breakerSettings(config));

@@ -6,8 +6,8 @@
  * rate_per_second / live and max_concurrency / live (rounded down, at least one). Nothing is asked of the database
  * per message: the count is re-read on the timer, and the throttles read the last one.
  *
- * While the instance count changes (one starts, or one dies and its heartbeat has not yet expired) the cluster may
- * be off its limit for up to an expiry: over it by a newcomer's share until the others' next heartbeat, under it by
+ * While the instance count changes (one starts, or one dies and its heartbeat has not yet expired) the instances may
+ * together be off their limit for up to an expiry: over it by a newcomer's share until the others' next heartbeat, under it by
  * a dead one's share until its heartbeat expires.
  */
 import { randomUUID } from 'node:crypto';
@@ -42,8 +42,6 @@ export function registerInstanceMetric(registry: Registry, instances: () => numb
     name: 'sms_gateway_instances',
     help: 'Live gateway instances on the database that split each provider rate_per_second and max_concurrency',
     registers: [registry],
-    // The workers of a node:cluster host count the same rows.
-    aggregator: 'max',
     collect() {
       this.set(instances());
     },
@@ -59,12 +57,10 @@ export interface InstanceHeartbeatOptions {
   intervalMs: number;
   expiryMs: number;
   logger: Logger;
-  /** The fewest instances to assume (a node:cluster host knows it runs `workers` of them before they all beat). */
-  atLeast?: number;
 }
 
 export interface InstanceHeartbeat {
-  /** The live instances sharing the limits, this one included (at least `atLeast`, at least 1). */
+  /** The live instances sharing the limits, this one included (at least 1). */
   instances(): number;
   /** Stops beating and removes this instance's row. */
   stop(): Promise<void>;
@@ -74,15 +70,14 @@ export async function startInstanceHeartbeat(options: InstanceHeartbeatOptions):
   const { db, now, logger } = options;
   const id = randomUUID();
   const startedAt = now();
-  const atLeast = Math.max(1, options.atLeast ?? 1);
-  let live = atLeast;
+  let live = 1;
 
   const beat = async () => {
     const at = now();
     await recordInstanceHeartbeat(db, id, at, startedAt);
     const counted = await countLiveInstances(db, at - options.expiryMs);
-    if (counted !== live) logger.info({ instances: Math.max(atLeast, counted), instance_id: id }, 'instances sharing the provider limits changed');
-    live = Math.max(atLeast, counted);
+    if (counted !== live) logger.info({ instances: Math.max(1, counted), instance_id: id }, 'instances sharing the provider limits changed');
+    live = Math.max(1, counted);
     await deleteSilentInstances(db, at - FORGET_AFTER_EXPIRIES * options.expiryMs);
   };
   // The first beat is awaited, so the throttles start from the right share; a failure here fails the start.

@@ -10,7 +10,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { incrementDeliveryStats } from '../ledger/delivery-stats.js';
+import type { StatsTally } from '../ledger/delivery-stats.js';
 import { newSmsId } from '../ledger/ids.js';
 import {
   findMessagesByActivityKeys,
@@ -58,7 +58,7 @@ type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; tracepar
 type ClaimAnswer = Claim | { send: false; result: DispatchResult; suppressed: SuppressionReason };
 
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
-async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, items: ClaimItem[]): Promise<ClaimAnswer[]> {
+async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, tally: StatsTally, items: ClaimItem[]): Promise<ClaimAnswer[]> {
   const at = deps.now();
   const refusals = await refusalsInClaim(deps.recipients, items, trx);
   const rows: NewMessage[] = items.map(({ message: m, requestId, traceparent }) => ({
@@ -88,9 +88,8 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: errorOf(i), error_code: suppressionCode(refusals[i]!) }] : [])),
   );
   // Counted per reason beside the send outcomes, for the console (never sent, so not a provider's `rejected`).
-  await incrementDeliveryStats(
-    trx,
-    rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])),
+  tally.push(
+    ...rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])),
   );
   const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
   const existing = new Map(
@@ -129,7 +128,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         // A retry of a transient failure, for a player who must not get it any more: refused for good.
         const error = errorOf(i);
         await markMessageRefused(trx, decision.smsId, { error, error_code: suppressionCode(refusals[i]!) }, at);
-        await incrementDeliveryStats(trx, [{ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) }]);
+        tally.push({ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) });
         answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error }, suppressed: refusals[i]! });
       } else answers.push({ send: true, smsId: decision.smsId });
     } else if (decision.action === 'busy' && decision.reason === 'awaiting-receipt') {
@@ -147,7 +146,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
 
 export function createClaimStep(deps: ClaimStepDeps) {
   const { logger } = deps;
-  const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items) => claimInTransaction(deps, trx, items));
+  const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items, tally) => claimInTransaction(deps, trx, tally, items));
 
   /** Claims `messages` for one request: one Claim per message, in order; never throws. */
   /** `traceparents[i]`: the send span of messages[i], stored with its row when tracing is on (docs/tracing.md). */

@@ -6,6 +6,7 @@
  * Single and batch requests share it; the ledger writes of concurrent requests share commits through the ledger's
  * one grouping layer (src/ledger/transaction-queue.ts).
  */
+import type { StatsTally } from '../ledger/delivery-stats.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { NOT_SENT_SHUTTING_DOWN } from '../../providers/types.js';
@@ -36,7 +37,7 @@ export interface DispatcherDeps {
   /** The ledger's grouping layer, shared with the gateway's other writers. */
   queue: TransactionQueue;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
-  onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
+  onRecorded?: (trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]) => Promise<void>;
   metrics?: SendMetrics;
   /** sms.suppression: where a player's standing is read; absent when suppression is off. */
   recipients?: RecipientCheck;

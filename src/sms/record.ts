@@ -3,6 +3,7 @@
  * its ledger row in a grouped write (src/ledger/transaction-queue.ts), counted and logged; a provider's opt-out is
  * handed on. The row was committed by the claim before the call, so a receipt can match it whatever happens here.
  */
+import type { StatsTally } from '../ledger/delivery-stats.js';
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
@@ -19,7 +20,7 @@ export interface RecordStepDeps {
   logger: Logger;
   now: () => number;
   /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
-  onRecorded?: (trx: Transaction<Database>, records: SendOutcomeRecord[]) => Promise<void>;
+  onRecorded?: (trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]) => Promise<void>;
   metrics?: Pick<SendMetrics, 'sendCompleted'>;
   /**
    * The provider said the recipient opted out (SendResult.recipientOptedOut) and the message names a player:
@@ -62,9 +63,9 @@ export function recordOf(smsId: string, provider: string, answer: SendResult, re
 
 export function createRecordStep(deps: RecordStepDeps) {
   const { logger } = deps;
-  const writes = deps.queue.writer<SendOutcomeRecord, void>(async (trx, records) => {
-    await recordSendOutcomes(trx, records, deps.now());
-    await deps.onRecorded?.(trx, records);
+  const writes = deps.queue.writer<SendOutcomeRecord, void>(async (trx, records, tally) => {
+    await recordSendOutcomes(trx, tally, records, deps.now());
+    await deps.onRecorded?.(trx, tally, records);
     return records.map(() => undefined);
   });
 

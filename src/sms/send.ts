@@ -92,5 +92,3 @@ export function createSendStep(deps: SendStepDeps) {
     },
   };
 }
-
-export type SendStep = ReturnType<typeof createSendStep>;

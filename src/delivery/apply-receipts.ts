@@ -1,5 +1,5 @@
 /**
- * Receipt ingestion (docs/design.md §1 "receipt"): store every valid event once, match it to its message, move the
+ * Applying receipts (docs/design.md §1 "receipt"), the step behind the intake (intake.ts): store every valid event once, match it to its message, move the
  * message's status forward and queue a conversion for a terminal status, all in the caller's transaction.
  * Receipts that match nothing yet are parked and re-matched when their message's provider id becomes known.
  */
@@ -7,7 +7,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
-import { incrementDeliveryStats, type StatsEvent } from '../ledger/delivery-stats.js';
+import { type StatsTally, withStatsTally } from '../ledger/delivery-stats.js';
 import { countReceiptsBySmsId, findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
 import {
   confirmSubmitted,
@@ -39,14 +39,14 @@ export interface ReceiptInput {
  * Optional observers, told inside the transaction (a rolled-back batch is retried by the provider and may be
  * counted twice; metrics are rates, so that is tolerable). Per-receipt log lines are at debug level.
  */
-export interface IngestObservers {
+export interface ReceiptObservers {
   metrics?: ReceiptMetrics;
   logger?: Logger;
   /** When on, each applied receipt is a span under its message's send span (docs/tracing.md). */
   tracing?: Tracing;
 }
 
-export interface IngestSummary {
+export interface ReceiptSummary {
   fresh: number;
   duplicates: number;
   parked: number;
@@ -81,13 +81,13 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
 /** Applies events to their messages in arrival order; returns how many conversions were queued. */
 async function applyEvents(
   trx: Trx,
+  tally: StatsTally,
   pairs: Array<{ message: MessageState; event: ReceiptEvent; requestId?: string }>,
   now: number,
-  observers: IngestObservers,
+  observers: ReceiptObservers,
 ): Promise<number> {
   const state = new Map<string, MessageState & { providerStatus?: string; changed: boolean }>();
   const conversions: Array<{ smsId: string; status: NonNullable<MessageState['delivery_status']> }> = [];
-  const stats: StatsEvent[] = [];
   // Asked once per batch, not per event: the per-receipt line costs an object per event even when it is not written.
   const debug = observers.logger?.isLevelEnabled('debug') ? observers.logger : undefined;
   for (const { message, event, requestId } of pairs) {
@@ -109,9 +109,9 @@ async function applyEvents(
     if (transition.kind === 'report') {
       // The timeout's delivery_unknown this receipt replaces leaves the counts where it was counted.
       if (current.delivery_source === 'timeout' && current.completed_at !== null) {
-        stats.push({ at: Number(current.completed_at), provider: message.provider, outcome: 'delivery_unknown', n: -1 });
+        tally.push({ at: Number(current.completed_at), provider: message.provider, outcome: 'delivery_unknown', n: -1 });
       }
-      stats.push({ at: now, provider: message.provider, outcome: transition.status });
+      tally.push({ at: now, provider: message.provider, outcome: transition.status });
       observers.metrics?.deliveryReported(message.provider, transition.status, (now - Number(message.dispatched_at)) / 1000);
       current.delivery_status = transition.status;
       current.delivery_source = 'receipt';
@@ -144,18 +144,18 @@ async function applyEvents(
     });
   }
   await insertConversions(trx, conversions, now);
-  await incrementDeliveryStats(trx, stats);
   return conversions.length;
 }
 
-export async function ingestReceipts(
+export async function applyReceipts(
   trx: Trx,
+  tally: StatsTally,
   inputs: ReceiptInput[],
   now: number,
-  observers: IngestObservers = {},
+  observers: ReceiptObservers = {},
   /** delivery.max_receipts_per_message; unbounded when absent. */
   maxPerMessage?: number,
-): Promise<IngestSummary> {
+): Promise<ReceiptSummary> {
   const startedAt = observers.tracing?.enabled ? Date.now() : 0;
   const messages = await resolveMessages(trx, inputs);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
@@ -193,12 +193,14 @@ export async function ingestReceipts(
   const unsent = unique.filter((k) => UNSENT_STATES.some((state) => messages[k]?.state === state));
   await confirmAcceptedSends(
     trx,
+    tally,
     unsent.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })),
     now,
   );
   const applicable = unique.filter((k) => fresh.has(rows[k]!.dedup_key) && messages[k]);
   const reported = await applyEvents(
     trx,
+    tally,
     applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, requestId: inputs[k]!.requestId })),
     now,
     observers,
@@ -220,7 +222,7 @@ export async function ingestReceipts(
 
 /**
  * One span per applied receipt, a child of its message's send span (stored with the row), so a receipt that comes in
- * a later request joins the send's trace. It covers the ingestion up to the commit, which follows at once.
+ * a later request joins the send's trace. It covers applying the receipts up to the commit, which follows at once.
  */
 function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState; event: ReceiptEvent }>, startedAt: number): void {
   for (const { message, event } of applied) {
@@ -244,18 +246,16 @@ function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState;
  */
 const UNSENT_STATES = ['uncertain'] as const;
 
-async function confirmAcceptedSends(trx: Trx, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
-  const stats: StatsEvent[] = [];
+async function confirmAcceptedSends(trx: Trx, tally: StatsTally, accepted: Array<{ message: MessageState; event: ReceiptEvent }>, now: number): Promise<void> {
   for (const { message, event } of accepted) {
     if (!(await confirmSubmitted(trx, message.sms_id, event.providerMessageId ?? null, UNSENT_STATES, now))) continue;
     message.state = 'submitted';
     // Taken back from the bucket the failed answer was counted in (its row was last written then).
-    stats.push(
+    tally.push(
       { at: Number(message.updated_at), provider: message.provider, outcome: 'retryable', n: -1 },
       { at: now, provider: message.provider, outcome: 'submitted' },
     );
   }
-  await incrementDeliveryStats(trx, stats);
 }
 
 /** Counts each receipt once: stored (by mapped status), a duplicate, or parked; logs the parked ones. */
@@ -264,7 +264,7 @@ function observeReceipts(
   rows: NewReceipt[],
   unique: number[],
   fresh: Set<string>,
-  observers: IngestObservers,
+  observers: ReceiptObservers,
   capped: ReadonlySet<number>,
 ): void {
   const { metrics, logger } = observers;
@@ -294,31 +294,40 @@ const PARKED_PAGE = 1_000;
 /** Applies parked receipts whose message can now be found (after a send recorded its provider ids, or by sweep). */
 export async function matchParkedReceipts(
   trx: Trx,
+  tally: StatsTally,
   now: number,
   scope: { provider: string; providerMessageIds: string[] },
-  observers: IngestObservers = {},
+  observers: ReceiptObservers = {},
 ): Promise<number> {
-  return applyParked(trx, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
+  return applyParked(trx, tally, await findParkedReceipts(trx, PARKED_PAGE, scope), now, observers);
 }
 
 /**
  * The sweep's pass over every parked receipt, a page at a time in id order (so a pile of receipts that will never
  * match cannot hide newer ones), each page in its own transaction.
  */
-export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: IngestObservers = {}): Promise<number> {
+export async function matchAllParkedReceipts(db: Kysely<Database>, now: number, observers: ReceiptObservers = {}): Promise<number> {
   let applied = 0;
   for (let afterId = 0; ; ) {
-    const page = await inTransaction(db, async (trx) => {
-      const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
-      applied += await applyParked(trx, parked, now, observers);
-      return parked;
-    });
+    const page = await inTransaction(db, (trx) =>
+      withStatsTally(trx, async (tally) => {
+        const parked = await findParkedReceipts(trx, PARKED_PAGE, { afterId });
+        applied += await applyParked(trx, tally, parked, now, observers);
+        return parked;
+      }),
+    );
     if (page.length < PARKED_PAGE) return applied;
     afterId = Number(page[page.length - 1]!.id);
   }
 }
 
-async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParkedReceipts>>, now: number, observers: IngestObservers): Promise<number> {
+async function applyParked(
+  trx: Trx,
+  tally: StatsTally,
+  parked: Awaited<ReturnType<typeof findParkedReceipts>>,
+  now: number,
+  observers: ReceiptObservers,
+): Promise<number> {
   if (parked.length === 0) return 0;
   const inputs: ReceiptInput[] = parked.map((r) => ({
     provider: r.provider,
@@ -336,6 +345,7 @@ async function applyParked(trx: Trx, parked: Awaited<ReturnType<typeof findParke
   await markReceiptsMatched(trx, matched);
   return applyEvents(
     trx,
+    tally,
     matched.map((m) => ({ message: messages[m.k]!, event: inputs[m.k]!.event })),
     now,
     observers,
