@@ -322,7 +322,7 @@ const relay = z
     ),
     worker: z.boolean().default(true).describe('Deliver the outbox from `serve`; false: only the cron `flush` does.'),
     batch_size: z.number().int().min(1).max(10_000).default(1_000).describe('Users whose next event is claimed per round.'),
-    poll_interval: duration('100ms').describe('How often an idle worker looks for due events.'),
+    poll_interval: duration('100ms').describe('How often the event outbox, when idle, looks for due events.'),
     retry_initial_ms: z.number().int().positive().default(1_000).describe('First back-off after a failed delivery.'),
     retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off.'),
     max_attempts: z
@@ -336,7 +336,7 @@ const relay = z
       .default(false)
       .describe('Retry a 4xx answer (other than 408, 425, 429) instead of dead-lettering it at once: the CRM docs\' "retry until 200".'),
     lease: duration('60s').describe(
-      'How long a claimed event stays reserved for the worker (or flush) that claimed it; longer than `crm.integration.timeout` (with Kafka, than 3 × it + 1 s).',
+      'How long a claimed event stays reserved for the `serve` process (or flush) that claimed it; longer than `crm.integration.timeout` (with Kafka, than 3 × it + 1 s).',
     ),
     max_event_bytes: z
       .number()
@@ -350,7 +350,7 @@ const relay = z
 
 const delivery = z
   .strictObject({
-    worker: z.boolean().default(true).describe('Run the conversion worker inside `serve`; false: only the cron `flush` posts conversions.'),
+    worker: z.boolean().default(true).describe('Run the conversion outbox inside `serve`; false: only the cron `flush` posts conversions.'),
     batch_size: z.number().int().min(1).max(10_000).default(500).describe('Conversions per webhook request.'),
     unknown_after: duration('72h').describe(
       'A message with no final receipt by then becomes `delivery_unknown`; so does a send left `uncertain` or `dispatching` (no answer, no receipt, no retry) this long after its last attempt.',
@@ -384,11 +384,11 @@ const delivery = z
         'Events one receipt request may carry; more answers 413 and stores nothing. (Receipt ids longer than 128 characters answer 400; status and error texts are stored cut to 64 characters.)',
       ),
     sweep_interval: duration('1m').describe('How often `serve` runs the sweep that ends silent messages and re-matches parked receipts.'),
-    poll_interval: duration('200ms').describe('How often an idle worker looks for due conversions.'),
+    poll_interval: duration('200ms').describe('How often the conversion outbox, when idle, looks for due conversions.'),
     retry_initial_ms: z.number().int().positive().default(1_000).describe('First back-off after a failed webhook request.'),
     retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off.'),
     max_attempts: z.number().int().positive().default(25).describe('Attempts before a conversion is dead-lettered.'),
-    lease: duration('60s').describe('How long a claimed conversion stays reserved for the worker (or flush) that claimed it.'),
+    lease: duration('60s').describe('How long a claimed conversion stays reserved for the `serve` process (or flush) that claimed it.'),
   })
   .describe('Receipts, the timeout sweep, and the conversions posted to the CRM webhook.');
 
@@ -440,7 +440,7 @@ const operator = z
         headers: z.record(z.string(), z.string()).default({}).describe('Headers sent with every push.'),
         timeout: duration('10s').describe('Timeout of one push.'),
         batch_size: z.number().int().min(1).max(1_000).default(50).describe('Credits claimed per round.'),
-        poll_interval: duration('1s').describe('How often an idle worker looks for due credits.'),
+        poll_interval: duration('1s').describe('How often the credit outbox, when idle, looks for due credits.'),
         retry_initial_ms: z.number().int().positive().default(1_000).describe('First back-off after a failed push.'),
         retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off.'),
         max_attempts: z
