@@ -9,7 +9,6 @@ import { error, notJson, userParam } from './routes.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { requireAdmin } from '../auth/admin.js';
-import { readJsonBody } from '../http/json-body.js';
 import { findCreditsByUser } from '../ledger/credits.js';
 import { replayDeadCredits } from '../ledger/credit-delivery.js';
 import { decideUserChange } from '../events/user-changes.js';
@@ -22,7 +21,7 @@ import { crmReferencesObject } from '../crm/references.js';
 import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
-import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, parseBody } from './requests.js';
+import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, readBody } from './requests.js';
 import { inTransaction } from '../ledger/db.js';
 import { replayRoute } from '../outbox/replay-route.js';
 
@@ -110,10 +109,8 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         sqlOnly,
         async (c) => {
           const userId = c.req.param('userid');
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
-          const parsed = parseBody(adminUserSchema, body.value);
-          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const parsed = await readBody(c, adminUserSchema);
+          if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
           if (parsed.value.user_id !== undefined && parsed.value.user_id !== userId) {
             return c.json({ error: `user_id: "${parsed.value.user_id}" differs from the path's "${userId}"` }, 400);
           }
@@ -146,10 +143,8 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         sqlOnly,
         async (c) => {
           const userId = c.req.param('userid');
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
-          const parsed = parseBody(adminConsentsSchema, body.value);
-          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const parsed = await readBody(c, adminConsentsSchema);
+          if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
           const rows = new Map(parsed.value.consents.map((e) => [e.type, consentRowOf(userId, e)]));
           // PUT replaces the set: a type not listed is opted out, like a type never set. A change writes its User
           // Consents event in the same transaction; the same set again changes nothing and sends nothing.
@@ -192,10 +187,8 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         admin,
         sqlOnly,
         async (c) => {
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
-          const parsed = parseBody(adminBonusesSchema, body.value);
-          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const parsed = await readBody(c, adminBonusesSchema);
+          if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
           await inTransaction(db, (trx) => replaceBonuses(trx, parsed.value));
           return c.json({ count: parsed.value.length }, 200);
         },
@@ -264,10 +257,8 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         admin,
         replayRoute({
           read: async (c) => {
-            const body = await readJsonBody(c);
-            if (!body.ok) return { ok: false, status: body.status, answer: { error: body.error } };
-            const parsed = parseBody(creditReplaySchema, body.value);
-            return parsed.ok ? parsed : { ok: false, status: 400, answer: { error: parsed.error } };
+            const parsed = await readBody(c, creditReplaySchema);
+            return parsed.ok ? { ok: true, value: parsed.value } : { ok: false, status: parsed.status, answer: { error: parsed.error } };
           },
           replay: (request) => replayDeadCredits(db, request.credit_ids?.map(Number), now()),
           onReplay: onCreditsReplay,

@@ -17,11 +17,10 @@ import { join } from 'node:path';
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import type { Logger } from 'pino';
-import { readJsonBody } from '../http/json-body.js';
 import { BackendError, ReconciliationListError, type IdPage, type OperatorBackend } from './backend.js';
 import { endOfLastWholeString } from './id-list-cut.js';
 import { isReconciliationField, RECONCILIATION_FIELDS } from '../crm/shapes.js';
-import { parseBody, productReconciliationRequestSchema, reconciliationRequestSchema } from './requests.js';
+import { productReconciliationRequestSchema, readBody, reconciliationRequestSchema } from './requests.js';
 import { statusOf } from './status.js';
 
 /** Stable codes of a 200 `{"error", "code"}` (docs/operator-api.md "Error codes"). */
@@ -33,10 +32,8 @@ const PRODUCT_FIELDS = Object.keys(RECONCILIATION_FIELDS).filter((f) => f.starts
 
 export function reconciliationHandler(backend: OperatorBackend, logger: Logger, { byProduct = false } = {}) {
   return async (c: Context) => {
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = byProduct ? parseBody(productReconciliationRequestSchema, body.value) : parseBody(reconciliationRequestSchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const parsed = byProduct ? await readBody(c, productReconciliationRequestSchema) : await readBody(c, reconciliationRequestSchema);
+    if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const { field } = parsed.value;
     const known = byProduct ? PRODUCT_FIELDS : Object.keys(RECONCILIATION_FIELDS);
     if (!isReconciliationField(field) || !known.includes(field)) {

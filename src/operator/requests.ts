@@ -3,7 +3,9 @@
  * says it may add some, e.g. validity_amount). The admin bodies are strict instead, so a misspelt key in an
  * operator's load script is refused by name rather than silently lost.
  */
+import type { Context } from 'hono';
 import { z } from 'zod';
+import { readJsonBody } from '../http/json-body.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema, userRecordFields, type ConsentEntry } from '../crm/shapes.js';
 
@@ -113,4 +115,15 @@ export function parseBody<S extends z.ZodType>(schema: S, input: unknown): Parse
     return { ok: false, error: `${issue.keys.map((k) => (where ? `${where}.${k}` : k)).join(', ')}: unknown key` };
   }
   return { ok: false, error: describeFirstIssue(result.error, input) };
+}
+
+/** A request's JSON body (src/http/json-body.ts: type, size, depth, repeated keys) checked by `schema` (`body`: the JSON as sent, for a backend that passes it on); a refusal carries its status. */
+export async function readBody<S extends z.ZodType>(
+  c: Context,
+  schema: S,
+): Promise<{ ok: true; value: z.output<S>; body: unknown } | { ok: false; status: 400 | 415; error: string }> {
+  const body = await readJsonBody(c);
+  if (!body.ok) return body;
+  const parsed = parseBody(schema, body.value);
+  return parsed.ok ? { ok: true, value: parsed.value, body: body.value } : { ok: false, status: 400, error: parsed.error };
 }

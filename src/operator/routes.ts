@@ -22,7 +22,7 @@ import {
   bonusCreditSchema,
   consentsUpdateSchema,
   fundsCreditSchema,
-  parseBody,
+  readBody,
   parseConsentsUpdate,
   productReconciliationRequestSchema,
   reconciliationRequestSchema,
@@ -89,10 +89,8 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger }: Op
   const noUser = { 404: crmError('No such user') };
 
   const credit = (kind: CreditRequest['kind']) => async (c: Context) => {
-    const body = await readJsonBody(c);
-    if (!body.ok) return c.json({ error: body.error }, body.status);
-    const parsed = kind === 'bonus' ? parseBody(bonusCreditSchema, body.value) : parseBody(fundsCreditSchema, body.value);
-    if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema);
+    if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const v = parsed.value;
     const result = await backend.credit({
       kind,
@@ -100,7 +98,7 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger }: Op
       bonusCode: v.bonus_code,
       amount: v.amount,
       currency: v.currency,
-      body: body.value,
+      body: parsed.body,
       refs: readCrmReferences((name) => c.req.header(name)),
     });
     if (!result.ok) return answer(c, result, false);
@@ -279,10 +277,8 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger }: Op
         auth,
         async (c) => {
           c.header('Cache-Control', 'no-store');
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
-          const parsed = parseBody(authenticateRequestSchema, body.value);
-          if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+          const parsed = await readBody(c, authenticateRequestSchema);
+          if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
           const verdict = await sessionCheck(parsed.value.sid);
           if (verdict.ok) return c.json({ user_id: verdict.userId }, 200);
           return c.json({ error: verdict.error }, verdict.code);
