@@ -14,38 +14,7 @@ export interface TooDeep {
   path: Array<string | number>;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_OBJECT = 0x7b;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_OBJECT = 0x7d;
-const CLOSE_ARRAY = 0x5d;
-const COMMA = 0x2c;
-
-/** The index just after the string starting at `open` (a quote), or the text's length if it never closes. */
-export function endOfString(text: string, open: number): number {
-  let at = open + 1;
-  for (;;) {
-    const quote = text.indexOf('"', at);
-    if (quote < 0) return text.length;
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return quote + 1;
-    at = quote + 1;
-  }
-}
-
-/** The index just after the bracket closing the container opened at `open`, or the text's length. */
-function endOfContainer(text: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) i = endOfString(text, i) - 1;
-    else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
-    else if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && --depth === 0) return i + 1;
-  }
-  return text.length;
-}
+import { endOfContainer, walkJson } from './json-walk.js';
 
 /**
  * Whether `text` holds at least `maxDepth + 1` opening brackets: a value can only nest as deep as it has brackets
@@ -66,38 +35,16 @@ export function mayNestDeeperThan(text: string, maxDepth: number): boolean {
 export function findTooDeep(text: string, maxDepth: number): TooDeep[] {
   const found: TooDeep[] = [];
   if (!mayNestDeeperThan(text, maxDepth)) return found;
-  const isObject: boolean[] = [];
-  const keys: Array<string | number> = [];
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      const end = endOfString(text, i);
-      if (expectKey) {
-        keys[keys.length - 1] = text.slice(i + 1, Math.min(end - 1, i + 81));
-        expectKey = false;
-      }
-      i = end - 1;
-    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      if (isObject.length >= maxDepth) {
-        const end = endOfContainer(text, i);
-        found.push({ start: i, end, path: keys.slice() });
-        i = end - 1;
-        continue;
-      }
-      isObject.push(c === OPEN_OBJECT);
-      keys.push(c === OPEN_OBJECT ? '' : 0);
-      expectKey = c === OPEN_OBJECT;
-    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      isObject.pop();
-      keys.pop();
-      expectKey = false;
-    } else if (c === COMMA && isObject.length > 0) {
-      const top = isObject.length - 1;
-      if (isObject[top]) expectKey = true;
-      else keys[top] = (keys[top] as number) + 1;
-    }
-  }
+  walkJson(text, {
+    // A path names at most 80 characters of each key: enough to find it, bounded for a key of megabytes.
+    key: (text, open, end) => text.slice(open + 1, Math.min(end - 1, open + 81)),
+    open(text, at, depth, path) {
+      if (depth < maxDepth) return -1;
+      const end = endOfContainer(text, at);
+      found.push({ start: at, end, path: path.slice() });
+      return end;
+    },
+  });
   return found;
 }
 
