@@ -9,16 +9,17 @@ import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { createEventTransport } from '../events/create-transport.js';
 import { createDestinations } from '../events/destination.js';
-import { flushEvents } from '../events/flush.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
+import { countEventBacklog } from '../ledger/events.js';
 import { countCreditBacklog } from '../ledger/credit-delivery.js';
 import { migrateToLatest, openLedger } from '../ledger/db.js';
 import { createLogger } from '../observability/logger.js';
 import { createTracing } from '../observability/tracing.js';
 import { runSweep } from '../delivery/sweep.js';
 import { createWebhookClient } from '../delivery/webhook.js';
-import { postDueConversions } from '../delivery/conversion-outbox.js';
-import { deliverDueCredits } from '../operator/credit-outbox.js';
+import { flushConversions } from '../delivery/conversion-outbox.js';
+import { flushEvents } from '../events/event-outbox.js';
+import { flushCredits } from '../operator/credit-outbox.js';
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
   const transport = createEventTransport(config.crm.integration);
@@ -36,24 +37,17 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
     if (config.crm.webhook_url) {
       const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now, tracing };
       const sweep = await runSweep(ledger.db, Date.now(), config.delivery, {}, config.sms.dispatch_lease);
-      const totals = { posted: 0, failed: 0, dead: 0 };
-      // Stop at the first failed post: the rows are backed off, and hammering a CRM that is down helps nobody.
-      for (;;) {
-        const round = await postDueConversions(deps);
-        totals.posted += round.posted;
-        totals.failed += round.failed;
-        totals.dead += round.dead;
-        if (!round.ok) reachable = false;
-        if (round.claimed === 0 || !round.ok) break;
-      }
+      // Each kind stops where serve's loop would wait (drainOutbox): a receiver that is down is not hammered.
+      const posted = await flushConversions(deps);
+      if (!posted.reachable) reachable = false;
       const backlog = await countOutboxBacklog(ledger.db);
       out.write(
-        `flush: posted=${totals.posted} failed=${totals.failed} dead=${totals.dead} left=${backlog.due + backlog.retrying} ` +
-          `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${reachable ? '' : ' (webhook unreachable)'}\n`,
+        `flush: posted=${posted.sent} failed=${posted.retrying} dead=${posted.dead} left=${backlog.due + backlog.retrying} ` +
+          `dead_total=${backlog.dead} unknown_marked=${sweep.unknown}${posted.reachable ? '' : ' (webhook unreachable)'}\n`,
       );
     }
     if (transport) {
-      const events = await flushEvents({
+      const sent = await flushEvents({
         db: ledger.db,
         flags: ledger.flags,
         transport,
@@ -62,25 +56,21 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
         logger,
         now: Date.now,
       });
-      out.write(`${events.line}\n`);
-      if (!events.reachable) reachable = false;
+      if (!sent.reachable) reachable = false;
+      const backlog = await countEventBacklog(ledger.db);
+      out.write(
+        `flush events: sent=${sent.sent} failed=${sent.retrying} dead=${sent.dead} left=${backlog.unsent} dead_total=${backlog.dead}` +
+          `${sent.reachable ? '' : ' (CRM unreachable)'}\n`,
+      );
     }
     if (creditsUrl) {
       const deps = { db: ledger.db, flags: ledger.flags, credits: { ...config.operator.credits, url: creditsUrl }, logger, now: Date.now };
-      const totals = { delivered: 0, failed: 0, dead: 0 };
-      // As above: stop at the first round the operator's endpoint refused; those credits are backed off.
-      for (;;) {
-        const round = await deliverDueCredits(deps);
-        totals.delivered += round.delivered;
-        totals.failed += round.failed;
-        totals.dead += round.dead;
-        if (round.failed > 0) reachable = false;
-        if (round.claimed === 0 || round.failed > 0) break;
-      }
+      const delivered = await flushCredits(deps);
+      if (!delivered.reachable) reachable = false;
       const backlog = await countCreditBacklog(ledger.db);
       out.write(
-        `flush credits: delivered=${totals.delivered} failed=${totals.failed} dead=${totals.dead} left=${backlog.due} dead_total=${backlog.dead}` +
-          `${reachable ? '' : ' (operator.credits.url unreachable)'}\n`,
+        `flush credits: delivered=${delivered.sent} failed=${delivered.retrying} dead=${delivered.dead} left=${backlog.due} dead_total=${backlog.dead}` +
+          `${delivered.reachable ? '' : ' (operator.credits.url unreachable)'}\n`,
       );
     }
     return reachable ? 0 : 1;

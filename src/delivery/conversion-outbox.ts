@@ -11,7 +11,7 @@ import { inTransaction } from '../ledger/db.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, startOutbox, type OutboxDeps, type OutboxKind, type OutboxRound } from '../outbox/outbox.js';
+import { drainOutbox, startOutbox, type Drained, type OutboxDeps, type OutboxKind, type OutboxRound } from '../outbox/outbox.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
 
 export interface ConversionOutboxDeps extends OutboxDeps {
@@ -20,15 +20,6 @@ export interface ConversionOutboxDeps extends OutboxDeps {
   metrics?: WebhookMetrics;
   /** When on, each posted conversion is a span under its message's send span (docs/tracing.md). */
   tracing?: Tracing;
-}
-
-export interface RoundResult {
-  claimed: number;
-  posted: number;
-  failed: number;
-  dead: number;
-  /** False when the webhook could not be reached or refused the post. */
-  ok: boolean;
 }
 
 /**
@@ -139,9 +130,9 @@ function reportRound(logger: Logger, round: OutboxRound<ClaimedConversion>): voi
   }
 }
 
-export async function postDueConversions(deps: ConversionOutboxDeps): Promise<RoundResult> {
-  const round = await runOutboxRound(conversionOutbox(deps), deps);
-  return { claimed: round.claimed.length, posted: round.sent.length, failed: round.retrying, dead: round.dead, ok: round.failed.length === 0 };
+/** The cron `flush`: posts due conversions round after round, stopping at the first failed post. */
+export function flushConversions(deps: ConversionOutboxDeps): Promise<Drained> {
+  return drainOutbox(conversionOutbox(deps), deps);
 }
 
 /** Runs rounds until stopped: at once while posts are taken, else every delivery.poll_interval or on `wake()`. */

@@ -10,7 +10,7 @@ import type { Config } from '../config/schema.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type ClaimedEvent } from '../ledger/events.js';
 import type { DeadReason } from '../outbox/decisions.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, sendEach, startOutbox, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
+import { drainOutbox, sendEach, startOutbox, type Drained, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
 import { destinationOf, type Destinations } from './destination.js';
 import { decideFailure, type EventTransport } from './transport.js';
 
@@ -23,13 +23,6 @@ export interface EventOutboxDeps extends OutboxDeps {
   onSent?: (count: number, latenciesSeconds: number[]) => void;
   /** Told of dead-lettered events: `refused` by the CRM (a 4xx, at once) or out of relay.max_attempts. */
   onDead?: (count: number, reason: DeadReason) => void;
-}
-
-export interface EventRound {
-  claimed: number;
-  sent: number;
-  failed: number;
-  dead: number;
 }
 
 function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
@@ -68,9 +61,9 @@ function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
   };
 }
 
-export async function deliverDueEvents(deps: EventOutboxDeps): Promise<EventRound> {
-  const round = await runOutboxRound(eventOutbox(deps), deps);
-  return { claimed: round.claimed.length, sent: round.sent.length, failed: round.retrying, dead: round.dead };
+/** The cron `flush`: sends due events round after round, stopping at the first round the CRM took nothing of. */
+export function flushEvents(deps: EventOutboxDeps): Promise<Drained> {
+  return drainOutbox(eventOutbox(deps), deps);
 }
 
 /** Runs rounds until stopped: at once while there is work, else every relay.poll_interval or on `wake()`. */

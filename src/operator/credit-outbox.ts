@@ -10,7 +10,7 @@ import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
 import type { OutboxLoop } from '../outbox/loop.js';
-import { runOutboxRound, sendEach, startOutbox, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { drainOutbox, sendEach, startOutbox, type Drained, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
 import { crmReferencesObject } from '../crm/references.js';
 
 export type CreditsConfig = Config['operator']['credits'];
@@ -86,9 +86,9 @@ function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
   };
 }
 
-export async function deliverDueCredits(deps: CreditOutboxDeps): Promise<{ claimed: number; delivered: number; failed: number; dead: number }> {
-  const round = await runOutboxRound(creditOutbox(deps), deps);
-  return { claimed: round.claimed.length, delivered: round.sent.length, failed: round.retrying, dead: round.dead };
+/** The cron `flush`: pushes due credits round after round, stopping at the first round the operator took none of. */
+export function flushCredits(deps: CreditOutboxDeps): Promise<Drained> {
+  return drainOutbox(creditOutbox(deps), deps);
 }
 
 export function startCreditOutbox(deps: CreditOutboxDeps): OutboxLoop {

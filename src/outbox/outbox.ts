@@ -162,6 +162,31 @@ export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKin
   return round;
 }
 
+/** What the cron `flush` did with one kind: rows taken, backed off and dead-lettered, and whether the receiver kept taking them. */
+export interface Drained {
+  sent: number;
+  retrying: number;
+  dead: number;
+  /** False when the last round claimed rows and the kind would not go `again` (the receiver took none, or refused). */
+  reachable: boolean;
+}
+
+/**
+ * The cron `flush` of one kind: rounds back to back by the same rule as the loop (`again`), until one claims nothing.
+ * It stops where the loop would wait, so a receiver that is down is not hammered; its rows are backed off.
+ */
+export async function drainOutbox<Row extends { id: number }>(kind: OutboxKind<Row>, deps: OutboxDeps): Promise<Drained> {
+  const drained = { sent: 0, retrying: 0, dead: 0, reachable: true };
+  for (;;) {
+    const round = await runOutboxRound(kind, deps);
+    if (round.claimed.length === 0) return drained;
+    drained.sent += round.sent.length;
+    drained.retrying += round.retrying;
+    drained.dead += round.dead;
+    if (!kind.again(round)) return { ...drained, reachable: false };
+  }
+}
+
 /** Runs the kind's rounds until stopped: at once after a round that claimed rows and is `again`, else every poll_interval or on `wake()`. */
 export function startOutbox<Row extends { id: number }>(kind: OutboxKind<Row>, deps: OutboxDeps): OutboxLoop {
   return startOutboxLoop(
