@@ -3,7 +3,7 @@
  * provider schemas it composes), so the reference cannot drift from what the loader accepts. The descriptions live
  * in the schema (`.describe()`); this file only lays out zod's JSON Schema of the config's input as tables.
  *
- * `npm run docs:config` rewrites the part between the markers; test/config-reference.test.ts fails when it is stale.
+ * `npm run docs:config` rewrites the part between the markers; test/config/config-reference.test.ts fails when it is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,7 @@
 /**
  * SMPP facts as data (SMPP 3.4 specification, §5.1.3 command_status, §5.2.28 message_state, Appendix B delivery
  * receipt format): how a submit_sm_resp status classifies, and how a deliver_sm receipt maps to a CRM status.
- * Pure functions with table tests (test/smpp.test.ts).
+ * Pure functions with table tests (test/providers/smpp.test.ts).
  */
 import type { MappedStatus } from '../types.js';
 

@@ -1,5 +1,5 @@
 /**
- * What a failed send means for an outbox row, as pure functions (table tests in test/outbox-decisions.test.ts):
+ * What a failed send means for an outbox row, as pure functions (table tests in test/outbox/outbox-decisions.test.ts):
  * dead at once (the receiver refused the row for good), dead after the kind's max_attempts, or due again after an
  * exponential delay with "equal jitter" (half fixed, half random, so a recovering receiver is not hit by every
  * instance at the same moment), never sooner than a Retry-After the receiver gave.

@@ -1,6 +1,6 @@
 /**
  * The /metrics series every outbox kind has, named by the kind (the names are the deployment kit's, checked by
- * test/deploy-kit.test.ts): rows the receiver took, rows dead-lettered (by reason where the kind dead-letters for
+ * test/deploy/deploy-kit.test.ts): rows the receiver took, rows dead-lettered (by reason where the kind dead-letters for
  * more than one), and the backlog by state, read at scrape time.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';

@@ -4,7 +4,7 @@
  * probe at a time is let through (half-open) and its answer closes or reopens the circuit.
  *
  * Everything here is a pure function of (state, event, time, settings) so the transitions are tested by table
- * (test/circuit-breaker.test.ts); src/provider-wrappers/failover-route.ts keeps the states and feeds them events.
+ * (test/provider-wrappers/circuit-breaker.test.ts); src/provider-wrappers/failover-route.ts keeps the states and feeds them events.
  */
 
 export interface BreakerSettings {

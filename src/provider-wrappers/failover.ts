@@ -1,5 +1,5 @@
 /**
- * Decisions of a failover route (docs/configuration.md "Providers"), as pure functions tested by table (test/failover.test.ts):
+ * Decisions of a failover route (docs/configuration.md "Providers"), as pure functions tested by table (test/provider-wrappers/failover.test.ts):
  * which member to try first, and whether a member's answer lets the same message go on to the next member.
  *
  * The rule that keeps a route from sending twice: only a send that provably never reached the member moves on.

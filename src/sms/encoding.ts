@@ -1,6 +1,6 @@
 // Chooses the SMS data coding (GSM-7 or UCS-2) for a message and counts its segments.
 // Pure functions, no I/O. Segment counting is delegated to @trt2/gsm-charset-utils, whose
-// tables were checked against 3GPP TS 23.038 (test/encoding.test.ts re-derives them).
+// tables were checked against 3GPP TS 23.038 (test/sms/encoding.test.ts re-derives them).
 //
 // The package is CommonJS; Node's CJS named-export detection sees its `exports.x = x`
 // assignments, so named imports work both under plain Node (dist/) and under vitest.

@@ -1,7 +1,7 @@
 /**
  * The hot path's check of the SMS message object: the same rules as smsMessageSchema (message-schema.ts), written
  * out as plain comparisons. zod stays the source of truth, of the OpenAPI document and of every error message: a
- * message this check refuses goes through the schema, which names the field. test/message-check.property.test.ts
+ * message this check refuses goes through the schema, which names the field. test/sms/message-check.property.test.ts
  * holds the two to the same verdict and the same values over generated inputs, so a change to one without the other
  * fails there. Measured with bench/dispatch.ts: see the commit that added this file.
  */

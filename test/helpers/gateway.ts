@@ -39,7 +39,7 @@ export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
     // Test keys are short and URLs loopback: development warns about them instead of refusing to start.
     server: { environment: 'development', host: '127.0.0.1', port: 0 },
     database: { url: testDatabaseUrl(dir) },
-    // A budget no functional test reaches from 127.0.0.1; test/hostile-input.test.ts sets a small one.
+    // A budget no functional test reaches from 127.0.0.1; test/system/hostile-input.test.ts sets a small one.
     auth: { mode: 'api_key', api_keys: [TEST_API_KEY], failure_budget: 100_000 },
     providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0, receipt_secret: TEST_SANDBOX_SECRET } },
     admin: { api_key: TEST_ADMIN_KEY },

@@ -1,0 +1,169 @@
+/**
+ * POST /authenticate on the real server: checked by a fake operator platform (test/fakes/operator-platform.ts), by an
+ * HS256 secret, and by a JWKS served from a local HTTP server; every answer in the CRM's shapes, nothing cached.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOperatorPlatform, type FakeOperatorPlatform } from '../fakes/operator-platform.js';
+import { errorBody } from '../helpers/crm-schemas.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+const SECRET = 'a-session-secret-of-the-operator-0123456789';
+
+describe('POST /authenticate checked by the operator platform', () => {
+  let platform: FakeOperatorPlatform;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    platform = await startFakeOperatorPlatform();
+    gw = await startTestGateway({ operator: { authenticate_url: `${platform.url}/session/check`, headers: { 'x-platform-key': 'k1' }, timeout: '300ms' } });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await platform.close();
+  });
+
+  it('answers the platform’s user id for a valid session, asking it every time', async () => {
+    for (let i = 0; i < 2; i++) platform.script('/session/check', { body: { user_id: 4471, extra: 'ignored' } });
+    for (let i = 0; i < 2; i++) {
+      const res = await gw.post('/authenticate', { sid: 'sess-1', site: 'crm-adds-this' });
+      expect(res.status).toBe(200);
+      expect(res.json).toEqual({ user_id: '4471' });
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    }
+    const asked = platform.requests.filter((r) => r.path === '/session/check');
+    expect(asked).toHaveLength(2);
+    expect(JSON.parse(asked[0]!.body)).toEqual({ sid: 'sess-1' });
+    expect(asked[0]!.headers['x-platform-key']).toBe('k1');
+  });
+
+  it.each([
+    ['the platform refuses the session', { status: 401, body: { error: 'expired' } }, 401],
+    ['the platform answers 200 without a user id', { body: { ok: true } }, 502],
+    ['the platform fails', { status: 500, body: 'down' }, 502],
+    ['the platform is too slow', { delayMs: 600, body: { user_id: 'u' } }, 504],
+  ])('answers 401 {error, code} when %s', async (_label, scripted, code) => {
+    platform.script('/session/check', scripted);
+    const res = await gw.post('/authenticate', { sid: 'sess-2' });
+    expect(res.status).toBe(401);
+    expect(errorBody.parse(res.json).code).toBe(code);
+  });
+
+  it.each([
+    ['no sid', {}, 400],
+    ['a sid that is not a string', { sid: 12 }, 400],
+  ])('answers 401 {error, code} for a body with %s', async (_label, body, code) => {
+    const res = await gw.post('/authenticate', body);
+    expect([res.status, errorBody.parse(res.json).code]).toEqual([401, code]);
+    expect(res.json.error).toMatch(/sid/);
+  });
+
+  it('answers 401 without the CRM’s credentials, asking nothing', async () => {
+    const before = platform.requests.length;
+    const res = await gw.post('/authenticate', { sid: 'sess-3' }, { 'x-api-key': 'wrong' });
+    expect([res.status, errorBody.parse(res.json).code]).toEqual([401, 401]);
+    expect(platform.requests.length).toBe(before);
+  });
+});
+
+describe('POST /authenticate checked locally as a signed session token', () => {
+  const now = () => Math.floor(Date.now() / 1000);
+  let hs: TestGateway;
+
+  beforeAll(async () => {
+    hs = await startTestGateway({ operator: { session_tokens: { secret: SECRET, issuer: 'https://casino.example', audience: 'crm', clock_skew: '5s' } } });
+  });
+  afterAll(async () => hs.close());
+
+  const hsToken = (claims: Record<string, unknown>, exp = now() + 60, issuer = 'https://casino.example') =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuer(issuer).setAudience('crm').setExpirationTime(exp).sign(new TextEncoder().encode(SECRET));
+
+  it('answers the sub of a valid HS256 token', async () => {
+    const res = await hs.post('/authenticate', { sid: await hsToken({ sub: 'player-9' }) });
+    expect([res.status, res.json]).toEqual([200, { user_id: 'player-9' }]);
+  });
+
+  it.each([
+    ['an expired token', async () => hsToken({ sub: 'p' }, now() - 60)],
+    ['another issuer', async () => hsToken({ sub: 'p' }, now() + 60, 'https://other.example')],
+    [
+      'another secret',
+      async () =>
+        new SignJWT({ sub: 'p' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://casino.example')
+          .setAudience('crm')
+          .setExpirationTime(now() + 60)
+          .sign(new TextEncoder().encode('x'.repeat(40))),
+    ],
+    [
+      'no expiry',
+      async () =>
+        new SignJWT({ sub: 'p' })
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer('https://casino.example')
+          .setAudience('crm')
+          .sign(new TextEncoder().encode(SECRET)),
+    ],
+    ['not a token at all', async () => 'sess-plain'],
+  ])('answers 401 for %s', async (_label, make) => {
+    const res = await hs.post('/authenticate', { sid: await make() });
+    expect([res.status, errorBody.parse(res.json).code]).toEqual([401, 401]);
+  });
+
+  describe('with a JWKS', () => {
+    let jwks: Server;
+    let rs: TestGateway;
+    let privateKey: CryptoKey;
+    let served = 0;
+    beforeAll(async () => {
+      const pair = await generateKeyPair('RS256');
+      privateKey = pair.privateKey;
+      const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
+      jwks = createServer((_req, res) => {
+        served++;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ keys: [jwk] }));
+      });
+      jwks.listen(0, '127.0.0.1');
+      await once(jwks, 'listening');
+      const { port } = jwks.address() as AddressInfo;
+      rs = await startTestGateway({ operator: { session_tokens: { jwks_url: `http://127.0.0.1:${port}/.well-known/jwks.json`, user_claim: 'player_id' } } });
+    });
+    afterAll(async () => {
+      await rs.close();
+      await new Promise<void>((resolve) => jwks.close(() => resolve()));
+    });
+
+    const rsToken = (claims: Record<string, unknown>, exp = now() + 60) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setExpirationTime(exp).sign(privateKey);
+
+    it('answers the configured claim of a token signed with a published key', async () => {
+      const res = await rs.post('/authenticate', { sid: await rsToken({ player_id: 'p-77' }) });
+      expect([res.status, res.json]).toEqual([200, { user_id: 'p-77' }]);
+      expect(served).toBeGreaterThan(0);
+    });
+
+    it('answers 401 for an expired token, a token without the claim and an HS256 token', async () => {
+      for (const sid of [await rsToken({ player_id: 'p' }, now() - 120), await rsToken({ sub: 'p' }), await hsToken({ sub: 'p' })]) {
+        const res = await rs.post('/authenticate', { sid });
+        expect([res.status, errorBody.parse(res.json).code]).toEqual([401, 401]);
+      }
+    });
+  });
+});
+
+describe('POST /authenticate with no check configured', () => {
+  it('answers 401 naming the keys to set', async () => {
+    const gw = await startTestGateway();
+    try {
+      const res = await gw.post('/authenticate', { sid: 'x' });
+      expect(res.status).toBe(401);
+      expect(errorBody.parse(res.json).error).toMatch(/operator\.authenticate_url or operator\.session_tokens/);
+    } finally {
+      await gw.close();
+    }
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * Background WAL checkpoints (src/ledger/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
+ * and a thread copies committed pages into the database file soon after.
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrateToLatest, openLedger, type Ledger } from '../../src/ledger/db.js';
+
+let dir: string;
+let ledger: Ledger | undefined;
+afterEach(async () => {
+  await ledger?.close();
+  ledger = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function openWithRows(backgroundCheckpoints: boolean) {
+  dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
+  const file = join(dir, 'ledger.db');
+  ledger = openLedger(
+    { url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 },
+    backgroundCheckpoints ? { backgroundCheckpoints: { logger: console } } : {},
+  );
+  await migrateToLatest(ledger.db);
+  // Settle what the migrations wrote, then measure what the inserts below add.
+  await sql`pragma wal_checkpoint(truncate)`.execute(ledger.db);
+  const before = statSync(file).size;
+  // Background: ~1,500 pages, past the 4 MiB at which the thread starts (commits never checkpoint, so only the
+  // thread moves them). Without: ~300 pages, under SQLite's own 1,000-page checkpoint.
+  await ledger.db.transaction().execute(async (trx) => {
+    for (let i = 0; i < (backgroundCheckpoints ? 10_000 : 2_000); i++) {
+      await sql`insert into delivery_stats (period, bucket_start, provider, outcome, n) values ('minute', ${i}, ${'p'.repeat(300)}, 'submitted', 1)`.execute(
+        trx,
+      );
+    }
+  });
+  const pragma = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(ledger.db);
+  return { file, before, autocheckpoint: pragma.rows[0]!.wal_autocheckpoint };
+}
+
+async function grows(file: string, before: number, withinMs: number): Promise<boolean> {
+  for (const started = Date.now(); Date.now() - started < withinMs; await new Promise((r) => setTimeout(r, 50))) {
+    if (statSync(file).size > before) return true;
+  }
+  return false;
+}
+
+describe('background WAL checkpoints', () => {
+  it('turns off checkpoints in commits and copies committed pages into the database file from a thread', async () => {
+    const { file, before, autocheckpoint } = await openWithRows(true);
+    expect(autocheckpoint).toBe(0);
+    expect(await grows(file, before, 5_000)).toBe(true);
+  });
+
+  it('leaves SQLite’s own checkpoints alone without the option (short commands such as flush)', async () => {
+    const { file, before, autocheckpoint } = await openWithRows(false);
+    expect(autocheckpoint).toBe(1_000);
+    // Under 1,000 pages nothing checkpoints yet: the rows are still only in the WAL.
+    expect(await grows(file, before, 600)).toBe(false);
+  });
+
+  it('cuts the WAL file back to nothing once writes stop (not at the next write)', async () => {
+    const { file } = await openWithRows(true);
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(4_000_000);
+    let size = -1;
+    for (const started = Date.now(); Date.now() - started < 10_000; await new Promise((r) => setTimeout(r, 50))) {
+      size = statSync(`${file}-wal`).size;
+      if (size === 0) break;
+    }
+    expect(size).toBe(0);
+  });
+});
