@@ -8,7 +8,7 @@
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import formatsModule from 'ajv-formats';
 import { readBody, startFakeServer, type FakeServer } from './http.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -38,6 +38,9 @@ export interface CheckedRequest {
   operationId: string | undefined;
   problems: string[];
 }
+
+// ajv-formats is CommonJS: imported from ESM its default may be the module object, whose own default is the plugin.
+const addFormats = ((formatsModule as unknown as { default?: unknown }).default ?? formatsModule) as (ajv: Ajv) => Ajv;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 

@@ -122,7 +122,7 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
     for (const status of statuses) {
       expect(Object.keys(TWILIO_STATUS_MAP)).toContain(status);
       await fake.postStatusCallback(req.callbackUrl, fake.callbackParams(create, status));
-      const parsed = provider.parseReceipt(capture.receipts.at(-1)!);
+      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (!parsed.ok) continue;
       if (expected[status] === 'ignore') expect(parsed.events, status).toEqual([]);
@@ -189,7 +189,7 @@ describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
       const fields = { ...example, messageId: sent.ok ? sent.providerMessageIds[0]! : '', 'client-ref': req.smsId, status, 'err-code': status === 'delivered' ? '0' : '1' };
       expect(checkReceipt(fields)).toEqual([]);
       await fake.sendReceipt(submit.fields.callback!, fields, { transport: 'json' });
-      const parsed = provider.parseReceipt(capture.receipts.at(-1)!);
+      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]), status).toEqual([[req.smsId, status, expected[status]]]);
     }
@@ -260,7 +260,7 @@ describe('Sinch against the SMS API v1 document', () => {
       };
       expect(checkReport(report)).toEqual([]);
       await fake.postCallback(batch.callbackUrl, report);
-      const parsed = provider.parseReceipt(capture.receipts.at(-1)!);
+      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]), status).toEqual([[req.smsId, status, expected[status]]]);
     }
@@ -274,7 +274,7 @@ describe('Sinch against the SMS API v1 document', () => {
     const report = { type: 'delivery_report_sms', batch_id: batch.id, total_message_count: '1', statuses: [{ code: 0, status: 'Delivered', count: 1 }], client_reference: req.smsId };
     expect(checkReport(report)).toEqual([]);
     await fake.postCallback(batch.callbackUrl, report);
-    const parsed = provider.parseReceipt(capture.receipts.at(-1)!);
+    const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
     expect(parsed).toEqual({ ok: true, events: [{ smsId: req.smsId, providerMessageId: batch.id, providerStatus: 'Delivered', status: 'delivered' }] });
   });
 });
@@ -325,7 +325,7 @@ describe('Infobip against the SMS API document', () => {
       const body = { results: [{ ...fake.result(send, name), status: { groupId: 1, groupName: group, id: 7, name, description: 'x' } }] };
       expect(checkReport(body)).toEqual([]);
       await fake.postReport(send.notifyUrl, body.results);
-      const parsed = provider.parseReceipt(capture.receipts.at(-1)!);
+      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, group).toBe(true);
       if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.status]), group).toEqual([[req.smsId, INFOBIP_STATUS_NAMES.get(name) ?? expectedByGroup[group]]]);
     }
