@@ -301,12 +301,17 @@ describe('Infobip against the SMS API document', () => {
       expect((await provider.send(req, noAbort())).ok).toBe(true);
       expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
     }
-    expectConforming(proxy, ['send-sms-message', 'get-outbound-sms-message-logs']);
+    expectConforming(proxy, ['send-sms-messages', 'get-outbound-sms-message-logs']);
+    expect(fake.sends.map((s) => [s.api, s.validityMinutes])).toEqual([
+      [3, 60],
+      [3, 60],
+      [3, 60],
+    ]);
   });
 
   it('a delivery report in the document shape, for each status group it lists, parses to the promised status', async () => {
     const checkReport = openApiSchemaChecker(doc, 'SmsDeliveryResult');
-    const groups = (doc.components!.schemas!.SmsStatusGroupName as { enum: string[] }).enum;
+    const groups = (doc.components!.schemas!.MessageGeneralStatus as { enum: string[] }).enum;
     const req = sendRequest(capture.url, 'infobip');
     expect((await provider.send(req, noAbort())).ok).toBe(true);
     const send = fake.sends.at(-1)!;
@@ -329,5 +334,16 @@ describe('Infobip against the SMS API document', () => {
       expect(parsed.ok, group).toBe(true);
       if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.status]), group).toEqual([[req.smsId, INFOBIP_STATUS_NAMES.get(name) ?? expectedByGroup[group]]]);
     }
+  });
+
+  it('a report in the version 2 shape (smsCount, no sender) is taken too: a message sent before the move to version 3', async () => {
+    const req = sendRequest(capture.url, 'infobip');
+    expect((await provider.send(req, noAbort())).ok).toBe(true);
+    const send = { ...fake.sends.at(-1)!, api: 2 as const };
+    const v2 = fake.result(send, 'DELIVERED_TO_HANDSET');
+    expect(v2).toHaveProperty('smsCount');
+    await fake.postReport(send.notifyUrl, [v2]);
+    const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+    expect(parsed.ok && parsed.events.map((e) => [e.smsId, e.status])).toEqual([[req.smsId, 'delivered']]);
   });
 });
