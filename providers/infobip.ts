@@ -105,7 +105,9 @@ const text = (v: unknown): string | undefined => (typeof v === 'string' && v.len
 
 /** An error answer's words: the platform's ApiError (`errorCode`, `description`) or the older requestError.serviceException. */
 function readServiceException(json: unknown): string | undefined {
-  const body = json as { errorCode?: unknown; description?: unknown; requestError?: { serviceException?: { messageId?: unknown; text?: unknown } } } | undefined;
+  const body = json as
+    | { errorCode?: unknown; description?: unknown; requestError?: { serviceException?: { messageId?: unknown; text?: unknown } } }
+    | undefined;
   const e = body?.requestError?.serviceException;
   return [text(body?.errorCode) ?? text(e?.messageId), text(body?.description) ?? text(e?.text)].filter(Boolean).join(': ') || undefined;
 }

@@ -5,9 +5,9 @@
  * Send: a JSON POST to `{base_url}/xms/v1/{service_plan_id}/batches` with `Authorization: Bearer {api_token}`,
  * over a pooled undici client (no SDK); one recipient per batch, `delivery_report: per_recipient` so each status
  * change of the recipient is called back, our sms_id as `client_reference` and in `callback_url`. The 201 answer's
- * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts. Sinch signs no SMS
- * callback (its Webhooks page offers basic auth, OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url
- * carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
+ * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts (and the batch report
+ * `delivery_report_sms`, docs/providers.md §8.3). Sinch signs no SMS callback (its Webhooks page offers basic auth,
+ * OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
  * auth, `webhook_basic_auth` makes the gateway require it too.
  * Lookup: "List Batches" filtered by `client_reference` (batches of the last 14 days), then "Retrieve a recipient
  * delivery report" for the batch found; a known batch id is asked directly.

@@ -3,7 +3,8 @@
  * the SMPP 3.4 specification (SMPP Developers Forum, 1999); the bind itself is in bind.ts, the message layout
  * in message.ts and the status tables in status.ts.
  *
- * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
+ * Send: one submit_sm per SMS part (a long message by UDH, SAR TLVs or one message_payload, as `long_messages` says;
+ * docs/providers.md §8.5), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
  * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
  * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),

@@ -171,7 +171,14 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     }
     if (req.headers.authorization !== `App ${apiKey}`) return unauthorized(res);
     const api = req.url === '/sms/3/messages' ? 3 : 2;
-    type V2 = { destinations: Array<{ to: string; messageId?: string }>; from?: string; text: string; notifyUrl: string; callbackData: string; validityPeriod?: number };
+    type V2 = {
+      destinations: Array<{ to: string; messageId?: string }>;
+      from?: string;
+      text: string;
+      notifyUrl: string;
+      callbackData: string;
+      validityPeriod?: number;
+    };
     type V3 = {
       destinations: Array<{ to: string; messageId?: string }>;
       sender?: string;
@@ -195,7 +202,16 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
             api,
             ...(validity ? { validityMinutes: validity.amount * ({ SECONDS: 1 / 60, HOURS: 60 }[validity.timeUnit ?? ''] ?? 1) } : {}),
           }
-        : { to, from: raw.from, text: raw.text, notifyUrl: raw.notifyUrl, callbackData: raw.callbackData, at, api, ...(raw.validityPeriod ? { validityMinutes: raw.validityPeriod } : {}) };
+        : {
+            to,
+            from: raw.from,
+            text: raw.text,
+            notifyUrl: raw.notifyUrl,
+            callbackData: raw.callbackData,
+            at,
+            api,
+            ...(raw.validityPeriod ? { validityMinutes: raw.validityPeriod } : {}),
+          };
     if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
     if (to === INFOBIP_HANG_NUMBER || sends.length <= (options.loseFirst ?? 0)) return; // never answers and never accepts; the client's timeout must fire
@@ -219,7 +235,10 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
           : { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } };
       return sendJson(res, canned.http, error);
     }
-    sendJson(res, 200, { bulkId: randomUUID(), messages: [{ [api === 3 ? 'destination' : 'to']: to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }] });
+    sendJson(res, 200, {
+      bulkId: randomUUID(),
+      messages: [{ [api === 3 ? 'destination' : 'to']: to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }],
+    });
     if (options.reportStatuses?.length) {
       void (async () => {
         for (const status of options.reportStatuses!) await postReport(send.notifyUrl, [result(send, status)]);

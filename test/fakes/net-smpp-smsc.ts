@@ -94,7 +94,9 @@ export async function startNetSmppSmsc(options: { systemId?: string; password?: 
       };
       const timer = setTimeout(() => {
         waiters.delete(check);
-        reject(new Error(`Net::SMPP SMSC: no such event in ${ms} ms; events: ${JSON.stringify(events.slice(from).slice(-10))}; stderr: ${stderr.slice(-2000)}`));
+        reject(
+          new Error(`Net::SMPP SMSC: no such event in ${ms} ms; events: ${JSON.stringify(events.slice(from).slice(-10))}; stderr: ${stderr.slice(-2000)}`),
+        );
       }, ms);
       waiters.add(check);
       check();

@@ -107,7 +107,10 @@ function unknownProperties(doc: OpenApiDocument, value: unknown, schema: Schema 
 
 /** Ajv's errors as text; a parameter is validated as `{v: value}`, so its `/v` is dropped. */
 const describe = (errors: ErrorObject[] | null | undefined, where: string, holder = false) =>
-  (errors ?? []).map((e) => `${where}${holder ? e.instancePath.replace(/^\/v/, '') : e.instancePath} ${e.message ?? 'is invalid'}${e.params && 'allowedValues' in e.params ? ` (${JSON.stringify(e.params.allowedValues)})` : ''}`);
+  (errors ?? []).map(
+    (e) =>
+      `${where}${holder ? e.instancePath.replace(/^\/v/, '') : e.instancePath} ${e.message ?? 'is invalid'}${e.params && 'allowedValues' in e.params ? ` (${JSON.stringify(e.params.allowedValues)})` : ''}`,
+  );
 
 /** Compiles a request checker for one document. */
 export function openApiRequestChecker(doc: OpenApiDocument): (method: string, url: string, contentType: string | undefined, body: Buffer) => CheckedRequest {

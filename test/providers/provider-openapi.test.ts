@@ -3,7 +3,7 @@
  * against our fakes: every request a plugin makes (send, each kind of lookup) goes through a proxy that checks it
  * against the document (test/fakes/openapi.ts) before the fake answers it, and each status a document lists for a
  * callback or delivery report, sent in the document's own shape, is parsed to the status the plugin promises.
- * Where each document comes from and at which commit: test/fakes/openapi/README.md and docs/providers.md §7.
+ * Where each document comes from and at which commit: test/fakes/openapi/README.md and docs/providers.md §8.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INFOBIP_STATUS_GROUPS, INFOBIP_STATUS_NAMES } from '../../providers/infobip.js';
@@ -46,12 +46,16 @@ describe('the request checker', () => {
   });
 
   it('refuses a media type, a query parameter and an operation the document does not have', () => {
-    expect(send('to=1', 'application/x-www-form-urlencoded')).toEqual(['content-type application/x-www-form-urlencoded is not one the document lists (application/json)']);
+    expect(send('to=1', 'application/x-www-form-urlencoded')).toEqual([
+      'content-type application/x-www-form-urlencoded is not one the document lists (application/json)',
+    ]);
     expect(check('GET', '/xms/v1/plan/batches?page_size=500&colour=red', undefined, Buffer.alloc(0)).problems).toEqual([
       'query page_size must be <= 100',
       'query colour is not a parameter of ListBatches',
     ]);
-    expect(check('DELETE', '/xms/v1/plan/groups', undefined, Buffer.alloc(0)).problems).toEqual(['DELETE /xms/v1/plan/groups: no such operation in the document']);
+    expect(check('DELETE', '/xms/v1/plan/groups', undefined, Buffer.alloc(0)).problems).toEqual([
+      'DELETE /xms/v1/plan/groups: no such operation in the document',
+    ]);
   });
 });
 
@@ -78,7 +82,10 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
 
   it.each([
     ['a sender', { from: '+15005550006' }],
-    ['a messaging service and options', { messaging_service_sid: `MG${'a'.repeat(32)}`, validity_period: 600, smart_encoded: true, status_callback_retries: 0 }],
+    [
+      'a messaging service and options',
+      { messaging_service_sid: `MG${'a'.repeat(32)}`, validity_period: 600, smart_encoded: true, status_callback_retries: 0 },
+    ],
   ])('send, fetch and list requests with %s are what the document describes', async (_label, options) => {
     proxy.checked.length = 0;
     provider = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, base_url: proxy.url, ...options });
@@ -87,8 +94,13 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
       const sent = await provider.send(req, noAbort());
       expect(sent.ok).toBe(true);
       const id = sent.ok ? sent.providerMessageIds[0] : undefined;
-      expect((await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
-      expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).not.toBe('absent');
+      expect(
+        (await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort()))
+          .answer,
+      ).toBe('found');
+      expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).not.toBe(
+        'absent',
+      );
     }
     expectConforming(proxy, ['CreateMessage', 'FetchMessage', 'ListMessage']);
     await provider.close?.();
@@ -126,7 +138,11 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
       expect(parsed.ok, status).toBe(true);
       if (!parsed.ok) continue;
       if (expected[status] === 'ignore') expect(parsed.events, status).toEqual([]);
-      else expect(parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]), status).toEqual([[req.smsId, status, expected[status]]]);
+      else
+        expect(
+          parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]),
+          status,
+        ).toEqual([[req.smsId, status, expected[status]]]);
     }
   });
 });
@@ -186,12 +202,22 @@ describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
     );
     for (const status of statuses) {
       expect(Object.keys(VONAGE_DLR_STATUS)).toContain(status);
-      const fields = { ...example, messageId: sent.ok ? sent.providerMessageIds[0]! : '', 'client-ref': req.smsId, status, 'err-code': status === 'delivered' ? '0' : '1' };
+      const fields = {
+        ...example,
+        messageId: sent.ok ? sent.providerMessageIds[0]! : '',
+        'client-ref': req.smsId,
+        status,
+        'err-code': status === 'delivered' ? '0' : '1',
+      };
       expect(checkReceipt(fields)).toEqual([]);
       await fake.sendReceipt(submit.fields.callback!, fields, { transport: 'json' });
       const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
-      if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]), status).toEqual([[req.smsId, status, expected[status]]]);
+      if (parsed.ok)
+        expect(
+          parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]),
+          status,
+        ).toEqual([[req.smsId, status, expected[status]]]);
     }
   });
 });
@@ -204,7 +230,12 @@ describe('Sinch against the SMS API v1 document', () => {
   beforeAll(async () => {
     fake = await startSinchFake();
     proxy = await startValidatingProxy(doc, fake.url);
-    provider = createPlugin('sinch', { service_plan_id: fake.servicePlanId, api_token: fake.apiToken, base_url: proxy.url, webhook_secret: 'sinch-webhook-secret-01234' });
+    provider = createPlugin('sinch', {
+      service_plan_id: fake.servicePlanId,
+      api_token: fake.apiToken,
+      base_url: proxy.url,
+      webhook_secret: 'sinch-webhook-secret-01234',
+    });
   });
   afterAll(async () => {
     await provider.close?.();
@@ -218,7 +249,10 @@ describe('Sinch against the SMS API v1 document', () => {
       const sent = await provider.send(req, noAbort());
       expect(sent.ok).toBe(true);
       const id = sent.ok ? sent.providerMessageIds[0] : undefined;
-      expect((await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
+      expect(
+        (await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort()))
+          .answer,
+      ).toBe('found');
       expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
     }
     expectConforming(proxy, ['SendSMS', 'GetBatchMessage', 'GetDeliveryReportByPhoneNumber', 'ListBatches']);
@@ -262,7 +296,11 @@ describe('Sinch against the SMS API v1 document', () => {
       await fake.postCallback(batch.callbackUrl, report);
       const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
-      if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]), status).toEqual([[req.smsId, status, expected[status]]]);
+      if (parsed.ok)
+        expect(
+          parsed.events.map((e) => [e.smsId, e.providerStatus, e.status]),
+          status,
+        ).toEqual([[req.smsId, status, expected[status]]]);
     }
   });
 
@@ -271,7 +309,13 @@ describe('Sinch against the SMS API v1 document', () => {
     const req = sendRequest(capture.url, 'sinch');
     expect((await provider.send(req, noAbort())).ok).toBe(true);
     const batch = fake.batches.at(-1)!;
-    const report = { type: 'delivery_report_sms', batch_id: batch.id, total_message_count: '1', statuses: [{ code: 0, status: 'Delivered', count: 1 }], client_reference: req.smsId };
+    const report = {
+      type: 'delivery_report_sms',
+      batch_id: batch.id,
+      total_message_count: '1',
+      statuses: [{ code: 0, status: 'Delivered', count: 1 }],
+      client_reference: req.smsId,
+    };
     expect(checkReport(report)).toEqual([]);
     await fake.postCallback(batch.callbackUrl, report);
     const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
@@ -287,7 +331,12 @@ describe('Infobip against the SMS API document', () => {
   beforeAll(async () => {
     fake = await startInfobipFake();
     proxy = await startValidatingProxy(doc, fake.url);
-    provider = createPlugin('infobip', { api_key: fake.apiKey, base_url: proxy.url, webhook_secret: 'infobip-webhook-secret-0123', validity_period_minutes: 60 });
+    provider = createPlugin('infobip', {
+      api_key: fake.apiKey,
+      base_url: proxy.url,
+      webhook_secret: 'infobip-webhook-secret-0123',
+      validity_period_minutes: 60,
+    });
   });
   afterAll(async () => {
     await provider.close?.();
@@ -332,7 +381,11 @@ describe('Infobip against the SMS API document', () => {
       await fake.postReport(send.notifyUrl, body.results);
       const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, group).toBe(true);
-      if (parsed.ok) expect(parsed.events.map((e) => [e.smsId, e.status]), group).toEqual([[req.smsId, INFOBIP_STATUS_NAMES.get(name) ?? expectedByGroup[group]]]);
+      if (parsed.ok)
+        expect(
+          parsed.events.map((e) => [e.smsId, e.status]),
+          group,
+        ).toEqual([[req.smsId, INFOBIP_STATUS_NAMES.get(name) ?? expectedByGroup[group]]]);
     }
   });
 

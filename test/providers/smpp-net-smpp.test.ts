@@ -45,10 +45,14 @@ async function boundPlugin(overrides: Partial<Record<keyof SmppConfig, unknown>>
   const from = smsc.events.length;
   const provider = plugin(overrides);
   await smsc.waitFor((e) => e.event === 'pdu' && e.name === 'bind_transceiver', 5_000, from);
-  const ping = await waitFor(async () => {
-    const result = await provider.send(request({ text: 'ping' }), noAbort());
-    return result.ok ? result : undefined;
-  }, 5_000, 'a send over the new bind');
+  const ping = await waitFor(
+    async () => {
+      const result = await provider.send(request({ text: 'ping' }), noAbort());
+      return result.ok ? result : undefined;
+    },
+    5_000,
+    'a send over the new bind',
+  );
   // The SMSC reports on its own pipe: the ping's submit_sm is in `events` before the test reads what follows it.
   await smsc.waitFor((e) => e.event === 'accepted' && e.message_id === ping.providerMessageIds[0]);
   return provider;

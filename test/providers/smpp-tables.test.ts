@@ -196,7 +196,9 @@ describe('message layout', () => {
     ]);
     const payload = encodeSmppParts(text, 'gsm7', { gsmPacking: true, reference: 1, concatenation: 'payload' });
     if (!payload.ok) throw new Error(payload.error);
-    expect(payload.parts).toEqual([{ shortMessage: Buffer.alloc(0), esmClass: 0, dataCoding: 0, tlvs: { message_payload: packSeptets(toGsmSeptets(text)!.flat()) } }]);
+    expect(payload.parts).toEqual([
+      { shortMessage: Buffer.alloc(0), esmClass: 0, dataCoding: 0, tlvs: { message_payload: packSeptets(toGsmSeptets(text)!.flat()) } },
+    ]);
     // One SMS is one SMS whichever way long ones go.
     const short = encodeSmppParts('hello', 'gsm7', { gsmPacking: false, reference: 1, concatenation: 'payload' });
     expect(short.ok && short.parts).toEqual([{ shortMessage: Buffer.from('hello'), esmClass: 0, dataCoding: 0 }]);
