@@ -1,7 +1,7 @@
 /**
  * Starts test/fakes/smsc.pl, an SMSC whose PDUs Debian's Net::SMPP (libnet-smpp-perl) reads and writes, so the
- * plugin's SMPP is checked against a reading of the protocol that is not the `smpp` npm package's (issue 31,
- * point 4). Every PDU the SMSC reads comes back here as Net::SMPP decoded it; commands make it answer, deliver,
+ * plugin's SMPP is checked against a reading of the protocol that is not the `smpp` npm package's
+ * (docs/providers.md §8.5). Every PDU the SMSC reads comes back here as Net::SMPP decoded it; commands make it answer, deliver,
  * unbind or drop the connection.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
- * Checks HTTP requests against a provider's own OpenAPI document (issue 31: the provider's published contract is the
- * contract, not our fakes). `startValidatingProxy` sits between a plugin and a provider fake: every request is
+ * Checks HTTP requests against a provider's own OpenAPI document (the provider's published contract is the contract,
+ * not our fakes; docs/providers.md §8). `startValidatingProxy` sits between a plugin and a provider fake: every request is
  * matched to an operation of the document and its path, query and body are validated with Ajv against the
  * document's own schemas before the request goes on to the fake unchanged. The documents are the extracts in
  * test/fakes/openapi/ (their README says where each comes from and at which commit).

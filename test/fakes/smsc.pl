@@ -1,13 +1,13 @@
 #!/usr/bin/perl
 # An SMSC for tests that nobody here wrote the protocol side of: Debian's Net::SMPP (libnet-smpp-perl) reads and
-# writes every PDU; this script only decides what to answer (issue 31, point 4). Driven by
+# writes every PDU; this script only decides what to answer (docs/providers.md §8.5). Driven by
 # test/fakes/net-smpp-smsc.ts: commands arrive as JSON lines on stdin, and every PDU this SMSC reads is reported as
 # a JSON line on stdout, its octet fields and TLVs in hex exactly as Net::SMPP decoded them.
 #
 # Commands: {"cmd":"answer","statuses":[...]} queues the command_status of the next submit_sm answers (0 gives a
-# message id; "nack:N" answers generic_nack with command_status N instead); {"cmd":"deliver", ...fields} sends a deliver_sm (fields by
-# Net::SMPP's names; "tlv" names optional parameters as hex); {"cmd":"unbind"}, {"cmd":"enquire_link"},
-# {"cmd":"drop"} (close the connection without a word).
+# message id; "nack:N" answers generic_nack with command_status N instead); {"cmd":"deliver", ...fields} sends a
+# deliver_sm (fields by Net::SMPP's names; "tlv" names optional parameters as hex); {"cmd":"unbind"},
+# {"cmd":"enquire_link"}, {"cmd":"drop"} (close the connection without a word).
 use strict;
 use warnings;
 use IO::Select;

@@ -1,5 +1,5 @@
 /**
- * The HTTP provider plugins against each provider's own published OpenAPI document (issue 31, point 3), not only
+ * The HTTP provider plugins against each provider's own published OpenAPI document (docs/providers.md §8), not only
  * against our fakes: every request a plugin makes (send, each kind of lookup) goes through a proxy that checks it
  * against the document (test/fakes/openapi.ts) before the fake answers it, and each status a document lists for a
  * callback or delivery report, sent in the document's own shape, is parsed to the status the plugin promises.

@@ -1,5 +1,5 @@
 /**
- * The SMPP plugin against an SMSC nobody here wrote (issue 31, point 4): Debian's Net::SMPP (libnet-smpp-perl) reads
+ * The SMPP plugin against an SMSC nobody here wrote (docs/providers.md §8.5): Debian's Net::SMPP (libnet-smpp-perl) reads
  * and writes every PDU of test/fakes/smsc.pl, so the plugin's PDUs are checked by a second reading of SMPP 3.4 (the
  * fake in test/fakes/smpp.ts shares the plugin's `smpp` package). What each field must hold is from SMPP 3.4
  * (§4.1.5 bind_transceiver, §4.4.1 submit_sm, §5.2.12 esm_class, §5.2.19 data_coding, §5.3.2 TLVs, appendix B for
