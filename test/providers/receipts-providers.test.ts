@@ -182,7 +182,7 @@ describe('twilio signatures, every documented way, on the real server', () => {
       body: 'MessageStatus=delivered',
     });
     expect(res.status).toBe(403);
-    expect((await res.json()).error).toContain(SHARED.id);
+    expect(((await res.json()) as { error: string }).error).toContain(SHARED.id);
     expect(conversionsFor(sent.json.sms_id)).toEqual([]);
   });
 });
