@@ -234,6 +234,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         now,
         onSent: eventMetrics.eventsSent,
         onDead: eventMetrics.eventsDead,
+        onNotRouted: eventMetrics.eventsNotRouted,
       })
     : undefined;
   if (config.relay.worker && !eventTransport && config.relay.api_keys.length > 0) {

@@ -59,7 +59,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
       if (!sent.reachable) reachable = false;
       const backlog = await countEventBacklog(ledger.db);
       out.write(
-        `flush events: sent=${sent.sent} failed=${sent.retrying} dead=${sent.dead} left=${backlog.unsent} dead_total=${backlog.dead}` +
+        `flush events: sent=${sent.sent} failed=${sent.retrying} dead=${sent.dead} left=${backlog.unsent} not_routed=${backlog.notRouted} dead_total=${backlog.dead}` +
           `${sent.reachable ? '' : ' (CRM unreachable)'}\n`,
       );
     }
