@@ -299,8 +299,8 @@ const mebibytes = (quantity: string) => Number(quantity.match(/^\d+/)![0]) * MIB
 /** What a Node process takes beside its V8 heap (docs/operations.md "Memory": binary ~50, malloc 40-45, threads ~25 MiB). */
 const NATIVE_MIB = 128;
 
-/** What every workload of one rendering must share, and the rules each follows. */
-function checkWorkloads(docs: Manifest[]) {
+/** What every workload of one rendering (or of the base as written) must share, and the rules each follows. */
+function checkWorkloads(docs: Manifest[], rendered = true) {
   const workloads = docs.filter((d) => WORKLOADS.includes(d.kind));
   expect(workloads.map((w) => w.kind).sort()).toEqual(['CronJob', 'Deployment', 'Job']);
   const reference = podSpec(one(docs, 'Deployment'));
@@ -328,6 +328,7 @@ function checkWorkloads(docs: Manifest[]) {
     expect(mebibytes(container.resources.limits.memory), `${w.kind} memory limit`).toBeGreaterThanOrEqual(oldSpace + 3 * semiSpace + NATIVE_MIB);
     expect(mebibytes(container.resources.requests.memory), w.kind).toBeLessThanOrEqual(mebibytes(container.resources.limits.memory));
   }
+  if (!rendered) return { reference, workloads };
   // The config as a generated ConfigMap: its name carries a hash of its content, so a changed config is a changed pod
   // template (the Deployment rolls) and every workload reads the one this rendering made.
   const configMap = one(docs, 'ConfigMap');
@@ -365,6 +366,13 @@ describe('the Kubernetes base and components as written', () => {
     const brokenMonitor = structuredClone(all.find((m) => m.doc.kind === 'ServiceMonitor')!.doc);
     brokenMonitor.spec.endpoints = 'metrics';
     await expect(validateManifest(brokenMonitor)).rejects.toThrow();
+  });
+
+  it('run every workload under one security context (fsGroup included), identity and volumes, limits above the heap', () => {
+    checkWorkloads(
+      sourceManifests().map((m) => m.doc),
+      false,
+    );
   });
 
   it('carry deploy/config.yaml unchanged, and the alert rules unchanged in the PrometheusRule', () => {
