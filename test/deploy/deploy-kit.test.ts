@@ -193,6 +193,34 @@ describe('the dashboard, as on-call reads it', () => {
   });
 });
 
+function hasPromtool(): boolean {
+  try {
+    execFileSync('promtool', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** .ci/run installs Debian's prometheus package for promtool; elsewhere this check is skipped. */
+describe.skipIf(!hasPromtool())('the dashboard’s queries, as Prometheus parses them', () => {
+  it('parse, with Grafana’s variables replaced as Grafana would', () => {
+    const exprs = dashboard().panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    const asPromQL = (e: string) => e.replaceAll('$__rate_interval', '5m').replace(/\$\{?(job|namespace|instance|provider)\}?/g, '.*');
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-promql-'));
+    try {
+      const file = join(dir, 'rules.yml');
+      const rules = exprs.map((e, i) => ({ record: `dashboard:query_${i}`, expr: asPromQL(e) }));
+      writeFileSync(file, YAML.stringify({ groups: [{ name: 'dashboard', rules }] }));
+      expect(execFileSync('promtool', ['check', 'rules', file], { encoding: 'utf8' })).toContain(`SUCCESS: ${rules.length} rules found`);
+      writeFileSync(file, YAML.stringify({ groups: [{ name: 'dashboard', rules: [{ record: 'broken', expr: 'sum(rate(x[5m])' }] }] }));
+      expect(() => execFileSync('promtool', ['check', 'rules', file], { stdio: 'pipe' })).toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 type AlertRule = { alert: string; expr: string; for?: string; annotations: Record<string, string> };
 const alertRules = () => (YAML.parse(read('prometheus/alerts.yml')) as { groups: Array<{ rules: AlertRule[] }> }).groups.flatMap((g) => g.rules);
 
