@@ -19,7 +19,7 @@ import { createDestinations } from './events/destination.js';
 import { registerEventMetrics } from './events/metrics.js';
 import { startEventOutbox } from './events/event-outbox.js';
 import { countEventBacklog } from './ledger/events.js';
-import { countOutboxBacklog, oldestUnpostedConversion } from './ledger/conversions.js';
+import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from './ledger/conversions.js';
 import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
@@ -189,6 +189,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       countOutboxBacklog: () => countOutboxBacklog(ledger.readDb),
       countParkedReceipts: () => countParkedReceiptsByProvider(ledger.readDb),
       oldestUnpostedConversion: () => oldestUnpostedConversion(ledger.readDb),
+      oldestPendingConversion: () => oldestPendingConversion(ledger.readDb),
       now,
     },
     readBuildInfo(),
