@@ -6,11 +6,12 @@
  */
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Config } from '../config/schema.js';
+import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import type { EventTransport, SendOutcome } from './transport.js';
 
 type RabbitConfig = NonNullable<Config['crm']['integration']['rabbitmq']>;
 
-export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number): EventTransport {
+export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number, tracing: Tracing = TRACING_OFF): EventTransport {
   let opening: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
   let closed = false;
 
@@ -75,6 +76,8 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
     target: `amqp://${host}/${config.exchange}`,
     async send(event): Promise<SendOutcome> {
       if (closed) return { ok: false, status: null, error: 'transport closed' };
+      // With tracing on, a PRODUCER span whose context goes in the message's headers (docs/tracing.md).
+      const published = startPublish(tracing, { system: 'rabbitmq', destination: config.exchange, messageIds: [event.event_id], causes: [event.traceparent] });
       try {
         const { channel } = await open();
         await new Promise<void>((resolve, reject) => {
@@ -83,7 +86,13 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
             config.exchange,
             config.routing_key,
             Buffer.from(event.payload_json),
-            { persistent: true, type: event.type, contentType: 'application/json', messageId: event.event_id },
+            {
+              persistent: true,
+              type: event.type,
+              contentType: 'application/json',
+              messageId: event.event_id,
+              ...(published.headers && { headers: published.headers }),
+            },
             (error) => {
               clearTimeout(timer);
               if (error) reject(error instanceof Error ? error : new Error('the broker refused the message'));
@@ -91,9 +100,9 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
             },
           );
         });
-        return { ok: true, status: null };
+        return published.done({ ok: true, status: null });
       } catch (error) {
-        return { ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` };
+        return published.done({ ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` });
       }
     },
     abort() {
