@@ -168,12 +168,12 @@ const EXPORT_FAILURE_LOG_INTERVAL_MS = 60_000;
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL, producer: SpanKind.PRODUCER } as const;
 
-export function startOpenTelemetry(settings: TracingSettings, logger: Logger, env: NodeJS.ProcessEnv): Tracing {
+export function startOpenTelemetry(settings: TracingSettings, logger: Logger): Tracing {
   const config = settings.observability.tracing;
-  // config.yaml first, then the OTEL_* variables (read by the SDK and the exporter themselves), then the defaults.
+  // config.yaml first, then the OTEL_* variables (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES read by the SDK's
+  // envDetector; the endpoint, headers and sampler by the exporter and the provider themselves), then the defaults.
   const detected = detectResources({ detectors: [envDetector] });
-  const fromEnvironment = detected.attributes;
-  const serviceName = config.service_name ?? env.OTEL_SERVICE_NAME ?? (fromEnvironment[ATTR_SERVICE_NAME] as string | undefined) ?? 'crm-sms-gateway';
+  const serviceName = config.service_name ?? (detected.attributes[ATTR_SERVICE_NAME] as string | undefined) ?? 'crm-sms-gateway';
   const resource = resourceFromAttributes({
     [ATTR_SERVICE_VERSION]: readPackageVersion(),
     [ATTR_SERVICE_INSTANCE_ID]: randomUUID(),

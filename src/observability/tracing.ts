@@ -98,12 +98,12 @@ export type TracingSettings = { observability: { tracing: TracingConfig }; serve
 
 /**
  * The tracing `config` asks for: TRACING_OFF when disabled (nothing loaded), else the OpenTelemetry implementation of
- * otel.ts, loaded now. `env` is where OTEL_* variables are read (docs/tracing.md "Environment variables").
+ * otel.ts, loaded now; it reads the OTEL_* variables of the process (docs/tracing.md "Environment variables").
  */
-export async function createTracing(config: TracingSettings, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Tracing> {
+export async function createTracing(config: TracingSettings, logger: Logger): Promise<Tracing> {
   if (!config.observability.tracing.enabled) return TRACING_OFF;
   const { startOpenTelemetry } = await import('./otel.js');
-  return startOpenTelemetry(config, logger, env);
+  return startOpenTelemetry(config, logger);
 }
 
 /** A publish to a broker, traced or not: the headers to put on the messages, and `done` to call with its outcome. */
