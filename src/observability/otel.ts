@@ -155,7 +155,11 @@ function reportingFailures(inner: SpanExporter, onFailure: (spans: number, error
   return {
     export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
       inner.export(spans, (result) => {
-        if (result.code !== ExportResultCode.SUCCESS) onFailure(spans.length, result.error?.message ?? 'export failed');
+        if (result.code !== ExportResultCode.SUCCESS) {
+          // The OTLP exporter's error carries the collector's HTTP status as `code`.
+          const error = result.error as (Error & { code?: unknown }) | undefined;
+          onFailure(spans.length, error ? `${typeof error.code === 'number' ? `${error.code} ` : ''}${error.message}` : 'export failed');
+        }
         done(result);
       });
     },
