@@ -21,7 +21,11 @@ const relaySettings = { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_init
 
 /** The relay request's span, the event span linked to it, and the producer span under that. */
 async function spansOf(otlp: OtlpFake, eventId: string) {
-  const relayed = await waitFor(() => otlp.spans.find((s) => s.traceId === TRACE_ID && s.name === 'PUT /relay/v2/integration/user/consents'), 10_000, 'the relay span');
+  const relayed = await waitFor(
+    () => otlp.spans.find((s) => s.traceId === TRACE_ID && s.name === 'PUT /relay/v2/integration/user/consents'),
+    10_000,
+    'the relay span',
+  );
   const eventSpan = await waitFor(() => otlp.spans.find((s) => s.name === 'event.send' && s.attributes['crm.event_id'] === eventId), 10_000, 'the event span');
   const producer = await waitFor(() => otlp.spans.find((s) => s.kind === PRODUCER && s.parentSpanId === eventSpan.spanId), 10_000, 'the producer span');
   return { relayed, eventSpan, producer };

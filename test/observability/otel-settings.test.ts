@@ -65,7 +65,11 @@ describe('the export failure log', () => {
   it('logs the first failure at once, then at most one line a minute with what failed meanwhile', () => {
     let now = 1_000_000;
     const lines: Array<{ failed_exports: number; dropped_spans: number; error: string }> = [];
-    const failed = createExportFailureLog((l) => lines.push(l), 60_000, () => now);
+    const failed = createExportFailureLog(
+      (l) => lines.push(l),
+      60_000,
+      () => now,
+    );
     failed(10, 'refused');
     expect(lines).toEqual([{ failed_exports: 1, dropped_spans: 10, error: 'refused' }]);
     for (let i = 0; i < 5; i++) {
@@ -85,7 +89,10 @@ describe('the export failure log', () => {
     const otlp = await startOtlpFake({ status: 500 });
     const lines: Array<Record<string, unknown>> = [];
     const stream = new Writable({ write: (chunk, _e, done) => (lines.push(JSON.parse(String(chunk)) as Record<string, unknown>), done()) });
-    const gw = await startTestGateway({ observability: { tracing: { enabled: true, endpoint: otlp.url, export_interval: '20ms' } } }, { logger: createLogger('warn', stream) });
+    const gw = await startTestGateway(
+      { observability: { tracing: { enabled: true, endpoint: otlp.url, export_interval: '20ms' } } },
+      { logger: createLogger('warn', stream) },
+    );
     try {
       for (let i = 0; i < 4; i++) {
         await gw.get(`/no/such/route/${i}`);

@@ -63,8 +63,6 @@ function logLines(): { lines: Array<Record<string, unknown>>; stream: Writable }
   return { lines, stream };
 }
 
-const isDatabase = (s: ReceivedSpan) => s.attributes['db.system.name'] !== undefined;
-
 describe('with tracing on', () => {
   const crm = new FakeCrm();
   const log = logLines();
@@ -264,7 +262,11 @@ describe('with tracing on', () => {
 
   it("writes the active span's trace and span ids in log lines", async () => {
     // An unsigned receipt is refused with a warning, logged inside the request's span.
-    const res = await fetch(`${gw.url}/dlr/infobip`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT }, body: '{}' });
+    const res = await fetch(`${gw.url}/dlr/infobip`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT },
+      body: '{}',
+    });
     expect(res.status).toBeGreaterThanOrEqual(400);
     const line = await waitFor(() => log.lines.find((l) => l.msg === 'receipt refused'), 10_000, 'the warning');
     const span = await waitFor(() => otlp.spans.find((s) => s.spanId === line.span_id), 10_000, 'the span of the logged request');
@@ -285,7 +287,11 @@ describe('with tracing on', () => {
     );
     expect(relayed.name).toBe('PUT /relay/v2/integration/user/consents');
     const eventSpan = await waitFor(() => otlp.spans.find((s) => s.name === 'event.send'), 10_000, 'the event span');
-    expect(eventSpan).toMatchObject({ parentSpanId: '', links: [{ traceId: TRACE_ID, spanId: relayed.spanId }], attributes: { 'crm.event_id': res.json.event_id } });
+    expect(eventSpan).toMatchObject({
+      parentSpanId: '',
+      links: [{ traceId: TRACE_ID, spanId: relayed.spanId }],
+      attributes: { 'crm.event_id': res.json.event_id },
+    });
     const put = await waitFor(() => otlp.spans.find((s) => s.parentSpanId === eventSpan.spanId), 10_000, 'the HTTP span of the event');
     expect(put).toMatchObject({ kind: KIND.client, attributes: { 'http.request.method': 'PUT', 'http.response.status_code': 200 } });
     expect(header).toBe(`00-${eventSpan.traceId}-${put.spanId}-01`);
