@@ -174,6 +174,8 @@ function reportingFailures(inner: SpanExporter, onFailure: (spans: number, error
 }
 
 const EXPORT_FAILURE_LOG_INTERVAL_MS = 60_000;
+/** Longest attribute value a span keeps (the SDK cuts longer ones). */
+const MAX_ATTRIBUTE_LENGTH = 1_024;
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL, producer: SpanKind.PRODUCER } as const;
 
@@ -203,6 +205,11 @@ export function startOpenTelemetry(settings: TracingSettings, logger: Logger): T
     // Without sampling_ratio in config.yaml, the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG itself
     // (default: parent-based, always on).
     ...(config.sampling_ratio !== undefined ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampling_ratio) }) } : {}),
+    // Attribute values come from outside (a User-Agent, a path, a provider's status): none is kept longer than
+    // MAX_ATTRIBUTE_LENGTH characters, unless OTEL_(SPAN_)ATTRIBUTE_VALUE_LENGTH_LIMIT says otherwise.
+    ...(process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT || process.env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT
+      ? {}
+      : { spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_LENGTH } }),
     spanProcessors: [new BatchSpanProcessor(reportingFailures(exporter, exportFailed), { scheduledDelayMillis: config.export_interval })],
   });
   const tracer = provider.getTracer('crm-sms-gateway', readPackageVersion());

@@ -234,6 +234,10 @@ describe('with tracing on', () => {
       expect(span.attributes['http.response.status_code']).toBe(res.status);
       expect(span.attributes['http.request.method']).toBe(r.method);
     }
+    // A header is untrusted input: a long User-Agent is kept cut.
+    await fetch(`${gw.url}/no/such/long-agent`, { headers: { 'user-agent': 'x'.repeat(8_000) } });
+    const long = await waitFor(() => otlp.spans.find((s) => s.attributes['url.path'] === '/no/such/long-agent'), 10_000, 'the long-agent span');
+    expect(long.attributes['user_agent.original']).toBe('x'.repeat(1_024));
     // A method the conventions do not name is reported as _OTHER, with the original beside it.
     await fetch(`${gw.url}/channels/sms/single`, { method: 'PURGE', headers: { traceparent: CRM_TRACEPARENT } });
     const other = await waitFor(() => otlp.spans.find((s) => s.attributes['http.request.method_original'] === 'PURGE'), 10_000, 'the PURGE span');
