@@ -162,7 +162,7 @@ describe('with tracing on', () => {
     expect(http).toMatchObject({ parentSpanId: call.spanId, kind: KIND.client });
     expect(http.attributes).toMatchObject({
       'http.request.method': 'POST',
-      'url.full': `${infobip.url.replace(/\/+$/, '')}/sms/2/text/advanced`,
+      'url.full': `${infobip.url.replace(/\/+$/, '')}/sms/3/messages`,
       'server.address': infobipUrl.hostname,
       'server.port': Number(infobipUrl.port),
       'http.response.status_code': 200,
