@@ -202,7 +202,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         let res;
         try {
-          res = await pool.post('/sms/3/messages', headers, bodyFor(req), signal, req.traceparent);
+          res = await pool.post('/sms/3/messages', headers, bodyFor(req), signal);
         } catch (error) {
           const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
           return failure(classifyInfobipFailure({ network }), detail, network, ambiguous);

@@ -213,7 +213,7 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         let res;
         try {
-          res = await pool.post(path, headers, bodyFor(req), signal, req.traceparent);
+          res = await pool.post(path, headers, bodyFor(req), signal);
         } catch (error) {
           const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
           return failure(classifySinchFailure({ network }), detail, network, ambiguous);

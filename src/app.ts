@@ -70,7 +70,7 @@ export interface AppParts {
   onCreditsReplay?: () => void;
   /** Called when events were queued or replayed, so the event outbox looks at once. */
   onEventsQueued: () => void;
-  /** Request spans on the SMS and relay routes when tracing is on (docs/tracing.md). */
+  /** A SERVER span for every request when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
 }
 
@@ -85,6 +85,8 @@ export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
   const { readDb } = parts;
+  // Outermost when tracing is on: a SERVER span for every request, whoever answers it (docs/tracing.md).
+  if (parts.tracing?.enabled) app.use('*', parts.tracing.requests(createAddressSet(config.server.trusted_proxies)));
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
   // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
@@ -122,7 +124,6 @@ export function createApp(parts: AppParts): Hono {
       router: parts.router,
       dispatcher: parts.dispatcher,
       now: parts.now,
-      tracing: parts.tracing,
     }),
   );
 
@@ -183,7 +184,6 @@ export function createApp(parts: AppParts): Hono {
       maxEventBytes: config.relay.max_event_bytes,
       maxDepth: config.relay.max_depth,
       onAccepted: onEventsQueued,
-      tracing: parts.tracing,
     }),
   );
   app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));

@@ -151,7 +151,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     await migrateToLatest(db);
   }
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
-  const tracing = await createTracing(config.observability.tracing, logger);
+  const tracing = await createTracing(config, logger);
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process.
   const processSecret = randomBytes(32);
@@ -215,7 +215,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   // Real-time events to the CRM (docs/relay.md): delivered like conversions; claims keep instances apart.
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(ledger.readDb), now);
-  const eventTransport = config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const eventTransport = config.relay.worker ? createEventTransport(config.crm.integration, tracing) : undefined;
   const eventDestinations = createDestinations(config.crm.integration);
   const untyped = [...eventDestinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
   if (eventTransport && eventDestinations.queue && untyped.length > 0) {

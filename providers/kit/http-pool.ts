@@ -13,10 +13,10 @@ export interface ProviderResponse {
 
 export interface ProviderPool {
   /**
-   * `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. A
-   * `traceparent` (SendRequest.traceparent, set only when tracing is on) goes out as the W3C header.
+   * `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. With tracing
+   * on, the undici instrumentation adds the W3C traceparent header (docs/tracing.md); plugins add nothing.
    */
-  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal, traceparent?: string): Promise<ProviderResponse>;
+  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<ProviderResponse>;
   /** A GET of `path` (with its query), for the lookups of `SmsProvider.lookup`. */
   get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<ProviderResponse>;
   close(): Promise<void>;
@@ -41,8 +41,8 @@ export function createProviderPool(baseUrl: string, connections: number): Provid
     connectTimeout: 10_000,
   });
   return {
-    async post(path, headers, body, signal, traceparent) {
-      const res = await pool.request({ method: 'POST', path: prefix + path, headers: traceparent ? { ...headers, traceparent } : headers, body, signal });
+    async post(path, headers, body, signal) {
+      const res = await pool.request({ method: 'POST', path: prefix + path, headers, body, signal });
       const text = await res.body.text();
       return { status: res.statusCode, json: parseJsonText(text), text };
     },

@@ -358,7 +358,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         let res;
         try {
-          res = await pool.post(path, headers, formFor(req), signal, req.traceparent);
+          res = await pool.post(path, headers, formFor(req), signal);
         } catch (error) {
           const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
           return failure(classifyTwilioFailure({ network }), text, network, ambiguous);

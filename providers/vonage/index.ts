@@ -221,7 +221,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (!from) return failure('permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');
         let res;
         try {
-          res = await pool.post('/sms/json', headers, bodyFor(req, from), signal, req.traceparent);
+          res = await pool.post('/sms/json', headers, bodyFor(req, from), signal);
         } catch (error) {
           const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
           return failure('transient', text, network, ambiguous);

@@ -29,8 +29,8 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
   const ledger = openLedger(config.database);
   const webhook = createWebhookClient(config.crm);
-  // Conversions posted by cron join their messages' traces too (docs/tracing.md); nothing is loaded when off.
-  const tracing = await createTracing(config.observability.tracing, logger);
+  // Conversions posted by cron are traced too, linked to their sends (docs/tracing.md); nothing is loaded when off.
+  const tracing = await createTracing(config, logger);
   try {
     await migrateToLatest(ledger.db);
     let reachable = true;

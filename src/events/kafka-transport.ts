@@ -13,6 +13,7 @@
 import type { Producer } from 'kafkajs';
 import type { Config } from '../config/schema.js';
 import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
+import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import type { EventTransport, OutgoingEvent, SendOutcome } from './transport.js';
 
 type KafkaConfig = NonNullable<Config['crm']['integration']['kafka']>;
@@ -41,7 +42,7 @@ function errorType(error: unknown, names: ReadonlySet<string> = RECORD_REFUSALS)
   return undefined;
 }
 
-export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): EventTransport {
+export function createKafkaTransport(config: KafkaConfig, timeoutMs: number, tracing: Tracing = TRACING_OFF): EventTransport {
   let producer: Promise<Producer> | undefined;
   let closed = false;
   let waiting: Waiting[] = [];
@@ -92,11 +93,21 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
    * the client's own bound by far (GUARD) drops the producer.
    */
   const publish = async (batch: Waiting[]): Promise<void> => {
+    // With tracing on, one PRODUCER span for the batch, its context in every record's headers (docs/tracing.md).
+    const topics = [...new Set(batch.map(({ event }) => event.topic ?? config.topic))];
+    const published = startPublish(tracing, {
+      system: 'kafka',
+      destination: topics.join(','),
+      messageIds: batch.map(({ event }) => event.event_id),
+      causes: batch.map(({ event }) => event.traceparent),
+    });
     const byTopic = new Map<string, Array<{ key: string; value: string; headers: Record<string, string> }>>();
     for (const { event } of batch) {
       const topic = event.topic ?? config.topic;
       if (!byTopic.has(topic)) byTopic.set(topic, []);
-      byTopic.get(topic)!.push({ key: event.user_id, value: event.payload_json, headers: { type: event.type, event_id: event.event_id } });
+      byTopic
+        .get(topic)!
+        .push({ key: event.user_id, value: event.payload_json, headers: { type: event.type, event_id: event.event_id, ...published.headers } });
     }
     const current = connect();
     try {
@@ -106,8 +117,10 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         `no acknowledgement within ${kafkaSendGuardMs(timeoutMs)} ms`,
         () => reset(current),
       );
+      published.done({ ok: true });
       for (const w of batch) w.resolve({ ok: true, status: null });
     } catch (error) {
+      published.done({ ok: false, error: `Kafka: ${(error as Error).message}` });
       const refused = errorType(error);
       if (refused && batch.length > 1) {
         // One refused record fails its whole request: send each alone so only the refused one is dead-lettered.

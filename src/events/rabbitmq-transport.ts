@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import type { Config } from '../config/schema.js';
 import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
+import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import type { EventTransport, SendOutcome } from './transport.js';
 
 type RabbitConfig = NonNullable<Config['crm']['integration']['rabbitmq']>;
@@ -28,12 +29,12 @@ export function notRoutedError(fields: { replyCode?: number; replyText?: string;
   );
 }
 
-export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number): EventTransport {
+export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number, tracing: Tracing = TRACING_OFF): EventTransport {
   let opening: Promise<Link> | undefined;
   let closed = false;
   // Publish ids are this transport's prefix and a counter: unique per publish, cheap, never reused by a restart.
   const prefix = randomUUID();
-  let published = 0;
+  let publishes = 0;
 
   type Link = { connection: ChannelModel; channel: ConfirmChannel; returned: Map<string, string | undefined> };
   /**
@@ -102,9 +103,11 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
     target: `amqp://${host}/${config.exchange}`,
     async send(event): Promise<SendOutcome> {
       if (closed) return { ok: false, status: null, error: 'transport closed' };
+      // With tracing on, a PRODUCER span whose context goes in the message's headers (docs/tracing.md).
+      const published = startPublish(tracing, { system: 'rabbitmq', destination: config.exchange, messageIds: [event.event_id], causes: [event.traceparent] });
       try {
         const { channel, returned } = await open();
-        const publishId = `${prefix}/${++published}`;
+        const publishId = `${prefix}/${++publishes}`;
         returned.set(publishId, undefined);
         try {
           await new Promise<void>((resolve, reject) => {
@@ -119,7 +122,7 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
                 type: event.type,
                 contentType: 'application/json',
                 messageId: event.event_id,
-                headers: { [PUBLISH_ID_HEADER]: publishId },
+                headers: { ...published.headers, [PUBLISH_ID_HEADER]: publishId },
               },
               (error) => {
                 clearTimeout(timer);
@@ -130,13 +133,13 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
           });
           const notRouted = returned.get(publishId);
           // Confirmed but returned: the broker holds it in no queue. Not sent; retried like a refused POST.
-          if (notRouted) return { ok: false, status: null, error: notRouted, notRouted: true };
+          if (notRouted) return published.done({ ok: false, status: null, error: notRouted, notRouted: true });
         } finally {
           returned.delete(publishId);
         }
-        return { ok: true, status: null };
+        return published.done({ ok: true, status: null });
       } catch (error) {
-        return { ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` };
+        return published.done({ ok: false, status: null, error: `RabbitMQ: ${(error as Error).message}` });
       }
     },
     abort() {
