@@ -249,6 +249,11 @@ describe('configuration errors exit 78', () => {
       );
       expect(result.stderr).toContain('  - crm.webhook_url comes from the default of ${CRM_WEBHOOK_URL:-…} (CRM_WEBHOOK_URL not set)');
     }
+    // import users serves nobody, but a misspelt DATABASE_URL would load players into an empty SQLite file.
+    const imported = await run(['import', 'users', join(dir, 'none.ndjson'), '--config', file], { env: { DATABSE_URL: 'postgres://typo.example/gw' } });
+    expect(imported.code).toBe(78);
+    expect(imported.stderr).toContain('  - database.url comes from the default of ${DATABASE_URL:-…}');
+    expect(imported.stderr).not.toContain('crm.webhook_url');
     const set = await run(['migrate', '--config', file], {
       env: { DATABASE_URL: `sqlite:${join(dir, 'production-set.db')}`, CRM_WEBHOOK_URL: 'https://crm.example.com' },
     });
