@@ -35,11 +35,11 @@ if (recentEnough(process.versions.node)) {
     process.exit(1);
   });
   child.on('exit', (code, signal) => {
-    if (signal) {
-      process.removeAllListeners(signal);
-      process.kill(process.pid, signal);
-    }
-    process.exit(code ?? 1);
+    if (!signal) process.exit(code ?? 1);
+    // Ended by a signal: end the same way, so a supervisor sees what the command saw (exit 1 if it does not end us).
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+    setTimeout(() => process.exit(1), 1_000);
   });
 } else {
   console.error(
