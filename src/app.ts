@@ -19,6 +19,7 @@ import { createAllowedMethods } from './http/method-not-allowed.js';
 import { documentedRoutes } from './http/route-table.js';
 import { operatorErrorShape } from './http/operator-errors.js';
 import type { Transact } from './ledger/transaction-queue.js';
+import { accessLog } from './observability/access-log.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
@@ -89,6 +90,8 @@ export function createApp(parts: AppParts): Hono {
   if (parts.tracing?.enabled) app.use('*', parts.tracing.requests(createAddressSet(config.server.trusted_proxies)));
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
+  // Next, so that its duration covers everything else; not mounted at all when off (log.access).
+  if (config.log.access.enabled) app.use('*', accessLog(config.log.access, logger));
   // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
   app.use('*', operatorErrorShape());
 

@@ -1,54 +1,143 @@
 #!/usr/bin/env node
-/** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
+/**
+ * The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. The package's bin is
+ * src/bin.ts, which makes sure a Node new enough runs this file. Exit codes: 0 done, 1 failed (a CommandError's one
+ * line: a port in use, a database out of reach, a schema to migrate first), 2 usage, 78 configuration (EX_CONFIG).
+ */
 import { parseArgs } from 'node:util';
+import { CommandError } from './commands/command-error.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { describeFinding, findUnsafeSettings } from './config/production-checks.js';
+import { readBuildInfo } from './observability/build-info.js';
 import { createLogger } from './observability/logger.js';
+
+const OPTIONS = `options:
+  -c, --config FILE   configuration file (default: ./config.yaml)
+  -h, --help          this text
+  -v, --version       the version`;
 
 const USAGE = `usage: crm-sms-gateway <command> [--config FILE]
 
 commands:
-  serve     run the HTTP API (migrates the database first; with --no-migrate it only checks that the
-            schema is current and exits 1 naming the pending migrations when it is not)
-  migrate   bring the database schema up to date and exit
-  flush     post every due conversion to the CRM and run the unknown-timeout sweep (for cron);
-            exits 0, or 1 when the webhook could not be reached
-  retention run one retention pass (delete old final rows, blank old personal data; docs/retention.md)
-            and print what it removed (for cron, when serve runs with retention.interval set long)
+  serve               run the HTTP API and the outboxes (migrates the database first, unless --no-migrate)
+  migrate             bring the database schema up to date and exit
+  flush               post every due conversion, event and credit once, then exit (for cron)
+  retention           run one retention pass and exit (for cron)
+  import users FILE   load NDJSON player records into the sql backend
 
-serve, migrate, flush and retention exit 78 when server.environment is production and a setting is unsafe (docs/security.md).
-  import users FILE
-            load NDJSON user records (one per line, as PUT /admin/users takes them) into the sql backend
+${OPTIONS}
 
-options:
-  --config FILE   configuration file (default: ./config.yaml)
-  --no-migrate    serve only: leave migrations to a separate \`migrate\` step (a Kubernetes Job, a deploy script)`;
+\`crm-sms-gateway <command> --help\` describes a command. Exit codes: 0 done, 1 failed (one line says why),
+2 usage, 78 configuration (and, with server.environment production, a setting production refuses; docs/security.md).`;
 
-const COMMANDS = ['serve', 'migrate', 'flush', 'retention', 'import'];
+/** Each command's --help. */
+const HELP = {
+  serve: `usage: crm-sms-gateway serve [--config FILE] [--no-migrate]
+
+Runs the HTTP API, the conversion, event and credit outboxes, the unknown-timeout sweep and retention, until
+SIGTERM or SIGINT. Migrates the database first.
+
+  --no-migrate        leave migrations to a separate \`crm-sms-gateway migrate\` step (a Kubernetes Job, a deploy
+                      script): exits 1 naming the pending migrations when the schema is not current
+${OPTIONS}
+
+Exits 1 with one line when a port is in use or not allowed (naming server.port or metrics.port) or the database
+cannot be reached (naming database.url); 78 for a configuration error.`,
+  migrate: `usage: crm-sms-gateway migrate [--config FILE]
+
+Brings the database schema up to date and exits; on stderr, which migration runs (n of m) and for how long. Run it
+as its own step before the new version serves. A schema migrated by a newer version is left as it is (exit 0, with a
+warning; docs/deployment.md "Rollback").
+
+${OPTIONS}`,
+  flush: `usage: crm-sms-gateway flush [--config FILE]
+
+For cron: runs the unknown-timeout sweep, posts every due conversion to crm.webhook_url, sends every due event
+(crm.integration) and pushes every due credit (operator.credits.url), one summary line each. Never migrates: a
+schema that is not this version's is refused (exit 1, naming \`crm-sms-gateway migrate\`).
+
+${OPTIONS}
+
+Exits 0, 1 when a receiver could not be reached or the schema is refused, 78 for a configuration error.`,
+  retention: `usage: crm-sms-gateway retention [--config FILE]
+
+For cron: one retention pass (old final rows deleted, old personal data blanked; docs/retention.md) and one summary
+line. Never migrates: a schema that is not this version's is refused (exit 1, naming \`crm-sms-gateway migrate\`).
+
+${OPTIONS}`,
+  import: `usage: crm-sms-gateway import users FILE [--config FILE]
+
+Loads NDJSON user records (one PUT /admin/users body per line, user_id included) into the sql backend; bad lines
+are reported with their number and skipped. Never migrates: run \`crm-sms-gateway migrate\` first.
+
+${OPTIONS}
+
+Exits 0 when every line loaded, 1 when some were refused or the file cannot be read, 2 for misuse.`,
+} as const;
+
+type Command = keyof typeof HELP;
+const isCommand = (word: string | undefined): word is Command => word !== undefined && Object.hasOwn(HELP, word);
+
+/** parseArgs' own message, first sentence only ("Unknown option '--frob'"), for one line of usage error. */
+function argumentProblem(error: unknown): string | undefined {
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) return undefined;
+  return (error as Error).message.split(/\. /)[0]!.replace(/\.$/, '');
+}
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { config: { type: 'string', short: 'c', default: 'config.yaml' }, help: { type: 'boolean', short: 'h' }, 'no-migrate': { type: 'boolean' } },
-    allowPositionals: true,
-  });
-  const command = positionals[0];
-  if (values.help || !command) {
-    console.log(USAGE);
-    return command || values.help ? 0 : 2;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string', short: 'c', default: 'config.yaml' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        'no-migrate': { type: 'boolean' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    const problem = argumentProblem(error);
+    if (!problem) throw error;
+    const command = argv.find((a) => !a.startsWith('-'));
+    console.error(`crm-sms-gateway: ${problem}\n\n${isCommand(command) ? HELP[command] : USAGE}`);
+    return 2;
   }
-  if (!COMMANDS.includes(command)) {
-    console.error(`unknown command "${command}"\n\n${USAGE}`);
+  const { values, positionals } = parsed;
+  const command = positionals[0];
+  if (values.version) {
+    console.log(`crm-sms-gateway ${readBuildInfo().version} (node ${process.version})`);
+    return 0;
+  }
+  if (values.help) {
+    console.log(isCommand(command) ? HELP[command] : USAGE);
+    return 0;
+  }
+  if (!command) {
+    console.log(USAGE);
+    return 2;
+  }
+  if (!isCommand(command)) {
+    console.error(`crm-sms-gateway: unknown command "${command}"\n\n${USAGE}`);
     return 2;
   }
   const migrate = !values['no-migrate'];
   if (!migrate && command !== 'serve') {
-    console.error(`--no-migrate applies to serve only\n\n${USAGE}`);
+    console.error(`crm-sms-gateway: --no-migrate applies to serve only\n\n${HELP[command]}`);
+    return 2;
+  }
+  const [, what, file, ...extra] = positionals;
+  if (command === 'import' ? what !== 'users' || !file || extra.length > 0 : positionals.length > 1) {
+    console.error(`crm-sms-gateway: unexpected ${command === 'import' ? 'arguments' : `argument "${positionals[1]}"`}\n\n${HELP[command]}`);
     return 2;
   }
   const config = await loadConfig(values.config!);
   // Production refuses what is unsafe; development says it once, at the start (src/config/production-checks.ts).
-  const findings = command === 'import' ? [] : findUnsafeSettings(config);
+  // import users serves nobody: of those, only a database.url that fell back to a default matters to it.
+  const findings = findUnsafeSettings(config).filter((f) => command !== 'import' || f.key === 'database.url');
   const refused = findings.filter((f) => f.severity === 'refuse');
   if (refused.length > 0 && config.server.environment === 'production') {
     console.error(
@@ -91,17 +180,17 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
-      const { migrateToLatest, openLedger } = await import('./ledger/db.js');
+      const { openCheckedLedger } = await import('./commands/schema-check.js');
       const { reportMigrationProgress } = await import('./observability/migrate-progress.js');
-      const ledger = openLedger(config.database);
       const progress = reportMigrationProgress(process.stderr);
       try {
-        const applied = await migrateToLatest(ledger.db, progress.step);
+        const { ledger, applied, notice } = await openCheckedLedger(config.database, 'migrate', 'migrate', { onStep: progress.step });
         progress.stop();
+        if (notice) console.error(`warning: ${notice}`);
         console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database schema is up to date');
+        await ledger.close();
       } finally {
         progress.stop();
-        await ledger.close();
       }
       return 0;
     }
@@ -112,23 +201,19 @@ async function main(argv: string[]): Promise<number> {
       warnOnce((line) => console.error(`warning: ${line}`));
       return (await import('./commands/retention.js')).runRetentionCommand(config, process.stdout);
     case 'import': {
-      const [, what, file] = positionals;
-      if (what !== 'users' || !file) {
-        console.error(`usage: crm-sms-gateway import users FILE [--config FILE]\n\n${USAGE}`);
-        return 2;
-      }
       const { runImportUsers } = await import('./commands/import-users.js');
-      return runImportUsers(config, file, { out: process.stdout, err: process.stderr });
+      return runImportUsers(config, file!, { out: process.stdout, err: process.stderr });
     }
-    default:
-      return 2; // not reached: the command was checked before loading the config
   }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error(error instanceof ConfigError ? error.message : `crm-sms-gateway: ${(error as Error)?.stack ?? String(error)}`);
-    process.exit(error instanceof ConfigError ? 78 : 1);
+    // A ConfigError or a CommandError is the whole story in one line; anything else is a bug and keeps its stack.
+    if (error instanceof ConfigError) console.error(error.message);
+    else if (error instanceof CommandError) console.error(`crm-sms-gateway: ${error.message}`);
+    else console.error(`crm-sms-gateway: ${(error as Error)?.stack ?? String(error)}`);
+    process.exit(error instanceof ConfigError ? 78 : error instanceof CommandError ? error.exitCode : 1);
   },
 );

@@ -20,7 +20,9 @@ import { registerEventMetrics } from './events/metrics.js';
 import { startEventOutbox } from './events/event-outbox.js';
 import { countEventBacklog } from './ledger/events.js';
 import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from './ledger/conversions.js';
-import { listPendingMigrations, migrateToLatest, openLedger, type Ledger } from './ledger/db.js';
+import type { Ledger } from './ledger/db.js';
+import { openCheckedLedger } from './commands/schema-check.js';
+import { listenFailure } from './commands/command-error.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';
 import { createOperatorBackend } from './operator/create-backend.js';
@@ -137,19 +139,15 @@ export function createProviders(
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const now = options.now ?? Date.now;
-  const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger } });
+  // The schema as serve needs it (src/commands/schema-check.ts): migrated, or checked with --no-migrate.
+  const noMigrate = options.migrate === false;
+  const checked = await openCheckedLedger(config.database, noMigrate ? 'no-migrate' : 'migrate', noMigrate ? 'serve --no-migrate' : 'serve', {
+    logger,
+    backgroundCheckpoints: { logger },
+  });
+  if (checked.notice) logger.warn(checked.notice);
+  const { ledger } = checked;
   const { db } = ledger;
-  if (options.migrate === false) {
-    const pending = await listPendingMigrations(db);
-    if (pending.length > 0) {
-      await ledger.close();
-      throw new Error(
-        `serve --no-migrate: the database schema is not up to date (${pending.length} pending: ${pending.join(', ')}); run \`crm-sms-gateway migrate\` first`,
-      );
-    }
-  } else {
-    await migrateToLatest(db);
-  }
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
   const tracing = await createTracing(config, logger);
 
@@ -327,7 +325,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   const metricsServer = config.metrics.port === undefined ? undefined : await startMetricsServer(config, metrics);
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = config.server;
-  const server: ServerType = await new Promise((resolve) => {
+  const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve(
       {
         fetch: app.fetch,
@@ -344,6 +342,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       },
       () => resolve(s),
     );
+    // A port in use or not allowed: one line naming the key (src/commands/command-error.ts), not an unhandled 'error'.
+    s.once('error', (error) => reject(listenFailure({ port: 'server.port', host: 'server.host' }, config.server.host, config.server.port, error)));
     (s as { maxConnections?: number }).maxConnections = config.server.max_connections;
   });
   const url = listenerUrl(server, config.server.host);
@@ -465,7 +465,10 @@ function listenerUrl(server: ServerType, configuredHost: string): string {
 /** metrics.port: /metrics (same auth rule as on the API port) on a listener that answers nothing else. */
 async function startMetricsServer(config: Readonly<Config>, metrics: GatewayMetrics): Promise<ServerType> {
   const app = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });
-  return new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.metrics.port!, hostname: config.metrics.host ?? config.server.host }, () => resolve(s));
+  const host = config.metrics.host ?? config.server.host;
+  return new Promise((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: config.metrics.port!, hostname: host }, () => resolve(s));
+    const keys = { port: 'metrics.port', host: config.metrics.host === undefined ? 'server.host' : 'metrics.host' };
+    s.once('error', (error) => reject(listenFailure(keys, host, config.metrics.port!, error)));
   });
 }

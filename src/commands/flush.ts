@@ -1,7 +1,7 @@
 /**
  * `crm-sms-gateway flush` for cron: runs the unknown-timeout sweep, posts every due conversion, sends every due
  * real-time event (crm.integration), pushes every due credit to operator.credits.url (sql backend), prints one
- * summary line per outbox. Exit code 0, or 1 when the webhook, the CRM's Integration API or the operator's credits
+ * summary line per outbox. The schema must be current (run `migrate` first). Exit code 0, or 1 when the webhook, the CRM's Integration API or the operator's credits
  * endpoint could not be reached (cron mails or alerts on it).
  */
 import type { Writable } from 'node:stream';
@@ -12,7 +12,6 @@ import { createDestinations } from '../events/destination.js';
 import { countOutboxBacklog } from '../ledger/conversions.js';
 import { countEventBacklog } from '../ledger/events.js';
 import { countCreditBacklog } from '../ledger/credit-delivery.js';
-import { migrateToLatest, openLedger } from '../ledger/db.js';
 import { createLogger } from '../observability/logger.js';
 import { createTracing } from '../observability/tracing.js';
 import { runSweep } from '../delivery/sweep.js';
@@ -20,6 +19,7 @@ import { createWebhookClient } from '../delivery/webhook.js';
 import { flushConversions } from '../delivery/conversion-outbox.js';
 import { flushEvents } from '../events/event-outbox.js';
 import { flushCredits } from '../operator/credit-outbox.js';
+import { openCheckedLedger } from './schema-check.js';
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
   const transport = createEventTransport(config.crm.integration);
@@ -27,12 +27,12 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
   if (!config.crm.webhook_url && !transport && !creditsUrl)
     throw new ConfigError('crm.webhook_url: required by flush (or crm.integration, to send events, or operator.credits.url, to push credits)');
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
-  const ledger = openLedger(config.database);
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/commands/schema-check.ts).
+  const { ledger } = await openCheckedLedger(config.database, 'job', 'flush');
   const webhook = createWebhookClient(config.crm);
   // Conversions posted by cron are traced too, linked to their sends (docs/tracing.md); nothing is loaded when off.
   const tracing = await createTracing(config, logger);
   try {
-    await migrateToLatest(ledger.db);
     let reachable = true;
     if (config.crm.webhook_url) {
       const deps = { db: ledger.db, flags: ledger.flags, webhook, delivery: config.delivery, logger, now: Date.now, tracing };

@@ -9,11 +9,11 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
-import { migrateToLatest, openLedger } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import { createProgressLine } from '../observability/progress.js';
 import { saveLoadedUsers, toLoadedUser, type LoadedUser } from '../operator/load-players.js';
 import { adminUserSchema, parseBody } from '../operator/requests.js';
+import { openCheckedLedger } from './schema-check.js';
 
 export interface ImportProgress {
   lines: number;
@@ -87,9 +87,9 @@ export async function runImportUsers(config: Readonly<Config>, file: string, io:
     io.err.write('import users: operator.backend is http, so the CRM reads players from the operator platform; nothing to import\n');
     return 2;
   }
-  const ledger = openLedger(config.database);
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/commands/schema-check.ts).
+  const { ledger } = await openCheckedLedger(config.database, 'job', 'import users');
   try {
-    await migrateToLatest(ledger.db);
     const input = createReadStream(file);
     const opened = await new Promise<Error | null>((resolve) => input.once('open', () => resolve(null)).once('error', resolve));
     if (opened) {

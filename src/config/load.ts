@@ -43,64 +43,83 @@ function lookUp(env: Env, name: string, path: string): string | undefined {
   return file ? readSecretFile(file, path, `the ${fileVar} file`) : undefined;
 }
 
+/** What one string's references came to: its new text, the variables missing, the defaults used. */
+interface Substitution {
+  value: string | undefined;
+  missing: string[];
+  /** `${VAR:-default}` references whose VAR was not set, so their default was used. */
+  defaulted: string[];
+}
+
 /**
  * Replaces the references in one string. What comes out is text, never parsed as YAML: a secret starting with `#`, a
  * quoted or all-digit token and `+15005550006` stay exactly as set. A value that was one whole reference and came
  * out empty counts as not written (the key's default applies).
  */
-function substitute(value: string, env: Env, path: string): string | undefined {
+function substitute(value: string, env: Env, path: string): Substitution {
   const missing: string[] = [];
+  const defaulted: string[] = [];
   const replaced = value.replace(REFERENCE, (_, file: string | undefined, name: string, fallback: string | undefined) => {
     if (file !== undefined) return readSecretFile(file.trim(), path, 'the file');
     const found = lookUp(env, name, path);
     if (found !== undefined && found !== '') return found;
-    if (fallback !== undefined) return fallback;
+    if (fallback !== undefined) {
+      defaulted.push(name);
+      return fallback;
+    }
     missing.push(name);
     return '';
   });
-  if (missing.length > 0) {
-    throw new ConfigError(
-      `${path}: environment variable ${missing.join(', ')} is not set (nor ${missing.map((m) => `${m}_FILE`).join(', ')}) and has no default`,
-    );
-  }
   const whole = value.match(REFERENCE);
-  if (whole?.length === 1 && whole[0] === value.trim() && replaced.trim() === '') return undefined;
-  return replaced;
+  if (whole?.length === 1 && whole[0] === value.trim() && replaced.trim() === '') return { value: undefined, missing, defaulted };
+  return { value: replaced, missing, defaulted };
 }
 
 type Path = Array<string | number>;
 
 /**
- * Expands every string of the tree (no recursion: the YAML may nest deeply). Returns the new tree and the paths of
- * the values that came from a reference, the only ones the schema may turn into numbers or booleans.
+ * Expands every string of the tree (no recursion: the YAML may nest deeply). Returns the new tree, the paths of the
+ * values that came from a reference (the only ones the schema may turn into numbers or booleans), and the keys whose
+ * value used a `${VAR:-default}` default. Every variable that is missing is named at once, in the file's order.
  */
-function substituteTree(document: unknown, env: Env): { tree: unknown; substituted: Map<string, Path> } {
+function substituteTree(document: unknown, env: Env): { tree: unknown; substituted: Map<string, Path>; defaulted: Map<string, string[]> } {
   const substituted = new Map<string, Path>();
+  const defaulted = new Map<string, string[]>();
+  const missing: string[] = [];
   const expand = (node: unknown, path: Path): unknown => {
     if (typeof node !== 'string') return node;
-    const value = substitute(node, env, path.map(String).join('.'));
-    if (value !== node) substituted.set(JSON.stringify(path), path);
-    return value;
+    const key = path.map(String).join('.');
+    const result = substitute(node, env, key);
+    if (result.missing.length > 0) {
+      const files = result.missing.map((m) => `${m}_FILE`).join(', ');
+      missing.push(`${key}: environment variable ${result.missing.join(', ')} is not set (nor ${files}) and has no default`);
+    }
+    if (result.defaulted.length > 0) defaulted.set(key, result.defaulted);
+    if (result.value !== node) substituted.set(JSON.stringify(path), path);
+    return result.value;
   };
   const root = { value: document };
   const stack: Array<{ holder: Record<string | number, unknown>; key: string | number; path: Path }> = [{ holder: root, key: 'value', path: [] }];
   while (stack.length > 0) {
     const { holder, key, path } = stack.pop()!;
     const node = holder[key];
+    // Children go on the stack last first, so they come off in the file's order (the order missing variables are named).
     if (Array.isArray(node)) {
       const copy = [...node];
       holder[key] = copy;
-      copy.forEach((_, i) => stack.push({ holder: copy as unknown as Record<number, unknown>, key: i, path: [...path, i] }));
+      for (let i = copy.length - 1; i >= 0; i--) stack.push({ holder: copy as unknown as Record<number, unknown>, key: i, path: [...path, i] });
     } else if (node && typeof node === 'object') {
       // Object.fromEntries keeps every key an own property, whatever its name.
       const copy = Object.fromEntries(Object.entries(node));
       holder[key] = copy;
-      for (const child of Object.keys(copy)) stack.push({ holder: copy, key: child, path: [...path, child] });
+      for (const child of Object.keys(copy).reverse()) stack.push({ holder: copy, key: child, path: [...path, child] });
     } else {
       holder[key] = expand(node, path);
     }
   }
-  return { tree: root.value, substituted };
+  if (missing.length === 1) throw new ConfigError(missing[0]!);
+  if (missing.length > 1) throw new ConfigError(`${missing.length} environment variables are missing:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+  return { tree: root.value, substituted, defaulted };
 }
 
 /**
@@ -172,7 +191,7 @@ function fillEnvironment(tree: unknown, env: Env): void {
 
 /** Validates an already-parsed document (the YAML tree). */
 export function parseConfig(document: unknown, env: Env = process.env, source = 'config'): Readonly<Config> {
-  const { tree: expanded, substituted } = substituteTree(document ?? {}, env);
+  const { tree: expanded, substituted, defaulted } = substituteTree(document ?? {}, env);
   fillEnvironment(expanded, env);
   let result = configSchema.safeParse(expanded);
   // Each pass turns the referenced values the schema wants as numbers or booleans into them, then checks again.
@@ -189,7 +208,30 @@ export function parseConfig(document: unknown, env: Env = process.env, source = 
     const lines = result.error.issues.map((issue) => `  - ${describeIssue(issue)}`);
     throw new ConfigError(`${source} is not valid:\n${lines.join('\n')}`);
   }
-  return deepFreeze(result.data);
+  const config = deepFreeze(result.data);
+  DEFAULTED.set(config, describeDefaults(expanded, defaulted));
+  return config;
+}
+
+/** Per loaded config: the keys whose value is not what the operator wrote but a default (src/config/production-checks.ts). */
+const DEFAULTED = new WeakMap<object, ReadonlyMap<string, string>>();
+
+/**
+ * Where each key's value came from when it was not written: `the default of ${DATABASE_URL:-…}` (the variable was not
+ * set, or misspelt) or `the built-in default` (the key is absent). Only the keys production cares about are looked at.
+ */
+function describeDefaults(expanded: unknown, defaulted: Map<string, string[]>): ReadonlyMap<string, string> {
+  const sources = new Map<string, string>();
+  for (const [key, variables] of defaulted)
+    sources.set(key, `the default of ${variables.map((v) => `\${${v}:-…}`).join(', ')} (${variables.join(', ')} not set)`);
+  const database = (expanded as { database?: { url?: unknown } } | undefined)?.database;
+  if (database?.url === undefined) sources.set('database.url', 'the built-in default (the key is not written)');
+  return sources;
+}
+
+/** The keys of a config from parseConfig or loadConfig whose value is a default, not a setting (empty for any other object). */
+export function defaultedKeys(config: object): ReadonlyMap<string, string> {
+  return DEFAULTED.get(config) ?? new Map();
 }
 
 export async function loadConfig(file: string, env: Env = process.env): Promise<Readonly<Config>> {

@@ -1,11 +1,13 @@
 /**
  * What production refuses and development warns about (docs/security.md, docs/trust.md): settings that let a
  * stranger in or make the gateway believe what it cannot verify. Pure: takes the config, returns one finding per
- * problem, each naming its key. A `refuse` finding makes `serve`, `flush` and `migrate` exit 78 in production and is
+ * problem, each naming its key (and, for the keys production needs written out, whether the value is a default:
+ * src/config/load.ts keeps that per loaded config). A `refuse` finding makes `serve`, `flush` and `migrate` exit 78 in production and is
  * a warning in development; a `warn` finding (traffic in clear text, metrics open to anyone who can reach the port)
  * may be right on a private network, so it is logged as a warning at start in every environment.
  */
 import { isIP } from 'node:net';
+import { defaultedKeys } from './load.js';
 import type { Config } from './schema.js';
 
 export interface Finding {
@@ -99,8 +101,23 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
       severity: 'refuse',
     });
   }
+  findings.push(...findDefaultedSettings(config));
   findings.push(...findClearTextSettings(config));
   return findings;
+}
+
+/**
+ * Keys production must have written out: a misspelt DATABASE_URL would start an empty SQLite ledger beside the real
+ * one, and an unset CRM_WEBHOOK_URL would post conversions to the shipped config's 127.0.0.1:9090.
+ */
+const KEYS_WITHOUT_DEFAULT = ['database.url', 'crm.webhook_url'] as const;
+
+function findDefaultedSettings(config: Readonly<Config>): Finding[] {
+  const defaulted = defaultedKeys(config);
+  return KEYS_WITHOUT_DEFAULT.flatMap((key) => {
+    const source = defaulted.get(key);
+    return source ? [{ key, problem: `comes from ${source}: production takes it only when set`, severity: 'refuse' as const }] : [];
+  });
 }
 
 /** A URL whose traffic crosses the network unencrypted: plain http (or amqp) to a host that is not this machine. */

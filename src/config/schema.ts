@@ -541,6 +541,23 @@ const log = z
       .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
       .default('info')
       .describe('The pino level; phone numbers are masked and SMS text is never logged.'),
+    access: z
+      .strictObject({
+        enabled: z
+          .boolean()
+          .default(false)
+          .describe(
+            'One `request` line per answer (at level info): method, route pattern, status, duration_ms, request_id, and trace_id when tracing is on. Never a body, a header, a query string, a client address or a path (so no id or phone number).',
+          ),
+        sample_rate: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(1)
+          .describe('Share of the answers below 500 that are written (0.01: one in a hundred); answers of 500 and above are always written.'),
+      })
+      .prefault({})
+      .describe('The access log, off by default: at thousands of requests a second, a line each costs CPU and log storage.'),
   })
   .describe('The process log (JSON lines on stdout).');
 

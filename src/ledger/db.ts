@@ -276,10 +276,23 @@ export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: Migr
   return applied;
 }
 
-/** Migrations not yet applied (serve --no-migrate refuses to start on an out-of-date schema); reads only. */
-export async function listPendingMigrations(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
+/** The schema against this version's migrations: what it has not applied yet, and what it applied that this version does not know. */
+export interface MigrationState {
+  pending: string[];
+  /** Applied by a newer crm-sms-gateway (the database was migrated forward, then an older image started). */
+  unknown: string[];
+}
+
+/** Reads only: the first statements a command runs, so a database that cannot be reached fails here. */
+export async function readMigrationState(db: Kysely<Database>): Promise<MigrationState> {
+  // Kysely's own migration table (Migrator's default name); it does not exist before the first migration.
+  const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
+  const applied = tables.some((t) => t.name === 'kysely_migration')
+    ? (await sql<{ name: string }>`select name from kysely_migration`.execute(db)).rows.map((r) => r.name)
+    : [];
+  const known = Object.keys(migrations).sort();
+  const done = new Set(applied);
+  return { pending: known.filter((name) => !done.has(name)), unknown: applied.filter((name) => !Object.hasOwn(migrations, name)).sort() };
 }
 
 /** The database answers a trivial query (readiness checks); throws when it does not. */

@@ -42,6 +42,11 @@ describe('refused configurations name the key', () => {
     ['max_segments as a string', minimal({ sms: { max_segments: 'ten' } }), /sms\.max_segments: .*number/],
     ['smart_encoding as a string', minimal({ sms: { smart_encoding: 'yes' } }), /sms\.smart_encoding: .*boolean/],
     ['a duration that is not one', minimal({ sms: { batch_deadline: 'soon' } }), /sms\.batch_deadline: "soon" is not a duration/],
+    // `shutdown_timeout: 20` meant 20 ms when a bare number was read as milliseconds.
+    ['a duration without a unit', minimal({ server: { shutdown_timeout: 20 } }), /server\.shutdown_timeout: 20 has no unit \(write e\.g\. 20ms or 20s\)/],
+    ['a duration without a unit, as text', minimal({ sms: { send_timeout: '1500' } }), /sms\.send_timeout: "1500" has no unit/],
+    ['a duration from a variable without a unit', minimal({ sms: { send_timeout: '${SEND_TIMEOUT:-10}' } }), /sms\.send_timeout: "10" has no unit/],
+    ['a negative duration', minimal({ sms: { send_timeout: -5 } }), /sms\.send_timeout: -5 is not a duration/],
     ['a database url of another kind', minimal({ database: { url: 'mysql://x' } }), /database\.url: must start with sqlite: or postgres:\/\//],
     ['an unknown provider type', { ...minimal(), providers: { mine: { type: 'carrier-pigeon' } } }, /providers\.mine\.type: .*sandbox/],
     ['no provider at all', { auth: { api_keys: ['k'] } }, /providers: /],
@@ -76,6 +81,18 @@ describe('refused configurations name the key', () => {
 describe('environment references', () => {
   it('name the variable that is missing and has no default', () => {
     expect(configError(minimal({ crm: { webhook_api_key: '${CRM_KEY}' } }))).toMatch(/crm\.webhook_api_key: environment variable CRM_KEY is not set/);
+  });
+
+  it('name every missing variable at once, in the order of the file', () => {
+    const message = configError(
+      minimal({ database: { url: '${DATABASE_URL}' }, crm: { webhook_url: '${CRM_WEBHOOK_URL}', webhook_api_key: 'x-${CRM_KEY}-${CRM_KEY_2}' } }),
+    );
+    expect(message.split('\n')).toEqual([
+      '3 environment variables are missing:',
+      '  - database.url: environment variable DATABASE_URL is not set (nor DATABASE_URL_FILE) and has no default',
+      '  - crm.webhook_url: environment variable CRM_WEBHOOK_URL is not set (nor CRM_WEBHOOK_URL_FILE) and has no default',
+      '  - crm.webhook_api_key: environment variable CRM_KEY, CRM_KEY_2 is not set (nor CRM_KEY_FILE, CRM_KEY_2_FILE) and has no default',
+    ]);
   });
 
   it('treat an empty variable as missing', () => {
@@ -207,6 +224,18 @@ describe('a valid configuration', () => {
     const config = parseConfig(minimal(), {});
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.sms)).toBe(true);
+  });
+
+  it.each<[string, string | number, number]>([
+    ['0 without a unit (the same in every unit)', 0, 0],
+    ['"0" without a unit', '0', 0],
+    ['milliseconds', '250ms', 250],
+    ['seconds with a fraction', '1.5s', 1_500],
+    ['minutes', '5m', 300_000],
+    ['hours', '72h', 259_200_000],
+    ['days', '2d', 172_800_000],
+  ])('reads a duration of %s', (_label, written, ms) => {
+    expect(parseConfig(minimal({ delivery: { unknown_after: written } }), {}).delivery.unknown_after).toBe(ms);
   });
 
   it('gets defaults for everything not written, with durations in milliseconds', () => {

@@ -15,7 +15,7 @@ function safe(over: Doc = {}): Doc {
     admin: { api_key: 'a-long-random-admin-key-0001', ...((over.admin as Doc) ?? {}) },
     crm: { webhook_url: 'https://crm.example.com', webhook_api_key: 'a-long-random-webhook-key-01', ...((over.crm as Doc) ?? {}) },
     providers: (over.providers as Doc) ?? { sandbox: { type: 'sandbox', receipt_secret: 'sandbox-receipt-secret-0001' }, twilio: TWILIO },
-    ...(over.database ? { database: over.database } : {}),
+    database: (over.database as Doc) ?? { url: 'sqlite:/var/lib/crm-sms-gateway/gateway.db' },
     ...(over.sms ? { sms: over.sms } : {}),
   };
 }
@@ -65,7 +65,61 @@ describe('findUnsafeSettings', () => {
   it('finds every problem of the shipped config.yaml run with no environment', async () => {
     const { loadConfig } = await import('../../src/config/load.js');
     const findings = findUnsafeSettings(await loadConfig('config.yaml', {}));
-    expect(findings.map((f) => f.key)).toEqual(['auth.api_keys[0]', 'admin.api_key', 'crm.webhook_api_key', 'providers.sandbox.receipt_secret']);
+    expect(findings.map((f) => f.key)).toEqual([
+      'auth.api_keys[0]',
+      'admin.api_key',
+      'crm.webhook_api_key',
+      'providers.sandbox.receipt_secret',
+      'database.url',
+      'crm.webhook_url',
+    ]);
+  });
+});
+
+describe('keys production needs written out (a misspelt variable must not fall back silently)', () => {
+  const sqlite = 'sqlite:/var/lib/crm-sms-gateway/gateway.db';
+  const findingOf = (doc: Doc, env: Record<string, string>, key: string) => findUnsafeSettings(parseConfig(doc, env)).find((f) => f.key === key);
+
+  it.each<[string, Doc, Record<string, string>, string, RegExp | undefined]>([
+    [
+      'database.url from the default of its variable',
+      { database: { url: '${DATABASE_URL:-sqlite:./data/gateway.db}' } },
+      {},
+      'database.url',
+      /\$\{DATABASE_URL:-…\} \(DATABASE_URL not set\)/,
+    ],
+    ['database.url not written at all', { database: {} }, {}, 'database.url', /the built-in default/],
+    [
+      'database.url from its variable',
+      { database: { url: '${DATABASE_URL:-sqlite:./data/gateway.db}' } },
+      { DATABASE_URL: 'postgres://db.example/gw' },
+      'database.url',
+      undefined,
+    ],
+    ['database.url written out (SQLite)', { database: { url: sqlite } }, {}, 'database.url', undefined],
+    [
+      'crm.webhook_url from the default of its variable',
+      { crm: { webhook_url: '${CRM_WEBHOOK_URL:-http://127.0.0.1:9090}' } },
+      {},
+      'crm.webhook_url',
+      /CRM_WEBHOOK_URL not set/,
+    ],
+    ['a default inside crm.webhook_url', { crm: { webhook_url: 'https://${CRM_HOST:-crm.example.com}/hooks' } }, {}, 'crm.webhook_url', /CRM_HOST/],
+    [
+      'crm.webhook_url from its variable',
+      { crm: { webhook_url: '${CRM_WEBHOOK_URL:-http://127.0.0.1:9090}' } },
+      { CRM_WEBHOOK_URL: 'https://crm.example.com' },
+      'crm.webhook_url',
+      undefined,
+    ],
+  ])('%s', (_label, over, env, key, problem) => {
+    const finding = findingOf(safe(over), env, key);
+    if (problem) {
+      expect(finding).toMatchObject({ key, severity: 'refuse' });
+      expect(finding!.problem).toMatch(problem);
+    } else {
+      expect(finding).toBeUndefined();
+    }
   });
 });
 

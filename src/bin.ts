@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+/**
+ * The package's bin (`npx crm-sms-gateway …`, cron lines, scripts): runs src/cli.ts on Node 22.19 or newer, which
+ * undici 8 needs (package.json engines). The machine's node may be older (Node 20 on many servers): then the command
+ * goes through the same shim as `npm start` (.ci/node24: Node 24 from the npm registry, kept in .node24/ of the
+ * checkout, or NODE24_DIR), or, where there is no shim (an installed package), says in one line what it needs.
+ * Nothing here may need a recent Node: this file only looks at the version and hands over.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const NEEDED = [22, 19] as const;
+
+function recentEnough(version: string): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  return major > NEEDED[0] || (major === NEEDED[0] && minor >= NEEDED[1]);
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const cli = join(here, 'cli.js');
+// dist/src/bin.js: the checkout (or package) root is two levels up.
+const shim = join(here, '..', '..', '.ci', 'node24');
+
+if (recentEnough(process.versions.node)) {
+  await import('./cli.js');
+} else if (existsSync(shim)) {
+  const child = spawn('sh', [shim, 'node', cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // serve stops in order on SIGTERM or SIGINT: whoever signals this process (Kubernetes, systemd, cron's kill) reaches it.
+  const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, forward(signal));
+  child.on('error', (error) => {
+    console.error(`crm-sms-gateway: cannot run ${shim}: ${error.message}`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => {
+    if (!signal) process.exit(code ?? 1);
+    // Ended by a signal: end the same way, so a supervisor sees what the command saw (exit 1 if it does not end us).
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+    setTimeout(() => process.exit(1), 1_000);
+  });
+} else {
+  console.error(
+    `crm-sms-gateway needs Node.js ${NEEDED.join('.')} or newer and this is ${process.version}: install Node 24 (nodejs.org, or \`npm install --prefix ~/.node24 node@24\` and put ~/.node24/node_modules/node/bin first on PATH)`,
+  );
+  process.exit(1);
+}

@@ -1,0 +1,96 @@
+/**
+ * What each command does with the schema it finds. `serve` migrates (or, with --no-migrate, insists the `migrate`
+ * step ran); `flush`, `retention` and `import users` never migrate: a CronJob must not run a long migration under its
+ * deadline, nor race the `migrate` Job, so they refuse a schema that is not exactly this version's. A schema newer than
+ * this version (a rollback after `migrate` ran forward) does not stop `serve` and `migrate`: migrations add tables,
+ * columns and indexes and keep the old ones, so the older code still finds what it uses; they say so in one line
+ * (docs/deployment.md "Rollback").
+ */
+import type { Config } from '../config/schema.js';
+import { describeDatabaseFailure } from '../ledger/database-failure.js';
+import { migrateToLatest, openLedger, readMigrationState, type Ledger, type LedgerOptions, type MigrationState, type MigrationStep } from '../ledger/db.js';
+import { CommandError } from './command-error.js';
+
+/** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */
+export type SchemaMode = 'migrate' | 'no-migrate' | 'job';
+
+export interface SchemaVerdict {
+  /** Refuse to run, with this line. */
+  refuse?: string;
+  /** Run, after saying this once. */
+  notice?: string;
+  /** Apply the pending migrations before running. */
+  migrate: boolean;
+}
+
+/** `3 pending: a, b, c`; a fresh database has every migration pending, so past three the rest are counted. */
+const list = (names: string[], what: string) =>
+  `${names.length} ${what}: ${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
+
+/** The decision, pure (test/commands/schema-check.test.ts holds its table). */
+export function judgeSchema(state: MigrationState, mode: SchemaMode, command: string): SchemaVerdict {
+  const { pending, unknown } = state;
+  const newer =
+    unknown.length > 0
+      ? `the database schema is newer than this crm-sms-gateway (${list(unknown, `unknown migration${unknown.length > 1 ? 's' : ''}`)}): a newer version migrated it`
+      : undefined;
+  if (newer && pending.length > 0) {
+    return { migrate: false, refuse: `${command}: ${newer}, and it lacks ${list(pending, "of this version's migrations")}; run the newer version` };
+  }
+  const stale = `${command}: the database schema is not up to date (${list(pending, 'pending')}); run \`crm-sms-gateway migrate\` first`;
+  if (mode === 'job') {
+    if (newer) return { migrate: false, refuse: `${command}: ${newer}; run the ${command} of that version` };
+    return pending.length > 0 ? { migrate: false, refuse: stale } : { migrate: false };
+  }
+  if (newer) return { migrate: false, notice: `${newer}; running on it as an older version (docs/deployment.md "Rollback")` };
+  if (mode === 'no-migrate' && pending.length > 0) return { migrate: false, refuse: stale };
+  return { migrate: pending.length > 0 };
+}
+
+export interface CheckedLedger {
+  ledger: Ledger;
+  /** The migrations applied now (mode `migrate`). */
+  applied: string[];
+  /** A line to log once (a newer schema), or undefined. */
+  notice?: string;
+}
+
+/**
+ * Opens the ledger, reads its schema and acts on judgeSchema. A database that cannot be opened or reached, a schema
+ * refused and a migration that fails all end in a CommandError: one line naming the key, no stack trace.
+ */
+export async function openCheckedLedger(
+  database: Config['database'],
+  mode: SchemaMode,
+  command: string,
+  options: LedgerOptions & { onStep?: (step: MigrationStep) => void } = {},
+): Promise<CheckedLedger> {
+  let ledger: Ledger;
+  try {
+    ledger = openLedger(database, options);
+  } catch (error) {
+    throw new CommandError(describeDatabaseFailure(database.url, error));
+  }
+  try {
+    let state: MigrationState;
+    try {
+      state = await readMigrationState(ledger.db);
+    } catch (error) {
+      throw new CommandError(describeDatabaseFailure(database.url, error));
+    }
+    const verdict = judgeSchema(state, mode, command);
+    if (verdict.refuse) throw new CommandError(verdict.refuse);
+    let applied: string[] = [];
+    if (verdict.migrate) {
+      try {
+        applied = await migrateToLatest(ledger.db, options.onStep);
+      } catch (error) {
+        throw new CommandError(`${command}: ${(error as Error).message}`);
+      }
+    }
+    return { ledger, applied, ...(verdict.notice ? { notice: verdict.notice } : {}) };
+  } catch (error) {
+    await ledger.close().catch(() => {});
+    throw error;
+  }
+}
