@@ -232,13 +232,13 @@ export function createApp(parts: AppParts): Hono {
     const allow = allowedMethods(c.req.path);
     if (allow.length > 0 && !allow.includes(c.req.method)) {
       c.header('Allow', allow.join(', '));
-      return c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path} (use ${allow.join(', ')})` }, 405);
+      return c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path} (use ${allow.join(', ')})`, code: 405 }, 405);
     }
-    return c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404);
+    return c.json({ error: `no route for ${c.req.method} ${c.req.path}`, code: 404 }, 404);
   });
   app.onError((error, c) => {
     requestLogger(c, logger).error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
-    return c.json({ error: 'internal error; the request can be retried' }, 500);
+    return c.json({ error: 'internal error; the request can be retried', code: 500 }, 500);
   });
   return app;
 }

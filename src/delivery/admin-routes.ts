@@ -285,7 +285,7 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
       handlers: [
         async (c) => {
           const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
-          if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
+          if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger`, code: 404 }, 404);
           return exactJson(c, await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck));
         },
       ],
