@@ -157,6 +157,7 @@ export function createApp(parts: AppParts): Hono {
       sessionCheck: createSessionCheck(config.operator),
       auth: operatorAuth.middleware,
       logger,
+      sendDeletedAt: config.operator.send_deleted_at,
     }),
   );
   app.route(

@@ -425,6 +425,12 @@ const operator = z
       .max(100_000)
       .default(5_000)
       .describe('Rows per keyset page when a reconciliation answer is streamed from the database.'),
+    send_deleted_at: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Whether GET /userdetails of a deleted player carries `deleted_at`. The interface lists the key, but the CRM maker's published schema allows no key outside its list, so a record carrying it fails the CRM's check; off unless the operator's CRM is known to take it (docs/operator-api.md).",
+      ),
     authenticate_url: z
       .url()
       .optional()
