@@ -166,6 +166,16 @@ describe('accepted variants of a message answer 200', () => {
     expect((await readMessage(regional, national)).recipient).toBe('+447700900123');
   });
 
+  it.each([
+    ['with sms.default_region GB', () => regional],
+    ['without sms.default_region', () => gw],
+  ])('reads 35621435678 (a Maltese fixed line, from the CRM maker\'s sample record) as +35621435678 %s', async (_label, which) => {
+    const id = nextId('fixed-line');
+    const res = await which().post('/channels/sms/single', smsMessage(id, { recipient: '35621435678' }));
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    expect((await readMessage(which(), id)).recipient).toBe('+35621435678');
+  });
+
   it('accepts an empty sender_name and a numeric sender', async () => {
     expect((await gw.post('/channels/sms/single', smsMessage(nextId('sender'), { sender_name: '' }))).status).toBe(200);
     expect((await gw.post('/channels/sms/single', smsMessage(nextId('sender'), { sender_name: '+447700900999' }))).status).toBe(200);
