@@ -38,6 +38,7 @@ import type { ProviderRouter } from './provider-wrappers/registry.js';
 import type { MemberHealthView } from './provider-wrappers/breakers.js';
 import type { RecipientCheck } from './consents/suppression.js';
 import { smsRoutes } from './sms/routes.js';
+import { createIntakeNotices } from './sms/intake-notices.js';
 
 export interface AppParts {
   config: Readonly<Config>;
@@ -123,6 +124,7 @@ export function createApp(parts: AppParts): Hono {
       dispatcher: parts.dispatcher,
       now: parts.now,
       tracing: parts.tracing,
+      notices: createIntakeNotices(parts.metrics, logger),
     }),
   );
 

@@ -200,6 +200,18 @@ const sms = z
       .describe(
         "Whether the CRM's `sender_name` beats a provider's `senders.by_country` rule for the recipient's country. Off: the country rule wins (\"Senders per country\" below).",
       ),
+    refuse_unusable_sender: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Off: a `sender_name` no SMS can carry (more than 11 characters, characters outside letters, digits, spaces and . & _ -) goes out under the next sender of the chain (`senders.default`, then the provider's own `from`), counted, noted on the message's timeline and logged once per name. On: such a message is refused with 400, which the CRM reads as final (docs/sms-api.md).",
+      ),
+    refuse_unknown_encoding: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Off: an `encoding` (`enconding`) outside auto, gsm7, usc2, ucs2 is read as auto, counted, noted on the timeline and logged once per value. On: such a message is refused with 400.',
+      ),
     suppression: z
       .union([z.enum(['on', 'off']), z.boolean()])
       .default('on')

@@ -16,6 +16,7 @@ import { smsMessageSchema } from './message-schema.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
+import type { IntakeNotices } from './intake-notices.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { traceRequests } from '../observability/request-context.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -53,6 +54,8 @@ export interface SmsRouteDeps {
   now: () => number;
   /** When on, each request gets a span and its messages' send spans are its children (docs/tracing.md). */
   tracing?: Tracing;
+  /** Told of each field read otherwise than sent (a sender no SMS can carry, an unknown encoding): counted and logged. */
+  notices?: IntakeNotices;
 }
 
 /** The CRM's class for each outcome (its batch answer's three arrays). */
@@ -111,6 +114,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
           if (!body.ok) return c.json({ error: body.error }, body.status);
           const prepared = prepareMessage(body.value, router, sms, activitySources(body.text)?.[0]);
           if (!prepared.ok) return c.json({ error: prepared.error }, 400);
+          if (prepared.message.notes.length > 0) deps.notices?.(prepared.message.notes);
           // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
           const at = now();
           const [result] = await dispatcher.dispatch([prepared.message], {
@@ -159,6 +163,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
             if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
             const prepared = prepareMessage(entry, router, sms, sources?.[i]);
             if (prepared.ok) {
+              if (prepared.message.notes.length > 0) deps.notices?.(prepared.message.notes);
               valid.push(prepared.message);
               validIndex.push(i);
             } else results[i] = { outcome: 'invalid', error: prepared.error };
