@@ -204,7 +204,7 @@ const sms = z
       .boolean()
       .default(false)
       .describe(
-        "Off: a `sender_name` no SMS can carry (more than 11 characters, characters outside letters, digits, spaces and . & _ -) goes out under the next sender of the chain (`senders.default`, then the provider's own `from`), counted, noted on the message's timeline and logged once per name. On: such a message is refused with 400, which the CRM reads as final (docs/sms-api.md).",
+        "Off: a `sender_name` no SMS can carry (more than 11 characters, characters outside letters, digits, spaces and . & _ -) goes out under the next sender of the chain (`senders.default`, then the provider's own `from`), counted, noted on the message's timeline and logged once per name. On: such a message is refused with 400, which the CRM reads as final (docs/operator-api.md, requests as the CRM sends them).",
       ),
     refuse_unknown_encoding: z
       .boolean()
