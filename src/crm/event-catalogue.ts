@@ -244,7 +244,14 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     false,
     thinShape({ migration_reference: r.str, skip_publishing: r.bool }, ['migration_reference']),
   ),
-  schemaRow('user_migration_approve', 'USER_MIGRATION_APPROVE', 'POST', '/v2/integration/user/migration/approve', false, thinShape({ skip_publishing: r.bool })),
+  schemaRow(
+    'user_migration_approve',
+    'USER_MIGRATION_APPROVE',
+    'POST',
+    '/v2/integration/user/migration/approve',
+    false,
+    thinShape({ skip_publishing: r.bool }),
+  ),
   schemaRow('user_tag', 'USER_TAG', 'POST', '/v2/integration/user/tags', false, thinShape({ tags: r.str, skip_publishing: r.bool }, ['tags'])),
   schemaRow(
     'custom',
@@ -252,7 +259,10 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     'POST',
     '/v1/integration/custom',
     true,
-    thinShape({ data: r.object, ip_address: r.unknownFormat, notification_type: r.nonEmpty, origin: r.nonEmpty, user_agent: r.str }, ['data', 'notification_type']),
+    thinShape({ data: r.object, ip_address: r.unknownFormat, notification_type: r.nonEmpty, origin: r.nonEmpty, user_agent: r.str }, [
+      'data',
+      'notification_type',
+    ]),
   ),
   schemaRow(
     'balance',

@@ -45,7 +45,6 @@ export const bool: Rule = { type: 'boolean' };
 export const stringOrNumber: Rule = { type: 'string-or-number' };
 export const object: Rule = { type: 'object' };
 export const objectOrNull: Rule = { type: 'object', nullable: true };
-export const any: Rule = { type: 'any' };
 export const oneOf = (values: readonly string[]): Rule => ({ type: 'string', enum: values });
 export const listOf = (items?: Rule): Rule => ({ type: 'array', ...(items ? { items } : {}) });
 export const entryOf = (required: readonly string[], fields: Record<string, Rule>): Rule => ({ type: 'entry', shape: { required, fields } });

@@ -16,7 +16,13 @@ import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema
  * form; a three-letter code is read in capitals, any other currency as sent (`mBTC` is not `MBTC`).
  */
 const crmUserId = z.union(
-  [z.string().min(1, { error: 'must not be empty' }).transform((s) => s.trim() || s), z.number().int().safe().transform(String)],
+  [
+    z
+      .string()
+      .min(1, { error: 'must not be empty' })
+      .transform((s) => s.trim() || s),
+    z.number().int().safe().transform(String),
+  ],
   { error: 'must be a non-empty string' },
 );
 const crmBonusCode = z.union([z.string().transform((s) => s.trim()), z.number().int().safe().transform(String)], { error: 'must be a string' });

@@ -11,7 +11,11 @@ export type IntakeNotices = (notes: readonly IntakeNote[]) => void;
 
 const MAX_REMEMBERED = 1_000;
 
-export function createIntakeNotices(metrics: Pick<SendMetrics, 'intakeFallback'> | undefined, logger: Logger | undefined, maxRemembered = MAX_REMEMBERED): IntakeNotices {
+export function createIntakeNotices(
+  metrics: Pick<SendMetrics, 'intakeFallback'> | undefined,
+  logger: Logger | undefined,
+  maxRemembered = MAX_REMEMBERED,
+): IntakeNotices {
   const logged = new Set<string>();
   return (notes) => {
     for (const note of notes) {

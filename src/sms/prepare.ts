@@ -54,7 +54,11 @@ export function decideSender(
   return {
     ok: true,
     sender: null,
-    note: { field: 'sender_name', value: trimmed, text: `sender_name ${shownValue(trimmed)} cannot be carried by SMS: sent under the next sender of the chain` },
+    note: {
+      field: 'sender_name',
+      value: trimmed,
+      text: `sender_name ${shownValue(trimmed)} cannot be carried by SMS: sent under the next sender of the chain`,
+    },
   };
 }
 
@@ -68,7 +72,11 @@ export function decideEncoding(
   if (requested) return { ok: true, requested };
   if (refuse) return { ok: false, error: `encoding: ${JSON.stringify(value)} is not one of auto, gsm7, usc2, ucs2` };
   const shown = String(value);
-  return { ok: true, requested: 'auto', note: { field: 'encoding', value: shown, text: `encoding ${shownValue(shown)} is not one of auto, gsm7, usc2, ucs2: read as auto` } };
+  return {
+    ok: true,
+    requested: 'auto',
+    note: { field: 'encoding', value: shown, text: `encoding ${shownValue(shown)} is not one of auto, gsm7, usc2, ucs2: read as auto` },
+  };
 }
 
 export type Prepared = { ok: true; message: PreparedMessage } | { ok: false; error: string };

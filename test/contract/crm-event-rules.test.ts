@@ -281,7 +281,16 @@ const examples: Partial<Record<EventKind, KindExamples>> = {
     ],
   },
   lottery: {
-    valid: (u) => ({ ...thin(u), amount: 2, currency: 'EUR', exchange_rate: 1, type: 'Bet', draw_id: '123', draw_date: '2026-11-28T20:00:00Z', lines: [{ line_id: 1 }] }),
+    valid: (u) => ({
+      ...thin(u),
+      amount: 2,
+      currency: 'EUR',
+      exchange_rate: 1,
+      type: 'Bet',
+      draw_id: '123',
+      draw_date: '2026-11-28T20:00:00Z',
+      lines: [{ line_id: 1 }],
+    }),
     takes: [
       ['draw_id one digit', ['draw_id', '0']],
       ['a draw_date as a date alone', ['draw_date', '2026-11-28']],
@@ -393,16 +402,19 @@ describe.each(schemaKinds.map((k) => [k] as const))('%s', (kind) => {
     expect(got.body).toEqual(body);
   });
 
-  it.each(refuses.map(([label, change, field]) => [label, change, field] as const))('refuses %s: 400 naming %s, nothing stored', async (_label, change, field) => {
-    const user = `ct-${kind}-bad`;
-    const body = changed(ex.valid(user), change);
-    const res = await relay(gw, route.method, route.path, body);
-    expect(res.status).toBe(400);
-    expect(res.json.code).toBe(400);
-    expect(res.json.error.startsWith(`${field}:`), res.json.error).toBe(true);
-    if (isPlayer && change[0] !== 'user_id') {
-      const stored = await gw.get(`/admin/events?user_id=${user}`, admin);
-      expect(stored.json.events).toEqual([]);
-    }
-  });
+  it.each(refuses.map(([label, change, field]) => [label, change, field] as const))(
+    'refuses %s: 400 naming %s, nothing stored',
+    async (_label, change, field) => {
+      const user = `ct-${kind}-bad`;
+      const body = changed(ex.valid(user), change);
+      const res = await relay(gw, route.method, route.path, body);
+      expect(res.status).toBe(400);
+      expect(res.json.code).toBe(400);
+      expect(res.json.error.startsWith(`${field}:`), res.json.error).toBe(true);
+      if (isPlayer && change[0] !== 'user_id') {
+        const stored = await gw.get(`/admin/events?user_id=${user}`, admin);
+        expect(stored.json.events).toEqual([]);
+      }
+    },
+  );
 });

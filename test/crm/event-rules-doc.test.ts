@@ -36,7 +36,12 @@ function ruleText(rule: Rule): string {
 
 function shapeText(shape: Shape): string {
   const keys = [...new Set([...shape.required, ...Object.keys(shape.fields)])];
-  return keys.map((k) => `${shape.required.includes(k) ? '**' : ''}\`${k}\`${shape.required.includes(k) ? '**' : ''}: ${shape.fields[k] ? ruleText(shape.fields[k]!) : 'any value'}`).join('; ');
+  return keys
+    .map(
+      (k) =>
+        `${shape.required.includes(k) ? '**' : ''}\`${k}\`${shape.required.includes(k) ? '**' : ''}: ${shape.fields[k] ? ruleText(shape.fields[k]!) : 'any value'}`,
+    )
+    .join('; ');
 }
 
 const START = '<!-- rules per kind: generated from src/crm/event-catalogue.ts, checked by test/crm/event-rules-doc.test.ts -->';

@@ -62,7 +62,9 @@ function taken(rule: Rule): Case[] {
           ]
         : [{ label: 'an empty object', value: {} }];
     case 'array':
-      return rule.items ? [{ label: 'an empty list', value: [] }, ...taken(rule.items).map((c) => ({ label: `a list of ${c.label}`, value: [c.value] }))] : [{ label: 'an empty list', value: [] }];
+      return rule.items
+        ? [{ label: 'an empty list', value: [] }, ...taken(rule.items).map((c) => ({ label: `a list of ${c.label}`, value: [c.value] }))]
+        : [{ label: 'an empty list', value: [] }];
     case 'entry':
       return [{ label: 'its required keys', value: minimal(rule.shape) }];
     case 'any':
@@ -77,8 +79,15 @@ function taken(rule: Rule): Case[] {
 function refused(rule: Rule): Case[] {
   switch (rule.type) {
     case 'string': {
-      const cases: Case[] = [{ label: 'a number', value: 1 }, { label: 'null', value: null }];
-      if (rule.enum) cases.push({ label: 'a value in another letter case', value: rule.enum[0]!.toUpperCase() === rule.enum[0] ? rule.enum[0]!.toLowerCase() : rule.enum[0]!.toUpperCase() });
+      const cases: Case[] = [
+        { label: 'a number', value: 1 },
+        { label: 'null', value: null },
+      ];
+      if (rule.enum)
+        cases.push({
+          label: 'a value in another letter case',
+          value: rule.enum[0]!.toUpperCase() === rule.enum[0] ? rule.enum[0]!.toLowerCase() : rule.enum[0]!.toUpperCase(),
+        });
       if (rule.enum) cases.push({ label: 'a value outside the list', value: `${rule.enum[0]}x` });
       if (rule.minLength) cases.push({ label: `${rule.minLength - 1} characters`, value: 'x'.repeat(rule.minLength - 1) });
       if (rule.pattern) cases.push({ label: 'digits and a letter', value: '12a' }, { label: 'digits and a new line', value: '12\n' });
@@ -96,7 +105,10 @@ function refused(rule: Rule): Case[] {
       return cases;
     }
     case 'number': {
-      const cases: Case[] = [{ label: 'a number as text', value: '1' }, { label: 'null', value: null }];
+      const cases: Case[] = [
+        { label: 'a number as text', value: '1' },
+        { label: 'null', value: null },
+      ];
       if (rule.minimum !== undefined) cases.push({ label: 'just below the minimum', value: rule.minimum - 0.01 });
       return cases;
     }
@@ -106,14 +118,23 @@ function refused(rule: Rule): Case[] {
         { label: 'a number', value: 1 },
       ];
     case 'string-or-number': {
-      const cases: Case[] = [{ label: 'a boolean', value: true }, { label: 'null', value: null }];
+      const cases: Case[] = [
+        { label: 'a boolean', value: true },
+        { label: 'null', value: null },
+      ];
       if (rule.minimum !== undefined) cases.push({ label: 'a number just below the minimum', value: rule.minimum - 0.01 });
       return cases;
     }
     case 'object':
       return rule.nullable
-        ? [{ label: 'a list', value: [] }, { label: 'text', value: 'x' }]
-        : [{ label: 'a list', value: [] }, { label: 'null', value: null }];
+        ? [
+            { label: 'a list', value: [] },
+            { label: 'text', value: 'x' },
+          ]
+        : [
+            { label: 'a list', value: [] },
+            { label: 'null', value: null },
+          ];
     case 'array':
       return [
         { label: 'an object', value: {} },

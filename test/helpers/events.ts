@@ -155,7 +155,11 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
       bad: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'phone', payments: [], items: [] },
       error: 'device_type: must be one of desktop, mobile, tablet, unkown',
     },
-    game: { valid: { game_id: `g-${userId}`, is_live: true, name: 'Book of X' }, bad: { game_id: 1, is_live: true, name: 'Book' }, error: 'game_id: must be a string' },
+    game: {
+      valid: { game_id: `g-${userId}`, is_live: true, name: 'Book of X' },
+      bad: { game_id: 1, is_live: true, name: 'Book' },
+      error: 'game_id: must be a string',
+    },
     poker_cash_game_buy_in: poker,
     poker_cash_game_cash_out: poker,
     poker_tournament_buy_in: poker,

@@ -42,7 +42,7 @@ describe('GET /userdetails/:userid', () => {
     }
   });
 
-  it('leaves deleted_at out by default, even for a deleted player: the CRM maker\'s schema allows no key outside its list', async () => {
+  it("leaves deleted_at out by default, even for a deleted player: the CRM maker's schema allows no key outside its list", async () => {
     expect((await gw.adminPut('/admin/users/u-gone', sampleUser('u-gone', { deleted_at: '2020-05-01T10:00:00Z' }))).status).toBe(201);
     const res = await gw.get('/userdetails/u-gone');
     expect(res.status).toBe(200);
@@ -164,10 +164,10 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
   });
 
   it.each([
-    ['an amount of 0 (the schema\'s minimum)', 0, 'EUR', 'EUR'],
+    ["an amount of 0 (the schema's minimum)", 0, 'EUR', 'EUR'],
     ['a currency of four letters', 5, 'USDT', 'USDT'],
     ['a currency in mixed case, kept as sent', 5, 'mBTC', 'mBTC'],
-  ])('credits funds with %s, as the CRM\'s schema allows', async (_label, amount, currency, stored) => {
+  ])("credits funds with %s, as the CRM's schema allows", async (_label, amount, currency, stored) => {
     const user = `u-funds-${currency}-${amount}`;
     expect((await gw.adminPut(`/admin/users/${user}`, sampleUser(user))).status).toBe(201);
     const res = await gw.post('/bonus/credit/funds', { user_id: user, bonus_code: 'CASH10', amount, currency });

@@ -89,7 +89,11 @@ describe('through the gateway', () => {
     gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'tw', recipient: '+4915112345678', ...fields }));
   const fromOf = (smsId: string) => twilio.creates.find((c) => c.form.StatusCallback?.split('#')[0]!.endsWith(smsId))?.form.From;
   const metric = async (gw: TestGateway, field: string) =>
-    Number(new RegExp(`^sms_gateway_sms_fallbacks_total\\{field="${field}"\\} (\\d+)`, 'm').exec(await fetch(`${gw.url}/metrics`, { headers: admin }).then((r) => r.text()))?.[1]);
+    Number(
+      new RegExp(`^sms_gateway_sms_fallbacks_total\\{field="${field}"\\} (\\d+)`, 'm').exec(
+        await fetch(`${gw.url}/metrics`, { headers: admin }).then((r) => r.text()),
+      )?.[1],
+    );
 
   beforeAll(async () => {
     twilio = await startTwilioFake();

@@ -168,7 +168,7 @@ describe('accepted variants of a message answer 200', () => {
   it.each([
     ['with sms.default_region GB', () => regional],
     ['without sms.default_region', () => gw],
-  ])('reads 35621435678 (a Maltese fixed line, from the CRM maker\'s sample record) as +35621435678 %s', async (_label, which) => {
+  ])("reads 35621435678 (a Maltese fixed line, from the CRM maker's sample record) as +35621435678 %s", async (_label, which) => {
     const id = nextId('fixed-line');
     const res = await which().post('/channels/sms/single', smsMessage(id, { recipient: '35621435678' }));
     expect(res.status, JSON.stringify(res.json)).toBe(200);
