@@ -439,7 +439,7 @@ export const eventCatalogue: readonly CatalogueRow[] = [
       user_id: r.nonEmpty,
     },
   }),
-  // The older whole-purchase format, with tickets (../shared/spec/crm-schemas.md §3: it carries the LOTTERY_V2
+  // The older whole-purchase format, with tickets (docs/events.md: it carries the LOTTERY_V2
   // queue type name too). Stored under a name of its own, so a stored event always finds its own route.
   {
     ...schemaRow('lottery_tickets', 'LOTTERY', 'POST', '/v1/integration/lottery', true, {

@@ -1,6 +1,6 @@
 /**
  * The rules of the CRM maker's event schemas as data (docs/events.md "Rules per kind"), and how the CRM's checker
- * reads them. The CRM validates with gojsonschema 1.2 (../shared/spec/crm-schemas.md §3), so each rule here means
+ * reads them. The CRM validates with gojsonschema 1.2 (docs/events.md "Rules per kind"), so each rule here means
  * what it means there:
  * - `date-time` passes what Go's time.Parse reads with one of the checker's five layouts: an RFC 3339 date-time
  *   (upper-case `T`, `Z` or a ±hh:mm offset, fractions of a second after `.` or `,`, an hour of one or two digits),

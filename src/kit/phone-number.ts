@@ -33,7 +33,7 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
   const digitsOnly = /^\d+$/.test(digits);
   // The CRM writes international numbers without "+" (its sample recipient 254716595289, docs/operator-api.md
   // "Requests"): a digits-only number is read as the same digits after "+" whenever that is a valid number of any
-  // type (../shared/spec/crm-schemas.md §2: such a number must not be re-read as a national one).
+  // type (docs/operator-api.md "Requests as the CRM sends them").
   if (digitsOnly && !text.startsWith('0')) {
     const international = validAnyType(`+${digits}`);
     if (international) return { ok: true, e164: international };

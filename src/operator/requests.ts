@@ -10,7 +10,7 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema, userRecordFields, type ConsentEntry } from '../crm/shapes.js';
 
 /**
- * The credit requests take everything the CRM maker's schemas of them take (../shared/spec/crm-schemas.md §2): a
+ * The credit requests take everything the CRM maker's schemas of them take (docs/operator-api.md "Requests as the CRM sends them"): a
  * user_id of at least one character and any bonus_code string (one not in the bonus list is then refused as such);
  * funds an amount of 0 or more and any currency string (`USDT`, `mBTC`). A number is still taken in its decimal
  * form; a three-letter code is read in capitals, any other currency as sent (`mBTC` is not `MBTC`).

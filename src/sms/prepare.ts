@@ -25,7 +25,7 @@ export interface PreparedMessage {
   notes: IntakeNote[];
 }
 
-/** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/sms-api.md). */
+/** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */
 export interface IntakeNote {
   field: 'sender_name' | 'encoding';
   /** The value as the CRM sent it. */

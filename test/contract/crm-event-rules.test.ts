@@ -1,6 +1,6 @@
 /**
  * The relay's door held to the CRM maker's event schemas by example (public repository
- * fasttrack-solutions/json-schema, folder pkg/validator/schemas, commit 467f529; ../shared/spec/crm-schemas.md §3),
+ * fasttrack-solutions/json-schema, folder pkg/validator/schemas, commit 467f529; docs/events.md "Rules per kind"),
  * through a live gateway in front of the fake Integration API. The examples are written here by hand from those
  * facts, apart from the rules the relay is built from (src/crm/event-rules.ts), so a wrong rule there fails here.
  * Both ways, for every kind the maker has a schema for: what the CRM's checker (gojsonschema 1.2) takes is answered

@@ -2,7 +2,7 @@
  * A table test per event kind, built from its rules (src/crm/event-rules.ts): for every rule of every key, nested
  * ones included, an example just outside the rule is refused naming the key, and examples on its boundary are
  * taken. The examples are written here from what each kind of rule means to the CRM's checker (gojsonschema 1.2,
- * ../shared/spec/crm-schemas.md §3), not from the zod code the relay builds, so a wrong translation fails here.
+ * docs/events.md "Rules per kind"), not from the zod code the relay builds, so a wrong translation fails here.
  * The maker's facts themselves are held by example in test/contract/crm-event-rules.test.ts.
  */
 import { describe, expect, it } from 'vitest';

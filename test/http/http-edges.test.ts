@@ -150,8 +150,8 @@ describe('bad HTTP input', () => {
     expect(res.json).toEqual({ error: expect.stringContaining('/channels/sms/multiple'), code: 404 });
   });
 
-  // docs/operator-api.md "Errors": every 404 and 405, on any path, carries code (issue 32: paths outside the
-  // operator prefixes answered {error} alone).
+  // docs/operator-api.md "Errors": every 404 and 405, on any path, carries code (paths outside the operator
+  // prefixes once answered {error} alone).
   it.each([
     ['GET', '/userdetail/x', 404],
     ['POST', '/channels/site/single', 404],

@@ -1,5 +1,5 @@
 /**
- * A sender_name no SMS can carry never loses the message (issue 32): it goes out under the next sender of the chain
+ * A sender_name no SMS can carry never loses the message: it goes out under the next sender of the chain
  * (senders.default, then the provider's own `from`), counted in sms_gateway_sms_fallbacks_total, noted on the
  * message's timeline (admin API and console) and logged once per name; sms.refuse_unusable_sender restores the
  * 400. An unknown encoding (`enconding`, the CRM's spelling) is read as auto and noted the same way. Real gateway,
