@@ -79,15 +79,19 @@ export function isCheckerDateTime(value: string): boolean {
 }
 
 // ---- the table as zod checks ----
-const characters = (s: string) => [...s].length;
+/** At least `n` code points: a string of 2n UTF-16 units has them whatever it holds, so only short ones are counted. */
+const hasCharacters = (s: string, n: number) => s.length >= 2 * n || [...s].length >= n;
 
 function stringCheck(rule: Extract<Rule, { type: 'string' }>): z.ZodType {
   if (rule.enum) return z.enum(rule.enum as [string, ...string[]], { error: `must be one of ${rule.enum.join(', ')}` });
   let check: z.ZodType<string> = z.string({ error: 'must be a string' });
   const { minLength, pattern, format } = rule;
   if (minLength !== undefined)
-    check = check.refine((s) => characters(s) >= minLength, { error: minLength === 1 ? 'must not be empty' : `must be at least ${minLength} characters` });
-  if (pattern !== undefined) check = check.refine((s) => new RegExp(pattern, 'u').test(s), { error: `must match ${pattern}` });
+    check = check.refine((s) => hasCharacters(s, minLength), { error: minLength === 1 ? 'must not be empty' : `must be at least ${minLength} characters` });
+  if (pattern !== undefined) {
+    const re = new RegExp(pattern, 'u');
+    check = check.refine((s) => re.test(s), { error: `must match ${pattern}` });
+  }
   if (format === 'date-time')
     check = check.refine(isCheckerDateTime, { error: 'must be a date-time such as 2026-11-24T10:00:00Z or 2026-11-24T10:00:00+01:00' });
   return check;
