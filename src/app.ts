@@ -39,6 +39,7 @@ import type { ProviderRouter } from './provider-wrappers/registry.js';
 import type { MemberHealthView } from './provider-wrappers/breakers.js';
 import type { RecipientCheck } from './consents/suppression.js';
 import { smsRoutes } from './sms/routes.js';
+import { createIntakeNotices } from './sms/intake-notices.js';
 
 export interface AppParts {
   config: Readonly<Config>;
@@ -127,6 +128,7 @@ export function createApp(parts: AppParts): Hono {
       router: parts.router,
       dispatcher: parts.dispatcher,
       now: parts.now,
+      notices: createIntakeNotices(parts.metrics, logger),
     }),
   );
 
@@ -161,6 +163,7 @@ export function createApp(parts: AppParts): Hono {
       sessionCheck: createSessionCheck(config.operator),
       auth: operatorAuth.middleware,
       logger,
+      sendDeletedAt: config.operator.send_deleted_at,
     }),
   );
   app.route(
@@ -235,13 +238,13 @@ export function createApp(parts: AppParts): Hono {
     const allow = allowedMethods(c.req.path);
     if (allow.length > 0 && !allow.includes(c.req.method)) {
       c.header('Allow', allow.join(', '));
-      return c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path} (use ${allow.join(', ')})` }, 405);
+      return c.json({ error: `method ${c.req.method} is not allowed on ${c.req.path} (use ${allow.join(', ')})`, code: 405 }, 405);
     }
-    return c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404);
+    return c.json({ error: `no route for ${c.req.method} ${c.req.path}`, code: 404 }, 404);
   });
   app.onError((error, c) => {
     requestLogger(c, logger).error({ err: error, method: c.req.method, path: c.req.path }, 'unhandled error');
-    return c.json({ error: 'internal error; the request can be retried' }, 500);
+    return c.json({ error: 'internal error; the request can be retried', code: 500 }, 500);
   });
   return app;
 }

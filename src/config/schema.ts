@@ -200,6 +200,18 @@ const sms = z
       .describe(
         "Whether the CRM's `sender_name` beats a provider's `senders.by_country` rule for the recipient's country. Off: the country rule wins (\"Senders per country\" below).",
       ),
+    refuse_unusable_sender: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Off: a `sender_name` no SMS can carry (more than 11 characters, characters outside letters, digits, spaces and . & _ -) goes out under the next sender of the chain (`senders.default`, then the provider's own `from`), counted, noted on the message's timeline and logged once per name. On: such a message is refused with 400, which the CRM reads as final (docs/operator-api.md, requests as the CRM sends them).",
+      ),
+    refuse_unknown_encoding: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Off: an `encoding` (`enconding`) outside auto, gsm7, usc2, ucs2 is read as auto, counted, noted on the timeline and logged once per value. On: such a message is refused with 400.',
+      ),
     suppression: z
       .union([z.enum(['on', 'off']), z.boolean()])
       .default('on')
@@ -425,6 +437,12 @@ const operator = z
       .max(100_000)
       .default(5_000)
       .describe('Rows per keyset page when a reconciliation answer is streamed from the database.'),
+    send_deleted_at: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Whether GET /userdetails of a deleted player carries `deleted_at`. The interface lists the key, but the CRM maker's published schema allows no key outside its list, so a record carrying it fails the CRM's check; off unless the operator's CRM is known to take it (docs/operator-api.md).",
+      ),
     authenticate_url: z
       .url()
       .optional()

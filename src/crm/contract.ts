@@ -41,7 +41,7 @@ export const crmUserDetailsSchema = z.strictObject({
   is_blocked: z.boolean(),
   is_excluded: z.boolean(),
   verified_at: orEmpty(dateTime).describe('"" when the player is not verified or the time is unknown; never absent, never null'),
-  deleted_at: dateTime.optional().describe('Present only for a deleted player'),
+  deleted_at: dateTime.optional().describe('Present only for a deleted player, and only with operator.send_deleted_at on'),
   segmentation: z.looseObject({ custom_segment: z.string().optional() }).optional(),
 });
 

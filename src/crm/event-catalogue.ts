@@ -1,26 +1,23 @@
 /**
- * The CRM's real-time event catalogue as one table of data (the schema facts of the CRM vendor are summarised in
- * docs/events.md): per event kind, the queue type name (RabbitMQ property `type`, Kafka header `type`), the
- * Integration API method and path, whether those defaults are documented, which keys are required and how the
- * documented keys are checked. Every other key is passed through untouched: no event schema of the CRM forbids
- * extra keys, and it adds fields over time. Where the CRM's schema sets no list or format (bonus `type`, currencies)
- * none is checked here either, so nothing the CRM takes is refused.
+ * The CRM's real-time event catalogue as one table of data (docs/events.md lists it): per event kind, the queue type
+ * name (RabbitMQ property `type`, Kafka header `type`), the Integration API method and path, whether those defaults
+ * are documented, and the rules of the CRM maker's schema of the kind (src/crm/event-rules.ts), applied at the
+ * relay's door the way the CRM's checker applies them: what it would refuse is refused there, what it takes is
+ * taken. Every other key is passed through untouched: no event schema of the CRM forbids extra keys.
  *
  * The defaults are only defaults: the CRM hands each operator its own Swagger, so `crm.integration.events.<kind>`
  * overrides method, path and queue type name (resolveCatalogue below).
  */
 import { z } from 'zod';
+import * as r from './event-rules.js';
+import type { Rule, Shape } from './event-rules.js';
 
-// ---- checks the table is written with ----
+// ---- today's checks of the kinds the maker has no schema for (logout, device link and unlink, push conversions) ----
 const text = (what = 'a string') => z.string({ error: `must be ${what}` });
 const id = text().trim().min(1, { error: 'must not be empty' });
-const number = z.number({ error: 'must be a number' }).finite();
-const atLeastZero = number.min(0, { error: 'must be 0 or more' });
 const bool = z.boolean({ error: 'must be true or false' });
 const dateTime = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time such as 2026-11-24T10:00:00+01:00' });
-const stringOrNumber = z.union([text(), number], { error: 'must be a string or a number' });
 const object = z.looseObject({}, { error: 'must be an object' });
-/** `meta` is an object or null wherever it appears. */
 const meta = z.union([z.record(z.string(), z.unknown()), z.null()], { error: 'must be an object or null' });
 const ip = z.union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 address' });
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
@@ -58,11 +55,9 @@ function buildSchema(required: readonly string[], fields: Fields): z.ZodType {
 /** An entry of a nested list, built from the same row shape as an event (required keys plus checks). */
 const entry = (required: readonly string[], fields: Fields) => buildSchema(required, fields);
 
-/** Keys several events may carry (optional everywhere they are allowed). */
-const common: Fields = { meta, skip_publishing: bool, is_free_money: bool };
+const legacyCommon: Fields = { meta, skip_publishing: bool, is_free_money: bool };
 const thin = ['user_id', 'timestamp', 'origin'] as const;
 const thinFields: Fields = { user_id: id, timestamp: dateTime, origin: text() };
-const money: Fields = { amount: number, currency: text(), exchange_rate: number };
 
 export type EventKind =
   | 'bonus'
@@ -81,6 +76,7 @@ export type EventKind =
   | 'casino'
   | 'sportsbook'
   | 'lottery'
+  | 'lottery_tickets'
   | 'cart'
   | 'game'
   | 'poker_cash_game_buy_in'
@@ -105,8 +101,13 @@ export interface CatalogueRow {
   path: string;
   /** Which defaults the CRM documents; the others are our guesses, listed in docs/events.md. */
   confirmed: { path: boolean; type: boolean };
+  /** The queue type name when it differs from `type` (the older lottery format shares LOTTERY_V2's). */
+  queueType?: string;
+  /** The rules of the maker's schema of this kind; absent for the kinds it has none for. */
+  rules?: Shape;
+  /** Without `rules`: the required keys of today's checks. */
   required: readonly string[];
-  /** Checks of documented keys; a key in `required` without a check only has to be present. */
+  /** Without `rules`: today's checks of documented keys; with them, checks of keys that are ours (bonus credit_id). */
   fields: Fields;
   /** The key whose value orders events (one at a time per value); user_id unless said. */
   orderKey?: (body: Record<string, unknown>) => string;
@@ -126,37 +127,53 @@ const device: Pick<CatalogueRow, 'required' | 'fields'> = {
   },
 };
 
-const poker = (kind: EventKind, type: string, path: string): CatalogueRow => ({
-  kind,
-  type,
-  method: 'POST',
-  path,
-  confirmed: { path: true, type: true },
-  required: ['currency', 'exchange_rate', 'status', 'timestamp', 'user_id'],
-  fields: { ...common, ...thinFields, ...money, status: oneOf(APPROVED_ROLLBACK) },
-});
-
-const thinRow = (
-  kind: EventKind,
-  type: string,
-  method: 'POST' | 'PUT',
-  path: string,
-  confirmedPath: boolean,
-  extra: Fields = {},
-  extraRequired: string[] = [],
-): CatalogueRow => ({
+/** A kind the maker has a schema for: its rules are its checks. */
+const schemaRow = (kind: EventKind, type: string, method: 'POST' | 'PUT', path: string, confirmedPath: boolean, rules: Shape): CatalogueRow => ({
   kind,
   type,
   method,
   path,
   confirmed: { path: confirmedPath, type: true },
-  required: [...thin, ...extraRequired],
-  fields: { ...common, ...thinFields, ...extra },
+  rules,
+  required: [],
+  fields: {},
 });
 
-const login: Fields = { is_impersonated: bool, is_verified: bool, ip_address: ip, user_agent: text(), user_details: object };
+const legacyThinRow = (kind: EventKind, type: string, method: 'POST' | 'PUT', path: string, confirmedPath: boolean, extra: Fields): CatalogueRow => ({
+  kind,
+  type,
+  method,
+  path,
+  confirmed: { path: confirmedPath, type: true },
+  required: [...thin],
+  fields: { ...legacyCommon, ...thinFields, ...extra },
+});
 
-/** The table. One row per kind; nothing about an event is written anywhere else. */
+const legacyLogin: Fields = { is_impersonated: bool, is_verified: bool, ip_address: ip, user_agent: text(), user_details: object };
+
+const APPROVED_ROLLBACK_RULE = r.oneOf(APPROVED_ROLLBACK);
+/** user_id, timestamp and origin: the three keys every player event of the CRM requires. */
+const thinRules = { user_id: r.nonEmpty, timestamp: r.dateTime, origin: r.str };
+const thinShape = (fields: Record<string, Rule> = {}, required: string[] = []): Shape => ({
+  required: ['user_id', 'timestamp', 'origin', ...required],
+  fields: { ...thinRules, ...fields },
+});
+/** The cash game schemas list currency and exchange_rate as required without a type: any value passes there. */
+const pokerCashGame: Shape = {
+  required: ['currency', 'exchange_rate', 'status', 'timestamp', 'user_id'],
+  fields: { user_id: r.nonEmpty, timestamp: r.dateTime, status: APPROVED_ROLLBACK_RULE },
+};
+const pokerTournament: Shape = {
+  required: pokerCashGame.required,
+  fields: { ...pokerCashGame.fields, currency: r.str, exchange_rate: r.atLeastZero },
+};
+
+/**
+ * The table. One row per kind; nothing about an event is written anywhere else. `rules` are the facts of the
+ * maker's schema of the kind (src/crm/event-rules.ts says how the CRM's checker reads them); `fields` are checks
+ * of keys that are ours (bonus `credit_id`), or, for the kinds the maker has no schema for (logout, device link
+ * and unlink, push conversions), the checks the relay has always made.
+ */
 export const eventCatalogue: readonly CatalogueRow[] = [
   {
     kind: 'bonus',
@@ -164,88 +181,135 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     method: 'POST',
     path: '/v1/integration/bonus',
     confirmed: { path: true, type: true },
-    required: ['amount', 'bonus_id', 'currency', 'exchange_rate', 'origin', 'product', 'status', 'timestamp', 'type', 'user_bonus_id', 'user_id'],
+    rules: {
+      required: ['amount', 'bonus_id', 'currency', 'exchange_rate', 'origin', 'product', 'status', 'timestamp', 'type', 'user_bonus_id', 'user_id'],
+      fields: {
+        amount: r.atLeastZero,
+        bonus_code: r.str,
+        bonus_id: r.nonEmpty,
+        bonus_turned_real: r.atLeastZero,
+        currency: r.str,
+        exchange_rate: r.atLeastZero,
+        locked_amount: r.atLeastZero,
+        meta: r.objectOrNull,
+        origin: r.str,
+        product: r.oneOf(BONUS_PRODUCTS),
+        required_wagering_amount: r.atLeastZero,
+        status: r.oneOf(BONUS_STATUSES),
+        timestamp: r.dateTime,
+        // Any non-empty string: the interface's list of bonus types is examples.
+        type: r.nonEmpty,
+        user_bonus_id: r.nonEmpty,
+        user_id: r.nonEmpty,
+        skip_publishing: r.bool,
+        is_free_money: r.bool,
+      },
+    },
+    required: [],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      bonus_id: id,
-      user_bonus_id: id,
-      bonus_code: text(),
-      bonus_turned_real: number,
-      locked_amount: number,
-      required_wagering_amount: number,
-      product: oneOf(BONUS_PRODUCTS),
-      status: oneOf(BONUS_STATUSES),
-      // Any string: the interface's list of bonus types is examples, and the CRM's schema sets none.
-      type: text(),
       crm_references: object,
       // Ours, not the CRM's: the credit whose references to attach (the id POST /bonus/credit answered); removed before sending.
       credit_id: z.union([id, z.number().int().safe().transform(String)], { error: 'must be a non-empty string' }),
     },
   },
-  thinRow('registration', 'USER_CREATE_V2', 'POST', '/v2/integration/user', true, { note: text(), user_agent: text(), ip_address: text() }),
-  thinRow('login', 'LOGIN_V2', 'POST', '/v2/integration/login', true, login),
-  // Not in the CRM's docs we hold: both defaults are guesses built like LOGIN_V2 (docs/events.md).
-  { ...thinRow('logout', 'LOGOUT_V2', 'POST', '/v2/integration/logout', false, login), confirmed: { path: false, type: false } },
-  thinRow('user_update', 'USER_UPDATE_V2', 'PUT', '/v2/integration/user', true),
-  thinRow('user_consents', 'USER_CONSENTS_V2', 'PUT', '/v2/integration/user/consents', true),
-  thinRow('user_blocks', 'USER_BLOCK_V2', 'PUT', '/v2/integration/user/blocks', true),
-  thinRow('user_migration', 'USER_MIGRATION', 'POST', '/v2/integration/user/migration', false, { migration_reference: text() }, ['migration_reference']),
-  thinRow('user_migration_approve', 'USER_MIGRATION_APPROVE', 'POST', '/v2/integration/user/migration/approve', false),
-  thinRow('user_tag', 'USER_TAG', 'POST', '/v2/integration/user/tags', false, { tags: text() }, ['tags']),
-  thinRow('custom', 'CUSTOM', 'POST', '/v1/integration/custom', true, { data: object, notification_type: id, ip_address: ip, user_agent: text() }, [
-    'data',
-    'notification_type',
-  ]),
-  thinRow(
+  schemaRow('registration', 'USER_CREATE_V2', 'POST', '/v2/integration/user', true, thinShape({ note: r.str, user_agent: r.str, ip_address: r.str })),
+  schemaRow(
+    'login',
+    'LOGIN_V2',
+    'POST',
+    '/v2/integration/login',
+    true,
+    thinShape({
+      // "ipv4,ipv6" is no format the checker knows: any string passes, the empty one included.
+      ip_address: r.unknownFormat,
+      is_impersonated: r.bool,
+      is_verified: r.bool,
+      // An object only here (null is refused), unlike the other events' meta.
+      meta: r.object,
+      skip_publishing: r.bool,
+      user_agent: r.str,
+      user_details: r.object,
+    }),
+  ),
+  // Not in the CRM's docs nor its schemas: both defaults are guesses built like LOGIN_V2, and so are its checks (docs/events.md).
+  { ...legacyThinRow('logout', 'LOGOUT_V2', 'POST', '/v2/integration/logout', false, legacyLogin), confirmed: { path: false, type: false } },
+  schemaRow('user_update', 'USER_UPDATE_V2', 'PUT', '/v2/integration/user', true, thinShape()),
+  schemaRow('user_consents', 'USER_CONSENTS_V2', 'PUT', '/v2/integration/user/consents', true, thinShape()),
+  schemaRow('user_blocks', 'USER_BLOCK_V2', 'PUT', '/v2/integration/user/blocks', true, thinShape()),
+  schemaRow(
+    'user_migration',
+    'USER_MIGRATION',
+    'POST',
+    '/v2/integration/user/migration',
+    false,
+    thinShape({ migration_reference: r.str, skip_publishing: r.bool }, ['migration_reference']),
+  ),
+  schemaRow(
+    'user_migration_approve',
+    'USER_MIGRATION_APPROVE',
+    'POST',
+    '/v2/integration/user/migration/approve',
+    false,
+    thinShape({ skip_publishing: r.bool }),
+  ),
+  schemaRow('user_tag', 'USER_TAG', 'POST', '/v2/integration/user/tags', false, thinShape({ tags: r.str, skip_publishing: r.bool }, ['tags'])),
+  schemaRow(
+    'custom',
+    'CUSTOM',
+    'POST',
+    '/v1/integration/custom',
+    true,
+    thinShape({ data: r.object, ip_address: r.unknownFormat, notification_type: r.nonEmpty, origin: r.nonEmpty, user_agent: r.str }, [
+      'data',
+      'notification_type',
+    ]),
+  ),
+  schemaRow(
     'balance',
     'USER_BALANCES_UPDATE',
     'POST',
     '/v1/integration/user/balances',
     true,
-    {
-      balances: listOf(
-        entry(['amount', 'currency', 'key', 'exchange_rate'], {
-          amount: atLeastZero,
-          currency: text(),
-          key: oneOf(['real_money', 'bonus_money'] as const),
-          exchange_rate: atLeastZero,
-        }),
-        '{amount, currency, key, exchange_rate}',
-      ),
-    },
-    ['balances'],
+    thinShape(
+      {
+        balances: r.listOf(
+          r.entryOf(['amount', 'currency', 'key', 'exchange_rate'], {
+            amount: r.atLeastZero,
+            currency: r.str,
+            exchange_rate: r.atLeastZero,
+            key: r.oneOf(['real_money', 'bonus_money']),
+          }),
+        ),
+      },
+      ['balances'],
+    ),
   ),
-  {
-    kind: 'payment',
-    type: 'PAYMENT',
-    method: 'POST',
-    path: '/v1/integration/payment',
-    confirmed: { path: true, type: true },
+  schemaRow('payment', 'PAYMENT', 'POST', '/v1/integration/payment', true, {
     required: ['amount', 'currency', 'origin', 'payment_id', 'status', 'timestamp', 'type', 'user_id', 'vendor_id'],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      payment_id: stringOrNumber,
-      vendor_id: stringOrNumber,
-      status: oneOf(['Approved', 'Cancelled', 'Rejected', 'Requested', 'Rollback'] as const),
-      type: oneOf(['Authorization', 'Capture', 'Credit', 'Debit', 'Void'] as const),
-      vendor_name: text(),
-      fee_amount: number,
-      deposit_count: number,
-      withdraw_count: number,
-      bonus_code: text(),
-      note: text(),
+      amount: r.atLeastZero,
+      bonus_code: r.str,
+      currency: r.str,
+      deposit_count: r.atLeastZero,
+      exchange_rate: r.atLeastZero,
+      fee_amount: r.atLeastZero,
+      // An object only here (null is refused), unlike the other events' meta.
+      meta: r.object,
+      note: r.str,
+      origin: r.nonEmpty,
+      payment_id: r.stringOrNumber,
+      skip_publishing: r.bool,
+      status: r.oneOf(['Approved', 'Cancelled', 'Rejected', 'Requested', 'Rollback']),
+      timestamp: r.dateTime,
+      type: r.oneOf(['Authorization', 'Capture', 'Credit', 'Debit', 'Void']),
+      user_id: r.nonEmpty,
+      // A number must be 0 or more; a string is never compared.
+      vendor_id: { type: 'string-or-number', minimum: 0 },
+      vendor_name: r.str,
+      withdraw_count: r.atLeastZero,
     },
-  },
-  {
-    kind: 'casino',
-    type: 'CASINO',
-    method: 'POST',
-    path: '/v1/integration/casino',
-    confirmed: { path: true, type: true },
+  }),
+  schemaRow('casino', 'CASINO', 'POST', '/v1/integration/casino', true, {
     required: [
       'activity_id',
       'amount',
@@ -263,66 +327,165 @@ export const eventCatalogue: readonly CatalogueRow[] = [
       'vendor_id',
     ],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      game_id: stringOrNumber,
-      vendor_id: stringOrNumber,
-      game_name: text(),
-      is_round_end: bool,
-      status: oneOf(APPROVED_ROLLBACK),
-      type: oneOf(['Bet', 'Win'] as const),
-      balance_before: number,
-      balance_after: number,
-      bonus_wager_amount: number,
-      locked_wager_amount: number,
-      wager_amount: number,
-      game_type: text(),
-      vendor_name: text(),
+      activity_id: r.str,
+      amount: r.atLeastZero,
+      balance_after: r.num,
+      balance_before: r.num,
+      bonus_wager_amount: r.atLeastZero,
+      currency: r.str,
+      exchange_rate: r.atLeastZero,
+      game_id: r.stringOrNumber,
+      game_name: r.nonEmpty,
+      game_type: r.str,
+      is_round_end: r.bool,
+      locked_wager_amount: r.atLeastZero,
+      meta: r.objectOrNull,
+      origin: r.nonEmpty,
+      round_id: r.nonEmpty,
+      skip_publishing: r.bool,
+      status: APPROVED_ROLLBACK_RULE,
+      timestamp: r.dateTime,
+      type: r.oneOf(['Bet', 'Win']),
+      user_id: r.nonEmpty,
+      vendor_id: r.stringOrNumber,
+      vendor_name: r.str,
+      wager_amount: r.num,
+      is_free_money: r.bool,
     },
-  },
-  {
-    kind: 'sportsbook',
-    type: 'SPORTSBOOK',
-    method: 'POST',
-    path: '/v1/integration/sports',
-    confirmed: { path: true, type: true },
+  }),
+  schemaRow('sportsbook', 'SPORTSBOOK', 'POST', '/v1/integration/sports', true, {
     required: ['amount', 'bet_type', 'bets', 'currency', 'exchange_rate', 'odds', 'origin', 'status', 'timestamp', 'user_id'],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      odds: number,
-      bet_type: oneOf(['Single', 'Multi', 'System', 'Teaser'] as const),
-      status: oneOf(APPROVED_ROLLBACK),
-      type: oneOf(['Bet', 'Settlement'] as const),
-      bets: listOf(
-        entry(['event_name', 'match_start', 'odds'], { event_name: text(), match_start: dateTime, odds: number }),
-        '{event_name, match_start, odds}',
+      activity_id: r.str,
+      activity_id_reference: r.str,
+      amount: r.atLeastZero,
+      balance_after: r.num,
+      balance_before: r.num,
+      bet_type: r.oneOf(['Single', 'Multi', 'System', 'Teaser']),
+      bets: r.listOf(
+        r.entryOf(['event_name', 'match_start', 'odds'], {
+          event_name: r.str,
+          is_free_bet: r.bool,
+          is_live: r.bool,
+          is_risk_free_bet: r.bool,
+          market: r.str,
+          match_start: r.dateTime,
+          meta: r.objectOrNull,
+          odds: r.num,
+          outcomes: r.listOf(r.entryOf(['criterion_name', 'outcome_label'], { criterion_name: r.str, meta: r.objectOrNull, outcome_label: r.str })),
+          sports_name: r.str,
+          tournament_name: r.str,
+        }),
       ),
+      bonus_wager_amount: r.num,
+      currency: r.str,
+      device_type: r.str,
+      exchange_rate: r.atLeastZero,
+      is_cashout: r.bool,
+      locked_wager_amount: r.num,
+      meta: r.objectOrNull,
+      odds: r.num,
+      origin: r.str,
+      reference_bet_amount: r.num,
+      reference_bet_real_amount: r.num,
+      reference_bet_bonus_amount: r.num,
+      reference_bet_locked_amount: r.num,
+      reference_bet_exchange_rate: r.num,
+      settlement_type: r.str,
+      skip_publishing: r.bool,
+      sportsbook_vendor_name: r.str,
+      status: APPROVED_ROLLBACK_RULE,
+      timestamp: r.dateTime,
+      type: r.oneOf(['Bet', 'Settlement']),
+      user_id: r.nonEmpty,
+      wager_amount: r.num,
     },
-  },
-  {
-    kind: 'lottery',
-    type: 'LOTTERY_V2',
-    method: 'POST',
-    path: '/v2/integration/lottery',
-    confirmed: { path: true, type: true },
+  }),
+  schemaRow('lottery', 'LOTTERY_V2', 'POST', '/v2/integration/lottery', true, {
     required: ['amount', 'currency', 'exchange_rate', 'lines', 'origin', 'timestamp', 'type', 'user_id'],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      type: oneOf(['Bet', 'Settlement'] as const),
-      lines: listOf(entry(['line_id'], { line_id: number }), '{line_id, …}'),
+      amount: r.atLeastZero,
+      bonus_code: r.str,
+      currency: r.str,
+      device_type: r.str,
+      discount_amount: r.atLeastZero,
+      draw_date: r.dateTime,
+      draw_id: r.digits,
+      draw_numbers: r.listOf(r.num),
+      draw_special_numbers: r.listOf(r.num),
+      exchange_rate: r.atLeastZero,
+      lines: r.listOf(
+        r.entryOf(['line_id'], {
+          is_free_bet: r.bool,
+          is_quick_pick: r.bool,
+          is_winning_line: r.bool,
+          line_id: r.num,
+          matched_numbers: r.listOf(r.num),
+          matched_special_numbers: r.listOf(r.num),
+          meta: r.objectOrNull,
+          numbers: r.listOf(r.num),
+          special_numbers: r.listOf(r.num),
+        }),
+      ),
+      lottery_id: r.digits,
+      lottery_name: r.str,
+      lottery_type: r.str,
+      meta: r.objectOrNull,
+      origin: r.str,
+      skip_publishing: r.bool,
+      ticket_id: r.digits,
+      timestamp: r.dateTime,
+      type: r.oneOf(['Bet', 'Settlement']),
+      user_id: r.nonEmpty,
     },
-  },
+  }),
+  // The older whole-purchase format, with tickets (docs/events.md: it carries the LOTTERY_V2
+  // queue type name too). Stored under a name of its own, so a stored event always finds its own route.
   {
-    kind: 'cart',
-    type: 'CART',
-    method: 'POST',
-    path: '/v1/integration/cart',
-    confirmed: { path: true, type: true },
+    ...schemaRow('lottery_tickets', 'LOTTERY', 'POST', '/v1/integration/lottery', true, {
+      required: [
+        'account_amount',
+        'amount',
+        'bonus_amount',
+        'bonus_code',
+        'currency',
+        'deposit_amount',
+        'exchange_rate',
+        'origin',
+        'status',
+        'tickets',
+        'timestamp',
+        'transaction_id',
+        'user_id',
+      ],
+      fields: {
+        timestamp: r.dateTime,
+        transaction_id: r.str,
+        user_id: r.nonEmpty,
+        amount: r.atLeastZero,
+        account_amount: r.num,
+        bonus_amount: r.num,
+        bonus_code: r.str,
+        currency: r.str,
+        deposit_amount: r.num,
+        exchange_rate: r.atLeastZero,
+        origin: r.str,
+        status: r.oneOf(['Approved', 'Rejected']),
+        tickets: r.listOf(
+          r.entryOf(['ticket_id', 'product', 'product_name', 'amount', 'lines_count', 'draws'], {
+            ticket_id: r.str,
+            product: r.str,
+            product_name: r.str,
+            amount: r.atLeastZero,
+            lines_count: r.num,
+            draws: r.listOf(r.entryOf(['timestamp'], { timestamp: r.dateTime })),
+          }),
+        ),
+      },
+    }),
+    queueType: 'LOTTERY_V2',
+  },
+  schemaRow('cart', 'CART', 'POST', '/v1/integration/cart', true, {
     required: [
       'amount',
       'cart_id',
@@ -339,34 +502,58 @@ export const eventCatalogue: readonly CatalogueRow[] = [
       'items',
     ],
     fields: {
-      ...common,
-      ...thinFields,
-      ...money,
-      cart_id: number,
-      discount_amount: number,
-      status: oneOf(['Successful'] as const),
-      type: oneOf(['Checkout'] as const),
+      amount: r.atLeastZero,
+      bonus_code: r.str,
+      cart_id: r.atLeastZero,
+      currency: r.str,
       // `unkown` (sic) is how the CRM's schema spells it.
-      device_type: oneOf(['desktop', 'mobile', 'tablet', 'unkown'] as const),
-      payments: listOf(object, 'objects'),
-      items: listOf(object, 'objects'),
+      device_type: r.oneOf(['desktop', 'mobile', 'tablet', 'unkown']),
+      discount_amount: r.atLeastZero,
+      exchange_rate: r.atLeastZero,
+      items: r.listOf(
+        r.entryOf(['id', 'type', 'name', 'description', 'amount', 'discount_amount', 'bonus_code'], {
+          amount: r.atLeastZero,
+          bonus_code: r.str,
+          description: r.str,
+          discount_amount: r.atLeastZero,
+          id: r.atLeastZero,
+          meta: r.objectOrNull,
+          name: r.nonEmpty,
+          type: r.nonEmpty,
+        }),
+      ),
+      meta: r.objectOrNull,
+      origin: r.nonEmpty,
+      payments: r.listOf(r.entryOf(['type', 'amount'], { amount: r.atLeastZero, meta: r.objectOrNull, type: r.nonEmpty })),
+      status: r.oneOf(['Successful']),
+      timestamp: r.dateTime,
+      type: r.oneOf(['Checkout']),
+      user_id: r.nonEmpty,
     },
-  },
+  }),
   {
-    kind: 'game',
-    type: 'GAME',
-    method: 'POST',
-    path: '/v1/integration/game',
-    confirmed: { path: true, type: true },
-    required: ['game_id', 'is_live', 'name'],
-    fields: { game_id: stringOrNumber, is_live: bool, name: text() },
+    ...schemaRow('game', 'GAME', 'POST', '/v1/integration/game', true, {
+      required: ['game_id', 'is_live', 'name'],
+      fields: {
+        category: r.str,
+        game_id: r.nonEmpty,
+        is_live: r.bool,
+        name: r.str,
+        origin: r.str,
+        provider: r.str,
+        rtp: r.num,
+        slug: r.str,
+        subcategory: r.str,
+        supported_devices: r.listOf(r.oneOf(['mobile', 'desktop', 'app', 'unknown'])),
+      },
+    }),
     // Catalogue data with no player: updates of one game stay in order.
     orderKey: (body) => `game:${String(body.game_id)}`,
   },
-  poker('poker_cash_game_buy_in', 'POKER_CASH_GAME_BUY_IN_V2', '/v2/integration/poker/cash-game-buy-in'),
-  poker('poker_cash_game_cash_out', 'POKER_CASH_GAME_CASH_OUT_V2', '/v2/integration/poker/cash-game-cash-out'),
-  poker('poker_tournament_buy_in', 'POKER_TOURNAMENT_BUY_IN_V2', '/v2/integration/poker/tournament-buy-in'),
-  poker('poker_tournament_cash_out', 'POKER_TOURNAMENT_CASH_OUT_V2', '/v2/integration/poker/tournament-cash-out'),
+  schemaRow('poker_cash_game_buy_in', 'POKER_CASH_GAME_BUY_IN_V2', 'POST', '/v2/integration/poker/cash-game-buy-in', true, pokerCashGame),
+  schemaRow('poker_cash_game_cash_out', 'POKER_CASH_GAME_CASH_OUT_V2', 'POST', '/v2/integration/poker/cash-game-cash-out', true, pokerCashGame),
+  schemaRow('poker_tournament_buy_in', 'POKER_TOURNAMENT_BUY_IN_V2', 'POST', '/v2/integration/poker/tournament-buy-in', true, pokerTournament),
+  schemaRow('poker_tournament_cash_out', 'POKER_TOURNAMENT_CASH_OUT_V2', 'POST', '/v2/integration/poker/tournament-cash-out', true, pokerTournament),
   // No queue type name is documented for device link/unlink: ours, and a queue transport refuses to use them
   // until crm.integration.events.<kind>.type names the operator's (src/events/destination.ts).
   {
@@ -424,10 +611,12 @@ function checkPushAction(body: Record<string, unknown>): string | undefined {
   return `action: ${JSON.stringify(action)} is not allowed; allowed: ${PUSH_ACTIONS.join(', ')}`;
 }
 
-export const EVENT_KINDS = eventCatalogue.map((r) => r.kind) as readonly EventKind[];
+export const EVENT_KINDS = eventCatalogue.map((row) => row.kind) as readonly EventKind[];
 
-const schemas = new Map<EventKind, z.ZodType>(eventCatalogue.map((r) => [r.kind, buildSchema(r.required, r.fields)]));
-const byKind = new Map(eventCatalogue.map((r) => [r.kind, r]));
+const schemas = new Map<EventKind, z.ZodType>(
+  eventCatalogue.map((row) => [row.kind, row.rules ? r.shapeToZod(row.rules, row.fields) : buildSchema(row.required, row.fields)]),
+);
+const byKind = new Map(eventCatalogue.map((row) => [row.kind, row]));
 
 export function catalogueRow(kind: EventKind): CatalogueRow {
   return byKind.get(kind)!;
@@ -477,7 +666,7 @@ export function resolveCatalogue(overrides: Partial<Record<EventKind, EventOverr
     return {
       kind: row.kind,
       storedType: row.type,
-      type: o.type ?? row.type,
+      type: o.type ?? row.queueType ?? row.type,
       method: o.method ?? row.method,
       path: o.path ?? row.path,
       typeKnown: row.confirmed.type || o.type !== undefined,
@@ -505,4 +694,4 @@ export function eventRoute(kind: EventKind): EventRoute {
   return defaults.get(kind)!;
 }
 
-const defaults = new Map(resolveCatalogue().map((r) => [r.kind, r]));
+const defaults = new Map(resolveCatalogue().map((route) => [route.kind, route]));

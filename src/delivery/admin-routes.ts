@@ -113,6 +113,10 @@ const storedMessageSchema = z.strictObject({
   lookup_result: z.enum(['pending', 'found', 'absent', 'unknown']).nullable(),
   status_queried_at: epochMs.nullable(),
   traceparent: z.string().nullable().describe('W3C traceparent of the send span when tracing was on (docs/tracing.md): its second field is the trace id'),
+  intake_note: z
+    .string()
+    .nullable()
+    .describe('What was read otherwise than the CRM sent it, so the message was not lost: a sender_name no SMS can carry, an unknown encoding'),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -285,7 +289,7 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
       handlers: [
         async (c) => {
           const message = await findMessageBySmsId(deps.readDb ?? deps.db, c.req.param('smsId'));
-          if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger` }, 404);
+          if (!message) return c.json({ error: `sms_id ${c.req.param('smsId')} is not in the ledger`, code: 404 }, 404);
           return exactJson(c, await messageStory(deps.readDb ?? deps.db, message, deps.receiptCheck));
         },
       ],

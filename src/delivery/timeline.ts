@@ -52,7 +52,12 @@ function sendAnswer(m: StoryRows['message'], shown: (text: string) => string): s
 export function buildTimeline(story: StoryRows, receiptCheck: (provider: string) => string, shownError: (text: string) => string = (t) => t): TimelineEntry[] {
   const m = story.message;
   const entries: TimelineEntry[] = [
-    { at: m.created_at, kind: 'received', summary: `from the CRM, activity.id ${m.activity_key}`, detail: { request_id: m.request_id, user_id: m.user_id } },
+    {
+      at: m.created_at,
+      kind: 'received',
+      summary: `from the CRM, activity.id ${m.activity_key}${m.intake_note ? `; ${m.intake_note}` : ''}`,
+      detail: { request_id: m.request_id, user_id: m.user_id, ...(m.intake_note ? { intake_note: m.intake_note } : {}) },
+    },
     {
       at: m.dispatched_at,
       kind: 'send',

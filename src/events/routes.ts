@@ -39,7 +39,7 @@ function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
     tag: 'events',
     summary: `Relay a ${route.kind.replaceAll('_', ' ')} event to the CRM (default ${row.method} ${row.path}${row.channel === 'push_webhook' ? ', Basic auth' : `, queue type ${row.type}`})`,
     description:
-      'Validated against the documented fields; other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
+      'Validated against every rule of the CRM maker\'s schema of the kind, as the CRM\'s checker applies them (docs/events.md "Rules per kind"); other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
       (route.kind === 'bonus'
         ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.'
         : ''),
@@ -81,9 +81,9 @@ export interface RelayRouteDeps {
 function relayKey(keys: readonly string[]): MiddlewareHandler {
   const matches = createKeyMatcher(keys);
   return async (c, next) => {
-    if (keys.length === 0) return c.json({ error: 'the relay is off: set relay.api_keys to use it' }, 403);
+    if (keys.length === 0) return c.json({ error: 'the relay is off: set relay.api_keys to use it', code: 403 }, 403);
     const given = c.req.header('x-api-key');
-    if (!matches(given)) return c.json({ error: given ? 'x-api-key: the key is not valid' : 'x-api-key: header is missing' }, 401);
+    if (!matches(given)) return c.json({ error: given ? 'x-api-key: the key is not valid' : 'x-api-key: header is missing', code: 401 }, 401);
     await next();
   };
 }
@@ -103,18 +103,18 @@ export function relayRoutes(deps: RelayRouteDeps) {
           async (c) => {
             const declared = Number(c.req.header('content-length') ?? 0);
             if (declared > deps.maxEventBytes)
-              return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})` }, 400);
+              return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})`, code: 400 }, 400);
             const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
-            if (!body.ok) return c.json({ error: body.error }, body.status);
+            if (!body.ok) return c.json({ error: body.error, code: body.status }, body.status);
             if (Buffer.byteLength(body.text) > deps.maxEventBytes)
-              return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes` }, 400);
+              return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes`, code: 400 }, 400);
             const guarded = guardPayload(body.value, deps.maxDepth);
-            if (!guarded.ok) return c.json({ error: guarded.error }, 400);
+            if (!guarded.ok) return c.json({ error: guarded.error, code: 400 }, 400);
             const parsed = schema.safeParse(body.value);
-            if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value) }, 400);
+            if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value), code: 400 }, 400);
             const valid = parsed.data as Record<string, unknown>;
             const extra = extraCheck(route.kind, valid);
-            if (extra) return c.json({ error: extra }, 400);
+            if (extra) return c.json({ error: extra, code: 400 }, 400);
             const bonus =
               route.kind === 'bonus'
                 ? (({ credit_id, bonus_code, user_bonus_id, status }: BonusFields) => ({
@@ -126,7 +126,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
                 : undefined;
             const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
             const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
-            if (!result.ok) return c.json({ error: result.error }, 400);
+            if (!result.ok) return c.json({ error: result.error, code: 400 }, 400);
             if (result.replayed) c.header('Idempotent-Replayed', 'true');
             else deps.onAccepted();
             return c.json({ event_id: result.eventId }, 202);

@@ -455,4 +455,10 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('operator_credits_dead').on('operator_credits').column('id').where(sql<boolean>`delivery = 'dead'`).execute();
     },
   },
+  '2026-11-28-10-intake-notes': {
+    async up(db) {
+      // What was read otherwise than the CRM sent it (MessagesTable.intake_note), for the message's timeline.
+      await db.schema.alterTable('messages').addColumn('intake_note', 'text').execute();
+    },
+  },
 };

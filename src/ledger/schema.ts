@@ -64,6 +64,11 @@ export interface MessagesTable {
    * which arrive in other requests, are traced as children of it. Null otherwise.
    */
   traceparent: string | null;
+  /**
+   * What the gateway read otherwise than the CRM sent it, so that the message was not lost (src/sms/prepare.ts): a
+   * sender_name no SMS can carry, an unknown encoding. One sentence per field; null for most messages.
+   */
+  intake_note: string | null;
 }
 
 export type LookupResultState = 'pending' | 'found' | 'absent' | 'unknown';

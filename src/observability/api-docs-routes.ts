@@ -176,7 +176,7 @@ export function apiDocsRoutes(describe: () => OpenApiDocument) {
       handlers: [
         (c) => {
           const asset = (assets ??= loadAssets()).get(c.req.param('name'));
-          if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}` }, 404);
+          if (!asset) return c.json({ error: `no asset ${c.req.param('name').slice(0, 100)}`, code: 404 }, 404);
           c.header('X-Content-Type-Options', 'nosniff');
           // The files change only with the package version, which restarts the process.
           c.header('Cache-Control', 'public, max-age=3600');

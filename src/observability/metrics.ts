@@ -15,6 +15,8 @@ export interface SendMetrics {
   sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number): void;
   /** A message refused before any provider call because of its player's standing (src/consents/suppression.ts). */
   sendSuppressed(reason: SuppressionReason): void;
+  /** A field of an SMS read otherwise than sent so the message is not lost (src/sms/prepare.ts): sender_name, encoding. */
+  intakeFallback(field: 'sender_name' | 'encoding'): void;
 }
 
 export interface ReceiptMetrics {
@@ -220,6 +222,13 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     registers,
   });
   for (const reason of SUPPRESSION_REASONS) suppressed.inc({ reason }, 0);
+  const intakeFallbacks = new Counter({
+    name: 'sms_gateway_sms_fallbacks_total',
+    help: 'SMS taken with a field read otherwise than sent, so the message is not lost: a sender_name no SMS can carry (sent under the next sender of the chain), an unknown encoding (read as auto)',
+    labelNames: ['field'],
+    registers,
+  });
+  for (const field of ['sender_name', 'encoding']) intakeFallbacks.inc({ field }, 0);
   const conversionsDead = new Counter({
     name: 'sms_gateway_conversions_dead_lettered_total',
     help: 'Conversions dead-lettered after their retry budget',
@@ -304,6 +313,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       providerDuration.observe({ provider, outcome }, seconds);
     },
     sendSuppressed: (reason: SuppressionReason) => suppressed.inc({ reason }),
+    intakeFallback: (field: 'sender_name' | 'encoding') => intakeFallbacks.inc({ field }),
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),

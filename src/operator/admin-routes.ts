@@ -163,7 +163,7 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
             }
             return true;
           });
-          if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)` }, 404);
+          if (!found) return c.json({ error: `user_id: no user "${userId}" (PUT /admin/users/${userId} first)`, code: 404 }, 404);
           const current = await backend.userConsents(userId);
           return c.json(current.ok ? current.value : { error: current.error }, 200);
         },

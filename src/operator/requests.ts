@@ -10,27 +10,31 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema, userRecordFields, type ConsentEntry } from '../crm/shapes.js';
 
 /**
- * The CRM's ids are strings; a number is taken in its decimal form rather than refused. At most 255 characters,
- * as the SMS channel's activity ids (src/sms/message-schema.ts): every string from outside has a stated maximum.
+ * The credit requests take everything the CRM maker's schemas of them take (docs/operator-api.md "Requests as the CRM sends them"): a
+ * user_id of at least one character and any bonus_code string (one not in the bonus list is then refused as such);
+ * funds an amount of 0 or more and any currency string (`USDT`, `mBTC`). A number is still taken in its decimal
+ * form; a three-letter code is read in capitals, any other currency as sent (`mBTC` is not `MBTC`).
  */
-const id = z.union(
-  [z.string().trim().min(1, { error: 'must not be empty' }).max(255, { error: 'must be at most 255 characters' }), z.number().int().safe().transform(String)],
-  {
-    error: 'must be a non-empty string',
-  },
+const crmUserId = z.union(
+  [
+    z
+      .string()
+      .min(1, { error: 'must not be empty' })
+      .transform((s) => s.trim() || s),
+    z.number().int().safe().transform(String),
+  ],
+  { error: 'must be a non-empty string' },
 );
+const crmBonusCode = z.union([z.string().transform((s) => s.trim()), z.number().int().safe().transform(String)], { error: 'must be a string' });
 
 /** POST /bonus/credit; shaped like the funds request (no amount, no currency) so both share one path. */
-export const bonusCreditSchema = z.object({ user_id: id, bonus_code: id }).transform((v) => ({ ...v, amount: null, currency: null }));
+export const bonusCreditSchema = z.object({ user_id: crmUserId, bonus_code: crmBonusCode }).transform((v) => ({ ...v, amount: null, currency: null }));
 
 export const fundsCreditSchema = z.object({
-  user_id: id,
-  bonus_code: id,
-  amount: z.number({ error: 'must be a number' }).finite().positive({ error: 'must be greater than 0' }),
-  currency: z
-    .string({ error: 'must be a string' })
-    .regex(/^[A-Za-z]{3}$/, { error: 'must be a three-letter currency code such as EUR' })
-    .transform((s) => s.toUpperCase()),
+  user_id: crmUserId,
+  bonus_code: crmBonusCode,
+  amount: z.number({ error: 'must be a number' }).min(0, { error: 'must be 0 or more' }),
+  currency: z.string({ error: 'must be a string' }).transform((s) => (/^[A-Za-z]{3}$/.test(s) ? s.toUpperCase() : s)),
 });
 
 /** The UK variant's body: one channel, not a list (docs/operator-api.md "Product-level consents"). */

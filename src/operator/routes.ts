@@ -52,6 +52,8 @@ export interface OperatorRouteDeps {
   sessionCheck: SessionCheck;
   auth: MiddlewareHandler;
   logger: Logger;
+  /** operator.send_deleted_at: whether a deleted player's record carries deleted_at (docs/operator-api.md). */
+  sendDeletedAt?: boolean;
 }
 
 /** The docs do not define success bodies for writes; this mirrors the Success/Errors wrapper of GET /bonus/list. */
@@ -72,7 +74,17 @@ function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   return c.json({ error: result.error }, statusOf(result.kind));
 }
 
-export function operatorRoutes({ backend, mode, sessionCheck, auth, logger }: OperatorRouteDeps) {
+/**
+ * A user record as answered: deleted_at only when operator.send_deleted_at is on, because the CRM maker's schema
+ * allows no key outside its list and the CRM's check would refuse the whole record (docs/operator-api.md).
+ */
+export function userDetailsAnswer<T extends { deleted_at?: string | undefined }>(record: T, sendDeletedAt: boolean): T {
+  if (sendDeletedAt || record.deleted_at === undefined) return record;
+  const { deleted_at: _dropped, ...rest } = record;
+  return rest as T;
+}
+
+export function operatorRoutes({ backend, mode, sessionCheck, auth, logger, sendDeletedAt = false }: OperatorRouteDeps) {
   const app = new Hono();
 
   const security = [SECURITY[mode]];
@@ -133,7 +145,13 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger }: Op
         parameters: [userParam],
         responses: { 200: { description: 'The user record', schema: crmUserDetailsSchema }, ...unauthorized, ...noUser, ...upstream },
       }),
-      handlers: [auth, async (c) => answer(c, await backend.userDetails(c.req.param('userid')))],
+      handlers: [
+        auth,
+        async (c) => {
+          const result = await backend.userDetails(c.req.param('userid'));
+          return answer(c, result.ok ? { ...result, value: userDetailsAnswer(result.value, sendDeletedAt) } : result);
+        },
+      ],
     }),
     route({
       method: 'get',

@@ -77,6 +77,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     updated_at: at,
     dispatched_at: at,
     traceparent,
+    intake_note: m.notes.length > 0 ? m.notes.map((n) => n.text).join('; ') : null,
   }));
   const errorOf = (i: number) => suppressionError(items[i]!.message.userId!, refusals[i]!);
   const inserted = await insertNewMessages(

@@ -13,8 +13,6 @@ export type CheckedMessage = Pick<SmsMessageInput, 'content' | 'recipient' | 'se
 };
 
 const LONE_SURROGATE_OR_NUL = /[\p{Cs}\u0000]/u;
-const NUMERIC_SENDER = /^\+?\d{3,15}$/;
-const ALPHANUMERIC_SENDER = /^[A-Za-z0-9 .&_-]{1,11}$/;
 const IDENTIFIERS = ['brand_id', 'user_id', 'internal_user_id', 'activity_id', 'action_group_id', 'trigger_hash', 'action_id'] as const;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -48,10 +46,9 @@ export function checkSmsMessage(input: unknown): CheckedMessage | undefined {
   if (typeof recipient !== 'string' || recipient.length < 1) return undefined;
   const rawSender = input.sender_name;
   let sender: string | null | undefined;
-  if (typeof rawSender === 'string') {
-    sender = rawSender.trim();
-    if (sender !== '' && !NUMERIC_SENDER.test(sender) && !ALPHANUMERIC_SENDER.test(sender)) return undefined;
-  } else if (rawSender === undefined || rawSender === null) sender = rawSender;
+  // Any string: whether an SMS can carry it is prepare.ts's decision (sms.refuse_unusable_sender).
+  if (typeof rawSender === 'string') sender = rawSender.trim();
+  else if (rawSender === undefined || rawSender === null) sender = rawSender;
   else return undefined;
   if (!isOptionalText(provider_name) || !isOptionalText(encoding)) return undefined;
   return {

@@ -47,13 +47,17 @@ export const activitySchema = z.looseObject({
   action_id: identifier.optional(),
 });
 
+/**
+ * Any string: one no SMS can carry is not refused here but goes out under the next sender of the chain
+ * (prepare.ts, sms.refuse_unusable_sender), because the CRM reads a 400 as final and would lose the message.
+ */
+const senderName = z.string({ error: 'must be a string' }).trim();
+
 /** Alphanumeric sender IDs are limited to 11 characters by GSM; numeric senders are phone numbers. */
-const senderName = z
-  .string({ error: 'must be a string' })
-  .trim()
-  .refine((s) => s === '' || /^\+?\d{3,15}$/.test(s) || /^[A-Za-z0-9 .&_-]{1,11}$/.test(s), {
-    error: 'must be a phone number (up to 15 digits) or at most 11 letters, digits, spaces or . & _ -',
-  });
+export const USABLE_SENDER_RULE = 'must be a phone number (up to 15 digits) or at most 11 letters, digits, spaces or . & _ -';
+export function isUsableSender(s: string): boolean {
+  return s === '' || /^\+?\d{3,15}$/.test(s) || /^[A-Za-z0-9 .&_-]{1,11}$/.test(s);
+}
 
 export const smsMessageSchema = z.looseObject({
   activity: activitySchema,

@@ -2,10 +2,10 @@
 import type { Config } from '../config/schema.js';
 import { RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { SmsProvider } from '../../providers/types.js';
-import { parseRequestedEncoding, planEncoding, type Encoding } from './encoding.js';
+import { parseRequestedEncoding, planEncoding, type Encoding, type RequestedEncoding } from './encoding.js';
 import { checkSmsMessage, type CheckedMessage } from './message-check.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
-import { smsMessageSchema } from './message-schema.js';
+import { isUsableSender, smsMessageSchema, USABLE_SENDER_RULE } from './message-schema.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { normaliseRecipient } from '../kit/phone-number.js';
 
@@ -21,6 +21,62 @@ export interface PreparedMessage {
   text: string;
   encoding: Encoding;
   segments: number;
+  /** What was read otherwise than sent (a sender no SMS can carry, an unknown encoding): stored for the timeline. */
+  notes: IntakeNote[];
+}
+
+/** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */
+export interface IntakeNote {
+  field: 'sender_name' | 'encoding';
+  /** The value as the CRM sent it. */
+  value: string;
+  /** One sentence for the timeline. */
+  text: string;
+}
+
+const shownValue = (v: string) => {
+  const json = JSON.stringify(v);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+};
+
+/**
+ * The sender to hand on, or the refusal, for the CRM's sender_name. A name no SMS can carry is left out (the
+ * provider's chain then gives the sender: senders.by_country, senders.default, the provider's own `from`) and
+ * noted, unless sms.refuse_unusable_sender asks for today's refusal. Pure.
+ */
+export function decideSender(
+  name: string | null | undefined,
+  refuse: boolean,
+): { ok: true; sender: string | null; note?: IntakeNote } | { ok: false; error: string } {
+  const trimmed = name?.trim() ?? '';
+  if (isUsableSender(trimmed)) return { ok: true, sender: trimmed || null };
+  if (refuse) return { ok: false, error: `sender_name: ${USABLE_SENDER_RULE} (got ${shownValue(trimmed)})` };
+  return {
+    ok: true,
+    sender: null,
+    note: {
+      field: 'sender_name',
+      value: trimmed,
+      text: `sender_name ${shownValue(trimmed)} cannot be carried by SMS: sent under the next sender of the chain`,
+    },
+  };
+}
+
+/** The encoding asked for, or the refusal: an unknown one is read as auto and noted unless sms.refuse_unknown_encoding. Pure. */
+export function decideEncoding(
+  value: string | null | undefined,
+  refuse: boolean,
+): { ok: true; requested: RequestedEncoding; note?: IntakeNote } | { ok: false; error: string } {
+  // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
+  const requested = parseRequestedEncoding(value ?? undefined);
+  if (requested) return { ok: true, requested };
+  if (refuse) return { ok: false, error: `encoding: ${JSON.stringify(value)} is not one of auto, gsm7, usc2, ucs2` };
+  const shown = String(value);
+  return {
+    ok: true,
+    requested: 'auto',
+    note: { field: 'encoding', value: shown, text: `encoding ${shownValue(shown)} is not one of auto, gsm7, usc2, ucs2: read as auto` },
+  };
 }
 
 export type Prepared = { ok: true; message: PreparedMessage } | { ok: false; error: string };
@@ -42,14 +98,15 @@ export function prepareMessage(input: unknown, router: ProviderRouter, sms: Conf
 }
 
 function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRouter, sms: Config['sms'], source?: ActivitySource): Prepared {
-  // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
-  const requested = parseRequestedEncoding(m.encoding ?? undefined);
-  if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(m.encoding)} is not one of auto, gsm7, usc2, ucs2` };
+  const encoding = decideEncoding(m.encoding, sms.refuse_unknown_encoding);
+  if (!encoding.ok) return encoding;
+  const sender = decideSender(m.sender_name, sms.refuse_unusable_sender);
+  if (!sender.ok) return sender;
   const route = router.resolve(m.provider_name);
   if (!route.ok) return route;
   const recipient = normaliseRecipient(m.recipient, sms.default_region);
   if (!recipient.ok) return recipient;
-  const plan = planEncoding(m.content, requested, { smartEncoding: sms.smart_encoding, maxSegments: sms.max_segments });
+  const plan = planEncoding(m.content, encoding.requested, { smartEncoding: sms.smart_encoding, maxSegments: sms.max_segments });
   if (!plan.ok) return plan;
 
   return {
@@ -62,10 +119,11 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
       userId: m.activity.user_id === undefined || m.activity.user_id === '' ? null : String(m.activity.user_id),
       provider: route.provider,
       recipient: recipient.e164,
-      sender: m.sender_name?.trim() || null,
+      sender: sender.sender,
       text: plan.plan.text,
       encoding: plan.plan.encoding,
       segments: plan.plan.segments,
+      notes: [encoding.note, sender.note].filter((n) => n !== undefined),
     },
   };
 }

@@ -16,6 +16,7 @@ import { smsMessageSchema } from './message-schema.js';
 import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
+import type { IntakeNotices } from './intake-notices.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 
 /** The answers' schemas: the OpenAPI document's, and BatchAnswer's type below. */
@@ -49,6 +50,8 @@ export interface SmsRouteDeps {
   router: ProviderRouter;
   dispatcher: Dispatcher;
   now: () => number;
+  /** Told of each field read otherwise than sent (a sender no SMS can carry, an unknown encoding): counted and logged. */
+  notices?: IntakeNotices;
 }
 
 /** The CRM's class for each outcome (its batch answer's three arrays). */
@@ -106,6 +109,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
           if (!body.ok) return c.json({ error: body.error }, body.status);
           const prepared = prepareMessage(body.value, router, sms, activitySources(body.text)?.[0]);
           if (!prepared.ok) return c.json({ error: prepared.error }, 400);
+          if (prepared.message.notes.length > 0) deps.notices?.(prepared.message.notes);
           // Over a provider's rate or concurrency limit a single waits at most sms.single_wait, then answers 503.
           const at = now();
           const [result] = await dispatcher.dispatch([prepared.message], {
@@ -154,6 +158,7 @@ export function smsRoutes(deps: SmsRouteDeps) {
             if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
             const prepared = prepareMessage(entry, router, sms, sources?.[i]);
             if (prepared.ok) {
+              if (prepared.message.notes.length > 0) deps.notices?.(prepared.message.notes);
               valid.push(prepared.message);
               validIndex.push(i);
             } else results[i] = { outcome: 'invalid', error: prepared.error };

@@ -142,6 +142,7 @@ describe('a message timeline', () => {
     lookup_result: null,
     status_queried_at: null,
     traceparent: null,
+    intake_note: null,
   };
   const receipt = {
     id: 1,

@@ -39,7 +39,7 @@ const money = { amount: 12.5, currency: 'EUR', exchange_rate: 1 };
  */
 export function catalogueExamples(userId: string): Record<string, { valid: Record<string, unknown>; bad: Record<string, unknown>; error: string }> {
   const p = player(userId);
-  const thin = { valid: p, bad: { ...p, timestamp: 'yesterday' }, error: 'timestamp: must be an RFC 3339' };
+  const thin = { valid: p, bad: { ...p, timestamp: 'yesterday' }, error: 'timestamp: must be a date-time' };
   const poker = {
     valid: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Approved' },
     bad: { ...p, currency: 'EUR', exchange_rate: 1, status: 'Won' },
@@ -53,9 +53,10 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
     },
     registration: { valid: { ...p, note: 'n', user_agent: 'ua', ip_address: 'x' }, bad: { ...p, note: 5 }, error: 'note: must be a string' },
     login: {
-      valid: { ...p, is_impersonated: false, ip_address: '2001:db8::1', meta: null, user_details: { vip: true } },
-      bad: { ...p, ip_address: '999.1.1.1' },
-      error: 'ip_address: must be an IPv4 or IPv6',
+      // ip_address: the CRM's checker does not know the format "ipv4,ipv6", so any string passes.
+      valid: { ...p, is_impersonated: false, ip_address: 'behind a proxy', meta: { device: 'x' }, user_details: { vip: true } },
+      bad: { ...p, meta: null },
+      error: 'meta: must be an object',
     },
     logout: { valid: p, bad: { ...p, user_id: '' }, error: 'user_id: must not be empty' },
     user_update: thin,
@@ -117,12 +118,27 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
         bets: [{ event_name: 'A v B', match_start: '2026-11-25T20:00:00Z', odds: 2.5 }],
       },
       bad: { ...p, ...money, odds: 2.5, bet_type: 'Single', status: 'Approved', bets: [{ event_name: 'A v B', match_start: 'tonight', odds: 2.5 }] },
-      error: 'bets.0.match_start: must be an RFC 3339',
+      error: 'bets.0.match_start: must be a date-time',
     },
     lottery: {
       valid: { ...p, ...money, type: 'Bet', lines: [{ line_id: 1, numbers: [1, 2, 3] }] },
       bad: { ...p, ...money, type: 'Bet', lines: [{ numbers: [1] }] },
       error: 'lines.0.line_id: is required',
+    },
+    lottery_tickets: {
+      valid: {
+        ...p,
+        ...money,
+        account_amount: 12.5,
+        bonus_amount: 0,
+        bonus_code: '',
+        deposit_amount: 0,
+        status: 'Approved',
+        transaction_id: 't-1',
+        tickets: [{ ticket_id: '1', product: 'lotto', product_name: 'Lotto 6/49', amount: 12.5, lines_count: 2, draws: [{ timestamp: '2026-11-28' }] }],
+      },
+      bad: { ...p, ...money, account_amount: 0, bonus_amount: 0, bonus_code: '', deposit_amount: 0, status: 'Approved', transaction_id: 't', tickets: [{}] },
+      error: 'tickets.0.ticket_id: is required',
     },
     cart: {
       valid: {
@@ -133,13 +149,17 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
         status: 'Successful',
         type: 'Checkout',
         device_type: 'unkown',
-        payments: [{ method: 'card' }],
-        items: [{ sku: 'x' }],
+        payments: [{ type: 'card', amount: 12.5 }],
+        items: [{ id: 1, type: 'ticket', name: 'Lotto', description: '', amount: 12.5, discount_amount: 0, bonus_code: '' }],
       },
       bad: { ...p, ...money, cart_id: 5, discount_amount: 0, status: 'Successful', type: 'Checkout', device_type: 'phone', payments: [], items: [] },
       error: 'device_type: must be one of desktop, mobile, tablet, unkown',
     },
-    game: { valid: { game_id: `g-${userId}`, is_live: true, name: 'Book of X' }, bad: { game_id: 1, name: 'Book' }, error: 'is_live: is required' },
+    game: {
+      valid: { game_id: `g-${userId}`, is_live: true, name: 'Book of X' },
+      bad: { game_id: 1, is_live: true, name: 'Book' },
+      error: 'game_id: must be a string',
+    },
     poker_cash_game_buy_in: poker,
     poker_cash_game_cash_out: poker,
     poker_tournament_buy_in: poker,

@@ -4,7 +4,7 @@
  * Every one answers a JSON {error}; none is a 5xx except the transient one.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smsMessage, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { smsMessage, startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, type TestGateway } from '../helpers/gateway.js';
 import { readMessage } from '../helpers/ledger.js';
 
 const BODY_LIMIT = 4_096;
@@ -144,9 +144,24 @@ describe('bad HTTP input', () => {
     expect(res.json.error).toMatch(/body_limit_bytes/);
   });
 
-  it('answers 404 {error} for an unknown path', async () => {
+  it('answers 404 {error, code} for an unknown path', async () => {
     const res = await gw.post('/channels/sms/multiple', [smsMessage('nowhere')]);
     expect(res.status).toBe(404);
-    expect(res.json).toEqual({ error: expect.stringContaining('/channels/sms/multiple') });
+    expect(res.json).toEqual({ error: expect.stringContaining('/channels/sms/multiple'), code: 404 });
+  });
+
+  // docs/operator-api.md "Errors": every 404 and 405, on any path, carries code (paths outside the operator
+  // prefixes once answered {error} alone).
+  it.each([
+    ['GET', '/userdetail/x', 404],
+    ['POST', '/channels/site/single', 404],
+    ['POST', '/channels/push/batch', 404],
+    ['GET', '/nowhere', 404],
+    ['DELETE', '/channels/sms/single', 405],
+    ['GET', '/admin/messages/no-such-sms', 404],
+  ])('%s %s answers %i {error, code}', async (method, path, status) => {
+    const res = await fetch(`${gw.url}${path}`, { method, headers: { 'x-api-key': TEST_API_KEY, authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+    expect(res.status).toBe(status);
+    expect(await res.json()).toEqual({ error: expect.any(String), code: status });
   });
 });

@@ -211,7 +211,7 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /bonus/credit/funds 200': () =>
     call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 5, currency: 'eur' } }),
   'POST /bonus/credit/funds 400': () =>
-    call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: 0, currency: 'EUR' } }),
+    call(gw, '/bonus/credit/funds', { method: 'POST', headers: crm, json: { user_id: 'doc-user', bonus_code: 'B10', amount: -1, currency: 'EUR' } }),
   'POST /bonus/credit/funds 401': () => call(gw, '/bonus/credit/funds', { method: 'POST', json: {} }),
   'POST /reconciliation 200': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 'consent_email' } }),
   'POST /reconciliation 400': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 7 } }),

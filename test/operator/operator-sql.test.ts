@@ -42,10 +42,24 @@ describe('GET /userdetails/:userid', () => {
     }
   });
 
-  it('sends deleted_at only for a deleted player', async () => {
+  it("leaves deleted_at out by default, even for a deleted player: the CRM maker's schema allows no key outside its list", async () => {
     expect((await gw.adminPut('/admin/users/u-gone', sampleUser('u-gone', { deleted_at: '2020-05-01T10:00:00Z' }))).status).toBe(201);
-    expect(crmUserDetails.parse((await gw.get('/userdetails/u-gone')).json).deleted_at).toBe('2020-05-01T10:00:00Z');
-    expect('deleted_at' in (await gw.get('/userdetails/u-1')).json).toBe(false);
+    const res = await gw.get('/userdetails/u-gone');
+    expect(res.status).toBe(200);
+    expect('deleted_at' in res.json).toBe(false);
+    expect(crmUserDetails.parse(res.json).user_id).toBe('u-gone');
+  });
+
+  it('with operator.send_deleted_at, sends deleted_at only for a deleted player', async () => {
+    const on = await startTestGateway({ operator: { send_deleted_at: true } });
+    try {
+      expect((await on.adminPut('/admin/users/u-gone', sampleUser('u-gone', { deleted_at: '2020-05-01T10:00:00Z' }))).status).toBe(201);
+      expect((await on.adminPut('/admin/users/u-1', sampleUser('u-1'))).status).toBe(201);
+      expect(crmUserDetails.parse((await on.get('/userdetails/u-gone')).json).deleted_at).toBe('2020-05-01T10:00:00Z');
+      expect('deleted_at' in (await on.get('/userdetails/u-1')).json).toBe(false);
+    } finally {
+      await on.close();
+    }
   });
 
   it('keeps optional fields and segmentation, and leaves null optional fields out', async () => {
@@ -150,12 +164,29 @@ describe('POST /bonus/credit and /bonus/credit/funds', () => {
   });
 
   it.each([
+    ["an amount of 0 (the schema's minimum)", 0, 'EUR', 'EUR'],
+    ['a currency of four letters', 5, 'USDT', 'USDT'],
+    ['a currency in mixed case, kept as sent', 5, 'mBTC', 'mBTC'],
+  ])("credits funds with %s, as the CRM's schema allows", async (_label, amount, currency, stored) => {
+    const user = `u-funds-${currency}-${amount}`;
+    expect((await gw.adminPut(`/admin/users/${user}`, sampleUser(user))).status).toBe(201);
+    const res = await gw.post('/bonus/credit/funds', { user_id: user, bonus_code: 'CASH10', amount, currency });
+    expect(res.status, JSON.stringify(res.json)).toBe(200);
+    const credits = await fetch(`${gw.url}/admin/credits?user_id=${user}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then(
+      (r) => r.json() as Promise<{ credits: unknown[] }>,
+    );
+    expect(credits.credits[0]).toMatchObject({ kind: 'funds', amount, currency: stored });
+  });
+
+  it.each([
     ['/bonus/credit', { bonus_code: 'WELCOME' }, 400, /user_id: is required/],
     ['/bonus/credit', { user_id: 'u-1', bonus_code: 'NOPE' }, 400, /bonus_code: "NOPE"/],
     // The interface names 400 and 500 only: an unknown user is 400, with the finer reason in code (404).
     ['/bonus/credit', { user_id: 'nobody', bonus_code: 'WELCOME' }, 400, /nobody/],
     ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: -1, currency: 'EUR' }, 400, /amount/],
-    ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: 5, currency: 'EURO' }, 400, /currency/],
+    ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: -0.01, currency: 'EUR' }, 400, /amount: must be 0 or more/],
+    ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', amount: 5, currency: 7 }, 400, /currency: must be a string/],
+    ['/bonus/credit/funds', { user_id: '', bonus_code: 'CASH10', amount: 5, currency: 'EUR' }, 400, /user_id: must be a non-empty string/],
     ['/bonus/credit/funds', { user_id: 'u-1', bonus_code: 'CASH10', currency: 'EUR' }, 400, /amount: is required/],
   ])('%s with %j answers %i naming the problem', async (path, body, status, message) => {
     const res = await gw.post(path, body);
