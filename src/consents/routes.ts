@@ -6,11 +6,10 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
+import { mountRoutes, route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
-import { requireAdmin } from '../auth/admin.js';
 import { checkCallbackBody } from '../http/callback-body.js';
 import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
@@ -64,10 +63,12 @@ export interface InboundRouteDeps {
   logger: Logger;
 }
 
-/** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
-export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database>; adminKey: string | undefined }) {
-  const app = new Hono();
-  mountRoutes(app, [
+/**
+ * GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP.
+ * The consents area's table of the /admin sub-app (src/auth/admin.ts guards it).
+ */
+export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database> }): MountableRoute[] {
+  return [
     route({
       method: 'get',
       path: '/inbound-messages',
@@ -84,7 +85,6 @@ export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely
         },
       },
       handlers: [
-        requireAdmin(deps.adminKey),
         async (c) => {
           const from = c.req.query('from');
           if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
@@ -98,8 +98,7 @@ export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely
         },
       ],
     }),
-  ]);
-  return app;
+  ];
 }
 
 export function inboundRoutes(deps: InboundRouteDeps) {

@@ -15,6 +15,7 @@ import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type CatalogueRow, t
 import { guardPayload } from './payload-guard.js';
 import { traceRequests } from '../observability/request-context.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { Wake } from '../outbox/wake.js';
 
 interface BonusFields {
   credit_id?: string;
@@ -76,8 +77,8 @@ export interface RelayRouteDeps {
   referenceWindowMs: number;
   maxEventBytes: number;
   maxDepth: number;
-  /** Told after an event was committed, so the delivery worker looks at once. */
-  onAccepted: () => void;
+  /** Told after an event was committed, so the event outbox looks at once. */
+  wake: Wake;
   /** When on, each request gets a span, stored with its event and sent on with it (docs/tracing.md). */
   tracing?: Tracing;
 }
@@ -133,7 +134,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
             const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
             if (!result.ok) return c.json({ error: result.error }, 400);
             if (result.replayed) c.header('Idempotent-Replayed', 'true');
-            else deps.onAccepted();
+            else deps.wake('events');
             return c.json({ event_id: result.eventId }, 202);
           },
         ],
