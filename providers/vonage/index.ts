@@ -27,7 +27,7 @@ import {
   type SendRequest,
   type SendResult,
 } from '../types.js';
-import { verifyVonageJwt, verifyVonageSig } from './signatures.js';
+import { verifyVonageJwt, verifyVonageSig } from './signature.js';
 
 const configSchema = z.strictObject({
   type: z.literal('vonage'),

@@ -7,7 +7,7 @@ import type { Config } from '../config/schema.js';
 import { createHttpTransport } from './http-transport.js';
 import { createKafkaTransport } from './kafka-transport.js';
 import { createRabbitMqTransport } from './rabbitmq-transport.js';
-import type { EventTransport, SendOutcome } from './transport.js';
+import type { EventTransport, TransportOutcome } from './transport.js';
 
 type Integration = Config['crm']['integration'];
 
@@ -29,7 +29,7 @@ function createPushTransport(integration: Integration): EventTransport | undefin
   });
 }
 
-const notConfigured = (what: string): SendOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });
+const notConfigured = (what: string): TransportOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });
 
 export function createEventTransport(integration: Integration): EventTransport | undefined {
   const main = createMainTransport(integration);

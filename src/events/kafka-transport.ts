@@ -7,7 +7,7 @@
  */
 import type { Producer } from 'kafkajs';
 import type { Config } from '../config/schema.js';
-import type { EventTransport, OutgoingEvent, SendOutcome } from './transport.js';
+import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
 
 type KafkaConfig = NonNullable<Config['crm']['integration']['kafka']>;
 
@@ -16,7 +16,7 @@ const RECORD_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'INVALID_RECORD', 'RECORD_
 
 interface Waiting {
   event: OutgoingEvent;
-  resolve: (outcome: SendOutcome) => void;
+  resolve: (outcome: TransportOutcome) => void;
 }
 
 function errorType(error: unknown): string | undefined {
@@ -115,9 +115,9 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
   const target = `kafka://${config.brokers[0] ?? ''}/${config.topic}`;
   return {
     target,
-    send(event): Promise<SendOutcome> {
+    send(event): Promise<TransportOutcome> {
       if (closed) return Promise.resolve({ ok: false, status: null, error: 'transport closed' });
-      return new Promise<SendOutcome>((resolve) => {
+      return new Promise<TransportOutcome>((resolve) => {
         waiting.push({ event, resolve });
         if (!scheduled) {
           scheduled = true;

@@ -6,7 +6,7 @@
  */
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Config } from '../config/schema.js';
-import type { EventTransport, SendOutcome } from './transport.js';
+import type { EventTransport, TransportOutcome } from './transport.js';
 
 type RabbitConfig = NonNullable<Config['crm']['integration']['rabbitmq']>;
 
@@ -73,7 +73,7 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number)
 
   return {
     target: `amqp://${host}/${config.exchange}`,
-    async send(event): Promise<SendOutcome> {
+    async send(event): Promise<TransportOutcome> {
       if (closed) return { ok: false, status: null, error: 'transport closed' };
       try {
         const { channel } = await open();
