@@ -177,7 +177,7 @@ export function createApp(parts: AppParts): Hono {
       eventAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake }),
     ]),
   );
-  // With metrics.port set, src/gateway.ts serves /metrics on that port only.
+  // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
   if (parts.metrics && config.metrics.port === undefined) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
   }

@@ -28,8 +28,7 @@ import type { GatewayMetrics } from './observability/metrics.js';
 import { createTracing } from './observability/tracing.js';
 import { startOperatorBackend } from './operator/create-backend.js';
 import { startOutboxes } from './outboxes.js';
-import { createFailoverHealth } from './provider-wrappers/breakers.js';
-import { startProviders } from './provider-wrappers/providers.js';
+import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
 import { startDispatcher } from './sms/dispatch.js';
 
 export interface GatewayOptions {
@@ -73,6 +72,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const tracing = await createTracing(config.observability.tracing, logger);
   shutdown.add('services', 'exporting the last spans', () => tracing.shutdown());
   const metrics = createLedgerMetrics(config, readDb, now);
+  const providerHealth = await startProviderHealth(config, { db, logger, now, registry: metrics.registry }, shutdown);
   const outboxes = startOutboxes(config, { db, readDb, logger, now, metrics, tracing }, shutdown);
   const { wake } = outboxes;
 
@@ -81,7 +81,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // The base of the providers' receipt URLs: server.public_url, or the listener's address once it listens.
   let publicUrl = '';
   const callbackUrl = (provider: string, smsId: string) => buildCallbackUrl(publicUrl, provider, smsId);
-  const failoverHealth = createFailoverHealth(now, logger);
   // The ledger's one grouping layer: sends, receipts and accepted CRM events share its commits.
   const ledgerWrites = createTransactionQueue(db);
   const receipts = createReceiptIntake({
@@ -90,7 +89,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     metrics,
     maxReceiptsPerMessage: config.delivery.max_receipts_per_message,
-    observeReceipt: failoverHealth.observeReceipt,
+    observeReceipt: providerHealth.failover.observeReceipt,
     wake,
     tracing,
   });
@@ -99,9 +98,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const receiveInbound = createInboundReceiver(config, { db, recipients, now, logger });
   // What a plugin receives over its own connection (SMPP deliver_sm) joins the same intakes as /dlr and /mo.
   const pushed = { receipts: receipts.storePushed, inbound: receiveInbound };
-  const failover = { health: failoverHealth, callbackUrl };
-  const providerDeps = { db, logger, now, clock: options.clock, processSecret, registry: metrics.registry, failover, pushed };
-  const { providers, router } = await startProviders(config, providerDeps, shutdown);
+  const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed };
+  const { providers, router } = startProviders(config, providerDeps, shutdown);
   const onRecorded = receipts.rematchAfterSend;
   const dispatcher = startDispatcher(
     config,
@@ -127,7 +125,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     storeReceipts: receipts.store,
     receiveInbound,
     transact: ledgerWrites.transact,
-    circuits: () => failoverHealth.snapshot(),
+    circuits: () => providerHealth.failover.snapshot(),
   });
   const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake }, shutdown);
   const metricsApp = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });

@@ -30,7 +30,7 @@ export interface Ledger {
   db: Kysely<Database>;
   /**
    * Where reads that need no write of their own go (readiness, operator reads, console and admin views). On a SQLite
-   * file: a second, read-only connection (openReadConnection). Elsewhere: `db` itself.
+   * file: a second, read-only connection (openReadConnection, sqlite.ts). Elsewhere: `db` itself.
    */
   readDb: Kysely<Database>;
   flags: DialectFlags;

@@ -80,16 +80,48 @@ export function createProviders(
   return Object.keys(config.providers).map((name) => built.get(name)!);
 }
 
+/** What the providers share before they are built: the route members' breakers, and the live instances' count. */
+export interface ProviderHealth {
+  failover: FailoverHealth;
+  /** The live instances on the database, when a provider has limits to split among them (shared-limits.ts). */
+  instances?: (() => number) | undefined;
+}
+
+/**
+ * The breakers of the failover routes' members (their metrics registered), and, when a provider has a limit, this
+ * instance's heartbeat on the database, so the limits are split among the live instances (docs/shared-limits.md); its
+ * row is removed at shutdown.
+ */
+export async function startProviderHealth(
+  config: Readonly<Config>,
+  deps: { db: Kysely<Database>; logger: Logger; now: () => number; registry: Registry },
+  shutdown: Shutdown,
+): Promise<ProviderHealth> {
+  const failover = createFailoverHealth(deps.now, deps.logger);
+  failover.registerMetrics(deps.registry);
+  // Only a provider with a limit needs to know how many instances share it.
+  if (!hasProviderLimits(config)) return { failover };
+  const heartbeat = await startInstanceHeartbeat({
+    db: deps.db,
+    now: deps.now,
+    intervalMs: config.server.instance_heartbeat,
+    expiryMs: config.server.instance_expiry,
+    logger: deps.logger,
+  });
+  registerInstanceMetric(deps.registry, heartbeat.instances);
+  shutdown.add('services', 'leaving the instance count', () => heartbeat.stop());
+  return { failover, instances: heartbeat.instances };
+}
+
 export interface ProviderStartDeps {
-  db: Kysely<Database>;
   logger: Logger;
   now: () => number;
   clock?: Clock | undefined;
   processSecret: Buffer;
-  failover: FailoverWiring;
+  health: ProviderHealth;
+  /** The receipt URL dispatch builds for a message: a failover route's member builds the same. */
+  callbackUrl(member: string, smsId: string): string;
   pushed: PushedIntake;
-  /** The gateway's Prometheus registry: the breakers' and the instance count's gauges. */
-  registry: Registry;
 }
 
 export interface StartedProviders {
@@ -98,28 +130,13 @@ export interface StartedProviders {
 }
 
 /**
- * The providers of `serve`: when a provider has a limit, this instance first heartbeats on the database, so the
- * limits are split among the live instances (docs/shared-limits.md); its row is removed at shutdown. The providers
- * close early in the shutdown, while the listener still answers: the sandbox posts its pending receipts on close.
+ * The providers of `serve`, wrapped, with the router that finds one by name or alias. They close early in the
+ * shutdown, while the listener still answers: the sandbox posts its pending receipts on close.
  */
-export async function startProviders(config: Readonly<Config>, deps: ProviderStartDeps, shutdown: Shutdown): Promise<StartedProviders> {
-  // Only a provider with a limit needs to know how many instances share it.
-  const heartbeat = hasProviderLimits(config)
-    ? await startInstanceHeartbeat({
-        db: deps.db,
-        now: deps.now,
-        intervalMs: config.server.instance_heartbeat,
-        expiryMs: config.server.instance_expiry,
-        logger: deps.logger,
-      })
-    : undefined;
-  if (heartbeat) {
-    registerInstanceMetric(deps.registry, heartbeat.instances);
-    shutdown.add('services', 'leaving the instance count', () => heartbeat.stop());
-  }
-  const { logger, now, clock, processSecret, failover, pushed } = deps;
-  const providers = createProviders(config, logger, now, clock, processSecret, failover, pushed, heartbeat?.instances);
-  failover.health.registerMetrics(deps.registry);
+export function startProviders(config: Readonly<Config>, deps: ProviderStartDeps, shutdown: Shutdown): StartedProviders {
+  const { logger, now, clock, processSecret, health, pushed } = deps;
+  const failover = { health: health.failover, callbackUrl: deps.callbackUrl };
+  const providers = createProviders(config, logger, now, clock, processSecret, failover, pushed, health.instances);
   shutdown.add('providers', 'closing the providers', () => Promise.allSettled(providers.map((p) => p.close?.())));
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),
