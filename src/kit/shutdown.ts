@@ -1,8 +1,8 @@
 /**
  * The gateway's shutdown as named steps under one deadline. Each builder registers its own stop step beside its
- * start (as graphile-worker's releasers do), in one of a few stages that run in a fixed order; the steps of a stage
- * run one after another in the order they were added. Whatever hangs, the shutdown ends at the deadline, naming the
- * step it was still on: every accepted message is already committed, so giving up loses nothing the ledger holds.
+ * start, in one of a few stages that run in a fixed order; the steps of a stage run one after another in the order
+ * they were added. Whatever hangs, the shutdown ends at the deadline, naming the step it was still on: every
+ * accepted message is already committed, so giving up loses nothing the ledger holds.
  */
 
 /**
