@@ -1,16 +1,18 @@
 /**
- * Infobip SMS over HTTP. Vendor docs: "Send SMS message" (POST /sms/2/text/advanced), "Receive outbound SMS message
- * report" (the delivery-report webhook) and "Response status and error codes" on infobip.com/docs.
+ * Infobip SMS over HTTP, version 3 of its SMS API: "Send SMS message" (POST /sms/3/messages), "Get outbound SMS
+ * message logs" (GET /sms/3/logs), the delivery-report webhook, and "Response status and error codes" on
+ * infobip.com/docs. Infobip's OpenAPI document no longer lists the version 2 and 1 operations this plugin used
+ * before (docs/providers.md §8.4).
  *
  * Send: a JSON POST with `Authorization: App {api_key}` over a pooled undici client (no SDK). Each message carries
  * our sms_id three times: as the destination's `messageId` (the API lets the client choose it, so Infobip's id for
- * the message is ours), as `callbackData`, which Infobip echoes in every report, and in `notifyUrl`, the report URL
- * (with `notifyContentType: application/json`). The answer holds one entry per destination, with Infobip's
+ * the message is ours), as `webhooks.callbackData`, which Infobip echoes in every report, and in
+ * `webhooks.delivery.url`, the report URL (with `webhooks.contentType: application/json`). The answer holds one entry per destination, with Infobip's
  * messageId and a first status; a REJECTED status there means it was refused before it went anywhere.
- * Receipts: JSON `{results: [...]}` posted to notifyUrl. Infobip signs nothing per message, so notifyUrl carries a
+ * Receipts: JSON `{results: [...]}` posted to that URL. Infobip signs nothing per message, so the URL carries a
  * token derived from `webhook_secret` (providers/kit/callback-token.ts); a report is believed only for the sms_id its URL vouches
  * for, and its callbackData must name that same sms_id.
- * Lookup: "Get outbound SMS message logs" (GET /sms/1/logs?messageId=…) by that messageId; Infobip keeps logs 48 hours.
+ * Lookup: "Get outbound SMS message logs" (GET /sms/3/logs?messageId=…) by that messageId; Infobip keeps logs 48 hours.
  * Secrets to keep out of logs: api_key, webhook_secret.
  */
 import { z } from 'zod';
@@ -101,9 +103,13 @@ export function classifyInfobipFailure(failure: InfobipFailure): 'permanent' | '
 type InfobipStatus = { groupName?: unknown; name?: unknown; description?: unknown };
 const text = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 && v.length <= 500 ? v : undefined);
 
+/** An error answer's words: the platform's ApiError (`errorCode`, `description`) or the older requestError.serviceException. */
 function readServiceException(json: unknown): string | undefined {
-  const e = (json as { requestError?: { serviceException?: { messageId?: unknown; text?: unknown } } } | undefined)?.requestError?.serviceException;
-  return [text(e?.messageId), text(e?.text)].filter(Boolean).join(': ') || undefined;
+  const body = json as
+    | { errorCode?: unknown; description?: unknown; requestError?: { serviceException?: { messageId?: unknown; text?: unknown } } }
+    | undefined;
+  const e = body?.requestError?.serviceException;
+  return [text(body?.errorCode) ?? text(e?.messageId), text(body?.description) ?? text(e?.text)].filter(Boolean).join(': ') || undefined;
 }
 
 /** How long Infobip keeps message logs ("Get outbound SMS message logs": the last 48 hours). */
@@ -159,14 +165,16 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       return JSON.stringify({
         messages: [
           {
+            ...(from ? { sender: from } : {}),
             // Our sms_id as Infobip's message id, so a lost send can be found in the message logs by it.
             destinations: [{ to: req.to.replace(/^\+/, ''), messageId: req.smsId }],
-            ...(from ? { from } : {}),
-            text: req.text,
-            notifyUrl: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
-            notifyContentType: 'application/json',
-            callbackData: req.smsId,
-            ...(config.validity_period_minutes ? { validityPeriod: config.validity_period_minutes } : {}),
+            content: { text: req.text },
+            webhooks: {
+              delivery: { url: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId) },
+              contentType: 'application/json',
+              callbackData: req.smsId,
+            },
+            ...(config.validity_period_minutes ? { options: { validityPeriod: { amount: config.validity_period_minutes, timeUnit: 'MINUTES' } } } : {}),
           },
         ],
       });
@@ -177,7 +185,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       const messageId = req.providerMessageId ?? req.smsId;
       try {
         const res = await pool.get(
-          `/sms/1/logs?${new URLSearchParams({ messageId }).toString()}`,
+          `/sms/3/logs?${new URLSearchParams({ messageId }).toString()}`,
           { authorization: headers.authorization, accept: 'application/json' },
           signal,
         );
@@ -192,8 +200,8 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'infobip',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        const send = { type: 'infobip', pool, path: '/sms/2/text/advanced', headers, body: bodyFor(req) };
-        const posted = await postMessage(send, { signal, traceparent: req.traceparent }, classifyInfobipFailure);
+        const send = { type: 'infobip', pool, path: '/sms/3/messages', headers, body: bodyFor(req) };
+        const posted = await postMessage(send, signal, classifyInfobipFailure);
         if (!posted.ok) return posted.result;
         const { res } = posted;
         if (res.status >= 200 && res.status < 300) {

@@ -5,9 +5,9 @@
  * Send: a JSON POST to `{base_url}/xms/v1/{service_plan_id}/batches` with `Authorization: Bearer {api_token}`,
  * over a pooled undici client (no SDK); one recipient per batch, `delivery_report: per_recipient` so each status
  * change of the recipient is called back, our sms_id as `client_reference` and in `callback_url`. The 201 answer's
- * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts. Sinch signs no SMS
- * callback (its Webhooks page offers basic auth, OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url
- * carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
+ * batch `id` is the provider message id. Receipts: `recipient_delivery_report_sms` JSON posts (and the batch report
+ * `delivery_report_sms`, docs/providers.md §8.3). Sinch signs no SMS callback (its Webhooks page offers basic auth,
+ * OAuth 2.0 or mTLS, set up per account by Sinch), so callback_url carries a token derived from `webhook_secret` (providers/kit/callback-token.ts), and when Sinch has been asked to add basic
  * auth, `webhook_basic_auth` makes the gateway require it too.
  * Lookup: "List Batches" filtered by `client_reference` (batches of the last 14 days), then "Retrieve a recipient
  * delivery report" for the batch found; a known batch id is asked directly.
@@ -211,11 +211,7 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'sinch',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        const posted = await postMessage(
-          { type: 'sinch', pool, path, headers, body: bodyFor(req) },
-          { signal, traceparent: req.traceparent },
-          classifySinchFailure,
-        );
+        const posted = await postMessage({ type: 'sinch', pool, path, headers, body: bodyFor(req) }, signal, classifySinchFailure);
         if (!posted.ok) return posted.result;
         const { res } = posted;
         const body = res.json as { id?: unknown; code?: unknown; text?: unknown } | undefined;
@@ -246,8 +242,18 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         } catch {
           return { ok: false, reason: 'body is not JSON' };
         }
-        const report = (body ?? {}) as { type?: unknown; batch_id?: unknown; status?: unknown; code?: unknown; client_reference?: unknown };
-        if (report.type !== 'recipient_delivery_report_sms') return { ok: false, reason: `type: expected recipient_delivery_report_sms` };
+        const report = (body ?? {}) as { type?: unknown; batch_id?: unknown; status?: unknown; code?: unknown; client_reference?: unknown; statuses?: unknown };
+        // The document's deliveryReport webhook is the batch report (`delivery_report_sms`, statuses with counts), sent
+        // when a batch asks for `summary` or `full` (or the account's default does); we ask for `per_recipient`, but a
+        // batch of ours has one recipient, so a batch report with one status is that recipient's status.
+        if (report.type === 'delivery_report_sms' || report.type === 'delivery_report_mms') {
+          const statuses = Array.isArray(report.statuses) ? (report.statuses as Array<{ status?: unknown; code?: unknown } | null>) : [];
+          if (statuses.length !== 1) return { ok: false, reason: `statuses: a batch report for one recipient has one status, got ${statuses.length}` };
+          report.status = statuses[0]?.status;
+          report.code = statuses[0]?.code;
+        } else if (report.type !== 'recipient_delivery_report_sms' && report.type !== 'recipient_delivery_report_mms') {
+          return { ok: false, reason: 'type: expected recipient_delivery_report_sms or delivery_report_sms' };
+        }
         // The token vouches for one sms_id: a report naming another message is not believed.
         if (report.client_reference !== vouched.smsId) return { ok: false, reason: 'client_reference: is not the sms_id this callback URL was issued for' };
         const providerStatus = text(report.status);

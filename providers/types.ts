@@ -34,8 +34,6 @@ export interface SendRequest {
    * stopping, and a message not yet handed over is better answered transient now than cut off mid-send later.
    */
   waitSignal?: AbortSignal;
-  /** W3C traceparent of the provider-call span (docs/tracing.md); set only when tracing is on. HTTP plugins send it. */
-  traceparent?: string;
   /**
    * False: answer transient at once when the provider's rate or concurrency limit is full, instead of waiting up
    * to `deadline` (a route's member that is not the last, so the message can move on to the next one in time).

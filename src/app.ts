@@ -68,7 +68,7 @@ export interface AppParts {
   recipients?: RecipientCheck;
   /** Shared commits for accepted relay events; a queue of its own when absent. */
   transact: Transact;
-  /** Request spans on the SMS and relay routes when tracing is on (docs/tracing.md). */
+  /** A SERVER span for every request when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
 }
 
@@ -91,6 +91,8 @@ export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
   const { readDb } = parts;
+  // Outermost when tracing is on: a SERVER span for every request, whoever answers it (docs/tracing.md).
+  if (parts.tracing?.enabled) app.use('*', parts.tracing.requests(createAddressSet(config.server.trusted_proxies)));
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
   app.use('*', requestContext(parts.metrics));
   // Next, so that every error of the operator API, whoever answers it, has the CRM's {error, code} shape.
@@ -128,7 +130,6 @@ export function createApp(parts: AppParts): Hono {
       router: parts.router,
       dispatcher: parts.dispatcher,
       now: parts.now,
-      tracing: parts.tracing,
     }),
   );
 
@@ -164,7 +165,6 @@ export function createApp(parts: AppParts): Hono {
       maxEventBytes: config.relay.max_event_bytes,
       maxDepth: config.relay.max_depth,
       wake: parts.wake,
-      tracing: parts.tracing,
     }),
   );
   // One /admin sub-app behind one guard (admin.api_key); each area (consents, delivery, operator, events) hands in its table.

@@ -69,7 +69,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const ledger = await openCurrentLedger(config.database, { logger, migrate: options.migrate !== false }, shutdown);
   const { db, readDb } = ledger;
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
-  const tracing = await createTracing(config.observability.tracing, logger);
+  const tracing = await createTracing(config, logger);
   shutdown.add('services', 'exporting the last spans', () => tracing.shutdown());
   const metrics = createLedgerMetrics(config, readDb, now);
   const providerHealth = await startProviderHealth(config, { db, logger, now, registry: metrics.registry }, shutdown);

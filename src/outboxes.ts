@@ -41,8 +41,16 @@ interface Observers {
   metrics?: GatewayMetrics;
   eventsSent?: (count: number, latenciesSeconds: number[]) => void;
   eventsDead?: (count: number, reason: DeadReason) => void;
+  eventsNotRouted?: () => void;
   creditsDelivered?: (count: number) => void;
   creditsDead?: (count: number) => void;
+}
+
+/** What is left of a kind after a flush: rows still owed, dead rows, and the kind's own counts (`not_routed`). */
+export interface Backlog {
+  left: number;
+  dead: number;
+  counts?: Record<string, number>;
 }
 
 /** One kind whose receiver is configured: its loop, its drain, and what is left of it (flush's summary line). */
@@ -50,14 +58,14 @@ export interface ConfiguredOutbox {
   name: OutboxKindName;
   start(): OutboxLoop;
   drain(): Promise<Drained>;
-  backlog(): Promise<{ left: number; dead: number }>;
+  backlog(): Promise<Backlog>;
 }
 
 function configured<Row extends { id: number }>(
   name: OutboxKindName,
   kind: OutboxKind<Row>,
   deps: OutboxDeps,
-  backlog: () => Promise<{ left: number; dead: number }>,
+  backlog: () => Promise<Backlog>,
 ): ConfiguredOutbox {
   return { name, start: () => startOutbox(kind, deps), drain: () => drainOutbox(kind, deps), backlog };
 }
@@ -80,8 +88,20 @@ function configuredOutboxes(
   }
   if (transport) {
     const destinations = createDestinations(config.crm.integration);
-    const kind = eventOutbox({ ...deps, transport, destinations, relay: config.relay, onSent: observers.eventsSent, onDead: observers.eventsDead });
-    kinds.push(configured('events', kind, deps, async () => (({ unsent, dead }) => ({ left: unsent, dead }))(await countEventBacklog(db))));
+    const kind = eventOutbox({
+      ...deps,
+      transport,
+      destinations,
+      relay: config.relay,
+      onSent: observers.eventsSent,
+      onDead: observers.eventsDead,
+      onNotRouted: observers.eventsNotRouted,
+    });
+    kinds.push(
+      configured('events', kind, deps, async () =>
+        (({ unsent, notRouted, dead }) => ({ left: unsent, dead, counts: { not_routed: notRouted } }))(await countEventBacklog(db)),
+      ),
+    );
   }
   if (creditsUrl) {
     const credits = { ...config.operator.credits, url: creditsUrl };
@@ -114,7 +134,7 @@ export function startOutboxes(
   const webhook = createWebhookClient(config.crm);
   if (config.delivery.worker && !webhook.url) logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
   // Real-time events to the CRM (docs/relay.md): delivered like conversions; claims keep instances apart.
-  const transport = config.relay.worker ? createEventTransport(config.crm.integration) : undefined;
+  const transport = config.relay.worker ? createEventTransport(config.crm.integration, deps.tracing) : undefined;
   const destinations = createDestinations(config.crm.integration);
   const untyped = [...destinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
   if (transport && destinations.queue && untyped.length > 0) {
@@ -137,6 +157,7 @@ export function startOutboxes(
       metrics,
       eventsSent: eventMetrics.eventsSent,
       eventsDead: eventMetrics.eventsDead,
+      eventsNotRouted: eventMetrics.eventsNotRouted,
       creditsDelivered: creditMetrics.delivered,
       creditsDead: creditMetrics.dead,
     },

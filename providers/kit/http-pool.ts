@@ -14,10 +14,10 @@ export interface ProviderResponse {
 
 export interface ProviderPool {
   /**
-   * `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. A
-   * `traceparent` (SendRequest.traceparent, set only when tracing is on) goes out as the W3C header.
+   * `path` is appended to base_url's own path, so a base_url with a path prefix (a proxy) keeps working. With tracing
+   * on, the undici instrumentation adds the W3C traceparent header (docs/tracing.md); plugins add nothing.
    */
-  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal, traceparent?: string): Promise<ProviderResponse>;
+  post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<ProviderResponse>;
   /** A GET of `path` (with its query), for the lookups of `SmsProvider.lookup`. */
   get(path: string, headers: Record<string, string>, signal: AbortSignal): Promise<ProviderResponse>;
   close(): Promise<void>;
@@ -42,8 +42,8 @@ export function createProviderPool(baseUrl: string, connections: number): Provid
     connectTimeout: 10_000,
   });
   return {
-    async post(path, headers, body, signal, traceparent) {
-      const res = await pool.request({ method: 'POST', path: prefix + path, headers: traceparent ? { ...headers, traceparent } : headers, body, signal });
+    async post(path, headers, body, signal) {
+      const res = await pool.request({ method: 'POST', path: prefix + path, headers, body, signal });
       const text = await res.body.text();
       return { status: res.statusCode, json: parseJsonText(text), text };
     },
@@ -84,13 +84,13 @@ export function describeRequestFailure(error: unknown, signal: AbortSignal): { n
  */
 export async function postMessage(
   send: { type: string; pool: ProviderPool; path: string; headers: Record<string, string>; body: string },
-  request: { signal: AbortSignal; traceparent?: string | undefined },
+  signal: AbortSignal,
   classify: (failure: { network: string }) => 'permanent' | 'transient',
 ): Promise<{ ok: true; res: ProviderResponse } | { ok: false; result: SendResult }> {
   try {
-    return { ok: true, res: await send.pool.post(send.path, send.headers, send.body, request.signal, request.traceparent) };
+    return { ok: true, res: await send.pool.post(send.path, send.headers, send.body, signal) };
   } catch (error) {
-    const { network, error: detail, ambiguous } = describeRequestFailure(error, request.signal);
+    const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
     return { ok: false, result: sendFailure(send.type, classify({ network }), detail, network, ambiguous) };
   }
 }

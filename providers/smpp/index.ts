@@ -3,7 +3,8 @@
  * the SMPP 3.4 specification (SMPP Developers Forum, 1999); the bind itself is in bind.ts, the message layout
  * in message.ts and the status tables in status.ts.
  *
- * Send: one submit_sm per SMS part (UDH-concatenated when the message is long), registered_delivery 1, within a
+ * Send: one submit_sm per SMS part (a long message by UDH, SAR TLVs or one message_payload, as `long_messages` says;
+ * docs/providers.md §8.5), registered_delivery 1, within a
  * window of `window` outstanding submit_sm; `rate_per_second` (segments) is applied outside the plugin like for
  * every provider (src/provider-wrappers/throttle.ts). A bind that is down answers at once, transient and nothing sent.
  * Receipts: deliver_sm on the same bind whose esm_class marks it as a receipt (status.ts classifyDeliverSm),
@@ -59,6 +60,12 @@ const configSchema = z.strictObject({
   response_timeout: duration('10s').describe('How long a bind, submit_sm or enquire_link waits for its answer.'),
   rebind_min: duration('1s').describe('First back-off between bind attempts.'),
   rebind_max: duration('60s').describe('Longest back-off between bind attempts.'),
+  long_messages: z
+    .enum(['udh', 'sar', 'payload'])
+    .default('udh')
+    .describe(
+      'How a message longer than one SMS goes (SMPP 3.4): `udh` a concatenation header in each part, `sar` the sar_* TLVs on each part (the SMSC writes the header), `payload` the whole text in one submit_sm as message_payload (the SMSC splits).',
+    ),
   gsm_packing: z.boolean().default(false).describe('GSM-7 packed 7 bits per character; by default one character per octet, as most SMSCs expect.'),
   receipt_id_format: z
     .enum(['same', 'decimal_to_hex', 'hex_to_decimal'])
@@ -92,6 +99,12 @@ type PartOutcome =
 /** What the SMSC's answer (or its absence) to one submit_sm means. */
 export function readPartOutcome(outcome: SubmitOutcome, idFormat: ReceiptIdFormat = 'same'): PartOutcome {
   if (outcome.kind !== 'answered') return outcome;
+  // A generic_nack in place of the submit_sm_resp (SMPP 3.4 §4.3): the SMSC could not take the PDU at all, whatever
+  // its command_status says; one claiming success carries no message id either.
+  if (outcome.pdu.command === 'generic_nack') {
+    const nack = classifySubmitStatus(outcome.pdu.command_status || 0xff);
+    return { kind: 'refused', class: nack.kind === 'accepted' ? 'transient' : nack.kind, status: `generic_nack:${nack.name}` };
+  }
   const verdict = classifySubmitStatus(outcome.pdu.command_status);
   if (verdict.kind !== 'accepted') return { kind: 'refused', class: verdict.kind, status: verdict.name };
   const id = outcome.pdu.message_id;
@@ -244,9 +257,9 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
         if (!fromValue) return sendFailure('smpp', 'permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');
         const source = sourceAddress(fromValue);
         if ('error' in source) return sendFailure('smpp', 'permanent', source.error, 'invalid_sender');
-        const encoded = encodeSmppParts(req.text, req.encoding, { gsmPacking: config.gsm_packing, reference });
+        const encoded = encodeSmppParts(req.text, req.encoding, { gsmPacking: config.gsm_packing, reference, concatenation: config.long_messages });
         if (!encoded.ok) return sendFailure('smpp', 'permanent', encoded.error, 'encoding');
-        if (encoded.parts.length > 1) reference = (reference + 1) & 0xff;
+        if (encoded.parts.length > 1 || encoded.parts[0]?.tlvs) reference = (reference + 1) & 0xff;
         const destination = destinationAddress(req.to);
         const limit = waitLimit(req, signal, deps.now());
         try {
@@ -264,6 +277,7 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
                 registered_delivery: 1, // an SMSC delivery receipt on the final outcome (SMPP 3.4 §5.2.17)
                 data_coding: part.dataCoding,
                 short_message: part.shortMessage,
+                ...part.tlvs,
               },
               limit.signal,
             );

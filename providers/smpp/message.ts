@@ -7,6 +7,9 @@
  * - A message over one SMS becomes parts of 153 septets (GSM-7) or 67 code units (UCS-2), each carrying a 6-octet
  *   UDH (IEI 0x00: 8-bit reference, total, sequence) and sent as its own submit_sm with esm_class UDHI (0x40).
  *   An escape pair and a surrogate pair are never split, so the part count is the one src/sms/encoding.ts counted.
+ *   SMPP 3.4 offers two other ways for an SMSC that wants them (§5.3.2.22–24, §5.3.2.32): the same parts without a
+ *   UDH, tied by the sar_msg_ref_num / sar_total_segments / sar_segment_seqnum TLVs (the SMSC writes the header),
+ *   or the whole text in one submit_sm as the message_payload TLV with an empty short_message (the SMSC splits).
  */
 
 /** GSM 03.38 default alphabet, by septet value. */
@@ -71,17 +74,50 @@ function splitWhole(chars: readonly number[][], size: number): number[][] {
 }
 
 export interface SmppPart {
-  /** short_message octets, UDH included for a part of a concatenated message. */
+  /** short_message octets, UDH included for a part of a concatenated message sent by UDH. */
   shortMessage: Buffer;
-  /** esm_class: 0x40 (UDH indicator) for a part of a concatenated message, else 0. */
+  /** esm_class: 0x40 (UDH indicator) for a part of a concatenated message sent by UDH, else 0. */
   esmClass: number;
   dataCoding: 0 | 8;
+  /** The optional parameters that carry a long message when it does not go by UDH. */
+  tlvs?: { sar_msg_ref_num: number; sar_total_segments: number; sar_segment_seqnum: number } | { message_payload: Buffer };
 }
+
+/** How a message longer than one SMS travels: UDH in each part, SAR TLVs on each part, or one message_payload. */
+export type SmppConcatenation = 'udh' | 'sar' | 'payload';
 
 export type SmppEncodeResult = { ok: true; parts: SmppPart[] } | { ok: false; error: string };
 
 /** The submit_sm payloads for one message; `reference` (0–255) ties its parts together on the handset. */
-export function encodeSmppParts(text: string, encoding: 'gsm7' | 'ucs2', options: { gsmPacking: boolean; reference: number }): SmppEncodeResult {
+export function encodeSmppParts(
+  text: string,
+  encoding: 'gsm7' | 'ucs2',
+  options: { gsmPacking: boolean; reference: number; concatenation?: SmppConcatenation },
+): SmppEncodeResult {
+  const result = encodeUdhParts(text, encoding, options);
+  const how = options.concatenation ?? 'udh';
+  if (!result.ok || result.parts.length === 1 || how === 'udh') return result;
+  const bodies = result.parts.map((p) => p.shortMessage.subarray(6));
+  if (how === 'payload') {
+    // One submit_sm: the SMSC splits. Packed GSM-7 is packed over the whole text, without the fill bit a UDH needs.
+    const whole = encoding === 'gsm7' && options.gsmPacking ? packSeptets((toGsmSeptets(text) ?? []).flat()) : Buffer.concat(bodies);
+    return { ok: true, parts: [{ shortMessage: Buffer.alloc(0), esmClass: 0, dataCoding: result.parts[0]!.dataCoding, tlvs: { message_payload: whole } }] };
+  }
+  // SAR: the parts as split for a UDH (the SMSC adds one), each without it and without the fill bit.
+  const septetGroups = encoding === 'gsm7' && options.gsmPacking ? splitWhole(toGsmSeptets(text) ?? [], 153) : undefined;
+  return {
+    ok: true,
+    parts: result.parts.map((p, i) => ({
+      shortMessage: septetGroups ? packSeptets(septetGroups[i]!) : bodies[i]!,
+      esmClass: 0,
+      dataCoding: p.dataCoding,
+      // A 16-bit reference: the 8-bit one of the UDH parts, so both ways number a message alike.
+      tlvs: { sar_msg_ref_num: options.reference & 0xffff, sar_total_segments: result.parts.length, sar_segment_seqnum: i + 1 },
+    })),
+  };
+}
+
+function encodeUdhParts(text: string, encoding: 'gsm7' | 'ucs2', options: { gsmPacking: boolean; reference: number }): SmppEncodeResult {
   const UDH_OCTETS = 6;
   if (encoding === 'gsm7') {
     const chars = toGsmSeptets(text);

@@ -15,6 +15,9 @@ export type SubmitClass = 'accepted' | 'permanent' | 'transient';
  */
 export const SMPP_SUBMIT_STATUS: ReadonlyMap<number, { name: string; kind: Exclude<SubmitClass, 'accepted'> }> = new Map([
   [0x0001, { name: 'ESME_RINVMSGLEN', kind: 'permanent' }], // message length is invalid
+  [0x0002, { name: 'ESME_RINVCMDLEN', kind: 'permanent' }], // the PDU's length is wrong: the same PDU fails again
+  // The SMSC takes no such command on this bind (a generic_nack's usual status): its set-up, not this message.
+  [0x0003, { name: 'ESME_RINVCMDID', kind: 'transient' }],
   [0x0004, { name: 'ESME_RINVBNDSTS', kind: 'transient' }], // not bound for submitting (the bind is being rebuilt)
   [0x0008, { name: 'ESME_RSYSERR', kind: 'transient' }], // system error at the SMSC
   [0x000a, { name: 'ESME_RINVSRCADR', kind: 'permanent' }], // invalid source address

@@ -6,7 +6,8 @@
  * Send: a form POST to `{base_url}/2010-04-01/Accounts/{account_sid}/Messages.json` with Basic auth over a pooled
  * undici client. The twilio SDK stays off this path (docs/design.md §6: its messages.create costs about ten times the CPU).
  * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with node:crypto
- * (providers/twilio/signature.ts) against the public URL we handed out (never the Host header).
+ * (providers/twilio/signature.ts) against the public URL we handed out (never the Host header), with or without
+ * the fragment we added to it, under the auth token or a Webhooks Rule's shared key (verifyTwilioRequest).
  * Secrets to keep out of logs: auth_token.
  */
 import { z } from 'zod';
@@ -15,6 +16,7 @@ import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from '
 import { ownValue } from '../kit/own-key.js';
 import { headerValue, readFormFields } from '../kit/receipt-input.js';
 import * as webhooks from './signature.js';
+import type { FormFields } from './signature.js';
 import {
   providerCommonConfig,
   sendFailure,
@@ -58,6 +60,12 @@ const configSchema = z
       .describe("`true` lets Twilio replace look-alike characters with GSM-7 ones (docs/providers.md §5); unset: Twilio's default."),
     // Twilio spends at most 15 s on one callback and its retries: this covers a restart's refused connections and
     // brief 5xx answers, not a long outage.
+    webhook_shared_keys: z
+      .record(z.string().min(1), z.string().min(1))
+      .optional()
+      .describe(
+        'SharedKey secrets of Twilio Webhooks Rules that match our URLs, by the key the header X-Twilio-Webhooks-Signature-Settings names (`key=…`); a callback with that header is checked with its key and algorithm instead of auth_token (docs/providers.md §2.4).',
+      ),
     status_callback_retries: z
       .number()
       .int()
@@ -154,11 +162,88 @@ const firstValue = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0
 
 /**
  * The StatusCallback with Twilio's connection overrides as its fragment (`#rc=…&rp=all`: retry count, and retry on
- * every kind of failure). A fragment never travels in the HTTP request, so the URL our route rebuilds, and the one
- * the signature covers, stay without it.
+ * every kind of failure). A fragment never travels in the HTTP request, so the URL our route rebuilds has none; the
+ * signature may cover it or not (twilioSignedUrls).
  */
 export function statusCallbackWithRetries(callbackUrl: string, retries: number): string {
   return retries > 0 ? `${callbackUrl.split('#')[0]}#rc=${retries}&rp=all` : callbackUrl;
+}
+
+/**
+ * The URLs a callback that arrived at `receivedUrl` may have been signed over. Twilio signs the URL it was given, and
+ * neither its docs nor its validator say whether a fragment is part of it (twilio-node keeps a URL's fragment when
+ * it adds the port), so both are taken: as it arrived, and with each fragment statusCallbackWithRetries may have
+ * added (every retry count, since status_callback_retries may have changed between the send and its receipts).
+ * The port variants are signature.ts's. Inbound URLs are the operator's, set in Twilio's console: the same forms.
+ */
+export function twilioSignedUrls(receivedUrl: string): string[] {
+  const bare = receivedUrl.split('#')[0]!;
+  const urls = [bare];
+  for (let retries = 1; retries <= 5; retries++) urls.push(statusCallbackWithRetries(bare, retries));
+  return urls;
+}
+
+/** The webhook's fields when it is Twilio's, or why it is refused (form or JSON body, either key, either hash). */
+export function verifyTwilioRequest(
+  request: Pick<IncomingReceipt, 'publicUrl' | 'query' | 'headers' | 'contentType' | 'rawBody'>,
+  keys: { authToken: string; sharedKeys?: Readonly<Record<string, string>> | undefined },
+): { ok: true; params: FormFields } | { ok: false; reason: string } {
+  const signature = headerValue(request as IncomingReceipt, 'x-twilio-signature');
+  if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
+  const settingsHeader = headerValue(request as IncomingReceipt, 'x-twilio-webhooks-signature-settings');
+  let secrets = [keys.authToken];
+  let algorithm: webhooks.SignatureAlgorithm = 'HMAC_SHA1';
+  if (settingsHeader !== undefined) {
+    const settings = webhooks.readSignatureSettings(settingsHeader);
+    const named = (settings.algorithm ?? '').toUpperCase();
+    if (!Object.hasOwn(webhooks.SIGNATURE_ALGORITHMS, named)) {
+      return {
+        ok: false,
+        reason: `X-Twilio-Webhooks-Signature-Settings names algorithm ${JSON.stringify(settings.algorithm ?? '')}, not HMAC_SHA1 or HMAC_SHA256`,
+      };
+    }
+    algorithm = named as webhooks.SignatureAlgorithm;
+    const shared = keys.sharedKeys ?? {};
+    const key = settings.key !== undefined ? ownValue(shared, settings.key) : undefined;
+    // The key the header names; when it names none we know, every configured one (a rotation adds one first).
+    secrets = key !== undefined ? [key] : Object.values(shared);
+    if (secrets.length === 0) {
+      return {
+        ok: false,
+        reason: `signed with a Webhooks Rule's shared key ${JSON.stringify(settings.key ?? '')}, and webhook_shared_keys has none (X-Twilio-Webhooks-Signature-Settings)`,
+      };
+    }
+  }
+  const bodySha256 = request.query.bodySHA256;
+  let params: FormFields;
+  if (bodySha256 !== undefined) {
+    // A JSON-bodied webhook: the signature covers the URL (bodySHA256 in it) and no fields; the hash covers the body.
+    if (!webhooks.bodyHashMatches(request.rawBody, bodySha256)) return { ok: false, reason: 'bodySHA256 does not match the body' };
+    params = {};
+  } else if (/^application\/x-www-form-urlencoded/i.test(request.contentType)) {
+    params = readFormFields(request.rawBody);
+  } else {
+    return { ok: false, reason: `Twilio webhooks are form posts or carry bodySHA256, got content-type ${JSON.stringify(request.contentType)}` };
+  }
+  const urls = twilioSignedUrls(request.publicUrl);
+  if (!secrets.some((secret) => webhooks.validateRequest(secret, signature, urls, params, algorithm))) {
+    return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
+  }
+  if (bodySha256 === undefined) return { ok: true, params };
+  // The fields of a JSON body, read only after the hash and signature vouched for it (string values only).
+  let json: unknown;
+  try {
+    json = JSON.parse(request.rawBody.toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'the body is not JSON' };
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return { ok: false, reason: 'the JSON body is not an object' };
+  const fields = new Map<string, string>();
+  for (const [name, value] of Object.entries(json)) {
+    if (typeof value === 'string') fields.set(name, value);
+    else if (typeof value === 'number' || typeof value === 'boolean') fields.set(name, String(value));
+  }
+  return { ok: true, params: Object.fromEntries(fields) };
 }
 
 /** One Message resource as the list and fetch calls answer it (the fields a lookup reads). */
@@ -220,6 +305,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       accept: 'application/json',
     };
     const getHeaders = { authorization: headers.authorization, accept: 'application/json' };
+    const keys = { authToken: config.auth_token, sharedKeys: config.webhook_shared_keys };
 
     /** Fetch by sid when the send's answer was recorded; else list by To and send date and match (twilioCandidates). */
     async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
@@ -270,11 +356,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'twilio',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        const posted = await postMessage(
-          { type: 'twilio', pool, path, headers, body: formFor(req) },
-          { signal, traceparent: req.traceparent },
-          classifyTwilioFailure,
-        );
+        const posted = await postMessage({ type: 'twilio', pool, path, headers, body: formFor(req) }, signal, classifyTwilioFailure);
         if (!posted.ok) return posted.result;
         const { res } = posted;
         const body = res.json as { sid?: unknown; status?: unknown } | undefined;
@@ -294,15 +376,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
-        const signature = headerValue(receipt, 'x-twilio-signature');
-        if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
-        if (!/^application\/x-www-form-urlencoded/i.test(receipt.contentType)) {
-          return { ok: false, reason: `status callbacks are form posts, got content-type ${JSON.stringify(receipt.contentType)}` };
-        }
-        const params = readFormFields(receipt.rawBody);
-        if (!webhooks.validateRequest(config.auth_token, signature, receipt.publicUrl, params)) {
-          return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
-        }
+        const verified = verifyTwilioRequest(receipt, keys);
+        if (!verified.ok) return verified;
+        const { params } = verified;
         const providerStatus = firstValue(params.MessageStatus) ?? firstValue(params.SmsStatus);
         if (!providerStatus) return { ok: false, reason: 'MessageStatus is missing' };
         const status = mapTwilioStatus(providerStatus);
@@ -325,15 +401,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       },
 
       parseInbound(request: IncomingReceipt): InboundParse {
-        const signature = headerValue(request, 'x-twilio-signature');
-        if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
-        if (!/^application\/x-www-form-urlencoded/i.test(request.contentType)) {
-          return { ok: false, reason: `inbound messages are form posts, got content-type ${JSON.stringify(request.contentType)}` };
-        }
-        const params = readFormFields(request.rawBody);
-        if (!webhooks.validateRequest(config.auth_token, signature, request.publicUrl, params)) {
-          return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
-        }
+        const verified = verifyTwilioRequest(request, keys);
+        if (!verified.ok) return verified;
+        const { params } = verified;
         // The Messaging webhook's fields (Twilio docs "TwiML for Programmable Messaging", request parameters).
         const sid = firstValue(params.MessageSid) ?? firstValue(params.SmsSid);
         const from = firstValue(params.From);

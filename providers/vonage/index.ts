@@ -3,7 +3,8 @@
  * https://developer.vonage.com/messaging/sms/guides/delivery-receipts and
  * https://developer.vonage.com/messaging/sms/guides/troubleshooting-sms
  *
- * Send: a JSON POST with Basic auth, as the SDK does (docs/providers.md §0.7), over a pooled undici client; one answer entry per SMS
+ * Send: a form POST with api_key and api_secret in it, as the SMS API document describes (docs/providers.md §3.1; the
+ * SDK's JSON with Basic auth is not in the document), over a pooled undici client; one answer entry per SMS
  * part, each with its own message-id and status. Receipts: one per part, by GET query, POST form or POST JSON
  * (the transport is an account setting, so all three are accepted), optionally signed with `sig` (docs/providers.md §3.4).
  * Messages-API-style status webhooks (JSON with message_uuid, Bearer JWT) are accepted too (docs/providers.md §3.5, §3.6).
@@ -33,7 +34,7 @@ const configSchema = z.strictObject({
   type: z.literal('vonage'),
   ...providerCommonConfig,
   base_url: z.url().default('https://rest.nexmo.com').describe('The API host.'),
-  api_key: z.string().min(1).describe('The API key (Basic auth of sends).'),
+  api_key: z.string().min(1).describe('The API key (a field of every send).'),
   api_secret: z.string().min(1).describe('The API secret.'),
   from: z.string().min(1).optional().describe('The sender when the CRM gives no sender_name (alphanumeric senders are not allowed everywhere).'),
   signature_secret: z
@@ -165,11 +166,9 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
   configSchema,
   create(name, config: VonageConfig, deps) {
     const pool = createProviderPool(config.base_url, config.max_concurrency ?? 64);
-    const headers = {
-      authorization: `Basic ${Buffer.from(`${config.api_key}:${config.api_secret}`).toString('base64')}`,
-      'content-type': 'application/json',
-      accept: 'application/json',
-    };
+    // The SMS API document lists one body for a send: a form with the credentials in it (api_key is required there;
+    // Basic auth and JSON, which the SDK uses, it does not describe). test/providers/provider-openapi.test.ts.
+    const headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     let warnedLongCallback = false;
 
     function bodyFor(req: SendRequest, from: string): string {
@@ -179,14 +178,16 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         warnedLongCallback = true;
         deps.logger.warn({ provider: name, callback }, "receipt URL is over Vonage's 100 characters; relying on the dashboard DLR URL");
       }
-      return JSON.stringify({
+      return new URLSearchParams({
+        api_key: config.api_key,
+        api_secret: config.api_secret,
         from,
         to: req.to.replace(/^\+/, ''), // Vonage wants E.164 digits without '+'
         text: req.text,
         type: req.encoding === 'ucs2' ? 'unicode' : 'text', // Vonage never picks the encoding itself (docs/providers.md §5)
         'client-ref': req.smsId,
         ...(fits ? { callback } : {}),
-      });
+      }).toString();
     }
 
     const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('vonage', kind, error, code, ambiguous);
@@ -220,7 +221,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (!from) return failure('permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');
         // A request that got no answer is transient whatever went wrong (ambiguous unless nothing was sent).
         const send = { type: 'vonage', pool, path: '/sms/json', headers, body: bodyFor(req, from) };
-        const posted = await postMessage(send, { signal, traceparent: req.traceparent }, () => 'transient');
+        const posted = await postMessage(send, signal, () => 'transient');
         if (!posted.ok) return posted.result;
         const { res } = posted;
         // A 5xx may come after the message was accepted; a 429 was refused before anything was sent.

@@ -24,6 +24,11 @@ declare module 'hono' {
   interface ContextVariableMap {
     /** Set by a credential check whose 401 is not a guess (markNotAGuess). */
     authFailureNotAGuess: boolean;
+    /**
+     * Set when this limiter refused the request (429, or 503 on the single send): the request metrics count it among
+     * the refused credentials (`sms_gateway_http_auth_refusals_total`), so a guesser past its budget stays visible.
+     */
+    authFailureLimited: boolean;
   }
 }
 
@@ -106,6 +111,7 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
       // The CRM skips a single SMS answered with any 4xx (docs/crm-interface.md, Errors) and retries only 5xx: a CRM
       // sharing its address with a guesser would lose messages to a 429, so the single send path answers 503.
       const status = c.req.path === SINGLE_SEND_PATH ? 503 : 429;
+      c.set('authFailureLimited', true);
       return c.json({ error, code: status }, status);
     }
     await next();

@@ -30,8 +30,8 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
   }
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
   const ledger = openLedger(config.database);
-  // Conversions posted by cron join their messages' traces too (docs/tracing.md); nothing is loaded when off.
-  const tracing = await createTracing(config.observability.tracing, logger);
+  // Conversions posted by cron are traced too, linked to their sends (docs/tracing.md); nothing is loaded when off.
+  const tracing = await createTracing(config, logger);
   try {
     await migrateToLatest(ledger.db);
     let reachable = true;
@@ -43,8 +43,11 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
       if (!drained.reachable) reachable = false;
       const backlog = await outbox.backlog();
       const line = LINES[outbox.name];
+      const counts = Object.entries(backlog.counts ?? {})
+        .map(([name, n]) => ` ${name}=${n}`)
+        .join('');
       out.write(
-        `${line.prefix}: ${line.sent}=${drained.sent} failed=${drained.retrying} dead=${drained.dead} left=${backlog.left} dead_total=${backlog.dead}` +
+        `${line.prefix}: ${line.sent}=${drained.sent} failed=${drained.retrying} dead=${drained.dead} left=${backlog.left}${counts} dead_total=${backlog.dead}` +
           `${sweep ? ` unknown_marked=${sweep.unknown}` : ''}${drained.reachable ? '' : ` (${line.unreachable})`}\n`,
       );
     }

@@ -509,15 +509,21 @@ const tracing = z
     enabled: z.boolean().default(false).describe('Export traces; off, no OpenTelemetry module is loaded.'),
     endpoint: z
       .url()
-      .default('http://127.0.0.1:4318')
-      .describe("The collector's OTLP/HTTP base URL (`/v1/traces` is appended), e.g. http://otel-collector:4318."),
+      .optional()
+      .describe(
+        "The collector's OTLP/HTTP base URL (`/v1/traces` is appended), e.g. http://otel-collector:4318. " +
+          'Absent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318.',
+      ),
     sampling_ratio: z
       .number()
       .min(0)
       .max(1)
-      .default(1)
-      .describe('Share of new traces kept; a CRM request whose traceparent says "sampled" (or not) decides for its own.'),
-    service_name: z.string().min(1).default('crm-sms-gateway').describe('The service name of the spans.'),
+      .optional()
+      .describe(
+        'Share of new traces kept; a CRM request whose traceparent says "sampled" (or not) decides for its own. ' +
+          'Absent: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, else every trace.',
+      ),
+    service_name: z.string().min(1).optional().describe('The service name of the spans. Absent: OTEL_SERVICE_NAME, else crm-sms-gateway.'),
     export_interval: duration('5s').describe('How often buffered spans are exported.'),
     export_timeout: duration('10s').describe('Timeout of one export.'),
   })

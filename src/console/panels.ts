@@ -90,14 +90,16 @@ function renderOwedRow(
   attribute: string,
   counts: { owed: [key: string, n: number]; retrying: number; dead: number; oldestAt: number | null },
   titles: { owed: string; dead: string; oldest: string },
+  /** A further count of the owed, after retrying (the event outbox's events the broker routed nowhere). */
+  also?: { key: string; label: string; title: string; n: number },
 ) {
   const { oldestAt } = counts;
-  return html`<div class="scroll"><table data-table="${table}"><thead><tr><th title="${titles.owed}">owed</th><th title="of those, failed at least once">retrying</th><th title="${titles.dead}">dead</th><th title="${titles.oldest}">oldest owed</th></tr></thead>
-<tbody><tr><td ${attribute}="${counts.owed[0]}">${counts.owed[1]}</td><td ${attribute}="retrying">${counts.retrying}</td><td ${attribute}="dead">${counts.dead}</td>
+  return html`<div class="scroll"><table data-table="${table}"><thead><tr><th title="${titles.owed}">owed</th><th title="of those, failed at least once">retrying</th>${also ? html`<th title="${also.title}">${also.label}</th>` : ''}<th title="${titles.dead}">dead</th><th title="${titles.oldest}">oldest owed</th></tr></thead>
+<tbody><tr><td ${attribute}="${counts.owed[0]}">${counts.owed[1]}</td><td ${attribute}="retrying">${counts.retrying}</td>${also ? html`<td ${attribute}="${also.key}">${also.n}</td>` : ''}<td ${attribute}="dead">${counts.dead}</td>
 <td ${attribute}="oldest" title="${oldestAt === null ? '' : `${when(oldestAt)} UTC`}">${oldestAt === null ? '—' : age(summary.at - oldestAt)}</td></tr></tbody></table></div>`;
 }
 
-/** The CRM event outbox (src/ledger/events.ts): owed, of which retrying, dead, and how long the oldest has waited. */
+/** The CRM event outbox (src/ledger/events.ts): owed, of which retrying and not routed, dead, and how long the oldest has waited. */
 export function renderEventOutbox(summary: ConsoleSummary) {
   const { events } = summary;
   return renderOwedRow(
@@ -106,6 +108,12 @@ export function renderEventOutbox(summary: ConsoleSummary) {
     'data-events',
     { owed: ['unsent', events.unsent], retrying: events.retrying, dead: events.dead, oldestAt: events.oldestUnsentAt },
     { owed: 'accepted, not yet taken by the CRM', dead: 'stopped after relay.max_attempts', oldest: 'since the oldest owed event was accepted' },
+    {
+      key: 'not-routed',
+      label: 'not routed',
+      title: 'of those, last sent to a broker that routed it to no queue or partition (a binding or topic missing on the CRM side); retried',
+      n: events.notRouted,
+    },
   );
 }
 

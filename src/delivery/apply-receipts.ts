@@ -33,6 +33,8 @@ export interface ReceiptInput {
   event: ReceiptEvent;
   /** The request that carried it, for the log lines about it. */
   requestId?: string;
+  /** That request's SERVER span when tracing is on: the receipt's span is its child (docs/tracing.md). */
+  traceparent?: string;
 }
 
 /**
@@ -208,7 +210,7 @@ export async function applyReceipts(
   if (startedAt)
     traceReceipts(
       observers.tracing!,
-      applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event })),
+      applicable.map((k) => ({ message: messages[k]!, event: inputs[k]!.event, traceparent: inputs[k]!.traceparent })),
       startedAt,
     );
   return {
@@ -221,19 +223,23 @@ export async function applyReceipts(
 }
 
 /**
- * One span per applied receipt, a child of its message's send span (stored with the row), so a receipt that comes in
- * a later request joins the send's trace. It covers applying the receipts up to the commit, which follows at once.
+ * One span per applied receipt, a child of the request that carried it and linked to its message's send span (stored
+ * with the row): the send ended long before, often in another process, so the receipt is not its child but follows
+ * from it. It covers applying the receipts up to the commit, which follows at once.
  */
-function traceReceipts(tracing: Tracing, applied: Array<{ message: MessageState; event: ReceiptEvent }>, startedAt: number): void {
-  for (const { message, event } of applied) {
-    if (!message.traceparent) continue;
+function traceReceipts(
+  tracing: Tracing,
+  applied: Array<{ message: MessageState; event: ReceiptEvent; traceparent: string | undefined }>,
+  startedAt: number,
+): void {
+  for (const { message, event, traceparent } of applied) {
     const attributes = {
       'sms.sms_id': message.sms_id,
       'sms.provider': message.provider,
       'sms.receipt_status': event.status,
       'sms.provider_status': event.providerStatus,
     };
-    tracing.startSpan('sms.receipt', message.traceparent, { startTime: startedAt, attributes }).end();
+    tracing.startSpan('sms.receipt', traceparent, { startTime: startedAt, attributes, links: [message.traceparent] }).end();
   }
 }
 

@@ -47,24 +47,19 @@ async function postIsolatingRefusals(
 }
 
 /**
- * A post carries many messages' conversions: each gets a span under its own message's send span, covering the post,
- * and the request goes out with the first one's traceparent (one header per request; a post of one row, the common
- * case on a quiet gateway, is then exactly its message's).
+ * A post carries many messages' conversions, each caused by a send that ended long before: the post is a trace of its
+ * own, with one span linked to every conversion's send span; its HTTP request (the undici instrumentation's CLIENT
+ * span, whose traceparent the webhook receives) is that span's child. A post of one row names its message.
  */
 async function postTraced(tracing: Tracing, webhook: WebhookClient, rows: ClaimedConversion[]): Promise<PostResult> {
-  const startTime = Date.now();
-  const spans = rows.map((r) =>
-    tracing.startSpan('sms.conversion_post', r.traceparent, {
-      kind: 'client',
-      startTime,
-      attributes: { 'sms.sms_id': r.sms_id, 'sms.delivery_status': r.delivery_status, 'sms.conversion_id': r.id, 'sms.post_size': rows.length },
-    }),
-  );
-  const result = await webhook.post(rows, spans[0]?.traceparent);
-  for (const span of spans) {
-    if (!result.ok) span.fail(result.error);
-    span.end();
-  }
+  const attributes: Record<string, string | number> = { 'sms.post_size': rows.length };
+  if (rows.length === 1)
+    Object.assign(attributes, { 'sms.sms_id': rows[0]!.sms_id, 'sms.delivery_status': rows[0]!.delivery_status, 'sms.conversion_id': rows[0]!.id });
+  // A new trace (root): not under whatever span happened to wake the outbox.
+  const span = tracing.startSpan('sms.conversion_post', null, { root: true, attributes, links: rows.map((r) => r.traceparent) });
+  const result = await span.run(() => webhook.post(rows));
+  if (!result.ok) span.fail(result.error, result.status === null ? 'unreachable' : String(result.status));
+  span.end();
   return result;
 }
 

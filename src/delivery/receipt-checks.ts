@@ -5,7 +5,11 @@
 type Check = (block: Record<string, unknown>) => string;
 
 const CHECKS: ReadonlyMap<string, Check> = new Map<string, Check>([
-  ['twilio', () => 'X-Twilio-Signature checked against the callback URL and form with auth_token'],
+  [
+    'twilio',
+    (b) =>
+      `X-Twilio-Signature checked against the callback URL and form with auth_token${b.webhook_shared_keys ? ", or a Webhooks Rule's shared key (webhook_shared_keys)" : ''}`,
+  ],
   ['vonage', (b) => (b.signature_secret ? 'signed request (JWT or sig) checked with signature_secret' : 'not signed: signature_secret is not set')],
   ['sandbox', (b) => (b.receipt_secret ? 'x-sandbox-signature HMAC checked with receipt_secret' : 'not signed: sandbox without receipt_secret')],
 ]);

@@ -63,7 +63,7 @@ export function receiptRoutes(deps: ReceiptRouteDeps) {
       return c.json({ error: `receipt refused: ${bounded.error}`, code: bounded.status }, bounded.status);
     }
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
-    await deps.store(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId') })));
+    await deps.store(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId'), traceparent: c.get('traceparent') })));
     return c.json({ received: bounded.events.length }, 200);
   };
   mountRoutes(app, [

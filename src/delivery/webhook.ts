@@ -42,8 +42,8 @@ export function createWebhookClient(crm: Config['crm']) {
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 8, headersTimeout: crm.timeout, bodyTimeout: crm.timeout });
   return {
     url,
-    /** `traceparent`: the post's span when tracing is on (docs/tracing.md), sent as the W3C header. */
-    async post(rows: ClaimedConversion[], traceparent?: string): Promise<PostResult> {
+    /** With tracing on, the undici instrumentation adds the W3C traceparent header (docs/tracing.md). */
+    async post(rows: ClaimedConversion[]): Promise<PostResult> {
       if (!url) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
       try {
         const res = await request(url, {
@@ -53,7 +53,6 @@ export function createWebhookClient(crm: Config['crm']) {
             'content-type': 'application/json',
             'x-api-key': crm.webhook_api_key,
             'idempotency-key': conversionPostKey(rows),
-            ...(traceparent ? { traceparent } : {}),
           },
           body: conversionBody(rows),
           signal: AbortSignal.timeout(crm.timeout),

@@ -4,16 +4,17 @@
  * (crm.integration.push), whichever transport carries the other events.
  */
 import type { Config } from '../config/schema.js';
+import { TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import { createHttpTransport } from './http-transport.js';
 import { createKafkaTransport } from './kafka-transport.js';
 import { createRabbitMqTransport } from './rabbitmq-transport.js';
-import type { EventTransport, TransportOutcome } from './transport.js';
+import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
 
 type Integration = Config['crm']['integration'];
 
-function createMainTransport(integration: Integration): EventTransport | undefined {
-  if (integration.transport === 'rabbitmq') return integration.rabbitmq && createRabbitMqTransport(integration.rabbitmq, integration.timeout);
-  if (integration.transport === 'kafka') return integration.kafka && createKafkaTransport(integration.kafka, integration.timeout);
+function createMainTransport(integration: Integration, tracing: Tracing): EventTransport | undefined {
+  if (integration.transport === 'rabbitmq') return integration.rabbitmq && createRabbitMqTransport(integration.rabbitmq, integration.timeout, tracing);
+  if (integration.transport === 'kafka') return integration.kafka && createKafkaTransport(integration.kafka, integration.timeout, tracing);
   return integration.url ? createHttpTransport({ ...integration, url: integration.url }) : undefined;
 }
 
@@ -31,16 +32,33 @@ function createPushTransport(integration: Integration): EventTransport | undefin
 
 const notConfigured = (what: string): TransportOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });
 
-export function createEventTransport(integration: Integration): EventTransport | undefined {
-  const main = createMainTransport(integration);
+/**
+ * With tracing on, each event's sending is a span of its own trace linked to the relay request that queued it (stored
+ * with the event): its HTTP request (the undici instrumentation's CLIENT span) or its broker publish (a PRODUCER span)
+ * is that span's child and carries it on (docs/tracing.md).
+ */
+export function createEventTransport(integration: Integration, tracing: Tracing = TRACING_OFF): EventTransport | undefined {
+  const main = createMainTransport(integration, tracing);
   if (!main) return undefined;
   const push = createPushTransport(integration);
+  const send = (event: OutgoingEvent): Promise<TransportOutcome> => {
+    if (event.channel !== 'push_webhook') return main.send(event);
+    return push ? push.send(event) : Promise.resolve(notConfigured('crm.integration.url (the push conversion webhook)'));
+  };
+  const sendTraced = async (event: OutgoingEvent): Promise<TransportOutcome> => {
+    const span = tracing.startSpan('event.send', null, {
+      root: true,
+      links: [event.traceparent],
+      attributes: { 'crm.event_id': event.event_id, 'crm.event_type': event.type },
+    });
+    const outcome = await span.run(() => send(event));
+    if (!outcome.ok) span.fail(outcome.error, outcome.status === null ? 'unreachable' : String(outcome.status));
+    span.end();
+    return outcome;
+  };
   return {
     target: main.target,
-    send: (event) => {
-      if (event.channel !== 'push_webhook') return main.send(event);
-      return push ? push.send(event) : Promise.resolve(notConfigured('crm.integration.url (the push conversion webhook)'));
-    },
+    send: tracing.enabled ? sendTraced : send,
     abort() {
       main.abort();
       push?.abort();

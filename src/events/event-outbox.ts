@@ -23,6 +23,8 @@ export interface EventOutboxDeps extends OutboxDeps {
   onSent?: (count: number, latenciesSeconds: number[]) => void;
   /** Told of dead-lettered events: `refused` by the CRM (a 4xx, at once) or out of relay.max_attempts. */
   onDead?: (count: number, reason: DeadReason) => void;
+  /** Told of each attempt the broker took but routed to no queue or partition (transport.ts `notRouted`). */
+  onNotRouted?: () => void;
 }
 
 export function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
@@ -35,6 +37,7 @@ export function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
     send: sendEach(async (e) => {
       const destined = destinationOf(e, deps.destinations);
       const outcome = destined.ok ? await deps.transport.send(destined.event) : { ok: false as const, status: null, error: destined.error, permanent: true };
+      if (!outcome.ok && 'notRouted' in outcome && outcome.notRouted) deps.onNotRouted?.();
       return outcome.ok ? outcome : { ...outcome, refused: decideFailure(outcome, relay.retry_client_errors) === 'dead' };
     }),
     markSent: markEventsSent,

@@ -134,10 +134,8 @@ export function createHttpTransport(options: HttpTransportOptions): EventTranspo
               path: prefix + event.path,
               method: event.method as Dispatcher.HttpMethod,
               // Idempotency-Key: the event's id, the same on every attempt, for a receiver that wants to drop repeats.
-              // traceparent: the span of the request that queued the event, when tracing was on (docs/tracing.md).
-              headers: event.traceparent
-                ? { ...headers, 'idempotency-key': event.event_id, traceparent: event.traceparent }
-                : { ...headers, 'idempotency-key': event.event_id },
+              // With tracing on, the undici instrumentation adds the W3C traceparent header (docs/tracing.md).
+              headers: { ...headers, 'idempotency-key': event.event_id },
               body: event.payload_json,
             },
             handler,

@@ -2,11 +2,18 @@
  * Publishes events to a Kafka connector of the CRM (docs/events.md, "Kafka"): the event's queue type name in the
  * header `type` (the CRM's rule), the player as the key so one player's events share a partition and keep their
  * order, `acks: -1` and an idempotent producer so a retried produce request is written once. An event counts as
- * sent only when the broker acknowledged it. Sends of one moment are gathered into one produce request.
+ * sent only when the broker acknowledged it: kafkajs resolves a send only when every partition's produce answer has
+ * no error, and with acks -1 a broker answers only once the in-sync replicas hold the batch. A topic the broker
+ * lacks is never created (allowAutoTopicCreation false): its events stay owed, counted `notRouted`, and do not hold
+ * back the other topics' events of the same round. Partitions without a leader (LEADER_NOT_AVAILABLE in metadata,
+ * NOT_LEADER_OR_FOLLOWER on a produce) fail the send or are ridden out by the client's one retry after it asks for
+ * metadata again. Sends of one moment are gathered into one produce request.
  * The header `event_id` carries the gateway's id, the same on every attempt, for a consumer that drops repeats.
  */
 import type { Producer } from 'kafkajs';
 import type { Config } from '../config/schema.js';
+import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
+import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
 
 type KafkaConfig = NonNullable<Config['crm']['integration']['kafka']>;
@@ -19,15 +26,23 @@ interface Waiting {
   resolve: (outcome: TransportOutcome) => void;
 }
 
-function errorType(error: unknown): string | undefined {
+/**
+ * The broker has no such topic (auto-creation is off: allowAutoTopicCreation false). kafkajs asks for the metadata
+ * of every topic of a batch at once and fails the whole batch when one is unknown, so one missing topic would hold
+ * back every event sent beside it.
+ */
+const UNKNOWN_TOPIC = 'UNKNOWN_TOPIC_OR_PARTITION';
+
+/** The first Kafka protocol error name among `names` in the error or what caused it (kafkajs wraps them in retries). */
+function errorType(error: unknown, names: ReadonlySet<string> = RECORD_REFUSALS): string | undefined {
   for (let e = error as { type?: string; cause?: unknown; originalError?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (e.type && RECORD_REFUSALS.has(e.type)) return e.type;
+    if (e.type && names.has(e.type)) return e.type;
     e = (e.cause ?? e.originalError) as typeof e;
   }
   return undefined;
 }
 
-export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): EventTransport {
+export function createKafkaTransport(config: KafkaConfig, timeoutMs: number, tracing: Tracing = TRACING_OFF): EventTransport {
   let producer: Promise<Producer> | undefined;
   let closed = false;
   let waiting: Waiting[] = [];
@@ -78,11 +93,21 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
    * the client's own bound by far (GUARD) drops the producer.
    */
   const publish = async (batch: Waiting[]): Promise<void> => {
+    // With tracing on, one PRODUCER span for the batch, its context in every record's headers (docs/tracing.md).
+    const topics = [...new Set(batch.map(({ event }) => event.topic ?? config.topic))];
+    const published = startPublish(tracing, {
+      system: 'kafka',
+      destination: topics.join(','),
+      messageIds: batch.map(({ event }) => event.event_id),
+      causes: batch.map(({ event }) => event.traceparent),
+    });
     const byTopic = new Map<string, Array<{ key: string; value: string; headers: Record<string, string> }>>();
     for (const { event } of batch) {
       const topic = event.topic ?? config.topic;
       if (!byTopic.has(topic)) byTopic.set(topic, []);
-      byTopic.get(topic)!.push({ key: event.user_id, value: event.payload_json, headers: { type: event.type, event_id: event.event_id } });
+      byTopic
+        .get(topic)!
+        .push({ key: event.user_id, value: event.payload_json, headers: { type: event.type, event_id: event.event_id, ...published.headers } });
     }
     const current = connect();
     try {
@@ -92,12 +117,25 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number): Ev
         `no acknowledgement within ${kafkaSendGuardMs(timeoutMs)} ms`,
         () => reset(current),
       );
+      published.done({ ok: true });
       for (const w of batch) w.resolve({ ok: true, status: null });
     } catch (error) {
+      published.done({ ok: false, error: `Kafka: ${(error as Error).message}` });
       const refused = errorType(error);
       if (refused && batch.length > 1) {
         // One refused record fails its whole request: send each alone so only the refused one is dead-lettered.
         for (const w of batch) await publish([w]);
+        return;
+      }
+      if (errorType(error, new Set([UNKNOWN_TOPIC]))) {
+        if (byTopic.size > 1) {
+          // Each topic on its own: the events of topics that exist go out now, the others stay owed.
+          for (const topic of byTopic.keys()) await publish(batch.filter((w) => (w.event.topic ?? config.topic) === topic));
+          return;
+        }
+        const [topic] = byTopic.keys();
+        const message = `${NOT_ROUTED_ERROR_PREFIX}Kafka: the broker has no topic ${JSON.stringify(topic)} (${UNKNOWN_TOPIC}); it is not created by the gateway`;
+        for (const w of batch) w.resolve({ ok: false, status: null, error: message, notRouted: true });
         return;
       }
       const message = `Kafka: ${(error as Error).message}`;

@@ -1,9 +1,9 @@
 /**
  * /metrics series of the event relay, registered on the gateway's registry beside the others
  * (src/observability/metrics.ts), the outbox's as src/outbox/metrics.ts names them: the outbox backlog and the age of its oldest unsent event, read at scrape time;
- * events sent and dead-lettered; accept-to-sent latency.
+ * events sent, dead-lettered and not routed by the broker; accept-to-sent latency.
  */
-import { Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { EventBacklog } from '../ledger/events.js';
 import { registerOutboxMetrics } from '../outbox/metrics.js';
 
@@ -43,7 +43,13 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
       this.set(oldestUnsentAt === null ? 0 : Math.max(0, (now() - oldestUnsentAt) / 1000));
     },
   });
+  const notRouted = new Counter({
+    name: 'sms_gateway_crm_events_not_routed_total',
+    help: 'Attempts the broker took but routed to no queue or partition (a RabbitMQ return, an unknown Kafka topic); each is retried',
+    registers,
+  });
   return {
+    eventsNotRouted: () => notRouted.inc(),
     eventsSent(count: number, latenciesSeconds: number[]) {
       series.sent(count);
       for (const s of latenciesSeconds) latency.observe(Math.max(0, s));

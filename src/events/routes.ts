@@ -13,8 +13,6 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
 import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type CatalogueRow, type EventRoute } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
-import { traceRequests } from '../observability/request-context.js';
-import type { Tracing } from '../observability/tracing.js';
 import type { Wake } from '../outbox/wake.js';
 
 interface BonusFields {
@@ -79,8 +77,6 @@ export interface RelayRouteDeps {
   maxDepth: number;
   /** Told after an event was committed, so the event outbox looks at once. */
   wake: Wake;
-  /** When on, each request gets a span, stored with its event and sent on with it (docs/tracing.md). */
-  tracing?: Tracing;
 }
 
 function relayKey(keys: readonly string[]): MiddlewareHandler {
@@ -96,7 +92,6 @@ function relayKey(keys: readonly string[]): MiddlewareHandler {
 export function relayRoutes(deps: RelayRouteDeps) {
   const app = new Hono();
   app.use('*', relayKey(deps.apiKeys));
-  if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
   for (const route of deps.routes) {
     const schema = eventSchema(route.kind);
     const row = catalogueRow(route.kind);

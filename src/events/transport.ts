@@ -17,6 +17,11 @@ export type TransportOutcome =
       permanent?: boolean;
       /** How long the CRM asked us to wait (Retry-After). */
       retryAfterMs?: number;
+      /**
+       * The broker took the event but no queue or partition holds it (a RabbitMQ return, an unknown Kafka topic):
+       * counted apart, and retried like any failure (docs/relay.md).
+       */
+      notRouted?: boolean;
     };
 
 /** What the event outbox hands a transport: the stored event with its destination as configured now. */

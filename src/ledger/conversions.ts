@@ -205,6 +205,20 @@ export async function oldestUnpostedConversion(db: Db): Promise<number | null> {
   return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
 }
 
+/**
+ * The oldest conversion the workers still try to post (due or retrying; dead ones wait for a replay instead): how long
+ * the CRM has been waiting on the outbox. Reads the same unposted rows as oldestUnpostedConversion.
+ */
+export async function oldestPendingConversion(db: Db): Promise<number | null> {
+  const row = await db
+    .selectFrom('conversions')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('posted_at', 'is', null)
+    .where('dead', '=', 0)
+    .executeTakeFirst();
+  return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+}
+
 export interface OutboxBacklog {
   due: number;
   retrying: number;

@@ -161,11 +161,20 @@ export async function replayDeadEvents(db: Db, now: number, match: string[] | De
   });
 }
 
+/**
+ * How a transport's error begins when the broker took an event but no queue or partition holds it (a RabbitMQ
+ * basic.return, an unknown Kafka topic): the backlog counts those apart (`notRouted`), since they mean a binding or a
+ * topic missing on the CRM's side rather than a broker that is down.
+ */
+export const NOT_ROUTED_ERROR_PREFIX = 'not routed: ';
+
 export interface EventBacklog {
   /** Unsent, not dead. */
   unsent: number;
   /** Of those, the ones that failed at least once. */
   retrying: number;
+  /** Of those, the ones whose last attempt the broker routed to no queue or partition (NOT_ROUTED_ERROR_PREFIX). */
+  notRouted: number;
   dead: number;
   /** Acceptance time of the oldest unsent event, or null when none is owed. */
   oldestUnsentAt: number | null;
@@ -177,6 +186,7 @@ export async function countEventBacklog(db: Db): Promise<EventBacklog> {
     .select((eb) => [
       eb.fn.countAll<number>().filterWhere('dead', '=', 0).as('unsent'),
       eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
+      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('last_error', 'like', `${NOT_ROUTED_ERROR_PREFIX}%`).as('not_routed'),
       eb.fn.countAll<number>().filterWhere('dead', '=', 1).as('dead'),
       sql<number | null>`min(case when dead = 0 then created_at end)`.as('oldest'),
     ])
@@ -185,6 +195,7 @@ export async function countEventBacklog(db: Db): Promise<EventBacklog> {
   return {
     unsent: Number(row.unsent),
     retrying: Number(row.retrying),
+    notRouted: Number(row.not_routed),
     dead: Number(row.dead),
     oldestUnsentAt: row.oldest === null ? null : Number(row.oldest),
   };

@@ -1,7 +1,7 @@
 /** `serve`'s metrics: the gateway's registry with its ledger gauges read at scrape time on the read connection. */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
-import { countOutboxBacklog, oldestUnpostedConversion } from '../ledger/conversions.js';
+import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from '../ledger/conversions.js';
 import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import { readBuildInfo } from './build-info.js';
@@ -15,6 +15,7 @@ export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>,
       countOutboxBacklog: () => countOutboxBacklog(readDb),
       countParkedReceipts: () => countParkedReceiptsByProvider(readDb),
       oldestUnpostedConversion: () => oldestUnpostedConversion(readDb),
+      oldestPendingConversion: () => oldestPendingConversion(readDb),
       now,
     },
     readBuildInfo(),

@@ -1,10 +1,23 @@
 /** pino logger. Lines about a message carry sms_id and activity_id; phone numbers are masked, content never logged. */
 import pino, { type Logger } from 'pino';
 
+/** The active span's ids, for log lines; set by the OpenTelemetry side (otel.ts) only while tracing is on. */
+let traceFields: (() => Record<string, string> | undefined) | undefined;
+
+export function setLogTraceFields(fields: typeof traceFields): void {
+  traceFields = fields;
+}
+
+const NO_FIELDS = {};
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level,
+      // trace_id and span_id of the active span when tracing is on (docs/tracing.md "Logs"). Off, the line's own
+      // object is used as it is: the shared empty answer is recognised, never merged into.
+      mixin: () => traceFields?.() ?? NO_FIELDS,
+      mixinMergeStrategy: (line, fields) => (fields === NO_FIELDS ? line : Object.assign(fields, line)),
       base: { service: 'crm-sms-gateway' },
       redact: { paths: ['*.content', '*.api_key', '*.authorization', '*.password', '*.client_secret'], censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,

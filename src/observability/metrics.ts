@@ -50,7 +50,8 @@ export interface RetentionMetrics {
 export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_messages';
 
 export interface HttpMetrics {
-  httpRequest(method: string, route: string, status: number, seconds: number): void;
+  /** `limited`: refused by the failed-authentication limiter (src/auth/failure-limit.ts) with a 429 or a 503. */
+  httpRequest(method: string, route: string, status: number, seconds: number, limited?: boolean): void;
 }
 
 /** Ledger reads behind the scrape-time gauges. */
@@ -59,6 +60,8 @@ export interface LedgerGaugeSources {
   countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
   /** created_at (epoch ms) of the oldest conversion not yet posted, dead ones included; null when none. */
   oldestUnpostedConversion?(): Promise<number | null>;
+  /** created_at (epoch ms) of the oldest conversion due or retrying (dead ones excluded); null when none. */
+  oldestPendingConversion?(): Promise<number | null>;
   now?: () => number;
 }
 
@@ -103,7 +106,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   });
   const authRefusals = new Counter({
     name: 'sms_gateway_http_auth_refusals_total',
-    help: 'Requests refused for their credentials (401) or their standing (403), by route pattern and status',
+    help: 'Requests refused for their credentials (401), their standing (403), or by the failed-authentication limiter (429, 503 on the single send), by route pattern and status',
     labelNames: ['route', 'status'],
     registers,
   });
@@ -233,18 +236,34 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
     },
   });
-  const oldestUnposted = ledger.oldestUnpostedConversion;
-  if (oldestUnposted) {
+  // Ages read from the ledger at scrape time, in seconds; 0 when nothing is owed.
+  const ageGauge = (name: string, help: string, oldest: () => Promise<number | null>) => {
     const now = ledger.now ?? Date.now;
     new Gauge({
-      name: 'sms_gateway_conversion_oldest_unposted_age_seconds',
-      help: 'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
+      name,
+      help,
       registers,
       async collect() {
-        const oldest = await oldestUnposted();
-        this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
+        const at = await oldest();
+        this.set(at === null ? 0 : Math.max(0, (now() - at) / 1000));
       },
     });
+  };
+  if (ledger.oldestUnpostedConversion) {
+    ageGauge(
+      'sms_gateway_conversion_oldest_unposted_age_seconds',
+      'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
+      ledger.oldestUnpostedConversion,
+    );
+  }
+  // What the conversion-age alert reads: a dead conversion stays until it is replayed, so it would keep that alert
+  // firing after the CRM recovered (dead letters have their own alert).
+  if (ledger.oldestPendingConversion) {
+    ageGauge(
+      'sms_gateway_conversion_oldest_pending_age_seconds',
+      'Age of the oldest conversion the workers still try to post (due or retrying, dead ones excluded); 0 when none',
+      ledger.oldestPendingConversion,
+    );
   }
   new Gauge({
     name: 'sms_gateway_receipts_parked',
@@ -274,9 +293,9 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
 
   return {
     registry,
-    httpRequest(method: string, route: string, status: number, seconds: number) {
+    httpRequest(method: string, route: string, status: number, seconds: number, limited = false) {
       httpRequests.inc({ method, route, status_class: statusClass(status) });
-      if (status === 401 || status === 403) authRefusals.inc({ route, status: String(status) });
+      if (status === 401 || status === 403 || limited) authRefusals.inc({ route, status: String(status) });
       httpDuration.observe({ method, route }, seconds);
     },
     sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number) {

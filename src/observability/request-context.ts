@@ -9,14 +9,13 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { Logger } from 'pino';
 import type { HttpMetrics } from './metrics.js';
-import type { Tracing } from './tracing.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
     requestId: string;
     /** Set on first use by requestLogger(): most requests never log, and a pino child costs a microsecond. */
     requestLogger: Logger;
-    /** This request's span as a W3C traceparent, set by traceRequests() only when tracing is on. */
+    /** This request's SERVER span as a W3C traceparent, set only when tracing is on (Tracing.requests, otel.ts). */
     traceparent: string | undefined;
   }
 }
@@ -62,28 +61,6 @@ export function requestContext(metrics?: HttpMetrics): MiddlewareHandler {
     if (outgoing && typeof outgoing.setHeader === 'function') outgoing.setHeader('X-Request-Id', requestId);
     else c.header('X-Request-Id', requestId);
     await next();
-    metrics?.httpRequest(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000);
-  };
-}
-
-/**
- * A server span per request, child of the caller's `traceparent` header (the CRM's, or the operator platform's), for
- * the routes it is mounted on. Mounted only when tracing is on (docs/tracing.md): otherwise requests pay nothing.
- */
-export function traceRequests(tracing: Tracing): MiddlewareHandler {
-  return async (c, next) => {
-    const span = tracing.startSpan(`${c.req.method} request`, c.req.header('traceparent'), {
-      kind: 'server',
-      attributes: { 'http.request.method': c.req.method },
-    });
-    c.set('traceparent', span.traceparent);
-    try {
-      await next();
-    } finally {
-      span.setAttribute('http.route', routeLabel(c));
-      span.setAttribute('http.response.status_code', c.res.status);
-      if (c.res.status >= 500) span.fail(`answered ${c.res.status}`);
-      span.end();
-    }
+    metrics?.httpRequest(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000, c.get('authFailureLimited') === true);
   };
 }

@@ -3,23 +3,32 @@
  *
  * The rest of the gateway sees only the small `Tracing` interface below and passes W3C `traceparent` strings, never
  * an OpenTelemetry context: a message's receipt and conversion arrive in other requests, minutes later, so the only
- * parent they can have is the traceparent stored with the message row. When tracing is off, `TRACING_OFF` is used and
- * no OpenTelemetry module is loaded at all (the SDK is imported dynamically in createTracing), so a send pays one
+ * link they can have to the send is the traceparent stored with the message row. When tracing is off, `TRACING_OFF`
+ * is used and no OpenTelemetry module is loaded at all: the implementation (`otel.ts`, which imports the SDK, the
+ * semantic conventions and the undici instrumentation) is imported dynamically by createTracing, so a send pays one
  * property read per step.
  */
+import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 
 export type TracingConfig = Config['observability']['tracing'];
-export type SpanKindName = 'server' | 'client' | 'internal';
+export type SpanKindName = 'server' | 'client' | 'internal' | 'producer';
 export type SpanAttributes = Record<string, string | number | boolean>;
 
 export interface TraceSpan {
-  /** This span as a W3C traceparent: for outgoing headers, the ledger, and child spans. Undefined when off. */
+  /** This span as a W3C traceparent: for the ledger, links and child spans. Undefined when off. */
   readonly traceparent: string | undefined;
   setAttribute(key: string, value: string | number | boolean): void;
-  /** Marks the span failed with `message`. */
-  fail(message: string): void;
+  /** Marks the span failed with `message`; `errorType` (the `error.type` attribute) defaults to `_OTHER`. */
+  fail(message: string, errorType?: string): void;
+  /**
+   * Runs `work` with this span active: HTTP requests it makes through undici become its children (and carry it in
+   * their `traceparent` header), and log lines written meanwhile carry its trace and span ids.
+   */
+  run<T>(work: () => T): T;
+  /** Writes this span's W3C headers (`traceparent`, and `tracestate` when there is one) into `carrier`. */
+  inject(carrier: Record<string, string>): void;
   /** Ends the span, at `endTime` (epoch ms) when given. */
   end(endTime?: number): void;
 }
@@ -29,105 +38,99 @@ export interface SpanOptions {
   attributes?: SpanAttributes;
   /** Epoch ms when the work began (default: now). */
   startTime?: number;
+  /** Spans this one follows from without being their child (traceparents; absent or malformed ones are skipped). */
+  links?: Array<string | null | undefined>;
+  /** Without a parent: a new trace, even where a span is active (work that only follows from what is linked). */
+  root?: boolean;
+}
+
+/** What a publish to a broker goes to (the messaging.* attributes of its PRODUCER span). */
+export interface PublishTarget {
+  system: 'rabbitmq' | 'kafka';
+  /** The exchange or topic. */
+  destination: string;
+  /** The event ids of the messages published (messaging.message.id when one). */
+  messageIds: string[];
+  /** The spans that caused the messages (the relay requests that queued them): linked, not parents. */
+  causes: Array<string | null | undefined>;
 }
 
 export interface Tracing {
   readonly enabled: boolean;
-  /** A span under `parent` (a traceparent; a new trace when absent or malformed). */
+  /**
+   * A span under `parent` (a traceparent). Without one (undefined or null), under the span active in this async
+   * context (a new trace with `root`, or when none is); a malformed traceparent starts a new trace.
+   */
   startSpan(name: string, parent: string | null | undefined, options?: SpanOptions): TraceSpan;
+  /** A database span (`db.system.name` of the configured database) for a ledger commit of `operation` on `table`. */
+  startCommit(operation: 'INSERT' | 'UPDATE', table: string, parent: string | undefined, startTime?: number): TraceSpan;
+  /** A PRODUCER span for a publish, under the active span, linked to what caused the messages. */
+  startPublish(target: PublishTarget): TraceSpan;
+  /**
+   * The middleware that gives every request a SERVER span named `{method} {route}`, child of the caller's
+   * `traceparent` header; `isTrustedProxy` says whose X-Forwarded-For names the client (server.trusted_proxies).
+   */
+  requests(isTrustedProxy: (address: string) => boolean): MiddlewareHandler;
   /** Exports what is still buffered and stops. */
   shutdown(): Promise<void>;
 }
 
-const NO_SPAN: TraceSpan = { traceparent: undefined, setAttribute: () => undefined, fail: () => undefined, end: () => undefined };
+const NO_SPAN: TraceSpan = {
+  traceparent: undefined,
+  setAttribute: () => undefined,
+  fail: () => undefined,
+  run: (work) => work(),
+  inject: () => undefined,
+  end: () => undefined,
+};
 
-export const TRACING_OFF: Tracing = { enabled: false, startSpan: () => NO_SPAN, shutdown: async () => undefined };
+export const TRACING_OFF: Tracing = {
+  enabled: false,
+  startSpan: () => NO_SPAN,
+  startCommit: () => NO_SPAN,
+  startPublish: () => NO_SPAN,
+  requests: () => (_c, next) => next(),
+  shutdown: async () => undefined,
+};
 
-export interface ParsedTraceparent {
-  traceId: string;
-  spanId: string;
-  /** The trace-flags byte; bit 0 is "sampled". */
-  flags: number;
-}
-
-/** A traceparent longer than this is refused unread (a header is untrusted input). */
-const MAX_TRACEPARENT_LENGTH = 256;
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-
-/**
- * Reads a W3C traceparent (Trace Context §3.2): version-traceid-parentid-flags in lower-case hex. Version ff, an
- * all-zero id, and extra fields on version 00 are invalid; a later version may append fields, which are ignored.
- */
-export function parseTraceparent(text: string | null | undefined): ParsedTraceparent | undefined {
-  if (!text || text.length > MAX_TRACEPARENT_LENGTH) return undefined;
-  const match = TRACEPARENT.exec(text.trim());
-  if (!match) return undefined;
-  const [, version, traceId, spanId, flags, rest] = match;
-  if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
-  if (/^0+$/.test(traceId!) || /^0+$/.test(spanId!)) return undefined;
-  return { traceId: traceId!, spanId: spanId!, flags: Number.parseInt(flags!, 16) };
-}
-
-export function formatTraceparent(context: ParsedTraceparent): string {
-  return `00-${context.traceId}-${context.spanId}-${(context.flags & 0xff).toString(16).padStart(2, '0')}`;
-}
-
-/** The OTLP/HTTP traces URL for `endpoint`: a collector's base URL gets /v1/traces appended. */
-export function tracesUrl(endpoint: string): string {
-  const base = endpoint.replace(/\/+$/, '');
-  return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
-}
+/** The parts of the configuration traces read: their own section, the environment's name and the database's kind. */
+export type TracingSettings = { observability: { tracing: TracingConfig }; server: { environment: string }; database: { url: string } };
 
 /**
- * The tracing `config` asks for: TRACING_OFF when disabled, else an OpenTelemetry tracer provider loaded now, with a
- * parent-based ratio sampler (a CRM request that says "sampled" is traced; a new trace is sampled at `sampling_ratio`)
- * and a batching OTLP/HTTP (JSON) exporter.
+ * The tracing `config` asks for: TRACING_OFF when disabled (nothing loaded), else the OpenTelemetry implementation of
+ * otel.ts, loaded now; it reads the OTEL_* variables of the process (docs/tracing.md "Environment variables").
  */
-export async function createTracing(config: TracingConfig, logger: Logger): Promise<Tracing> {
-  if (!config.enabled) return TRACING_OFF;
-  const [api, sdk, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
-  ]);
-  const exporter = new OTLPTraceExporter({ url: tracesUrl(config.endpoint), timeoutMillis: config.export_timeout });
-  const provider = new sdk.BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': config.service_name }),
-    sampler: new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(config.sampling_ratio) }),
-    spanProcessors: [new sdk.BatchSpanProcessor(exporter, { scheduledDelayMillis: config.export_interval })],
-  });
-  const tracer = provider.getTracer('crm-sms-gateway');
-  const kinds = { server: api.SpanKind.SERVER, client: api.SpanKind.CLIENT, internal: api.SpanKind.INTERNAL } as const;
+export async function createTracing(config: TracingSettings, logger: Logger): Promise<Tracing> {
+  if (!config.observability.tracing.enabled) return TRACING_OFF;
+  const { startOpenTelemetry } = await import('./otel.js');
+  return startOpenTelemetry(config, logger);
+}
 
-  const wrap = (span: import('@opentelemetry/api').Span): TraceSpan => {
-    const context = span.spanContext();
-    return {
-      traceparent: formatTraceparent({ traceId: context.traceId, spanId: context.spanId, flags: context.traceFlags }),
-      setAttribute: (key, value) => void span.setAttribute(key, value),
-      fail: (message) => void span.setStatus({ code: api.SpanStatusCode.ERROR, message }),
-      end: (endTime) => span.end(endTime),
-    };
-  };
+/** A publish to a broker, traced or not: the headers to put on the messages, and `done` to call with its outcome. */
+export interface Publish {
+  /** The W3C headers of the PRODUCER span (traceparent, tracestate); undefined when tracing is off. */
+  readonly headers: Record<string, string> | undefined;
+  /** Ends the span (failed when `outcome` is not ok) and answers `outcome`. */
+  done<T extends { ok: boolean; error?: string }>(outcome: T): T;
+}
 
-  logger.info({ endpoint: tracesUrl(config.endpoint), sampling_ratio: config.sampling_ratio, service_name: config.service_name }, 'tracing on');
+const NOT_TRACED: Publish = { headers: undefined, done: (outcome) => outcome };
+
+/**
+ * A PRODUCER span for a publish when tracing is on (docs/tracing.md "Messages published"), its context to inject into
+ * the messages' headers; off, a shared constant that adds nothing.
+ */
+export function startPublish(tracing: Tracing, target: PublishTarget): Publish {
+  if (!tracing.enabled) return NOT_TRACED;
+  const span = tracing.startPublish(target);
+  const headers: Record<string, string> = {};
+  span.inject(headers);
   return {
-    enabled: true,
-    startSpan(name, parent, options = {}) {
-      const parsed = parseTraceparent(parent);
-      const parentContext = parsed
-        ? api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: parsed.traceId, spanId: parsed.spanId, traceFlags: parsed.flags, isRemote: true })
-        : api.ROOT_CONTEXT;
-      return wrap(
-        tracer.startSpan(name, { kind: kinds[options.kind ?? 'internal'], attributes: options.attributes, startTime: options.startTime }, parentContext),
-      );
-    },
-    async shutdown() {
-      try {
-        await provider.shutdown();
-      } catch (error) {
-        logger.warn({ err: error }, 'tracing: the last spans could not be exported');
-      }
+    headers,
+    done(outcome) {
+      if (!outcome.ok) span.fail(outcome.error ?? 'not published');
+      span.end();
+      return outcome;
     },
   };
 }

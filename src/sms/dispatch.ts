@@ -83,14 +83,16 @@ export function createDispatcher(deps: DispatcherDeps) {
       const answer = await sender.send(message, smsId, times);
       return record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
     }
+    // The provider call, with any wait for rate_per_second / max_concurrency: its HTTP request (if any) is the
+    // undici instrumentation's CLIENT span under it, and carries it in its traceparent header.
     const call = tracing.startSpan('provider.send', span.traceparent, {
-      kind: 'client',
       attributes: { 'sms.provider': message.provider.name, 'sms.segments': message.segments },
     });
-    const answer = await sender.send(message, smsId, times, call.traceparent);
-    if (!answer.ok) call.fail(answer.error);
+    const answer = await call.run(() => sender.send(message, smsId, times));
+    if (!answer.ok) call.fail(answer.error, answer.kind);
     call.end();
-    const commit = tracing.startSpan('ledger.commit', span.traceparent, { attributes: { 'ledger.step': 'record' } });
+    const commit = tracing.startCommit('UPDATE', 'messages', span.traceparent);
+    commit.setAttribute('ledger.step', 'record');
     const result = await record({ message, smsId, answer, seconds: (performance.now() - started) / 1000, requestId: options.requestId });
     commit.end();
     return result;
@@ -125,7 +127,11 @@ export function createDispatcher(deps: DispatcherDeps) {
       spans?.map((s) => s.traceparent),
     );
     if (spans)
-      for (const span of spans) tracing.startSpan('ledger.commit', span.traceparent, { startTime: claimStarted, attributes: { 'ledger.step': 'claim' } }).end();
+      for (const span of spans) {
+        const commit = tracing.startCommit('INSERT', 'messages', span.traceparent, claimStarted);
+        commit.setAttribute('ledger.step', 'claim');
+        commit.end();
+      }
     const toSend: Array<{ index: number; smsId: string }> = [];
     claims.forEach((c, index) => {
       if (c.send) toSend.push({ index, smsId: c.smsId });

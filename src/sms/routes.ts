@@ -17,8 +17,6 @@ import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js'
 import type { SendOutcome } from './outcome.js';
 import { echoedActivityId, prepareMessage } from './prepare.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
-import { traceRequests } from '../observability/request-context.js';
-import type { Tracing } from '../observability/tracing.js';
 
 /** The answers' schemas: the OpenAPI document's, and BatchAnswer's type below. */
 const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
@@ -51,8 +49,6 @@ export interface SmsRouteDeps {
   router: ProviderRouter;
   dispatcher: Dispatcher;
   now: () => number;
-  /** When on, each request gets a span and its messages' send spans are its children (docs/tracing.md). */
-  tracing?: Tracing;
 }
 
 /** The CRM's class for each outcome (its batch answer's three arrays). */
@@ -82,7 +78,6 @@ export function smsRoutes(deps: SmsRouteDeps) {
   const { sms, router, dispatcher, now } = deps;
   const app = new Hono();
   app.use('*', requireApiKey(deps.apiKeys));
-  if (deps.tracing?.enabled) app.use('*', traceRequests(deps.tracing));
 
   mountRoutes(app, [
     route({

@@ -58,7 +58,7 @@ export function createSendStep(deps: SendStepDeps) {
     },
 
     /** The provider's answer for one claimed message; a plugin's throw is answered as a transient failure. */
-    async send(message: PreparedMessage, smsId: string, times: SendTimes, traceparent?: string): Promise<SendResult> {
+    async send(message: PreparedMessage, smsId: string, times: SendTimes): Promise<SendResult> {
       if (times.deadline <= now()) return { ok: false, kind: 'transient', error: 'not sent before the batch deadline; retry' };
       if (stopping.signal.aborted) return NOT_SENT_SHUTTING_DOWN;
       try {
@@ -73,8 +73,6 @@ export function createSendStep(deps: SendStepDeps) {
           deadline: times.waitDeadline,
           waitSignal: stopping.signal,
         };
-        // Set only when tracing is on (docs/tracing.md), so the untraced request keeps its plain literal shape.
-        if (traceparent) request.traceparent = traceparent;
         return await message.provider.send(request, signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline)));
       } catch (error) {
         // A plugin should answer with values, but a throw must not lose the message: treat it as transient.

@@ -211,6 +211,10 @@ describe('a message timeline', () => {
 
   it.each([
     [{ type: 'twilio' }, 'X-Twilio-Signature checked against the callback URL and form with auth_token'],
+    [
+      { type: 'twilio', webhook_shared_keys: { k: 's' } },
+      "X-Twilio-Signature checked against the callback URL and form with auth_token, or a Webhooks Rule's shared key (webhook_shared_keys)",
+    ],
     [{ type: 'vonage' }, 'not signed: signature_secret is not set'],
     [{ type: 'sandbox' }, 'not signed: sandbox without receipt_secret'],
     [{ type: 'custom' }, 'checked by the custom plugin'],

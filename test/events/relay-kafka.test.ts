@@ -6,6 +6,8 @@
  * name waits for one to be configured.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createKafkaTransport } from '../../src/events/kafka-transport.js';
+import type { OutgoingEvent } from '../../src/events/transport.js';
 import { FakeKafkaBroker, KafkaError } from '../fakes/kafka.js';
 import { catalogueExamples, relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
@@ -145,5 +147,123 @@ describe('crm.integration.transport kafka', () => {
     expect(res.status).toBe(202);
     await waitFor(async () => ((await eventsOf('k-large'))[0]?.status === 'dead' ? true : undefined), 15_000, 'dead');
     expect((await eventsOf('k-large'))[0]!.last_error).toMatch(/Kafka: .*large/i);
+  });
+});
+
+/**
+ * What a broker says about where a record can go: a topic that does not exist (auto-creation off), partitions with
+ * no leader, a produce answered by a broker that is no longer the leader. None may count as sent before a partition
+ * holds the event, and none may hold back events bound for topics that are fine.
+ */
+describe('kafka: unknown topics and missing leaders', () => {
+  const wire = new FakeKafkaBroker({ 'crm-main': 2 });
+  let g: TestGateway;
+  const eventsIn = async (user: string) => (await g.get(`/admin/events?user_id=${encodeURIComponent(user)}`, admin)).json.events as Array<Record<string, any>>;
+  const metric = async (pattern: RegExp) => Number(pattern.exec(await fetch(`${g.url}/metrics`, { headers: admin }).then((r) => r.text()))?.[1] ?? 0);
+  const at = (eventId: string) => waitFor(() => wire.recordsWithHeader('event_id', eventId)[0], 15_000, `event ${eventId} at the broker`);
+
+  beforeAll(async () => {
+    await wire.start();
+    g = await startTestGateway({
+      relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 50, retry_max_ms: 200, lease: '5s' },
+      crm: {
+        integration: { transport: 'kafka', timeout: '1s', kafka: { brokers: [wire.broker], topic: 'crm-main' }, events: { payment: { topic: 'crm-late' } } },
+      },
+    });
+  });
+  afterAll(async () => {
+    await g.close();
+    await wire.stop();
+  });
+
+  it('an event for a topic the broker does not have stays owed (counted not routed) without holding back other topics; it goes out once the topic exists', async () => {
+    const pay = await relay(g, 'POST', '/v1/integration/payment', catalogueExamples('kt-pay').payment!.valid);
+    await waitFor(async () => ((await eventsIn('kt-pay'))[0]?.attempts >= 2 ? true : undefined), 15_000, 'two attempts on the unknown topic');
+    // Events of other players and kinds keep flowing meanwhile, also when they fall in the same round.
+    const logins: string[] = [];
+    for (let n = 0; n < 5; n++) logins.push((await relay(g, 'POST', '/v2/integration/login', thinEvent(`kt-${n}`))).json.event_id);
+    for (const id of logins) await at(id);
+    const owed = (await eventsIn('kt-pay'))[0]!;
+    expect(owed).toMatchObject({ status: 'pending', last_error: expect.stringMatching(/^not routed: Kafka: .*topic "crm-late"/) });
+    expect(wire.records.filter((r) => r.topic === 'crm-late')).toEqual([]);
+    expect(await metric(/^sms_gateway_crm_events_not_routed_total (\d+)/m)).toBeGreaterThanOrEqual(2);
+
+    wire.topics['crm-late'] = 1;
+    expect(await at(pay.json.event_id)).toMatchObject({ topic: 'crm-late', headers: { type: 'PAYMENT' }, acks: -1 });
+    await waitFor(async () => ((await eventsIn('kt-pay'))[0]?.status === 'sent' ? true : undefined), 15_000, 'sent');
+    expect(wire.recordsWithHeader('event_id', pay.json.event_id)).toHaveLength(1);
+    for (const id of logins) expect(wire.recordsWithHeader('event_id', id)).toHaveLength(1);
+  });
+
+  it('no leader for the partitions (LEADER_NOT_AVAILABLE): nothing counts as sent; each event goes out once, in order, after the election', async () => {
+    wire.leaderless.add('crm-main');
+    try {
+      const ids: string[] = [];
+      for (let n = 0; n < 3; n++)
+        ids.push((await relay(g, 'POST', '/v1/integration/custom', thinEvent('kt-lead', { notification_type: 'n', data: { n } }))).json.event_id);
+      await waitFor(async () => ((await eventsIn('kt-lead')).find((e) => e.event_id === ids[0])?.attempts >= 2 ? true : undefined), 15_000, 'two attempts');
+      expect((await eventsIn('kt-lead')).map((e) => e.status)).toEqual(['pending', 'pending', 'pending']);
+      expect(wire.records.filter((r) => r.key === 'kt-lead')).toEqual([]);
+      wire.leaderless.delete('crm-main');
+      await waitFor(() => ids.every((id) => wire.recordsWithHeader('event_id', id).length > 0), 15_000, 'all three after the election');
+      expect(wire.records.filter((r) => r.key === 'kt-lead').map((r) => r.headers.event_id)).toEqual(ids);
+      await waitFor(async () => ((await eventsIn('kt-lead')).every((e) => e.status === 'sent') ? true : undefined), 15_000, 'sent');
+    } finally {
+      wire.leaderless.delete('crm-main');
+    }
+  });
+
+  it('a produce answered NOT_LEADER_OR_FOLLOWER (leadership moved) is written once after the client learns the new leader', async () => {
+    const metadataBefore = wire.metadataRequests.length;
+    wire.refuseNext(1, KafkaError.NOT_LEADER_OR_FOLLOWER);
+    const res = await relay(g, 'POST', '/v2/integration/login', thinEvent('kt-moved'));
+    expect(await at(res.json.event_id)).toMatchObject({ topic: 'crm-main', acks: -1 });
+    await waitFor(async () => ((await eventsIn('kt-moved'))[0]?.status === 'sent' ? true : undefined), 15_000, 'sent');
+    expect(wire.recordsWithHeader('event_id', res.json.event_id)).toHaveLength(1);
+    // The client asked for metadata again (where the leader is now) before writing it.
+    expect(wire.metadataRequests.length).toBeGreaterThan(metadataBefore);
+  });
+});
+
+describe('kafka transport: one produce round with a topic the broker lacks', () => {
+  const wire = new FakeKafkaBroker({ 'crm-there': 1 });
+  beforeAll(async () => void (await wire.start()));
+  afterAll(async () => wire.stop());
+
+  const event = (n: number, topic: string): OutgoingEvent => ({
+    id: n,
+    event_id: `kt-direct-${n}`,
+    type: 'LOGIN_V2',
+    method: 'POST',
+    path: '/v2/integration/login',
+    user_id: `kt-direct-${n}`,
+    payload_json: JSON.stringify({ user_id: `kt-direct-${n}` }),
+    attempts: 0,
+    created_at: 0,
+    traceparent: null,
+    topic,
+    channel: 'integration',
+  });
+
+  it('sends the events of topics that exist and answers the others not routed, naming the topic', async () => {
+    const transport = createKafkaTransport({ brokers: [wire.broker], topic: 'crm-there', client_id: 'test', ssl: false }, 1_000);
+    try {
+      // Sent in one tick: the transport gathers them into one produce round.
+      const outcomes = await Promise.all([event(1, 'crm-there'), event(2, 'crm-absent'), event(3, 'crm-there')].map((e) => transport.send(e)));
+      expect(outcomes[0]).toEqual({ ok: true, status: null });
+      expect(outcomes[2]).toEqual({ ok: true, status: null });
+      expect(outcomes[1]).toEqual({
+        ok: false,
+        status: null,
+        notRouted: true,
+        error: 'not routed: Kafka: the broker has no topic "crm-absent" (UNKNOWN_TOPIC_OR_PARTITION); it is not created by the gateway',
+      });
+      expect(wire.records.map((r) => [r.topic, r.headers.event_id])).toEqual([
+        ['crm-there', 'kt-direct-1'],
+        ['crm-there', 'kt-direct-3'],
+      ]);
+    } finally {
+      await transport.close();
+    }
   });
 });

@@ -2,6 +2,8 @@
  * The RabbitMQ transport against the real broker on 127.0.0.1:5672 (.ci/run starts it): each event is published
  * persistent, with its queue type in the `type` property, and counts as sent only after the broker's confirm. While
  * the exchange does not exist the broker refuses the publishes: the events stay in the outbox and go out once it does.
+ * While the exchange exists but no queue is bound, the broker confirms and returns each (mandatory, 312 NO_ROUTE):
+ * they are not sent, are counted, retried, and go out once a queue is bound; dead only under relay.max_attempts.
  */
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +14,7 @@ import { bonusEvent, catalogueExamples, relay, RELAY_KEY, thinEvent } from '../h
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const BROKER = process.env.TEST_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
 const exchange = `crm-events-test-${randomUUID()}`;
 const queue = `crm-events-test-${randomUUID()}`;
 let connection: ChannelModel;
@@ -49,7 +52,6 @@ afterAll(async () => {
 
 describe('crm.integration.transport rabbitmq', () => {
   it('keeps events while the broker refuses them (no exchange yet), then publishes each once, persistent, typed, in order', async () => {
-    const admin = { authorization: `Bearer ${TEST_ADMIN_KEY}` };
     const first = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('rb-1', 'rb-ub', 'Created'));
     expect(first.status).toBe(202);
     await waitFor(
@@ -100,4 +102,97 @@ describe('crm.integration.transport rabbitmq', () => {
     await waitFor(async () => (await gw.get('/admin/events?status=pending', admin)).json.events.length === 0, 20_000, 'nothing pending');
     expect(received).toHaveLength(4);
   }, 60_000);
+});
+
+/** A gateway publishing to `exchangeName` (which the test declares, with or without a queue bound). */
+function rabbitGateway(exchangeName: string, relayOptions: Record<string, unknown> = {}) {
+  return startTestGateway({
+    relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100, ...relayOptions },
+    crm: { integration: { transport: 'rabbitmq', rabbitmq: { url: BROKER, exchange: exchangeName, routing_key: 'crm.events' } } },
+  });
+}
+
+const eventsOf = async (g: TestGateway, user: string) =>
+  (await g.get(`/admin/events?user_id=${encodeURIComponent(user)}`, admin)).json.events as Array<Record<string, any>>;
+const metric = async (g: TestGateway, pattern: RegExp) =>
+  Number(pattern.exec(await fetch(`${g.url}/metrics`, { headers: admin }).then((r) => r.text()))?.[1] ?? 0);
+
+async function renderedConsole(g: TestGateway): Promise<string> {
+  const login = await fetch(`${g.url}/console/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: TEST_ADMIN_KEY }) });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  return (await fetch(`${g.url}/console`, { headers: { cookie } })).text();
+}
+
+describe('an exchange with no queue bound (publishes are mandatory)', () => {
+  const unbound = `crm-events-unbound-${randomUUID()}`;
+  const unboundQueue = `crm-events-unbound-${randomUUID()}`;
+  let g: TestGateway;
+
+  beforeAll(async () => {
+    await channel.assertExchange(unbound, 'direct', { durable: false, autoDelete: false });
+    g = await rabbitGateway(unbound);
+  });
+  afterAll(async () => {
+    await g?.close();
+    await channel?.deleteQueue(unboundQueue).catch(() => {});
+    await channel?.deleteExchange(unbound).catch(() => {});
+  });
+
+  it('a confirmed but returned event is not sent: counted, shown, retried; once a queue is bound each goes out once, in order', async () => {
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++)
+      ids.push((await relay(g, 'POST', '/v1/integration/custom', thinEvent('rr-1', { notification_type: 'n', data: { n } }))).json.event_id);
+    const other = (await relay(g, 'POST', '/v2/integration/login', thinEvent('rr-2'))).json.event_id as string;
+
+    // The broker confirms every one of these publishes (the exchange exists) and returns it: none may count as sent.
+    const headOf = async () => (await eventsOf(g, 'rr-1')).find((e) => e.event_id === ids[0]);
+    await waitFor(async () => ((await headOf())?.attempts >= 3 ? true : undefined), 20_000, 'three returned attempts');
+    const waiting = await eventsOf(g, 'rr-1');
+    expect(waiting.map((e) => e.status)).toEqual(['pending', 'pending', 'pending']);
+    const head = waiting.find((e) => e.event_id === ids[0])!;
+    expect(head.last_error).toMatch(/^not routed: RabbitMQ returned it \(312 NO_ROUTE\): no queue is bound to exchange ".+" for routing key "crm\.events"$/);
+    // Per-player order: the later events of rr-1 were never tried while their head was owed.
+    expect(waiting.filter((e) => e.event_id !== ids[0]).map((e) => e.attempts)).toEqual([0, 0]);
+    expect(await metric(g, /^sms_gateway_crm_events_not_routed_total (\d+)/m)).toBeGreaterThanOrEqual(3);
+    expect(await metric(g, /^sms_gateway_crm_events_sent_total (\d+)/m)).toBe(0);
+    const page = await renderedConsole(g);
+    expect(Number(/<td data-events="not-routed">(\d+)<\/td>/.exec(page)?.[1])).toBeGreaterThanOrEqual(2);
+
+    const got: ConsumeMessage[] = [];
+    await channel.assertQueue(unboundQueue, { durable: false, exclusive: false, autoDelete: false });
+    await channel.consume(unboundQueue, (m) => m && got.push(m), { noAck: true });
+    await channel.bindQueue(unboundQueue, unbound, 'crm.events');
+    await waitFor(() => got.length >= 4, 30_000, 'four messages once a queue is bound');
+    await waitFor(async () => ((await eventsOf(g, 'rr-1')).every((e) => e.status === 'sent') ? true : undefined), 10_000, 'all marked sent');
+    // Nothing more arrives: each event once.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got.map((m) => m.properties.messageId).sort()).toEqual([...ids, other].sort());
+    expect(got.filter((m) => JSON.parse(m.content.toString()).user_id === 'rr-1').map((m) => m.properties.messageId)).toEqual(ids);
+    // Each publish had its own id, the one a return is matched by.
+    expect(new Set(got.map((m) => m.properties.headers?.publish_id)).size).toBe(4);
+    expect((await g.get('/admin/events?status=dead', admin)).json.events.filter((e: { user_id: string }) => e.user_id.startsWith('rr-'))).toEqual([]);
+    expect(Number(/<td data-events="not-routed">(\d+)<\/td>/.exec(await renderedConsole(g))?.[1])).toBe(0);
+  }, 60_000);
+});
+
+describe('returned events and relay.max_attempts', () => {
+  const unbound = `crm-events-unbound-${randomUUID()}`;
+  let g: TestGateway;
+
+  beforeAll(async () => {
+    await channel.assertExchange(unbound, 'direct', { durable: false, autoDelete: false });
+    g = await rabbitGateway(unbound, { max_attempts: 2 });
+  });
+  afterAll(async () => {
+    await g?.close();
+    await channel?.deleteExchange(unbound).catch(() => {});
+  });
+
+  it('are dead-lettered by the rule that dead-letters any event: out of relay.max_attempts, never at once', async () => {
+    const id = (await relay(g, 'POST', '/v2/integration/login', thinEvent('rm-1'))).json.event_id as string;
+    const dead = await waitFor(async () => (await eventsOf(g, 'rm-1')).find((e) => e.event_id === id && e.status === 'dead'), 20_000, 'dead');
+    expect(dead).toMatchObject({ attempts: 2, last_error: expect.stringMatching(/^not routed: RabbitMQ returned it \(312 NO_ROUTE\)/) });
+    expect(await metric(g, /^sms_gateway_crm_events_dead_lettered_total\{reason="attempts"\} (\d+)/m)).toBe(1);
+    expect(await metric(g, /^sms_gateway_crm_events_dead_lettered_total\{reason="refused"\} (\d+)/m)).toBe(0);
+  }, 30_000);
 });

@@ -1,12 +1,13 @@
 /**
  * An Infobip SMS fake speaking its wire format (infobip.com/docs "Send SMS message", "Receive outbound SMS message
- * report", "Response status and error codes"): `POST /sms/2/text/advanced` with `Authorization: App {key}` and a
- * JSON body of messages and destinations; 200 with a PENDING_ACCEPTED status and a messageId per destination, or a
+ * report", "Response status and error codes"): `POST /sms/3/messages` (and the older `POST /sms/2/text/advanced`) with
+ * `Authorization: App {key}` and a JSON body of messages and destinations; 200 with a PENDING_ACCEPTED status and a messageId per destination, or a
  * REJECTED status, or a `requestError.serviceException` body with an HTTP error, chosen by magic numbers. A
  * destination's own `messageId` is taken as the message's id, as Infobip does. Reports are JSON `{results: [...]}`
  * posts to each message's notifyUrl, carrying its callbackData. "Get outbound SMS message logs"
- * (`GET /sms/1/logs?messageId=…`) answers `{results: [...]}` with the accepted messages of that id and their latest
- * reported status (an empty list for an id it never accepted).
+ * (`GET /sms/3/logs?messageId=…`, and the older `/sms/1/logs`) answers `{results: [...]}` with the accepted messages
+ * of that id and their latest reported status (an empty list for an id it never accepted). Answers, logs and reports
+ * have the fields of the API version the message was sent with (v3: `sender`, `destination`, `messageCount`).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -53,6 +54,10 @@ export interface InfobipSend {
   traceparent?: string;
   /** Epoch ms when the request arrived (tests count sends per second). */
   at: number;
+  /** The send API's version: 3 for /sms/3/messages, 2 for /sms/2/text/advanced. */
+  api: 2 | 3;
+  /** The message's validity as asked for, in minutes (v2 `validityPeriod`, v3 `options.validityPeriod`). */
+  validityMinutes?: number;
 }
 
 export interface InfobipFake {
@@ -95,9 +100,10 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     bulkId: `bulk-${send.messageId}`,
     messageId: send.messageId,
     to: send.to,
+    ...(send.api === 3 && send.from ? { sender: send.from } : {}),
     sentAt: '2026-11-24T04:00:00.000+0000',
     doneAt: '2026-11-24T04:00:02.000+0000',
-    smsCount: 1,
+    ...(send.api === 3 ? { messageCount: 1 } : { smsCount: 1 }),
     mccMnc: '23410',
     callbackData: send.callbackData,
     price: { pricePerMessage: 0.01, currency: 'EUR' },
@@ -145,8 +151,11 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     const logged = sends.filter((s) => s.messageId !== undefined && (messageId === null || s.messageId === messageId));
     sendJson(res, 200, {
       results: logged.map((s) => {
-        const { callbackData: _callbackData, ...log } = result(s, s.status ?? 'PENDING_ACCEPTED');
-        return { ...log, from: s.from, text: s.text, sentAt: new Date(s.at).toISOString().replace('Z', '+0000') };
+        const { callbackData: _callbackData, to: _to, sender: _sender, ...log } = result(s, s.status ?? 'PENDING_ACCEPTED');
+        const sentAt = new Date(s.at).toISOString().replace('Z', '+0000');
+        return s.api === 3
+          ? { ...log, sender: s.from, destination: s.to, content: { text: s.text }, sentAt }
+          : { ...log, to: s.to, from: s.from, text: s.text, sentAt };
       }),
     });
   }
@@ -154,20 +163,55 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const at = Date.now();
     const body = await readBody(req);
-    if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/sms/1/logs') return answerLogs(req, res);
-    if (req.method !== 'POST' || req.url !== '/sms/2/text/advanced') {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && (path === '/sms/3/logs' || path === '/sms/1/logs')) return answerLogs(req, res);
+    if (req.method !== 'POST' || (req.url !== '/sms/3/messages' && req.url !== '/sms/2/text/advanced')) {
       if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));
       return sendJson(res, 404, { requestError: { serviceException: { messageId: 'NOT_FOUND', text: 'Not found' } } });
     }
     if (req.headers.authorization !== `App ${apiKey}`) return unauthorized(res);
-    const message = (
-      JSON.parse(body.toString('utf8')) as {
-        messages: Array<{ destinations: Array<{ to: string; messageId?: string }>; from?: string; text: string; notifyUrl: string; callbackData: string }>;
-      }
-    ).messages[0]!;
-    const destination = message.destinations[0]!;
+    const api = req.url === '/sms/3/messages' ? 3 : 2;
+    type V2 = {
+      destinations: Array<{ to: string; messageId?: string }>;
+      from?: string;
+      text: string;
+      notifyUrl: string;
+      callbackData: string;
+      validityPeriod?: number;
+    };
+    type V3 = {
+      destinations: Array<{ to: string; messageId?: string }>;
+      sender?: string;
+      content: { text: string };
+      webhooks?: { delivery?: { url?: string }; callbackData?: string };
+      options?: { validityPeriod?: { amount: number; timeUnit?: string } };
+    };
+    const raw = (JSON.parse(body.toString('utf8')) as { messages: Array<V2 & V3> }).messages[0]!;
+    const destination = raw.destinations[0]!;
     const to = destination.to;
-    const send: InfobipSend = { to, from: message.from, text: message.text, notifyUrl: message.notifyUrl, callbackData: message.callbackData, at };
+    const validity = raw.options?.validityPeriod;
+    const send: InfobipSend =
+      api === 3
+        ? {
+            to,
+            from: raw.sender,
+            text: raw.content.text,
+            notifyUrl: raw.webhooks?.delivery?.url ?? '',
+            callbackData: raw.webhooks?.callbackData ?? '',
+            at,
+            api,
+            ...(validity ? { validityMinutes: validity.amount * ({ SECONDS: 1 / 60, HOURS: 60 }[validity.timeUnit ?? ''] ?? 1) } : {}),
+          }
+        : {
+            to,
+            from: raw.from,
+            text: raw.text,
+            notifyUrl: raw.notifyUrl,
+            callbackData: raw.callbackData,
+            at,
+            api,
+            ...(raw.validityPeriod ? { validityMinutes: raw.validityPeriod } : {}),
+          };
     if (typeof req.headers.traceparent === 'string') send.traceparent = req.headers.traceparent;
     sends.push(send);
     if (to === INFOBIP_HANG_NUMBER || sends.length <= (options.loseFirst ?? 0)) return; // never answers and never accepts; the client's timeout must fire
@@ -180,11 +224,21 @@ export async function startInfobipFake(options: InfobipFakeOptions = {}): Promis
     if (canned && 'rejection' in canned) {
       return sendJson(res, 200, {
         bulkId: randomUUID(),
-        messages: [{ to, status: STATUSES.get(canned.rejection), messageId: destination.messageId ?? randomUUID() }],
+        messages: [{ [api === 3 ? 'destination' : 'to']: to, status: STATUSES.get(canned.rejection), messageId: destination.messageId ?? randomUUID() }],
       });
     }
-    if (canned) return sendJson(res, canned.http, { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } });
-    sendJson(res, 200, { bulkId: randomUUID(), messages: [{ to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }] });
+    if (canned) {
+      // v3 answers errors in the platform's ApiError shape; v2 in requestError.serviceException.
+      const error =
+        api === 3
+          ? { errorCode: canned.messageId, description: canned.text, action: 'Check the request.', violations: [], resources: [] }
+          : { requestError: { serviceException: { messageId: canned.messageId, text: canned.text } } };
+      return sendJson(res, canned.http, error);
+    }
+    sendJson(res, 200, {
+      bulkId: randomUUID(),
+      messages: [{ [api === 3 ? 'destination' : 'to']: to, status: STATUSES.get('PENDING_ACCEPTED'), messageId: send.messageId }],
+    });
     if (options.reportStatuses?.length) {
       void (async () => {
         for (const status of options.reportStatuses!) await postReport(send.notifyUrl, [result(send, status)]);

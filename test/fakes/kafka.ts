@@ -6,7 +6,10 @@
  * checked as a broker does for an idempotent producer: a batch sent again (same first sequence and size as one of
  * the last five) is acknowledged without being appended, any other unexpected sequence is refused with
  * OUT_OF_ORDER_SEQUENCE_NUMBER. It can refuse produce requests with an error code, stall
- * (read them and never answer), drop every connection, and stop listening.
+ * (read them and never answer), drop every connection, and stop listening. A topic not in `topics` is answered
+ * UNKNOWN_TOPIC_OR_PARTITION (in Metadata and Produce, as a broker with auto-creation off does; adding it later
+ * creates it); a topic in `leaderless` has partitions with no leader (Metadata: LEADER_NOT_AVAILABLE, leader -1,
+ * as during an election or a topic's creation; Produce: NOT_LEADER_OR_FOLLOWER).
  *
  * The versions offered are ones kafkajs implements (node_modules/kafkajs/src/protocol/requests/*), so it
  * negotiates exactly these.
@@ -26,6 +29,8 @@ export const KafkaError = {
   NONE: 0,
   CORRUPT_MESSAGE: 2,
   UNKNOWN_TOPIC_OR_PARTITION: 3,
+  LEADER_NOT_AVAILABLE: 5,
+  NOT_LEADER_OR_FOLLOWER: 6,
   MESSAGE_TOO_LARGE: 10,
   NOT_ENOUGH_REPLICAS: 19,
   UNSUPPORTED_VERSION: 35,
@@ -177,6 +182,10 @@ export class FakeKafkaBroker {
   /** Read produce requests and never answer them. */
   stall = false;
   readonly stalled: PendingProduce[] = [];
+  /** Topics whose partitions have no leader now (an election in progress). */
+  readonly leaderless = new Set<string>();
+  /** Metadata requests answered, with the topics they asked about (null: all). */
+  readonly metadataRequests: Array<string[] | null> = [];
   /** Producer ids handed out by InitProducerId. */
   readonly producerIds: bigint[] = [];
   private refusals: number[] = [];
@@ -292,6 +301,7 @@ export class FakeKafkaBroker {
 
   private metadata(r: Reader): Buffer {
     const asked = r.array(() => r.string()!);
+    this.metadataRequests.push(asked);
     const names = asked ?? Object.keys(this.topics);
     return new Writer()
       .array([0], (w) => w.int32(0).string('127.0.0.1').int32(this.port).string(null))
@@ -304,12 +314,19 @@ export class FakeKafkaBroker {
           .array(
             Array.from({ length: partitions ?? 0 }, (_, i) => i),
             (w, p) =>
-              w
-                .int16(KafkaError.NONE)
-                .int32(p)
-                .int32(0)
-                .array([0], (w) => w.int32(0))
-                .array([0], (w) => w.int32(0)),
+              this.leaderless.has(name)
+                ? w
+                    .int16(KafkaError.LEADER_NOT_AVAILABLE)
+                    .int32(p)
+                    .int32(-1)
+                    .array([0], (w) => w.int32(0))
+                    .array([], () => {})
+                : w
+                    .int16(KafkaError.NONE)
+                    .int32(p)
+                    .int32(0)
+                    .array([0], (w) => w.int32(0))
+                    .array([0], (w) => w.int32(0)),
           );
       })
       .done();
@@ -345,6 +362,7 @@ export class FakeKafkaBroker {
         if (refusal !== undefined) return { partition, error: refusal, offset: -1n };
         if (this.topics[topic] === undefined || partition >= this.topics[topic]!)
           return { partition, error: KafkaError.UNKNOWN_TOPIC_OR_PARTITION, offset: -1n };
+        if (this.leaderless.has(topic)) return { partition, error: KafkaError.NOT_LEADER_OR_FOLLOWER, offset: -1n };
         return { partition, ...this.append(topic, partition, batch!, acks) };
       }),
     }));

@@ -12,10 +12,14 @@ export interface ReceivedSpan {
   /** Empty for a root span. */
   parentSpanId: string;
   name: string;
-  /** OTLP SpanKind: 1 internal, 2 server, 3 client. */
+  /** OTLP SpanKind: 1 internal, 2 server, 3 client, 4 producer. */
   kind: number;
   serviceName: string;
+  /** Every attribute of the span's resource. */
+  resource: Record<string, string | number | boolean>;
   attributes: Record<string, string | number | boolean>;
+  /** The spans this one links to (OTLP Span.links), ids in hex. */
+  links: Array<{ traceId: string; spanId: string }>;
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   statusCode: number;
 }
@@ -26,6 +30,8 @@ export interface OtlpFake {
   spans: ReceivedSpan[];
   /** Export requests received (each a batch). */
   exports: number;
+  /** The headers of each export request. */
+  headers: import('node:http').IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
@@ -41,6 +47,7 @@ type OtlpJson = {
         name: string;
         kind?: number;
         attributes?: Array<{ key: string; value: AnyValue }>;
+        links?: Array<{ traceId: string; spanId: string }>;
         status?: { code?: number };
       }>;
     }>;
@@ -65,16 +72,20 @@ function hexId(id: string | undefined, hexLength: number): string {
   return Buffer.from(id, 'base64').toString('hex');
 }
 
-export async function startOtlpFake(): Promise<OtlpFake> {
-  const fake: Omit<OtlpFake, 'url' | 'close'> = { spans: [], exports: 0 };
+/** `answer`: the status to answer exports with (200 unless a test wants the collector to fail). */
+export async function startOtlpFake(answer: { status: number } = { status: 200 }): Promise<OtlpFake> {
+  const fake: Omit<OtlpFake, 'url' | 'close'> = { spans: [], exports: 0, headers: [] };
   const server = await startFakeServer(async (req, res) => {
     const body = await readBody(req);
     if (req.method !== 'POST' || req.url !== '/v1/traces') return sendJson(res, 404, { error: 'not found' });
     if (!/^application\/json/i.test(String(req.headers['content-type']))) return sendJson(res, 415, { error: 'this fake reads JSON exports only' });
-    const request = JSON.parse(body.toString('utf8')) as OtlpJson;
     fake.exports++;
+    fake.headers.push(req.headers);
+    if (answer.status !== 200) return sendJson(res, answer.status, { error: 'collector failing (test)' });
+    const request = JSON.parse(body.toString('utf8')) as OtlpJson;
     for (const resourceSpans of request.resourceSpans ?? []) {
-      const serviceName = String(attributesOf(resourceSpans.resource?.attributes)['service.name'] ?? '');
+      const resource = attributesOf(resourceSpans.resource?.attributes);
+      const serviceName = String(resource['service.name'] ?? '');
       for (const scope of resourceSpans.scopeSpans ?? []) {
         for (const span of scope.spans ?? []) {
           fake.spans.push({
@@ -84,7 +95,9 @@ export async function startOtlpFake(): Promise<OtlpFake> {
             name: span.name,
             kind: span.kind ?? 0,
             serviceName,
+            resource,
             attributes: attributesOf(span.attributes),
+            links: (span.links ?? []).map((l) => ({ traceId: hexId(l.traceId, 32), spanId: hexId(l.spanId, 16) })),
             statusCode: span.status?.code ?? 0,
           });
         }

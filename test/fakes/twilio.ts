@@ -5,7 +5,7 @@
  * numbers, and status callbacks signed with the twilio package's own getExpectedTwilioSignature.
  */
 import { randomBytes } from 'node:crypto';
-import { getExpectedTwilioSignature } from 'twilio/lib/webhooks/webhooks.js';
+import { getExpectedBodyHash, getExpectedTwilioSignature, SIGNATURE_SETTINGS_HEADER } from 'twilio/lib/webhooks/webhooks.js';
 import { basicCredentials, readBody, sendJson, startFakeServer } from './http.js';
 
 type CannedError = { http: number; code?: number; message: string; rfc9457?: boolean; plainText?: boolean };
@@ -55,7 +55,34 @@ export interface TwilioFakeOptions {
   answerDelayMs?: number;
   /** Milliseconds between a failed status callback and its retry (Twilio retries per the URL's `#rc=` override). */
   callbackRetryDelayMs?: number;
+  /** How the webhooks this fake posts are signed (default: Twilio's account signature over the URL without fragment). */
+  signing?: TwilioSigning;
+  /**
+   * Where a webhook URL is actually posted (a load balancer in front of the gateway): the URL Twilio was given is
+   * what it signs, this is where the request goes. Default: the URL itself.
+   */
+  deliverTo?: (url: string) => string;
   port?: number;
+}
+
+/** The readings of Twilio's documents a signature can follow; each is something Twilio's docs or SDK allow. */
+export interface TwilioSigning {
+  /** Sign the URL with its fragment (`#rc=…&rp=all`), as given; the fragment is never sent. */
+  fragment?: boolean;
+  /** Sign the URL with the scheme's default port written in (`:443`, `:80`) when it has none. */
+  defaultPort?: boolean;
+  /** A Webhooks Rule matched the URL: sign with its SharedKey and say so in X-Twilio-Webhooks-Signature-Settings. */
+  sharedKey?: { id: string; secret: string; algorithm?: 'HMAC_SHA1' | 'HMAC_SHA256' };
+  /** Post the fields as a JSON body, with `bodySHA256` (hex SHA-256 of the body) added to the URL's query. */
+  json?: boolean;
+}
+
+/** `url` with the scheme's default port written in when it names none. */
+export function withDefaultPort(url: string): string {
+  return url.replace(
+    /^(https?):\/\/([^/?#:]+)(?=[/?#]|$)/i,
+    (_m, scheme: string, host: string) => `${scheme}://${host}:${scheme.toLowerCase() === 'https' ? 443 : 80}`,
+  );
 }
 
 export interface TwilioFake {
@@ -108,11 +135,37 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
   });
 
   /**
-   * Posts like Twilio: the URL's fragment (connection overrides, `#rc=3&rp=all`) is not sent and not signed; `rc`
+   * One webhook as Twilio makes it from the URL it was given: where it goes (no fragment, ever), its body, and its
+   * headers, signed by options.signing with twilio-node's own getExpectedTwilioSignature.
+   */
+  function signedRequest(givenUrl: string, params: Record<string, string>, signingToken: string | null) {
+    const signing = options.signing ?? {};
+    const hash = givenUrl.indexOf('#');
+    let bare = hash === -1 ? givenUrl : givenUrl.slice(0, hash);
+    const fragment = hash === -1 ? '' : givenUrl.slice(hash);
+    const body = signing.json ? JSON.stringify(params) : new URLSearchParams(params).toString();
+    if (signing.json) bare += `${bare.includes('?') ? '&' : '?'}bodySHA256=${getExpectedBodyHash(body)}`;
+    let signedUrl = signing.fragment ? bare + fragment : bare;
+    if (signing.defaultPort) signedUrl = withDefaultPort(signedUrl);
+    const headers: Record<string, string> = { 'content-type': signing.json ? 'application/json' : 'application/x-www-form-urlencoded' };
+    if (signingToken !== null) {
+      const shared = signing.sharedKey;
+      const key = shared && signingToken === authToken ? shared.secret : signingToken;
+      const algorithm = shared ? (shared.algorithm ?? 'HMAC_SHA256') : 'HMAC_SHA1';
+      headers['x-twilio-signature'] = getExpectedTwilioSignature(key, signedUrl, signing.json ? {} : params, algorithm);
+      if (shared) headers[SIGNATURE_SETTINGS_HEADER.toLowerCase()] = `key=${shared.id},algorithm=${algorithm}`;
+    }
+    return { target: options.deliverTo ? options.deliverTo(bare) : bare, body, headers };
+  }
+
+  /**
+   * Posts like Twilio: the URL's fragment (connection overrides, `#rc=3&rp=all`) is not sent (signed or not as
+   * options.signing says); `rc`
    * failed attempts (no connection, or a 5xx) are retried, within Twilio's 15 s for one callback.
    */
   async function postStatusCallback(fullUrl: string, params: Record<string, string>, signingToken = authToken): Promise<number> {
     const [url, fragment = ''] = fullUrl.split('#') as [string, string?];
+    const request = signedRequest(fullUrl, params, signingToken);
     // The Message resource shows the status it last called back.
     const created = creates.find((c) => c.sid !== undefined && c.sid === params.MessageSid);
     if (created && params.MessageStatus) created.status = params.MessageStatus;
@@ -122,14 +175,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     for (let attempt = 0; ; attempt++) {
       let status = 0;
       try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/x-www-form-urlencoded',
-            'x-twilio-signature': getExpectedTwilioSignature(signingToken, url, params),
-          },
-          body: new URLSearchParams(params).toString(),
-        });
+        const res = await fetch(request.target, { method: 'POST', headers: request.headers, body: request.body });
         await res.arrayBuffer();
         status = res.status;
       } catch {
@@ -160,9 +206,8 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
       ApiVersion: '2010-04-01',
     };
     params.SmsSid = params.MessageSid = params.SmsMessageSid!;
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (signingToken !== null) headers['x-twilio-signature'] = getExpectedTwilioSignature(signingToken, url, params);
-    const res = await fetch(url, { method: 'POST', headers, body: new URLSearchParams(params).toString() });
+    const request = signedRequest(url, params, signingToken);
+    const res = await fetch(request.target, { method: 'POST', headers: request.headers, body: request.body });
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
   }
 

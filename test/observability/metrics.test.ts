@@ -87,6 +87,7 @@ describe('GET /metrics after real sends and receipts', () => {
     const waiting = await gatewayWith({ delivery: { worker: false } });
     await waiting.post('/channels/sms/single', smsMessage('w-due'));
     await waitFor(async () => valueOf(await scrape(waiting), 'sms_gateway_conversion_outbox', { state: 'due' }) === 1, 5_000, 'due gauge');
+    await waitFor(async () => valueOf(await scrape(waiting), 'sms_gateway_conversion_oldest_pending_age_seconds') > 0, 5_000, 'pending age');
 
     const backingOff = await gatewayWith({ delivery: { poll_interval: '20ms', retry_initial_ms: 60_000, retry_max_ms: 60_000 } });
     crm.failNext(1, 503);
@@ -100,7 +101,11 @@ describe('GET /metrics after real sends and receipts', () => {
     crm.failNext(1, 500);
     await dying.post('/channels/sms/single', smsMessage('w-dead'));
     await waitFor(async () => valueOf(await scrape(dying), 'sms_gateway_conversion_outbox', { state: 'dead' }) === 1, 5_000, 'dead gauge');
-    expect(valueOf(await scrape(dying), 'sms_gateway_conversions_dead_lettered_total')).toBe(1);
+    const dead = await scrape(dying);
+    expect(valueOf(dead, 'sms_gateway_conversions_dead_lettered_total')).toBe(1);
+    // A dead conversion is still owed (the console's age counts it), but no worker tries it: the pending age is 0.
+    expect(valueOf(dead, 'sms_gateway_conversion_oldest_unposted_age_seconds')).toBeGreaterThan(0);
+    expect(valueOf(dead, 'sms_gateway_conversion_oldest_pending_age_seconds')).toBe(0);
   });
 });
 
@@ -164,5 +169,18 @@ describe('metrics.port, build_info and auth refusals', () => {
     const m = await scrape(gw);
     expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/channels/sms/single', status: '401' })).toBe(2);
     expect(m.samples.filter((s) => s.name === 'sms_gateway_http_auth_refusals_total' && s.labels.status !== '401')).toEqual([]);
+  });
+
+  it('counts the failed-authentication limiter’s refusals beside the 401s that led to them', async () => {
+    // Scraped on its own listener: the API port refuses this address's /metrics too once it is past its budget.
+    const gw = await gatewayWith({ auth: { failure_budget: 2, failure_window: '1m' }, metrics: { port: 0, public: true } });
+    for (const id of ['guess-1', 'guess-2']) expect((await gw.post('/channels/sms/single', smsMessage(id), { 'x-api-key': 'wrong-key' })).status).toBe(401);
+    // Past the budget the address is refused before any key is read: 503 on the single send, 429 elsewhere.
+    expect((await gw.post('/channels/sms/single', smsMessage('guess-3'), { 'x-api-key': 'wrong-key' })).status).toBe(503);
+    expect((await gw.post('/channels/sms/batch', { messages: [] }, { 'x-api-key': 'wrong-key' })).status).toBe(429);
+    const m = parsePrometheusText(await (await fetch(`${gw.gateway.metricsUrl}/metrics`)).text());
+    expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/channels/sms/single', status: '401' })).toBe(2);
+    expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/channels/sms/single', status: '503' })).toBe(1);
+    expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/channels/sms/batch', status: '429' })).toBe(1);
   });
 });

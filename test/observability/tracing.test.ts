@@ -1,15 +1,20 @@
 /**
- * Traces (docs/tracing.md): with observability.tracing on, one message's spans reach an OTLP/HTTP receiver as one
- * trace, from the CRM's request (its traceparent) through the ledger commits and the provider call to the receipt and
- * the conversion post, which happen in later requests; the provider, the CRM webhook and the CRM's Integration API
- * get the W3C header. Off (the default), nothing is exported and no header is sent.
+ * Traces (docs/tracing.md): with observability.tracing on, one message's spans reach an OTLP/HTTP receiver by the
+ * OpenTelemetry semantic conventions: the CRM's request (a SERVER span `{method} {route}` under its traceparent), the
+ * send, its database commits, the provider call and its HTTP request (a CLIENT span whose traceparent the provider
+ * receives); then, in later requests, the receipt (under the /dlr request, linked to the send) and the conversion
+ * post (a trace of its own, linked to the send). Relayed events get a span linked to their relay request. Log lines
+ * written inside a span carry its ids. Off (the default), nothing is exported, no header is sent and no
+ * OpenTelemetry module is loaded.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatTraceparent, parseTraceparent, tracesUrl } from '../../src/observability/tracing.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { readPackageVersion } from '../../src/observability/openapi.js';
 import { FakeCrm } from '../fakes/crm.js';
 import { startInfobipFake, type InfobipFake } from '../fakes/infobip.js';
 import { startOtlpFake, type OtlpFake, type ReceivedSpan } from '../fakes/otlp.js';
@@ -23,36 +28,7 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CRM_SPAN_ID = '00f067aa0ba902b7';
 const CRM_TRACEPARENT = `00-${TRACE_ID}-${CRM_SPAN_ID}-01`;
 const SECRET = 'infobip-webhook-secret-0123';
-
-describe('parseTraceparent', () => {
-  it.each<[string, string | undefined, boolean]>([
-    ['a sampled version-00 header', CRM_TRACEPARENT, true],
-    ['an unsampled one', `00-${TRACE_ID}-${CRM_SPAN_ID}-00`, true],
-    ['a later version with an extra field', `01-${TRACE_ID}-${CRM_SPAN_ID}-01-what-comes-next`, true],
-    ['version 00 with an extra field', `${CRM_TRACEPARENT}-x`, false],
-    ['version ff', `ff-${TRACE_ID}-${CRM_SPAN_ID}-01`, false],
-    ['an all-zero trace id', `00-${'0'.repeat(32)}-${CRM_SPAN_ID}-01`, false],
-    ['an all-zero span id', `00-${TRACE_ID}-${'0'.repeat(16)}-01`, false],
-    ['upper-case hex', CRM_TRACEPARENT.toUpperCase(), false],
-    ['a short trace id', `00-${TRACE_ID.slice(1)}-${CRM_SPAN_ID}-01`, false],
-    ['nothing', undefined, false],
-    ['a long header', `01-${TRACE_ID}-${CRM_SPAN_ID}-01-${'a'.repeat(5_000)}`, false],
-  ])('%s', (_label, header, valid) => {
-    expect(parseTraceparent(header) !== undefined).toBe(valid);
-  });
-
-  it('writes back what it read', () => {
-    expect(formatTraceparent(parseTraceparent(CRM_TRACEPARENT)!)).toBe(CRM_TRACEPARENT);
-  });
-
-  it.each([
-    ['http://collector:4318', 'http://collector:4318/v1/traces'],
-    ['http://collector:4318/', 'http://collector:4318/v1/traces'],
-    ['http://collector:4318/v1/traces', 'http://collector:4318/v1/traces'],
-  ])('the traces URL of endpoint %s is %s', (endpoint, url) => {
-    expect(tracesUrl(endpoint)).toBe(url);
-  });
-});
+const KIND = { internal: 1, server: 2, client: 3, producer: 4 };
 
 /** The CRM's Integration API: records the traceparent of each event it is sent. */
 async function startIntegrationSink(): Promise<FakeServer & { traceparents: Array<string | undefined> }> {
@@ -75,8 +51,21 @@ function gatewayConfig(crm: FakeCrm, infobip: InfobipFake, sink: FakeServer, tra
   };
 }
 
+/** A pino destination that keeps each line, parsed. */
+function logLines(): { lines: Array<Record<string, unknown>>; stream: Writable } {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
 describe('with tracing on', () => {
   const crm = new FakeCrm();
+  const log = logLines();
   let otlp: OtlpFake;
   let infobip: InfobipFake;
   let sink: Awaited<ReturnType<typeof startIntegrationSink>>;
@@ -87,9 +76,18 @@ describe('with tracing on', () => {
     otlp = await startOtlpFake();
     infobip = await startInfobipFake({ reportStatuses: ['DELIVERED_TO_HANDSET'] });
     sink = await startIntegrationSink();
-    gw = await startTestGateway(
-      gatewayConfig(crm, infobip, sink, { enabled: true, endpoint: otlp.url, export_interval: '50ms', service_name: 'gateway-under-test' }),
-    );
+    // config.yaml's service_name wins over OTEL_SERVICE_NAME; OTEL_RESOURCE_ATTRIBUTES adds to the resource.
+    process.env.OTEL_SERVICE_NAME = 'name-from-the-environment';
+    process.env.OTEL_RESOURCE_ATTRIBUTES = 'k8s.namespace.name=sms';
+    try {
+      gw = await startTestGateway(
+        gatewayConfig(crm, infobip, sink, { enabled: true, endpoint: otlp.url, export_interval: '50ms', service_name: 'gateway-under-test' }),
+        { logger: createLogger('info', log.stream) },
+      );
+    } finally {
+      delete process.env.OTEL_SERVICE_NAME;
+      delete process.env.OTEL_RESOURCE_ATTRIBUTES;
+    }
   });
 
   afterAll(async () => {
@@ -97,58 +95,113 @@ describe('with tracing on', () => {
     await Promise.all([crm.stop(), otlp?.close(), infobip?.close(), sink?.close()]);
   });
 
-  it("puts one message's spans in the CRM's trace, from its request to the conversion post", async () => {
+  it("puts one message's send in the CRM's trace by the semantic conventions, and links its receipt and conversion to it", async () => {
     const res = await gw.post('/channels/sms/single', smsMessage('trace-1', { provider_name: 'infobip', recipient: '+447700900123' }), {
       traceparent: CRM_TRACEPARENT,
+      'user-agent': 'crm-under-test/1.0',
     });
     expect(res.status).toBe(200);
     const smsId: string = res.json.sms_id;
     await waitFor(() => crm.conversions.some((c) => c.sms_id === smsId), 10_000, 'the conversion at the CRM');
 
-    const names = ['POST request', 'sms.send', 'ledger.commit', 'provider.send', 'sms.receipt', 'sms.conversion_post'];
+    const names = ['POST /channels/sms/single', 'sms.send', 'INSERT messages', 'UPDATE messages', 'provider.send', 'POST'];
     const spans = await waitFor(
       () => {
         const mine = otlp.spans.filter((s) => s.traceId === TRACE_ID);
         return names.every((n) => mine.some((s) => s.name === n)) ? mine : undefined;
       },
       10_000,
-      'every span of the message at the receiver',
+      'every span of the send at the receiver',
     );
-    const one = (name: string, where: (s: ReceivedSpan) => boolean = () => true) => {
-      const found = spans.filter((s) => s.name === name && where(s));
+    const one = (name: string, within: ReceivedSpan[] = spans) => {
+      const found = within.filter((s) => s.name === name);
       expect(found, name).toHaveLength(1);
       return found[0]!;
     };
 
-    const request = one('POST request');
-    expect(request).toMatchObject({ parentSpanId: CRM_SPAN_ID, kind: 2, serviceName: 'gateway-under-test' });
-    expect(request.attributes).toMatchObject({ 'http.route': '/channels/sms/single', 'http.response.status_code': 200 });
+    const request = one('POST /channels/sms/single');
+    expect(request).toMatchObject({ parentSpanId: CRM_SPAN_ID, kind: KIND.server, serviceName: 'gateway-under-test' });
+    const gatewayUrl = new URL(gw.url);
+    expect(request.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'url.path': '/channels/sms/single',
+      'url.scheme': 'http',
+      'http.route': '/channels/sms/single',
+      'server.address': gatewayUrl.hostname,
+      'server.port': Number(gatewayUrl.port),
+      'client.address': '127.0.0.1',
+      'user_agent.original': 'crm-under-test/1.0',
+      'http.response.status_code': 200,
+    });
+    expect(request.attributes['error.type']).toBeUndefined();
+    expect(request.resource).toMatchObject({
+      'service.name': 'gateway-under-test',
+      'service.version': readPackageVersion(),
+      'deployment.environment.name': 'development',
+      'k8s.namespace.name': 'sms',
+    });
+    expect(request.resource['service.instance.id']).toMatch(/^[0-9a-f-]{36}$/);
+
     const send = one('sms.send');
     expect(send.parentSpanId).toBe(request.spanId);
     expect(send.attributes).toMatchObject({ 'sms.sms_id': smsId, 'sms.activity_id': 'trace-1', 'sms.outcome': 'submitted', 'sms.provider': 'infobip' });
-    const commits = spans.filter((s) => s.name === 'ledger.commit');
-    expect(commits.map((s) => s.attributes['ledger.step']).sort()).toEqual(['claim', 'record']);
-    for (const commit of commits) expect(commit.parentSpanId).toBe(send.spanId);
+    const system = process.env.TEST_DATABASE_URL ? 'postgresql' : 'sqlite';
+    expect(one('INSERT messages')).toMatchObject({
+      parentSpanId: send.spanId,
+      kind: KIND.client,
+      attributes: { 'db.system.name': system, 'db.operation.name': 'INSERT', 'db.collection.name': 'messages', 'ledger.step': 'claim' },
+    });
+    expect(one('UPDATE messages')).toMatchObject({
+      parentSpanId: send.spanId,
+      attributes: { 'db.system.name': system, 'db.operation.name': 'UPDATE', 'ledger.step': 'record' },
+    });
     const call = one('provider.send');
-    expect(call).toMatchObject({ parentSpanId: send.spanId, kind: 3 });
-    const receipt = one('sms.receipt');
-    expect(receipt.parentSpanId).toBe(send.spanId);
-    expect(receipt.attributes).toMatchObject({ 'sms.sms_id': smsId, 'sms.receipt_status': 'delivered' });
-    const conversion = one('sms.conversion_post');
-    expect(conversion).toMatchObject({ parentSpanId: send.spanId, kind: 3 });
-    expect(conversion.attributes).toMatchObject({ 'sms.sms_id': smsId, 'sms.delivery_status': 'delivered' });
-
-    // The W3C header on the wire: the provider's call and the webhook post, each as its own span.
+    expect(call).toMatchObject({ parentSpanId: send.spanId, kind: KIND.internal });
+    const http = one('POST');
+    const infobipUrl = new URL(infobip.url);
+    expect(http).toMatchObject({ parentSpanId: call.spanId, kind: KIND.client });
+    expect(http.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'url.full': `${infobip.url.replace(/\/+$/, '')}/sms/3/messages`,
+      'server.address': infobipUrl.hostname,
+      'server.port': Number(infobipUrl.port),
+      'http.response.status_code': 200,
+    });
+    // The provider received the HTTP request's span as its parent.
     const sent = infobip.sends.find((s) => s.messageId && s.to === '447700900123')!;
-    expect(sent.traceparent).toBe(`00-${TRACE_ID}-${call.spanId}-01`);
+    expect(sent.traceparent).toBe(`00-${TRACE_ID}-${http.spanId}-01`);
+
+    // The receipt: a span under the /dlr request that carried it, linked to the send.
+    const receipt = await waitFor(() => otlp.spans.find((s) => s.name === 'sms.receipt' && s.attributes['sms.sms_id'] === smsId), 10_000, 'the receipt span');
+    expect(receipt.attributes).toMatchObject({ 'sms.receipt_status': 'delivered' });
+    expect(receipt.links).toEqual([{ traceId: TRACE_ID, spanId: send.spanId }]);
+    const dlr = otlp.spans.find((s) => s.spanId === receipt.parentSpanId)!;
+    expect(dlr).toMatchObject({ name: 'POST /dlr/:provider', kind: KIND.server, attributes: { 'http.route': '/dlr/:provider', 'url.path': '/dlr/infobip' } });
+
+    // The conversion post: a trace of its own, linked to the send; its HTTP request under it.
+    const conversion = await waitFor(
+      () => otlp.spans.find((s) => s.name === 'sms.conversion_post' && s.attributes['sms.sms_id'] === smsId),
+      10_000,
+      'the conversion span',
+    );
+    expect(conversion).toMatchObject({ parentSpanId: '', attributes: { 'sms.delivery_status': 'delivered', 'sms.post_size': 1 } });
+    expect(conversion.links).toEqual([{ traceId: TRACE_ID, spanId: send.spanId }]);
+    const webhookPost = await waitFor(() => otlp.spans.find((s) => s.parentSpanId === conversion.spanId), 10_000, 'the webhook POST span');
+    expect(webhookPost).toMatchObject({ name: 'POST', kind: KIND.client, traceId: conversion.traceId });
+    expect(webhookPost.attributes).toMatchObject({
+      'url.full': `${crm.url.replace(/\/+$/, '')}/sms/conversion`,
+      'http.response.status_code': 200,
+    });
     const post = crm.requests.find((r) => r.body.some((c) => c.sms_id === smsId))!;
-    expect(post.traceparent).toBe(`00-${TRACE_ID}-${conversion.spanId}-01`);
+    expect(post.traceparent).toBe(`00-${conversion.traceId}-${webhookPost.spanId}-01`);
   });
 
   it('starts a new trace for a request without a traceparent, and one for a malformed one', async () => {
     for (const [id, headers] of [
       ['trace-2', {}],
       ['trace-3', { traceparent: 'garbage' }],
+      ['trace-4', { traceparent: `00-${'0'.repeat(32)}-${CRM_SPAN_ID}-01` }],
+      ['trace-5', { traceparent: `01-${TRACE_ID}-${CRM_SPAN_ID}-01-${'a'.repeat(5_000)}` }],
     ] as const) {
       const res = await gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'infobip', recipient: '+447700900124' }), headers);
       expect(res.status).toBe(200);
@@ -163,7 +216,71 @@ describe('with tracing on', () => {
     }
   });
 
-  it("sends a relayed event to the CRM with the relay request's trace", async () => {
+  it('gives every route a SERVER span named {method} {route}: /mo, the operator API, a 404 (no route), an unknown method', async () => {
+    const requests = [
+      { path: '/mo/infobip', method: 'POST', name: 'POST /mo/:provider', route: '/mo/:provider' },
+      { path: '/userdetails/u-traced', method: 'GET', name: 'GET /userdetails/:userid', route: '/userdetails/:userid' },
+      { path: '/no/such/route', method: 'GET', name: 'GET', route: undefined },
+    ];
+    for (const r of requests) {
+      const res = await fetch(gw.url + r.path, {
+        method: r.method,
+        headers: { 'x-api-key': TEST_API_KEY, 'content-type': 'application/json', traceparent: CRM_TRACEPARENT },
+        ...(r.method === 'POST' ? { body: '{}' } : {}),
+      });
+      const span = await waitFor(() => otlp.spans.find((s) => s.kind === KIND.server && s.attributes['url.path'] === r.path), 10_000, `the span of ${r.path}`);
+      expect(span).toMatchObject({ name: r.name, traceId: TRACE_ID, parentSpanId: CRM_SPAN_ID });
+      expect(span.attributes['http.route']).toBe(r.route);
+      expect(span.attributes['http.response.status_code']).toBe(res.status);
+      expect(span.attributes['http.request.method']).toBe(r.method);
+    }
+    // A header is untrusted input: a long User-Agent is kept cut.
+    await fetch(`${gw.url}/no/such/long-agent`, { headers: { 'user-agent': 'x'.repeat(8_000) } });
+    const long = await waitFor(() => otlp.spans.find((s) => s.attributes['url.path'] === '/no/such/long-agent'), 10_000, 'the long-agent span');
+    expect(long.attributes['user_agent.original']).toBe('x'.repeat(1_024));
+    // A method the conventions do not name is reported as _OTHER, with the original beside it.
+    await fetch(`${gw.url}/channels/sms/single`, { method: 'PURGE', headers: { traceparent: CRM_TRACEPARENT } });
+    const other = await waitFor(() => otlp.spans.find((s) => s.attributes['http.request.method_original'] === 'PURGE'), 10_000, 'the PURGE span');
+    expect(other.attributes['http.request.method']).toBe('_OTHER');
+  });
+
+  it('marks failures with error.type: the 503 answer, the failed provider call and its HTTP 500', async () => {
+    const res = await gw.post('/channels/sms/single', smsMessage('trace-fail', { provider_name: 'infobip', recipient: '+15005550500' }), {
+      traceparent: `00-${'e'.repeat(32)}-${CRM_SPAN_ID}-01`,
+    });
+    expect(res.status).toBe(503);
+    const spans = await waitFor(
+      () => {
+        const mine = otlp.spans.filter((s) => s.traceId === 'e'.repeat(32));
+        return ['POST /channels/sms/single', 'provider.send', 'POST'].every((n) => mine.some((s) => s.name === n)) ? mine : undefined;
+      },
+      10_000,
+      'the spans of the failed send',
+    );
+    const named = (name: string) => spans.find((s) => s.name === name)!;
+    expect(named('POST /channels/sms/single')).toMatchObject({ statusCode: 2, attributes: { 'http.response.status_code': 503, 'error.type': '503' } });
+    expect(named('provider.send')).toMatchObject({ statusCode: 2, attributes: { 'error.type': 'transient' } });
+    expect(named('POST')).toMatchObject({ statusCode: 2, attributes: { 'http.response.status_code': 500, 'error.type': '500' } });
+    expect(named('sms.send').statusCode).toBe(2);
+  });
+
+  it("writes the active span's trace and span ids in log lines", async () => {
+    // An unsigned receipt is refused with a warning, logged inside the request's span.
+    const res = await fetch(`${gw.url}/dlr/infobip`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT },
+      body: '{}',
+    });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    const line = await waitFor(() => log.lines.find((l) => l.msg === 'receipt refused'), 10_000, 'the warning');
+    const span = await waitFor(() => otlp.spans.find((s) => s.spanId === line.span_id), 10_000, 'the span of the logged request');
+    expect(line).toMatchObject({ trace_id: TRACE_ID, trace_flags: '01' });
+    expect(span).toMatchObject({ name: 'POST /dlr/:provider', parentSpanId: CRM_SPAN_ID });
+    // Outside any span, no ids.
+    expect(log.lines.find((l) => l.msg === 'tracing on')).not.toHaveProperty('trace_id');
+  });
+
+  it("sends a relayed event in a trace of its own, linked to the relay request, with the HTTP request's span in its header", async () => {
     const res = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-trace-1'), RELAY_KEY, { traceparent: CRM_TRACEPARENT });
     expect(res.status).toBe(202);
     const header = await waitFor(() => sink.traceparents.find((t) => t !== undefined), 10_000, 'the event at the CRM');
@@ -172,12 +289,22 @@ describe('with tracing on', () => {
       10_000,
       'the relay span',
     );
-    expect(header).toBe(`00-${TRACE_ID}-${relayed.spanId}-01`);
+    expect(relayed.name).toBe('PUT /relay/v2/integration/user/consents');
+    const eventSpan = await waitFor(() => otlp.spans.find((s) => s.name === 'event.send'), 10_000, 'the event span');
+    expect(eventSpan).toMatchObject({
+      parentSpanId: '',
+      links: [{ traceId: TRACE_ID, spanId: relayed.spanId }],
+      attributes: { 'crm.event_id': res.json.event_id },
+    });
+    const put = await waitFor(() => otlp.spans.find((s) => s.parentSpanId === eventSpan.spanId), 10_000, 'the HTTP span of the event');
+    expect(put).toMatchObject({ kind: KIND.client, attributes: { 'http.request.method': 'PUT', 'http.response.status_code': 200 } });
+    expect(header).toBe(`00-${eventSpan.traceId}-${put.spanId}-01`);
   });
 });
 
 describe('with tracing off (the default)', () => {
   const crm = new FakeCrm();
+  const log = logLines();
   let otlp: OtlpFake;
   let infobip: InfobipFake;
   let sink: Awaited<ReturnType<typeof startIntegrationSink>>;
@@ -190,7 +317,9 @@ describe('with tracing off (the default)', () => {
     infobip = await startInfobipFake({ reportStatuses: ['DELIVERED_TO_HANDSET'] });
     sink = await startIntegrationSink();
     // The endpoint is set, to show that `enabled` alone decides.
-    gw = await startTestGateway(gatewayConfig(crm, infobip, sink, { endpoint: otlp.url, export_interval: '50ms' }));
+    gw = await startTestGateway(gatewayConfig(crm, infobip, sink, { endpoint: otlp.url, export_interval: '50ms' }), {
+      logger: createLogger('info', log.stream),
+    });
   });
 
   afterAll(async () => {
@@ -198,7 +327,7 @@ describe('with tracing off (the default)', () => {
     await Promise.all([crm.stop(), otlp?.close(), infobip?.close(), sink?.close()]);
   });
 
-  it('exports nothing, sends no traceparent and stores none', async () => {
+  it('exports nothing, sends no traceparent, stores none and logs no trace ids', async () => {
     const res = await gw.post('/channels/sms/single', smsMessage('untraced-1', { provider_name: 'infobip', recipient: '+447700900125' }), {
       traceparent: CRM_TRACEPARENT,
     });
@@ -207,6 +336,9 @@ describe('with tracing off (the default)', () => {
     const relayed = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-untraced-1'), RELAY_KEY, { traceparent: CRM_TRACEPARENT });
     expect(relayed.status).toBe(202);
     await waitFor(() => sink.traceparents.length > 0, 10_000, 'the event at the CRM');
+    await fetch(`${gw.url}/dlr/infobip`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT }, body: '{}' });
+    const refused = await waitFor(() => log.lines.find((l) => l.msg === 'receipt refused'), 10_000, 'the warning');
+    expect(Object.keys(refused).filter((k) => k.startsWith('trace') || k === 'span_id')).toEqual([]);
     const stored = await gw.gateway.ledger.db.selectFrom('messages').select('traceparent').where('sms_id', '=', res.json.sms_id).executeTakeFirstOrThrow();
     expect(stored.traceparent).toBeNull();
     await gw.close();
@@ -277,6 +409,7 @@ export async function resolve(specifier, context, next) {
       // The hook works: the gateway's own modules are in the list.
       expect(resolved.some((url) => url.endsWith('/dist/src/gateway.js'))).toBe(true);
       expect(resolved.some((url) => url.includes('/@opentelemetry/'))).toBe(enabled);
+      expect(resolved.some((url) => url.endsWith('/dist/src/observability/otel.js'))).toBe(enabled);
     },
     60_000,
   );

@@ -11,6 +11,7 @@ import { migrateToLatest, openLedger, type Ledger } from '../../src/ledger/db.js
 import {
   claimDueEvents,
   countEventBacklog,
+  NOT_ROUTED_ERROR_PREFIX,
   enqueueEvent,
   enqueueEventOnce,
   findEventById,
@@ -86,8 +87,14 @@ describe('event outbox', () => {
     await markEventsFailed(ledger.db, [{ id: first[1]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: 503, error: 'HTTP 503' }], 't1');
     const second = await claimDueEvents(ledger.db, ledger.flags, 100, 23, 60_000, 't3');
     expect(second.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([['a', 2]]);
-    const backlog = await countEventBacklog(ledger.db);
-    expect(backlog).toEqual({ unsent: 5, retrying: 1, dead: 0, oldestUnsentAt: 10 });
+    expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 5, retrying: 1, notRouted: 0, dead: 0, oldestUnsentAt: 10 });
+    // A broker that routed the event nowhere: still owed and retrying, and counted apart by its error's prefix.
+    await markEventsFailed(
+      ledger.db,
+      [{ id: second[0]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: null, error: `${NOT_ROUTED_ERROR_PREFIX}RabbitMQ returned it` }],
+      't3',
+    );
+    expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 5, retrying: 2, notRouted: 1, dead: 0, oldestUnsentAt: 10 });
   });
 
   it('replays a dead event, and a dead event no longer holds back its user', async () => {

@@ -25,12 +25,13 @@ describe('outbox metrics', () => {
     const registry = new Registry();
     const events = registerEventMetrics(
       registry,
-      async () => ({ unsent: 5, retrying: 2, dead: 1, oldestUnsentAt: 1_000 }),
+      async () => ({ unsent: 5, retrying: 2, notRouted: 1, dead: 1, oldestUnsentAt: 1_000 }),
       () => 11_000,
     );
     events.eventsSent(2, [0.1]);
     events.eventsDead(1, 'refused');
     events.eventsDead(2, 'attempts');
+    events.eventsNotRouted();
     expect(await series(registry)).toEqual([
       'sms_gateway_crm_events_sent_total 2',
       'sms_gateway_crm_events_dead_lettered_total{reason="refused"} 1',
@@ -41,6 +42,7 @@ describe('outbox metrics', () => {
       'sms_gateway_crm_event_delivery_seconds_sum 0.1',
       'sms_gateway_crm_event_delivery_seconds_count 1',
       'sms_gateway_crm_events_oldest_unsent_age_seconds 10',
+      'sms_gateway_crm_events_not_routed_total 1',
     ]);
   });
 });

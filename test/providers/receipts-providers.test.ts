@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm } from '../fakes/crm.js';
-import { startTwilioFake, type TwilioFake, type TwilioFakeOptions } from '../fakes/twilio.js';
+import { startTwilioFake, type TwilioFake, type TwilioFakeOptions, type TwilioSigning } from '../fakes/twilio.js';
 import { startVonageFake, type VonageFake, type VonageFakeOptions } from '../fakes/vonage.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
@@ -15,15 +15,28 @@ let gw: TestGateway;
 let twilio: TwilioFake;
 let vonage: VonageFake;
 
-async function start(twilioOptions: TwilioFakeOptions = {}, vonageOptions: VonageFakeOptions = {}, sms: Record<string, unknown> = {}) {
+async function start(
+  twilioOptions: TwilioFakeOptions = {},
+  vonageOptions: VonageFakeOptions = {},
+  sms: Record<string, unknown> = {},
+  extra: { twilio?: Record<string, unknown>; publicUrl?: string } = {},
+) {
   twilio = await startTwilioFake(twilioOptions);
   vonage = await startVonageFake({ signatureSecret: SECRET, signatureMethod: 'md5hash', ...vonageOptions });
   gw = await startTestGateway({
     crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
     delivery: { poll_interval: '20ms', retry_initial_ms: 20, retry_max_ms: 100 },
     ...(Object.keys(sms).length ? { sms } : {}),
+    ...(extra.publicUrl ? { server: { public_url: extra.publicUrl } } : {}),
     providers: {
-      twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
+      twilio: {
+        type: 'twilio',
+        account_sid: twilio.accountSid,
+        auth_token: twilio.authToken,
+        from: '+15005550006',
+        base_url: twilio.url,
+        ...extra.twilio,
+      },
       vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url, signature_secret: SECRET },
     },
   });
@@ -101,6 +114,76 @@ describe('twilio status callbacks into the ledger', () => {
     expect(conversion).toMatchObject({ delivery_status: 'undelivered' });
     const message = (await story(sent.json.sms_id)).message;
     expect(message).toMatchObject({ state: 'submitted', provider_message_id: twilio.creates.at(-1)!.sid });
+  });
+});
+
+/**
+ * Every signature Twilio's own documents and SDK allow, made with twilio-node's signer and posted to the real
+ * gateway: the URL as we handed it out (fragment `#rc=5&rp=all` included) or without the fragment, each with and
+ * without the default port; a Webhooks Rule's shared key under HMAC-SHA256; JSON bodies with bodySHA256. The public
+ * URL is an https one without a port (as Twilio is given it); a load balancer (deliverTo) carries the request to us.
+ */
+describe('twilio signatures, every documented way, on the real server', () => {
+  const PUBLIC = 'https://gw.example';
+  const SHARED = { id: 'webhooks_sharedkey_01jx0000000000000000000000', secret: 'a-shared-key-secret' };
+  const viaBalancer = () => (url: string) => url.replace(PUBLIC, gw.url);
+
+  it.each<[string, TwilioSigning]>([
+    ['without the fragment, without the port', {}],
+    ['without the fragment, with :443', { defaultPort: true }],
+    ['with the fragment, without the port', { fragment: true }],
+    ['with the fragment and :443', { fragment: true, defaultPort: true }],
+    ["with a Webhooks Rule's shared key (HMAC-SHA256), the fragment and :443", { fragment: true, defaultPort: true, sharedKey: SHARED }],
+    ['as a JSON body with bodySHA256, the fragment included', { fragment: true, json: true }],
+    ['as a JSON body with bodySHA256 under the shared key, no fragment', { json: true, sharedKey: SHARED }],
+  ])('a status callback signed %s is taken', async (_label, signing) => {
+    let balancer: (url: string) => string = (url) => url;
+    await start(
+      { callbackStatuses: ['delivered'], signing, deliverTo: (url) => balancer(url) },
+      {},
+      {},
+      { publicUrl: PUBLIC, twilio: { webhook_shared_keys: { [SHARED.id]: SHARED.secret } } },
+    );
+    balancer = viaBalancer();
+    const sent = await gw.post('/channels/sms/single', smsMessage(`tw-sig-${Math.random()}`, { provider_name: 'twilio' }));
+    expect(sent.status).toBe(200);
+    expect(twilio.creates.at(-1)!.form.StatusCallback).toBe(`${PUBLIC}/dlr/twilio?sms_id=${sent.json.sms_id}#rc=5&rp=all`);
+    const [conversion] = await waitFor(() => (conversionsFor(sent.json.sms_id).length > 0 ? conversionsFor(sent.json.sms_id) : undefined));
+    expect(conversion).toMatchObject({ delivery_status: 'delivered' });
+    expect(twilio.callbacks.map((c) => c.status)).toEqual([200]);
+
+    // An inbound message to a URL set in Twilio's console with the same overrides, signed the same way.
+    const inbound = await twilio.postInbound(`${PUBLIC}/mo/twilio#rc=3&rp=all`, { from: '+447700900555', to: '+15005550006', body: 'hello' });
+    expect(inbound.status).toBe(200);
+    // The same callback signed over another sms_id is refused: the signature still covers the URL.
+    const create = twilio.creates.at(-1)!;
+    const forged = await twilio.postStatusCallback(
+      `${PUBLIC}/dlr/twilio?sms_id=someone-else#rc=5&rp=all`,
+      twilio.callbackParams(create, 'failed'),
+      'not-the-token',
+    );
+    expect(forged).toBe(403);
+  });
+
+  it("refuses with 403, naming the key, a callback signed with a Webhooks Rule's shared key the gateway was not given", async () => {
+    let balancer: (url: string) => string = (url) => url;
+    await start({ callbackStatuses: ['delivered'], signing: { sharedKey: SHARED }, deliverTo: (url) => balancer(url) }, {}, {}, { publicUrl: PUBLIC });
+    balancer = viaBalancer();
+    const sent = await gw.post('/channels/sms/single', smsMessage('tw-sig-nokey', { provider_name: 'twilio' }));
+    await waitFor(() => twilio.callbacks.length > 0);
+    expect(twilio.callbacks.map((c) => c.status)).toEqual([403]);
+    const res = await fetch(`${gw.url}/dlr/twilio?sms_id=${sent.json.sms_id}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': 'x',
+        'x-twilio-webhooks-signature-settings': `key=${SHARED.id},algorithm=HMAC_SHA256`,
+      },
+      body: 'MessageStatus=delivered',
+    });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { error: string }).error).toContain(SHARED.id);
+    expect(conversionsFor(sent.json.sms_id)).toEqual([]);
   });
 });
 

@@ -186,6 +186,24 @@ describe('message layout', () => {
     expect(result.parts[0]!.shortMessage[6]).toBe(('a'.charCodeAt(0) << 1) & 0xff);
   });
 
+  it('by SAR TLVs packed parts carry no UDH and no fill bit; by message_payload the whole text is packed once', () => {
+    const text = 'a'.repeat(200);
+    const sar = encodeSmppParts(text, 'gsm7', { gsmPacking: true, reference: 300, concatenation: 'sar' });
+    if (!sar.ok) throw new Error(sar.error);
+    expect(sar.parts.map((p) => [p.esmClass, p.shortMessage.toString('hex'), p.tlvs])).toEqual([
+      [0, packSeptets(toGsmSeptets('a'.repeat(153))!.flat()).toString('hex'), { sar_msg_ref_num: 300, sar_total_segments: 2, sar_segment_seqnum: 1 }],
+      [0, packSeptets(toGsmSeptets('a'.repeat(47))!.flat()).toString('hex'), { sar_msg_ref_num: 300, sar_total_segments: 2, sar_segment_seqnum: 2 }],
+    ]);
+    const payload = encodeSmppParts(text, 'gsm7', { gsmPacking: true, reference: 1, concatenation: 'payload' });
+    if (!payload.ok) throw new Error(payload.error);
+    expect(payload.parts).toEqual([
+      { shortMessage: Buffer.alloc(0), esmClass: 0, dataCoding: 0, tlvs: { message_payload: packSeptets(toGsmSeptets(text)!.flat()) } },
+    ]);
+    // One SMS is one SMS whichever way long ones go.
+    const short = encodeSmppParts('hello', 'gsm7', { gsmPacking: false, reference: 1, concatenation: 'payload' });
+    expect(short.ok && short.parts).toEqual([{ shortMessage: Buffer.from('hello'), esmClass: 0, dataCoding: 0 }]);
+  });
+
   it.each([
     ['Casino', { ton: 5, npi: 0, addr: 'Casino' }],
     ['+447700900123', { ton: 1, npi: 1, addr: '447700900123' }],

@@ -1,7 +1,15 @@
-import { getExpectedTwilioSignature, validateRequest as sdkValidateRequest } from 'twilio/lib/webhooks/webhooks.js';
+import {
+  getExpectedBodyHash,
+  getExpectedTwilioSignature,
+  getSignatureAlgorithm,
+  validateBody,
+  validateRequest as sdkValidateRequest,
+  validateRequestWithBody,
+} from 'twilio/lib/webhooks/webhooks.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { computeTwilioSignature, validateRequest } from '../../providers/twilio/signature.js';
+import { statusCallbackWithRetries, twilioSignedUrls, verifyTwilioRequest } from '../../providers/twilio/index.js';
+import { bodyHashMatches, computeTwilioSignature, readSignatureSettings, validateRequest } from '../../providers/twilio/signature.js';
 
 const TOKEN = 'twilio-auth-token-1';
 const form = { MessageSid: 'SM123', MessageStatus: 'delivered', To: '+447700900123', ErrorCode: '' };
@@ -62,5 +70,122 @@ describe('X-Twilio-Signature with node:crypto (docs/providers.md §2.4)', () => 
         },
       ),
     );
+  });
+});
+
+describe('the URL Twilio signs: with or without our fragment, with or without the default port', () => {
+  const bare = 'https://gw.example/dlr/twilio?sms_id=01JX';
+  const given = statusCallbackWithRetries(bare, 5);
+
+  it.each<[string, string]>([
+    ['as given (fragment included)', given],
+    ['as given, with :443', given.replace('gw.example', 'gw.example:443')],
+    ['without the fragment', bare],
+    ['without the fragment, with :443', bare.replace('gw.example', 'gw.example:443')],
+    ['with a fragment of another retry count (status_callback_retries changed since the send)', statusCallbackWithRetries(bare, 2)],
+  ])('a signature by the twilio package over the URL %s verifies against the URL as it arrived', (_label, signedUrl) => {
+    const signature = getExpectedTwilioSignature(TOKEN, signedUrl, form);
+    expect(validateRequest(TOKEN, signature, twilioSignedUrls(bare), form)).toBe(true);
+    // The twilio package, given the URL it signed, agrees: its validator keeps a fragment as part of the URL.
+    expect(sdkValidateRequest(TOKEN, signature, signedUrl, form)).toBe(true);
+  });
+
+  it('our signature over the URL with its fragment is one the twilio package validates, the other way round', () => {
+    expect(sdkValidateRequest(TOKEN, computeTwilioSignature(TOKEN, given, form), given, form)).toBe(true);
+    expect(sdkValidateRequest(TOKEN, computeTwilioSignature(TOKEN, given, form), bare, form)).toBe(false);
+  });
+
+  it('refuses a fragment we never add, and the fragment over another sms_id', () => {
+    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, `${bare}#ct=1000`, form), twilioSignedUrls(bare), form)).toBe(false);
+    const other = statusCallbackWithRetries('https://gw.example/dlr/twilio?sms_id=02XX', 5);
+    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, other, form), twilioSignedUrls(bare), form)).toBe(false);
+  });
+});
+
+describe('Webhooks Rules (X-Twilio-Webhooks-Signature-Settings) and bodySHA256, against the twilio package', () => {
+  const SHARED_ID = 'webhooks_sharedkey_01jx0000000000000000000000';
+  const SHARED = 'shared-key-secret';
+  const url = 'https://gw.example/dlr/twilio?sms_id=01JX#rc=5&rp=all';
+
+  it.each(['HMAC_SHA1', 'HMAC_SHA256'] as const)('signs under %s exactly as the twilio package does, both ways', (algorithm) => {
+    const ours = computeTwilioSignature(SHARED, url, form, algorithm);
+    expect(ours).toBe(getExpectedTwilioSignature(SHARED, url, form, algorithm));
+    expect(sdkValidateRequest(SHARED, ours, url, form, algorithm)).toBe(true);
+    expect(validateRequest(SHARED, getExpectedTwilioSignature(SHARED, url, form, algorithm), url, form, algorithm)).toBe(true);
+  });
+
+  it.each([`key=${SHARED_ID},algorithm=HMAC_SHA256`, ` algorithm=HMAC_SHA256 , key=${SHARED_ID}`, `key=${SHARED_ID}`, ''])(
+    'reads the settings header %j as the twilio package does',
+    (header) => {
+      expect(readSignatureSettings(header).algorithm ?? 'HMAC_SHA1').toBe(getSignatureAlgorithm(header));
+    },
+  );
+
+  it('checks bodySHA256 as the twilio package does', () => {
+    const body = JSON.stringify({ MessageSid: 'SM1', MessageStatus: 'delivered' });
+    expect(bodyHashMatches(Buffer.from(body), getExpectedBodyHash(body))).toBe(true);
+    expect(bodyHashMatches(Buffer.from(`${body} `), getExpectedBodyHash(body))).toBe(false);
+    expect(validateBody(body, getExpectedBodyHash(body))).toBe(true);
+  });
+
+  /** A webhook as the route hands it to the plugin, signed by the twilio package. */
+  function webhook(options: { key?: string; algorithm?: 'HMAC_SHA1' | 'HMAC_SHA256'; settings?: string; json?: boolean; tamper?: boolean } = {}) {
+    const algorithm = options.algorithm ?? 'HMAC_SHA1';
+    const body = options.json ? JSON.stringify(form) : new URLSearchParams(form).toString();
+    const arrived = options.json
+      ? `https://gw.example/dlr/twilio?sms_id=01JX&bodySHA256=${getExpectedBodyHash(body)}`
+      : 'https://gw.example/dlr/twilio?sms_id=01JX';
+    const signedUrl = `${arrived}#rc=5&rp=all`;
+    const signature = getExpectedTwilioSignature(options.key ?? TOKEN, signedUrl, options.json ? {} : form, algorithm);
+    if (options.json) expect(validateRequestWithBody(options.key ?? TOKEN, signature, signedUrl, body, algorithm)).toBe(true);
+    const headers: Record<string, string> = { 'x-twilio-signature': signature };
+    if (options.settings !== undefined) headers['x-twilio-webhooks-signature-settings'] = options.settings;
+    return {
+      publicUrl: arrived,
+      query: Object.fromEntries(new URL(arrived).searchParams),
+      headers,
+      contentType: options.json ? 'application/json' : 'application/x-www-form-urlencoded',
+      rawBody: Buffer.from(options.tamper ? body.replace('delivered', 'failed') : body),
+    };
+  }
+  const keys = { authToken: TOKEN, sharedKeys: { [SHARED_ID]: SHARED, webhooks_sharedkey_next: 'the-next-secret' } };
+
+  it.each<[string, Parameters<typeof webhook>[0]]>([
+    ['the auth token, no settings header', {}],
+    ['the shared key the header names, HMAC-SHA256', { key: SHARED, algorithm: 'HMAC_SHA256', settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` }],
+    ['a shared key under HMAC-SHA1', { key: SHARED, algorithm: 'HMAC_SHA1', settings: `key=${SHARED_ID},algorithm=HMAC_SHA1` }],
+    ['a configured shared key the header does not name (a rotation)', { key: 'the-next-secret', algorithm: 'HMAC_SHA256', settings: 'algorithm=HMAC_SHA256' }],
+    ['a JSON body with bodySHA256', { json: true }],
+    [
+      'a JSON body with bodySHA256 under the shared key',
+      { json: true, key: SHARED, algorithm: 'HMAC_SHA256', settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` },
+    ],
+  ])('takes a webhook signed with %s', (_label, options) => {
+    expect(verifyTwilioRequest(webhook(options), keys)).toMatchObject({ ok: true, params: { MessageSid: 'SM123', MessageStatus: 'delivered' } });
+  });
+
+  it.each<[string, Parameters<typeof webhook>[0], { authToken: string; sharedKeys?: Record<string, string> }, RegExp]>([
+    [
+      'a settings header but no shared keys configured',
+      { key: SHARED, algorithm: 'HMAC_SHA256', settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` },
+      { authToken: TOKEN },
+      /webhook_shared_keys has none/,
+    ],
+    ['the auth token where the header says a shared key signed', { settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` }, keys, /does not match/],
+    ['an algorithm Twilio does not document', { key: SHARED, settings: `key=${SHARED_ID},algorithm=HMAC_MD5` }, keys, /HMAC_MD5/],
+    ['a JSON body changed after signing', { json: true, tamper: true }, keys, /bodySHA256 does not match/],
+    [
+      'a shared key signature without the header (HMAC-SHA1 under the auth token is expected)',
+      { key: SHARED, algorithm: 'HMAC_SHA256' },
+      keys,
+      /does not match/,
+    ],
+  ])('refuses %s', (_label, options, given, reason) => {
+    expect(verifyTwilioRequest(webhook(options), given)).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+  });
+
+  it('refuses a JSON body without bodySHA256, naming the content type', () => {
+    const request = { ...webhook(), contentType: 'application/json', rawBody: Buffer.from('{}') };
+    expect(verifyTwilioRequest(request, keys)).toEqual({ ok: false, reason: expect.stringMatching(/application\/json/) });
   });
 });

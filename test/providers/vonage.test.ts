@@ -31,13 +31,15 @@ afterAll(async () => {
 });
 
 describe('vonage send: field mapping', () => {
-  it('posts JSON with Basic auth: to without +, type text, client-ref = sms_id, callback without the sms_id query', async () => {
+  it('posts a form with the credentials in it (the SMS API document): to without +, type text, client-ref = sms_id, callback without the sms_id query', async () => {
     const req = sendRequest(capture.url, 'vonage');
     const result = await vonage.send(req, noAbort());
     const submit = fake.submits.at(-1)!;
     expect(result).toEqual({ ok: true, providerMessageIds: submit.messageIds, providerStatus: 'accepted' });
-    expect(submit.transport).toBe('json');
+    expect(submit.transport).toBe('form');
     expect(submit.fields).toEqual({
+      api_key: fake.apiKey,
+      api_secret: fake.apiSecret,
       from: 'Casino',
       to: '447700900123',
       text: 'Your bonus is waiting',
