@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../src/config/load.js';
-import { createProviders } from '../src/gateway.js';
+import { createProviders } from '../src/provider-wrappers/providers.js';
 import { migrateToLatest, openLedger } from '../src/ledger/db.js';
 import { createTransactionQueue } from '../src/ledger/transaction-queue.js';
 import { createDispatcher } from '../src/sms/dispatch.js';

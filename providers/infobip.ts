@@ -17,7 +17,7 @@
  */
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
-import { createProviderPool, describeRequestFailure, lookupFailure } from './kit/http-pool.js';
+import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from './kit/http-pool.js';
 import {
   providerCommonConfig,
   sendFailure,
@@ -200,13 +200,10 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'infobip',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        let res;
-        try {
-          res = await pool.post('/sms/3/messages', headers, bodyFor(req), signal);
-        } catch (error) {
-          const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
-          return failure(classifyInfobipFailure({ network }), detail, network, ambiguous);
-        }
+        const send = { type: 'infobip', pool, path: '/sms/3/messages', headers, body: bodyFor(req) };
+        const posted = await postMessage(send, signal, classifyInfobipFailure);
+        if (!posted.ok) return posted.result;
+        const { res } = posted;
         if (res.status >= 200 && res.status < 300) {
           const entry = (res.json as { messages?: Array<{ messageId?: unknown; status?: InfobipStatus }> } | undefined)?.messages?.[0];
           const status = entry?.status;
@@ -219,9 +216,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           if (messageId) return { ok: true, providerMessageIds: [messageId], providerStatus: statusName };
         }
         const detail = readServiceException(res.json) ?? (res.text.slice(0, 200) || 'no body');
-        // A 5xx, or a success we cannot read, may have created the message; a 4xx never did.
-        const ambiguous = res.status >= 500 || res.status < 300;
-        return failure(classifyInfobipFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, `http_${res.status}`, ambiguous);
+        return failure(classifyInfobipFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, `http_${res.status}`, mayHaveCreated(res.status));
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {

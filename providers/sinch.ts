@@ -16,7 +16,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
-import { createProviderPool, describeRequestFailure, lookupFailure } from './kit/http-pool.js';
+import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from './kit/http-pool.js';
 import { headerValue } from './kit/receipt-input.js';
 import {
   providerCommonConfig,
@@ -211,21 +211,20 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'sinch',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        let res;
-        try {
-          res = await pool.post(path, headers, bodyFor(req), signal);
-        } catch (error) {
-          const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
-          return failure(classifySinchFailure({ network }), detail, network, ambiguous);
-        }
+        const posted = await postMessage({ type: 'sinch', pool, path, headers, body: bodyFor(req) }, signal, classifySinchFailure);
+        if (!posted.ok) return posted.result;
+        const { res } = posted;
         const body = res.json as { id?: unknown; code?: unknown; text?: unknown } | undefined;
         const batchId = text(body?.id);
         if (res.status >= 200 && res.status < 300 && batchId) return { ok: true, providerMessageIds: [batchId] };
         const code = text(body?.code);
         const detail = [code, text(body?.text)].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
-        // A 5xx, or a success we cannot read, may have created the batch; a 4xx never did.
-        const ambiguous = res.status >= 500 || res.status < 300;
-        return failure(classifySinchFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, code ?? `http_${res.status}`, ambiguous);
+        return failure(
+          classifySinchFailure({ httpStatus: res.status }),
+          `HTTP ${res.status} (${detail})`,
+          code ?? `http_${res.status}`,
+          mayHaveCreated(res.status),
+        );
       },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {

@@ -10,7 +10,7 @@ import { consoleRoutes } from './console/routes.js';
 import { eventAdminRoutes } from './events/admin-routes.js';
 import { relayRoutes } from './events/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
-import { adminRoutes } from './delivery/admin-routes.js';
+import { deliveryAdminRoutes } from './delivery/admin-routes.js';
 import { describeReceiptChecks } from './delivery/receipt-checks.js';
 import type { ReceiptSummary, ReceiptInput } from './delivery/apply-receipts.js';
 import { receiptRoutes } from './delivery/routes.js';
@@ -22,6 +22,7 @@ import type { Transact } from './ledger/transaction-queue.js';
 import { accessLog } from './observability/access-log.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
+import { adminRoutes } from './auth/admin.js';
 import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
 import { createAddressSet } from './kit/address-blocks.js';
@@ -34,6 +35,7 @@ import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
 import { requestContext, requestLogger } from './observability/request-context.js';
 import type { Tracing } from './observability/tracing.js';
+import type { Wake } from './outbox/wake.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './provider-wrappers/registry.js';
 import type { MemberHealthView } from './provider-wrappers/breakers.js';
@@ -56,8 +58,8 @@ export interface AppParts {
   storeReceipts: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
   /** Inbound handling for /mo (STOP/START). */
   receiveInbound: (provider: string, sms: InboundSms) => Promise<unknown>;
-  /** Called when dead conversions were replayed, so the conversion outbox looks at once. */
-  onReplay: () => void;
+  /** Tells a kind's outbox to look at once: rows were queued (accepted events) or replayed (src/outbox/wake.ts). */
+  wake: Wake;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend: OperatorBackend;
   /** Without it there is no /metrics. */
@@ -68,10 +70,6 @@ export interface AppParts {
   recipients?: RecipientCheck;
   /** Shared commits for accepted relay events; a queue of its own when absent. */
   transact: Transact;
-  /** Called when dead credits were replayed from the console, so the credit outbox looks at once. */
-  onCreditsReplay?: () => void;
-  /** Called when events were queued or replayed, so the event outbox looks at once. */
-  onEventsQueued: () => void;
   /** A SERVER span for every request when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
 }
@@ -82,6 +80,14 @@ export interface AppParts {
  * request). A 4 MB form there cost seconds of parsing (docs/public-doors.md).
  */
 const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/') || path === '/console/login' || path === '/oauth/token';
+
+/**
+ * The reference's sections in this order: Swagger UI (/docs) and its <noscript> rendering group the operations by
+ * tag, in the order the document lists the tags. Mounting order decides only the order within a section.
+ */
+const REFERENCE_ORDER = ['operations', 'sms', 'receipts', 'admin', 'operator', 'operator admin', 'events', 'console'];
+const sectionOf = (tag: string) => (REFERENCE_ORDER.includes(tag) ? REFERENCE_ORDER.indexOf(tag) : REFERENCE_ORDER.length);
+const inReferenceOrder = <R extends { tag: string }>(routes: R[]): R[] => routes.sort((a, b) => sectionOf(a.tag) - sectionOf(b.tag));
 
 export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
@@ -137,22 +143,9 @@ export function createApp(parts: AppParts): Hono {
     receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
   );
   const receiptCheck = describeReceiptChecks(config.providers);
-  app.route('/admin', inboundAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key }));
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: parts.receiveInbound }));
-  app.route(
-    '/admin',
-    adminRoutes({
-      db: parts.db,
-      readDb,
-      adminKey: config.admin.api_key,
-      now: parts.now,
-      onReplay: parts.onReplay,
-      defaultRegion: config.sms.default_region,
-      receiptCheck,
-    }),
-  );
-  // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorBackend = parts.operatorBackend;
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: parts.receiveInbound }));
+  // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);
   app.route(
@@ -166,19 +159,7 @@ export function createApp(parts: AppParts): Hono {
       sendDeletedAt: config.operator.send_deleted_at,
     }),
   );
-  app.route(
-    '/admin',
-    operatorAdminRoutes({
-      db: parts.db,
-      readDb,
-      backend: operatorBackend,
-      adminKey: config.admin.api_key,
-      now: parts.now,
-      onCreditsReplay: parts.onCreditsReplay,
-    }),
-  );
-  // Real-time events to the CRM (docs/relay.md): the relay for the operator's platform, and their admin view.
-  const onEventsQueued = parts.onEventsQueued;
+  // Real-time events to the CRM (docs/relay.md) from the operator's platform.
   app.route(
     '/relay',
     relayRoutes({
@@ -189,11 +170,20 @@ export function createApp(parts: AppParts): Hono {
       referenceWindowMs: config.relay.reference_window,
       maxEventBytes: config.relay.max_event_bytes,
       maxDepth: config.relay.max_depth,
-      onAccepted: onEventsQueued,
+      wake: parts.wake,
     }),
   );
-  app.route('/admin', eventAdminRoutes({ db: parts.db, readDb, adminKey: config.admin.api_key, now: parts.now, onReplay: onEventsQueued }));
-  // With metrics.port set, src/gateway.ts serves /metrics on that port only.
+  // One /admin sub-app behind one guard (admin.api_key); each area (consents, delivery, operator, events) hands in its table.
+  app.route(
+    '/admin',
+    adminRoutes(config.admin.api_key, [
+      inboundAdminRoutes({ db: parts.db, readDb }),
+      deliveryAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake, defaultRegion: config.sms.default_region, receiptCheck }),
+      operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, now: parts.now, wake: parts.wake }),
+      eventAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake }),
+    ]),
+  );
+  // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
   if (parts.metrics && config.metrics.port === undefined) {
     app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
   }
@@ -207,9 +197,7 @@ export function createApp(parts: AppParts): Hono {
       secureCookie: config.server.environment === 'production',
       providers: providerNames,
       now: parts.now,
-      onReplay: parts.onReplay,
-      onEventsReplay: onEventsQueued,
-      onCreditsReplay: parts.onCreditsReplay,
+      wake: parts.wake,
       creditsOutbox: config.operator.credits.url !== undefined,
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
@@ -224,7 +212,7 @@ export function createApp(parts: AppParts): Hono {
     parts.metrics && config.metrics.port !== undefined
       ? metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }).routes
       : [];
-  const routeDocs = () => documentedRoutes([...app.routes, ...metricsElsewhere]);
+  const routeDocs = () => inReferenceOrder(documentedRoutes([...app.routes, ...metricsElsewhere]));
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route(
     '/',

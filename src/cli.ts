@@ -5,7 +5,7 @@
  * line: a port in use, a database out of reach, a schema to migrate first), 2 usage, 78 configuration (EX_CONFIG).
  */
 import { parseArgs } from 'node:util';
-import { CommandError } from './commands/command-error.js';
+import { CommandError } from './kit/command-error.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import { describeFinding, findUnsafeSettings } from './config/production-checks.js';
 import { readBuildInfo } from './observability/build-info.js';
@@ -180,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
-      const { openCheckedLedger } = await import('./commands/schema-check.js');
+      const { openCheckedLedger } = await import('./ledger/schema-check.js');
       const { reportMigrationProgress } = await import('./observability/migrate-progress.js');
       const progress = reportMigrationProgress(process.stderr);
       try {

@@ -18,9 +18,17 @@ export function buildCallbackUrl(publicUrl: string, provider: string, smsId: str
   return `${publicUrl}${callbackPath(provider)}?${CALLBACK_SMS_ID_PARAM}=${smsId}`;
 }
 
-/** The public URL a receipt was posted to, as the provider saw it: `search` is the request's query string, `?` included. */
-export function receivedCallbackUrl(publicUrl: string, provider: string, search: string): string {
-  return `${publicUrl}${callbackPath(provider)}${search}`;
+/** The path players' messages of `provider` arrive at (`/mo/{provider}`), under the gateway's public URL. */
+export function inboundPath(provider: string): string {
+  return `/mo/${encodeURIComponent(provider)}`;
+}
+
+/**
+ * The public URL a provider called, as it saw it (receipts at callbackPath, players' messages at inboundPath):
+ * `search` is the request's query string, `?` included. Signatures are checked against it, never the Host header.
+ */
+export function receivedCallbackUrl(publicUrl: string, path: string, search: string): string {
+  return `${publicUrl}${path}${search}`;
 }
 
 /** The callback URL without the sms_id, for providers that carry our id in a field of their own. */

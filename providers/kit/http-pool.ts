@@ -3,6 +3,7 @@
  * the hot path (docs/design.md §6: a pooled request costs a tenth of the Twilio SDK's CPU per message).
  */
 import { Pool } from 'undici';
+import { sendFailure, type SendResult } from '../types.js';
 
 export interface ProviderResponse {
   status: number;
@@ -75,3 +76,27 @@ export function describeRequestFailure(error: unknown, signal: AbortSignal): { n
   const code = typeof err?.code === 'string' ? err.code : 'network_error';
   return { network: code, error: `connection failed (${code}): ${String(err?.message ?? error)}`, ambiguous: !NEVER_SENT.has(code) };
 }
+
+/**
+ * The send prologue of the plugins that post one request per message (Twilio, Infobip, Sinch): the post, and a
+ * request that got no HTTP answer described (describeRequestFailure) and classified by the plugin's own rule. Answers
+ * the provider's response for the plugin to read, or the failed SendResult to return.
+ */
+export async function postMessage(
+  send: { type: string; pool: ProviderPool; path: string; headers: Record<string, string>; body: string },
+  signal: AbortSignal,
+  classify: (failure: { network: string }) => 'permanent' | 'transient',
+): Promise<{ ok: true; res: ProviderResponse } | { ok: false; result: SendResult }> {
+  try {
+    return { ok: true, res: await send.pool.post(send.path, send.headers, send.body, signal) };
+  } catch (error) {
+    const { network, error: detail, ambiguous } = describeRequestFailure(error, signal);
+    return { ok: false, result: sendFailure(send.type, classify({ network }), detail, network, ambiguous) };
+  }
+}
+
+/**
+ * Whether an HTTP answer that is not a readable success may still have created the message: a 5xx, or a success we
+ * cannot read, may have (docs/providers.md §1.4); a 4xx, 429 included, never did.
+ */
+export const mayHaveCreated = (status: number): boolean => status >= 500 || status < 300;

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { CALLBACK_SMS_ID_PARAM } from '../kit/callback-url.js';
-import { createProviderPool, describeRequestFailure, lookupFailure } from '../kit/http-pool.js';
+import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from '../kit/http-pool.js';
 import { ownValue } from '../kit/own-key.js';
 import { headerValue, readFormFields } from '../kit/receipt-input.js';
 import * as webhooks from './signature.js';
@@ -356,13 +356,9 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       name,
       type: 'twilio',
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
-        let res;
-        try {
-          res = await pool.post(path, headers, formFor(req), signal);
-        } catch (error) {
-          const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
-          return failure(classifyTwilioFailure({ network }), text, network, ambiguous);
-        }
+        const posted = await postMessage({ type: 'twilio', pool, path, headers, body: formFor(req) }, signal, classifyTwilioFailure);
+        if (!posted.ok) return posted.result;
+        const { res } = posted;
         const body = res.json as { sid?: unknown; status?: unknown } | undefined;
         if (res.status >= 200 && res.status < 300 && typeof body?.sid === 'string') {
           return { ok: true, providerMessageIds: [body.sid], providerStatus: typeof body.status === 'string' ? body.status : undefined };
@@ -371,8 +367,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         const kind = classifyTwilioFailure({ httpStatus: res.status, code });
         const meaning = code !== undefined ? ownValue(TWILIO_PERMANENT_CODES, code) : undefined;
         const detail = [meaning, message].filter(Boolean).join(': ') || res.text.slice(0, 200) || 'no body';
-        // A 5xx, or a success we cannot read, may have created the message (docs/providers.md §1.4); a 429 never did.
-        const ambiguous = res.status >= 500 || res.status < 300;
+        const ambiguous = mayHaveCreated(res.status);
         const answer = <Extract<SendResult, { ok: false }>>(
           failure(kind, `HTTP ${res.status}${code !== undefined ? ` error ${code}` : ''} (${detail})`, String(code ?? `http_${res.status}`), ambiguous)
         );

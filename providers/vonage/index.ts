@@ -14,7 +14,7 @@
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
 import { callbackUrlWithoutSmsId } from '../kit/callback-url.js';
-import { createProviderPool, describeRequestFailure } from '../kit/http-pool.js';
+import { createProviderPool, postMessage } from '../kit/http-pool.js';
 import { ownValue } from '../kit/own-key.js';
 import { headerValue, readFormFields } from '../kit/receipt-input.js';
 import {
@@ -28,7 +28,7 @@ import {
   type SendRequest,
   type SendResult,
 } from '../types.js';
-import { verifyVonageJwt, verifyVonageSig } from './signatures.js';
+import { verifyVonageJwt, verifyVonageSig } from './signature.js';
 
 const configSchema = z.strictObject({
   type: z.literal('vonage'),
@@ -219,13 +219,11 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         const from = req.from ?? config.from;
         if (!from) return failure('permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');
-        let res;
-        try {
-          res = await pool.post('/sms/json', headers, bodyFor(req, from), signal);
-        } catch (error) {
-          const { network, error: text, ambiguous } = describeRequestFailure(error, signal);
-          return failure('transient', text, network, ambiguous);
-        }
+        // A request that got no answer is transient whatever went wrong (ambiguous unless nothing was sent).
+        const send = { type: 'vonage', pool, path: '/sms/json', headers, body: bodyFor(req, from) };
+        const posted = await postMessage(send, signal, () => 'transient');
+        if (!posted.ok) return posted.result;
+        const { res } = posted;
         // A 5xx may come after the message was accepted; a 429 was refused before anything was sent.
         if (res.status === 429 || res.status >= 500) return failure('transient', `HTTP ${res.status}`, `http_${res.status}`, res.status >= 500);
         if (res.status >= 300) return failure('permanent', `HTTP ${res.status} (${res.text.slice(0, 200) || 'no body'})`, `http_${res.status}`);

@@ -2,7 +2,8 @@
  * `/admin/*` authentication: `Authorization: Bearer <admin.api_key>`, compared in constant time (docs/design.md §3).
  * Without admin.api_key the admin API is off rather than open.
  */
-import type { MiddlewareHandler } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { mountRoutes, type MountableRoute } from '../http/route-table.js';
 import { createKeyMatcher } from './api-key.js';
 
 export function requireAdmin(key: string | undefined): MiddlewareHandler {
@@ -17,4 +18,15 @@ export function requireAdmin(key: string | undefined): MiddlewareHandler {
     }
     await next();
   };
+}
+
+/**
+ * The one `/admin` sub-app: each area hands in its route table (delivery, consents, operator, events) and one guard
+ * stands before all of them, so no area's routes depend on another's middleware or on the order of mounting.
+ */
+export function adminRoutes(key: string | undefined, tables: ReadonlyArray<readonly MountableRoute[]>): Hono {
+  const app = new Hono();
+  app.use('*', requireAdmin(key));
+  mountRoutes(app, tables.flat());
+  return app;
 }

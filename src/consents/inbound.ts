@@ -6,6 +6,7 @@
  * no players matched (docs/consents.md).
  */
 import type { Kysely } from 'kysely';
+import type { Config } from '../config/schema.js';
 import type { Logger } from 'pino';
 import type { InboundSms } from '../../providers/types.js';
 import { consentChangeEvent } from '../crm/user-events.js';
@@ -67,4 +68,21 @@ export async function receiveInbound(deps: InboundDeps, provider: string, sms: I
     action ? `inbound sms: ${action === 'opt_out' ? 'opt-out' : 'opt-in'}` : 'inbound sms',
   );
   return outcome;
+}
+
+/**
+ * The inbound handling of /mo/{provider} (routes.ts) and of messages a plugin receives itself (SMPP deliver_sm), with
+ * the configured keywords and operator backend.
+ */
+export function createInboundReceiver(
+  config: Pick<Readonly<Config>, 'operator' | 'ledger' | 'sms'>,
+  deps: Pick<InboundDeps, 'db' | 'recipients' | 'now' | 'logger'>,
+): (provider: string, sms: InboundSms) => Promise<InboundOutcome> {
+  const inboundDeps: InboundDeps = {
+    ...deps,
+    backend: config.operator.backend,
+    storeContent: config.ledger.store_content,
+    keywords: { optOut: config.sms.opt_out_keywords, optIn: config.sms.opt_in_keywords },
+  };
+  return (provider, sms) => receiveInbound(inboundDeps, provider, sms);
 }

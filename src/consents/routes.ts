@@ -6,13 +6,11 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
+import { mountRoutes, route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { InboundSms } from '../../providers/types.js';
-import { requireAdmin } from '../auth/admin.js';
-import { checkCallbackBody } from '../http/callback-body.js';
-import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
+import type { InboundSms, SmsProvider } from '../../providers/types.js';
+import { openCallback, type CallbackDoor } from '../http/provider-callback.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
 import { requestLogger } from '../observability/request-context.js';
@@ -64,10 +62,12 @@ export interface InboundRouteDeps {
   logger: Logger;
 }
 
-/** GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP. */
-export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database>; adminKey: string | undefined }) {
-  const app = new Hono();
-  mountRoutes(app, [
+/**
+ * GET /admin/inbound-messages?from=+…: what a number sent us, newest first (at most 100), e.g. to show when it said STOP.
+ * The consents area's table of the /admin sub-app (src/auth/admin.ts guards it).
+ */
+export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely<Database> }): MountableRoute[] {
+  return [
     route({
       method: 'get',
       path: '/inbound-messages',
@@ -84,7 +84,6 @@ export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely
         },
       },
       handlers: [
-        requireAdmin(deps.adminKey),
         async (c) => {
           const from = c.req.query('from');
           if (!from || !/^\+\d{6,15}$/.test(from)) return c.json({ error: 'from: query parameter must be a number in E.164, such as +447700900123' }, 400);
@@ -98,35 +97,23 @@ export function inboundAdminRoutes(deps: { db: Kysely<Database>; readDb?: Kysely
         },
       ],
     }),
-  ]);
-  return app;
+  ];
 }
 
 export function inboundRoutes(deps: InboundRouteDeps) {
   const app = new Hono();
+  const door: CallbackDoor<SmsProvider> = {
+    door: 'mo',
+    find: (name) => deps.router.byName(name),
+    publicUrl: deps.publicUrl,
+    refused: 'inbound message refused',
+    unable: (name, provider) => (provider.parseInbound ? undefined : `provider ${JSON.stringify(name)} takes no inbound messages`),
+  };
   const receive: Handler<Env, '/:provider'> = async (c) => {
-    const name = c.req.param('provider');
-    const provider = deps.router.byName(name);
-    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
-    if (!provider.parseInbound) return c.json({ error: `provider ${JSON.stringify(name)} takes no inbound messages`, code: 404 }, 404);
-    const url = new URL(c.req.url);
-    // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
-    const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
-    const rawBody = Buffer.from(await c.req.arrayBuffer());
-    // The same bounds as receipts' (src/delivery/routes.ts), before the plugin looks at anything.
-    const checked = checkCallbackBody(
-      { contentType: headers['content-type'] ?? '', search: url.search, rawBody },
-      c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH,
-    );
-    if (!checked.ok) return c.json({ error: `inbound message refused: ${checked.error}`, code: checked.status }, checked.status);
-    const parsed = provider.parseInbound({
-      method: c.req.method,
-      publicUrl: `${deps.publicUrl()}/mo/${encodeURIComponent(name)}${url.search}`,
-      query: Object.fromEntries(url.searchParams),
-      headers,
-      contentType: headers['content-type'] ?? '',
-      rawBody,
-    });
+    const opened = await openCallback(c, door);
+    if (!opened.ok) return opened.answer;
+    const { name, provider } = opened;
+    const parsed = provider.parseInbound!(opened.request);
     if (!parsed.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'inbound message refused');
       return c.json({ error: `inbound message refused: ${parsed.reason}`, code: 403 }, 403);

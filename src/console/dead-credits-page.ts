@@ -1,14 +1,17 @@
 /**
  * Dead-lettered credits (the sql backend's credits outbox, src/ledger/credit-delivery.ts) as a list: user, bonus
  * code, amount, credit_id, attempts, the operator's last answer or the error, age; with replay of one credit, the
- * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is src/outbox/dead-list.ts.
+ * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is dead-list.ts.
  */
 import { html } from 'hono/html';
-import type { DeadCredit, DeadCreditMatch } from '../ledger/credit-delivery.js';
-import { cursorParameter, parseListQuery } from '../outbox/list-query.js';
+import { z } from 'zod';
+import { listDeadCredits, replayDeadCredits, type DeadCredit, type DeadCreditMatch } from '../ledger/credit-delivery.js';
+import { cursorParameter, keysetPage, parseListQuery } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
-import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
+import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { readDeadReplayForm, userIdField } from './replay-form.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-lists.js';
+import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 
 export interface DeadCreditsView extends DeadListView {
@@ -79,4 +82,66 @@ export function creditReplayFormMatch(form: FormData): { ok: true; match: DeadCr
   });
   if (!read.ok) return read;
   return { ok: true, match: read.ids ? { ids: read.ids.map(Number) } : read.filter };
+}
+
+/** What the dead-credit replay form posts. */
+const creditReplayFormSchema = csrfFormSchema.extend({
+  only: z
+    .string()
+    .regex(/^[1-9][0-9]{0,14}$/)
+    .optional()
+    .describe('The one credit (credit_id) whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead credit of user_id, or every dead credit (required unless only is given)'),
+  ids: z
+    .array(z.string().regex(/^[1-9][0-9]{0,14}$/))
+    .optional()
+    .describe('Ticked credit_ids'),
+  user_id: field('Filter of the list').optional(),
+});
+
+/** The dead credits' list and replay, as src/console/dead-lists.ts mounts them. */
+export function deadCreditsList(deps: DeadListDeps): DeadListSpec<DeadCredit, DeadCreditMatch> {
+  return {
+    kind: 'credits',
+    list: {
+      path: '/dead-credits',
+      signIn: 'Sign in to see the dead credits.',
+      doc: {
+        tag: 'console',
+        summary:
+          'Dead-lettered credits (sql backend, operator.credits.url) with user, bonus code, amount, attempts, the operator’s last answer and age, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [searchField('user_id', 'The player'), cursorField],
+        responses: deadListAnswers('dead-credit'),
+      },
+    },
+    replay: {
+      path: '/credits/replay',
+      name: 'dead credits',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead credits due again for operator.credits.url: one, the ticked ones, or all of the filter',
+        security: ['consoleSession'],
+        request: { schema: creditReplayFormSchema, contentTypes: [formContentType] },
+        responses: {
+          303: {
+            description: 'Done; back to the dead credits',
+            headers: { Location: { description: '/console/dead-credits?replayed=N', schema: z.string() } },
+          },
+          ...replayRefusals('dead credits'),
+        },
+      },
+    },
+    async load(params) {
+      const query = parseDeadCreditQuery(params);
+      if (!query.ok) return query;
+      return { ok: true, ...keysetPage(await listDeadCredits(deps.readDb, { ...query.filter, limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+    },
+    render: renderDeadCredits,
+    readForm: creditReplayFormMatch,
+    replayRows: (match) => replayDeadCredits(deps.db, match, deps.now()),
+  };
 }

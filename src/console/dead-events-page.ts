@@ -1,14 +1,18 @@
 /**
  * Dead-lettered CRM events (the events outbox, src/ledger/events.ts) as a list: type, user, attempts, the CRM's
  * last answer and error, age, with replay of one event, the ticked events, or every dead event matching the filter.
- * One form; the button pressed says which (eventReplayFormMatch). The frame is src/outbox/dead-list.ts.
+ * One form; the button pressed says which (eventReplayFormMatch). The frame is dead-list.ts.
  */
 import { html } from 'hono/html';
-import { EVENT_TYPES } from '../events/event-query.js';
-import type { DeadEventMatch, EventRow } from '../ledger/events.js';
+import { z } from 'zod';
+import { EVENT_TYPES, parseEventQuery } from '../events/event-query.js';
+import { listEvents, replayDeadEvents, type DeadEventMatch, type EventRow } from '../ledger/events.js';
+import { keysetPage } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
-import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
+import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { readDeadReplayForm, userIdField } from './replay-form.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-lists.js';
+import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 
 export interface DeadEventsView extends DeadListView {
@@ -64,4 +68,65 @@ export function eventReplayFormMatch(form: FormData): { ok: true; match: DeadEve
   });
   if (!read.ok) return read;
   return { ok: true, match: read.ids ? { eventIds: read.ids } : read.filter };
+}
+
+/** What the dead-event replay form posts. */
+const eventReplayFormSchema = csrfFormSchema.extend({
+  only: z.string().uuid().optional().describe('The one event whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching: every dead event matching type and user_id (required unless only is given)'),
+  ids: z.array(z.string().uuid()).optional().describe('Ticked event ids'),
+  type: z
+    .enum(['', ...EVENT_TYPES] as [string, ...string[]])
+    .optional()
+    .describe('Filter of the list'),
+  user_id: field('Filter of the list').optional(),
+});
+
+/** The dead CRM events' list and replay, as src/console/dead-lists.ts mounts them. */
+export function deadEventsList(deps: DeadListDeps): DeadListSpec<EventRow, DeadEventMatch> {
+  return {
+    kind: 'events',
+    list: {
+      path: '/dead-events',
+      signIn: 'Sign in to see the dead CRM events.',
+      doc: {
+        tag: 'console',
+        summary: 'Dead-lettered CRM events with type, user, attempts, the CRM’s last answer and age, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [
+          { name: 'type', in: 'query', description: 'CRM queue type', schema: z.enum(['', ...EVENT_TYPES] as [string, ...string[]]) },
+          searchField('user_id', 'The player'),
+          cursorField,
+        ],
+        responses: deadListAnswers('dead-event'),
+      },
+    },
+    replay: {
+      path: '/events/replay',
+      name: 'dead CRM events',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead CRM events due again: one, the ticked ones, or all matching the filter',
+        security: ['consoleSession'],
+        request: { schema: eventReplayFormSchema, contentTypes: [formContentType] },
+        responses: {
+          303: { description: 'Done; back to the dead events', headers: { Location: { description: '/console/dead-events?replayed=N', schema: z.string() } } },
+          ...replayRefusals('dead events'),
+        },
+      },
+    },
+    async load(params) {
+      const query = parseEventQuery(params, { form: true, ignore: ['replayed'] });
+      if (!query.ok) return query;
+      // The list is of dead events only: status is not a parameter here.
+      if (query.filter.status !== undefined) return { ok: false, error: 'status: this list shows dead events only' };
+      return { ok: true, ...keysetPage(await listEvents(deps.readDb, { ...query.filter, status: 'dead', limit: DEAD_LIST_PAGE + 1 }), DEAD_LIST_PAGE) };
+    },
+    render: renderDeadEvents,
+    readForm: eventReplayFormMatch,
+    replayRows: (match) => replayDeadEvents(deps.db, deps.now(), match),
+  };
 }

@@ -1,13 +1,18 @@
 /**
  * Dead-lettered conversions (the conversion outbox, src/ledger/conversions.ts) as a list: reason, attempts, the
  * webhook's last answer and age, with replay of one row, the ticked rows, or every dead letter matching the filter.
- * One form; the button pressed says which (replayFormMatch). The frame is src/outbox/dead-list.ts.
+ * One form; the button pressed says which (replayFormMatch). The frame is dead-list.ts.
  */
 import { html } from 'hono/html';
+import { z } from 'zod';
 import { DEAD_LETTER_STATUSES } from '../delivery/dead-letter-query.js';
-import type { DeadLetter, DeadLetterMatch } from '../ledger/conversions.js';
-import { age, renderDeadList, type DeadListView } from '../outbox/dead-list.js';
-import { readDeadReplayForm } from '../outbox/replay-form.js';
+import { parseDeadLetterQuery } from '../delivery/dead-letter-query.js';
+import { listDeadConversions, replayDeadConversions, type DeadLetter, type DeadLetterMatch } from '../ledger/conversions.js';
+import { keysetPage } from '../outbox/list-query.js';
+import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { readDeadReplayForm } from './replay-form.js';
+import type { DeadListDeps, DeadListSpec } from './dead-lists.js';
+import { backToConsole, csrfFormSchema, deadListAnswers, field, formContentType, page, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 
 export interface DeadLettersView extends DeadListView {
@@ -52,7 +57,7 @@ export function renderDeadLetters(view: DeadLettersView) {
 const CONVERSION_ID = /^\d{1,15}$/;
 
 /**
- * What a replay post from the dead-letter list asks for (src/outbox/replay-form.ts), or no action at all: the
+ * What a replay post from the dead-letter list asks for (replay-form.ts), or no action at all: the
  * dashboard's "replay all". Pure, for table tests.
  */
 export function replayFormMatch(form: FormData): { ok: true; match: DeadLetterMatch } | { ok: false; error: string } {
@@ -73,4 +78,60 @@ export function replayFormMatch(form: FormData): { ok: true; match: DeadLetterMa
   });
   if (!read.ok) return read;
   return { ok: true, match: read.ids ? { ids: read.ids.map(Number) } : read.filter };
+}
+
+/** What the replay form posts: the CSRF token and which dead letters. */
+const replayFormSchema = csrfFormSchema.extend({
+  only: z
+    .string()
+    .regex(/^[0-9]{1,15}$/)
+    .optional()
+    .describe('The one conversion whose Replay button was pressed'),
+  action: z
+    .enum(['selected', 'matching'])
+    .optional()
+    .describe('selected: the ticked ids; matching (or absent): every dead letter matching provider and status'),
+  ids: z
+    .array(z.string().regex(/^[0-9]{1,15}$/))
+    .optional()
+    .describe('Ticked conversion ids'),
+  provider: field('Filter of the list').optional(),
+  status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
+});
+
+/** The dead conversions' list and replay, as src/console/dead-lists.ts mounts them. */
+export function deadLettersList(deps: DeadListDeps): DeadListSpec<DeadLetter, DeadLetterMatch> {
+  return {
+    kind: 'conversions',
+    list: {
+      path: '/dead-letters',
+      signIn: 'Sign in to see the dead letters.',
+      doc: {
+        tag: 'console',
+        summary: 'Dead-lettered conversions with reasons, attempts, last answers and ages, and replay buttons',
+        security: ['consoleSession'],
+        parameters: [searchField('provider', 'Provider name'), searchField('status', 'Delivery status reported'), searchField('cursor', 'The next page')],
+        responses: { ...deadListAnswers('dead-letter'), 400: page('A filter is not valid') },
+      },
+    },
+    replay: {
+      path: '/replay',
+      name: 'dead letters',
+      doc: {
+        tag: 'console',
+        summary: 'Make dead-lettered conversions due again: one, the ticked ones, or all matching the filter',
+        security: ['consoleSession'],
+        request: { schema: replayFormSchema, contentTypes: [formContentType] },
+        responses: { 303: backToConsole, ...replayRefusals('dead letters') },
+      },
+    },
+    async load(params) {
+      const query = parseDeadLetterQuery(params, { form: true, ignore: ['replayed'] });
+      if (!query.ok) return query;
+      return { ok: true, ...keysetPage(await listDeadConversions(deps.readDb, { ...query.match, limit: query.limit + 1 }), query.limit) };
+    },
+    render: (view) => renderDeadLetters({ ...view, providers: deps.providers }),
+    readForm: replayFormMatch,
+    replayRows: (match) => replayDeadConversions(deps.db, deps.now(), match),
+  };
 }

@@ -1,6 +1,6 @@
 /** One message on the console: its fields, a timeline of everything that happened to it, and the raw rows. */
 import { html } from 'hono/html';
-import type { messageStory } from '../delivery/admin-routes.js';
+import type { messageStory } from '../delivery/message-story.js';
 import { indentJson } from '../http/exact-json.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { shownRecipient, statusWord, when } from './search-page.js';

@@ -1,21 +1,19 @@
 /** What operators use to see and repair delivery: searching messages, one message's story, dead letters and replays. */
-import { Hono, type Context } from 'hono';
+import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { requireAdmin } from '../auth/admin.js';
-import { RawJson, stringifyExact } from '../http/exact-json.js';
-import { findConversionsBySmsId, listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
-import { findEventsBySmsId } from '../ledger/events.js';
+import { stringifyExact } from '../http/exact-json.js';
+import { listDeadConversions, replayDeadConversions } from '../ledger/conversions.js';
 import { searchMessages } from '../ledger/message-search.js';
-import { findMessageBySmsId, type MessageRow } from '../ledger/messages.js';
-import { findReceiptsBySmsId } from '../ledger/receipts.js';
+import { findMessageBySmsId } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import { messageStory } from './message-story.js';
 import { parseDeadLetterQuery } from './dead-letter-query.js';
 import { encodeCursor, parseMessageQuery } from './message-query.js';
-import { buildTimeline } from './timeline.js';
 import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
+import type { Wake } from '../outbox/wake.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
+import { route, type MountableRoute, type ResponseDoc } from '../http/route-table.js';
 import { SEARCH_STATUSES } from '../ledger/message-search.js';
 import { DEAD_LETTER_STATUSES } from './dead-letter-query.js';
 import { MAX_PARAMETER_LENGTH } from '../http/query-parameters.js';
@@ -25,50 +23,12 @@ export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
   /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
-  adminKey: string | undefined;
   now: () => number;
-  onReplay: () => void;
+  wake: Wake;
   /** sms.default_region: how a national recipient number in a search is read. */
   defaultRegion: string | undefined;
   /** How a provider's receipts are verified (receipt-checks.ts). */
   receiptCheck: (provider: string) => string;
-}
-
-/**
- * One message with its receipts, conversion attempts, the CRM events its send caused (a provider's opt-out error:
- * User Consents, tied by crm_events.sms_id) and their timeline: what /admin/messages/{sms_id} and the console's
- * message page show.
- */
-export async function messageStory(
-  db: Kysely<Database>,
-  message: MessageRow,
-  receiptCheck: (provider: string) => string,
-  shownError?: (text: string) => string,
-) {
-  const { activity_json, ...rest } = message;
-  const receipts = await findReceiptsBySmsId(db, message.sms_id);
-  const conversions = await findConversionsBySmsId(db, message.sms_id);
-  const events = (await findEventsBySmsId(db, message.sms_id)).map(
-    ({ event_id, type, user_id, created_at, sent_at, dead, attempts, http_status, last_error }) => ({
-      event_id,
-      type,
-      user_id,
-      created_at: Number(created_at),
-      sent_at: sent_at === null ? null : Number(sent_at),
-      dead,
-      attempts,
-      http_status,
-      last_error,
-    }),
-  );
-  return {
-    // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
-    message: { ...rest, activity: new RawJson(activity_json) },
-    receipts,
-    conversions,
-    events,
-    timeline: buildTimeline({ message: rest, receipts, conversions, events }, receiptCheck, shownError),
-  };
 }
 
 function exactJson(c: Context, value: unknown) {
@@ -267,11 +227,9 @@ const adminRefusals: Record<number, ResponseDoc> = {
   403: { description: 'The admin API is disabled (admin.api_key is not set)', schema: errorAnswerSchema },
 };
 
-export function adminRoutes(deps: DeliveryAdminRouteDeps) {
-  const app = new Hono();
-  app.use('*', requireAdmin(deps.adminKey));
-
-  mountRoutes(app, [
+/** The delivery area's table of the /admin sub-app (src/auth/admin.ts guards it). */
+export function deliveryAdminRoutes(deps: DeliveryAdminRouteDeps): MountableRoute[] {
+  return [
     route({
       method: 'get',
       path: '/messages/:smsId',
@@ -383,10 +341,10 @@ export function adminRoutes(deps: DeliveryAdminRouteDeps) {
               return `${field}: ${issue.code === 'unrecognized_keys' ? 'only ids, provider and status are accepted' : issue.message}`;
             }),
           replay: (request) => replayDeadConversions(deps.db, deps.now(), request),
-          onReplay: deps.onReplay,
+          kind: 'conversions',
+          wake: deps.wake,
         }),
       ],
     }),
-  ]);
-  return app;
+  ];
 }

@@ -2,16 +2,15 @@
  * The conversion outbox as src/outbox/outbox.ts configures a kind: due conversions claimed in next_attempt_at order
  * (src/ledger/conversions.ts), posted to the CRM's webhook many to a post (webhook.ts), each post marked as soon as it
  * is taken, a refused post split to find the row the CRM refuses; no answer is final, so a row is dead only after
- * delivery.max_attempts. `serve` runs it on the outbox loop; `flush` (cron) runs rounds until nothing is due.
+ * delivery.max_attempts. Put together with the other kinds by src/outboxes.ts, for `serve`'s loop and the cron `flush`.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
-import { inTransaction } from '../ledger/db.js';
+import { dialectFlagsOf, inTransaction } from '../ledger/db.js';
 import type { WebhookMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import type { OutboxLoop } from '../outbox/loop.js';
-import { drainOutbox, startOutbox, type Drained, type OutboxDeps, type OutboxKind, type OutboxRound } from '../outbox/outbox.js';
+import type { OutboxDeps, OutboxKind, OutboxRound } from '../outbox/outbox.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
 
 export interface ConversionOutboxDeps extends OutboxDeps {
@@ -64,7 +63,7 @@ async function postTraced(tracing: Tracing, webhook: WebhookClient, rows: Claime
   return result;
 }
 
-function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<ClaimedConversion> {
+export function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<ClaimedConversion> {
   const { delivery } = deps;
   return {
     name: 'conversion outbox',
@@ -72,8 +71,8 @@ function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<ClaimedConvers
     // A round's claim and marks are transactions of their own, not queued with the sends' and receipts' groups
     // (src/ledger/transaction-queue.ts): sharing those commits saved no measurable CPU and doubled the conversion lag
     // of a batch burst (bench/run.ts --mode e2e, p50 150 → 300 ms), every round waiting for the groups ahead of it.
-    claim: (db, flags, limit, now, lease, token) =>
-      inTransaction(db, (trx) => claimDueConversions(trx, flags, limit, now, lease, token, deps.tracing?.enabled)),
+    claim: (db, limit, now, lease, token) =>
+      inTransaction(db, (trx) => claimDueConversions(trx, dialectFlagsOf(trx), limit, now, lease, token, deps.tracing?.enabled)),
     attemptsOf: (r) => r.attempts,
     async send(rows, { claimedAt, markSent }) {
       // Rows an earlier claim already put in a post (its process died before marking them) go out in that post's
@@ -123,14 +122,4 @@ function reportRound(logger: Logger, round: OutboxRound<ClaimedConversion>): voi
         'conversion dead-lettered; replay it from the console or /admin',
       );
   }
-}
-
-/** The cron `flush`: posts due conversions round after round, stopping at the first failed post. */
-export function flushConversions(deps: ConversionOutboxDeps): Promise<Drained> {
-  return drainOutbox(conversionOutbox(deps), deps);
-}
-
-/** Runs rounds until stopped: at once while posts are taken, else every delivery.poll_interval or on `wake()`. */
-export function startConversionOutbox(deps: ConversionOutboxDeps): OutboxLoop {
-  return startOutbox(conversionOutbox(deps), deps);
 }

@@ -15,6 +15,7 @@ import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { Wake } from '../outbox/wake.js';
 import { applyReceipts, matchParkedReceipts, type ReceiptSummary, type ReceiptInput } from './apply-receipts.js';
 
 export interface ReceiptIntakeDeps {
@@ -27,8 +28,8 @@ export interface ReceiptIntakeDeps {
   maxReceiptsPerMessage?: number;
   /** Told of every stored receipt's provider and status (route members' delivery rates: src/provider-wrappers/breakers.ts). */
   observeReceipt?: (provider: string, status: MappedStatus) => void;
-  /** Told how many conversions a write queued (the conversion worker wakes up for them). */
-  onReported?: (count: number) => void;
+  /** Told when a write queued conversions, so the conversion outbox looks at once. */
+  wake?: Wake;
   /** Receipt spans under their messages' send spans when on (docs/tracing.md). */
   tracing?: Tracing;
 }
@@ -49,7 +50,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
   const { queue, now, logger } = deps;
   const observers = { metrics: deps.metrics, logger, tracing: deps.tracing };
   const reported = (count: number) => {
-    if (count > 0) deps.onReported?.(count);
+    if (count > 0) deps.wake?.('conversions');
   };
 
   const writes = queue.writer<ReceiptInput, ReceiptSummary>(

@@ -1,14 +1,15 @@
-/** /dlr/{provider}: verify and parse with the provider's plugin, store, answer 2xx quickly (providers retry otherwise). */
+/**
+ * /dlr/{provider}: through the provider callbacks' door (src/http/provider-callback.ts), verified and parsed by the
+ * provider's plugin, stored, answered 2xx quickly (providers retry otherwise).
+ */
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
 import type { Logger } from 'pino';
-import { receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
-import { checkCallbackBody } from '../http/callback-body.js';
-import { DEFAULT_MAX_JSON_DEPTH } from '../http/json-body.js';
+import { openCallback } from '../http/provider-callback.js';
 import type { ReceiptSummary, ReceiptInput } from './apply-receipts.js';
 import { boundReceiptEvents } from './receipt-limits.js';
 
@@ -46,28 +47,12 @@ const receiptDoc = (method: 'get' | 'post'): RouteDoc => ({
 
 export function receiptRoutes(deps: ReceiptRouteDeps) {
   const app = new Hono();
+  const door = { door: 'dlr' as const, find: (name: string) => deps.router.byName(name), publicUrl: deps.publicUrl, refused: 'receipt refused' };
   const receive: Handler<Env, '/:provider'> = async (c) => {
-    const name = c.req.param('provider');
-    const provider = deps.router.byName(name);
-    if (!provider) return c.json({ error: `provider ${JSON.stringify(name)} is not configured`, code: 404 }, 404);
-    const url = new URL(c.req.url);
-    // Object.fromEntries makes every header an own key, whatever its name (a header may be called `__proto__`).
-    const headers: Record<string, string> = Object.fromEntries(c.req.raw.headers.entries());
-    const rawBody = Buffer.from(await c.req.arrayBuffer());
-    // Before the plugin: a form with too many fields, or JSON too deep or with a key twice, costs no more than this.
-    const checked = checkCallbackBody(
-      { contentType: headers['content-type'] ?? '', search: url.search, rawBody },
-      c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH,
-    );
-    if (!checked.ok) return c.json({ error: `receipt refused: ${checked.error}`, code: checked.status }, checked.status);
-    const parsed = await provider.parseReceipt({
-      method: c.req.method,
-      publicUrl: receivedCallbackUrl(deps.publicUrl(), name, url.search),
-      query: Object.fromEntries(url.searchParams),
-      headers,
-      contentType: headers['content-type'] ?? '',
-      rawBody,
-    });
+    const opened = await openCallback(c, door);
+    if (!opened.ok) return opened.answer;
+    const { name, provider } = opened;
+    const parsed = await provider.parseReceipt(opened.request);
     if (!parsed.ok) {
       requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'receipt refused');
       return c.json({ error: `receipt refused: ${parsed.reason}`, code: 403 }, 403);

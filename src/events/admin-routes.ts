@@ -1,23 +1,21 @@
 /** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
-import { Hono } from 'hono';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
+import { route, type MountableRoute, type ResponseDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { requireAdmin } from '../auth/admin.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { listEvents, replayDeadEvents, type EventRow, type EventStatus } from '../ledger/events.js';
 import { EVENT_TYPES, parseEventQuery } from './event-query.js';
 import type { Database } from '../ledger/schema.js';
 import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
+import type { Wake } from '../outbox/wake.js';
 
 export interface EventAdminDeps {
   db: Kysely<Database>;
   /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
-  adminKey: string | undefined;
   now: () => number;
-  onReplay: () => void;
+  wake: Wake;
 }
 
 const eventReplayRequestSchema = z.strictObject({
@@ -90,12 +88,9 @@ const eventSchema = z.strictObject({
   payload: z.record(z.string(), z.unknown()).describe('The body as sent'),
 });
 
-export function eventAdminRoutes(deps: EventAdminDeps) {
-  const app = new Hono();
-  app.use('/events', requireAdmin(deps.adminKey));
-  app.use('/events/*', requireAdmin(deps.adminKey));
-
-  mountRoutes(app, [
+/** The events area's table of the /admin sub-app (src/auth/admin.ts guards it). */
+export function eventAdminRoutes(deps: EventAdminDeps): MountableRoute[] {
+  return [
     route({
       method: 'get',
       path: '/events',
@@ -149,10 +144,10 @@ export function eventAdminRoutes(deps: EventAdminDeps) {
               return `${field}: ${REPLAY_FIELD_PROBLEMS.get(field) ?? 'must be a JSON object'}`;
             }),
           replay: ({ event_ids: eventIds, type, user_id: userId }) => replayDeadEvents(deps.db, deps.now(), { eventIds, type, userId }),
-          onReplay: deps.onReplay,
+          kind: 'events',
+          wake: deps.wake,
         }),
       ],
     }),
-  ]);
-  return app;
+  ];
 }

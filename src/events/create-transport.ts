@@ -8,7 +8,7 @@ import { TRACING_OFF, type Tracing } from '../observability/tracing.js';
 import { createHttpTransport } from './http-transport.js';
 import { createKafkaTransport } from './kafka-transport.js';
 import { createRabbitMqTransport } from './rabbitmq-transport.js';
-import type { EventTransport, OutgoingEvent, SendOutcome } from './transport.js';
+import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
 
 type Integration = Config['crm']['integration'];
 
@@ -30,7 +30,7 @@ function createPushTransport(integration: Integration): EventTransport | undefin
   });
 }
 
-const notConfigured = (what: string): SendOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });
+const notConfigured = (what: string): TransportOutcome => ({ ok: false, status: null, error: `${what} is not configured; the event waits in the outbox` });
 
 /**
  * With tracing on, each event's sending is a span of its own trace linked to the relay request that queued it (stored
@@ -41,11 +41,11 @@ export function createEventTransport(integration: Integration, tracing: Tracing 
   const main = createMainTransport(integration, tracing);
   if (!main) return undefined;
   const push = createPushTransport(integration);
-  const send = (event: OutgoingEvent): Promise<SendOutcome> => {
+  const send = (event: OutgoingEvent): Promise<TransportOutcome> => {
     if (event.channel !== 'push_webhook') return main.send(event);
     return push ? push.send(event) : Promise.resolve(notConfigured('crm.integration.url (the push conversion webhook)'));
   };
-  const sendTraced = async (event: OutgoingEvent): Promise<SendOutcome> => {
+  const sendTraced = async (event: OutgoingEvent): Promise<TransportOutcome> => {
     const span = tracing.startSpan('event.send', null, {
       root: true,
       links: [event.traceparent],

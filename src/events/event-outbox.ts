@@ -3,14 +3,14 @@
  * user whose turn it is (claimDueEvents in src/ledger/events.ts), sends them all at once through the transport, one
  * request each. A user's next event is claimable only after its previous one was sent, so per-user order holds across
  * rounds, processes and instances; an event the CRM refuses (transport.ts decideFailure) is dead at once and no longer
- * holds back its user's later events. A Retry-After is honoured. `serve` runs it on the outbox loop; the cron `flush`
- * runs rounds until nothing is due or the CRM refuses.
+ * holds back its user's later events. A Retry-After is honoured. Put together with the other kinds by src/outboxes.ts,
+ * for `serve`'s loop and the cron `flush`.
  */
 import type { Config } from '../config/schema.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type ClaimedEvent } from '../ledger/events.js';
 import type { DeadReason } from '../outbox/decisions.js';
-import type { OutboxLoop } from '../outbox/loop.js';
-import { drainOutbox, sendEach, startOutbox, type Drained, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
+import { sendEach, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
+import { dialectFlagsOf } from '../ledger/db.js';
 import { destinationOf, type Destinations } from './destination.js';
 import { decideFailure, type EventTransport } from './transport.js';
 
@@ -27,12 +27,12 @@ export interface EventOutboxDeps extends OutboxDeps {
   onNotRouted?: () => void;
 }
 
-function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
+export function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
   const { relay } = deps;
   return {
     name: 'event outbox',
     settings: relay,
-    claim: claimDueEvents,
+    claim: (db, limit, now, lease, token) => claimDueEvents(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (e) => e.attempts,
     send: sendEach(async (e) => {
       const destined = destinationOf(e, deps.destinations);
@@ -62,14 +62,4 @@ function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
     },
     onDead: (count, reason) => deps.onDead?.(count, reason),
   };
-}
-
-/** The cron `flush`: sends due events round after round, stopping at the first round the CRM took nothing of. */
-export function flushEvents(deps: EventOutboxDeps): Promise<Drained> {
-  return drainOutbox(eventOutbox(deps), deps);
-}
-
-/** Runs rounds until stopped: at once while there is work, else every relay.poll_interval or on `wake()`. */
-export function startEventOutbox(deps: EventOutboxDeps): OutboxLoop {
-  return startOutbox(eventOutbox(deps), deps);
 }

@@ -10,7 +10,7 @@
  * which aborts those on a connection and fails those still waiting for one as soon as they get it.
  */
 import { Agent, type Dispatcher } from 'undici';
-import { isDelivered, parseRetryAfter, type EventTransport, type SendOutcome } from './transport.js';
+import { isDelivered, parseRetryAfter, type EventTransport, type TransportOutcome } from './transport.js';
 
 export interface HttpTransportOptions {
   url: string;
@@ -76,15 +76,15 @@ export function createHttpTransport(options: HttpTransportOptions): EventTranspo
 
   return {
     target: base,
-    send(event): Promise<SendOutcome> {
-      return new Promise<SendOutcome>((resolve) => {
+    send(event): Promise<TransportOutcome> {
+      return new Promise<TransportOutcome>((resolve) => {
         let controller: Dispatcher.DispatchController | undefined;
         let status = 0;
         let retryAfter: string | string[] | undefined;
         const body: Buffer[] = [];
         let bodyBytes = 0;
         let settled = false;
-        const finish = (outcome: SendOutcome) => {
+        const finish = (outcome: TransportOutcome) => {
           if (settled) return;
           settled = true;
           leaveWave(wave, handler);

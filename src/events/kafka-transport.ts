@@ -14,7 +14,7 @@ import type { Producer } from 'kafkajs';
 import type { Config } from '../config/schema.js';
 import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
 import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
-import type { EventTransport, OutgoingEvent, SendOutcome } from './transport.js';
+import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
 
 type KafkaConfig = NonNullable<Config['crm']['integration']['kafka']>;
 
@@ -23,7 +23,7 @@ const RECORD_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'INVALID_RECORD', 'RECORD_
 
 interface Waiting {
   event: OutgoingEvent;
-  resolve: (outcome: SendOutcome) => void;
+  resolve: (outcome: TransportOutcome) => void;
 }
 
 /**
@@ -153,9 +153,9 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number, tra
   const target = `kafka://${config.brokers[0] ?? ''}/${config.topic}`;
   return {
     target,
-    send(event): Promise<SendOutcome> {
+    send(event): Promise<TransportOutcome> {
       if (closed) return Promise.resolve({ ok: false, status: null, error: 'transport closed' });
-      return new Promise<SendOutcome>((resolve) => {
+      return new Promise<TransportOutcome>((resolve) => {
         waiting.push({ event, resolve });
         if (!scheduled) {
           scheduled = true;

@@ -13,6 +13,7 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
 import { catalogueRow, eventSchema, extraCheck, orderKeyOf, type CatalogueRow, type EventRoute } from '../crm/event-catalogue.js';
 import { guardPayload } from './payload-guard.js';
+import type { Wake } from '../outbox/wake.js';
 
 interface BonusFields {
   credit_id?: string;
@@ -74,8 +75,8 @@ export interface RelayRouteDeps {
   referenceWindowMs: number;
   maxEventBytes: number;
   maxDepth: number;
-  /** Told after an event was committed, so the delivery worker looks at once. */
-  onAccepted: () => void;
+  /** Told after an event was committed, so the event outbox looks at once. */
+  wake: Wake;
 }
 
 function relayKey(keys: readonly string[]): MiddlewareHandler {
@@ -128,7 +129,7 @@ export function relayRoutes(deps: RelayRouteDeps) {
             const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
             if (!result.ok) return c.json({ error: result.error, code: 400 }, 400);
             if (result.replayed) c.header('Idempotent-Replayed', 'true');
-            else deps.onAccepted();
+            else deps.wake('events');
             return c.json({ event_id: result.eventId }, 202);
           },
         ],

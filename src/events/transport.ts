@@ -6,7 +6,7 @@
 import type { ClaimedEvent } from '../ledger/events.js';
 import type { EventChannel } from '../crm/event-catalogue.js';
 
-export type SendOutcome =
+export type TransportOutcome =
   | { ok: true; status: number | null }
   | {
       ok: false;
@@ -35,7 +35,7 @@ export interface OutgoingEvent extends ClaimedEvent {
 export interface EventTransport {
   /** Where events go, for logs: the Integration API base or the broker's host. */
   readonly target: string;
-  send(event: OutgoingEvent): Promise<SendOutcome>;
+  send(event: OutgoingEvent): Promise<TransportOutcome>;
   /** Ends sends in flight at once (they fail and are retried later): a stopping gateway does not wait for a slow CRM. */
   abort(): void;
   close(): Promise<void>;

@@ -1,5 +1,7 @@
 /**
- * Frozen migrations: each takes Kysely<any> and imports nothing from the app (docs/design.md §8). Names sort by date.
+ * Frozen migrations: each takes Kysely<any> and imports nothing from the app (docs/design.md §8). Names sort by date,
+ * and Kysely's Migrator runs them in the order of their names; they are written here in that order too. A name is
+ * stored in each database's migration table: never renamed.
  * Times are epoch milliseconds in bigint columns so both dialects store them the same way.
  */
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
@@ -214,35 +216,6 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
-  '2026-11-24-50-smpp': {
-    async up(db) {
-      // Whether a receipt reports one part of a concatenated message (ReceiptEvent.perPart), kept so that a parked
-      // receipt is rolled up with its message's other parts when it is matched later: SMPP receipts carry only the
-      // SMSC's id of their part and may arrive before the submit_sm_resp that tells us that id.
-      await db.schema
-        .alterTable('receipts')
-        .addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0))
-        .execute();
-    },
-  },
-  '2026-11-24-60-console': {
-    async up(db) {
-      // The console's and GET /admin/messages' search (src/ledger/message-search.ts): every filter has an index
-      // that ends in created_at, so a newest-first page reads only the rows it shows. The player's id and the
-      // request id are columns of their own (set at insert); older rows get user_id from their stored activity.
-      await db.schema.alterTable('messages').addColumn('user_id', 'text').execute();
-      await db.schema.alterTable('messages').addColumn('request_id', 'text').execute();
-      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
-      await sql`update messages set user_id = ${postgres ? sql`activity_json::json->>'user_id'` : sql`json_extract(activity_json, '$.user_id')`}
-        where user_id is null`.execute(db);
-      await db.schema.createIndex('messages_created').on('messages').column('created_at').execute();
-      await db.schema.createIndex('messages_recipient').on('messages').columns(['recipient', 'created_at']).execute();
-      await db.schema.createIndex('messages_user_id').on('messages').columns(['user_id', 'created_at']).where(sql.ref('user_id'), 'is not', null).execute();
-      await db.schema.createIndex('messages_provider_created').on('messages').columns(['provider', 'created_at']).execute();
-      // One status word per message: its terminal delivery status once known, else its send state.
-      await db.schema.createIndex('messages_status').on('messages').expression(sql`coalesce(delivery_status, state), created_at`).execute();
-    },
-  },
   '2026-11-24-40-events': {
     async up(db) {
       // The outbox of real-time events to the CRM (docs/crm-interface.md §7): relayed from the operator's platform or
@@ -346,6 +319,35 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('inbound_messages_from').on('inbound_messages').columns(['from_number', 'received_at']).execute();
     },
   },
+  '2026-11-24-50-smpp': {
+    async up(db) {
+      // Whether a receipt reports one part of a concatenated message (ReceiptEvent.perPart), kept so that a parked
+      // receipt is rolled up with its message's other parts when it is matched later: SMPP receipts carry only the
+      // SMSC's id of their part and may arrive before the submit_sm_resp that tells us that id.
+      await db.schema
+        .alterTable('receipts')
+        .addColumn('per_part', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
+  '2026-11-24-60-console': {
+    async up(db) {
+      // The console's and GET /admin/messages' search (src/ledger/message-search.ts): every filter has an index
+      // that ends in created_at, so a newest-first page reads only the rows it shows. The player's id and the
+      // request id are columns of their own (set at insert); older rows get user_id from their stored activity.
+      await db.schema.alterTable('messages').addColumn('user_id', 'text').execute();
+      await db.schema.alterTable('messages').addColumn('request_id', 'text').execute();
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await sql`update messages set user_id = ${postgres ? sql`activity_json::json->>'user_id'` : sql`json_extract(activity_json, '$.user_id')`}
+        where user_id is null`.execute(db);
+      await db.schema.createIndex('messages_created').on('messages').column('created_at').execute();
+      await db.schema.createIndex('messages_recipient').on('messages').columns(['recipient', 'created_at']).execute();
+      await db.schema.createIndex('messages_user_id').on('messages').columns(['user_id', 'created_at']).where(sql.ref('user_id'), 'is not', null).execute();
+      await db.schema.createIndex('messages_provider_created').on('messages').columns(['provider', 'created_at']).execute();
+      // One status word per message: its terminal delivery status once known, else its send state.
+      await db.schema.createIndex('messages_status').on('messages').expression(sql`coalesce(delivery_status, state), created_at`).execute();
+    },
+  },
   '2026-11-24-70-console-events': {
     async up(db) {
       // The message whose send caused an event (a provider's opt-out error at send: a User Consents event), so the
@@ -409,15 +411,6 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
-  '2026-11-25-90-retention': {
-    async up(db) {
-      // The retention pass (src/ledger/retention.ts) deletes the oldest final rows a chunk at a time: each chunk
-      // reads these in time order instead of scanning the table. Times only grow, so each insert adds to the end.
-      await db.schema.createIndex('receipts_received').on('receipts').column('received_at').execute();
-      await db.schema.createIndex('crm_events_created').on('crm_events').column('created_at').execute();
-      await db.schema.createIndex('inbound_messages_received').on('inbound_messages').columns(['received_at', 'id']).execute();
-    },
-  },
   '2026-11-25-90-provider-lookups': {
     async up(db) {
       // What the provider said when asked whether it has a send whose answer was lost (delivery/lookups.ts):
@@ -430,6 +423,15 @@ export const migrations: Record<string, Migration> = {
       // The post a conversion first went out in (ConversionsTable.post_group), so a repeat after a crash is the same post.
       await db.schema.alterTable('conversions').addColumn('post_group', 'text').execute();
       await db.schema.createIndex('messages_lookups').on('messages').column('dispatched_at').where(sql.ref('lookup_result'), 'is not', null).execute();
+    },
+  },
+  '2026-11-25-90-retention': {
+    async up(db) {
+      // The retention pass (src/ledger/retention.ts) deletes the oldest final rows a chunk at a time: each chunk
+      // reads these in time order instead of scanning the table. Times only grow, so each insert adds to the end.
+      await db.schema.createIndex('receipts_received').on('receipts').column('received_at').execute();
+      await db.schema.createIndex('crm_events_created').on('crm_events').column('created_at').execute();
+      await db.schema.createIndex('inbound_messages_received').on('inbound_messages').columns(['received_at', 'id']).execute();
     },
   },
   '2026-11-25-90-traces-and-instances': {

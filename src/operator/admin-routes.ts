@@ -2,13 +2,12 @@
  * Operator-side admin API under /admin (Bearer admin.api_key): loading player data into the sql backend, and reading
  * back a user's credits with the CRM references a bonus event needs.
  */
-import { Hono, type MiddlewareHandler } from 'hono';
-import { mountRoutes, route, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
+import type { MiddlewareHandler } from 'hono';
+import { route, type MountableRoute, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
 import { consentsAnswerSchema } from '../crm/shapes.js';
 import { error, notJson, userParam } from './routes.js';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
-import { requireAdmin } from '../auth/admin.js';
 import { findCreditsByUser } from '../ledger/credits.js';
 import { replayDeadCredits } from '../ledger/credit-delivery.js';
 import { decideUserChange } from '../events/user-changes.js';
@@ -24,6 +23,7 @@ import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, readBody } from './requests.js';
 import { inTransaction } from '../ledger/db.js';
 import { replayRoute } from '../outbox/replay-route.js';
+import type { Wake } from '../outbox/wake.js';
 
 /** The answers of these routes, for the OpenAPI document. */
 const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
@@ -65,15 +65,13 @@ export interface OperatorAdminRouteDeps {
   /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   backend: OperatorBackend;
-  adminKey: string | undefined;
   now: () => number;
   /** Wakes the credit outbox after dead credits were replayed. */
-  onCreditsReplay?: () => void;
+  wake?: Wake;
 }
 
-export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, onCreditsReplay }: OperatorAdminRouteDeps) {
-  const app = new Hono();
-  const admin = requireAdmin(adminKey);
+/** The operator area's table of the /admin sub-app (src/auth/admin.ts guards it). */
+export function operatorAdminRoutes({ db, readDb = db, backend, now, wake }: OperatorAdminRouteDeps): MountableRoute[] {
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
   const sqlOnly: MiddlewareHandler = async (c, next) => {
     if (backend.name !== 'sql') return c.json({ error: 'operator.backend is http: player data is read from the operator platform, not loaded here' }, 409);
@@ -87,7 +85,7 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
   const sqlOnlyDoc: Record<number, ResponseDoc> = backend.name === 'http' ? { 409: error('operator.backend is http: player data is not loaded here') } : {};
   const doc = (d: Omit<RouteDoc, 'tag' | 'security'>): RouteDoc => ({ ...d, tag: 'operator admin', security: ['adminBearer'] });
 
-  mountRoutes(app, [
+  return [
     route({
       method: 'put',
       path: '/users/:userid',
@@ -105,7 +103,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         },
       }),
       handlers: [
-        admin,
         sqlOnly,
         async (c) => {
           const userId = c.req.param('userid');
@@ -139,7 +136,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         },
       }),
       handlers: [
-        admin,
         sqlOnly,
         async (c) => {
           const userId = c.req.param('userid');
@@ -184,7 +180,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         },
       }),
       handlers: [
-        admin,
         sqlOnly,
         async (c) => {
           const parsed = await readBody(c, adminBonusesSchema);
@@ -208,7 +203,6 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         },
       }),
       handlers: [
-        admin,
         async (c) => {
           const userId = c.req.query('user_id');
           if (!userId) return c.json({ error: 'user_id: query parameter is required' }, 400);
@@ -254,18 +248,16 @@ export function operatorAdminRoutes({ db, readDb = db, backend, adminKey, now, o
         },
       }),
       handlers: [
-        admin,
         replayRoute({
           read: async (c) => {
             const parsed = await readBody(c, creditReplaySchema);
             return parsed.ok ? { ok: true, value: parsed.value } : { ok: false, status: parsed.status, answer: { error: parsed.error } };
           },
           replay: (request) => replayDeadCredits(db, request.credit_ids?.map(Number), now()),
-          onReplay: onCreditsReplay,
+          kind: 'credits',
+          wake,
         }),
       ],
     }),
-  ]);
-
-  return app;
+  ];
 }

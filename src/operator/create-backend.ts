@@ -5,7 +5,8 @@
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
-import { openScanConnection } from '../ledger/db.js';
+import type { Shutdown } from '../kit/shutdown.js';
+import { openScanConnection, type Ledger } from '../ledger/db.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { createHttpBackend } from './http-backend.js';
@@ -32,4 +33,11 @@ export function createOperatorBackend(
   }
   const scan = database && openScanConnection(database);
   return createSqlBackend({ db, readDb, scanDb: scan?.db, now, pageSize: config.reconciliation_page_size, close: scan?.close });
+}
+
+/** `serve`'s backend, on the ledger's connections; it closes with the providers, early in the shutdown. */
+export function startOperatorBackend(config: Readonly<Config>, ledger: Ledger, now: () => number, shutdown: Shutdown): OperatorBackend {
+  const backend = createOperatorBackend(config.operator, ledger.db, now, config.database, ledger.readDb);
+  shutdown.add('providers', 'closing the operator backend', () => Promise.allSettled([backend.close()]));
+  return backend;
 }

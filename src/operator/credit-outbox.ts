@@ -9,8 +9,8 @@
 import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
-import type { OutboxLoop } from '../outbox/loop.js';
-import { drainOutbox, sendEach, startOutbox, type Drained, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { sendEach, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { dialectFlagsOf } from '../ledger/db.js';
 import { crmReferencesObject } from '../crm/references.js';
 
 export type CreditsConfig = Config['operator']['credits'];
@@ -64,12 +64,12 @@ async function push(credits: CreditOutboxDeps['credits'], credit: DueCredit): Pr
   }
 }
 
-function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
+export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
   const { credits } = deps;
   return {
     name: 'credit outbox',
     settings: credits,
-    claim: claimDueCredits,
+    claim: (db, limit, now, lease, token) => claimDueCredits(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (c) => c.delivery_attempts,
     send: sendEach((c) => push(credits, c)),
     markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),
@@ -84,13 +84,4 @@ function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
     },
     onDead: (count) => deps.onDead?.(count),
   };
-}
-
-/** The cron `flush`: pushes due credits round after round, stopping at the first round the operator took none of. */
-export function flushCredits(deps: CreditOutboxDeps): Promise<Drained> {
-  return drainOutbox(creditOutbox(deps), deps);
-}
-
-export function startCreditOutbox(deps: CreditOutboxDeps): OutboxLoop {
-  return startOutbox(creditOutbox(deps), deps);
 }

@@ -41,3 +41,10 @@ export function cursorParameter<F>(set: (filter: F, before: number) => void, err
     return undefined;
   };
 }
+
+/** A keyset page from `limit + 1` rows read newest first: the first `limit`, and the cursor of the next page if any. */
+export function keysetPage<R extends { id: number }>(rows: R[], limit: number): { rows: R[]; nextCursor: string | null } {
+  if (rows.length <= limit) return { rows, nextCursor: null };
+  const page = rows.slice(0, limit);
+  return { rows: page, nextCursor: String(page[page.length - 1]!.id) };
+}

@@ -4,12 +4,13 @@
  * token, hands them to the kind's sender, marks what was taken as sent and backs off or dead-letters the rest
  * (decisions.ts), all marks of a round in one transaction and batched. Rows leave the outbox only after the receiver
  * took them (at-least-once); the lease keeps two claimers (serve and a cron flush, or two instances) from sending a row
- * twice, and a mark only touches rows its token still holds. `serve` runs rounds on the loop of loop.ts.
+ * twice, and a mark only touches rows its token still holds. `serve` runs rounds on the loop of loop.ts, the cron
+ * `flush` drains them; both take the kinds from src/outboxes.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { inTransaction, type DialectFlags } from '../ledger/db.js';
+import { inTransaction } from '../ledger/db.js';
 import type { FailedOutboxRow } from '../ledger/outbox.js';
 import type { Database } from '../ledger/schema.js';
 import { planFailure, type DeadReason, type FailurePlan, type RetryPolicy } from './decisions.js';
@@ -76,7 +77,7 @@ export interface OutboxKind<Row extends { id: number }> {
   name: string;
   settings: OutboxSettings;
   /** Reserves up to `limit` due rows for `token` until now + lease (the kind's claim decides which, in what order). */
-  claim(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<Row[]>;
+  claim(db: Kysely<Database>, limit: number, now: number, leaseMs: number, token: string): Promise<Row[]>;
   attemptsOf(row: Row): number;
   send(rows: Row[], context: SendContext<Row>): Promise<OutboxAttempt<Row>[]>;
   markSent(db: Db, ids: number[], token: string, at: number, status: number | null): Promise<void>;
@@ -91,7 +92,6 @@ export interface OutboxKind<Row extends { id: number }> {
 
 export interface OutboxDeps {
   db: Kysely<Database>;
-  flags: DialectFlags;
   logger: Logger;
   now: () => number;
   random?: (() => number) | undefined;
@@ -108,7 +108,7 @@ export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKin
   const claimedAt = now();
   const { settings } = kind;
   const policy: RetryPolicy = { initialMs: settings.retry_initial_ms, maxMs: settings.retry_max_ms, maxAttempts: settings.max_attempts };
-  const claimed = await kind.claim(db, deps.flags, settings.batch_size, claimedAt, settings.lease, token);
+  const claimed = await kind.claim(db, settings.batch_size, claimedAt, settings.lease, token);
   if (claimed.length === 0) return { claimed, attempts: [], sent: [], failed: [], retrying: 0, dead: 0, at: claimedAt };
   const markSent = (rows: Row[], status: number | null) => {
     const at = now();

@@ -7,6 +7,7 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { DEFAULT_MAX_JSON_DEPTH, refuseJsonText } from '../http/json-body.js';
+import type { OutboxKindName, Wake } from './wake.js';
 
 /** A refused request: its status and answer body (`code` only where the kind's answers have always carried it). */
 export type ReplayRefusal = { ok: false; status: 400 | 415; answer: { error: string; code?: number } };
@@ -14,7 +15,9 @@ export type ReplayRefusal = { ok: false; status: 400 | 415; answer: { error: str
 export interface ReplaySpec<T> {
   read(c: Context): Promise<{ ok: true; value: T } | ReplayRefusal>;
   replay(request: T): Promise<number>;
-  onReplay?: (() => void) | undefined;
+  /** The kind whose outbox is woken when any row was replayed. */
+  kind: OutboxKindName;
+  wake?: Wake | undefined;
 }
 
 export function replayRoute<T>(spec: ReplaySpec<T>) {
@@ -22,7 +25,7 @@ export function replayRoute<T>(spec: ReplaySpec<T>) {
     const request = await spec.read(c);
     if (!request.ok) return c.json(request.answer, request.status);
     const replayed = await spec.replay(request.value);
-    if (replayed > 0) spec.onReplay?.();
+    if (replayed > 0) spec.wake?.(spec.kind);
     return c.json({ replayed }, 200);
   };
 }

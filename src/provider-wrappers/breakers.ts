@@ -77,6 +77,8 @@ export function createFailoverHealth(now: () => number, logger?: Logger): Failov
   return {
     register(route, members, settings) {
       routes.set(route, { settings, members: new Map(members.map((m) => [m, { state: CLOSED, tally: EMPTY_TALLY }])) });
+      // Each member's failover series shows 0 from the start, whether the route is built before or after the metrics.
+      for (const member of members) failovers?.inc({ route, from: member }, 0);
     },
     admit(route, member) {
       const found = entry(route, member);

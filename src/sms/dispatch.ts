@@ -22,6 +22,10 @@ import type { PreparedMessage } from './prepare.js';
 import { createRecordStep } from './record.js';
 import { createSendStep } from './send.js';
 import type { RecipientCheck } from '../consents/suppression.js';
+import type { Shutdown } from '../kit/shutdown.js';
+import type { Config } from '../config/schema.js';
+import { createProviderOptOuts } from '../consents/opt-outs.js';
+import type { OperatorBackend } from '../operator/backend.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -187,3 +191,27 @@ export function createDispatcher(deps: DispatcherDeps) {
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;
+
+/**
+ * `serve`'s dispatcher, from configuration. Its stop steps: at shutdown, requests in flight answer at once (what was
+ * sent is successful, the rest transient for the CRM to retry); provider calls still under way at half the budget (a
+ * provider that hangs) are abandoned, their messages left uncertain, so the requests waiting for them are answered
+ * before the connections are closed.
+ */
+export function startDispatcher(
+  config: Readonly<Config>,
+  deps: Omit<DispatcherDeps, 'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut'> & { backend: OperatorBackend },
+  shutdown: Shutdown,
+): Dispatcher {
+  const { backend, ...rest } = deps;
+  const dispatcher = createDispatcher({
+    ...rest,
+    storeContent: config.ledger.store_content,
+    repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
+    sendTimeoutMs: config.sms.send_timeout,
+    onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
+  });
+  shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());
+  shutdown.after(shutdown.budgetMs / 2, () => dispatcher.abandonInFlight());
+  return dispatcher;
+}

@@ -23,7 +23,7 @@ function capture() {
 let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-import-'));
-  // import users never migrates (src/commands/schema-check.ts): the schema is brought up first, as `migrate` does.
+  // import users never migrates (src/ledger/schema-check.ts): the schema is brought up first, as `migrate` does.
   const ledger = openLedger(parseConfig(testConfigDocument(dir), {}).database);
   await migrateToLatest(ledger.db);
   await ledger.close();

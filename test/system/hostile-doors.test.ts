@@ -239,7 +239,7 @@ describe('finding 9: an 8 KB activity.user_id was unstorable on PostgreSQL and a
     expect(answer.json.successful.map((s: { id: string }) => s.id)).toEqual(['batch-fitting-user-id']);
   });
 
-  // The CRM's schema of a credit sets no length on user_id (issue 32), so a long one is taken and looked up: no player
+  // The CRM's schema of a credit sets no length on user_id, so a long one is taken and looked up: no player
   // has it, and the answer is the 400 naming user_id that any unknown player gets, never a 5xx, on either database.
   it.each([300, 8_192])('finding 9: a bonus credit whose user_id is %i characters is refused 400 naming user_id as no such player', async (length) => {
     const answer = await gw.post('/bonus/credit', { user_id: 'u'.repeat(length), bonus_code: 'WELCOME' });

@@ -1,6 +1,6 @@
 /**
  * The frame of every outbox's dead list in the console (dead conversions, dead CRM events, dead credits; each kind's
- * cells in src/console/dead-*-page.ts): the replay notice, the filter form,
+ * cells in dead-*-page.ts): the replay notice, the filter form,
  * one post form with the session's CSRF token whose pressed button says what to replay (a row's Replay, the ticked
  * rows, or all matching the filter), the table with a pick box and a Replay button per row, and the Older link.
  * Escaped by hono/html; no script.
@@ -16,13 +16,6 @@ export function age(ms: number): string {
   const hours = Math.floor(minutes / 60);
   if (hours < 48) return `${hours} h ${minutes % 60} min`;
   return `${Math.floor(hours / 24)} d ${hours % 24} h`;
-}
-
-/** A keyset page from `limit + 1` rows read newest first: the first `limit`, and the cursor of the next page if any. */
-export function keysetPage<R extends { id: number }>(rows: R[], limit: number): { rows: R[]; nextCursor: string | null } {
-  if (rows.length <= limit) return { rows, nextCursor: null };
-  const page = rows.slice(0, limit);
-  return { rows: page, nextCursor: String(page[page.length - 1]!.id) };
 }
 
 export interface DeadListView {

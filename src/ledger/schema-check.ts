@@ -7,9 +7,9 @@
  * (docs/deployment.md "Rollback").
  */
 import type { Config } from '../config/schema.js';
-import { describeDatabaseFailure } from '../ledger/database-failure.js';
-import { migrateToLatest, openLedger, readMigrationState, type Ledger, type LedgerOptions, type MigrationState, type MigrationStep } from '../ledger/db.js';
-import { CommandError } from './command-error.js';
+import { describeDatabaseFailure } from './database-failure.js';
+import { migrateToLatest, openLedger, readMigrationState, type Ledger, type LedgerOptions, type MigrationState, type MigrationStep } from './db.js';
+import { CommandError } from '../kit/command-error.js';
 
 /** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */
 export type SchemaMode = 'migrate' | 'no-migrate' | 'job';
@@ -27,7 +27,7 @@ export interface SchemaVerdict {
 const list = (names: string[], what: string) =>
   `${names.length} ${what}: ${names.slice(0, 3).join(', ')}${names.length > 3 ? ` and ${names.length - 3} more` : ''}`;
 
-/** The decision, pure (test/commands/schema-check.test.ts holds its table). */
+/** The decision, pure (test/ledger/schema-check.test.ts holds its table). */
 export function judgeSchema(state: MigrationState, mode: SchemaMode, command: string): SchemaVerdict {
   const { pending, unknown } = state;
   const newer =

@@ -1,0 +1,55 @@
+/**
+ * `serve`'s two timers of the delivery area: the sweep every delivery.sweep_interval (silent messages become
+ * delivery_unknown, parked receipts are matched again, providers are asked about lost sends: sweep.ts) and a
+ * retention pass every retention.interval (retention.ts). Both stop first at shutdown.
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { SmsProvider } from '../../providers/types.js';
+import type { Config } from '../config/schema.js';
+import type { Shutdown } from '../kit/shutdown.js';
+import type { Database } from '../ledger/schema.js';
+import type { GatewayMetrics } from '../observability/metrics.js';
+import type { Wake } from '../outbox/wake.js';
+import { createRetention, type RetentionResult } from './retention.js';
+import { runSweep, type SweepResult } from './sweep.js';
+
+export interface DeliveryTimerDeps {
+  db: Kysely<Database>;
+  now: () => number;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  providers: readonly SmsProvider[];
+  /** The conversions a sweep queued (delivery_unknown, receipts matched at last) go out at once. */
+  wake: Wake;
+}
+
+export interface DeliveryTimers {
+  sweep(): Promise<SweepResult>;
+  retention(): Promise<RetentionResult>;
+}
+
+export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTimerDeps, shutdown: Shutdown): DeliveryTimers {
+  const { db, now, logger, metrics } = deps;
+  const lookupOptions = { providers: new Map(deps.providers.map((p) => [p.name, p])), timeoutMs: config.sms.send_timeout, batch: 200 };
+  const sweep = async () => {
+    const result = await runSweep(db, now(), config.delivery, { metrics, logger }, config.sms.dispatch_lease, lookupOptions);
+    if (result.unknown + result.rematched > 0) deps.wake('conversions');
+    return result;
+  };
+  const sweepTimer = setInterval(() => {
+    sweep().catch((error: unknown) => logger.error({ err: error }, 'sweep failed'));
+  }, config.delivery.sweep_interval);
+  sweepTimer.unref();
+  // Old rows go off the request path, a small transaction at a time (retention.ts).
+  const retention = createRetention({ db, settings: config.retention, now, metrics, logger });
+  const retentionTimer = setInterval(() => {
+    retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
+  }, config.retention.interval);
+  retentionTimer.unref();
+  shutdown.add('sends', 'stopping the sweep and retention timers', () => {
+    clearInterval(sweepTimer);
+    clearInterval(retentionTimer);
+  });
+  return { sweep, retention: () => retention.runPass() };
+}

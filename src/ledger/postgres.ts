@@ -1,0 +1,27 @@
+/** The PostgreSQL ledger: a pool of connections. pg is loaded when a PostgreSQL ledger opens, so a SQLite process never loads it. */
+import { createRequire } from 'node:module';
+import { Kysely, PostgresDialect } from 'kysely';
+import type PgModule from 'pg';
+import type { Config } from '../config/schema.js';
+import type { DialectFlags, Ledger, LedgerOptions } from './db.js';
+import type { Database } from './schema.js';
+
+export function openPostgresLedger(config: Config['database'], options: LedgerOptions, flags: DialectFlags): Ledger {
+  const pg = createRequire(import.meta.url)('pg') as typeof PgModule;
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.pool_size,
+    // bigint (int8) columns hold epoch milliseconds and counters, all far below 2^53.
+    types: { getTypeParser: (oid, format) => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) },
+  });
+  // A connection PostgreSQL terminates (57P01 on a restart, a failover, an administrator) emits 'error' on its
+  // client, and an 'error' nobody listens to ends the process. The query that was running, if any, fails on its
+  // own; the pool drops the broken client (idle, or when it is given back) and connects anew on next use.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('error', (error: Error & { code?: string }) =>
+    options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
+  );
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // PostgreSQL reads take a connection of their own from the pool anyway.
+  return { db, readDb: db, flags, close: () => db.destroy() };
+}
