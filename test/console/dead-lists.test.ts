@@ -1,30 +1,21 @@
 /**
- * Dead credits too (/console/dead-credits): a fake operator endpoint at operator.credits.url refuses a credit until
- * it is dead (operator.credits.max_attempts 2), the page lists it, and its replay from the page delivers it once.
+ * The console's dead lists on one real gateway (the fake Integration API refusing, relay.max_attempts 1 so one
+ * refusal dead-letters an event), and the events a message caused on its timeline.
  *
- * Dead CRM events for operators (docs/operations.md "Console and admin API" and docs/relay.md): listed with
- * reason, attempts, type, user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
- * posts carry the session's CSRF token), hostile parameters refused naming them; and the User Consents event a
- * Twilio 21610 at send causes, on that message's timeline and nowhere else. Real gateway, the fake Integration API
- * refusing, relay.max_attempts 1 so one refusal dead-letters an event.
+ * Dead CRM events (docs/operations.md "Console and admin API" and docs/relay.md): listed with reason, attempts, type,
+ * user and age in GET /admin/events and on /console/dead-events, replayed one, ticked or by filter (the console's
+ * posts carry the session's CSRF token), hostile parameters refused naming them. Dead credits
+ * (/console/dead-credits): a fake operator endpoint at operator.credits.url refuses a credit until it is dead
+ * (operator.credits.max_attempts 2), the page lists it, and its replay from the page delivers it once. The User
+ * Consents event a Twilio 21610 at send causes, on that message's timeline and nowhere else.
+ *
+ * The pure parts are tested beside their code: test/events/event-query.test.ts, test/console/replay-forms.test.ts,
+ * and the lists' query plans in test/ledger/console-query-plans.test.ts.
  */
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { creditReplayFormMatch } from '../../src/console/dead-credits-page.js';
-import { parseDeadCreditQuery } from '../../src/console/dead-credits-page.js';
-import { eventReplayFormMatch } from '../../src/console/dead-events-page.js';
-import { parseEventQuery } from '../../src/events/event-query.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import { countCreditBacklog, listDeadCredits } from '../../src/ledger/credit-delivery.js';
-import { findEventsBySmsId, listEvents } from '../../src/ledger/events.js';
-import type { Database } from '../../src/ledger/schema.js';
 import { FakeIntegrationApi } from '../fakes/crm-integration.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
 import { sampleUser } from '../helpers/crm-schemas.js';
@@ -74,121 +65,6 @@ afterAll(async () => {
   await twilio?.close();
   await crm.stop();
   await new Promise<void>((resolve) => (wallet ? wallet.close(() => resolve()) : resolve()));
-});
-
-function form(entries: Array<[string, string]>): FormData {
-  const data = new FormData();
-  for (const [k, v] of entries) data.append(k, v);
-  return data;
-}
-
-describe('parseEventQuery', () => {
-  it.each([
-    ['', {}],
-    ['status=dead&type=LOGIN_V2&user_id=u 1&cursor=42', { status: 'dead', type: 'LOGIN_V2', userId: 'u 1', before: 42 }],
-  ])('reads %j', (query, filter) => {
-    expect(parseEventQuery(new URLSearchParams(query))).toEqual({ ok: true, filter });
-  });
-
-  it.each([
-    ['type=__proto__', 'type: must be one of'],
-    ['type=constructor', 'type: must be one of'],
-    ['status=lost', 'status: must be one of pending, sent, dead'],
-    ['cursor=-1', 'cursor:'],
-    ['cursor=1e3', 'cursor:'],
-    ['user_id=', 'user_id: must not be empty'],
-    ['user_id=x…(257)'.replace('x…(257)', 'x'.repeat(257)), 'user_id: longer than 256'],
-    ['type=BONUS&type=BONUS', 'type: given more than once'],
-    ['__proto__=1', '"__proto__": unknown query parameter'],
-    [`${'k'.repeat(5_000)}=1`, 'unknown query parameter'],
-  ])('refuses a hostile query (%#) naming the parameter', (query, error) => {
-    const result = parseEventQuery(new URLSearchParams(query));
-    expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toContain(error);
-  });
-
-  it('treats empty fields of a form as absent', () => {
-    expect(parseEventQuery(new URLSearchParams('type=&user_id='), { form: true })).toEqual({ ok: true, filter: {} });
-  });
-});
-
-describe('eventReplayFormMatch', () => {
-  it.each([
-    [[['only', EVENT_ID]], { eventIds: [EVENT_ID] }],
-    [
-      [
-        ['action', 'selected'],
-        ['ids', EVENT_ID],
-        ['ids', EVENT_ID.replace('ab', 'cd')],
-      ],
-      { eventIds: [EVENT_ID, EVENT_ID.replace('ab', 'cd')] },
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['type', 'BONUS'],
-        ['user_id', 'u-1'],
-      ],
-      { type: 'BONUS', userId: 'u-1' },
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['type', ''],
-        ['user_id', ''],
-      ],
-      {},
-    ],
-  ] as Array<[Array<[string, string]>, object]>)('reads %j', (entries, match) => {
-    expect(eventReplayFormMatch(form(entries))).toEqual({ ok: true, match });
-  });
-
-  it.each([
-    [[['only', '1']], 'only: must be one event id'],
-    [
-      [
-        ['only', EVENT_ID],
-        ['only', EVENT_ID],
-      ],
-      'only: must be one event id',
-    ],
-    [[['action', 'selected']], 'ids: tick at least one'],
-    [
-      [
-        ['action', 'selected'],
-        ['ids', "1' or 1=1"],
-      ],
-      'ids: must be event ids',
-    ],
-    [[['action', 'everything']], 'action: must be selected or matching'],
-    [[], 'action: must be selected or matching'],
-    [
-      [
-        ['action', 'matching'],
-        ['type', '__proto__'],
-      ],
-      'type: must be one of',
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['user_id', 'x'.repeat(257)],
-      ],
-      'user_id:',
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['user_id', 'a'],
-        ['user_id', 'b'],
-      ],
-      'user_id:',
-    ],
-  ] as Array<[Array<[string, string]>, string]>)('refuses hostile form %# naming the field', (entries, error) => {
-    const result = eventReplayFormMatch(form(entries));
-    expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toContain(error);
-  });
 });
 
 /** The console with a session: its cookie and the CSRF token of its forms. */
@@ -348,70 +224,6 @@ describe('dead CRM events', () => {
   });
 });
 
-describe('creditReplayFormMatch and parseDeadCreditQuery', () => {
-  it.each([
-    [[['only', '12']], { ids: [12] }],
-    [
-      [
-        ['action', 'selected'],
-        ['ids', '12'],
-        ['ids', '13'],
-      ],
-      { ids: [12, 13] },
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['user_id', 'u 1'],
-      ],
-      { userId: 'u 1' },
-    ],
-    [
-      [
-        ['action', 'matching'],
-        ['user_id', ''],
-      ],
-      {},
-    ],
-  ] as Array<[Array<[string, string]>, object]>)('reads %j', (entries, match) => {
-    expect(creditReplayFormMatch(form(entries))).toEqual({ ok: true, match });
-  });
-
-  it.each([
-    [[['only', '0']], 'only: must be one credit id'],
-    [[['only', '1 or 1=1']], 'only: must be one credit id'],
-    [[['action', 'selected']], 'ids: tick at least one dead credit'],
-    [
-      [
-        ['action', 'selected'],
-        ['ids', '-3'],
-      ],
-      'ids: must be credit ids',
-    ],
-    [[['action', 'everything']], 'action: must be selected or matching'],
-    [
-      [
-        ['action', 'matching'],
-        ['user_id', 'x'.repeat(257)],
-      ],
-      'user_id:',
-    ],
-  ] as Array<[Array<[string, string]>, string]>)('refuses hostile form %# naming the field', (entries, error) => {
-    const result = creditReplayFormMatch(form(entries));
-    expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toContain(error);
-  });
-
-  it('reads the list query and refuses a bad one naming the parameter', () => {
-    expect(parseDeadCreditQuery(new URLSearchParams('user_id=&cursor=7&replayed=1'))).toEqual({ ok: true, filter: { before: 7 } });
-    expect(parseDeadCreditQuery(new URLSearchParams('cursor=-1'))).toMatchObject({ ok: false, error: expect.stringContaining('cursor:') });
-    expect(parseDeadCreditQuery(new URLSearchParams('type=BONUS'))).toMatchObject({
-      ok: false,
-      error: expect.stringContaining('"type": unknown query parameter'),
-    });
-  });
-});
-
 describe('dead credits on the console', () => {
   const credit = new Map<string, string>();
   const deliveryOf = async (user: string, id: string) =>
@@ -534,34 +346,5 @@ describe('the events a message caused', () => {
     const { cookie } = await signIn();
     const page = await consolePage(`/console/messages/${smsId}`, cookie);
     expect(page.text).toMatch(/<li data-kind="event">[^]*USER_CONSENTS_V2 event for user optout/);
-  });
-});
-
-describe('query plans on SQLite', () => {
-  it.each([
-    ['the dead list', (db: Kysely<Database>) => listEvents(db, { status: 'dead', limit: 101 }), 'crm_events_dead'],
-    ['the dead list of a type', (db: Kysely<Database>) => listEvents(db, { status: 'dead', type: 'BONUS', before: 99, limit: 101 }), 'crm_events_dead'],
-    ['the events of a message', (db: Kysely<Database>) => findEventsBySmsId(db, 'x'), 'crm_events_sms_id'],
-    ['the dead credits', (db: Kysely<Database>) => listDeadCredits(db, { limit: 101 }), 'operator_credits_dead'],
-    ['the dead credits of a player', (db: Kysely<Database>) => listDeadCredits(db, { userId: 'u', before: 99, limit: 101 }), 'operator_credits_user_id'],
-    ['the credits outbox line', (db: Kysely<Database>) => countCreditBacklog(db), 'operator_credits_due'],
-  ])('%s reads its index', async (_name, run, index) => {
-    const file = join(mkdtempSync(join(tmpdir(), 'crm-events-plans-')), 'ledger.db');
-    const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
-    await migrateToLatest(ledger.db);
-    await ledger.close();
-    const sqlite = new BetterSqlite3(file, { readonly: true });
-    const captured: CompiledQuery[] = [];
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
-    try {
-      await run(db);
-      const plan = (sqlite.prepare(`explain query plan ${captured[0]!.sql}`).all(...(captured[0]!.parameters as unknown[])) as Array<{ detail: string }>)
-        .map((p) => p.detail)
-        .join('\n');
-      expect(plan).toContain(index);
-      expect(plan).not.toContain('TEMP B-TREE');
-    } finally {
-      await db.destroy();
-    }
   });
 });
