@@ -1,47 +1,15 @@
 /**
  * Infobip end to end: the real gateway sends to the Infobip fake, which reports back to /dlr/infobip over HTTP;
- * status and error tables by table. Reports carry no signature, so the token in the report URL is what is checked.
+ * (the status and error tables are in provider-outcomes.test.ts). Reports carry no signature, so the token in the report URL is what is checked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyInfobipFailure, INFOBIP_LOGS_KEPT_MS, infobipLogsAnswer, mapInfobipStatus, type InfobipFailure } from '../../providers/infobip.js';
-import type { LookupResult, MappedStatus } from '../../providers/types.js';
+import { INFOBIP_LOGS_KEPT_MS, infobipLogsAnswer } from '../../providers/infobip.js';
+import type { LookupResult } from '../../providers/types.js';
 import { FakeCrm } from '../fakes/crm.js';
 import { INFOBIP_HANG_NUMBER, startInfobipFake, type InfobipFake } from '../fakes/infobip.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { readMessage } from '../helpers/ledger.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
-
-describe('mapInfobipStatus', () => {
-  it.each<[string, string, MappedStatus]>([
-    ['PENDING', 'PENDING_ACCEPTED', 'intermediate'],
-    ['PENDING', 'PENDING_ENROUTE', 'intermediate'],
-    ['DELIVERED', 'DELIVERED_TO_HANDSET', 'delivered'],
-    ['DELIVERED', 'DELIVERED_TO_OPERATOR', 'intermediate'],
-    ['UNDELIVERABLE', 'UNDELIVERABLE_NOT_DELIVERED', 'undelivered'],
-    ['EXPIRED', 'EXPIRED_EXPIRED', 'undelivered'],
-    ['EXPIRED', 'EXPIRED_DLR_UNKNOWN', 'delivery_unknown'],
-    ['REJECTED', 'REJECTED_DESTINATION', 'failed'],
-    ['SOMETHING_NEW', 'SOMETHING_NEW_X', 'intermediate'],
-    ['constructor', '__proto__', 'intermediate'],
-  ])('%s / %s → %s', (group, name, expected) => {
-    expect(mapInfobipStatus(group, name)).toBe(expected);
-  });
-});
-
-describe('classifyInfobipFailure', () => {
-  it.each<[string, InfobipFailure, 'permanent' | 'transient']>([
-    ['a refused connection', { network: 'ECONNREFUSED' }, 'transient'],
-    ['HTTP 400: the message is wrong', { httpStatus: 400 }, 'permanent'],
-    ['HTTP 401: our key is wrong, not the message', { httpStatus: 401 }, 'transient'],
-    ["HTTP 429: Infobip's rate limit", { httpStatus: 429 }, 'transient'],
-    ['HTTP 503', { httpStatus: 503 }, 'transient'],
-    ['rejected: bad destination', { rejection: 'REJECTED_DESTINATION' }, 'permanent'],
-    ['rejected: not enough credits (top up, then retry)', { rejection: 'REJECTED_NOT_ENOUGH_CREDITS' }, 'transient'],
-    ['rejected: a name we do not know', { rejection: 'REJECTED_SOMETHING' }, 'permanent'],
-  ])('%s → %s', (_label, failure, expected) => {
-    expect(classifyInfobipFailure(failure)).toBe(expected);
-  });
-});
 
 describe('through the gateway', () => {
   const crm = new FakeCrm();

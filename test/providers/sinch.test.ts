@@ -1,50 +1,16 @@
 /**
  * Sinch end to end: the real gateway sends batches to the Sinch fake, which calls back /dlr/sinch over HTTP;
- * status and failure tables by table. Callbacks carry no signature: the token in callback_url is checked, and
+ * (the status and failure tables are in provider-outcomes.test.ts). Callbacks carry no signature: the token in callback_url is checked, and
  * basic auth too when configured.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifySinchFailure, mapSinchStatus, SINCH_BATCHES_KEPT_MS, sinchBatchesFor, sinchFoundAnswer, type SinchFailure } from '../../providers/sinch.js';
-import type { LookupResult, MappedStatus } from '../../providers/types.js';
+import { SINCH_BATCHES_KEPT_MS, sinchBatchesFor, sinchFoundAnswer } from '../../providers/sinch.js';
+import type { LookupResult } from '../../providers/types.js';
 import { FakeCrm } from '../fakes/crm.js';
 import { SINCH_HANG_NUMBER, startSinchFake, type SinchFake } from '../fakes/sinch.js';
 import { smsMessage, startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 import { readMessage } from '../helpers/ledger.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
-
-describe('mapSinchStatus', () => {
-  it.each<[string, MappedStatus]>([
-    ['Queued', 'intermediate'],
-    ['Dispatched', 'intermediate'],
-    ['Delivered', 'delivered'],
-    ['Failed', 'undelivered'],
-    ['Expired', 'undelivered'],
-    ['Deleted', 'undelivered'],
-    ['Rejected', 'failed'],
-    ['Aborted', 'failed'],
-    ['Cancelled', 'failed'],
-    ['Unknown', 'delivery_unknown'],
-    ['SomethingNew', 'intermediate'],
-    ['constructor', 'intermediate'],
-  ])('%s → %s', (status, expected) => {
-    expect(mapSinchStatus(status)).toBe(expected);
-  });
-});
-
-describe('classifySinchFailure', () => {
-  it.each<[string, SinchFailure, 'permanent' | 'transient']>([
-    ['a refused connection', { network: 'ECONNREFUSED' }, 'transient'],
-    ['HTTP 400: the message is wrong', { httpStatus: 400 }, 'permanent'],
-    ['HTTP 401: our token', { httpStatus: 401 }, 'transient'],
-    ['HTTP 403: permissions or region of the service plan', { httpStatus: 403 }, 'transient'],
-    ['HTTP 404: wrong service plan id', { httpStatus: 404 }, 'transient'],
-    ['HTTP 413: too large', { httpStatus: 413 }, 'permanent'],
-    ["HTTP 429: Sinch's rate limit", { httpStatus: 429 }, 'transient'],
-    ['HTTP 502', { httpStatus: 502 }, 'transient'],
-  ])('%s → %s', (_label, failure, expected) => {
-    expect(classifySinchFailure(failure)).toBe(expected);
-  });
-});
 
 describe('through the gateway', () => {
   const crm = new FakeCrm();

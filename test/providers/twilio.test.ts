@@ -1,7 +1,7 @@
 import { validateRequest } from 'twilio/lib/webhooks/webhooks.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classifyTwilioFailure, mapTwilioStatus, twilioCandidates, type TwilioFailure } from '../../providers/twilio/index.js';
-import type { IncomingReceipt, MappedStatus, SmsProvider } from '../../providers/types.js';
+import { twilioCandidates } from '../../providers/twilio/index.js';
+import type { IncomingReceipt, SmsProvider } from '../../providers/types.js';
 import { randomSid, startTwilioFake, TWILIO_MAGIC_NUMBERS, type TwilioFake } from '../fakes/twilio.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 import { startReceiptCapture, type ReceiptCapture } from '../helpers/receipt-capture.js';
@@ -74,27 +74,6 @@ describe('twilio send: field mapping', () => {
 });
 
 describe('twilio send: error classes', () => {
-  it.each<[string, TwilioFailure, 'permanent' | 'transient']>([
-    ['21211 invalid To', { httpStatus: 400, code: 21211 }, 'permanent'],
-    ['21610 unsubscribed recipient', { httpStatus: 400, code: 21610 }, 'permanent'],
-    ['21612 unroutable', { httpStatus: 400, code: 21612 }, 'permanent'],
-    ['21408 region not enabled', { httpStatus: 400, code: 21408 }, 'permanent'],
-    ['21614 not a mobile number', { httpStatus: 400, code: 21614 }, 'permanent'],
-    ['an unknown 4xx code', { httpStatus: 400, code: 21999 }, 'permanent'],
-    ['a 404 without a body', { httpStatus: 404 }, 'permanent'],
-    ['HTTP 429', { httpStatus: 429 }, 'transient'],
-    ['20429 too many requests', { httpStatus: 429, code: 20429 }, 'transient'],
-    ['21611 sender queue full (sent as HTTP 400)', { httpStatus: 400, code: 21611 }, 'transient'],
-    ['20003 authentication failed: our config, not the message', { httpStatus: 401, code: 20003 }, 'transient'],
-    ['HTTP 500 with 20500', { httpStatus: 500, code: 20500 }, 'transient'],
-    ['HTTP 503 without a body', { httpStatus: 503 }, 'transient'],
-    ['connection refused', { network: 'ECONNREFUSED' }, 'transient'],
-    ['our timeout', { network: 'timeout' }, 'transient'],
-    ['a 2xx we cannot read', { httpStatus: 200 }, 'transient'],
-  ])('%s is %s', (_label, failure, expected) => {
-    expect(classifyTwilioFailure(failure)).toBe(expected);
-  });
-
   it.each([
     ['+15005550001', 'permanent', '21211', /invalid To number/],
     ['+15005550002', 'permanent', '21612', /cannot route/],
@@ -126,26 +105,6 @@ describe('twilio send: error classes', () => {
     expect(await wrong.send(sendRequest(capture.url, 'twilio'), noAbort())).toMatchObject({ ok: false, kind: 'transient', code: '20003' });
     await wrong.close?.();
   });
-});
-
-describe('mapTwilioStatus (docs/providers.md §4.1)', () => {
-  it.each<[string, MappedStatus | 'ignore']>([
-    ['accepted', 'intermediate'],
-    ['scheduled', 'intermediate'],
-    ['queued', 'intermediate'],
-    ['sending', 'intermediate'],
-    ['sent', 'intermediate'],
-    ['delivered', 'delivered'],
-    ['read', 'delivered'],
-    ['undelivered', 'undelivered'],
-    ['failed', 'failed'],
-    ['canceled', 'failed'],
-    ['partially_delivered', 'delivery_unknown'],
-    ['receiving', 'ignore'],
-    ['received', 'ignore'],
-    ['some_new_status', 'intermediate'],
-    ['DELIVERED', 'delivered'],
-  ])('%s → %s', (status, expected) => expect(mapTwilioStatus(status)).toBe(expected));
 });
 
 describe('twilio status callbacks', () => {

@@ -3,8 +3,7 @@ import { AlgorithmTypes, Auth } from '@vonage/auth';
 import { verifySignature as verifyJwtSignature } from '@vonage/jwt';
 import { SMS } from '@vonage/sms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingReceipt, MappedStatus, SmsProvider } from '../../providers/types.js';
-import { classifyVonageParts, classifyVonageSubmitStatus, mapVonageDlrStatus, mapVonageMessagesStatus } from '../../providers/vonage/index.js';
+import type { IncomingReceipt, SmsProvider } from '../../providers/types.js';
 import { fakeSignature, startVonageFake, type ReceiptTransport, type VonageFake, type VonageSigningMethod } from '../fakes/vonage.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 import { startReceiptCapture, type ReceiptCapture } from '../helpers/receipt-capture.js';
@@ -76,41 +75,6 @@ describe('vonage send: field mapping', () => {
 
 describe('vonage send: error classes', () => {
   it.each([
-    ['0', 'accepted'],
-    ['1', 'transient'],
-    ['5', 'transient'],
-    ['10', 'transient'],
-    ['2', 'permanent'],
-    ['3', 'permanent'],
-    ['4', 'permanent'],
-    ['6', 'permanent'],
-    ['7', 'permanent'],
-    ['8', 'permanent'],
-    ['9', 'permanent'],
-    ['11', 'permanent'],
-    ['12', 'permanent'],
-    ['14', 'permanent'],
-    ['15', 'permanent'],
-    ['17', 'permanent'],
-    ['22', 'permanent'],
-    ['23', 'permanent'],
-    ['29', 'permanent'],
-    ['32', 'permanent'],
-    ['33', 'permanent'],
-    ['99', 'permanent'],
-  ])('submit status %s is %s', (status, expected) => expect(classifyVonageSubmitStatus(status)).toBe(expected));
-
-  it.each<[string, string[], string]>([
-    ['every part accepted', ['0', '0'], 'accepted'],
-    ['every part throttled', ['1', '1'], 'transient'],
-    ['throttled and internal error', ['1', '5'], 'transient'],
-    ['one part barred', ['7'], 'permanent'],
-    ['transient and permanent refusals', ['1', '7'], 'permanent'],
-    ['some parts accepted: a retry would resend them', ['0', '5'], 'permanent'],
-    ['no parts in the answer', [], 'transient'],
-  ])('parts: %s → %s', (_label, statuses, expected) => expect(classifyVonageParts(statuses)).toBe(expected));
-
-  it.each([
     ['447700909901', 'transient', '1', /throttled: Throughput Rate Exceeded/],
     ['447700909905', 'transient', '5', /internal error/],
     ['447700909910', 'transient', '10', /binds/],
@@ -148,33 +112,6 @@ describe('vonage send: error classes', () => {
     expect(await vonage.send(sendRequest(capture.url, 'vonage'), AbortSignal.abort())).toMatchObject({ ok: false, kind: 'transient', code: 'timeout' });
     await down.close?.();
   });
-});
-
-describe('mapVonageDlrStatus (docs/providers.md §4.2)', () => {
-  it.each<[string, MappedStatus]>([
-    ['accepted', 'intermediate'],
-    ['buffered', 'intermediate'],
-    ['delivered', 'delivered'],
-    ['expired', 'undelivered'],
-    ['failed', 'undelivered'],
-    ['undelivered', 'undelivered'],
-    ['rejected', 'failed'],
-    ['unknown', 'delivery_unknown'],
-    ['deleted', 'delivery_unknown'],
-    ['DELIVRD', 'delivery_unknown'],
-    ['Delivered', 'delivered'],
-  ])('%s → %s', (status, expected) => expect(mapVonageDlrStatus(status)).toBe(expected));
-
-  it.each<[string, string | undefined, MappedStatus]>([
-    ['submitted', undefined, 'intermediate'],
-    ['delivered', undefined, 'delivered'],
-    ['read', undefined, 'delivered'],
-    ['rejected', '1360', 'undelivered'],
-    ['rejected', '1330', 'delivery_unknown'],
-    ['rejected', undefined, 'undelivered'],
-    ['undeliverable', undefined, 'failed'],
-    ['something_new', undefined, 'delivery_unknown'],
-  ])('Messages API %s (error %s) → %s', (status, code, expected) => expect(mapVonageMessagesStatus(status, code)).toBe(expected));
 });
 
 describe('vonage delivery receipts (sig)', () => {
