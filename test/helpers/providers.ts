@@ -1,7 +1,8 @@
 /** Builds provider plugins the way the gateway does (config parsed by the plugin's own schema), for plugin-level tests. */
 import pino from 'pino';
 import { providerPlugins, type ProviderType } from '../../providers/index.js';
-import type { ProviderPlugin, SendRequest, SmsProvider } from '../../providers/types.js';
+import { smpp, type SmppConfig } from '../../providers/smpp/index.js';
+import type { InboundSms, ProviderPlugin, ReceiptEvent, SendRequest, SmsProvider } from '../../providers/types.js';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -27,3 +28,37 @@ export function sendRequest(publicUrl: string, provider: string, overrides: Part
 }
 
 export const noAbort = () => new AbortController().signal;
+
+/** Where the SMPP plugin's pushed receipts and inbound messages land, and the plugins a test opened (to close after each). */
+export interface SmppSinks {
+  received: ReceiptEvent[];
+  inbound: InboundSms[];
+  open: SmsProvider[];
+}
+
+/** The SMPP plugin bound to an SMSC (our fake or Net::SMPP's), with short rebind and answer deadlines for tests. */
+export function createSmppPlugin(
+  smsc: { host: string; port: number; systemId: string; password: string },
+  sinks: SmppSinks,
+  overrides: Partial<Record<keyof SmppConfig, unknown>> = {},
+): SmsProvider {
+  const config = smpp.configSchema.parse({
+    type: 'smpp',
+    host: smsc.host,
+    port: smsc.port,
+    system_id: smsc.systemId,
+    password: smsc.password,
+    rebind_min: '20ms',
+    rebind_max: '200ms',
+    response_timeout: '2s',
+    ...overrides,
+  });
+  const provider = smpp.create('smpp', config, {
+    logger: silentLogger,
+    now: Date.now,
+    deliverReceipts: async (events) => void sinks.received.push(...events),
+    deliverInbound: async (message) => void sinks.inbound.push(message),
+  });
+  sinks.open.push(provider);
+  return provider;
+}

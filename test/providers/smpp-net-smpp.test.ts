@@ -5,13 +5,12 @@
  * (§4.1.5 bind_transceiver, §4.4.1 submit_sm, §5.2.12 esm_class, §5.2.19 data_coding, §5.3.2 TLVs, appendix B for
  * the receipt text).
  */
-import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { smpp, type SmppConfig } from '../../providers/smpp/index.js';
+import type { SmppConfig } from '../../providers/smpp/index.js';
 import type { InboundSms, ReceiptEvent, SendRequest, SmsProvider } from '../../providers/types.js';
 import { startNetSmppSmsc, type NetSmppPdu, type NetSmppSmsc } from '../fakes/net-smpp-smsc.js';
 import { waitFor } from '../helpers/gateway.js';
-import { noAbort, sendRequest } from '../helpers/providers.js';
+import { createSmppPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 
 let smsc: NetSmppSmsc;
 const received: ReceiptEvent[] = [];
@@ -19,25 +18,7 @@ const inbound: InboundSms[] = [];
 const open: SmsProvider[] = [];
 
 function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}): SmsProvider {
-  const config = smpp.configSchema.parse({
-    type: 'smpp',
-    host: smsc.host,
-    port: smsc.port,
-    system_id: smsc.systemId,
-    password: smsc.password,
-    rebind_min: '20ms',
-    rebind_max: '200ms',
-    response_timeout: '2s',
-    ...overrides,
-  });
-  const provider = smpp.create('smpp', config, {
-    logger: pino({ level: 'silent' }),
-    now: Date.now,
-    deliverReceipts: async (events) => void received.push(...events),
-    deliverInbound: async (message) => void inbound.push(message),
-  });
-  open.push(provider);
-  return provider;
+  return createSmppPlugin(smsc, { received, inbound, open }, overrides);
 }
 
 /** A provider bound to the SMSC (its bind_transceiver answered), ready to send. */

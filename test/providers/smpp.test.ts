@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { smpp, type SmppConfig } from '../../providers/smpp/index.js';
 import type { InboundSms, ReceiptEvent, SendRequest, SmsProvider } from '../../providers/types.js';
 import { startSmppFake, type SmppFake } from '../fakes/smpp.js';
-import { noAbort, sendRequest } from '../helpers/providers.js';
+import { createSmppPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 import { waitFor } from '../helpers/gateway.js';
 
 let fake: SmppFake;
@@ -17,25 +17,7 @@ const inbound: InboundSms[] = [];
 const open: SmsProvider[] = [];
 
 function plugin(overrides: Partial<Record<keyof SmppConfig, unknown>> = {}, target: SmppFake = fake): SmsProvider {
-  const config = smpp.configSchema.parse({
-    type: 'smpp',
-    host: target.host,
-    port: target.port,
-    system_id: target.systemId,
-    password: target.password,
-    rebind_min: '20ms',
-    rebind_max: '200ms',
-    response_timeout: '2s',
-    ...overrides,
-  });
-  const provider = smpp.create('smpp', config, {
-    logger: pino({ level: 'silent' }),
-    now: Date.now,
-    deliverReceipts: async (events) => void received.push(...events),
-    deliverInbound: async (message) => void inbound.push(message),
-  });
-  open.push(provider);
-  return provider;
+  return createSmppPlugin(target, { received, inbound, open }, overrides);
 }
 const bound = async (target: SmppFake = fake, sessions = 1) => waitFor(() => target.boundSessions() === sessions, 5_000, 'the bind');
 const request = (overrides: Partial<SendRequest> = {}) => sendRequest('http://127.0.0.1:1', 'smpp', overrides);
