@@ -186,9 +186,9 @@ export interface FlushableOutboxes {
 }
 
 /** The cron `flush`'s outboxes: every kind whose receiver is configured, whatever the serve-time switches. */
-export function flushableOutboxes(config: Readonly<Config>): FlushableOutboxes {
+export function flushableOutboxes(config: Readonly<Config>, tracing: Tracing): FlushableOutboxes {
   const webhook = createWebhookClient(config.crm);
-  const transport = createEventTransport(config.crm.integration);
+  const transport = createEventTransport(config.crm.integration, tracing);
   const receivers = { webhook, transport, creditsUrl: creditsUrlOf(config) };
   return {
     any: Boolean(webhook.url || transport || receivers.creditsUrl),

@@ -23,19 +23,23 @@ const LINES: Record<OutboxKindName, { prefix: string; sent: string; unreachable:
 };
 
 export async function runFlush(config: Readonly<Config>, out: Writable): Promise<number> {
-  const outboxes = flushableOutboxes(config);
-  if (!outboxes.any) {
+  const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
+  // What cron posts and sends is traced too, linked to its causes (docs/tracing.md); nothing is loaded when off.
+  const tracing = await createTracing(config, logger);
+  const outboxes = flushableOutboxes(config, tracing);
+  const release = async () => {
     await outboxes.close();
+    await tracing.shutdown();
+  };
+  if (!outboxes.any) {
+    await release();
     throw new ConfigError('crm.webhook_url: required by flush (or crm.integration, to send events, or operator.credits.url, to push credits)');
   }
-  const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
   // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'flush').catch(async (error: unknown) => {
-    await outboxes.close();
+    await release();
     throw error;
   });
-  // Conversions posted by cron are traced too, linked to their sends (docs/tracing.md); nothing is loaded when off.
-  const tracing = await createTracing(config, logger);
   try {
     let reachable = true;
     for (const outbox of outboxes.kinds({ db: ledger.db, logger, now: Date.now, tracing })) {
@@ -56,8 +60,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
     }
     return reachable ? 0 : 1;
   } finally {
-    await tracing.shutdown();
-    await outboxes.close();
+    await release();
     await ledger.close();
   }
 }

@@ -6,7 +6,9 @@
  */
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFlush } from '../../src/commands/flush.js';
 import { FakeKafkaBroker } from '../fakes/kafka.js';
 import { startOtlpFake, type OtlpFake } from '../fakes/otlp.js';
 import { relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
@@ -122,6 +124,42 @@ describe('Kafka', () => {
         'messaging.message.id': eventId,
       },
     });
+    expect(record.headers).toMatchObject({ event_id: eventId, traceparent: `00-${producer.traceId}-${producer.spanId}-01` });
+  });
+});
+
+describe('the cron flush', () => {
+  const broker = new FakeKafkaBroker({ 'crm-events': 1 });
+  let otlp: OtlpFake;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    await broker.start();
+    otlp = await startOtlpFake();
+    // serve takes the event and leaves it owed (relay.worker false): only flush sends it.
+    gw = await startTestGateway({
+      relay: { ...relaySettings, worker: false },
+      crm: { integration: { transport: 'kafka', timeout: '1s', kafka: { brokers: [broker.broker], topic: 'crm-events' } } },
+      observability: tracing(otlp),
+    });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await broker.stop();
+    await otlp?.close();
+  });
+
+  it('publishes what it flushes in a PRODUCER span too, linked to the relay request, its traceparent in the record headers', async () => {
+    const res = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-flush-trace'), RELAY_KEY, { traceparent: RELAY_CALLER });
+    expect(res.status).toBe(202);
+    const eventId: string = res.json.event_id;
+    const out = new PassThrough();
+    expect(await runFlush(gw.config, out)).toBe(0);
+    expect(String(out.read())).toContain('flush events: sent=1');
+    const record = await waitFor(() => broker.recordsWithHeader('event_id', eventId)[0], 15_000, 'the record at the broker');
+    const { relayed, producer } = await spansOf(otlp, eventId);
+    expect(producer).toMatchObject({ name: 'send crm-events', links: [{ traceId: TRACE_ID, spanId: relayed.spanId }] });
     expect(record.headers).toMatchObject({ event_id: eventId, traceparent: `00-${producer.traceId}-${producer.spanId}-01` });
   });
 });
