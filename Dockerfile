@@ -24,10 +24,10 @@ ENV NODE_ENV=production
 # (exit 78 naming the key; docs/security.md). Set GATEWAY_ENV=development to try the image on its defaults.
 ENV GATEWAY_ENV=production
 # V8 heap (docs/operations.md "Memory"): a ceiling only, so V8 collects before the container's OOM killer acts;
-# fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB,
-# the same flag the bin's own first line passes (src/cli.ts): Node 24 sizes it from the machine's memory, up to
-# 2 × 64 MiB, and under the peer benchmark it filled all of it (single-mode peak 296 MiB, 204 MiB with the cap;
-# bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20).
+# fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB:
+# Node 24 sizes it from the machine's memory, up to 2 × 64 MiB, and under the peer benchmark it filled all of it
+# (bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20). The bin's first line
+# (src/cli.ts) passes the same two flags when it is run as a command; here node runs it, so NODE_OPTIONS counts.
 ENV NODE_OPTIONS="--max-old-space-size=384 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build /app/package.json ./
