@@ -1,9 +1,9 @@
-#!/usr/bin/env -S node --max-old-space-size=384 --max-semi-space-size=8
-// The flags above, the image's (Dockerfile) for a process started as npx or a shell starts it. V8 sizes its heap from
-// the machine's memory: on a 24 GiB host Node 24 allowed the young generation 2 × 64 MiB and filled it under load
-// (113 MiB of a 296 MiB single-mode peak), and let the old generation grow further between full collections (a
-// 4 GiB ceiling). With these two: 192 MiB single, 246 MiB batch (bench/README.md "Memory"). Flags on this line win
-// over NODE_OPTIONS; another heap runs as `node --max-old-space-size=N dist/src/cli.js`, which reads no first line.
+#!/usr/bin/env -S node --max-semi-space-size=8
+// The flag above, also the image's (Dockerfile), for a process started as npx or a shell starts it. V8 sizes the
+// young generation from the machine's memory: on a 24 GiB host Node 24 allowed it 2 × 64 MiB and filled it under
+// load (113 MiB of a 296 MiB single-mode peak); with 2 × 8 MiB the peak was 194–213 MiB at the same CPU per message.
+// The image's --max-old-space-size=384 is not here: it cost single mode 5–40% more CPU per message (bench/README.md
+// "Memory"). Flags on this line win over NODE_OPTIONS; `node dist/src/cli.js` reads no first line.
 /** The crm-sms-gateway command: picks a subcommand and wires its parts; nothing else lives here. */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.js';
