@@ -24,9 +24,12 @@ ENV NODE_ENV=production
 # (exit 78 naming the key; docs/security.md). Set GATEWAY_ENV=development to try the image on its defaults.
 ENV GATEWAY_ENV=production
 # V8 heap (docs/operations.md "Memory"): a ceiling only, so V8 collects before the container's OOM killer acts;
-# fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB
-# instead of V8's 2 × 16 MiB: measured under the send benchmark it lowered the idle RSS by ~6 MiB and the peak by
-# ~15 MiB (single and batch) at the same CPU per message; 4 MiB promoted more and raised the peak.
+# fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB:
+# Node 24 sizes it from the machine's memory, up to 2 × 64 MiB, and under the peer benchmark it filled all of it
+# (bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20). The bin's first line
+# (src/bin.ts) passes the same young-generation cap when it is run as a command; here node runs it, so NODE_OPTIONS
+# counts. The ceiling of 384 MiB lowered the batch-mode peak by 30–60 MiB but cost single mode 5–40% more CPU per
+# message on a 24 GiB host (bench/README.md "Memory"): it is here for the container's limit, not for speed.
 ENV NODE_OPTIONS="--max-old-space-size=384 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build /app/package.json ./

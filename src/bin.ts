@@ -1,10 +1,16 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8
+// The flag above, also the image's (Dockerfile), for a process started as npx, cron or a shell starts it. V8 sizes the
+// young generation from the machine's memory: on a 24 GiB host Node 24 allowed it 2 × 64 MiB and filled it under
+// load (113 MiB of a 296 MiB single-mode peak); with 2 × 8 MiB the peak was 194–213 MiB at the same CPU per message.
+// The image's --max-old-space-size=384 is not here: it cost single mode 5–40% more CPU per message (bench/README.md
+// "Memory"). Flags on this line win over NODE_OPTIONS; `node dist/src/cli.js` reads no first line.
 /**
  * The package's bin (`npx crm-sms-gateway …`, cron lines, scripts): runs src/cli.ts on Node 22.19 or newer, which
  * undici 8 needs (package.json engines). The machine's node may be older (Node 20 on many servers): then the command
  * goes through the same shim as `npm start` (.ci/node24: Node 24 from the npm registry, kept in .node24/ of the
  * checkout, or NODE24_DIR), or, where there is no shim (an installed package), says in one line what it needs.
- * Nothing here may need a recent Node: this file only looks at the version and hands over.
+ * Nothing here may need a recent Node: this file only looks at the version and hands over, with the V8 flags it
+ * was started with.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -26,7 +32,7 @@ const shim = join(here, '..', '..', '.ci', 'node24');
 if (recentEnough(process.versions.node)) {
   await import('./cli.js');
 } else if (existsSync(shim)) {
-  const child = spawn('sh', [shim, 'node', cli, ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn('sh', [shim, 'node', ...process.execArgv, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
   // serve stops in order on SIGTERM or SIGINT: whoever signals this process (Kubernetes, systemd, cron's kill) reaches it.
   const forward = (signal: NodeJS.Signals) => () => child.kill(signal);
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, forward(signal));

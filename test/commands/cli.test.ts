@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,8 @@ import { smsMessage, waitFor } from '../helpers/gateway.js';
 import { migrations } from '../../src/ledger/migrations.js';
 
 const CLI = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.url));
+/** The package's bin (package.json), as npx and cron run it. */
+const BIN = fileURLToPath(new URL('../../dist/src/bin.js', import.meta.url));
 const KEY = 'cli-test-key';
 
 let dir: string;
@@ -80,6 +82,27 @@ function listeningUrl(stdout: string): string | undefined {
   }
   return undefined;
 }
+
+describe('the bin', () => {
+  it('runs through its own first line, which caps the young generation (bench/README.md "Memory")', async () => {
+    // Executed as npx and a shell execute it: the kernel reads the `#!/usr/bin/env -S node …` line with the flags.
+    // A preloaded one-liner prints the V8 flags the process got; --help exits 0 without a config.
+    const child = spawn(BIN, ['--help'], {
+      cwd: dir,
+      env: {
+        PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+        NODE_OPTIONS: '--import=data:text/javascript,console.error(JSON.stringify(process.execArgv))',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(JSON.parse(err.split('\n')[0]!)).toEqual(['--max-semi-space-size=8']);
+  });
+});
 
 describe('migrate', () => {
   it('creates the ledger tables and exits 0; a second run finds nothing to do', async () => {
