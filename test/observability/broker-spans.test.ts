@@ -87,33 +87,42 @@ describe('RabbitMQ', () => {
   });
 });
 
-describe('Kafka', () => {
-  const broker = new FakeKafkaBroker({ 'crm-events': 2 });
-  let otlp: OtlpFake;
-  let gw: TestGateway;
-
+/** A gateway relaying to the Kafka fake, tracing to the OTLP fake: `relay` on top of relaySettings. */
+function tracedKafkaGateway(relay: Record<string, unknown>, partitions: number) {
+  const parts = { broker: new FakeKafkaBroker({ 'crm-events': partitions }) } as { broker: FakeKafkaBroker; otlp: OtlpFake; gw: TestGateway };
   beforeAll(async () => {
-    await broker.start();
-    otlp = await startOtlpFake();
-    gw = await startTestGateway({
-      relay: { ...relaySettings, lease: '5s' },
-      crm: { integration: { transport: 'kafka', timeout: '1s', kafka: { brokers: [broker.broker], topic: 'crm-events' } } },
-      observability: tracing(otlp),
+    await parts.broker.start();
+    parts.otlp = await startOtlpFake();
+    parts.gw = await startTestGateway({
+      relay: { ...relaySettings, ...relay },
+      crm: { integration: { transport: 'kafka', timeout: '1s', kafka: { brokers: [parts.broker.broker], topic: 'crm-events' } } },
+      observability: tracing(parts.otlp),
     });
   });
-
   afterAll(async () => {
-    await gw?.close();
-    await broker.stop();
-    await otlp?.close();
+    await parts.gw?.close();
+    await parts.broker.stop();
+    await parts.otlp?.close();
   });
+  return parts;
+}
+
+/** The event's record at the broker and its producer span, the record carrying that span's traceparent. */
+async function tracedRecord({ broker, otlp }: { broker: FakeKafkaBroker; otlp: OtlpFake }, eventId: string) {
+  const record = await waitFor(() => broker.recordsWithHeader('event_id', eventId)[0], 15_000, 'the record at the broker');
+  const { relayed, producer } = await spansOf(otlp, eventId);
+  expect(record.headers).toMatchObject({ event_id: eventId, traceparent: `00-${producer.traceId}-${producer.spanId}-01` });
+  return { relayed, producer };
+}
+
+describe('Kafka', () => {
+  const kafka = tracedKafkaGateway({ lease: '5s' }, 2);
 
   it('publishes in a PRODUCER span with the messaging attributes, its traceparent in the record headers', async () => {
-    const res = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-kafka-trace'), RELAY_KEY, { traceparent: RELAY_CALLER });
+    const res = await relay(kafka.gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-kafka-trace'), RELAY_KEY, { traceparent: RELAY_CALLER });
     expect(res.status).toBe(202);
     const eventId: string = res.json.event_id;
-    const record = await waitFor(() => broker.recordsWithHeader('event_id', eventId)[0], 15_000, 'the record at the broker');
-    const { relayed, producer } = await spansOf(otlp, eventId);
+    const { relayed, producer } = await tracedRecord(kafka, eventId);
     expect(producer).toMatchObject({
       name: 'send crm-events',
       links: [{ traceId: TRACE_ID, spanId: relayed.spanId }],
@@ -124,42 +133,21 @@ describe('Kafka', () => {
         'messaging.message.id': eventId,
       },
     });
-    expect(record.headers).toMatchObject({ event_id: eventId, traceparent: `00-${producer.traceId}-${producer.spanId}-01` });
   });
 });
 
 describe('the cron flush', () => {
-  const broker = new FakeKafkaBroker({ 'crm-events': 1 });
-  let otlp: OtlpFake;
-  let gw: TestGateway;
-
-  beforeAll(async () => {
-    await broker.start();
-    otlp = await startOtlpFake();
-    // serve takes the event and leaves it owed (relay.worker false): only flush sends it.
-    gw = await startTestGateway({
-      relay: { ...relaySettings, worker: false },
-      crm: { integration: { transport: 'kafka', timeout: '1s', kafka: { brokers: [broker.broker], topic: 'crm-events' } } },
-      observability: tracing(otlp),
-    });
-  });
-
-  afterAll(async () => {
-    await gw?.close();
-    await broker.stop();
-    await otlp?.close();
-  });
+  // serve takes the event and leaves it owed (relay.worker false): only flush sends it.
+  const kafka = tracedKafkaGateway({ worker: false }, 1);
 
   it('publishes what it flushes in a PRODUCER span too, linked to the relay request, its traceparent in the record headers', async () => {
-    const res = await relay(gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-flush-trace'), RELAY_KEY, { traceparent: RELAY_CALLER });
+    const res = await relay(kafka.gw, 'PUT', '/v2/integration/user/consents', thinEvent('u-flush-trace'), RELAY_KEY, { traceparent: RELAY_CALLER });
     expect(res.status).toBe(202);
     const eventId: string = res.json.event_id;
     const out = new PassThrough();
-    expect(await runFlush(gw.config, out)).toBe(0);
+    expect(await runFlush(kafka.gw.config, out)).toBe(0);
     expect(String(out.read())).toContain('flush events: sent=1');
-    const record = await waitFor(() => broker.recordsWithHeader('event_id', eventId)[0], 15_000, 'the record at the broker');
-    const { relayed, producer } = await spansOf(otlp, eventId);
+    const { relayed, producer } = await tracedRecord(kafka, eventId);
     expect(producer).toMatchObject({ name: 'send crm-events', links: [{ traceId: TRACE_ID, spanId: relayed.spanId }] });
-    expect(record.headers).toMatchObject({ event_id: eventId, traceparent: `00-${producer.traceId}-${producer.spanId}-01` });
   });
 });
