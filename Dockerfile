@@ -31,6 +31,9 @@ ENV GATEWAY_ENV=production
 # counts. The ceiling of 384 MiB lowered the batch-mode peak by 30–60 MiB but cost single mode 5–40% more CPU per
 # message on a 24 GiB host (bench/README.md "Memory"): it is here for the container's limit, not for speed.
 ENV NODE_OPTIONS="--max-old-space-size=384 --max-semi-space-size=8"
+# glibc's malloc gives each thread that allocates an arena of its own and keeps what each once held; two arenas took
+# 15–25 MiB off the benchmark peaks at the same submit rate (bench/README.md "Memory"; the bin's first line sets it too).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -8,8 +8,15 @@
  * over, or the socket refused the write), or went out and its answer was lost (`lost`: the connection dropped or
  * no answer came in time; the SMSC may have taken the message).
  */
+import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
-import smpp from 'smpp';
+import type smpp from 'smpp';
+
+/**
+ * The `smpp` package (and the iconv-lite tables it loads) comes in with the first bind, so a gateway with no SMPP
+ * provider configured never loads it (bench/README.md "Memory"). It is CommonJS, so `require` loads it at once.
+ */
+const loadSmpp = (): typeof smpp => createRequire(import.meta.url)('smpp') as typeof smpp;
 
 export interface SmppBindOptions {
   host: string;
@@ -49,6 +56,7 @@ export interface SmppBind {
 
 export function openSmppBind(options: SmppBindOptions, handlers: SmppBindHandlers): SmppBind {
   const { logger } = handlers;
+  const library = loadSmpp();
   let session: smpp.Session | undefined;
   let bound = false;
   let closing = false;
@@ -63,7 +71,7 @@ export function openSmppBind(options: SmppBindOptions, handlers: SmppBindHandler
 
   function connect(): void {
     rebindTimer = undefined;
-    const s = smpp.connect({
+    const s = library.connect({
       host: options.host,
       port: options.port,
       ...(options.tls ? { tls: true, ...options.tls } : {}),
@@ -102,12 +110,12 @@ export function openSmppBind(options: SmppBindOptions, handlers: SmppBindHandler
         } catch (error) {
           // Not stored: ESME_RX_T_APPN asks the SMSC to deliver it again later.
           logger.error({ err: error }, 'deliver_sm could not be stored; answered ESME_RX_T_APPN');
-          status = smpp.errors.ESME_RX_T_APPN!;
+          status = library.errors.ESME_RX_T_APPN!;
         }
         return void s.send(pdu.response({ command_status: status }));
       }
       default:
-        return void s.send(pdu.response({ command_status: smpp.errors.ESME_RINVCMDID }));
+        return void s.send(pdu.response({ command_status: library.errors.ESME_RINVCMDID }));
     }
   }
 

@@ -4,7 +4,7 @@
  * (operator.session_tokens) with jose. Every answer is worked out afresh: a session ends at the operator's word,
  * so nothing here is remembered between calls (jose keeps the key set of jwks_url, not any verdict).
  */
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { parseJsonText } from '../../providers/kit/http-pool.js';
@@ -60,7 +60,13 @@ function platformCheck(url: string, headers: Readonly<Record<string, string>>, t
 }
 
 function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>): SessionCheck {
-  const key: Uint8Array | JWTVerifyGetKey = tokens.secret ? new TextEncoder().encode(tokens.secret) : createRemoteJWKSet(new URL(tokens.jwks_url!));
+  const jwksUrl = tokens.secret ? undefined : new URL(tokens.jwks_url!);
+  // jose comes in only where session tokens are configured: it is 46 modules a gateway without them never runs
+  // (bench/README.md "Memory"). The key set is made once, as before, when the module has loaded.
+  const loaded = import('jose').then((jose) => ({
+    jose,
+    key: (jwksUrl ? jose.createRemoteJWKSet(jwksUrl) : new TextEncoder().encode(tokens.secret)) as Uint8Array | JWTVerifyGetKey,
+  }));
   const options = {
     algorithms: tokens.secret ? ['HS256'] : ASYMMETRIC,
     issuer: tokens.issuer,
@@ -70,17 +76,18 @@ function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>): 
     requiredClaims: ['exp'],
   };
   return async (sid) => {
+    const { jose, key } = await loaded;
     try {
-      const { payload } = typeof key === 'function' ? await jwtVerify(sid, key, options) : await jwtVerify(sid, key, options);
+      const { payload } = typeof key === 'function' ? await jose.jwtVerify(sid, key, options) : await jose.jwtVerify(sid, key, options);
       const userId = userIdOf(payload[tokens.user_claim]);
       if (userId === undefined) return { ok: false, code: 401, error: `sid: the token has no user id in ${tokens.user_claim}` };
       return { ok: true, userId };
     } catch (error) {
       // The key set could not be fetched: the operator's side failed, not the player's session.
-      if (error instanceof joseErrors.JWKSTimeout) return { ok: false, code: 504, error: 'session_tokens.jwks_url did not answer in time' };
-      if (error instanceof joseErrors.JOSEError && error.code === 'ERR_JWKS_INVALID')
+      if (error instanceof jose.errors.JWKSTimeout) return { ok: false, code: 504, error: 'session_tokens.jwks_url did not answer in time' };
+      if (error instanceof jose.errors.JOSEError && error.code === 'ERR_JWKS_INVALID')
         return { ok: false, code: 502, error: 'session_tokens.jwks_url did not answer a key set' };
-      if (!(error instanceof joseErrors.JOSEError))
+      if (!(error instanceof jose.errors.JOSEError))
         return { ok: false, code: 502, error: `session_tokens: the key set could not be read (${(error as Error).message})` };
       return { ok: false, code: 401, error: `sid: not a valid session (${error.code})` };
     }

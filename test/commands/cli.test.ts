@@ -84,14 +84,14 @@ function listeningUrl(stdout: string): string | undefined {
 }
 
 describe('the bin', () => {
-  it('runs through its own first line, which caps the young generation (bench/README.md "Memory")', async () => {
+  it('runs through its own first line, which caps the young generation and malloc\'s arenas (bench/README.md "Memory")', async () => {
     // Executed as npx and a shell execute it: the kernel reads the `#!/usr/bin/env -S node …` line with the flags.
     // A preloaded one-liner prints the V8 flags the process got; --help exits 0 without a config.
     const child = spawn(BIN, ['--help'], {
       cwd: dir,
       env: {
         PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
-        NODE_OPTIONS: '--import=data:text/javascript,console.error(JSON.stringify(process.execArgv))',
+        NODE_OPTIONS: '--import=data:text/javascript,console.error(JSON.stringify([process.execArgv,process.env.MALLOC_ARENA_MAX]))',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -100,7 +100,7 @@ describe('the bin', () => {
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     const code = await new Promise((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
-    expect(JSON.parse(err.split('\n')[0]!)).toEqual(['--max-semi-space-size=8']);
+    expect(JSON.parse(err.split('\n')[0]!)).toEqual([['--max-semi-space-size=8'], '2']);
   });
 });
 
