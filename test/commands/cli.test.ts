@@ -169,6 +169,22 @@ describe('serve', () => {
     expect(run.stdout()).toMatch(/"msg":"shutting down"/);
   });
 
+  it('collects and compacts its heap once, after it listens (src/kit/heap.ts)', async () => {
+    const run = start(['serve', '--config', writeConfig('compact.yaml', '', 'debug')]);
+    const records = () =>
+      run
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{') && line.endsWith('}'))
+        .map((line) => JSON.parse(line) as { msg?: string; pause_ms?: number });
+    const compacted = await waitFor(() => records().find((r) => r.msg === 'start-up heap compacted'), 15_000, 'the compaction line');
+    expect(compacted.pause_ms).toBeGreaterThan(0);
+    const order = records().map((r) => r.msg);
+    expect(order.indexOf('gateway listening')).toBeLessThan(order.indexOf('start-up heap compacted'));
+    run.child.kill('SIGTERM');
+    expect((await run.exit).code).toBe(0);
+  });
+
   it('migrates on start, sends a message, and logs neither its content nor the full phone number', async () => {
     const run = start(['serve', '--config', writeConfig('private.yaml', '', 'debug')]);
     const url = await waitFor(() => listeningUrl(run.stdout()), 15_000, 'the listening line');
