@@ -43,14 +43,38 @@ export interface TransactionQueue {
   writer<I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void): GroupedWriter<I, O>;
 }
 
+/**
+ * One call of `run`, `settle` or `transact`, answered once its last item is settled: one promise per call, not one
+ * per item. A batch of 500 claims made 500 promises, their resolvers and Promise.all's, all alive until the commit
+ * and so old enough to reach V8's old generation (bench/README.md "Memory, second round").
+ */
+interface Call {
+  outputs: unknown[];
+  /** Items whose write failed, by index in the call. */
+  failures: Map<number, unknown> | undefined;
+  left: number;
+  done: (call: Call) => void;
+}
+
 interface Pending {
   write: GroupWrite<unknown, unknown>;
   committed: ((items: unknown[], outputs: unknown[]) => void) | undefined;
   item: unknown;
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
+  call: Call;
+  /** The item's place in its call. */
+  index: number;
   /** What the write answered for this item, set inside the transaction and read once it has committed. */
   output?: unknown;
+}
+
+function fulfil(p: Pending, output: unknown): void {
+  p.call.outputs[p.index] = output;
+  if (--p.call.left === 0) p.call.done(p.call);
+}
+
+function fail(p: Pending, error: unknown): void {
+  (p.call.failures ??= new Map()).set(p.index, error);
+  if (--p.call.left === 0) p.call.done(p.call);
 }
 
 /** PostgreSQL's deadlock_detected and serialization_failure: the transaction was fine, another one was in the way. */
@@ -121,7 +145,7 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
       try {
         const outputs = await writeOnce(group);
         tellCommitted(group, outputs);
-        group.forEach((p, i) => p.resolve(outputs[i]));
+        group.forEach((p, i) => fulfil(p, outputs[i]));
         return;
       } catch (error) {
         if (isConflict(error) && attempt < CONFLICT_ATTEMPTS) {
@@ -129,7 +153,7 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
           continue;
         }
         if (group.length === 1 || isLedgerUnavailable(error)) {
-          for (const p of group) p.reject(error);
+          for (const p of group) fail(p, error);
           return;
         }
         const half = Math.ceil(group.length / 2);
@@ -159,32 +183,41 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
     running = false;
   }
 
-  function enqueue<I, O>(write: GroupWrite<I, O>, items: readonly I[], committed?: (items: I[], outputs: O[]) => void): Array<Promise<O>> {
-    const promises = items.map(
-      (item) =>
-        new Promise<O>((resolve, reject) =>
-          queue.push({
-            write: write as GroupWrite<unknown, unknown>,
-            committed: committed as Pending['committed'],
-            item,
-            resolve: resolve as (value: unknown) => void,
-            reject,
-          }),
-        ),
-    );
+  /** Queues a call's items; resolves with the call once every item is written or has failed. */
+  function enqueue<I, O>(write: GroupWrite<I, O>, items: readonly I[], committed?: (items: I[], outputs: O[]) => void): Promise<Call> {
+    const settled = new Promise<Call>((done) => {
+      const call: Call = { outputs: new Array(items.length), failures: undefined, left: items.length, done };
+      if (items.length === 0) return done(call);
+      items.forEach((item, index) =>
+        queue.push({ write: write as GroupWrite<unknown, unknown>, committed: committed as Pending['committed'], item, call, index }),
+      );
+    });
     // Wait one turn of the event loop so requests arriving together are written together.
     if (!running && queue.length > 0) {
       running = true;
       setImmediate(() => void drain());
     }
-    return promises;
+    return settled;
+  }
+
+  /** Every item's output, or the error of the first item (by its place in the call) that failed. */
+  async function run<O>(settled: Promise<Call>): Promise<O[]> {
+    const call = await settled;
+    if (call.failures) throw call.failures.get(Math.min(...call.failures.keys()));
+    return call.outputs as O[];
+  }
+
+  async function settle<O>(settled: Promise<Call>): Promise<Array<PromiseSettledResult<O>>> {
+    const { outputs, failures } = await settled;
+    // Array.from, not map: an item that failed is a hole in `outputs`, which map would skip.
+    return Array.from(outputs, (value, i) => (failures?.has(i) ? { status: 'rejected', reason: failures.get(i) } : { status: 'fulfilled', value: value as O }));
   }
 
   return {
-    transact: <T>(work: (trx: Transaction<Database>, tally: StatsTally) => Promise<T>) => enqueue(runWork, [work])[0]! as Promise<T>,
+    transact: async <T>(work: (trx: Transaction<Database>, tally: StatsTally) => Promise<T>) => (await run<T>(enqueue(runWork, [work])))[0]!,
     writer: <I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void) => ({
-      run: (items: readonly I[]) => Promise.all(enqueue(write, items, committed)),
-      settle: (items: readonly I[]) => Promise.allSettled(enqueue(write, items, committed)),
+      run: (items: readonly I[]) => run<O>(enqueue(write, items, committed)),
+      settle: (items: readonly I[]) => settle<O>(enqueue(write, items, committed)),
     }),
   };
 }

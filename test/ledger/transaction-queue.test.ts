@@ -87,6 +87,23 @@ describe('createTransactionQueue', () => {
     expect(committed.flat().sort()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
   });
 
+  it('answers a run once all its items are settled: the first bad item’s error, the good ones written; an empty run at once', async () => {
+    const queue = createTransactionQueue(ledger.db);
+    const committed: string[] = [];
+    const writer = queue.writer<string, string>(
+      async (_trx, items) => {
+        const bad = items.find((i) => i.startsWith('bad'));
+        if (bad) throw new Error(bad);
+        return items.map((i) => i.toUpperCase());
+      },
+      (items) => committed.push(...items),
+    );
+    await expect(writer.run(['g', 'bad-1', 'h', 'bad-2', 'i'])).rejects.toThrow('bad-1');
+    expect(committed.sort()).toEqual(['g', 'h', 'i']);
+    expect(await writer.run([])).toEqual([]);
+    expect(await writer.settle([])).toEqual([]);
+  });
+
   it('shares one commit between writers and single pieces of work', async () => {
     const queue = createTransactionQueue(ledger.db);
     const seen: string[] = [];
