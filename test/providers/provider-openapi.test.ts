@@ -11,11 +11,18 @@ import { SINCH_STATUS_MAP } from '../../providers/sinch.js';
 import { TWILIO_STATUS_MAP } from '../../providers/twilio/index.js';
 import { VONAGE_DLR_STATUS } from '../../providers/vonage/index.js';
 import type { MappedStatus, SmsProvider } from '../../providers/types.js';
-import { startInfobipFake, type InfobipFake } from '../fakes/infobip.js';
-import { loadOpenApiExtract, openApiRequestChecker, openApiSchemaChecker, startValidatingProxy, type ValidatingProxy } from '../fakes/openapi.js';
-import { startSinchFake, type SinchFake } from '../fakes/sinch.js';
+import { startInfobipFake } from '../fakes/infobip.js';
+import {
+  loadOpenApiExtract,
+  type OpenApiDocument,
+  openApiRequestChecker,
+  openApiSchemaChecker,
+  startValidatingProxy,
+  type ValidatingProxy,
+} from '../fakes/openapi.js';
+import { startSinchFake } from '../fakes/sinch.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
-import { startVonageFake, type VonageFake } from '../fakes/vonage.js';
+import { startVonageFake } from '../fakes/vonage.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 import { startReceiptCapture, type ReceiptCapture } from '../helpers/receipt-capture.js';
 
@@ -29,6 +36,33 @@ const TEXTS = [
 function expectConforming(proxy: ValidatingProxy, operations: string[]): void {
   expect(proxy.checked.flatMap((c) => c.problems.map((p) => `${c.method} ${c.path}: ${p}`))).toEqual([]);
   expect(new Set(proxy.checked.map((c) => c.operationId))).toEqual(new Set(operations));
+}
+
+interface BehindProxy<F> {
+  fake: F;
+  proxy: ValidatingProxy;
+  /** The plugin aimed at the proxy: made before the tests, or by a test (closed after the last either way). */
+  provider: SmsProvider | undefined;
+}
+
+/** A provider's fake behind a proxy that checks each request against the provider's document, for one describe's tests. */
+function behindValidatingProxy<F extends { url: string; close(): Promise<void> }>(
+  doc: OpenApiDocument,
+  startFake: () => Promise<F>,
+  plugin?: (fake: F, baseUrl: string) => SmsProvider,
+): BehindProxy<F> {
+  const setup = {} as BehindProxy<F>;
+  beforeAll(async () => {
+    setup.fake = await startFake();
+    setup.proxy = await startValidatingProxy(doc, setup.fake.url);
+    setup.provider = plugin?.(setup.fake, setup.proxy.url);
+  });
+  afterAll(async () => {
+    await setup.provider?.close?.();
+    await setup.proxy.close();
+    await setup.fake.close();
+  });
+  return setup;
 }
 
 describe('the request checker', () => {
@@ -67,18 +101,7 @@ afterAll(async () => capture.close());
 
 describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
   const doc = loadOpenApiExtract('twilio');
-  let fake: TwilioFake;
-  let proxy: ValidatingProxy;
-  let provider: SmsProvider;
-  beforeAll(async () => {
-    fake = await startTwilioFake();
-    proxy = await startValidatingProxy(doc, fake.url);
-  });
-  afterAll(async () => {
-    await provider?.close?.();
-    await proxy.close();
-    await fake.close();
-  });
+  const setup = behindValidatingProxy<TwilioFake>(doc, () => startTwilioFake());
 
   it.each([
     ['a sender', { from: '+15005550006' }],
@@ -87,23 +110,27 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
       { messaging_service_sid: `MG${'a'.repeat(32)}`, validity_period: 600, smart_encoded: true, status_callback_retries: 0 },
     ],
   ])('send, fetch and list requests with %s are what the document describes', async (_label, options) => {
-    proxy.checked.length = 0;
-    provider = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, base_url: proxy.url, ...options });
+    setup.proxy.checked.length = 0;
+    setup.provider = createPlugin('twilio', { account_sid: setup.fake.accountSid, auth_token: setup.fake.authToken, base_url: setup.proxy.url, ...options });
     for (const t of TEXTS) {
       const req = sendRequest(capture.url, 'twilio', { ...t, from: undefined });
-      const sent = await provider.send(req, noAbort());
+      const sent = await setup.provider!.send(req, noAbort());
       expect(sent.ok).toBe(true);
       const id = sent.ok ? sent.providerMessageIds[0] : undefined;
       expect(
-        (await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort()))
-          .answer,
+        (
+          await setup.provider!.lookup!(
+            { ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] },
+            noAbort(),
+          )
+        ).answer,
       ).toBe('found');
-      expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).not.toBe(
-        'absent',
-      );
+      expect(
+        (await setup.provider!.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer,
+      ).not.toBe('absent');
     }
-    expectConforming(proxy, ['CreateMessage', 'FetchMessage', 'ListMessage']);
-    await provider.close?.();
+    expectConforming(setup.proxy, ['CreateMessage', 'FetchMessage', 'ListMessage']);
+    await setup.provider!.close?.();
   });
 
   /** What each status of the document's message_enum_status means to the CRM (docs/providers.md §4.1). */
@@ -126,15 +153,20 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
   it('every MessageStatus in the document is one the plugin knows, and its callback parses to the promised status', async () => {
     const statuses = (doc.components!.schemas!.message_enum_status as { enum: string[] }).enum;
     expect(new Set(statuses)).toEqual(new Set(Object.keys(expected)));
-    provider = createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, base_url: proxy.url, from: '+15005550006' });
+    setup.provider = createPlugin('twilio', {
+      account_sid: setup.fake.accountSid,
+      auth_token: setup.fake.authToken,
+      base_url: setup.proxy.url,
+      from: '+15005550006',
+    });
     const req = sendRequest(capture.url, 'twilio');
-    const sent = await provider.send(req, noAbort());
+    const sent = await setup.provider!.send(req, noAbort());
     expect(sent.ok).toBe(true);
-    const create = fake.creates.at(-1)!;
+    const create = setup.fake.creates.at(-1)!;
     for (const status of statuses) {
       expect(Object.keys(TWILIO_STATUS_MAP)).toContain(status);
-      await fake.postStatusCallback(req.callbackUrl, fake.callbackParams(create, status));
-      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+      await setup.fake.postStatusCallback(req.callbackUrl, setup.fake.callbackParams(create, status));
+      const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (!parsed.ok) continue;
       if (expected[status] === 'ignore') expect(parsed.events, status).toEqual([]);
@@ -149,30 +181,23 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
 
 describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
   const doc = loadOpenApiExtract('vonage');
-  let fake: VonageFake;
-  let proxy: ValidatingProxy;
-  let provider: SmsProvider;
-  beforeAll(async () => {
-    fake = await startVonageFake({ apiKey: 'abcd1234', signatureSecret: 'vonage-secret', signatureMethod: 'sha512' });
-    proxy = await startValidatingProxy(doc, fake.url);
-    provider = createPlugin('vonage', {
-      api_key: fake.apiKey,
-      api_secret: fake.apiSecret,
-      base_url: proxy.url,
-      signature_secret: 'vonage-secret',
-      signature_method: 'sha512',
-    });
-  });
-  afterAll(async () => {
-    await provider.close?.();
-    await proxy.close();
-    await fake.close();
-  });
+  const setup = behindValidatingProxy(
+    doc,
+    () => startVonageFake({ apiKey: 'abcd1234', signatureSecret: 'vonage-secret', signatureMethod: 'sha512' }),
+    (fake, base_url) =>
+      createPlugin('vonage', {
+        api_key: fake.apiKey,
+        api_secret: fake.apiSecret,
+        base_url,
+        signature_secret: 'vonage-secret',
+        signature_method: 'sha512',
+      }),
+  );
 
   it('send requests in GSM-7, Unicode and long text are what the document describes', async () => {
-    for (const t of TEXTS) expect((await provider.send(sendRequest(capture.url, 'vonage', t), noAbort())).ok).toBe(true);
-    expectConforming(proxy, ['send-an-sms']);
-    expect(fake.submits.map((s) => s.fields.type)).toEqual(['text', 'unicode', 'text']);
+    for (const t of TEXTS) expect((await setup.provider!.send(sendRequest(capture.url, 'vonage', t), noAbort())).ok).toBe(true);
+    expectConforming(setup.proxy, ['send-an-sms']);
+    expect(setup.fake.submits.map((s) => s.fields.type)).toEqual(['text', 'unicode', 'text']);
   });
 
   const expected: Record<string, MappedStatus> = {
@@ -191,9 +216,9 @@ describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
     expect(new Set(statuses)).toEqual(new Set(Object.keys(expected)));
     const checkReceipt = openApiSchemaChecker(doc, 'DeliveryReceipt');
     const req = sendRequest(capture.url, 'vonage');
-    const sent = await provider.send(req, noAbort());
+    const sent = await setup.provider!.send(req, noAbort());
     expect(sent.ok).toBe(true);
-    const submit = fake.submits.at(-1)!;
+    const submit = setup.fake.submits.at(-1)!;
     // The document's own example receipt, about our message, signed the way Vonage signs.
     const example = Object.fromEntries(
       Object.entries(receiptSchema.properties)
@@ -210,8 +235,8 @@ describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
         'err-code': status === 'delivered' ? '0' : '1',
       };
       expect(checkReceipt(fields)).toEqual([]);
-      await fake.sendReceipt(submit.fields.callback!, fields, { transport: 'json' });
-      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+      await setup.fake.sendReceipt(submit.fields.callback!, fields, { transport: 'json' });
+      const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (parsed.ok)
         expect(
@@ -224,38 +249,37 @@ describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
 
 describe('Sinch against the SMS API v1 document', () => {
   const doc = loadOpenApiExtract('sinch');
-  let fake: SinchFake;
-  let proxy: ValidatingProxy;
-  let provider: SmsProvider;
-  beforeAll(async () => {
-    fake = await startSinchFake();
-    proxy = await startValidatingProxy(doc, fake.url);
-    provider = createPlugin('sinch', {
-      service_plan_id: fake.servicePlanId,
-      api_token: fake.apiToken,
-      base_url: proxy.url,
-      webhook_secret: 'sinch-webhook-secret-01234',
-    });
-  });
-  afterAll(async () => {
-    await provider.close?.();
-    await proxy.close();
-    await fake.close();
-  });
+  const setup = behindValidatingProxy(
+    doc,
+    () => startSinchFake(),
+    (fake, base_url) =>
+      createPlugin('sinch', {
+        service_plan_id: fake.servicePlanId,
+        api_token: fake.apiToken,
+        base_url,
+        webhook_secret: 'sinch-webhook-secret-01234',
+      }),
+  );
 
   it('send, batch, recipient report and list requests are what the document describes', async () => {
     for (const t of TEXTS) {
       const req = sendRequest(capture.url, 'sinch', t);
-      const sent = await provider.send(req, noAbort());
+      const sent = await setup.provider!.send(req, noAbort());
       expect(sent.ok).toBe(true);
       const id = sent.ok ? sent.providerMessageIds[0] : undefined;
       expect(
-        (await provider.lookup!({ ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort()))
-          .answer,
+        (
+          await setup.provider!.lookup!(
+            { ...req, providerMessageId: id, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] },
+            noAbort(),
+          )
+        ).answer,
       ).toBe('found');
-      expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
+      expect((await setup.provider!.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe(
+        'found',
+      );
     }
-    expectConforming(proxy, ['SendSMS', 'GetBatchMessage', 'GetDeliveryReportByPhoneNumber', 'ListBatches']);
+    expectConforming(setup.proxy, ['SendSMS', 'GetBatchMessage', 'GetDeliveryReportByPhoneNumber', 'ListBatches']);
   });
 
   const expected: Record<string, MappedStatus> = {
@@ -277,9 +301,9 @@ describe('Sinch against the SMS API v1 document', () => {
     expect(new Set(statuses)).toEqual(new Set(Object.keys(expected)));
     const checkReport = openApiSchemaChecker(doc, 'retrieveRecipientDeliveryResponseObj');
     const req = sendRequest(capture.url, 'sinch');
-    const sent = await provider.send(req, noAbort());
+    const sent = await setup.provider!.send(req, noAbort());
     expect(sent.ok).toBe(true);
-    const batch = fake.batches.at(-1)!;
+    const batch = setup.fake.batches.at(-1)!;
     for (const status of statuses) {
       expect([...SINCH_STATUS_MAP.keys()]).toContain(status);
       // The document's example recipient report (GetDeliveryReportByPhoneNumber), about our batch.
@@ -293,8 +317,8 @@ describe('Sinch against the SMS API v1 document', () => {
         client_reference: req.smsId,
       };
       expect(checkReport(report)).toEqual([]);
-      await fake.postCallback(batch.callbackUrl, report);
-      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+      await setup.fake.postCallback(batch.callbackUrl, report);
+      const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, status).toBe(true);
       if (parsed.ok)
         expect(
@@ -307,8 +331,8 @@ describe('Sinch against the SMS API v1 document', () => {
   it("the document's batch delivery report (the deliveryReport webhook's schema) is taken too", async () => {
     const checkReport = openApiSchemaChecker(doc, 'retrieveDeliveryResponseObj');
     const req = sendRequest(capture.url, 'sinch');
-    expect((await provider.send(req, noAbort())).ok).toBe(true);
-    const batch = fake.batches.at(-1)!;
+    expect((await setup.provider!.send(req, noAbort())).ok).toBe(true);
+    const batch = setup.fake.batches.at(-1)!;
     const report = {
       type: 'delivery_report_sms',
       batch_id: batch.id,
@@ -317,41 +341,36 @@ describe('Sinch against the SMS API v1 document', () => {
       client_reference: req.smsId,
     };
     expect(checkReport(report)).toEqual([]);
-    await fake.postCallback(batch.callbackUrl, report);
-    const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+    await setup.fake.postCallback(batch.callbackUrl, report);
+    const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
     expect(parsed).toEqual({ ok: true, events: [{ smsId: req.smsId, providerMessageId: batch.id, providerStatus: 'Delivered', status: 'delivered' }] });
   });
 });
 
 describe('Infobip against the SMS API document', () => {
   const doc = loadOpenApiExtract('infobip');
-  let fake: InfobipFake;
-  let proxy: ValidatingProxy;
-  let provider: SmsProvider;
-  beforeAll(async () => {
-    fake = await startInfobipFake();
-    proxy = await startValidatingProxy(doc, fake.url);
-    provider = createPlugin('infobip', {
-      api_key: fake.apiKey,
-      base_url: proxy.url,
-      webhook_secret: 'infobip-webhook-secret-0123',
-      validity_period_minutes: 60,
-    });
-  });
-  afterAll(async () => {
-    await provider.close?.();
-    await proxy.close();
-    await fake.close();
-  });
+  const setup = behindValidatingProxy(
+    doc,
+    () => startInfobipFake(),
+    (fake, base_url) =>
+      createPlugin('infobip', {
+        api_key: fake.apiKey,
+        base_url,
+        webhook_secret: 'infobip-webhook-secret-0123',
+        validity_period_minutes: 60,
+      }),
+  );
 
   it('send and logs requests are what the document describes', async () => {
     for (const t of TEXTS) {
       const req = sendRequest(capture.url, 'infobip', t);
-      expect((await provider.send(req, noAbort())).ok).toBe(true);
-      expect((await provider.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe('found');
+      expect((await setup.provider!.send(req, noAbort())).ok).toBe(true);
+      expect((await setup.provider!.lookup!({ ...req, sentAfter: Date.now() - 5_000, sentBefore: Date.now(), otherProviderIds: [] }, noAbort())).answer).toBe(
+        'found',
+      );
     }
-    expectConforming(proxy, ['send-sms-messages', 'get-outbound-sms-message-logs']);
-    expect(fake.sends.map((s) => [s.api, s.validityMinutes])).toEqual([
+    expectConforming(setup.proxy, ['send-sms-messages', 'get-outbound-sms-message-logs']);
+    expect(setup.fake.sends.map((s) => [s.api, s.validityMinutes])).toEqual([
       [3, 60],
       [3, 60],
       [3, 60],
@@ -362,8 +381,8 @@ describe('Infobip against the SMS API document', () => {
     const checkReport = openApiSchemaChecker(doc, 'SmsDeliveryResult');
     const groups = (doc.components!.schemas!.MessageGeneralStatus as { enum: string[] }).enum;
     const req = sendRequest(capture.url, 'infobip');
-    expect((await provider.send(req, noAbort())).ok).toBe(true);
-    const send = fake.sends.at(-1)!;
+    expect((await setup.provider!.send(req, noAbort())).ok).toBe(true);
+    const send = setup.fake.sends.at(-1)!;
     const expectedByGroup: Record<string, MappedStatus> = {
       ACCEPTED: 'intermediate',
       PENDING: 'intermediate',
@@ -376,10 +395,10 @@ describe('Infobip against the SMS API document', () => {
     for (const group of groups) {
       expect([...INFOBIP_STATUS_GROUPS.keys()]).toContain(group);
       const name = `${group}_SOMETHING`;
-      const body = { results: [{ ...fake.result(send, name), status: { groupId: 1, groupName: group, id: 7, name, description: 'x' } }] };
+      const body = { results: [{ ...setup.fake.result(send, name), status: { groupId: 1, groupName: group, id: 7, name, description: 'x' } }] };
       expect(checkReport(body)).toEqual([]);
-      await fake.postReport(send.notifyUrl, body.results);
-      const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+      await setup.fake.postReport(send.notifyUrl, body.results);
+      const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
       expect(parsed.ok, group).toBe(true);
       if (parsed.ok)
         expect(
@@ -391,12 +410,12 @@ describe('Infobip against the SMS API document', () => {
 
   it('a report in the version 2 shape (smsCount, no sender) is taken too: a message sent before the move to version 3', async () => {
     const req = sendRequest(capture.url, 'infobip');
-    expect((await provider.send(req, noAbort())).ok).toBe(true);
-    const send = { ...fake.sends.at(-1)!, api: 2 as const };
-    const v2 = fake.result(send, 'DELIVERED_TO_HANDSET');
+    expect((await setup.provider!.send(req, noAbort())).ok).toBe(true);
+    const send = { ...setup.fake.sends.at(-1)!, api: 2 as const };
+    const v2 = setup.fake.result(send, 'DELIVERED_TO_HANDSET');
     expect(v2).toHaveProperty('smsCount');
-    await fake.postReport(send.notifyUrl, [v2]);
-    const parsed = await provider.parseReceipt(capture.receipts.at(-1)!);
+    await setup.fake.postReport(send.notifyUrl, [v2]);
+    const parsed = await setup.provider!.parseReceipt(capture.receipts.at(-1)!);
     expect(parsed.ok && parsed.events.map((e) => [e.smsId, e.status])).toEqual([[req.smsId, 'delivered']]);
   });
 });
