@@ -1,12 +1,16 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8
-// The setting and the flag above, also the image's (Dockerfile), for a process started as npx, cron or a shell starts
-// it (bench/README.md "Memory"). MALLOC_ARENA_MAX=2: glibc gives each thread that allocates an arena of its own (V8's
-// 4 workers, libuv's 4, the checkpoint thread), each keeps what it once held, and 2 arenas took 15–25 MiB off the
-// peaks at the same submit rate. The flag: V8 sizes the young generation from the machine's memory; on a 24 GiB host
-// Node 24 allowed it 2 × 64 MiB and filled it under load (113 MiB of a 296 MiB single-mode peak); with 2 × 8 MiB the
-// peak was 194–213 MiB at the same CPU per message. The image's --max-old-space-size=384 is not here: it cost single
-// mode 5–40% more CPU per message. Both win over NODE_OPTIONS and the environment; `node dist/src/cli.js` reads no
-// first line.
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --max-old-space-size=1536
+// The setting and the flags above, also the image's (Dockerfile), for a process started as npx, cron or a shell starts
+// it (bench/README.md "Memory"). Each measured: MALLOC_ARENA_MAX=2: glibc gives each thread that allocates an arena
+// of its own (V8's 4 workers, libuv's 4, the checkpoint thread), each keeps what it once held, and 2 arenas took
+// 15–25 MiB off the peaks at the same submit rate. --max-semi-space-size=8: V8 sizes the young generation from the
+// machine's memory; on a 24 GiB host Node 24 allowed it 2 × 64 MiB and filled it under load (113 MiB of a 296 MiB
+// single-mode peak); with 2 × 8 MiB the peak was 194–213 MiB at the same CPU per message. --max-old-space-size=1536
+// is not there as a ceiling (the gateway's live heap is 35–75 MiB) but for the growth it sets: with V8's default on
+// such a host (4 GiB) the old generation grew to 4 × what the last full collection kept (35.5 → 141 MiB, one full
+// collection in a 20,000-message batch run, --trace-gc), with a ceiling under 2 GiB to about 2 × (36.5 → 83 MiB,
+// three), at the same CPU per message: batch peaks 220–232 MiB against 261–282. 2048 already grew 4 ×. The image's
+// 384 grows less still, for its memory limit. All of these win over NODE_OPTIONS and the environment; `node
+// dist/src/cli.js` reads no first line.
 /**
  * The package's bin (`npx crm-sms-gateway …`, cron lines, scripts): runs src/cli.ts on Node 22.19 or newer, which
  * undici 8 needs (package.json engines). The machine's node may be older (Node 20 on many servers): then the command

@@ -84,14 +84,16 @@ function listeningUrl(stdout: string): string | undefined {
 }
 
 describe('the bin', () => {
-  it('runs through its own first line, which caps the young generation and malloc\'s arenas (bench/README.md "Memory")', async () => {
+  it('runs through its own first line, which caps the young generation, the old one’s growth and malloc’s arenas (bench/README.md "Memory")', async () => {
     // Executed as npx and a shell execute it: the kernel reads the `#!/usr/bin/env -S node …` line with the flags.
-    // A preloaded one-liner prints the V8 flags the process got; --help exits 0 without a config.
+    // A preloaded one-liner prints the V8 flags the process got, malloc's setting and V8's heap ceiling in MiB;
+    // --help exits 0 without a config.
     const child = spawn(BIN, ['--help'], {
       cwd: dir,
       env: {
         PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
-        NODE_OPTIONS: '--import=data:text/javascript,console.error(JSON.stringify([process.execArgv,process.env.MALLOC_ARENA_MAX]))',
+        NODE_OPTIONS:
+          "--import=data:text/javascript,console.error(JSON.stringify([process.execArgv,process.env.MALLOC_ARENA_MAX,process.getBuiltinModule('node:v8').getHeapStatistics().heap_size_limit/1048576]))",
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -100,7 +102,11 @@ describe('the bin', () => {
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
     const code = await new Promise((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
-    expect(JSON.parse(err.split('\n')[0]!)).toEqual([['--max-semi-space-size=8'], '2']);
+    const [flags, arenas, ceiling] = JSON.parse(err.split('\n')[0]!) as [string[], string, number];
+    expect([flags, arenas]).toEqual([['--max-semi-space-size=8', '--max-old-space-size=1536'], '2']);
+    // Under 2 GiB V8 lets the old generation grow to about twice what a full collection kept, not four times.
+    expect(ceiling).toBeGreaterThan(1536);
+    expect(ceiling).toBeLessThan(2048);
   });
 });
 
