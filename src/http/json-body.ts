@@ -36,7 +36,9 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
   if (!/^application\/([\w.+-]+\+)?json\b/i.test(type)) {
     return { ok: false, status: 415, error: `Content-Type must be application/json (got ${type ? JSON.stringify(type) : 'none'})` };
   }
-  let text = await c.req.text();
+  // The Request's own reader: c.req.text() would keep the text on the context for the whole request, and a batch
+  // route lets go of it once its entries are prepared (src/sms/prepare.ts, prepareBatch).
+  let text = await c.req.raw.text();
   const serverDepth = c.get('maxJsonDepth') ?? DEFAULT_MAX_JSON_DEPTH;
   const own = options.depthLimit && options.depthLimit.maxDepth < serverDepth ? options.depthLimit : undefined;
   const maxDepth = own?.maxDepth ?? serverDepth;

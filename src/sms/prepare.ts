@@ -1,7 +1,8 @@
 /** Turns one SMS message object from the CRM into a message ready to dispatch, or an error naming the field. */
 import type { Config } from '../config/schema.js';
-import { RawJson, type ActivitySource } from '../http/exact-json.js';
+import { activitySources, RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { SmsProvider } from '../../providers/types.js';
+import type { DispatchResult } from './outcome.js';
 import { parseRequestedEncoding, planEncoding, type Encoding, type RequestedEncoding } from './encoding.js';
 import { checkSmsMessage, type CheckedMessage } from './message-check.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
@@ -143,4 +144,53 @@ export function echoedActivityId(input: unknown, source?: ActivitySource): strin
   const id = activity && typeof activity === 'object' ? activity.id : undefined;
   if (typeof id === 'number' && source?.idText !== undefined) return new RawJson(source.idText);
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** A batch entry refused before dispatch (not an object, a field the schema refuses, too deep, a key given twice). */
+export type Invalid = { outcome: 'invalid'; error: string };
+
+/** A batch body prepared: the messages to dispatch, where each one's answer goes, and the ids to echo. */
+export interface PreparedBatch {
+  /** One per entry: the refusal of an invalid entry now, a dispatched one's answer once the route fills it in. */
+  results: Array<DispatchResult | Invalid>;
+  valid: PreparedMessage[];
+  /** validIndex[k]: the entry that valid[k] came from. */
+  validIndex: number[];
+  /** activity.id of each entry as received (echoedActivityId). */
+  ids: Array<string | number | RawJson | null>;
+  /** The body holds numbers a double cannot keep exactly: the answer needs stringifyExact. */
+  exact: boolean;
+}
+
+/**
+ * Prepares each entry of a batch body. What it returns holds none of the body's text or parsed entries, so they are
+ * garbage once this returns: while the batch is dispatched only the prepared messages stay (with 40 batches of 500
+ * in flight, about 0.8 KB per message less live heap, bench/README.md "Memory, third round").
+ */
+export function prepareBatch(
+  entries: unknown[],
+  text: string,
+  refusedEntries: ReadonlyMap<number, string> | undefined,
+  router: ProviderRouter,
+  sms: Config['sms'],
+): PreparedBatch {
+  const sources = activitySources(text);
+  const results: PreparedBatch['results'] = new Array(entries.length);
+  const valid: PreparedMessage[] = [];
+  const validIndex: number[] = [];
+  const ids: PreparedBatch['ids'] = new Array(entries.length);
+  for (const [i, entry] of entries.entries()) {
+    ids[i] = echoedActivityId(entry, sources?.[i]);
+    const refused = refusedEntries?.get(i);
+    if (refused !== undefined) {
+      results[i] = { outcome: 'invalid', error: refused };
+      continue;
+    }
+    const prepared = prepareMessage(entry, router, sms, sources?.[i]);
+    if (prepared.ok) {
+      valid.push(prepared.message);
+      validIndex.push(i);
+    } else results[i] = { outcome: 'invalid', error: prepared.error };
+  }
+  return { results, valid, validIndex, ids, exact: sources !== undefined };
 }

@@ -13,9 +13,9 @@ import { errorAnswerSchema } from '../http/error-answer.js';
 import { readJsonBody } from '../http/json-body.js';
 import { mountRoutes, route, type ResponseDoc } from '../http/route-table.js';
 import { smsMessageSchema } from './message-schema.js';
-import type { DispatchResult, Dispatcher, PreparedMessage } from './dispatch.js';
+import type { DispatchResult, Dispatcher } from './dispatch.js';
 import type { SendOutcome } from './outcome.js';
-import { echoedActivityId, prepareMessage } from './prepare.js';
+import { prepareBatch, prepareMessage, type Invalid } from './prepare.js';
 import type { IntakeNotices } from './intake-notices.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 
@@ -65,7 +65,7 @@ export type BatchReply<Id> = { [K in keyof BatchAnswer]: Array<WithId<BatchAnswe
 /** Puts each batch entry in exactly one of the three arrays, with its id as received. */
 export function categoriseBatch<Id = BatchAnswer['successful'][number]['id']>(
   ids: Array<Id | null>,
-  results: Array<DispatchResult | { outcome: 'invalid'; error: string }>,
+  results: Array<DispatchResult | Invalid>,
 ): BatchReply<Id | null> {
   const answer: BatchReply<Id | null> = { successful: [], failed: [], fatal: [] };
   results.forEach((r, i) => {
@@ -147,35 +147,20 @@ export function smsRoutes(deps: SmsRouteDeps) {
           const body = await readJsonBody(c, { list: true });
           if (!body.ok) return c.json({ error: body.error }, body.status);
           if (!Array.isArray(body.value)) return c.json({ error: 'body: must be a JSON array of SMS message objects' }, 400);
-          const entries: unknown[] = body.value;
-          const sources = activitySources(body.text);
           const deadline = now() + sms.batch_deadline;
-          const results: Array<DispatchResult | { outcome: 'invalid'; error: string }> = new Array(entries.length);
-          const valid: PreparedMessage[] = [];
-          const validIndex: number[] = [];
-          entries.forEach((entry, i) => {
-            const refused = body.refusedEntries?.get(i);
-            if (refused !== undefined) return void (results[i] = { outcome: 'invalid', error: refused });
-            const prepared = prepareMessage(entry, router, sms, sources?.[i]);
-            if (prepared.ok) {
-              if (prepared.message.notes.length > 0) deps.notices?.(prepared.message.notes);
-              valid.push(prepared.message);
-              validIndex.push(i);
-            } else results[i] = { outcome: 'invalid', error: prepared.error };
-          });
-          const dispatched = await dispatcher.dispatch(valid, {
+          // Nothing below keeps the body or its parsed entries (prepareBatch), so they are not held while it sends.
+          const batch = prepareBatch(body.value, body.text, body.refusedEntries, router, sms);
+          for (const message of batch.valid) if (message.notes.length > 0) deps.notices?.(message.notes);
+          const dispatched = await dispatcher.dispatch(batch.valid, {
             deadline,
             concurrency: sms.batch_concurrency,
             requestId: c.get('requestId'),
             traceparent: c.get('traceparent'),
           });
-          dispatched.forEach((r, k) => (results[validIndex[k]!] = r));
-          const answer = categoriseBatch<string | number | RawJson>(
-            entries.map((entry, i) => echoedActivityId(entry, sources?.[i])),
-            results,
-          );
+          dispatched.forEach((r, k) => (batch.results[batch.validIndex[k]!] = r));
+          const answer = categoriseBatch<string | number | RawJson>(batch.ids, batch.results);
           // Only a body holding numbers a double cannot keep exactly needs the slower writer.
-          return sources ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
+          return batch.exact ? c.body(stringifyExact(answer), 200, { 'content-type': 'application/json' }) : c.json(answer, 200);
         },
       ],
     }),
