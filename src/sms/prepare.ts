@@ -164,8 +164,8 @@ export interface PreparedBatch {
 
 /**
  * Prepares each entry of a batch body. What it returns holds none of the body's text or parsed entries, so they are
- * garbage once this returns: while the batch is dispatched only the prepared messages stay (with 40 batches of 500
- * in flight, about 0.8 KB per message less live heap, bench/README.md "Memory, third round").
+ * garbage once this returns: while the batch is dispatched only the prepared messages stay. (The peak under 40
+ * batches of 500 in flight moved within noise: bench/README.md "Memory, third round".)
  */
 export function prepareBatch(
   entries: unknown[],
