@@ -23,13 +23,15 @@ ENV NODE_ENV=production
 # config.yaml reads server.environment from it: production refuses development keys and unverifiable receipts
 # (exit 78 naming the key; docs/security.md). Set GATEWAY_ENV=development to try the image on its defaults.
 ENV GATEWAY_ENV=production
-# V8 heap (docs/operations.md "Memory"): a ceiling only, so V8 collects before the container's OOM killer acts;
-# fit it to the memory limit (about 3/4 of a 512 MiB limit here). The young generation is capped at 2 × 8 MiB:
-# Node 24 sizes it from the machine's memory, up to 2 × 64 MiB, and under the peer benchmark it filled all of it
-# (bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20). The bin's first line
-# (src/bin.ts) passes the same young-generation cap when it is run as a command; here node runs it, so NODE_OPTIONS
-# counts. The ceiling of 384 MiB lowered the batch-mode peak by 30–60 MiB but cost single mode 5–40% more CPU per
-# message on a 24 GiB host (bench/README.md "Memory"): it is here for the container's limit, not for speed.
+# V8 heap (docs/operations.md "Memory"): a ceiling so V8 collects before the container's OOM killer acts; fit it to
+# the memory limit (about 3/4 of a 512 MiB limit here). Any ceiling under 2 GiB also lets the old generation grow to
+# only about twice what a full collection kept, where V8's default on a large host allowed four times (bench/README.md
+# "Memory, third round"): the bin's first line (src/bin.ts) passes 1536 for that alone. The young generation is
+# capped at 2 × 8 MiB: Node 24 sizes it from the machine's memory, up to 2 × 64 MiB, and under the peer benchmark it
+# filled all of it (bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20). The bin
+# passes the same cap when it is run as a command; here node runs it, so NODE_OPTIONS counts. 384 measured 5–40%
+# more CPU per single message on a 24 GiB host (bench/README.md "Memory"), 1536 the same CPU: 384 is here for the
+# container's limit, not for speed.
 ENV NODE_OPTIONS="--max-old-space-size=384 --max-semi-space-size=8"
 # glibc's malloc gives each thread that allocates an arena of its own and keeps what each once held; two arenas took
 # 15–25 MiB off the benchmark peaks at the same submit rate (bench/README.md "Memory"; the bin's first line sets it too).
