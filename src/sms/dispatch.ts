@@ -76,11 +76,18 @@ interface InFlight {
   messages: PreparedMessage[];
   answers: Array<DispatchResult | undefined>;
   done: Promise<void>;
+  /** Each activity.id's first index in `messages`, built when a repeat first asks (so many repeats stay linear). */
+  firstIndex?: Map<string, number>;
 }
 
 /** A repeat's answer, read from the call that handled its activity.id: the first of its messages with that key. */
 function answerFor(call: InFlight, activityKey: string): DispatchResult {
-  const answer = call.answers[call.messages.findIndex((m) => m.activityKey === activityKey)];
+  if (!call.firstIndex) {
+    call.firstIndex = new Map();
+    for (const [i, m] of call.messages.entries()) if (!call.firstIndex.has(m.activityKey)) call.firstIndex.set(m.activityKey, i);
+  }
+  const index = call.firstIndex.get(activityKey);
+  const answer = index === undefined ? undefined : call.answers[index];
   // Only if that call failed before answering (dispatch rejected for its own request): nothing is known to be sent.
   return answer ?? { outcome: 'retryable', error: `activity.id ${activityKey}: the request sending it failed; retry later` };
 }

@@ -93,6 +93,24 @@ describe('concurrent duplicates', () => {
     expect(await readMessage(gw, 'idem-race')).toMatchObject({ attempts: 1 });
   });
 
+  it('two batches racing on the same 200 ids answer each id with one sms_id, and each row is sent once', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `idem-batches-${i}`);
+    const rowsBefore = await countMessages(gw);
+    const [a, b] = await Promise.all(
+      [0, 1].map(() =>
+        gw.post(
+          '/channels/sms/batch',
+          ids.map((id) => smsMessage(id)),
+        ),
+      ),
+    );
+    for (const res of [a!, b!]) expect(res.json).toMatchObject({ failed: [], fatal: [] });
+    expect(a!.json.successful.map((e: { id: string }) => e.id)).toEqual(ids);
+    expect(b!.json.successful).toEqual(a!.json.successful);
+    expect(await countMessages(gw)).toBe(rowsBefore + 200);
+    expect((await readMessages(gw, ids)).every((row) => row.attempts === 1)).toBe(true);
+  });
+
   it('duplicates inside one batch make one row and both entries are successful with the same sms_id', async () => {
     const rowsBefore = await countMessages(gw);
     const res = await gw.post('/channels/sms/batch', [smsMessage('idem-dup'), smsMessage('idem-other'), smsMessage('idem-dup')]);
