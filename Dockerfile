@@ -29,9 +29,10 @@ ENV GATEWAY_ENV=production
 # "Memory, third round"): the bin's first line (src/bin.ts) passes 1536 for that alone. The young generation is
 # capped at 2 × 8 MiB: Node 24 sizes it from the machine's memory, up to 2 × 64 MiB, and under the peer benchmark it
 # filled all of it (bench/README.md "Memory"); 4 MiB promoted more and raised the peak (measured on Node 20). The bin
-# passes the same cap when it is run as a command; here node runs it, so NODE_OPTIONS counts. 384 measured 5–40%
-# more CPU per single message on a 24 GiB host (bench/README.md "Memory"), 1536 the same CPU: 384 is here for the
-# container's limit, not for speed.
+# passes the same cap when it is run as a command; here node runs it, so NODE_OPTIONS counts. Against the bin's 1536,
+# 384 measured 12–17 MiB lower peaks at the same CPU per single message and 0–5% more per batch message (six
+# alternated pairs each, bench/README.md "Memory, third round"); the bin keeps 1536 because it runs where no
+# container limit says how much memory there is.
 ENV NODE_OPTIONS="--max-old-space-size=384 --max-semi-space-size=8"
 # glibc's malloc gives each thread that allocates an arena of its own and keeps what each once held; two arenas took
 # 15–25 MiB off the benchmark peaks at the same submit rate (bench/README.md "Memory"; the bin's first line sets it too).
