@@ -23,7 +23,7 @@ import { accessLog } from './observability/access-log.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { adminRoutes } from './auth/admin.js';
-import { createFailureLimiter, limitFailedAuthentications } from './auth/failure-limit.js';
+import { createFailureLimiter, limitFailedAuthentications, limitRefusedSessions } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
 import { createAddressSet } from './kit/address-blocks.js';
 import type { OperatorBackend } from './operator/backend.js';
@@ -153,7 +153,12 @@ export function createApp(parts: AppParts): Hono {
     operatorRoutes({
       backend: operatorBackend,
       mode: config.auth.mode,
-      sessionCheck: createSessionCheck(config.operator),
+      sessionCheck: createSessionCheck(config.operator, parts.now),
+      sessionLimit: limitRefusedSessions(
+        createFailureLimiter(config.operator.session_failure_budget, config.operator.session_failure_window),
+        parts.now,
+        trust,
+      ),
       auth: operatorAuth.middleware,
       logger,
       sendDeletedAt: config.operator.send_deleted_at,

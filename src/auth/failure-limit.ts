@@ -7,7 +7,9 @@
  *
  * What is not a guess is not counted: a check that recognises a credential as one of ours that merely ran out (an
  * expired token we signed, a token of ours signed by another process or before a restart) marks its 401 with
- * `markNotAGuess`, so a CRM with many calls in flight at expiry is told 401 and fetches a new token, never 429.
+ * `markNotAGuess`, so a CRM with many calls in flight at expiry is told 401 and fetches a new token, never 429. Nor
+ * is a 401 the CRM's credential did not cause: POST /authenticate answers 401 for a player's session it refuses, which
+ * is counted on its own budget instead (`limitRefusedSessions`), so players cannot lock the CRM out.
  * Addresses in `auth.trusted_addresses` (the CRM's egress) are never counted nor refused. Paths that check no
  * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused.
  *
@@ -32,7 +34,11 @@ declare module 'hono' {
   }
 }
 
-/** Marks this request's 401 as a credential of ours that is no longer good, not a guess: it is not counted. */
+/**
+ * Marks this request's 401 as not a guess at the caller's credential: a credential of ours that is no longer good, or
+ * a 401 about something else once the credential was accepted (a player's session at POST /authenticate,
+ * `limitRefusedSessions`). It is not counted.
+ */
 export function markNotAGuess(c: Context): void {
   c.set('authFailureNotAGuess', true);
 }
@@ -96,8 +102,10 @@ function peerAddress(c: Context): string {
   }
 }
 
+const clientAddressWith = (trust: AddressTrust) => (c: Context) => clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+
 export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
-  const clientAddress = (c: Context) => clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+  const clientAddress = clientAddressWith(trust);
   return async (c, next) => {
     if (UNAUTHENTICATED.test(c.req.path)) return next();
     // The client's address is read only when some address has failed: a gateway whose callers all hold valid
@@ -118,5 +126,32 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
     if (c.res.status !== 401 || c.get('authFailureNotAGuess')) return;
     const failed = address ?? clientAddress(c);
     if (!trust.isTrustedClient(failed)) limiter.recordFailure(failed, now());
+  };
+}
+
+/**
+ * POST /authenticate's refused sessions, on their own budget (`operator.session_failure_budget` per
+ * `operator.session_failure_window`, docs/security.md). Mounted after the operator API's credential check, so every
+ * 401 under it is a player's session the check refused (stale, forged, of another site), never the CRM's credential:
+ * it is marked not a guess (the CRM's address keeps its whole `auth.failure_budget`) and counted here instead. Past
+ * the budget that address gets 429 with Retry-After on /authenticate alone, without the session being checked, so a
+ * flood of sessions costs neither the operator's platform nor this process more than the budget; the CRM's other
+ * calls are answered as usual. `auth.trusted_addresses` are held to it too: the CRM is the one caller of this path,
+ * so a bound that spared its address would bound nothing.
+ */
+export function limitRefusedSessions(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
+  const clientAddress = clientAddressWith(trust);
+  return async (c, next) => {
+    const address = clientAddress(c);
+    const waitMs = limiter.blockedFor(address, now());
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      c.header('Retry-After', String(seconds));
+      return c.json({ error: `too many invalid sessions from this address; try again in ${seconds} s`, code: 429 }, 429);
+    }
+    await next();
+    if (c.res.status !== 401) return;
+    markNotAGuess(c);
+    limiter.recordFailure(address, now());
   };
 }

@@ -486,6 +486,15 @@ const operator = z
       })
       .optional()
       .describe('POST /authenticate checks the sid locally as a signed session token (JWT) instead; not together with `operator.authenticate_url`.'),
+    session_failure_budget: z
+      .number()
+      .int()
+      .min(0)
+      .default(1_000)
+      .describe(
+        "Sessions POST /authenticate may refuse for one client address per `operator.session_failure_window`; past it, that address gets 429 with Retry-After on /authenticate alone (its sessions are not checked) until the window ends. A refused session never counts against the CRM's credentials (`auth.failure_budget`). 0: no limit (docs/security.md).",
+      ),
+    session_failure_window: duration('1m').describe('The window of `operator.session_failure_budget`.'),
   })
   .superRefine((o, ctx) => {
     if (o.backend === 'http' && !o.base_url) ctx.addIssue({ code: 'custom', path: ['base_url'], message: 'required when operator.backend is http' });

@@ -50,6 +50,11 @@ export interface OperatorRouteDeps {
   mode: Config['auth']['mode'];
   /** POST /authenticate's check (session-check.ts). */
   sessionCheck: SessionCheck;
+  /**
+   * POST /authenticate's own bound on refused sessions (src/auth/failure-limit.ts `limitRefusedSessions`), after
+   * `auth`: a player's refused session never counts against the CRM's credential. Absent: no bound.
+   */
+  sessionLimit?: MiddlewareHandler;
   auth: MiddlewareHandler;
   logger: Logger;
   /** operator.send_deleted_at: whether a deleted player's record carries deleted_at (docs/operator-api.md). */
@@ -84,7 +89,7 @@ export function userDetailsAnswer<T extends { deleted_at?: string | undefined }>
   return rest as T;
 }
 
-export function operatorRoutes({ backend, mode, sessionCheck, auth, logger, sendDeletedAt = false }: OperatorRouteDeps) {
+export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth, logger, sendDeletedAt = false }: OperatorRouteDeps) {
   const app = new Hono();
 
   const security = [SECURITY[mode]];
@@ -284,15 +289,17 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger, send
       doc: doc({
         summary: 'Whose site session is this (the CRM’s inbox, on-site messages and pending bonuses)',
         description:
-          'Checked by the operator’s platform (operator.authenticate_url) or locally as a signed session token (operator.session_tokens), afresh on every call. Anything but a valid session is a 401; `code` tells why (401 not valid, 400/415 a bad body, 502/504 the check itself failed).',
+          'Checked by the operator’s platform (operator.authenticate_url) or locally as a signed session token (operator.session_tokens), afresh on every call. Anything but a valid session is a 401; `code` tells why (401 not valid, 400/415 a bad body, 502/504 the check itself failed). A refused session never counts against the CRM’s credentials; past operator.session_failure_budget refused sessions from one address per operator.session_failure_window, this path alone answers 429 with Retry-After.',
         request: { schema: authenticateRequestSchema },
         responses: {
           200: { description: 'A valid session', schema: z.strictObject({ user_id: z.string() }) },
           401: crmError('Not a valid session, bad credentials, or the session could not be checked'),
+          429: crmError('Too many refused sessions from this address (operator.session_failure_budget), or too many failed authentications'),
         },
       }),
       handlers: [
         auth,
+        ...(sessionLimit ? [sessionLimit] : []),
         async (c) => {
           c.header('Cache-Control', 'no-store');
           const parsed = await readBody(c, authenticateRequestSchema);

@@ -23,9 +23,10 @@ export function userIdOf(value: unknown): string | undefined {
   return undefined;
 }
 
-export function createSessionCheck(operator: Config['operator']): SessionCheck {
+/** `now`: the gateway's clock in milliseconds, against which a session token's times are read. */
+export function createSessionCheck(operator: Config['operator'], now: () => number): SessionCheck {
   if (operator.authenticate_url) return platformCheck(operator.authenticate_url, operator.headers, operator.timeout);
-  if (operator.session_tokens) return tokenCheck(operator.session_tokens);
+  if (operator.session_tokens) return tokenCheck(operator.session_tokens, now);
   return async () => ({ ok: false, code: 401, error: 'sid: sessions cannot be checked (set operator.authenticate_url or operator.session_tokens)' });
 }
 
@@ -59,7 +60,7 @@ function platformCheck(url: string, headers: Readonly<Record<string, string>>, t
   };
 }
 
-function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>): SessionCheck {
+function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>, now: () => number): SessionCheck {
   const jwksUrl = tokens.secret ? undefined : new URL(tokens.jwks_url!);
   // jose comes in only where session tokens are configured: it is 46 modules a gateway without them never runs
   // (bench/README.md "Memory"). The key set is made once, as before, when the module has loaded.
@@ -77,8 +78,9 @@ function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>): 
   };
   return async (sid) => {
     const { jose, key } = await loaded;
+    const at = { ...options, currentDate: new Date(now()) };
     try {
-      const { payload } = typeof key === 'function' ? await jose.jwtVerify(sid, key, options) : await jose.jwtVerify(sid, key, options);
+      const { payload } = typeof key === 'function' ? await jose.jwtVerify(sid, key, at) : await jose.jwtVerify(sid, key, at);
       const userId = userIdOf(payload[tokens.user_claim]);
       if (userId === undefined) return { ok: false, code: 401, error: `sid: the token has no user id in ${tokens.user_claim}` };
       return { ok: true, userId };

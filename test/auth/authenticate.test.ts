@@ -1,6 +1,7 @@
 /**
  * POST /authenticate on the real server: checked by a fake operator platform (test/fakes/operator-platform.ts), by an
  * HS256 secret, and by a JWKS served from a local HTTP server; every answer in the CRM's shapes, nothing cached.
+ * Players' refused sessions never lock the CRM out; a flood of them is bounded on /authenticate alone.
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -8,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOperatorPlatform, type FakeOperatorPlatform } from '../fakes/operator-platform.js';
-import { errorBody } from '../helpers/crm-schemas.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { errorBody, sampleUser } from '../helpers/crm-schemas.js';
+import { smsMessage, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 const SECRET = 'a-session-secret-of-the-operator-0123456789';
 
@@ -166,4 +167,89 @@ describe('POST /authenticate with no check configured', () => {
       await gw.close();
     }
   });
+});
+
+describe('players never lock the CRM out', () => {
+  let platform: FakeOperatorPlatform;
+  const gateways: TestGateway[] = [];
+  let clock = Date.parse('2026-11-28T10:00:00Z');
+  beforeAll(async () => {
+    platform = await startFakeOperatorPlatform();
+  });
+  afterAll(async () => {
+    for (const gw of gateways) await gw.close();
+    await platform.close();
+  });
+
+  const sessions = {
+    'local session tokens': { session_tokens: { secret: SECRET } },
+    'the operator platform': () => ({ authenticate_url: `${platform.url}/session/check` }),
+  };
+  /** A gateway whose credential limit is the default one (the test helper's is out of reach), with its player u-1. */
+  const start = async (which: keyof typeof sessions, operator: Record<string, unknown> = {}) => {
+    const check = sessions[which];
+    const gw = await startTestGateway(
+      { auth: { failure_budget: 20, failure_window: '1m' }, operator: { ...(typeof check === 'function' ? check() : check), ...operator } },
+      { now: () => clock },
+    );
+    gateways.push(gw);
+    expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { consents: [{ type: 'sms', opted_in: true }] }))).status);
+    return gw;
+  };
+  const validSession = (gw: TestGateway, which: keyof typeof sessions) => {
+    if (which === 'the operator platform') {
+      platform.script('/session/check', { body: { user_id: 'u-1' } });
+      return gw.post('/authenticate', { sid: 'live-session' });
+    }
+    return new SignJWT({ sub: 'u-1' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setExpirationTime(Math.floor(clock / 1000) + 60)
+      .sign(new TextEncoder().encode(SECRET))
+      .then((sid) => gw.post('/authenticate', { sid }));
+  };
+  let sends = 0;
+  const crmCallsAnswered = async (gw: TestGateway) => {
+    const details = await gw.get('/userdetails/u-1');
+    expect([details.status, details.json.user_id]).toEqual([200, 'u-1']);
+    const sms = await gw.post('/channels/sms/single', smsMessage(`lockout-${++sends}`, { activity: { id: `lockout-${sends}`, user_id: 'u-1' } }));
+    expect(sms.status, JSON.stringify(sms.json)).toBe(200);
+  };
+
+  it.each(Object.keys(sessions) as Array<keyof typeof sessions>)(
+    'with %s: 40 invalid sessions, then the CRM’s /userdetails, an SMS and a valid session are answered as usual',
+    async (which) => {
+      clock += 3_600_000;
+      const gw = await start(which);
+      for (let i = 0; i < 40; i++) {
+        const res = await gw.post('/authenticate', { sid: `stale-session-${i}` });
+        expect([res.status, errorBody.parse(res.json).code]).toEqual([401, 401]);
+      }
+      await crmCallsAnswered(gw);
+      expect((await validSession(gw, which)).json).toEqual({ user_id: 'u-1' });
+      // The credential limit is live in this gateway: 20 wrong keys still lock their address out.
+      for (let i = 0; i < 20; i++) expect((await gw.get('/userdetails/u-1', { 'x-api-key': 'a-guess' })).status).toBe(401);
+      expect((await gw.get('/userdetails/u-1')).status).toBe(429);
+    },
+  );
+
+  it.each(Object.keys(sessions) as Array<keyof typeof sessions>)(
+    'with %s: past operator.session_failure_budget only /authenticate answers 429, unchecked, until the window ends',
+    async (which) => {
+      clock += 3_600_000;
+      const gw = await start(which, { session_failure_budget: 5, session_failure_window: '1m' });
+      for (let i = 0; i < 5; i++) expect((await gw.post('/authenticate', { sid: `forged-${i}` })).status).toBe(401);
+      const asked = platform.requests.length;
+      const refused = await gw.post('/authenticate', { sid: 'forged-6' });
+      expect([refused.status, errorBody.parse(refused.json).code]).toEqual([429, 429]);
+      expect(refused.json.error).toMatch(/too many invalid sessions/);
+      expect(refused.headers.get('retry-after')).toBe('60');
+      expect(platform.requests.length).toBe(asked);
+      await crmCallsAnswered(gw);
+      clock += 30_000;
+      const stillRefused = await gw.post('/authenticate', { sid: 'forged-7' });
+      expect([stillRefused.status, stillRefused.headers.get('retry-after')]).toEqual([429, '30']);
+      clock += 30_000;
+      expect((await validSession(gw, which)).json).toEqual({ user_id: 'u-1' });
+    },
+  );
 });

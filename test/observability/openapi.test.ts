@@ -299,6 +299,7 @@ const notExercised: Record<string, string> = {
   'POST /bonus/credit 500': 'a failing database',
   'POST /bonus/credit/funds 500': 'a failing database',
   'POST /authenticate 200': 'a session check configured: test/auth/authenticate.test.ts',
+  'POST /authenticate 429': 'refused sessions past operator.session_failure_budget: test/auth/authenticate.test.ts',
 };
 
 /** The oauth gateway's /oauth/token answers (only that gateway documents the path). */
