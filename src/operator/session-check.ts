@@ -24,6 +24,27 @@ export function userIdOf(value: unknown): string | undefined {
 }
 
 /** `now`: the gateway's clock in milliseconds, against which a session token's times are read. */
+/** 9999-12-31T23:59:59Z: a NumericDate past it is no time a session can have (nor a date `Date` writes in four digits). */
+const LATEST_NUMERIC_DATE = 253_402_300_799;
+const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
+
+/**
+ * Why a signature-checked token's times are refused, or undefined: what jose leaves to its caller. jose takes any
+ * JSON number for `exp`, `nbf` and `iat`, Infinity included (`1e400` after JSON.parse, an `exp` that never passes),
+ * and reads `iat` only when asked for a maximum age, so a token issued a year ahead passed. Each time claim present
+ * must be a finite second between 1970 and 9999, and `iat` no later than now plus `clock_skew`. Pure.
+ */
+export function refuseTimeClaims(payload: Readonly<Record<string, unknown>>, nowSeconds: number, toleranceSeconds: number): string | undefined {
+  for (const claim of TIME_CLAIMS) {
+    if (!Object.hasOwn(payload, claim)) continue;
+    const value = payload[claim];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > LATEST_NUMERIC_DATE) return `${claim} is not a time between 1970 and 9999`;
+  }
+  const iat = payload.iat as number | undefined;
+  if (iat !== undefined && iat > nowSeconds + toleranceSeconds) return 'iat is later than now by more than operator.session_tokens.clock_skew';
+  return undefined;
+}
+
 export function createSessionCheck(operator: Config['operator'], now: () => number): SessionCheck {
   if (operator.authenticate_url) return platformCheck(operator.authenticate_url, operator.headers, operator.timeout);
   if (operator.session_tokens) return tokenCheck(operator.session_tokens, now);
@@ -68,19 +89,23 @@ function tokenCheck(tokens: NonNullable<Config['operator']['session_tokens']>, n
     jose,
     key: (jwksUrl ? jose.createRemoteJWKSet(jwksUrl) : new TextEncoder().encode(tokens.secret)) as Uint8Array | JWTVerifyGetKey,
   }));
+  const tolerance = Math.round(tokens.clock_skew / 1000);
   const options = {
     algorithms: tokens.secret ? ['HS256'] : ASYMMETRIC,
     issuer: tokens.issuer,
     audience: tokens.audience,
-    clockTolerance: Math.round(tokens.clock_skew / 1000),
+    clockTolerance: tolerance,
     // A token that never expires would be a session that never ends.
     requiredClaims: ['exp'],
   };
   return async (sid) => {
     const { jose, key } = await loaded;
-    const at = { ...options, currentDate: new Date(now()) };
+    const nowMs = now();
+    const at = { ...options, currentDate: new Date(nowMs) };
     try {
       const { payload } = typeof key === 'function' ? await jose.jwtVerify(sid, key, at) : await jose.jwtVerify(sid, key, at);
+      const refused = refuseTimeClaims(payload, Math.floor(nowMs / 1000), tolerance);
+      if (refused) return { ok: false, code: 401, error: `sid: not a valid session (${refused})` };
       const userId = userIdOf(payload[tokens.user_claim]);
       if (userId === undefined) return { ok: false, code: 401, error: `sid: the token has no user id in ${tokens.user_claim}` };
       return { ok: true, userId };

@@ -3,6 +3,7 @@
  * HS256 secret, and by a JWKS served from a local HTTP server; every answer in the CRM's shapes, nothing cached.
  * Players' refused sessions never lock the CRM out; a flood of them is bounded on /authenticate alone.
  */
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -81,9 +82,25 @@ describe('POST /authenticate checked locally as a signed session token', () => {
   const hsToken = (claims: Record<string, unknown>, exp = now() + 60, issuer = 'https://casino.example') =>
     new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuer(issuer).setAudience('crm').setExpirationTime(exp).sign(new TextEncoder().encode(SECRET));
 
+  const signedByHand = (claims: string) => {
+    const part = (text: string) => Buffer.from(text).toString('base64url');
+    const signed = `${part('{"alg":"HS256"}')}.${part(claims)}`;
+    return `${signed}.${createHmac('sha256', SECRET).update(signed).digest('base64url')}`;
+  };
+
   it('answers the sub of a valid HS256 token', async () => {
     const res = await hs.post('/authenticate', { sid: await hsToken({ sub: 'player-9' }) });
     expect([res.status, res.json]).toEqual([200, { user_id: 'player-9' }]);
+  });
+
+  it('takes a token issued within the clock skew ahead, and refuses one issued past it naming iat', async () => {
+    const within = await hs.post('/authenticate', { sid: await hsToken({ sub: 'player-9', iat: now() + 3 }) });
+    expect([within.status, within.json]).toEqual([200, { user_id: 'player-9' }]);
+    const ahead = await hs.post('/authenticate', { sid: await hsToken({ sub: 'player-9', iat: now() + 3_600 }) });
+    expect([ahead.status, errorBody.parse(ahead.json).code]).toEqual([401, 401]);
+    expect(ahead.json.error).toMatch(/iat is later than now/);
+    const byHand = await hs.post('/authenticate', { sid: signedByHand(`{"sub":"p","iss":"https://casino.example","aud":"crm","exp":${now() + 60}}`) });
+    expect([byHand.status, byHand.json]).toEqual([200, { user_id: 'p' }]);
   });
 
   it.each([
@@ -109,6 +126,9 @@ describe('POST /authenticate checked locally as a signed session token', () => {
           .sign(new TextEncoder().encode(SECRET)),
     ],
     ['not a token at all', async () => 'sess-plain'],
+    ['a token issued a year ahead', async () => hsToken({ sub: 'p', iat: now() + 365 * 86_400 }, now() + 400 * 86_400)],
+    // SignJWT refuses to write a non-finite time, so the claims are written and signed by hand.
+    ['a token whose exp is 1e400 (Infinity once parsed)', async () => signedByHand('{"sub":"p","iss":"https://casino.example","aud":"crm","exp":1e400}')],
   ])('answers 401 for %s', async (_label, make) => {
     const res = await hs.post('/authenticate', { sid: await make() });
     expect([res.status, errorBody.parse(res.json).code]).toEqual([401, 401]);
