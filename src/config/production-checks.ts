@@ -27,26 +27,45 @@ function credentialProblem(value: string): string | undefined {
   return undefined;
 }
 
-/** Loopback, private (RFC 1918, unique-local IPv6), link-local or an unqualified host name such as `localhost`. */
+/**
+ * A URL's host in one form: without brackets, in lower case, without the trailing dots of a fully qualified name
+ * (`localhost.` is `localhost`), and an IPv4-mapped IPv6 address as its IPv4 (the URL parser writes
+ * `[::ffff:127.0.0.1]` as `[::ffff:7f00:1]`). The URL parser has already written IPv4 shorthands out (`127.1`,
+ * `0x7f000001` and `2130706433` are `127.0.0.1`, `0` is `0.0.0.0`).
+ */
+function canonicalHost(hostname: string): string {
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.+$/, '');
+  const mapped = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/.exec(host);
+  if (!mapped) return host;
+  if (mapped[1]) return mapped[1];
+  const [high, low] = [Number.parseInt(mapped[2]!, 16), Number.parseInt(mapped[3]!, 16)];
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/** This machine: `localhost` and its subdomains (RFC 6761), 127.0.0.0/8, 0.0.0.0/8, `::1` and `::`, in any form of canonicalHost. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = canonicalHost(hostname);
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const kind = isIP(host);
+  if (kind === 4) return /^(127|0)\./.test(host);
+  return kind === 6 && (host === '::1' || host === '::');
+}
+
+/** Loopback (isLoopbackHost), private (RFC 1918, unique-local IPv6), link-local or an unqualified host name such as `gateway`. */
 export function isPrivateHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) return true;
+  if (isLoopbackHost(hostname)) return true;
+  const host = canonicalHost(hostname);
+  if (host.endsWith('.local') || host.endsWith('.internal')) return true;
   const kind = isIP(host);
   if (kind === 0) return !host.includes('.');
   if (kind === 4) {
     const [a, b] = host.split('.').map(Number) as [number, number];
-    return (
-      a === 127 ||
-      a === 10 ||
-      a === 0 ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 169 && b === 254) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
+    return a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
   }
-  if (host.startsWith('::ffff:')) return isPrivateHost(host.slice(7));
-  return host === '::1' || host === '::' || /^f[cd]/.test(host) || /^fe[89ab]/.test(host);
+  return /^f[cd]/.test(host) || /^fe[89ab]/.test(host);
 }
 
 /** Several instances can only share state through PostgreSQL. */
@@ -125,8 +144,7 @@ function inClearText(url: string | undefined): boolean {
   if (!url) return false;
   const parsed = new URL(url);
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'amqp:') return false;
-  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return !(host === 'localhost' || host === '::1' || /^127\./.test(host));
+  return !isLoopbackHost(parsed.hostname);
 }
 
 /** The `warn` findings: the CRM's keys and players' data in clear text, /metrics without a key, SMPP without TLS. */

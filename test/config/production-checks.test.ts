@@ -1,7 +1,7 @@
 /** What production refuses and development warns about: one finding per unsafe setting, naming its key. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { findUnsafeSettings, isPrivateHost } from '../../src/config/production-checks.js';
+import { findUnsafeSettings, isLoopbackHost, isPrivateHost } from '../../src/config/production-checks.js';
 
 type Doc = Record<string, unknown>;
 const SAFE_KEY = 'a-long-random-crm-key-0001';
@@ -48,6 +48,9 @@ describe('findUnsafeSettings', () => {
       ['providers.nexmo.signature_secret'],
     ],
     ['a loopback public_url with a real provider', { server: { public_url: 'http://127.0.0.1:8080' } }, ['server.public_url']],
+    ['localhost written as a fully qualified name with a real provider', { server: { public_url: 'https://localhost.' } }, ['server.public_url']],
+    ['an IPv6 loopback public_url with a real provider', { server: { public_url: 'https://[::1]:8443' } }, ['server.public_url']],
+    ['0.0.0.0 as public_url with a real provider', { server: { public_url: 'https://0.0.0.0' } }, ['server.public_url']],
     ['a private public_url with a real provider', { server: { public_url: 'http://10.1.2.3' } }, ['server.public_url']],
     ['no public_url at all with a real provider', { server: { public_url: undefined } }, ['server.public_url']],
   ])('finds %s', (_label, over, keys) => {
@@ -135,8 +138,40 @@ describe('isPrivateHost', () => {
     ['gateway', true],
     ['203.0.113.7', false],
     ['sms-gw.example.com', false],
+    ['sms-gw.example.com.', false],
     ['[2001:db8::1]', false],
   ])('%s → %s', (host, expected) => {
     expect(isPrivateHost(host)).toBe(expected);
+  });
+});
+
+describe('isLoopbackHost, on hosts as the URL parser writes them', () => {
+  it.each([
+    ['https://localhost', true],
+    ['https://localhost.', true],
+    ['https://LOCALHOST..', true],
+    ['https://api.localhost.', true],
+    ['https://127.0.0.1', true],
+    ['https://127.9.8.7', true],
+    ['https://127.1', true],
+    ['https://2130706433', true],
+    ['https://127.0.0.1.', true],
+    ['https://0.0.0.0', true],
+    ['https://0', true],
+    ['https://[::1]', true],
+    ['https://[0:0:0:0:0:0:0:1]', true],
+    ['https://[::]', true],
+    ['https://[::ffff:127.0.0.1]', true],
+    ['https://[::ffff:8.8.8.8]', false],
+    ['https://10.0.0.5', false],
+    ['https://localhost.example.com', false],
+    ['https://sms-gw.example.com.', false],
+  ])('%s → %s', (url, expected) => {
+    expect(isLoopbackHost(new URL(url).hostname)).toBe(expected);
+  });
+
+  it('reads an IPv4-mapped address as its IPv4 when deciding what is private', () => {
+    expect(isPrivateHost(new URL('https://[::ffff:10.1.2.3]').hostname)).toBe(true);
+    expect(isPrivateHost(new URL('https://[::ffff:8.8.8.8]').hostname)).toBe(false);
   });
 });
