@@ -11,9 +11,9 @@ import { getSmsCharCountInfo, isGsmChar } from '@trt2/gsm-charset-utils/lib/SmsU
 export type RequestedEncoding = 'auto' | 'gsm7' | 'ucs2';
 export type Encoding = 'gsm7' | 'ucs2';
 
-/** Parses the CRM's encoding field: undefined/'' → 'auto'; case-insensitive 'auto'|'gsm7'|'ucs2'|'usc2' (the spec's spelling, same as ucs2); anything else → null */
+/** Parses the CRM's encoding field: undefined → 'auto'; case-insensitive 'auto'|'gsm7'|'ucs2'|'usc2' (the spec's spelling, same as ucs2); anything else, '' included → null */
 export function parseRequestedEncoding(value: unknown): RequestedEncoding | null {
-  if (value === undefined || value === '') return 'auto';
+  if (value === undefined) return 'auto';
   if (typeof value !== 'string') return null;
   switch (value.toLowerCase()) {
     case 'auto':

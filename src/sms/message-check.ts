@@ -46,8 +46,8 @@ export function checkSmsMessage(input: unknown): CheckedMessage | undefined {
   if (typeof recipient !== 'string' || recipient.length < 1) return undefined;
   const rawSender = input.sender_name;
   let sender: string | null | undefined;
-  // Any string: whether an SMS can carry it is prepare.ts's decision (sms.refuse_unusable_sender).
-  if (typeof rawSender === 'string') sender = rawSender.trim();
+  // Any string, as sent: whether an SMS can carry it (spaces only cannot) is prepare.ts's decision (sms.refuse_unusable_sender).
+  if (typeof rawSender === 'string') sender = rawSender;
   else if (rawSender === undefined || rawSender === null) sender = rawSender;
   else return undefined;
   if (!isOptionalText(provider_name) || !isOptionalText(encoding)) return undefined;

@@ -48,10 +48,11 @@ export const activitySchema = z.looseObject({
 });
 
 /**
- * Any string: one no SMS can carry is not refused here but goes out under the next sender of the chain
- * (prepare.ts, sms.refuse_unusable_sender), because the CRM reads a 400 as final and would lose the message.
+ * Any string, kept as sent (prepare.ts trims it, and notes one of spaces only): one no SMS can carry is not refused
+ * here but goes out under the next sender of the chain (prepare.ts, sms.refuse_unusable_sender), because the CRM
+ * reads a 400 as final and would lose the message.
  */
-const senderName = z.string({ error: 'must be a string' }).trim();
+const senderName = z.string({ error: 'must be a string' });
 
 /** Alphanumeric sender IDs are limited to 11 characters by GSM; numeric senders are phone numbers. */
 export const USABLE_SENDER_RULE = 'must be a phone number (up to 15 digits) or at most 11 letters, digits, spaces or . & _ -';

@@ -50,15 +50,18 @@ export function decideSender(
   refuse: boolean,
 ): { ok: true; sender: string | null; note?: IntakeNote } | { ok: false; error: string } {
   const trimmed = name?.trim() ?? '';
-  if (isUsableSender(trimmed)) return { ok: true, sender: trimmed || null };
-  if (refuse) return { ok: false, error: `sender_name: ${USABLE_SENDER_RULE} (got ${shownValue(trimmed)})` };
+  // Absent or "" asks for no sender; spaces only ask for one that no SMS can carry, which is read otherwise and noted.
+  const blank = trimmed === '' && typeof name === 'string' && name !== '';
+  if (isUsableSender(trimmed) && !blank) return { ok: true, sender: trimmed || null };
+  const value = blank ? name : trimmed;
+  if (refuse) return { ok: false, error: `sender_name: ${USABLE_SENDER_RULE} (got ${shownValue(value)})` };
   return {
     ok: true,
     sender: null,
     note: {
       field: 'sender_name',
-      value: trimmed,
-      text: `sender_name ${shownValue(trimmed)} cannot be carried by SMS: sent under the next sender of the chain`,
+      value,
+      text: `sender_name ${shownValue(value)} ${blank ? 'is blank' : 'cannot be carried by SMS'}: sent under the next sender of the chain`,
     },
   };
 }
@@ -68,7 +71,8 @@ export function decideEncoding(
   value: string | null | undefined,
   refuse: boolean,
 ): { ok: true; requested: RequestedEncoding; note?: IntakeNote } | { ok: false; error: string } {
-  // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too.
+  // null is how many serialisers write an absent optional field; the schema accepts it, so it means auto too. "" is a
+  // value sent, none of the four: read as auto and noted like any other (parseRequestedEncoding).
   const requested = parseRequestedEncoding(value ?? undefined);
   if (requested) return { ok: true, requested };
   if (refuse) return { ok: false, error: `encoding: ${JSON.stringify(value)} is not one of auto, gsm7, usc2, ucs2` };

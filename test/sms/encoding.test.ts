@@ -100,7 +100,7 @@ describe('reference tables', () => {
 describe('parseRequestedEncoding', () => {
   it.each([
     ['missing', undefined, 'auto'],
-    ['empty string', '', 'auto'],
+    ['empty string, none of the four', '', null],
     ['auto', 'auto', 'auto'],
     ['upper case AUTO', 'AUTO', 'auto'],
     ['gsm7', 'gsm7', 'gsm7'],

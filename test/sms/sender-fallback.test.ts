@@ -20,6 +20,10 @@ describe('the decisions', () => {
     ['a phone number', '+447700900999', false, '+447700900999', false],
     ['empty', '', false, null, false],
     ['absent', undefined, false, null, false],
+    ['null', null, false, null, false],
+    ['padded with spaces', ' Casino ', false, 'Casino', false],
+    ['spaces only', '   ', false, null, true],
+    ['a tab and a line break only', '\t\n', false, null, true],
     ['12 characters', 'BrandName123', false, null, true],
     ['an accented letter', 'Café', false, null, true],
     ['a punctuation mark outside the set', 'Brand!', false, null, true],
@@ -40,7 +44,9 @@ describe('the decisions', () => {
     ['utf8', false, 'auto', true],
     ['USC2', false, 'ucs2', false],
     [null, false, 'auto', false],
-    ['', false, 'auto', false],
+    [undefined, false, 'auto', false],
+    ['', false, 'auto', true],
+    ['   ', false, 'auto', true],
   ] as const)('encoding %s', (value, refuse, requested, noted) => {
     const decided = decideEncoding(value, refuse);
     expect(decided).toMatchObject({ ok: true, requested });
@@ -49,6 +55,16 @@ describe('the decisions', () => {
 
   it('refuses an unknown encoding when asked to', () => {
     expect(decideEncoding('utf8', true)).toEqual({ ok: false, error: 'encoding: "utf8" is not one of auto, gsm7, usc2, ucs2' });
+    expect(decideEncoding('', true)).toEqual({ ok: false, error: 'encoding: "" is not one of auto, gsm7, usc2, ucs2' });
+  });
+
+  it('notes a blank sender_name as sent, and refuses it when asked to', () => {
+    expect(decideSender('   ', false)).toEqual({
+      ok: true,
+      sender: null,
+      note: { field: 'sender_name', value: '   ', text: 'sender_name "   " is blank: sent under the next sender of the chain' },
+    });
+    expect(decideSender('   ', true)).toEqual({ ok: false, error: expect.stringMatching(/^sender_name: .*\(got " {3}"\)$/) });
   });
 });
 
@@ -140,6 +156,27 @@ describe('through the gateway', () => {
     const story = await gw.get(`/admin/messages/${res.json.sms_id}`, admin);
     expect(story.json.message).toMatchObject({ encoding: 'gsm7', intake_note: 'encoding "utf8" is not one of auto, gsm7, usc2, ucs2: read as auto' });
     expect(await metric(gw, 'encoding')).toBe(1);
+  });
+
+  it('sends a blank sender_name under senders.default and an empty encoding as auto, each counted and noted', async () => {
+    const gw = await start({ default: 'Fallback', by_country: {} });
+    const blank = await send(gw, 'blank-1', { sender_name: '   ' });
+    expect(blank.status, JSON.stringify(blank.json)).toBe(200);
+    expect(fromOf(blank.json.sms_id)).toBe('Fallback');
+    expect((await gw.get(`/admin/messages/${blank.json.sms_id}`, admin)).json.message.intake_note).toBe(
+      'sender_name "   " is blank: sent under the next sender of the chain',
+    );
+    const empty = await send(gw, 'empty-enc-1', { encoding: '', content: 'Bonus ok' });
+    expect(empty.status, JSON.stringify(empty.json)).toBe(200);
+    expect((await gw.get(`/admin/messages/${empty.json.sms_id}`, admin)).json.message).toMatchObject({
+      encoding: 'gsm7',
+      intake_note: 'encoding "" is not one of auto, gsm7, usc2, ucs2: read as auto',
+    });
+    expect([await metric(gw, 'sender_name'), await metric(gw, 'encoding')]).toEqual([1, 1]);
+    // An absent sender_name asks for none: the chain gives one, with nothing counted.
+    const absent = await send(gw, 'absent-1', { sender_name: undefined });
+    expect(absent.status).toBe(200);
+    expect(await metric(gw, 'sender_name')).toBe(1);
   });
 
   it('with sms.refuse_unusable_sender and sms.refuse_unknown_encoding, refuses as before and sends nothing', async () => {
