@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import YAML from 'yaml';
+import YAML, { LineCounter } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 
@@ -241,13 +241,103 @@ export async function loadConfig(file: string, env: Env = process.env): Promise<
   } catch (error) {
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
   }
-  let document: unknown;
-  try {
-    document = YAML.parse(text, { prettyErrors: true });
-  } catch (error) {
-    throw new ConfigError(`${file} is not valid YAML: ${(error as Error).message}`);
+  return parseConfig(readYaml(text, file), env, file);
+}
+
+/**
+ * What each YAML problem is, in words that quote nothing of the file: the yaml library's own messages (and its pretty
+ * errors, which print the offending line under the message) may carry the text of a value, and a value on that line
+ * may be a secret (`api_key: "s3cr…` without its closing quote, an escape inside a key, a key starting with `*`).
+ */
+const YAML_PROBLEMS: ReadonlyMap<string, string> = new Map([
+  ['ALIAS_PROPS', 'an alias cannot carry a tag or an anchor'],
+  ['BAD_ALIAS', 'an alias (*name) names no anchor set before it'],
+  ['BAD_DIRECTIVE', 'a % directive is not one YAML knows'],
+  ['BAD_DQ_ESCAPE', 'a double-quoted value holds an unknown \\ escape (single quotes keep backslashes as written)'],
+  ['BAD_INDENT', 'the indentation is wrong, or a [ or { is not closed'],
+  ['BAD_PROP_ORDER', 'an anchor or a tag is in the wrong place'],
+  ['BAD_SCALAR_START', 'a value starts with a character YAML reserves (@ or `): quote it'],
+  ['BLOCK_AS_IMPLICIT_KEY', 'a value holds ": " or a list item is out of line: quote the value, or fix the indentation'],
+  ['BLOCK_IN_FLOW', 'a block value is inside [ ] or { }'],
+  ['DUPLICATE_KEY', 'a key is written twice in one mapping'],
+  ['IMPOSSIBLE', 'the YAML cannot be read'],
+  ['KEY_OVER_1024_CHARS', 'a key is longer than 1024 characters'],
+  ['MISSING_CHAR', 'a closing quote, bracket, comma or colon is missing'],
+  ['MULTILINE_IMPLICIT_KEY', 'a key runs over several lines (an unclosed quote or a wrong indentation above it?)'],
+  ['MULTIPLE_ANCHORS', 'a node has two anchors'],
+  ['MULTIPLE_DOCS', 'the file holds several YAML documents (---): write one'],
+  ['MULTIPLE_TAGS', 'a node has two tags'],
+  ['NON_STRING_KEY', 'a key is not text'],
+  ['RESOURCE_EXHAUSTION', 'aliases expand too far'],
+  ['TAB_AS_INDENT', 'a tab is used for indentation: use spaces'],
+  ['TAG_RESOLVE_FAILED', 'a value starts with ! and is read as an unknown tag: quote it'],
+  ['UNEXPECTED_TOKEN', 'something stands where YAML expects no more on the line, or a value that starts with a reserved character is unquoted'],
+  ['BAD_COLLECTION_TYPE', 'a tag does not fit its value'],
+]);
+
+/** The dotted key path of the mapping entries around `offset`, leaving out a key that does not end before it (it may be the value misread). */
+function keyPathAt(document: YAML.Document, offset: number): string {
+  const path: string[] = [];
+  let node: unknown = document.contents;
+  while (node) {
+    let inner: unknown;
+    if (YAML.isMap(node)) {
+      for (const pair of node.items) {
+        const key = pair.key;
+        if (!YAML.isScalar(key) || !key.range || key.range[1] > offset) continue;
+        const end = YAML.isNode(pair.value) && pair.value.range ? pair.value.range[2] : key.range[2];
+        if (offset < key.range[0] || offset > end) continue;
+        path.push(String(key.value).slice(0, 64));
+        inner = pair.value;
+        break;
+      }
+    } else if (YAML.isSeq(node)) {
+      const index = node.items.findIndex((item) => YAML.isNode(item) && item.range && offset >= item.range[0] && offset <= item.range[2]);
+      if (index >= 0) {
+        path.push(String(index));
+        inner = node.items[index];
+      }
+    }
+    node = inner;
   }
-  return parseConfig(document, env, file);
+  return path.join('.');
+}
+
+/**
+ * The YAML document of the config file, or a ConfigError naming the line, the column and the key path of the first
+ * problem and what kind of problem it is, never the text there (YAML_PROBLEMS). The library's warnings (a value read
+ * as an unknown `!tag`, which then silently becomes empty) are refused too.
+ */
+function readYaml(text: string, file: string): unknown {
+  const lineCounter = new LineCounter();
+  // logLevel 'error': the library prints its warnings itself otherwise, with the text they are about.
+  const document = YAML.parseDocument(text, { prettyErrors: false, lineCounter, logLevel: 'error' });
+  const problem = (code: string, offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    const path = keyPathAt(document, offset);
+    const where = `line ${line}, column ${col}${path ? ` (in ${path})` : ''}`;
+    return new ConfigError(
+      `${file} is not valid YAML at ${where}: ${YAML_PROBLEMS.get(code) ?? 'the YAML cannot be read'} [${code}]; the line is not shown, as it may hold a secret`,
+    );
+  };
+  const first = document.errors[0] ?? document.warnings[0];
+  if (first) throw problem(first.code, first.pos[0]);
+  let unresolved: YAML.Alias | undefined;
+  YAML.visit(document, {
+    Alias(_, alias) {
+      if (alias.resolve(document) !== undefined) return undefined;
+      unresolved = alias;
+      return YAML.visit.BREAK;
+    },
+  });
+  if (unresolved) throw problem('BAD_ALIAS', unresolved.range?.[0] ?? 0);
+  try {
+    return document.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // Aliases expanding past maxAliasCount (an alias bomb) is what is left to fail here; no message of it is printed.
+    const bomb = /^Excessive alias count/.test((error as Error).message);
+    throw new ConfigError(`${file} is not valid YAML: ${bomb ? YAML_PROBLEMS.get('RESOURCE_EXHAUSTION') : YAML_PROBLEMS.get('IMPOSSIBLE')}`);
+  }
 }
 
 function deepFreeze<T>(value: T): T {

@@ -274,6 +274,38 @@ describe('loadConfig', () => {
     await expect(loadConfig(write('broken.yaml', 'server:\n  port: [1, 2\n'), {})).rejects.toThrow(/broken\.yaml is not valid YAML/);
   });
 
+  const SECRET = 'Zq7-not-to-be-printed-9xK';
+  it.each([
+    ['a value holding ": "', `admin:\n  api_key: ${SECRET}: more\n`, /at line 2, column 12 \(in admin\.api_key\): a value holds ": "/],
+    [
+      'an unclosed quote',
+      `server:\n  port: 8080\nadmin:\n  api_key: "${SECRET}\nauth:\n  api_keys: [k]\n`,
+      /at line 7, column 1 \(in admin\.api_key\): a closing quote/,
+    ],
+    [
+      'a list item out of line',
+      `auth:\n  api_keys:\n    - k1\n   - ${SECRET}\n`,
+      /at line 4, column 1 \(in auth\.api_keys[.\d]*\): .*list item is out of line/,
+    ],
+    [
+      'an unknown escape in double quotes',
+      `crm:\n  webhook_api_key: "ab\\q${SECRET}"\n`,
+      /at line 2, column 23 \(in crm\.webhook_api_key\): .*unknown \\ escape/,
+    ],
+    ['a secret starting with *, read as an alias', `admin:\n  api_key: *${SECRET}\n`, /at line 2, column 12 \(in admin\.api_key\): an alias/],
+    ['a secret starting with !, read as a tag', `admin:\n  api_key: !${SECRET}\n`, /at line 2, column 12 \(in admin\.api_key\): .*unknown tag/],
+    ['a key written twice', `admin:\n  api_key: ${SECRET}\n  api_key: ${SECRET}\n`, /at line 3, column 3 \(in admin\): a key is written twice/],
+  ])('names the line, the column and the key path of %s, never the text there', async (_label, text, expected) => {
+    const error = await loadConfig(write('secret.yaml', text), {}).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error!.message).toMatch(/secret\.yaml is not valid YAML at line/);
+    expect(error!.message).toMatch(expected);
+    expect(error!.message).not.toContain(SECRET.slice(0, 6));
+  });
+
   it('substitutes from the environment it is given, not process.env', async () => {
     const file = write('env.yaml', 'server:\n  port: ${GW_TEST_PORT:-7000}\nauth:\n  api_keys: [k]\nproviders:\n  sandbox: { type: sandbox }\n');
     expect((await loadConfig(file, { GW_TEST_PORT: '7100' })).server.port).toBe(7100);
