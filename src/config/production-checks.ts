@@ -21,8 +21,22 @@ export const SHIPPED_DEVELOPMENT_VALUES: ReadonlySet<string> = new Set(['dev-crm
 export const MIN_CREDENTIAL_LENGTH = 16;
 export const MIN_OAUTH_CLIENT_SECRET_LENGTH = 32;
 
+/**
+ * A key with whitespace at either end, or a control or invisible format character inside: what a key file ending in a
+ * blank line or in spaces gives (the loader drops the one line break a file naturally ends with, src/config/load.ts).
+ * No client can send it: HTTP parsers drop the whitespace around a header value and refuse control characters in one,
+ * and nobody can see the character to type it.
+ */
+export function keyTextProblem(value: string): string | undefined {
+  if (/^\s|\s$/u.test(value)) return 'begins or ends with whitespace (a key file ending in a blank line or in spaces?): no client can send it';
+  if (/[\p{Cc}\p{Cf}]/u.test(value)) return 'holds a control or invisible character: no client can send it';
+  return undefined;
+}
+
 function credentialProblem(value: string): string | undefined {
   if (SHIPPED_DEVELOPMENT_VALUES.has(value)) return 'is a shipped development value';
+  const text = keyTextProblem(value);
+  if (text) return text;
   if (value.length < MIN_CREDENTIAL_LENGTH) return `is shorter than ${MIN_CREDENTIAL_LENGTH} characters`;
   return undefined;
 }
@@ -87,9 +101,18 @@ export function findUnsafeSettings(config: Readonly<Config>): Finding[] {
   if (config.crm.webhook_url) credential('crm.webhook_api_key', config.crm.webhook_api_key);
   credential('auth.basic.password', config.auth.basic?.password);
   const oauth = config.auth.oauth;
-  if (oauth && oauth.client_secret.length < MIN_OAUTH_CLIENT_SECRET_LENGTH) {
-    findings.push({ key: 'auth.oauth.client_secret', problem: `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters`, severity: 'refuse' });
-  }
+  const oauthSecretProblem =
+    oauth &&
+    (keyTextProblem(oauth.client_secret) ??
+      (oauth.client_secret.length < MIN_OAUTH_CLIENT_SECRET_LENGTH ? `is shorter than ${MIN_OAUTH_CLIENT_SECRET_LENGTH} characters` : undefined));
+  if (oauthSecretProblem) findings.push({ key: 'auth.oauth.client_secret', problem: oauthSecretProblem, severity: 'refuse' });
+  const keyText = (key: string, value: string | undefined) => {
+    const problem = value === undefined ? undefined : keyTextProblem(value);
+    if (problem) findings.push({ key, problem, severity: 'refuse' });
+  };
+  // Not sent by clients, but signing keys: one read with a stray line break fails every token the others signed.
+  keyText('auth.oauth.signing_secret', oauth?.signing_secret);
+  keyText('operator.session_tokens.secret', config.operator.session_tokens?.secret);
   if (oauth && !oauth.signing_secret && runsSeveralInstances(config)) {
     findings.push({
       key: 'auth.oauth.signing_secret',

@@ -271,6 +271,37 @@ describe('configuration errors exit 78', () => {
     });
     expect(set.code).toBe(0);
   });
+
+  it('in production, a key file ending in a blank line is refused naming the key; one ending in a line break is read', async () => {
+    const keyFile = join(dir, 'admin-key');
+    const file = join(dir, 'production-key-file.yaml');
+    writeFileSync(
+      file,
+      [
+        'server:',
+        '  environment: production',
+        '  host: 127.0.0.1',
+        'database:',
+        `  url: sqlite:${join(dir, 'production-key-file.db')}`,
+        'auth:',
+        '  api_keys: [a-long-random-crm-key-0001]',
+        'admin:',
+        `  api_key: \${file:${keyFile}}`,
+        'crm:',
+        '  webhook_url: https://crm.example.com',
+        '  webhook_api_key: a-long-random-webhook-key-01',
+        'providers:',
+        '  sandbox: { type: sandbox, receipt_secret: a-long-random-receipt-secret-01 }',
+      ].join('\n'),
+    );
+    writeFileSync(keyFile, 'a-long-random-admin-key-0001\n\n');
+    const refused = await run(['migrate', '--config', file]);
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toContain('admin.api_key begins or ends with whitespace (a key file ending in a blank line or in spaces?)');
+    expect(refused.stderr).not.toContain('a-long-random-admin-key-0001');
+    writeFileSync(keyFile, 'a-long-random-admin-key-0001\n');
+    expect((await run(['migrate', '--config', file])).code).toBe(0);
+  });
 });
 
 describe('the schema: jobs never migrate, serve and migrate run on a newer one', () => {

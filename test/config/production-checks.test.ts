@@ -1,7 +1,10 @@
 /** What production refuses and development warns about: one finding per unsafe setting, naming its key. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import { findUnsafeSettings, isLoopbackHost, isPrivateHost } from '../../src/config/production-checks.js';
+import { findUnsafeSettings, isLoopbackHost, isPrivateHost, keyTextProblem } from '../../src/config/production-checks.js';
 
 type Doc = Record<string, unknown>;
 const SAFE_KEY = 'a-long-random-crm-key-0001';
@@ -46,6 +49,20 @@ describe('findUnsafeSettings', () => {
       'a Vonage provider without signature_secret',
       { providers: { nexmo: { type: 'vonage', api_key: 'k', api_secret: 's' } } },
       ['providers.nexmo.signature_secret'],
+    ],
+    ['a CRM key ending in a line break', { auth: { api_keys: [`${SAFE_KEY}\n`] } }, ['auth.api_keys[0]']],
+    ['an SMS key starting with a space', { sms: { api_keys: [` ${SAFE_KEY}`] } }, ['sms.api_keys[0]']],
+    ['an admin key holding a zero-width space', { admin: { api_key: 'a-long-random\u200badmin-key-0001' } }, ['admin.api_key']],
+    ['a webhook key holding a tab', { crm: { webhook_api_key: 'a-long-random\twebhook-key-01' } }, ['crm.webhook_api_key']],
+    [
+      'an OAuth client secret ending in spaces',
+      { auth: { mode: 'oauth', oauth: { client_id: 'crm', client_secret: `${'x'.repeat(32)}  `, signing_secret: 'a-long-random-signing-secret' } } },
+      ['auth.oauth.client_secret'],
+    ],
+    [
+      'an OAuth signing secret ending in a line break',
+      { auth: { mode: 'oauth', oauth: { client_id: 'crm', client_secret: 'x'.repeat(32), signing_secret: 'a-long-random-signing-secret\r\n' } } },
+      ['auth.oauth.signing_secret'],
     ],
     ['a loopback public_url with a real provider', { server: { public_url: 'http://127.0.0.1:8080' } }, ['server.public_url']],
     ['localhost written as a fully qualified name with a real provider', { server: { public_url: 'https://localhost.' } }, ['server.public_url']],
@@ -122,6 +139,41 @@ describe('keys production needs written out (a misspelt variable must not fall b
       expect(finding!.problem).toMatch(problem);
     } else {
       expect(finding).toBeUndefined();
+    }
+  });
+});
+
+describe('keyTextProblem', () => {
+  it.each([
+    ['a key of letters, digits and punctuation', 'a-long_random.key+0001/=', undefined],
+    ['a key with a space inside', 'two words-0123456789', undefined],
+    ['a key ending in a line break', 'a-long-random-key\n', /whitespace/],
+    ['a key ending in a carriage return', 'a-long-random-key\r', /whitespace/],
+    ['a key ending in spaces', 'a-long-random-key  ', /whitespace/],
+    ['a key starting with a tab', '\ta-long-random-key', /whitespace/],
+    ['a key ending in a no-break space', 'a-long-random-key\u00a0', /whitespace/],
+    ['a key with a NUL inside', 'a-long\u0000random-key', /control or invisible/],
+    ['a key with a line break inside', 'a-long\nrandom-key', /control or invisible/],
+    ['a key with a byte order mark at its start', '\ufeffa-long-random-key', /./],
+    ['a key with a zero-width joiner inside', 'a-long\u200drandom-key', /control or invisible/],
+  ])('%s', (_label, key, problem) => {
+    if (problem === undefined) expect(keyTextProblem(key)).toBeUndefined();
+    else expect(keyTextProblem(key)).toMatch(problem);
+  });
+
+  it('reads a key file ending in one line break as the key, and one ending in a blank line as a key production refuses', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-key-file-'));
+    try {
+      const keyFile = join(dir, 'admin-key');
+      const withKeyFile = () => keysOf(safe({ admin: { api_key: `\${file:${keyFile}}` } }));
+      writeFileSync(keyFile, 'a-long-random-admin-key-0001\n');
+      expect(withKeyFile()).toEqual([]);
+      writeFileSync(keyFile, 'a-long-random-admin-key-0001\n\n');
+      expect(withKeyFile()).toEqual(['admin.api_key']);
+      writeFileSync(keyFile, 'a-long-random-admin-key-0001  \n');
+      expect(withKeyFile()).toEqual(['admin.api_key']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
