@@ -216,6 +216,31 @@ describe('a database that cannot be used names database.url', () => {
   });
 });
 
+/** A production config in `dir` that production accepts but for what the test writes in place of its values. */
+function productionConfig(name: string, values: { databaseUrl: string; webhookUrl: string; adminKey?: string }): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    [
+      'server:',
+      '  environment: production',
+      '  host: 127.0.0.1',
+      'database:',
+      `  url: ${values.databaseUrl}`,
+      'auth:',
+      '  api_keys: [a-long-random-crm-key-0001]',
+      'admin:',
+      `  api_key: ${values.adminKey ?? 'a-long-random-admin-key-0001'}`,
+      'crm:',
+      `  webhook_url: ${values.webhookUrl}`,
+      '  webhook_api_key: a-long-random-webhook-key-01',
+      'providers:',
+      '  sandbox: { type: sandbox, receipt_secret: a-long-random-receipt-secret-01 }',
+    ].join('\n'),
+  );
+  return file;
+}
+
 describe('configuration errors exit 78', () => {
   it('names every missing environment variable at once', async () => {
     const file = config('missing-vars', ['relay:\n  api_keys: ["${RELAY_KEY}"]'], '${CLI_TEST_DATABASE_URL}');
@@ -233,26 +258,10 @@ describe('configuration errors exit 78', () => {
   });
 
   it('in production, a misspelt DATABASE_URL or an unset CRM_WEBHOOK_URL falling back to a default is refused', async () => {
-    const file = join(dir, 'production-defaults.yaml');
-    writeFileSync(
-      file,
-      [
-        'server:',
-        '  environment: production',
-        '  host: 127.0.0.1',
-        'database:',
-        `  url: \${DATABASE_URL:-sqlite:${join(dir, 'production-defaults.db')}}`,
-        'auth:',
-        '  api_keys: [a-long-random-crm-key-0001]',
-        'admin:',
-        '  api_key: a-long-random-admin-key-0001',
-        'crm:',
-        '  webhook_url: ${CRM_WEBHOOK_URL:-http://127.0.0.1:9090}',
-        '  webhook_api_key: a-long-random-webhook-key-01',
-        'providers:',
-        '  sandbox: { type: sandbox, receipt_secret: a-long-random-receipt-secret-01 }',
-      ].join('\n'),
-    );
+    const file = productionConfig('production-defaults', {
+      databaseUrl: `\${DATABASE_URL:-sqlite:${join(dir, 'production-defaults.db')}}`,
+      webhookUrl: '${CRM_WEBHOOK_URL:-http://127.0.0.1:9090}',
+    });
     for (const command of ['serve', 'migrate', 'flush']) {
       const result = await run([command, '--config', file], { env: { DATABSE_URL: 'postgres://typo.example/gw' } });
       expect(result.code).toBe(78);
@@ -274,26 +283,11 @@ describe('configuration errors exit 78', () => {
 
   it('in production, a key file ending in a blank line is refused naming the key; one ending in a line break is read', async () => {
     const keyFile = join(dir, 'admin-key');
-    const file = join(dir, 'production-key-file.yaml');
-    writeFileSync(
-      file,
-      [
-        'server:',
-        '  environment: production',
-        '  host: 127.0.0.1',
-        'database:',
-        `  url: sqlite:${join(dir, 'production-key-file.db')}`,
-        'auth:',
-        '  api_keys: [a-long-random-crm-key-0001]',
-        'admin:',
-        `  api_key: \${file:${keyFile}}`,
-        'crm:',
-        '  webhook_url: https://crm.example.com',
-        '  webhook_api_key: a-long-random-webhook-key-01',
-        'providers:',
-        '  sandbox: { type: sandbox, receipt_secret: a-long-random-receipt-secret-01 }',
-      ].join('\n'),
-    );
+    const file = productionConfig('production-key-file', {
+      databaseUrl: `sqlite:${join(dir, 'production-key-file.db')}`,
+      webhookUrl: 'https://crm.example.com',
+      adminKey: `\${file:${keyFile}}`,
+    });
     writeFileSync(keyFile, 'a-long-random-admin-key-0001\n\n');
     const refused = await run(['migrate', '--config', file]);
     expect(refused.code).toBe(78);
