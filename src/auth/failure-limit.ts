@@ -31,6 +31,11 @@ declare module 'hono' {
      * the refused credentials (`sms_gateway_http_auth_refusals_total`), so a guesser past its budget stays visible.
      */
     authFailureLimited: boolean;
+    /**
+     * Set by limitRefusedSessions on POST /authenticate's 401 for a player's session: the CRM's credential was
+     * accepted, so the request metrics do not count it among the refused credentials either.
+     */
+    sessionRefused: boolean;
   }
 }
 
@@ -152,6 +157,7 @@ export function limitRefusedSessions(limiter: FailureLimiter, now: () => number,
     await next();
     if (c.res.status !== 401) return;
     markNotAGuess(c);
+    c.set('sessionRefused', true);
     limiter.recordFailure(address, now());
   };
 }

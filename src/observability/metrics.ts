@@ -53,7 +53,11 @@ export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_m
 
 export interface HttpMetrics {
   /** `limited`: refused by the failed-authentication limiter (src/auth/failure-limit.ts) with a 429 or a 503. */
-  httpRequest(method: string, route: string, status: number, seconds: number, limited?: boolean): void;
+  /**
+   * `limited`: refused by the failed-authentication limiter; `sessionRefused`: a 401 about a player's session at
+   * POST /authenticate, not about the caller's credential (src/auth/failure-limit.ts), so not a refusal of credentials.
+   */
+  httpRequest(method: string, route: string, status: number, seconds: number, limited?: boolean, sessionRefused?: boolean): void;
 }
 
 /** Ledger reads behind the scrape-time gauges. */
@@ -302,9 +306,9 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
 
   return {
     registry,
-    httpRequest(method: string, route: string, status: number, seconds: number, limited = false) {
+    httpRequest(method: string, route: string, status: number, seconds: number, limited = false, sessionRefused = false) {
       httpRequests.inc({ method, route, status_class: statusClass(status) });
-      if (status === 401 || status === 403 || limited) authRefusals.inc({ route, status: String(status) });
+      if (((status === 401 || status === 403) && !sessionRefused) || limited) authRefusals.inc({ route, status: String(status) });
       httpDuration.observe({ method, route }, seconds);
     },
     sendCompleted(provider: string, outcome: SendOutcome, segments: number, seconds: number) {

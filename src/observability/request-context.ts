@@ -61,6 +61,7 @@ export function requestContext(metrics?: HttpMetrics): MiddlewareHandler {
     if (outgoing && typeof outgoing.setHeader === 'function') outgoing.setHeader('X-Request-Id', requestId);
     else c.header('X-Request-Id', requestId);
     await next();
-    metrics?.httpRequest(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000, c.get('authFailureLimited') === true);
+    const seconds = (performance.now() - started) / 1000;
+    metrics?.httpRequest(c.req.method, routeLabel(c), c.res.status, seconds, c.get('authFailureLimited') === true, c.get('sessionRefused') === true);
   };
 }

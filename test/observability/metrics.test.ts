@@ -171,6 +171,15 @@ describe('metrics.port, build_info and auth refusals', () => {
     expect(m.samples.filter((s) => s.name === 'sms_gateway_http_auth_refusals_total' && s.labels.status !== '401')).toEqual([]);
   });
 
+  it('does not count a player’s session refused by POST /authenticate among the refused credentials', async () => {
+    const gw = await gatewayWith({ operator: { session_tokens: { secret: 'a-session-secret-of-the-operator-0123456789' } } });
+    for (const sid of ['stale-1', 'stale-2']) expect((await gw.post('/authenticate', { sid })).status).toBe(401);
+    expect((await gw.post('/authenticate', { sid: 'stale-3' }, { 'x-api-key': 'wrong-key' })).status).toBe(401);
+    const m = await scrape(gw);
+    expect(valueOf(m, 'sms_gateway_http_auth_refusals_total', { route: '/authenticate', status: '401' })).toBe(1);
+    expect(valueOf(m, 'sms_gateway_http_requests_total', { method: 'POST', route: '/authenticate', status_class: '4xx' })).toBe(3);
+  });
+
   it('counts the failed-authentication limiter’s refusals beside the 401s that led to them', async () => {
     // Scraped on its own listener: the API port refuses this address's /metrics too once it is past its budget.
     const gw = await gatewayWith({ auth: { failure_budget: 2, failure_window: '1m' }, metrics: { port: 0, public: true } });
