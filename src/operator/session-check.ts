@@ -23,7 +23,6 @@ export function userIdOf(value: unknown): string | undefined {
   return undefined;
 }
 
-/** `now`: the gateway's clock in milliseconds, against which a session token's times are read. */
 /** 9999-12-31T23:59:59Z: a NumericDate past it is no time a session can have (nor a date `Date` writes in four digits). */
 const LATEST_NUMERIC_DATE = 253_402_300_799;
 const TIME_CLAIMS = ['exp', 'nbf', 'iat'] as const;
@@ -45,6 +44,7 @@ export function refuseTimeClaims(payload: Readonly<Record<string, unknown>>, now
   return undefined;
 }
 
+/** `now`: the gateway's clock in milliseconds, against which a session token's times are read. */
 export function createSessionCheck(operator: Config['operator'], now: () => number): SessionCheck {
   if (operator.authenticate_url) return platformCheck(operator.authenticate_url, operator.headers, operator.timeout);
   if (operator.session_tokens) return tokenCheck(operator.session_tokens, now);
