@@ -245,9 +245,22 @@ export async function loadConfig(file: string, env: Env = process.env): Promise<
   try {
     document = YAML.parse(text, { prettyErrors: true });
   } catch (error) {
-    throw new ConfigError(`${file} is not valid YAML: ${(error as Error).message}`);
+    throw new ConfigError(`${file} is not valid YAML: ${(error as Error).message}${unquotedFlowReference(text, error)}`);
   }
   return parseConfig(document, env, file);
+}
+
+/**
+ * In a flow list or map (`[…]`, `{…}`) YAML reads a `{` as the start of a nested map, so `[${KEY}]` cannot parse
+ * (a plain scalar there may not hold a flow indicator, YAML 1.2 §7.3.3). The reference itself is not read before
+ * the YAML (what it expands to must never be parsed as YAML), so the error says how to write it instead.
+ */
+function unquotedFlowReference(text: string, error: unknown): string {
+  const line = (error as { linePos?: Array<{ line: number }> }).linePos?.[0]?.line;
+  const source = line === undefined ? undefined : text.split('\n')[line - 1];
+  const reference = source && /[[{,][^"']*?(\$\{[^}]*\})/.exec(source);
+  if (!reference) return '';
+  return `\n(a \${…} reference inside [ ] or { } must be quoted there: "${reference[1]}")`;
 }
 
 function deepFreeze<T>(value: T): T {
