@@ -147,7 +147,7 @@ function coerceAt(tree: unknown, path: Path, issue: z.core.$ZodIssue): boolean {
  * Keys an earlier version took, with what to do instead: an old config naming one stops the start with this, not
  * with a bare "unknown key".
  */
-const REMOVED_KEYS: Readonly<Record<string, string>> = {
+export const REMOVED_KEYS: Readonly<Record<string, string>> = {
   'server.workers':
     'server.workers: removed (two processes on one port were slower than one, docs/deployment.md "Scaling"): run one gateway process per instance and scale with replicas; delete the key',
 };

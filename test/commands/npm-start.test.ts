@@ -2,7 +2,7 @@
  * The README's quick start as an operator runs it: `npm start` (the exact script of package.json, with the shipped
  * config.yaml) on a PORT other than 8080 and no PUBLIC_URL, the README's curl request, and the conversion that the
  * sandbox's receipt causes, posted to a CRM webhook; then SIGTERM to the PID of `npm start`, as a supervisor or a
- * shell's `kill` sends it, after which no process of its group may be left (issue 44: `serve` outlived npm).
+ * shell's `kill` sends it, after which no process of its group may be left (`serve` used to outlive npm).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

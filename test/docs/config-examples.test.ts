@@ -1,5 +1,5 @@
 /**
- * Every configuration the docs show starts (issue 44): each ```yaml block of README.md and docs/*.md, and every
+ * Every configuration the docs show starts: each ```yaml block of README.md and docs/*.md, and every
  * commented example of config.yaml, read from where it is written, never copied here. A block is loaded with its
  * `${VAR}` references set to plausible values and started (a real listener on an ephemeral port, a real ledger);
  * one that says `environment: production` must pass production's checks, on PostgreSQL where it names a
