@@ -95,6 +95,15 @@ describe('one-action rule on one instance', () => {
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
   });
 
+  it('looks a user_id over 255 characters up like any other: no such user, 400 with code 404, nothing stored (docs/public-doors.md)', async () => {
+    const long = 'u'.repeat(300);
+    const answer = await gw.post('/bonus/credit', { user_id: long, bonus_code: 'FS50' }, crmHeaders(41, 42, 'long'));
+    expect([answer.status, answer.json.code]).toEqual([400, 404]);
+    expect(await creditsOf(gw, long)).toEqual([]);
+    const code = await gw.post('/bonus/credit', { user_id: 'p-1', bonus_code: 'B'.repeat(300) }, crmHeaders(43, 44, 'long'));
+    expect([code.status, code.json.code]).toEqual([400, 400]);
+  });
+
   it.each([
     ['X-Crm-Activity-Id', 'X-Crm-Activityid'],
     ['X-Crm-Action-Id', 'X-Crm-Actionid'],
