@@ -127,7 +127,6 @@ const outbox = outboxStatements({
   table: 'crm_events',
   columns: { attempts: 'attempts', nextAttemptAt: 'next_attempt_at', claimedUntil: 'claimed_until', claimToken: 'claim_token', error: 'last_error' },
   sent: (now, status) => ({ sent_at: now, http_status: status }),
-  sentCountsAttempt: true,
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and sent_at is null',
   failed: (status) => ({ http_status: status }),
