@@ -18,6 +18,7 @@ import { findUnsafeSettings } from '../../src/config/production-checks.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway } from '../../src/gateway.js';
 import { dropPostgresDatabase, postgresDatabaseUrl, testDatabaseUrl } from '../helpers/database.js';
+import { mergeConfigDocument } from '../helpers/gateway.js';
 import { codeBlocks, markdownFiles, readRepoFile } from '../helpers/markdown.js';
 
 /** A value for each variable the examples reference without a default, shaped as the real one is. */
@@ -67,11 +68,6 @@ function environmentFor(text: string, databaseUrl: string): Record<string, strin
 
 type Doc = Record<string, unknown>;
 const isMap = (v: unknown): v is Doc => v !== null && typeof v === 'object' && !Array.isArray(v);
-function merge(base: Doc, over: Doc): Doc {
-  const out: Doc = { ...base };
-  for (const [k, v] of Object.entries(over)) out[k] = isMap(v) && isMap(base[k]) ? merge(base[k], v) : v;
-  return out;
-}
 
 interface CommentedExample {
   line: number;
@@ -170,7 +166,7 @@ describe.each(fragments.map((b) => [`${b.file}:${b.line}`, b] as const))('the fr
   it('merged into the shipped config.yaml, loads with its variables set and starts', async () => {
     const fragment = YAML.parse(block.text) as unknown;
     expect(isMap(fragment), `${where} is a YAML mapping`).toBe(true);
-    const document = merge(YAML.parse(SHIPPED) as Doc, fragment as Doc);
+    const document = mergeConfigDocument(YAML.parse(SHIPPED) as Doc, fragment as Doc);
     const config = parseConfig(document, environmentFor(`${SHIPPED}\n${block.text}`, testDatabaseUrl(mkdtempSync(join(dir, 'fragment-')))), where);
     await startsAndAnswers(config);
   });
