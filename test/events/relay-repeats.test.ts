@@ -5,26 +5,21 @@
  * swallowed (docs/relay.md, "One bonus event per status change").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeIntegrationApi } from '../fakes/crm-integration.js';
-import { bonusEvent, RELAY_KEY, relay } from '../helpers/events.js';
-import { startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import type { FakeIntegrationApi } from '../fakes/crm-integration.js';
+import { bonusEvent, relay, startRelayToFakeCrm, type RelayToFakeCrm } from '../helpers/events.js';
+import { waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const BONUS = '/v1/integration/bonus';
-const crm = new FakeIntegrationApi();
+let relayed: RelayToFakeCrm;
 let gw: TestGateway;
+let crm: FakeIntegrationApi;
 
 beforeAll(async () => {
-  await crm.start();
-  gw = await startTestGateway({
-    relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
-    crm: { integration: { url: crm.url } },
-  });
+  relayed = await startRelayToFakeCrm();
+  ({ gw, crm } = relayed);
 });
 
-afterAll(async () => {
-  await gw.close();
-  await crm.stop();
-});
+afterAll(() => relayed.close());
 
 /** Every event the CRM took for a user_bonus_id, as [user_id, status, amount]. */
 const atCrm = (userBonusId: string) =>
