@@ -470,6 +470,7 @@ export const migrations: Record<string, Migration> = {
       // first's and never sent. Each stored key gets its row's player, ["bonus", user_id, user_bonus_id, status]; the
       // old keys were unique without the player, so the new ones are too. Read in key order through the unique
       // index, which holds only keyed rows worth reading; a key rewritten here has four entries and is passed by.
+      // Written by JSON.stringify, as the relay writes them, a thousand rows per statement.
       await db.schema.alterTable('crm_events').addColumn('body_fingerprint', 'text').execute();
       let after = '';
       for (;;) {
@@ -480,12 +481,25 @@ export const migrations: Record<string, Migration> = {
           .orderBy('dedup_key')
           .limit(1_000)
           .execute();
-        for (const row of rows) {
+        const changes = rows.flatMap((row) => {
           const old = JSON.parse(row.dedup_key) as unknown[];
-          if (old.length !== 3 || old[0] !== 'bonus') continue;
-          const key = JSON.stringify(['bonus', row.user_id, old[1], old[2]]);
-          await db.updateTable('crm_events').set({ dedup_key: key }).where('id', '=', row.id).execute();
-        }
+          return old.length === 3 && old[0] === 'bonus' ? [{ id: row.id, key: JSON.stringify(['bonus', row.user_id, old[1], old[2]]) }] : [];
+        });
+        if (changes.length > 0)
+          await db
+            .updateTable('crm_events')
+            .set({
+              dedup_key: sql`case id ${sql.join(
+                changes.map((c) => sql`when ${c.id} then ${c.key}`),
+                sql` `,
+              )} end`,
+            })
+            .where(
+              'id',
+              'in',
+              changes.map((c) => c.id),
+            )
+            .execute();
         if (rows.length < 1_000) break;
         after = rows[rows.length - 1]!.dedup_key;
       }
