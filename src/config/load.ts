@@ -147,7 +147,7 @@ function coerceAt(tree: unknown, path: Path, issue: z.core.$ZodIssue): boolean {
  * Keys an earlier version took, with what to do instead: an old config naming one stops the start with this, not
  * with a bare "unknown key".
  */
-const REMOVED_KEYS: Readonly<Record<string, string>> = {
+export const REMOVED_KEYS: Readonly<Record<string, string>> = {
   'server.workers':
     'server.workers: removed (two processes on one port were slower than one, docs/deployment.md "Scaling"): run one gateway process per instance and scale with replicas; delete the key',
 };
@@ -317,7 +317,7 @@ function readYaml(text: string, file: string): unknown {
     const path = keyPathAt(document, offset);
     const where = `line ${line}, column ${col}${path ? ` (in ${path})` : ''}`;
     return new ConfigError(
-      `${file} is not valid YAML at ${where}: ${YAML_PROBLEMS.get(code) ?? 'the YAML cannot be read'} [${code}]; the line is not shown, as it may hold a secret`,
+      `${file} is not valid YAML at ${where}: ${YAML_PROBLEMS.get(code) ?? 'the YAML cannot be read'} [${code}]; the line is not shown, as it may hold a secret${unquotedFlowReference(text, line)}`,
     );
   };
   const first = document.errors[0] ?? document.warnings[0];
@@ -338,6 +338,19 @@ function readYaml(text: string, file: string): unknown {
     const bomb = /^Excessive alias count/.test((error as Error).message);
     throw new ConfigError(`${file} is not valid YAML: ${bomb ? YAML_PROBLEMS.get('RESOURCE_EXHAUSTION') : YAML_PROBLEMS.get('IMPOSSIBLE')}`);
   }
+}
+
+/**
+ * In a flow list or map (`[…]`, `{…}`) YAML reads a `{` as the start of a nested map, so `[${KEY}]` cannot parse
+ * (a plain scalar there may not hold a flow indicator, YAML 1.2 §7.3.3). The reference itself is not read before
+ * the YAML (what it expands to must never be parsed as YAML), so the error says how to write it instead. Only the
+ * reference is shown (a variable's name or a file's path), never the rest of the line.
+ */
+function unquotedFlowReference(text: string, line: number): string {
+  const source = text.split('\n')[line - 1];
+  const reference = source && /[[{,][^"']*?(\$\{[^}]*\})/.exec(source);
+  if (!reference) return '';
+  return `\n(a \${…} reference inside [ ] or { } must be quoted there: "${reference[1]}")`;
 }
 
 function deepFreeze<T>(value: T): T {
