@@ -4,6 +4,7 @@
  */
 import type { CreditRow } from '../ledger/credits.js';
 import { crmReferencesObject } from '../crm/references.js';
+import { hasMember, withMember } from '../http/exact-json.js';
 
 /** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
 export function bonusOnceKey(userBonusId: string, status: string): string | null {
@@ -24,16 +25,16 @@ export function referencesOfCredit(credit: CreditRow): Record<string, string | n
 }
 
 /**
- * The body sent to the CRM: the received one without our `credit_id`, plus `crm_references` from the matched credit.
- * References the platform sent itself are kept; a credit without any X-Crm-* header (not triggered by the CRM) adds
- * none, and neither does no credit.
+ * The body sent to the CRM: the received text without our `credit_id`, plus `crm_references` from the matched
+ * credit, every other byte as received (a 64-bit id keeps every digit; src/http/exact-json.ts edits the members
+ * only). References the platform sent itself are kept; a credit without any X-Crm-* header (not triggered by the
+ * CRM) adds none, and neither does no credit.
  */
-export function bonusBodyForCrm(received: Record<string, unknown>, credit: CreditRow | undefined): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(received)) if (key !== 'credit_id') body[key] = value;
-  if (credit && !Object.hasOwn(received, 'crm_references')) {
+export function bonusBodyForCrm(received: string, credit: CreditRow | undefined): string {
+  let body = withMember(received, 'credit_id', undefined);
+  if (credit && !hasMember(received, 'crm_references')) {
     const refs = referencesOfCredit(credit);
-    if (Object.keys(refs).length > 0) body.crm_references = refs;
+    if (Object.keys(refs).length > 0) body = withMember(body, 'crm_references', refs);
   }
   return body;
 }

@@ -153,15 +153,27 @@ describe('bonusBodyForCrm', () => {
   it.each([
     [
       'adds the credit’s references, integers as numbers, and drops credit_id',
-      { a: 1, credit_id: '3' },
+      '{"a":1,"credit_id":"3"}',
       credit,
-      { a: 1, crm_references: { id: 'g-1', action_id: 5, activity_id: 7, trigger_hash: 'abc', player_origin_id: 'x9' } },
+      '{"a":1,"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
     ],
-    ['keeps references the platform sent itself', { a: 1, crm_references: { id: 'mine' } }, credit, { a: 1, crm_references: { id: 'mine' } }],
-    ['adds nothing without a credit', { a: 1 }, undefined, { a: 1 }],
-    ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', { a: 1 }, bare, { a: 1 }],
+    [
+      'drops a credit_id given first (with the space before the next key), and keeps every other member as written: 64-bit ids, 1.0, exponents',
+      '{ "credit_id" : 3 ,\n "payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
+      bare,
+      '{"payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
+    ],
+    [
+      'adds references after the last member, leaving the rest as written',
+      '{"id": 9007199254740993 , "x":[1e400,-1e-400]}',
+      credit,
+      '{"id": 9007199254740993 , "x":[1e400,-1e-400],"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
+    ],
+    ['keeps references the platform sent itself', '{"a":1,"crm_references":{"id":"mine"}}', credit, '{"a":1,"crm_references":{"id":"mine"}}'],
+    ['adds nothing without a credit', '{"a":1}', undefined, '{"a":1}'],
+    ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', '{"a":1}', bare, '{"a":1}'],
   ])('%s', (_label, received, c, expected) => {
-    expect(bonusBodyForCrm(received, c)).toEqual(expected);
+    expect(bonusBodyForCrm(received, c)).toBe(expected);
   });
 });
 
