@@ -4,24 +4,30 @@
  */
 import type { CreditRow } from '../ledger/credits.js';
 import { crmReferencesObject } from '../crm/references.js';
-import { hasMember, withMember } from '../http/exact-json.js';
+import { hasMember, RawJson, withMember } from '../http/exact-json.js';
 
 /** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
 export function bonusOnceKey(userBonusId: string, status: string): string | null {
   return status === 'Ongoing' ? null : JSON.stringify(['bonus', userBonusId, status]);
 }
 
-/** A credit's stored X-Crm-* values as the CRM's example types them (id and trigger_hash strings, other ids integers). */
-export function referencesOfCredit(credit: CreditRow): Record<string, string | number> {
-  return crmReferencesObject({
-    id: credit.crm_id,
-    action_id: credit.crm_action_id,
-    action_group_id: credit.crm_action_group_id,
-    action_communication_profile_id: credit.crm_action_communication_profile_id,
-    activity_id: credit.crm_activity_id,
-    trigger_hash: credit.crm_trigger_hash,
-    player_origin_id: credit.crm_player_origin_id,
-  });
+/**
+ * A credit's stored X-Crm-* values as the CRM's example types them (id and trigger_hash strings, other ids integers,
+ * of any size: one beyond 2^53 is written as its digits, never rounded).
+ */
+export function referencesOfCredit(credit: CreditRow): Record<string, string | number | RawJson> {
+  return crmReferencesObject(
+    {
+      id: credit.crm_id,
+      action_id: credit.crm_action_id,
+      action_group_id: credit.crm_action_group_id,
+      action_communication_profile_id: credit.crm_action_communication_profile_id,
+      activity_id: credit.crm_activity_id,
+      trigger_hash: credit.crm_trigger_hash,
+      player_origin_id: credit.crm_player_origin_id,
+    },
+    (digits) => new RawJson(digits),
+  );
 }
 
 /**

@@ -82,8 +82,17 @@ export function hasMember(text: string, key: string): boolean {
 
 /**
  * The JSON object text with one top-level member removed (value undefined) or set, every other byte as it was:
- * jsonc-parser's edit touches the member and its comma only, so no other number is re-read or re-written.
+ * jsonc-parser's edit touches the member, its comma and the spaces beside them only, so no other number is re-read
+ * or re-written. The new value is written by stringifyExact (its RawJson as their text): jsonc-parser writes a
+ * marker string, which is then replaced.
  */
 export function withMember(text: string, key: string, value: unknown): string {
-  return applyEdits(text, modify(text, [key], value, {}));
+  if (value === undefined) return applyEdits(text, modify(text, [key], undefined, {}));
+  const marker = JSON.stringify(`\u0000${randomBytes(8).toString('hex')}`);
+  const edits = modify(text, [key], JSON.parse(marker), {});
+  const written = stringifyExact(value);
+  return applyEdits(
+    text,
+    edits.map((edit) => ({ ...edit, content: edit.content.replace(marker, () => written) })),
+  );
 }

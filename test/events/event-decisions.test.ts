@@ -169,6 +169,12 @@ describe('bonusBodyForCrm', () => {
       credit,
       '{"id": 9007199254740993 , "x":[1e400,-1e-400],"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
     ],
+    [
+      'writes an X-Crm-* id beyond 2^53 as the integer it is, leading zeros dropped',
+      '{"a":1}',
+      { ...bare, crm_activity_id: '009007199254740993', crm_action_id: '-18446744073709551617' } as CreditRow,
+      '{"a":1,"crm_references": {"action_id":-18446744073709551617,"activity_id":9007199254740993}}',
+    ],
     ['keeps references the platform sent itself', '{"a":1,"crm_references":{"id":"mine"}}', credit, '{"a":1,"crm_references":{"id":"mine"}}'],
     ['adds nothing without a credit', '{"a":1}', undefined, '{"a":1}'],
     ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', '{"a":1}', bare, '{"a":1}'],
