@@ -29,7 +29,7 @@ export type CheckerNumber =
 
 const JSON_NUMBER = /^(-?)(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?)(\d+))?$/;
 const INT64_MAX = 2n ** 63n - 1n;
-/** Go's math/big SetString refuses a power of five beyond this (ratconv.go: "avoid excessively large exponents"). */
+/** Go's math/big Rat.SetString fails on a power of ten beyond this ("avoid excessively large exponents", its source says). */
 const EXPONENT_LIMIT = 1_000_000n;
 
 /** Reads a JSON number's text as the checker does; undefined when the text is no JSON number. Pure, linear. */
@@ -59,12 +59,7 @@ export function readCheckerNumber(text: string): CheckerNumber | undefined {
   };
 }
 
-/** A finite double as the text JavaScript writes for it (the shortest that reads back the same). */
-export function readDouble(value: number): CheckerNumber | undefined {
-  return Number.isFinite(value) ? readCheckerNumber(String(value)) : undefined;
-}
-
-type Readable = Extract<CheckerNumber, { readable: true }>;
+export type Readable = Extract<CheckerNumber, { readable: true }>;
 
 /** -1, 0 or 1 as a is below, equal to or above b, by exact value. */
 export function compareCheckerNumbers(a: Readable, b: Readable): -1 | 0 | 1 {
@@ -82,23 +77,32 @@ export function isCheckerInteger(n: CheckerNumber): boolean {
   return n.readable && (n.sign === 0 || n.point >= n.digits.length);
 }
 
-/** A value of a parsed body as the checker reads it: a double, or a number kept as its text; undefined for a non-number. */
-export function readNumberValue(value: unknown): CheckerNumber | undefined {
-  if (value instanceof RawJson) return readCheckerNumber(value.text);
-  return typeof value === 'number' ? readDouble(value) : undefined;
+/** Whether a value of a parsed body is a JSON number: a double, or a number kept as its text (src/kit/raw-json.ts). */
+export function isNumberValue(value: unknown): value is number | RawJson {
+  return typeof value === 'number' || (value instanceof RawJson && JSON_NUMBER.test(value.text));
 }
 
-/** Why the checker refuses `value` for `{"type": "number", "minimum": minimum}`, or undefined when it takes it. Pure. */
+/**
+ * Why the checker refuses `value` for `{"type": "number", "minimum": minimum}`, or undefined when it takes it. Pure.
+ * A double is compared as a double: doubles are ordered as the shortest texts JavaScript writes for them, and a body's
+ * number is a double only when it has 15 digits or fewer and no exponent (src/http/exact-json.ts, parseExact), so
+ * its double has its exact sign, order and integer-ness. A number kept as its text is read exactly.
+ */
 export function refuseNumber(value: unknown, minimum?: number): string | undefined {
-  const n = readNumberValue(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return 'must be a number';
+    return minimum !== undefined && value < minimum ? `must be ${minimum} or more` : undefined;
+  }
+  const n = value instanceof RawJson ? readCheckerNumber(value.text) : undefined;
   if (n === undefined) return 'must be a number';
   if (minimum === undefined) return undefined;
   if (!n.readable) return `cannot be compared with ${minimum} by the CRM's checker (an exponent, less the digits after the point, beyond ±1000000)`;
-  return compareCheckerNumbers(n, readDouble(minimum) as Readable) < 0 ? `must be ${minimum} or more` : undefined;
+  return compareCheckerNumbers(n, readCheckerNumber(String(minimum)) as Readable) < 0 ? `must be ${minimum} or more` : undefined;
 }
 
 /** Why the checker refuses `value` for `{"type": "integer"}`, or undefined. Pure. */
 export function refuseInteger(value: unknown): string | undefined {
-  const n = readNumberValue(value);
-  return n !== undefined && isCheckerInteger(n) ? undefined : 'must be an integer';
+  const integer =
+    typeof value === 'number' ? Number.isInteger(value) : value instanceof RawJson && isCheckerInteger(readCheckerNumber(value.text) ?? { readable: false });
+  return integer ? undefined : 'must be an integer';
 }

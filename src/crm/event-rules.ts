@@ -15,7 +15,7 @@
  */
 import { z } from 'zod';
 import { RawJson } from '../kit/raw-json.js';
-import { readNumberValue, refuseInteger, refuseNumber } from './checker-numbers.js';
+import { isNumberValue, refuseInteger, refuseNumber } from './checker-numbers.js';
 
 export type Rule =
   | { type: 'string'; minLength?: number; pattern?: string; format?: 'date-time' | 'unknown'; enum?: readonly string[] }
@@ -133,7 +133,7 @@ export function toZod(rule: Rule): z.ZodType {
     case 'string-or-number': {
       const { minimum } = rule;
       return z.union([z.string(), exactNumber(minimum)], {
-        error: (issue) => (readNumberValue(issue.input) ? refuseNumber(issue.input, minimum) : 'must be a string or a number'),
+        error: (issue) => (isNumberValue(issue.input) ? refuseNumber(issue.input, minimum) : 'must be a string or a number'),
       });
     }
     case 'object': {

@@ -4,7 +4,8 @@
  */
 import type { CreditRow } from '../ledger/credits.js';
 import { crmReferencesObject } from '../crm/references.js';
-import { hasMember, RawJson, withMember } from '../http/exact-json.js';
+import { RawJson } from '../http/exact-json.js';
+import { editTopLevelMembers } from '../http/json-member-edits.js';
 
 /** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
 export function bonusOnceKey(userBonusId: string, status: string): string | null {
@@ -32,15 +33,12 @@ export function referencesOfCredit(credit: CreditRow): Record<string, string | n
 
 /**
  * The body sent to the CRM: the received text without our `credit_id`, plus `crm_references` from the matched
- * credit, every other byte as received (a 64-bit id keeps every digit; src/http/exact-json.ts edits the members
- * only). References the platform sent itself are kept; a credit without any X-Crm-* header (not triggered by the
+ * credit, every other byte as received (a 64-bit id keeps every digit; src/http/json-member-edits.ts edits those
+ * members only). References the platform sent itself are kept; a credit without any X-Crm-* header (not triggered by the
  * CRM) adds none, and neither does no credit.
  */
 export function bonusBodyForCrm(received: string, credit: CreditRow | undefined): string {
-  let body = withMember(received, 'credit_id', undefined);
-  if (credit && !hasMember(received, 'crm_references')) {
-    const refs = referencesOfCredit(credit);
-    if (Object.keys(refs).length > 0) body = withMember(body, 'crm_references', refs);
-  }
-  return body;
+  const refs = credit ? referencesOfCredit(credit) : {};
+  const addIfAbsent = Object.keys(refs).length > 0 ? { key: 'crm_references', value: refs } : undefined;
+  return editTopLevelMembers(received, { remove: 'credit_id', addIfAbsent });
 }

@@ -8,8 +8,8 @@
  * those after a colon, comma or bracket (where JSON values start); it may also fire on text inside a string,
  * which only costs the exact parse. Nearly every body costs one regular-expression test and no second parse.
  */
-import { randomBytes } from 'node:crypto';
-import { applyEdits, findNodeAtLocation, format, modify, parseTree, type Node } from 'jsonc-parser';
+import { randomUUID } from 'node:crypto';
+import { applyEdits, findNodeAtLocation, format, parseTree, type Node } from 'jsonc-parser';
 import { RawJson } from '../kit/raw-json.js';
 
 const MAY_HOLD_INEXACT_NUMBER = /[:,[]\s*-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
@@ -52,10 +52,11 @@ export function indentJson(text: string): string {
 export function stringifyExact(value: unknown): string {
   const texts: string[] = [];
   // Each raw value is first written as a string holding a per-call random marker, which no string of the caller's
-  // can hold by chance, then that string (quotes included) is replaced by the value's text.
-  const marker = `\u0000${randomBytes(8).toString('hex')}:`;
-  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? `${marker}${texts.push(v.text) - 1}` : v));
-  if (texts.length === 0) return json;
+  // can hold by chance, then that string (quotes included) is replaced by the value's text. The marker is drawn at the
+  // first raw value (randomUUID, from Node's cached entropy): a value without one costs JSON.stringify alone.
+  let marker: string | undefined;
+  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? `${(marker ??= `\u0000${randomUUID()}:`)}${texts.push(v.text) - 1}` : v));
+  if (marker === undefined) return json;
   const opening = `"${JSON.stringify(marker).slice(1, -1)}`; // how each marker string starts once written
   const [head, ...rest] = json.split(opening);
   return head + rest.map((part) => part.replace(/^(\d+)"/, (_match, index: string) => texts[Number(index)]!)).join('');
@@ -71,28 +72,5 @@ export function parseExact(text: string): unknown {
   if (!MAY_HOLD_INEXACT_NUMBER.test(text)) return JSON.parse(text);
   return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) =>
     typeof value === 'number' && context?.source !== undefined && INEXACT_NUMBER.test(context.source) ? new RawJson(context.source) : value,
-  );
-}
-
-/** Whether the JSON object text has the top-level key. */
-export function hasMember(text: string, key: string): boolean {
-  const root = parseTree(text);
-  return root !== undefined && findNodeAtLocation(root, [key]) !== undefined;
-}
-
-/**
- * The JSON object text with one top-level member removed (value undefined) or set, every other byte as it was:
- * jsonc-parser's edit touches the member, its comma and the spaces beside them only, so no other number is re-read
- * or re-written. The new value is written by stringifyExact (its RawJson as their text): jsonc-parser writes a
- * marker string, which is then replaced.
- */
-export function withMember(text: string, key: string, value: unknown): string {
-  if (value === undefined) return applyEdits(text, modify(text, [key], undefined, {}));
-  const marker = JSON.stringify(`\u0000${randomBytes(8).toString('hex')}`);
-  const edits = modify(text, [key], JSON.parse(marker), {});
-  const written = stringifyExact(value);
-  return applyEdits(
-    text,
-    edits.map((edit) => ({ ...edit, content: edit.content.replace(marker, () => written) })),
   );
 }

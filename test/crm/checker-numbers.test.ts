@@ -61,7 +61,7 @@ describe('the checker’s `minimum: 0`, on the text', () => {
     [1e-300, undefined],
     [Number.POSITIVE_INFINITY, 'must be a number'],
     [Number.NaN, 'must be a number'],
-  ])('reads a double by the text JavaScript writes for it: %s', (value, error) => {
+  ])('compares a double as a double (its order is its shortest text’s): %s', (value, error) => {
     expect(refuseNumber(value, 0)).toBe(error);
   });
 });

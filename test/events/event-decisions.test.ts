@@ -158,10 +158,10 @@ describe('bonusBodyForCrm', () => {
       '{"a":1,"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
     ],
     [
-      'drops a credit_id given first (with the space before the next key), and keeps every other member as written: 64-bit ids, 1.0, exponents',
+      'drops a credit_id given first, with its comma and the spaces up to the next key, and keeps every other byte: 64-bit ids, 1.0, exponents',
       '{ "credit_id" : 3 ,\n "payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
       bare,
-      '{"payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
+      '{ "payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
     ],
     [
       'adds references after the last member, leaving the rest as written',

@@ -1,6 +1,6 @@
 /** exact-json: which bodies need the exact parse, and what it keeps. */
 import { describe, expect, it } from 'vitest';
-import { activitySources, hasMember, indentJson, parseExact, RawJson, stringifyExact, withMember } from '../../src/http/exact-json.js';
+import { activitySources, indentJson, parseExact, RawJson, stringifyExact } from '../../src/http/exact-json.js';
 
 describe('activitySources', () => {
   it.each([
@@ -61,27 +61,5 @@ describe('parseExact', () => {
   it('is JSON.parse for a body with no such number (no reviver runs)', () => {
     const text = '{"a":1.0,"b":-0,"c":123456789012345,"d":"1e400"}';
     expect(parseExact(text)).toEqual(JSON.parse(text));
-  });
-});
-
-describe('withMember and hasMember', () => {
-  const text = '{ "a" : 9007199254740993,\n  "b": [1e400, -1e-400, 1.0],"c":{"d":98765432109876543210} }';
-  it.each([
-    ['removes a member in the middle', 'b', undefined, '{ "a" : 9007199254740993,"c":{"d":98765432109876543210} }'],
-    ['removes the first, with the spaces before the next key', 'a', undefined, '{"b": [1e400, -1e-400, 1.0],"c":{"d":98765432109876543210} }'],
-    ['leaves a text without the key as it was', 'zz', undefined, text],
-    [
-      'adds a member after the last, its numbers written exactly',
-      'e',
-      { n: new RawJson('9007199254740993'), s: 'x' },
-      '{ "a" : 9007199254740993,\n  "b": [1e400, -1e-400, 1.0],"c":{"d":98765432109876543210},"e": {"n":9007199254740993,"s":"x"} }',
-    ],
-    ['replaces a member’s value alone', 'a', 7, '{ "a" : 7,\n  "b": [1e400, -1e-400, 1.0],"c":{"d":98765432109876543210} }'],
-  ])('%s', (_label, key, value, expected) => {
-    expect(withMember(text, key, value)).toBe(expected);
-  });
-
-  it('finds top-level keys only', () => {
-    expect([hasMember(text, 'c'), hasMember(text, 'd'), hasMember(text, 'zz')]).toEqual([true, false, false]);
   });
 });
