@@ -51,10 +51,13 @@ export function readCheckerNumber(text: string): CheckerNumber | undefined {
   const scale = exponent - BigInt(fraction.length);
   if (scale > EXPONENT_LIMIT || scale < -EXPONENT_LIMIT) return { readable: false };
   const significant = mantissa.slice(first);
+  // A loop, not /0+$/: that expression retries every zero of a run that does not end the text (quadratic).
+  let end = significant.length;
+  while (significant.charCodeAt(end - 1) === 0x30) end--;
   return {
     readable: true,
     sign: minus ? -1 : 1,
-    digits: significant.replace(/0+$/, ''),
+    digits: significant.slice(0, end),
     point: significant.length + Number(scale),
   };
 }

@@ -108,6 +108,13 @@ describe('readCheckerNumber', () => {
     expect(readCheckerNumber(text)).toBeUndefined();
   });
 
+  // No timing is asserted: a quadratic reading of this (a backtracking /0+$/ took 11 s on 60,000 zeros here, so
+  // about a minute on these) runs past the test timeout (vitest.config.ts), and a linear one takes about a millisecond.
+  it('reads a number with a run of 150,000 zeros inside it in linear time', () => {
+    expect(read(`1${'0'.repeat(150_000)}1e-150001`)).toMatchObject({ sign: 1, point: 1, digits: `1${'0'.repeat(150_000)}1` });
+    expect(refuseNumber(new RawJson(`-0.${'0'.repeat(150_000)}1`), 0)).toBe('must be 0 or more');
+  });
+
   it('reads a 60,000-digit number without building it', () => {
     const text = `-${'9'.repeat(30_000)}.${'0'.repeat(29_999)}1e-900000`;
     expect(read(text)).toMatchObject({ sign: -1, point: 30_000 - 900_000 });
