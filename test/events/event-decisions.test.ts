@@ -1,6 +1,7 @@
 /** The relay's decisions as pure functions, each a table: what counts as sent, retry timing, bonus keys, body guard. */
 import { describe, expect, it } from 'vitest';
 import { bonusBodyForCrm, bonusOnceKey } from '../../src/events/bonus-event.js';
+import { parseExact } from '../../src/http/exact-json.js';
 import { guardPayload } from '../../src/events/payload-guard.js';
 import { planRetry } from '../../src/outbox/decisions.js';
 import { decideFailure, isDelivered, parseRetryAfter } from '../../src/events/transport.js';
@@ -189,6 +190,12 @@ describe('guardPayload', () => {
     ['a flat object', { user_id: 'u' }, 16, true],
     ['an object exactly max_depth deep', nested(16), 16, true],
     ['an object one level deeper', nested(17), 16, false],
+    [
+      'a number kept as its text (RawJson) at the deepest level is a value, not a level',
+      parseExact(`${'{"a":'.repeat(15)}{"id":9007199254740993}${'}'.repeat(15)}`),
+      16,
+      true,
+    ],
     ['arrays count as levels', { a: [[[[]]]] }, 4, false],
     ['__proto__ as an own key (as JSON.parse makes it)', JSON.parse('{"__proto__":{"x":1}}'), 16, false],
     ['constructor deep inside', { a: [{ b: { constructor: 1 } }] }, 16, false],
