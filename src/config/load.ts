@@ -147,7 +147,7 @@ function coerceAt(tree: unknown, path: Path, issue: z.core.$ZodIssue): boolean {
  * Keys an earlier version took, with what to do instead: an old config naming one stops the start with this, not
  * with a bare "unknown key".
  */
-const REMOVED_KEYS: Readonly<Record<string, string>> = {
+export const REMOVED_KEYS: Readonly<Record<string, string>> = {
   'server.workers':
     'server.workers: removed (two processes on one port were slower than one, docs/deployment.md "Scaling"): run one gateway process per instance and scale with replicas; delete the key',
 };
@@ -245,9 +245,22 @@ export async function loadConfig(file: string, env: Env = process.env): Promise<
   try {
     document = YAML.parse(text, { prettyErrors: true });
   } catch (error) {
-    throw new ConfigError(`${file} is not valid YAML: ${(error as Error).message}`);
+    throw new ConfigError(`${file} is not valid YAML: ${(error as Error).message}${unquotedFlowReference(text, error)}`);
   }
   return parseConfig(document, env, file);
+}
+
+/**
+ * In a flow list or map (`[…]`, `{…}`) YAML reads a `{` as the start of a nested map, so `[${KEY}]` cannot parse
+ * (a plain scalar there may not hold a flow indicator, YAML 1.2 §7.3.3). The reference itself is not read before
+ * the YAML (what it expands to must never be parsed as YAML), so the error says how to write it instead.
+ */
+function unquotedFlowReference(text: string, error: unknown): string {
+  const line = (error as { linePos?: Array<{ line: number }> }).linePos?.[0]?.line;
+  const source = line === undefined ? undefined : text.split('\n')[line - 1];
+  const reference = source && /[[{,][^"']*?(\$\{[^}]*\})/.exec(source);
+  if (!reference) return '';
+  return `\n(a \${…} reference inside [ ] or { } must be quoted there: "${reference[1]}")`;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -39,7 +39,7 @@ const server = z
       .url()
       .optional()
       .describe(
-        'Base of the receipt URLs handed to providers (default `http://127.0.0.1:{port}`): it must be the address providers reach, since their signatures are checked against it.',
+        'Base of the receipt URLs handed to providers: it must be the address providers reach, since their signatures are checked against it. Unset: the address the gateway listens on, `http://{server.host}:{port}` with the port it got (127.0.0.1 for a host of 0.0.0.0 or ::), so a local sandbox follows PORT.',
       ),
     body_limit_bytes: z
       .number()

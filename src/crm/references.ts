@@ -16,6 +16,28 @@ export const CRM_HEADERS = {
 
 export type CrmReferences = { -readonly [K in keyof typeof CRM_HEADERS]: string | null };
 
+/** A header as the interface writes it (docs/crm-interface.md §C): `x-crm-activityid` → `X-Crm-Activityid`. */
+export const crmSpelling = (name: string) => name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
+
+/** Letters and digits only: `X-Crm-Activity-Id`, `x_crm_activityid` and `x-crm-activityid` all read `xcrmactivityid`. */
+const squeezed = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, '');
+const SQUEEZED = new Map(Object.values(CRM_HEADERS).map((name) => [squeezed(name), name]));
+const READ: ReadonlySet<string> = new Set(Object.values(CRM_HEADERS));
+
+/**
+ * Headers that are one of the CRM's X-Crm-* headers spelt another way (`X-Crm-Activity-Id`, `X_Crm_TriggerHash`), as
+ * a proxy or a hand-written test may rename them. Such a header is not read, so a credit carrying it would have no
+ * one-action key and a repeat would credit again: the route refuses it instead, naming the header the CRM sends.
+ */
+export function misspeltCrmHeaders(names: Iterable<string>): Array<{ given: string; expected: string }> {
+  const found: Array<{ given: string; expected: string }> = [];
+  for (const given of names) {
+    const expected = SQUEEZED.get(squeezed(given));
+    if (expected !== undefined && !READ.has(given.toLowerCase())) found.push({ given, expected: crmSpelling(expected) });
+  }
+  return found;
+}
+
 export function readCrmReferences(header: (name: string) => string | undefined): CrmReferences {
   const refs = {} as CrmReferences;
   for (const [key, name] of Object.entries(CRM_HEADERS) as Array<[keyof CrmReferences, string]>) {

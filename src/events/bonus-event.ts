@@ -1,15 +1,44 @@
 /**
  * The bonus event's two rules (docs/crm-interface.md, "Bonus event record"): exactly one event per status change
  * except Ongoing, and `crm_references` carried back from the credit the CRM asked for. Pure functions.
+ * A status change is a player's: the platform numbers `user_bonus_id` as it likes, so two players may share one.
  */
 import type { CreditRow } from '../ledger/credits.js';
 import { crmReferencesObject } from '../crm/references.js';
 import { RawJson } from '../http/exact-json.js';
 import { editTopLevelMembers } from '../http/json-member-edits.js';
 
-/** The once-only key of a bonus event, or null for Ongoing, which may be sent any number of times. */
-export function bonusOnceKey(userBonusId: string, status: string): string | null {
-  return status === 'Ongoing' ? null : JSON.stringify(['bonus', userBonusId, status]);
+/**
+ * The once-only key of a bonus event: the player (`user_id` as the outbox orders by it), `user_bonus_id` and
+ * `status`; null for Ongoing, which may be sent any number of times. Written as a JSON list, so no value can run
+ * into the next; migration 2026-11-28-40-bonus-once-per-player wrote the keys stored before in this form.
+ */
+export function bonusOnceKey(userId: string, userBonusId: string, status: string): string | null {
+  return status === 'Ongoing' ? null : JSON.stringify(['bonus', userId, userBonusId, status]);
+}
+
+/** The event that took a once-only key first: its id and its body's fingerprint (null if accepted before they were kept). */
+export interface FirstEvent {
+  eventId: string;
+  fingerprint: string | null;
+}
+
+export type BonusRepeatDecision = { action: 'replay'; eventId: string } | { action: 'conflict'; eventId: string; error: string };
+
+/**
+ * A bonus event whose key was taken (docs/relay.md): the same body again is a retry, answered with the first
+ * event_id and sent no more; another body is refused naming the first event, as an idempotency key reused with
+ * other parameters is, because the CRM takes one event per status change and dropping the second quietly would
+ * leave the platform believing it was sent. A first event whose body was not kept cannot be matched: refused too.
+ */
+export function decideBonusRepeat(first: FirstEvent, fingerprint: string, key: { userId: string; userBonusId: string; status: string }): BonusRepeatDecision {
+  if (first.fingerprint === fingerprint) return { action: 'replay', eventId: first.eventId };
+  const which = `user_id ${JSON.stringify(key.userId)}, user_bonus_id ${JSON.stringify(key.userBonusId)} and status ${JSON.stringify(key.status)}`;
+  const error =
+    first.fingerprint === null
+      ? `body: event ${first.eventId} was accepted first for ${which} before the relay kept bodies to compare, so this one cannot be told a repeat of it; it is not sent (one event per bonus status)`
+      : `body: differs from event ${first.eventId}, accepted first for ${which}; this one is not sent (one event per bonus status)`;
+  return { action: 'conflict', eventId: first.eventId, error };
 }
 
 /**

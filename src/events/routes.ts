@@ -24,6 +24,12 @@ interface BonusFields {
 
 const acceptedSchema = z.strictObject({ event_id: z.string().describe('The outbox id of the event (the first one’s, for a repeated bonus status)') });
 
+const conflictSchema = z.strictObject({
+  error: z.string().describe('Which event took the key first, naming user_id, user_bonus_id and status'),
+  code: z.literal(409),
+  event_id: z.string().describe('The event accepted first under this (user_id, user_bonus_id, status): the one sent'),
+});
+
 const relayRefusals: Record<number, ResponseDoc> = {
   400: {
     description: 'A field is missing or wrong (named in the error), the body is too large or too deep, or credit_id names no credit of the user',
@@ -34,6 +40,10 @@ const relayRefusals: Record<number, ResponseDoc> = {
   415: { description: 'Content-Type is not application/json', schema: errorAnswerSchema },
 };
 
+const bonusConflict: Record<number, ResponseDoc> = {
+  409: { description: 'Another body was accepted first for this (user_id, user_bonus_id, status): this one is not sent', schema: conflictSchema },
+};
+
 /** The documentation of a relay route: its defaults are the catalogue row's (the mounted method and path may be configured). */
 function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
   return {
@@ -42,7 +52,7 @@ function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
     description:
       'Validated against every rule of the CRM maker\'s schema of the kind, as the CRM\'s checker applies them (docs/events.md "Rules per kind"); other keys are passed through. Committed to the outbox before the answer, then delivered in order per user_id.' +
       (route.kind === 'bonus'
-        ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_bonus_id, status) other than Ongoing answers the first event_id with Idempotent-Replayed: true.'
+        ? ' credit_id (optional) names the credit whose crm_references to attach; without it the newest credit of the same user_id and bonus_code within relay.reference_window is used. A repeated (user_id, user_bonus_id, status) other than Ongoing with the same body (spacing and key order aside) answers the first event_id with Idempotent-Replayed: true; with another body it answers 409 naming the first event_id, and is not sent.'
         : ''),
     security: ['relayApiKey'],
     request: { schema: eventSchema(route.kind) },
@@ -54,7 +64,7 @@ function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
           ? {
               headers: {
                 'Idempotent-Replayed': {
-                  description: 'true when this (user_bonus_id, status) was accepted before; nothing more is sent',
+                  description: 'true when this body was accepted before for the same (user_id, user_bonus_id, status); nothing more is sent',
                   schema: z.literal('true'),
                 },
               },
@@ -62,6 +72,7 @@ function relayDoc(route: EventRoute, row: CatalogueRow): RouteDoc {
           : {}),
       },
       ...relayRefusals,
+      ...(route.kind === 'bonus' ? bonusConflict : {}),
     },
   };
 }
@@ -124,11 +135,13 @@ export function relayRoutes(deps: RelayRouteDeps) {
                     bonusCode: bonus_code,
                     userBonusId: user_bonus_id,
                     status,
+                    text: body.text,
                   }))(parsed.data as BonusFields)
                 : undefined;
             // The text as received is what is sent on: JSON.stringify of the parsed value would round 64-bit ids.
             const input = { route, received: body.text, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
             const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
+            if (!result.ok && result.status === 409) return c.json({ error: result.error, code: 409, event_id: result.eventId }, 409);
             if (!result.ok) return c.json({ error: result.error, code: 400 }, 400);
             if (result.replayed) c.header('Idempotent-Replayed', 'true');
             else deps.wake('events');

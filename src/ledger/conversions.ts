@@ -79,7 +79,6 @@ const outbox = outboxStatements({
   table: 'conversions',
   columns: { attempts: 'attempts', nextAttemptAt: 'next_attempt_at', claimedUntil: 'claimed_until', claimToken: 'claim_token', error: 'last_error' },
   sent: (now) => ({ posted_at: now }),
-  sentCountsAttempt: true,
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and posted_at is null',
   clearsToken: false,

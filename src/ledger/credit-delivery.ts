@@ -54,7 +54,6 @@ const outbox = outboxStatements({
     error: 'delivery_error',
   },
   sent: (now) => ({ delivery: 'delivered', delivered_at: now }),
-  sentCountsAttempt: false,
   state: (dead) => ({ delivery: dead ? 'dead' : 'due' }),
   deadWhere: "delivery = 'dead'",
   clearsToken: true,

@@ -19,7 +19,7 @@ export type EventRow = Selectable<CrmEventsTable>;
 /** Event ids are UUIDv7 like sms_ids: time-ordered, so the unique index grows at its end. */
 export const newEventId = newSmsId;
 
-function toRow(event: NewEvent, now: number, dedupKey: string | null) {
+function toRow(event: NewEvent, now: number, dedupKey: string | null, fingerprint: string | null = null) {
   return {
     event_id: newEventId(),
     type: event.type,
@@ -29,6 +29,7 @@ function toRow(event: NewEvent, now: number, dedupKey: string | null) {
     payload_json: typeof event.payload === 'string' ? event.payload : JSON.stringify(event.payload),
     source: event.source ?? 'gateway',
     dedup_key: dedupKey,
+    body_fingerprint: fingerprint,
     attempts: 0,
     next_attempt_at: now,
     claimed_until: 0,
@@ -69,17 +70,21 @@ export async function enqueueEvents(db: Db, events: NewEvent[], now: number = Da
   return rows.map((r) => r.event_id);
 }
 
+/** What enqueueEventOnce did: queued the event, or found the event that took its key first. */
+export type EnqueueOnceResult = { queued: true; eventId: string } | { queued: false; first: { eventId: string; fingerprint: string | null } };
+
 /**
- * Queues an event that may exist only once per `dedupKey`. A repeat answers the first event's id with
- * `replayed: true` and queues nothing. On PostgreSQL a concurrent insert of the same key waits for the other
- * transaction and then yields to it, so the unique constraint decides.
+ * Queues an event that may exist only once per `dedupKey`, keeping `fingerprint` (the body's, as received) beside it.
+ * When the key was taken, nothing is queued and the first event's id and fingerprint are answered, for the caller to
+ * tell a retry from another body (src/events/bonus-event.ts). On PostgreSQL a concurrent insert of the same key
+ * waits for the other transaction and then yields to it, so the unique constraint decides.
  */
-export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string, now: number = Date.now()): Promise<{ eventId: string; replayed: boolean }> {
-  const row = toRow(event, now, dedupKey);
+export async function enqueueEventOnce(db: Db, event: NewEvent, dedupKey: string, fingerprint: string, now: number = Date.now()): Promise<EnqueueOnceResult> {
+  const row = toRow(event, now, dedupKey, fingerprint);
   const [inserted] = (await insertEventOnceTemplate(db, row)).rows;
-  if (inserted) return { eventId: inserted.event_id, replayed: false };
-  const first = await db.selectFrom('crm_events').select('event_id').where('dedup_key', '=', dedupKey).executeTakeFirstOrThrow();
-  return { eventId: first.event_id, replayed: true };
+  if (inserted) return { queued: true, eventId: inserted.event_id };
+  const first = await db.selectFrom('crm_events').select(['event_id', 'body_fingerprint']).where('dedup_key', '=', dedupKey).executeTakeFirstOrThrow();
+  return { queued: false, first: { eventId: first.event_id, fingerprint: first.body_fingerprint } };
 }
 
 /** What a claim hands the transport: the row's columns it needs, typed from the table itself. */
@@ -127,7 +132,6 @@ const outbox = outboxStatements({
   table: 'crm_events',
   columns: { attempts: 'attempts', nextAttemptAt: 'next_attempt_at', claimedUntil: 'claimed_until', claimToken: 'claim_token', error: 'last_error' },
   sent: (now, status) => ({ sent_at: now, http_status: status }),
-  sentCountsAttempt: true,
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and sent_at is null',
   failed: (status) => ({ http_status: status }),

@@ -463,4 +463,48 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('messages').addColumn('intake_note', 'text').execute();
     },
   },
+  '2026-11-28-40-bonus-once-per-player': {
+    async up(db) {
+      // A bonus status change is one player's (src/events/bonus-event.ts, bonusOnceKey): the key was
+      // ["bonus", user_bonus_id, status], so a second player's event with the same user_bonus_id was taken for the
+      // first's and never sent. Each stored key gets its row's player, ["bonus", user_id, user_bonus_id, status]; the
+      // old keys were unique without the player, so the new ones are too. Read in key order through the unique
+      // index, which holds only keyed rows worth reading; a key rewritten here has four entries and is passed by.
+      // Written by JSON.stringify, as the relay writes them, a thousand rows per statement.
+      await db.schema.alterTable('crm_events').addColumn('body_fingerprint', 'text').execute();
+      let after = '';
+      for (;;) {
+        const rows: Array<{ id: number | string; user_id: string; dedup_key: string }> = await db
+          .selectFrom('crm_events')
+          .select(['id', 'user_id', 'dedup_key'])
+          .where('dedup_key', '>', after)
+          .orderBy('dedup_key')
+          .limit(1_000)
+          .execute();
+        const changes = rows.flatMap((row) => {
+          const old = JSON.parse(row.dedup_key) as unknown[];
+          return old.length === 3 && old[0] === 'bonus' ? [{ id: row.id, key: JSON.stringify(['bonus', row.user_id, old[1], old[2]]) }] : [];
+        });
+        if (changes.length > 0)
+          await db
+            .updateTable('crm_events')
+            .set({
+              dedup_key: sql`case id ${sql.join(
+                changes.map((c) => sql`when ${c.id} then ${c.key}`),
+                sql` `,
+              )} end`,
+            })
+            .where(
+              'id',
+              'in',
+              changes.map((c) => c.id),
+            )
+            .execute();
+        if (rows.length < 1_000) break;
+        after = rows[rows.length - 1]!.dedup_key;
+      }
+      // body_fingerprint stays null on those rows: their bodies were stored as sent (without credit_id, with
+      // crm_references), not as received, so a repeat of one is refused naming it rather than guessed the same.
+    },
+  },
 };

@@ -18,8 +18,6 @@ export interface OutboxTable<T extends keyof Database> {
   columns: { attempts: string; nextAttemptAt: string; claimedUntil: string; claimToken: string; error: string };
   /** What "sent" writes besides the cleared error and claim (a time, a state, an HTTP status). */
   sent: (now: number, status: number | null) => Record<string, unknown>;
-  /** Whether a sent row counts its attempt (the credits count failed pushes only). */
-  sentCountsAttempt: boolean;
   /** The row's state column(s) for due (false) or dead (true). */
   state: (dead: boolean) => Record<string, unknown>;
   /** Rows that are dead and not sent, as SQL a partial index can see (a literal, not a parameter). */
@@ -52,7 +50,8 @@ export function outboxStatements<T extends 'conversions' | 'crm_events' | 'opera
         .updateTable(t.table as string)
         .set((eb: any) => ({
           ...t.sent(now, status),
-          ...(t.sentCountsAttempt ? { [c.attempts]: eb(c.attempts, '+', 1) } : {}),
+          // Every kind counts the attempt that was taken, so `attempts` is the requests made, in every outbox.
+          [c.attempts]: eb(c.attempts, '+', 1),
           [c.error]: null,
           ...released,
         }))

@@ -263,8 +263,13 @@ export interface CrmEventsTable {
   /** The body exactly as it is sent. */
   payload_json: string;
   source: 'relay' | 'gateway';
-  /** Set for events that may be sent only once (bonus status changes other than Ongoing). */
+  /** Set for events that may be sent only once: a player's bonus status change other than Ongoing (bonusOnceKey). */
   dedup_key: string | null;
+  /**
+   * With dedup_key: SHA-256 of the body as received, canonical (src/events/body-fingerprint.ts), to tell a retry
+   * from another body under the same key; null for other events and for those accepted before it was kept.
+   */
+  body_fingerprint: string | null;
   attempts: number;
   next_attempt_at: number;
   claimed_until: number;

@@ -15,7 +15,7 @@ import { CRM_HEADERS } from '../crm/references.js';
 import { crmError } from '../http/operator-errors.js';
 import { crmBonusListSchema, crmUserBlocksSchema, crmUserConsentsSchema, crmUserDetailsSchema } from '../crm/contract.js';
 import type { BackendResult, CreditRequest, OperatorBackend } from './backend.js';
-import { readCrmReferences } from '../crm/references.js';
+import { crmSpelling, misspeltCrmHeaders, readCrmReferences } from '../crm/references.js';
 import { reconciliationHandler } from './reconciliation-route.js';
 import {
   authenticateRequestSchema,
@@ -36,11 +36,12 @@ export const error = (description: string): ResponseDoc => ({ description, schem
 export const userParam: ParameterDoc = { name: 'userid', in: 'path', description: 'The operator’s user id', schema: z.string() };
 export const notJson = { 415: error('Content-Type is not application/json') };
 const notJsonCrm = { 415: crmError('Content-Type is not application/json') };
+/** The headers of the one-action key (src/crm/references.ts oneActionKey), as the CRM spells them. */
+const ONE_ACTION_HEADERS = [CRM_HEADERS.activity_id, CRM_HEADERS.action_id, CRM_HEADERS.trigger_hash].map(crmSpelling).join(', ');
 const crmHeaders: ParameterDoc[] = Object.values(CRM_HEADERS).map((name) => ({
-  name,
+  name: crmSpelling(name),
   in: 'header',
-  description:
-    'Stored with the credit; X-Crm-ActivityId, X-Crm-ActionId and X-Crm-TriggerHash with user_id make the one-action key (a repeat is answered as the first, not credited again)',
+  description: `Stored with the credit; ${ONE_ACTION_HEADERS} with user_id make the one-action key (a repeat is answered as the first, not credited again). Another spelling of it (X-Crm-Activity-Id) is refused with 400 naming this one.`,
   schema: z.string(),
 }));
 
@@ -101,6 +102,11 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger, send
   const noUser = { 404: crmError('No such user') };
 
   const credit = (kind: CreditRequest['kind']) => async (c: Context) => {
+    const misspelt = misspeltCrmHeaders(Object.keys(c.req.header()));
+    if (misspelt.length > 0) {
+      const named = misspelt.map((m) => `header ${m.given} is not read: the CRM sends ${m.expected}`).join('; ');
+      return c.json({ error: `${named} (a repeat is recognised by ${ONE_ACTION_HEADERS} and user_id)` }, 400);
+    }
     const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema);
     if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const v = parsed.value;
@@ -127,7 +133,7 @@ export function operatorRoutes({ backend, mode, sessionCheck, auth, logger, send
         200: { description: 'Credited, or a repeat of an action already credited (then with Idempotent-Replayed: true)', schema: creditAnswerSchema },
         // The interface names 400 and 500 only: `code` keeps the finer reason (docs/operator-api.md "Credit answers").
         400: crmError(
-          'Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an unknown user (code 404) or a bonus_code not in the bonus list',
+          'Can never succeed as sent: body not JSON (code 400 or 415), a bad field, an X-Crm-* header spelt otherwise than the CRM spells it, an unknown user (code 404) or a bonus_code not in the bonus list',
         ),
         ...unauthorized,
         500: crmError(

@@ -274,6 +274,15 @@ describe('loadConfig', () => {
     await expect(loadConfig(write('broken.yaml', 'server:\n  port: [1, 2\n'), {})).rejects.toThrow(/broken\.yaml is not valid YAML/);
   });
 
+  it('says how to write a reference inside a flow list or map, where YAML reads its { as a map', async () => {
+    const file = write('flow.yaml', 'auth:\n  api_keys: [${CRM_API_KEY}]\nproviders:\n  sandbox: { type: sandbox }\n');
+    await expect(loadConfig(file, { CRM_API_KEY: 'a-long-random-crm-key-0001' })).rejects.toThrow(
+      /flow\.yaml is not valid YAML: .*\n[^]*must be quoted there: "\$\{CRM_API_KEY\}"/,
+    );
+    const quoted = write('quoted.yaml', 'auth:\n  api_keys: ["${CRM_API_KEY}"]\nproviders:\n  sandbox: { type: sandbox }\n');
+    expect((await loadConfig(quoted, { CRM_API_KEY: 'a-long-random-crm-key-0001' })).auth.api_keys).toEqual(['a-long-random-crm-key-0001']);
+  });
+
   it('substitutes from the environment it is given, not process.env', async () => {
     const file = write('env.yaml', 'server:\n  port: ${GW_TEST_PORT:-7000}\nauth:\n  api_keys: [k]\nproviders:\n  sandbox: { type: sandbox }\n');
     expect((await loadConfig(file, { GW_TEST_PORT: '7100' })).server.port).toBe(7100);

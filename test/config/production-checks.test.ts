@@ -123,6 +123,24 @@ describe('keys production needs written out (a misspelt variable must not fall b
   });
 });
 
+describe('in development (docs/security.md)', () => {
+  const development = (over: Doc) => safe({ ...over, server: { environment: 'development', ...((over.server as Doc) ?? {}) } });
+
+  it('a credential under 16 characters is a finding to warn about, the configuration loads', () => {
+    const config = parseConfig(development({ auth: { api_keys: ['ten-chars!'] } }), {});
+    expect(config.server.environment).toBe('development');
+    expect(findUnsafeSettings(config).map((f) => f.key)).toEqual(['auth.api_keys[0]']);
+  });
+
+  it.each<[string, Doc]>([
+    ['admin.api_key', { admin: { api_key: 'ten-chars!' } }],
+    ['auth.oauth.signing_secret', { auth: { mode: 'oauth', oauth: { client_id: 'crm', client_secret: 'x'.repeat(32), signing_secret: 'ten-chars!' } } }],
+    ['providers.ib.webhook_secret', { providers: { ib: { type: 'infobip', api_key: 'k', webhook_secret: 'ten-chars!' } } }],
+  ])('%s under 16 characters is refused by the schema, in development too', (key, over) => {
+    expect(() => parseConfig(development(over), {})).toThrow(new RegExp(`${key.replace(/\./g, '\\.')}: must be at least 16 characters`));
+  });
+});
+
 describe('isPrivateHost', () => {
   it.each([
     ['127.0.0.1', true],

@@ -1,6 +1,6 @@
 /** The relay's decisions as pure functions, each a table: what counts as sent, retry timing, bonus keys, body guard. */
 import { describe, expect, it } from 'vitest';
-import { bonusBodyForCrm, bonusOnceKey } from '../../src/events/bonus-event.js';
+import { bonusBodyForCrm, bonusOnceKey, decideBonusRepeat } from '../../src/events/bonus-event.js';
 import { parseExact } from '../../src/http/exact-json.js';
 import { guardPayload } from '../../src/events/payload-guard.js';
 import { planRetry } from '../../src/outbox/decisions.js';
@@ -132,11 +132,47 @@ describe('bonusOnceKey', () => {
     ['Lost', false],
     ['Ongoing', true],
   ])('%s: sent every time = %s', (status, repeatable) => {
-    expect(bonusOnceKey('ub-1', status) === null).toBe(repeatable);
+    expect(bonusOnceKey('u-1', 'ub-1', status) === null).toBe(repeatable);
   });
-  it('differs per user_bonus_id and status', () => {
-    expect(bonusOnceKey('ub-1', 'Created')).not.toBe(bonusOnceKey('ub-2', 'Created'));
-    expect(bonusOnceKey('ub-1', 'Created')).not.toBe(bonusOnceKey('ub-1', 'Completed'));
+  it.each([
+    ['another player with the same user_bonus_id and status', ['u-2', 'ub-1', 'Created']],
+    ['the same player, another user_bonus_id', ['u-1', 'ub-2', 'Created']],
+    ['the same player and user_bonus_id, another status', ['u-1', 'ub-1', 'Completed']],
+    ['values that would run together if joined without a separator', ['u-1u', 'b-1', 'Created']],
+    ['a separator character inside a value', ['u-1","ub-1', '', 'Created']],
+  ] as const)('differs for %s', (_label, [user, userBonusId, status]) => {
+    expect(bonusOnceKey(user, userBonusId, status)).not.toBe(bonusOnceKey('u-1', 'ub-1', 'Created'));
+  });
+});
+
+describe('decideBonusRepeat', () => {
+  const key = { userId: 'u-1', userBonusId: 'ub-1', status: 'Created' };
+  it.each([
+    ['the same body again is a retry: the first event_id, nothing sent', 'f-1', 'f-1', { action: 'replay', eventId: 'e-1' }],
+    [
+      'another body is refused naming the first event, the player, the bonus and the status',
+      'f-1',
+      'f-2',
+      {
+        action: 'conflict',
+        eventId: 'e-1',
+        error:
+          'body: differs from event e-1, accepted first for user_id "u-1", user_bonus_id "ub-1" and status "Created"; this one is not sent (one event per bonus status)',
+      },
+    ],
+    [
+      'a first event accepted before bodies were kept cannot be matched: refused, saying why',
+      null,
+      'f-1',
+      {
+        action: 'conflict',
+        eventId: 'e-1',
+        error:
+          'body: event e-1 was accepted first for user_id "u-1", user_bonus_id "ub-1" and status "Created" before the relay kept bodies to compare, so this one cannot be told a repeat of it; it is not sent (one event per bonus status)',
+      },
+    ],
+  ] as const)('%s', (_label, firstFingerprint, fingerprint, expected) => {
+    expect(decideBonusRepeat({ eventId: 'e-1', fingerprint: firstFingerprint }, fingerprint, key)).toEqual(expected);
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The event relay end to end: the real gateway (HTTP server, ledger, worker) in front of a fake Integration API.
- * Validation and hostile bodies, crm_references from credits, one event per bonus status, per-user order, and a CRM
- * that is down for a while.
+ * Validation and hostile bodies, crm_references from credits, one event per bonus status (its repeats in full:
+ * relay-repeats.test.ts), per-user order, and a CRM that is down for a while.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -205,9 +205,9 @@ describe('bonus events', () => {
     expect(res.json.error).toBe('credit_id: no credit "1" for user_id "someone-else"');
   });
 
-  it('are sent once per (user_bonus_id, status): a repeat answers the first event_id with Idempotent-Replayed, Ongoing is sent every time', async () => {
+  it('are sent once per (user_id, user_bonus_id, status): a retry answers the first event_id with Idempotent-Replayed, Ongoing is sent every time', async () => {
     const created = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
-    const again = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created', { amount: 11 }));
+    const again = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
     const ongoing1 = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Ongoing'));
     const ongoing2 = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Ongoing'));
     const completed = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Completed'));

@@ -20,6 +20,26 @@ function databaseName(dir: string): string {
 export function testDatabaseUrl(dir: string): string {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return `sqlite:${join(dir, 'ledger.db')}`;
+  return createdDatabaseUrl(base, dir);
+}
+
+/** The PostgreSQL server of the runs with no TEST_DATABASE_URL (.ci/run starts it before either run). */
+const MACHINE_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/**
+ * A PostgreSQL database of its own for `dir` even on the SQLite run, for what must be checked on PostgreSQL whatever
+ * the run (a documented production configuration naming postgres://). Drop it with dropPostgresDatabase.
+ */
+export function postgresDatabaseUrl(dir: string): string {
+  return createdDatabaseUrl(process.env.TEST_DATABASE_URL ?? MACHINE_POSTGRES, dir);
+}
+
+export async function dropPostgresDatabase(dir: string): Promise<void> {
+  created.delete(databaseName(dir));
+  await dropDatabases(databaseName(dir), process.env.TEST_DATABASE_URL ?? MACHINE_POSTGRES);
+}
+
+function createdDatabaseUrl(base: string, dir: string): string {
   const name = databaseName(dir);
   if (!created.has(name)) {
     try {
@@ -34,8 +54,7 @@ export function testDatabaseUrl(dir: string): string {
   return url.toString();
 }
 
-async function dropDatabases(pattern: string): Promise<void> {
-  const base = process.env.TEST_DATABASE_URL;
+async function dropDatabases(pattern: string, base = process.env.TEST_DATABASE_URL): Promise<void> {
   if (!base) return;
   const client = new pg.Client({ connectionString: base });
   await client.connect();

@@ -1,5 +1,6 @@
 /** Event bodies as the operator's platform sends them, and a relay client with its key. */
-import type { TestGateway } from './gateway.js';
+import { FakeIntegrationApi } from '../fakes/crm-integration.js';
+import { startTestGateway, type TestGateway } from './gateway.js';
 
 export const RELAY_KEY = 'test-relay-key';
 
@@ -27,6 +28,30 @@ export function thinEvent(userId: string, overrides: Record<string, unknown> = {
 
 export function relay(gw: TestGateway, method: 'POST' | 'PUT', path: string, body: unknown, key = RELAY_KEY, headers: Record<string, string> = {}) {
   return method === 'POST' ? gw.post(`/relay${path}`, body, { 'x-api-key': key, ...headers }) : gw.put(`/relay${path}`, body, { 'x-api-key': key, ...headers });
+}
+
+export interface RelayToFakeCrm {
+  gw: TestGateway;
+  crm: FakeIntegrationApi;
+  close(): Promise<void>;
+}
+
+/** A test gateway whose relay takes RELAY_KEY and delivers to a fake Integration API of its own within milliseconds. */
+export async function startRelayToFakeCrm(): Promise<RelayToFakeCrm> {
+  const crm = new FakeIntegrationApi();
+  await crm.start();
+  const gw = await startTestGateway({
+    relay: { api_keys: [RELAY_KEY], poll_interval: '10ms', retry_initial_ms: 20, retry_max_ms: 100 },
+    crm: { integration: { url: crm.url } },
+  });
+  return {
+    gw,
+    crm,
+    async close() {
+      await gw.close();
+      await crm.stop();
+    },
+  };
 }
 
 const at = '2026-11-24T10:00:00+01:00';

@@ -26,10 +26,11 @@ export function sandboxReceiptHeaders(body: string, secret = TEST_SANDBOX_SECRET
 
 type Doc = Record<string, unknown>;
 
-function merge(base: Doc, over: Doc): Doc {
+/** `over` laid on `base`: maps merged key by key, anything else replaced. */
+export function mergeConfigDocument(base: Doc, over: Doc): Doc {
   const out: Doc = { ...base };
   for (const [k, v] of Object.entries(over)) {
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? merge(base[k] as Doc, v as Doc) : v;
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && base[k] && typeof base[k] === 'object' ? mergeConfigDocument(base[k] as Doc, v as Doc) : v;
   }
   return out;
 }
@@ -45,7 +46,7 @@ export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
     admin: { api_key: TEST_ADMIN_KEY },
     log: { level: 'silent' },
   };
-  return merge(base, overrides);
+  return mergeConfigDocument(base, overrides);
 }
 
 export interface TestGateway {

@@ -94,6 +94,34 @@ describe('one-action rule on one instance', () => {
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
   });
+
+  it('looks a user_id over 255 characters up like any other: no such user, 400 with code 404, nothing stored (docs/public-doors.md)', async () => {
+    const long = 'u'.repeat(300);
+    const answer = await gw.post('/bonus/credit', { user_id: long, bonus_code: 'FS50' }, crmHeaders(41, 42, 'long'));
+    expect([answer.status, answer.json.code]).toEqual([400, 404]);
+    expect(await creditsOf(gw, long)).toEqual([]);
+    const code = await gw.post('/bonus/credit', { user_id: 'p-1', bonus_code: 'B'.repeat(300) }, crmHeaders(43, 44, 'long'));
+    expect([code.status, code.json.code]).toEqual([400, 400]);
+  });
+
+  it.each([
+    ['X-Crm-Activity-Id', 'X-Crm-Activityid'],
+    ['X-Crm-Action-Id', 'X-Crm-Actionid'],
+    ['X-Crm-Trigger-Hash', 'X-Crm-Triggerhash'],
+    ['x_crm_triggerhash', 'X-Crm-Triggerhash'],
+    ['X-CRM-Player-Origin-Id', 'X-Crm-Playeroriginid'],
+  ])('refuses %s with 400 naming %s, and a repeat credits nothing either', async (given, expected) => {
+    await gw.adminPut('/admin/users/p-spelt', sampleUser('p-spelt'));
+    const { 'X-Crm-Activityid': activity, 'X-Crm-Actionid': action, 'X-Crm-Triggerhash': hash, ...rest } = crmHeaders(31, 32, 'spelt');
+    const canonical: Record<string, string> = { ...rest, 'X-Crm-Activityid': activity, 'X-Crm-Actionid': action, 'X-Crm-Triggerhash': hash };
+    const renamed = Object.fromEntries(Object.entries(canonical).map(([name, value]) => [name === expected ? given : name, value]));
+    for (const _ of [1, 2]) {
+      const answer = await gw.post('/bonus/credit', { user_id: 'p-spelt', bonus_code: 'FS50' }, renamed);
+      expect([answer.status, answer.json.code]).toEqual([400, 400]);
+      expect(answer.json.error).toContain(`header ${given.toLowerCase()} is not read: the CRM sends ${expected}`);
+    }
+    expect(await creditsOf(gw, 'p-spelt')).toEqual([]);
+  });
 });
 
 describe('one-action rule across two instances sharing one database', () => {

@@ -69,6 +69,8 @@ describe('credits pushed to operator.credits.url (sql backend)', () => {
     await waitFor(async () => (await credits()).find((c) => c.credit_id === creditId)?.delivery === 'delivered', 10_000, 'the credit delivered');
     const pushes = received.filter((r) => r.body.credit_id === creditId);
     expect(pushes).toHaveLength(2);
+    // delivery_attempts counts the pushes made, the one taken included (docs/operator-api.md).
+    expect((await credits()).find((c) => c.credit_id === creditId)?.delivery_attempts).toBe(2);
     expect(pushes.map((p) => p.headers['idempotency-key'])).toEqual([creditId, creditId]);
     expect(pushes[1]!.headers['x-wallet-key']).toBe('w1');
     expect(pushes[1]!.body).toMatchObject({
@@ -110,5 +112,6 @@ describe('credits pushed to operator.credits.url (sql backend)', () => {
     const later = await gw.post('/bonus/credit', { user_id: 'w-1', bonus_code: 'CASH10' });
     await waitFor(async () => (await credits()).find((c) => c.credit_id === later.json.credit_id)?.delivery === 'delivered', 10_000, 'the next delivered');
     expect(received.filter((r) => r.body.credit_id === first.json.credit_id)).toHaveLength(1);
+    expect((await credits()).find((c) => c.credit_id === first.json.credit_id)?.delivery_attempts).toBe(1);
   });
 });

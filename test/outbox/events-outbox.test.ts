@@ -52,7 +52,7 @@ describe('event outbox', () => {
     expect(rolledBack).toEqual([]);
   });
 
-  it('answers the first event_id for a repeated once-only key and queues nothing more', async () => {
+  it('queues nothing for a repeated once-only key and answers the first event_id with the fingerprint kept beside it', async () => {
     const event = {
       type: 'BONUS',
       method: 'POST' as const,
@@ -61,10 +61,10 @@ describe('event outbox', () => {
       payload: { status: 'Created' },
       source: 'relay' as const,
     };
-    const first = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 1_000);
-    const again = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 2_000);
-    expect(first.replayed).toBe(false);
-    expect(again).toEqual({ eventId: first.eventId, replayed: true });
+    const first = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 'fingerprint-1', 1_000);
+    const again = await enqueueEventOnce(ledger.db, event, 'ub-1|Created', 'fingerprint-2', 2_000);
+    expect(first.queued).toBe(true);
+    expect(again).toEqual({ queued: false, first: { eventId: first.queued ? first.eventId : '', fingerprint: 'fingerprint-1' } });
     const rows = await ledger.db.selectFrom('crm_events').select('id').where('user_id', '=', 'ob-1').execute();
     expect(rows).toHaveLength(1);
   });
