@@ -6,7 +6,8 @@
  * integer, and 9007199254740993 differs from 9007199254740992.
  *
  * SetString refuses some texts the JSON grammar allows: an exponent that does not fit a 64-bit integer, or a decimal
- * exponent less the digits after the point beyond ±1,000,000 (Go's math/big guards its memory so); a mantissa of
+ * exponent less the digits after the point beyond ±1,000,000 (Go's math/big guards its memory so since Go 1.17.7, and
+ * the maker's module requires Go 1.22: docs/relay.md "Numbers"); a mantissa of
  * zeros is 0 whatever its exponent, once the exponent fits. Such a number still has the type `number` there, but
  * is never an `integer`, and the checker's `minimum` cannot compare it (it meets no value), so the relay refuses it
  * wherever a rule compares.
