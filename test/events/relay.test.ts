@@ -205,6 +205,13 @@ describe('bonus events', () => {
     expect(res.json.error).toBe('credit_id: no credit "1" for user_id "someone-else"');
   });
 
+  it('refuse a credit_id beyond 2^53 naming it with every digit (a double would name a neighbour)', async () => {
+    const text = JSON.stringify(bonusEvent('u-ref', 'ub-big-credit', 'Created', { credit_id: 0 })).replace('"credit_id":0', '"credit_id":9007199254740993');
+    const res = await relay(gw, 'POST', '/v1/integration/bonus', text);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toBe('credit_id: no credit "9007199254740993" for user_id "u-ref"');
+  });
+
   it('are sent once per (user_id, user_bonus_id, status): a retry answers the first event_id with Idempotent-Replayed, Ongoing is sent every time', async () => {
     const created = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
     const again = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
