@@ -9,6 +9,7 @@
  * overrides method, path and queue type name (resolveCatalogue below).
  */
 import { z } from 'zod';
+import { RawJson } from '../kit/raw-json.js';
 import * as r from './event-rules.js';
 import type { Rule, Shape } from './event-rules.js';
 
@@ -17,7 +18,7 @@ const text = (what = 'a string') => z.string({ error: `must be ${what}` });
 const id = text().trim().min(1, { error: 'must not be empty' });
 const bool = z.boolean({ error: 'must be true or false' });
 const dateTime = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time such as 2026-11-24T10:00:00+01:00' });
-const object = z.looseObject({}, { error: 'must be an object' });
+const object = r.looseObject({}, 'must be an object');
 const meta = z.union([z.record(z.string(), z.unknown()), z.null()], { error: 'must be an object or null' });
 const ip = z.union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 address' });
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
@@ -49,7 +50,7 @@ function buildSchema(required: readonly string[], fields: Fields): z.ZodType {
   const shape: Record<string, z.ZodType> = {};
   for (const [key, check] of Object.entries(fields)) shape[key] = required.includes(key) ? check : check.optional();
   for (const key of required) shape[key] ??= present;
-  return z.looseObject(shape, { error: 'must be an object' });
+  return r.looseObject(shape, 'must be an object');
 }
 
 /** An entry of a nested list, built from the same row shape as an event (required keys plus checks). */
@@ -209,7 +210,10 @@ export const eventCatalogue: readonly CatalogueRow[] = [
     fields: {
       crm_references: object,
       // Ours, not the CRM's: the credit whose references to attach (the id POST /bonus/credit answered); removed before sending.
-      credit_id: z.union([id, z.number().int().safe().transform(String)], { error: 'must be a non-empty string' }),
+      // A number a double would change (RawJson) is read as its text: it then names no credit, and the 400 says so.
+      credit_id: z.union([id, z.number().int().safe().transform(String), z.instanceof(RawJson).meta({ type: 'integer' }).transform(String)], {
+        error: 'must be a non-empty string',
+      }),
     },
   },
   schemaRow('registration', 'USER_CREATE_V2', 'POST', '/v2/integration/user', true, thinShape({ note: r.str, user_agent: r.str, ip_address: r.str })),
@@ -585,12 +589,12 @@ export const eventCatalogue: readonly CatalogueRow[] = [
       metadata: entry([], {
         conversion_crm_triggerhash: text(),
         conversion_crm_id: text(),
-        conversion_crm_activityid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
-        conversion_crm_actionid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
-        conversion_crm_actiongroupid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
-        conversion_crm_actioncommunicationprofileid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
-        conversion_crm_userid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
-        conversion_crm_playeroriginid: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }),
+        conversion_crm_activityid: r.integer,
+        conversion_crm_actionid: r.integer,
+        conversion_crm_actiongroupid: r.integer,
+        conversion_crm_actioncommunicationprofileid: r.integer,
+        conversion_crm_userid: r.integer,
+        conversion_crm_playeroriginid: r.integer,
         conversion_crm_push_notification_type: text(),
         conversion_crm_push_provider: text(),
       }),

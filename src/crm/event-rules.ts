@@ -6,6 +6,7 @@
  *   (upper-case `T`, `Z` or a ±hh:mm offset, fractions of a second after `.` or `,`, an hour of one or two digits),
  *   a date alone, or a time alone with or without an offset; day, month, hour, minute and second are range-checked.
  * - a format the checker does not know (the schemas' `"ipv4,ipv6"`) passes any string, the empty one included;
+ * - a number is read on its text, exactly (checker-numbers.ts): `-1e-400` is below 0, `1e400` is a number;
  * - `minimum` holds numbers only: on a key that may be a string or a number, a string is never compared;
  * - `minLength` counts characters (code points), never bytes;
  * - a key the schema lists without a type passes any JSON value once present.
@@ -13,6 +14,8 @@
  * written once is applied and tested the same way.
  */
 import { z } from 'zod';
+import { RawJson } from '../kit/raw-json.js';
+import { isNumberValue, refuseInteger, refuseNumber } from './checker-numbers.js';
 
 export type Rule =
   | { type: 'string'; minLength?: number; pattern?: string; format?: 'date-time' | 'unknown'; enum?: readonly string[] }
@@ -97,10 +100,26 @@ function stringCheck(rule: Extract<Rule, { type: 'string' }>): z.ZodType {
   return check;
 }
 
-const finiteNumber = (minimum?: number) => {
-  const n = z.number({ error: 'must be a number' });
-  return minimum === undefined ? n : n.min(minimum, { error: `must be ${minimum} or more` });
-};
+/**
+ * A number rule read on the number's text, as the checker reads it (checker-numbers.ts): a body's number is a
+ * double, or a RawJson where a double would change it (src/http/exact-json.ts). The JSON Schema of the OpenAPI
+ * document is given by hand, since zod has none for a custom check.
+ */
+const exactNumber = (minimum?: number) =>
+  z
+    .custom<number | RawJson>((v) => refuseNumber(v, minimum) === undefined, { error: (issue) => refuseNumber(issue.input, minimum) })
+    .meta({ type: 'number', ...(minimum === undefined ? {} : { minimum }) });
+
+/** `{"type": "integer"}` as the checker reads it: `1.0` and `1e400` are integers, `1.5` and `1e-400` are not. */
+export const integer = z.custom<number | RawJson>((v) => refuseInteger(v) === undefined, { error: 'must be an integer' }).meta({ type: 'integer' });
+
+/**
+ * zod takes any JavaScript object for an object with keys, a RawJson number included; the CRM sees a number there.
+ * So a RawJson is handed to the object check as the number it is, and refused as one.
+ */
+export function looseObject(shape: Record<string, z.ZodType>, error: string) {
+  return z.preprocess((v) => (v instanceof RawJson ? Number(v.text) : v), z.looseObject(shape, { error }));
+}
 
 /** Builds the zod check of one rule. */
 export function toZod(rule: Rule): z.ZodType {
@@ -108,13 +127,13 @@ export function toZod(rule: Rule): z.ZodType {
     case 'string':
       return stringCheck(rule);
     case 'number':
-      return finiteNumber(rule.minimum);
+      return exactNumber(rule.minimum);
     case 'boolean':
       return z.boolean({ error: 'must be true or false' });
     case 'string-or-number': {
       const { minimum } = rule;
-      return z.union([z.string(), finiteNumber(minimum)], {
-        error: (issue) => (typeof issue.input === 'number' && minimum !== undefined ? `must be ${minimum} or more` : 'must be a string or a number'),
+      return z.union([z.string(), exactNumber(minimum)], {
+        error: (issue) => (isNumberValue(issue.input) ? refuseNumber(issue.input, minimum) : 'must be a string or a number'),
       });
     }
     case 'object': {
@@ -142,5 +161,5 @@ export function shapeToZod(shape: Shape, extra: Record<string, z.ZodType> = {}):
   }
   for (const key of shape.required) zodShape[key] ??= present;
   for (const [key, check] of Object.entries(extra)) zodShape[key] = check.optional();
-  return z.looseObject(zodShape, { error: 'must be an object' });
+  return looseObject(zodShape, 'must be an object');
 }

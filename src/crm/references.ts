@@ -71,13 +71,21 @@ const INTEGER_KEYS = new Set<keyof CrmReferences>(['action_id', 'action_group_id
 /**
  * The `crm_references` object of a bonus event, typed as in the docs' example: id and trigger_hash strings, the other
  * ids integers (a header value that is not an integer is kept as the string it was). Absent headers are left out.
+ * A double would round an integer beyond 2^53, so by default such a one stays the string it was; a caller that
+ * writes JSON text exactly (the relay, src/http/exact-json.ts) passes `beyondDouble` to write it as the integer it is.
  */
-export function crmReferencesObject(refs: CrmReferences): Record<string, string | number> {
-  const out: Record<string, string | number> = {};
+export function crmReferencesObject<Exact = never>(
+  refs: CrmReferences,
+  beyondDouble: (digits: string) => Exact | string = (digits) => digits,
+): Record<string, string | number | Exact> {
+  const out: Record<string, string | number | Exact> = {};
   for (const key of Object.keys(CRM_HEADERS) as Array<keyof CrmReferences>) {
     const value = refs[key];
     if (value === null) continue;
-    out[key] = INTEGER_KEYS.has(key) && /^-?\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+    if (!INTEGER_KEYS.has(key) || !/^-?\d+$/.test(value)) out[key] = value;
+    else if (Number.isSafeInteger(Number(value))) out[key] = Number(value);
+    // Written without leading zeros, as a JSON integer must be.
+    else out[key] = beyondDouble(BigInt(value).toString());
   }
   return out;
 }

@@ -19,8 +19,8 @@ export type AcceptResult =
 
 export interface AcceptInput {
   route: EventRoute;
-  /** The body as received (already checked by guardPayload and the event's schema). */
-  received: Record<string, unknown>;
+  /** The body's text as received (already checked by guardPayload and the event's schema): what is sent on. */
+  received: string;
   /** user_id as validated (trimmed), or the kind's own order key (src/crm/event-catalogue.ts): the key of per-user order. */
   userId: string;
   /**
@@ -34,7 +34,7 @@ export interface AcceptInput {
 
 export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput, now: number, referenceWindowMs: number): Promise<AcceptResult> {
   const { route, received, userId, bonus } = input;
-  let body: Record<string, unknown> = received;
+  let body = received;
   let onceKey: string | null = null;
   if (bonus) {
     let credit: CreditRow | undefined;

@@ -1,9 +1,11 @@
 /**
  * Checks an event body before any schema sees it (docs/design.md §8: outside input): nesting no deeper
- * than `maxDepth`, and no key named __proto__, constructor or prototype anywhere (a passed-through object is copied
- * and serialised; such keys have no meaning to the CRM and only ever carry prototype tricks). Iterative, never
+ * than `maxDepth`, and no key named __proto__, constructor or prototype anywhere (such keys have no meaning to the
+ * CRM and only ever carry prototype tricks against what reads the parsed body). Iterative, never
  * recursive, so a body 5,000 levels deep costs a loop, not the stack.
  */
+import { RawJson } from '../kit/raw-json.js';
+
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 export type GuardResult = { ok: true } | { ok: false; error: string };
@@ -18,7 +20,8 @@ export function guardPayload(value: unknown, maxDepth: number): GuardResult {
     for (const [key, child] of entries) {
       const childPath = path ? `${path}.${key}` : key;
       if (!Array.isArray(node) && FORBIDDEN_KEYS.has(key)) return { ok: false, error: `${childPath}: key name not allowed` };
-      if (child !== null && typeof child === 'object') stack.push({ node: child, depth: depth + 1, path: childPath });
+      // A RawJson is a number kept as its text (src/http/exact-json.ts), not a level of nesting.
+      if (child !== null && typeof child === 'object' && !(child instanceof RawJson)) stack.push({ node: child, depth: depth + 1, path: childPath });
     }
   }
   return { ok: true };

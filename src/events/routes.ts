@@ -116,7 +116,8 @@ export function relayRoutes(deps: RelayRouteDeps) {
             const declared = Number(c.req.header('content-length') ?? 0);
             if (declared > deps.maxEventBytes)
               return c.json({ error: `body: ${declared} bytes is more than relay.max_event_bytes (${deps.maxEventBytes})`, code: 400 }, 400);
-            const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' } });
+            // Numbers a double would change are read on their text (the rules compare exactly, as the CRM's checker).
+            const body = await readJsonBody(c, { depthLimit: { maxDepth: deps.maxDepth, key: 'relay.max_depth' }, exactNumbers: true });
             if (!body.ok) return c.json({ error: body.error, code: body.status }, body.status);
             if (Buffer.byteLength(body.text) > deps.maxEventBytes)
               return c.json({ error: `body: more than relay.max_event_bytes (${deps.maxEventBytes}) bytes`, code: 400 }, 400);
@@ -137,7 +138,8 @@ export function relayRoutes(deps: RelayRouteDeps) {
                     text: body.text,
                   }))(parsed.data as BonusFields)
                 : undefined;
-            const input = { route, received: body.value as Record<string, unknown>, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
+            // The text as received is what is sent on: JSON.stringify of the parsed value would round 64-bit ids.
+            const input = { route, received: body.text, userId: orderKeyOf(row, valid), bonus, traceparent: c.get('traceparent') };
             const result = await deps.transact((trx) => acceptEvent(trx, input, deps.now(), deps.referenceWindowMs));
             if (!result.ok && result.status === 409) return c.json({ error: result.error, code: 409, event_id: result.eventId }, 409);
             if (!result.ok) return c.json({ error: result.error, code: 400 }, 400);

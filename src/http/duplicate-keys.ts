@@ -16,7 +16,7 @@ export interface DuplicateKey {
 }
 
 /** A key's text as JSON.parse would read it; as written when it is not a valid string literal. */
-function decodeKey(text: string, open: number, end: number): string {
+export function decodeKey(text: string, open: number, end: number): string {
   const raw = text.slice(open + 1, end - 1);
   if (!raw.includes('\\')) return raw;
   try {

@@ -8,10 +8,13 @@
  * those after a colon, comma or bracket (where JSON values start); it may also fire on text inside a string,
  * which only costs the exact parse. Nearly every body costs one regular-expression test and no second parse.
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { applyEdits, findNodeAtLocation, format, parseTree, type Node } from 'jsonc-parser';
+import { RawJson } from '../kit/raw-json.js';
 
 const MAY_HOLD_INEXACT_NUMBER = /[:,[]\s*-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
+/** The same test on one number's text: 16 or more digits and points, or an exponent. */
+const INEXACT_NUMBER = /^-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
 
 export interface ActivitySource {
   /** The activity object's JSON text, as received. */
@@ -38,10 +41,7 @@ export function activitySources(body: string): Array<ActivitySource | undefined>
   });
 }
 
-/** A JSON value (a number, or a whole activity) kept as the text it arrived as; `stringifyExact` writes it unchanged. */
-export class RawJson {
-  constructor(readonly text: string) {}
-}
+export { RawJson };
 
 /** Indents JSON text for people to read without parsing it into numbers: every token stays as it was written. */
 export function indentJson(text: string): string {
@@ -52,11 +52,25 @@ export function indentJson(text: string): string {
 export function stringifyExact(value: unknown): string {
   const texts: string[] = [];
   // Each raw value is first written as a string holding a per-call random marker, which no string of the caller's
-  // can hold by chance, then that string (quotes included) is replaced by the value's text.
-  const marker = `\u0000${randomBytes(8).toString('hex')}:`;
-  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? `${marker}${texts.push(v.text) - 1}` : v));
-  if (texts.length === 0) return json;
+  // can hold by chance, then that string (quotes included) is replaced by the value's text. The marker is drawn at the
+  // first raw value (randomUUID, from Node's cached entropy): a value without one costs JSON.stringify alone.
+  let marker: string | undefined;
+  const json = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? `${(marker ??= `\u0000${randomUUID()}:`)}${texts.push(v.text) - 1}` : v));
+  if (marker === undefined) return json;
   const opening = `"${JSON.stringify(marker).slice(1, -1)}`; // how each marker string starts once written
   const [head, ...rest] = json.split(opening);
   return head + rest.map((part) => part.replace(/^(\d+)"/, (_match, index: string) => texts[Number(index)]!)).join('');
+}
+
+/**
+ * JSON.parse, except that each number a double may change is kept as RawJson of its text (read through the
+ * parser's source text of each value). A number of 15 digits or fewer without an exponent reads back as the same
+ * decimal value, so it stays a double: only its spelling can differ (`1.0` is 1), never its value. Nearly every body
+ * costs one regular-expression test and no reviver.
+ */
+export function parseExact(text: string): unknown {
+  if (!MAY_HOLD_INEXACT_NUMBER.test(text)) return JSON.parse(text);
+  return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) =>
+    typeof value === 'number' && context?.source !== undefined && INEXACT_NUMBER.test(context.source) ? new RawJson(context.source) : value,
+  );
 }

@@ -4,6 +4,7 @@
  */
 import type { Context } from 'hono';
 import { findDuplicateKeys } from './duplicate-keys.js';
+import { parseExact } from './exact-json.js';
 import { describePath, findTooDeep, withoutTooDeep } from './json-depth.js';
 
 declare module 'hono' {
@@ -29,6 +30,8 @@ export interface ReadJsonOptions {
   list?: boolean;
   /** A tighter limit of the route's own, and the config key that sets it (relay.max_depth). */
   depthLimit?: { maxDepth: number; key: string };
+  /** Numbers a double would change are kept as RawJson of their text (exact-json.ts, parseExact): the relay's. */
+  exactNumbers?: boolean;
 }
 
 export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): Promise<JsonBody> {
@@ -65,7 +68,7 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
     if (!refused.has(index)) refused.set(index, duplicateKeyError(rest, duplicate.key));
   }
   try {
-    return { ok: true, value: JSON.parse(text) as unknown, text, ...(refused ? { refusedEntries: refused } : {}) };
+    return { ok: true, value: options.exactNumbers ? parseExact(text) : (JSON.parse(text) as unknown), text, ...(refused ? { refusedEntries: refused } : {}) };
   } catch (error) {
     return { ok: false, status: 400, error: `body is not valid JSON: ${(error as Error).message}` };
   }

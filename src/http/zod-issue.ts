@@ -1,5 +1,6 @@
 /** A zod refusal as the one sentence an error body carries (docs/design.md §3): the field, what is wrong, the value. */
 import type { z } from 'zod';
+import { stringifyExact } from './exact-json.js';
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let node = input;
@@ -17,6 +18,7 @@ export function describeFirstIssue(error: z.ZodError, input: unknown): string {
   const field = issue.path.map(String).join('.') || 'body';
   const value = valueAt(input, issue.path);
   if (value === undefined) return `${field}: is required`;
-  const shown = JSON.stringify(value) ?? String(value);
+  // stringifyExact: a number kept as its text (RawJson) is shown as written, `1e400` and not null.
+  const shown = stringifyExact(value) ?? String(value);
   return `${field}: ${issue.message} (got ${shown.length > 60 ? `${shown.slice(0, 57)}...` : shown})`;
 }

@@ -1,6 +1,7 @@
 /** The relay's decisions as pure functions, each a table: what counts as sent, retry timing, bonus keys, body guard. */
 import { describe, expect, it } from 'vitest';
 import { bonusBodyForCrm, bonusOnceKey, decideBonusRepeat } from '../../src/events/bonus-event.js';
+import { parseExact } from '../../src/http/exact-json.js';
 import { guardPayload } from '../../src/events/payload-guard.js';
 import { planRetry } from '../../src/outbox/decisions.js';
 import { decideFailure, isDelivered, parseRetryAfter } from '../../src/events/transport.js';
@@ -189,15 +190,33 @@ describe('bonusBodyForCrm', () => {
   it.each([
     [
       'adds the credit’s references, integers as numbers, and drops credit_id',
-      { a: 1, credit_id: '3' },
+      '{"a":1,"credit_id":"3"}',
       credit,
-      { a: 1, crm_references: { id: 'g-1', action_id: 5, activity_id: 7, trigger_hash: 'abc', player_origin_id: 'x9' } },
+      '{"a":1,"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
     ],
-    ['keeps references the platform sent itself', { a: 1, crm_references: { id: 'mine' } }, credit, { a: 1, crm_references: { id: 'mine' } }],
-    ['adds nothing without a credit', { a: 1 }, undefined, { a: 1 }],
-    ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', { a: 1 }, bare, { a: 1 }],
+    [
+      'drops a credit_id given first, with its comma and the spaces up to the next key, and keeps every other byte: 64-bit ids, 1.0, exponents',
+      '{ "credit_id" : 3 ,\n "payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
+      bare,
+      '{ "payment_id": 9007199254740993, "meta": {"psp_ref": 98765432109876543210, "r": 1.0, "e": 1E+2} }',
+    ],
+    [
+      'adds references after the last member, leaving the rest as written',
+      '{"id": 9007199254740993 , "x":[1e400,-1e-400]}',
+      credit,
+      '{"id": 9007199254740993 , "x":[1e400,-1e-400],"crm_references": {"id":"g-1","action_id":5,"activity_id":7,"trigger_hash":"abc","player_origin_id":"x9"}}',
+    ],
+    [
+      'writes an X-Crm-* id beyond 2^53 as the integer it is, leading zeros dropped',
+      '{"a":1}',
+      { ...bare, crm_activity_id: '009007199254740993', crm_action_id: '-18446744073709551617' } as CreditRow,
+      '{"a":1,"crm_references": {"action_id":-18446744073709551617,"activity_id":9007199254740993}}',
+    ],
+    ['keeps references the platform sent itself', '{"a":1,"crm_references":{"id":"mine"}}', credit, '{"a":1,"crm_references":{"id":"mine"}}'],
+    ['adds nothing without a credit', '{"a":1}', undefined, '{"a":1}'],
+    ['adds nothing for a credit the CRM did not trigger (no X-Crm-* headers)', '{"a":1}', bare, '{"a":1}'],
   ])('%s', (_label, received, c, expected) => {
-    expect(bonusBodyForCrm(received, c)).toEqual(expected);
+    expect(bonusBodyForCrm(received, c)).toBe(expected);
   });
 });
 
@@ -207,6 +226,12 @@ describe('guardPayload', () => {
     ['a flat object', { user_id: 'u' }, 16, true],
     ['an object exactly max_depth deep', nested(16), 16, true],
     ['an object one level deeper', nested(17), 16, false],
+    [
+      'a number kept as its text (RawJson) at the deepest level is a value, not a level',
+      parseExact(`${'{"a":'.repeat(15)}{"id":9007199254740993}${'}'.repeat(15)}`),
+      16,
+      true,
+    ],
     ['arrays count as levels', { a: [[[[]]]] }, 4, false],
     ['__proto__ as an own key (as JSON.parse makes it)', JSON.parse('{"__proto__":{"x":1}}'), 16, false],
     ['constructor deep inside', { a: [{ b: { constructor: 1 } }] }, 16, false],

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bonusEvent, catalogueExamples, relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
+import { bonusEvent, catalogueExamples, exactNumberEvents, relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const BROKER = process.env.TEST_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -101,6 +101,26 @@ describe('crm.integration.transport rabbitmq', () => {
     expect(order).toEqual([first.json.event_id, second.json.event_id]);
     await waitFor(async () => (await gw.get('/admin/events?status=pending', admin)).json.events.length === 0, 20_000, 'nothing pending');
     expect(received).toHaveLength(4);
+  }, 60_000);
+
+  it('publishes ids above 2^53, 1e400, -1e-400 and 1.0, in the schema’s keys and outside them, byte for byte', async () => {
+    const events = exactNumberEvents('rb-digits');
+    const sent = new Map<string, string>();
+    for (const e of events) {
+      // The body as text, so no number passes through a double on the way in.
+      const res = await relay(gw, e.method, e.path, e.text);
+      expect(res.status, JSON.stringify(res.json)).toBe(202);
+      sent.set(res.json.event_id, e.text);
+    }
+    const got = await waitFor(
+      () => {
+        const mine = received.filter((m) => sent.has(m.properties.messageId as string));
+        return mine.length === sent.size ? mine : undefined;
+      },
+      30_000,
+      'the exact-number events',
+    );
+    for (const m of got) expect(m.content.toString('utf8')).toBe(sent.get(m.properties.messageId as string));
   }, 60_000);
 });
 

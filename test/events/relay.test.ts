@@ -13,7 +13,7 @@ import { findEventById } from '../../src/ledger/events.js';
 import { dropTestDatabase, testDatabaseUrl } from '../helpers/database.js';
 import { FakeIntegrationApi } from '../fakes/crm-integration.js';
 import { sampleUser } from '../helpers/crm-schemas.js';
-import { bonusEvent, relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
+import { bonusEvent, catalogueExamples, exactNumberEvents, relay, RELAY_KEY, thinEvent } from '../helpers/events.js';
 import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const crm = new FakeIntegrationApi({ authorization: 'Bearer crm-integration-secret' });
@@ -205,6 +205,13 @@ describe('bonus events', () => {
     expect(res.json.error).toBe('credit_id: no credit "1" for user_id "someone-else"');
   });
 
+  it('refuse a credit_id beyond 2^53 naming it with every digit (a double would name a neighbour)', async () => {
+    const text = JSON.stringify(bonusEvent('u-ref', 'ub-big-credit', 'Created', { credit_id: 0 })).replace('"credit_id":0', '"credit_id":9007199254740993');
+    const res = await relay(gw, 'POST', '/v1/integration/bonus', text);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toBe('credit_id: no credit "9007199254740993" for user_id "u-ref"');
+  });
+
   it('are sent once per (user_id, user_bonus_id, status): a retry answers the first event_id with Idempotent-Replayed, Ongoing is sent every time', async () => {
     const created = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
     const again = await relay(gw, 'POST', '/v1/integration/bonus', bonusEvent('u-once', 'ub-once', 'Created'));
@@ -221,6 +228,102 @@ describe('bonus events', () => {
     expect(crm.forUser('u-once').map((r) => r.body.status)).toEqual(['Created', 'Ongoing', 'Ongoing', 'Completed']);
   });
 });
+
+describe('numbers, as written', () => {
+  /** The body as the platform wrote it: text, so no number passes through a double on the way in. */
+  const relayText = (method: 'POST' | 'PUT', path: string, text: string) => relay(gw, method, path, text);
+
+  it.each(exactNumberEvents('u-digits').map((e) => [e.kind, e] as const))(
+    '%s: ids above 2^53, 1e400, -1e-400 and 1.0, in the schema’s keys and outside them, reach the CRM byte for byte',
+    async (_kind, e) => {
+      const res = await relayText(e.method, e.path, e.text);
+      expect(res.status, JSON.stringify(res.json)).toBe(202);
+      expect((await delivered(res.json.event_id)).raw).toBe(e.text);
+      // And /admin/events shows the body as sent, every digit kept.
+      const listed = await fetch(`${gw.url}/admin/events?user_id=u-digits`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } }).then((r) => r.text());
+      expect(listed).toContain(e.text);
+    },
+  );
+
+  it('a bonus event named by credit_id loses credit_id and gains crm_references, every other number as written', async () => {
+    const credit = await gw.post('/bonus/credit', { user_id: 'u-ref', bonus_code: 'B20' }, { 'x-crm-id': 'g-9', 'x-crm-activityid': '9007199254740993' });
+    expect(credit.status).toBe(200);
+    const rest = `"user_id":"u-ref","user_bonus_id":"ub-digits","bonus_id":"b-1","bonus_code":"B20","status":"Created","type":"Gift","product":"Casino","amount":1.10,"currency":"EUR","exchange_rate":1,"timestamp":"2026-11-24T10:00:00Z","origin":"o","meta":{"seq":98765432109876543210}`;
+    const res = await relayText('POST', '/v1/integration/bonus', `{"credit_id":"${credit.json.credit_id}",${rest}}`);
+    expect(res.status, JSON.stringify(res.json)).toBe(202);
+    // An X-Crm-* id beyond 2^53 goes out as the integer it is, every digit kept.
+    expect((await delivered(res.json.event_id)).raw).toBe(`{${rest},"crm_references": {"id":"g-9","activity_id":9007199254740993}}`);
+  });
+
+  it('keeps a push conversion’s 64-bit user id, an integer as written (1.0 too), as the order key and in the body stored', async () => {
+    const metadata = catalogueExamples('u-push').push_conversion!.valid.metadata as Record<string, unknown>;
+    const text = JSON.stringify({ action: 'read', metadata: { ...metadata, conversion_crm_userid: 0, conversion_crm_activityid: 0 } })
+      .replace('"conversion_crm_userid":0', '"conversion_crm_userid":9007199254740993')
+      .replace('"conversion_crm_activityid":0', '"conversion_crm_activityid":1.0');
+    const res = await relayText('POST', '/webhook/callback/push/', text);
+    expect(res.status, JSON.stringify(res.json)).toBe(202);
+    // Stored as received: this is what the push webhook is sent (this fake CRM takes only the Integration API's key).
+    const row = await findEventById(gw.gateway.ledger.db, res.json.event_id);
+    expect(row).toMatchObject({ payload_json: text, user_id: 'push:9007199254740993' });
+  });
+
+  const payment = (change: string) =>
+    `{"user_id":"u-refused","payment_id":1,"vendor_id":"v","amount":1,"currency":"EUR","timestamp":"2026-11-24T10:00:00Z","origin":"o","status":"Approved","type":"Credit",${change}}`;
+  const PAYMENT = '/v1/integration/payment';
+  it.each([
+    ['a fee of -1e-400 (below 0 exactly; a double reads -0)', PAYMENT, payment('"fee_amount":-1e-400'), 'fee_amount: must be 0 or more (got -1e-400)'],
+    [
+      'a deposit_count of -0.000000000000000000001',
+      PAYMENT,
+      payment('"deposit_count":-0.000000000000000000001'),
+      'deposit_count: must be 0 or more (got -0.000000000000000000001)',
+    ],
+    [
+      'a number whose exponent the CRM’s checker cannot read, where a minimum compares it',
+      PAYMENT,
+      payment('"exchange_rate":1e99999999999999999999'),
+      "exchange_rate: cannot be compared with 0 by the CRM's checker",
+    ],
+    ['a number where an object goes', PAYMENT, payment('"meta":1e400'), 'meta: must be an object (got 1e400)'],
+    [
+      'a negative cart_id beyond 2^53',
+      '/v1/integration/cart',
+      catalogueExamplesText('cart', 'u-refused').replace('"cart_id":5', '"cart_id":-9007199254740993'),
+      'cart_id: must be 0 or more (got -9007199254740993)',
+    ],
+    [
+      'a balance of -1e-400, nested',
+      '/v1/integration/user/balances',
+      '{"user_id":"u-refused","timestamp":"2026-11-24T10:00:00Z","origin":"o","balances":[{"amount":-1e-400,"currency":"EUR","key":"real_money","exchange_rate":1}]}',
+      'balances.0.amount: must be 0 or more (got -1e-400)',
+    ],
+    [
+      'a push user id of 1e-400 (not an integer)',
+      '/webhook/callback/push/',
+      pushText('"conversion_crm_userid":1e-400'),
+      'metadata.conversion_crm_userid: must be an integer (got 1e-400)',
+    ],
+    [
+      'a push user id of 1.5',
+      '/webhook/callback/push/',
+      pushText('"conversion_crm_userid":1.5'),
+      'metadata.conversion_crm_userid: must be an integer (got 1.5)',
+    ],
+  ])('refuses %s with 400 naming the field, as the CRM would', async (_label, path, text, error) => {
+    const res = await relayText('POST', path, text);
+    expect(res.status).toBe(400);
+    expect(res.json).toEqual({ error: expect.stringContaining(error), code: 400 });
+  });
+});
+
+function catalogueExamplesText(kind: string, userId: string): string {
+  return JSON.stringify(catalogueExamples(userId)[kind]!.valid);
+}
+
+function pushText(userId: string): string {
+  const metadata = catalogueExamples('u-refused').push_conversion!.valid.metadata as Record<string, unknown>;
+  return JSON.stringify({ action: 'read', metadata: { ...metadata, conversion_crm_userid: 0 } }).replace('"conversion_crm_userid":0', userId);
+}
 
 describe('delivery', () => {
   it("keeps each user's order under concurrent acceptance while the CRM refuses now and then", async () => {

@@ -12,6 +12,8 @@ export interface IntegrationRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: any;
+  /** The body's text as it arrived. */
+  raw: string;
   /** The gateway's event id (Idempotency-Key header). */
   eventId: string;
   at: number;
@@ -80,6 +82,7 @@ export class FakeIntegrationApi {
       path: req.url!,
       headers: req.headers,
       body: JSON.parse(raw),
+      raw,
       eventId: String(req.headers['idempotency-key']),
       at: Date.now(),
     };

@@ -217,3 +217,44 @@ export function catalogueExamples(userId: string): Record<string, { valid: Recor
     },
   };
 }
+
+/**
+ * Event bodies written as text, holding numbers a double would change (ids above 2^53, `1e400`, `-1e-400`, `1.0`,
+ * long fractions), in keys the CRM's schema names and in keys it does not, with spacing of their own: the relay must
+ * send each byte for byte. Every one is valid for the CRM's checker, which reads numbers exactly.
+ */
+export function exactNumberEvents(userId: string): Array<{ kind: string; method: 'POST' | 'PUT'; path: string; text: string }> {
+  const at = '"timestamp":"2026-11-24T10:00:00Z","origin":"sub.example.com"';
+  return [
+    {
+      kind: 'payment',
+      method: 'POST',
+      path: '/v1/integration/payment',
+      text: `{"user_id":"${userId}","payment_id":9007199254740993,"vendor_id":18446744073709551617,"amount":1e400,"currency":"EUR","exchange_rate":1.0,"fee_amount":0.10000000000000000001,${at},"status":"Approved","type":"Credit","meta":{"psp_ref":98765432109876543210,"tiny":-1e-400,"exp":1E+2}, "ledger_seq" : 123456789012345678901234567890 }`,
+    },
+    {
+      kind: 'casino',
+      method: 'POST',
+      path: '/v1/integration/casino',
+      text: `{"user_id":"${userId}","activity_id":"a-1","amount":12.50,"currency":"EUR","exchange_rate":1,"game_id":9007199254740993,"game_name":"Book",\n"is_round_end":true,${at},"round_id":"r-1","status":"Approved","type":"Bet","vendor_id":9223372036854775807,"balance_before":-0.0,"balance_after":1.0e-5,"provider_round":18014398509481985}`,
+    },
+    {
+      kind: 'cart',
+      method: 'POST',
+      path: '/v1/integration/cart',
+      text: `{"user_id":"${userId}","amount":0,"cart_id":9007199254740993,"currency":"EUR","discount_amount":0.00,"status":"Successful",${at},"type":"Checkout","device_type":"mobile","exchange_rate":1,"payments":[{"type":"card","amount":1e2,"psp_id":98765432109876543210}],"items":[{"id":18446744073709551615,"type":"ticket","name":"Lotto","description":"","amount":0,"discount_amount":0,"bonus_code":""}]}`,
+    },
+    {
+      kind: 'bonus',
+      method: 'POST',
+      path: '/v1/integration/bonus',
+      text: `{"user_id":"${userId}","user_bonus_id":"ub-${userId}","bonus_id":"b-1","bonus_code":"NOT-CREDITED","status":"Created","type":"Gift","product":"Casino","amount":9007199254740993,"currency":"EUR","exchange_rate":1,${at},"meta":{"campaign":12345678901234567890}}`,
+    },
+    {
+      kind: 'custom',
+      method: 'POST',
+      path: '/v1/integration/custom',
+      text: `{"user_id":"${userId}",${at},"notification_type":"big","data":{"ids":[9007199254740993,-9007199254740993],"huge":1e400,"small":-1e-400,"long":0.12345678901234567890123}}`,
+    },
+  ];
+}

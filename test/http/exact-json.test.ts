@@ -1,6 +1,6 @@
 /** exact-json: which bodies need the exact parse, and what it keeps. */
 import { describe, expect, it } from 'vitest';
-import { activitySources, indentJson, RawJson, stringifyExact } from '../../src/http/exact-json.js';
+import { activitySources, indentJson, parseExact, RawJson, stringifyExact } from '../../src/http/exact-json.js';
 
 describe('activitySources', () => {
   it.each([
@@ -43,5 +43,23 @@ describe('stringifyExact', () => {
   it('cannot be fooled by a string that looks like its marker', () => {
     const value = { id: new RawJson('42'), error: '\u00000' };
     expect(JSON.parse(stringifyExact(value))).toEqual({ id: 42, error: '\u00000' });
+  });
+});
+
+describe('parseExact', () => {
+  it.each([
+    ['an integer beyond 2^53', '{"id":9007199254740993}', { id: new RawJson('9007199254740993') }],
+    ['a negative one in a list', '{"ids":[1, -98765432109876543210]}', { ids: [1, new RawJson('-98765432109876543210')] }],
+    ['1e400 (Infinity as a double)', '{"a":1e400}', { a: new RawJson('1e400') }],
+    ['-1e-400 (-0 as a double)', '{"a":-1e-400}', { a: new RawJson('-1e-400') }],
+    ['a long fraction', '{"a":0.12345678901234567}', { a: new RawJson('0.12345678901234567') }],
+    ['a short number beside them stays a double', '{"a":1e3,"b":2.5,"c":"9007199254740993"}', { a: new RawJson('1e3'), b: 2.5, c: '9007199254740993' }],
+  ])('keeps %s as its text', (_label, text, expected) => {
+    expect(parseExact(text)).toEqual(expected);
+  });
+
+  it('is JSON.parse for a body with no such number (no reviver runs)', () => {
+    const text = '{"a":1.0,"b":-0,"c":123456789012345,"d":"1e400"}';
+    expect(parseExact(text)).toEqual(JSON.parse(text));
   });
 });

@@ -291,6 +291,13 @@ for (const route of eventCatalogue) {
   cases[`${key} 401`] = () => call(gw, path, { method: route.method, json });
   cases[`${key} 403`] = () => call(closed, path, { method: route.method, headers: relayKey, json });
   cases[`${key} 415`] = () => call(gw, path, { method: route.method, headers: { ...relayKey, 'content-type': 'text/plain' }, body: '{}' });
+  // Another body under a bonus status already taken (the first call takes it, or finds it taken by the 202 case)
+  // answers 409 naming the first event.
+  if (route.kind === 'bonus')
+    cases[`${key} 409`] = async () => {
+      await call(gw, path, { method: route.method, headers: relayKey, json });
+      return call(gw, path, { method: route.method, headers: relayKey, json: { ...(json as Record<string, unknown>), amount: 11 } });
+    };
 }
 cases['GET /admin/events 200'] = () => call(gw, '/admin/events?user_id=doc-user', { headers: admin });
 cases['GET /admin/events 400'] = () => call(gw, '/admin/events?status=lost', { headers: admin });
