@@ -279,14 +279,6 @@ for (const route of eventCatalogue) {
     if (route.kind === 'bonus') await call(gw, path, { method: route.method, headers: relayKey, json });
     return call(gw, path, { method: route.method, headers: relayKey, json });
   };
-  if (route.kind === 'bonus') {
-    // A status of the same player's bonus sent again with another body is refused, naming the first event.
-    cases[`${key} 409`] = async () => {
-      const first = { ...(json as Record<string, unknown>), user_bonus_id: 'doc-409' };
-      await call(gw, path, { method: route.method, headers: relayKey, json: first });
-      return call(gw, path, { method: route.method, headers: relayKey, json: { ...first, amount: 987.65 } });
-    };
-  }
   cases[`${key} 400`] = () => call(gw, path, { method: route.method, headers: relayKey, json: {} });
   cases[`${key} 401`] = () => call(gw, path, { method: route.method, json });
   cases[`${key} 403`] = () => call(closed, path, { method: route.method, headers: relayKey, json });
