@@ -12,14 +12,9 @@
  * where both readings give the same number, so the digits cannot tell them apart. Pure.
  */
 import { callingCodeOf, mainCountryOf, readInternational, readNational, type NumberReading } from '../kit/phone-number.js';
+import type { PlayerCountry } from '../operator/backend.js';
 
-/** What a player's record says about where the player is (the CRM's user details: both may be ""). */
-export interface PlayerCountry {
-  /** ISO 3166 alpha-2, as the record holds it. */
-  country: string;
-  /** "+" and the calling code, as the record holds it (`+356`). */
-  mobilePrefix: string;
-}
+export type { PlayerCountry };
 
 export type RecipientRefusalCode = 'recipient_ambiguous' | 'recipient_country_mismatch';
 export const RECIPIENT_REFUSAL_CODES: readonly RecipientRefusalCode[] = ['recipient_ambiguous', 'recipient_country_mismatch'];
@@ -171,4 +166,25 @@ function mismatch(raw: string, readings: NumberReading[], place: Place): Recipie
     e164: readings[0]?.e164 ?? raw,
     error: `recipient: ${shown}, none of it in the player's country (the record says ${playerWords(place)})`,
   };
+}
+
+/** How a message's recipient was read when not as written, or why it is refused: stored on the message (claim.ts). */
+export type RecipientReadingNote =
+  | { outcome: 'national'; basis: NationalBasis; note: string }
+  | { outcome: 'refused'; code: RecipientRefusalCode; error: string };
+
+/** The prepared message's fields for a decision (prepare.ts, player-records.ts). */
+export function readingFields(decision: Exclude<RecipientDecision, { outcome: 'invalid' }>): {
+  recipient: string;
+  country: string | undefined;
+  reading: RecipientReadingNote | undefined;
+} {
+  switch (decision.outcome) {
+    case 'as_written':
+      return { recipient: decision.e164, country: decision.country, reading: undefined };
+    case 'national':
+      return { recipient: decision.e164, country: decision.country, reading: { outcome: 'national', basis: decision.basis, note: decision.note } };
+    case 'refused':
+      return { recipient: decision.e164, country: undefined, reading: { outcome: 'refused', code: decision.code, error: decision.error } };
+  }
 }
