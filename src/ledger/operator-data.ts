@@ -199,6 +199,7 @@ export interface PlayerCountryRow {
   user_id: string;
   country: string | null;
   mobile_prefix: string | null;
+  mobile_e164: string | null;
 }
 
 /** The two keys read out of the stored record by the database itself, which spells it per dialect. */
@@ -212,11 +213,11 @@ function recordKey(db: Kysely<any>, key: 'country' | 'mobile_prefix') {
 const playerCountriesTemplate = createQueryTemplate((db: Kysely<Database>, ids: string[]) =>
   db
     .selectFrom('operator_users')
-    .select(['user_id', recordKey(db, 'country').as('country'), recordKey(db, 'mobile_prefix').as('mobile_prefix')])
+    .select(['user_id', 'mobile_e164', recordKey(db, 'country').as('country'), recordKey(db, 'mobile_prefix').as('mobile_prefix')])
     .where('user_id', 'in', ids),
 );
 
-/** The country and mobile_prefix of each listed player the data knows; unknown players are absent from the map. */
+/** The country, mobile_prefix and number of each listed player the data knows; unknown players are absent from the map. */
 export async function findPlayerCountries(db: Db, userIds: readonly string[]): Promise<Map<string, PlayerCountryRow>> {
   const found = new Map<string, PlayerCountryRow>();
   for (const chunk of idChunks([...new Set(userIds)], IDS_PER_STATEMENT)) {

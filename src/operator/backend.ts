@@ -78,6 +78,8 @@ export interface PlayerCountry {
   country: string;
   /** "+" and the calling code, as the record holds it (`+356`). */
   mobilePrefix: string;
+  /** The player's own number in E.164 (mobile_prefix and mobile, or a mobile written with "+"), when there is one. */
+  mobile: string | null;
 }
 
 export interface OperatorBackend {

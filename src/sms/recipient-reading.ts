@@ -37,20 +37,28 @@ const MAX_LENGTH = 40;
 interface Place {
   country: string | undefined;
   codes: Set<string>;
-  /** Where a national reading is tried: the mobile_prefix's main country first (the phone's), then `country`. */
+  /** Where a national reading is tried: the main country of the player's number (the phone's) first, then `country`. */
   regions: string[];
 }
 
 /** The usable part of a record; undefined when it names neither a known country nor a calling code. */
 function placeOf(record: PlayerCountry): Place | undefined {
   const country = callingCodeOf(record.country) ? record.country : undefined;
-  const prefixCode = /^\+\d{1,3}$/.test(record.mobilePrefix) ? record.mobilePrefix.slice(1) : '';
-  const prefixCountry = mainCountryOf(prefixCode);
   const codes = new Set<string>();
   const regions: string[] = [];
-  if (prefixCountry) {
-    codes.add(prefixCode);
-    regions.push(prefixCountry);
+  // The player's own number first (a mobile written with "+" stands alone, src/operator/player-phone.ts), then the
+  // prefix: calling codes are prefix-free, so the first 1 to 3 digits that are one are the number's.
+  const mobileDigits = record.mobile?.startsWith('+') ? record.mobile.slice(1, 4) : '';
+  const prefixDigits = /^\+\d{1,3}$/.test(record.mobilePrefix) ? record.mobilePrefix.slice(1) : '';
+  for (const digits of [mobileDigits, prefixDigits]) {
+    for (let length = 1; length <= digits.length; length++) {
+      const code = digits.slice(0, length);
+      const main = mainCountryOf(code);
+      if (!main) continue;
+      codes.add(code);
+      if (!regions.includes(main)) regions.push(main);
+      break;
+    }
   }
   if (country) {
     codes.add(callingCodeOf(country)!);

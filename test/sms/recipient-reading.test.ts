@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { decideRecipient, type PlayerCountry } from '../../src/sms/recipient-reading.js';
 
-const player = (country: string, mobilePrefix: string): PlayerCountry => ({ country, mobilePrefix });
+const player = (country: string, mobilePrefix: string, mobile: string | null = null): PlayerCountry => ({ country, mobilePrefix, mobile });
 const records = {
   US: player('US', '+1'),
   CA: player('CA', '+1'),
@@ -116,6 +116,13 @@ describe('with the player’s record', () => {
     expect(decideRecipient('34612345678', { record })).toMatchObject({ outcome: 'as_written', e164: '+34612345678' });
     expect(decideRecipient('612345678', { record })).toMatchObject({ outcome: 'national', e164: '+34612345678', country: 'ES' });
     expect(decideRecipient('7400123456', { record })).toMatchObject({ outcome: 'national', e164: '+447400123456' });
+  });
+
+  it('reads by the player’s own number too: a mobile written with "+" and no prefix (a player of MT with a UK phone)', () => {
+    const record = player('MT', '', '+447700900111');
+    expect(decideRecipient('+447400123456', { record })).toMatchObject({ outcome: 'as_written', e164: '+447400123456' });
+    expect(decideRecipient('7400123456', { record })).toMatchObject({ outcome: 'national', e164: '+447400123456' });
+    expect(decideRecipient('+15005550004', { record })).toMatchObject({ outcome: 'refused', code: 'recipient_country_mismatch' });
   });
 
   it('a national number with its trunk 0 is as written, in the player’s country', () => {
