@@ -65,9 +65,13 @@ export interface NumberReading {
 
 type Parsed = ReturnType<Parse>;
 
-/** The mobile set first (half the parse, docs above), then every type; undefined when not even possible. */
-function readingOf(parse: (p: Parse) => Parsed): NumberReading | undefined {
-  const mobile = parse(parsePhoneNumberFromString);
+/**
+ * With `mobileFirst`, the mobile set first (half the parse, docs above), then every type; undefined when not even
+ * possible. Without, every type at once: a national reading is mostly asked to rival an international one and is
+ * mostly not valid, where "mobile" then "max" cost two parses (measured for GB: 15.5 µs mobile, 22.5 µs max).
+ */
+function readingOf(parse: (p: Parse) => Parsed, mobileFirst: boolean): NumberReading | undefined {
+  const mobile = mobileFirst ? parse(parsePhoneNumberFromString) : undefined;
   if (mobile?.isValid()) return { e164: mobile.number, callingCode: mobile.countryCallingCode, country: mobile.country, valid: true };
   parseAnyType ??= (createRequire(import.meta.url)('libphonenumber-js/max') as { parsePhoneNumberFromString: Parse }).parsePhoneNumberFromString;
   const any = parse(parseAnyType);
@@ -79,7 +83,7 @@ function readingOf(parse: (p: Parse) => Parsed): NumberReading | undefined {
 
 /** `digits` read after "+": undefined when that is not even a possible number. */
 export function readInternational(digits: string): NumberReading | undefined {
-  return readingOf((parse) => parse(`+${digits}`));
+  return readingOf((parse) => parse(`+${digits}`), true);
 }
 
 /**
@@ -89,7 +93,7 @@ export function readInternational(digits: string): NumberReading | undefined {
  */
 export function readNational(digits: string, region: string): NumberReading | undefined {
   if (!isSupportedCountry(region)) return undefined;
-  return readingOf((parse) => parse(digits, region as CountryCode));
+  return readingOf((parse) => parse(digits, region as CountryCode), false);
 }
 
 /** The calling code of an ISO 3166 country ("DE" → "49"), or undefined for one the metadata does not know. */

@@ -8,7 +8,7 @@
  */
 import type { PlayerCountry } from '../operator/backend.js';
 import type { PreparedMessage } from './prepare.js';
-import { decideRecipient, readingFields } from './recipient-reading.js';
+import { decideRecipient, liesWithPlayer, readingFields } from './recipient-reading.js';
 
 /** The players' records' countries (OperatorBackend.playerCountries); absent players are unknown. */
 export type PlayerCountries = (userIds: readonly string[]) => Promise<Map<string, PlayerCountry>>;
@@ -26,7 +26,8 @@ export async function readWithPlayerRecords(
   if (records.size === 0) return messages;
   return messages.map((m) => {
     const record = m.userId === null || m.recipientAsSent === undefined ? undefined : records.get(m.userId);
-    if (!record) return m;
+    // Read after "+" (or as written) in the player's country already: the record says the same.
+    if (!record || (m.reading?.outcome !== 'refused' && liesWithPlayer(m.recipient, record))) return m;
     const decision = decideRecipient(m.recipientAsSent!, { record, defaultRegion });
     // prepare.ts found it a phone number already; the record only adds readings, so this keeps its reading.
     if (decision.outcome === 'invalid') return m;

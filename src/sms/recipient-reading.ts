@@ -92,6 +92,16 @@ export function decideRecipient(raw: string, known: { record?: PlayerCountry; de
 
   const trunk = compact.startsWith('0');
   const international = trunk ? undefined : readInternational(compact);
+  // The common case stops here, before any national parse (each costs as much as this one): a valid international
+  // reading in the player's country, or, without a record, one that no region's national reading can rival (no
+  // region, or digits that begin with the region's own calling code, which libphonenumber-js reads as that same
+  // number when the rest is valid).
+  if (international?.valid) {
+    const unrivalled = place
+      ? place.codes.has(international.callingCode)
+      : !known.defaultRegion || callingCodeOf(known.defaultRegion) === international.callingCode;
+    if (unrivalled) return { outcome: 'as_written', e164: international.e164, country: international.country };
+  }
   const regions = [...(place?.regions ?? []), ...(known.defaultRegion ? [known.defaultRegion] : [])];
   const readings: NumberReading[] = international ? [international] : [];
   for (const region of regions) {
@@ -195,4 +205,15 @@ export function readingFields(decision: Exclude<RecipientDecision, { outcome: 'i
     case 'refused':
       return { recipient: decision.e164, country: undefined, reading: { outcome: 'refused', code: decision.code, error: decision.error } };
   }
+}
+
+/**
+ * Whether a number already read lies in the player's country (its calling code is the record's): then the record
+ * cannot change how it is read (player-records.ts skips reading it again). Cheap: no parse.
+ */
+export function liesWithPlayer(e164: string, record: PlayerCountry): boolean {
+  const place = placeOf(record);
+  if (!place) return true;
+  for (const code of place.codes) if (e164.startsWith(`+${code}`)) return true;
+  return false;
 }
