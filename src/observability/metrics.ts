@@ -237,7 +237,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
   for (const field of ['sender_name', 'encoding']) intakeFallbacks.inc({ field }, 0);
   const recipientReadings = new Counter({
     name: 'sms_gateway_recipient_readings_total',
-    help: "Digits-only recipients read as a national number (by the player's record or sms.default_region) rather than after \"+\", and recipients refused for their reading (recipient_ambiguous, recipient_country_mismatch)",
+    help: 'Digits-only recipients read as a national number (by the player\'s record or sms.default_region) rather than after "+", and recipients refused for their reading (recipient_ambiguous, recipient_country_mismatch)',
     labelNames: ['reading'],
     registers,
   });

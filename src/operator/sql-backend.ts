@@ -121,7 +121,8 @@ export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, 
       const places = new Map<string, PlayerCountry>();
       // A record loaded before the CRM's rules were checked may hold anything there: only strings are read.
       const text = (v: unknown) => (typeof v === 'string' ? v : '');
-      for (const [id, row] of await findPlayerCountries(readDb, userIds)) places.set(id, { country: text(row.country), mobilePrefix: text(row.mobile_prefix), mobile: row.mobile_e164 });
+      for (const [id, row] of await findPlayerCountries(readDb, userIds))
+        places.set(id, { country: text(row.country), mobilePrefix: text(row.mobile_prefix), mobile: row.mobile_e164 });
       return places;
     },
 

@@ -160,8 +160,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       // A repeat of a recipient refused for its reading answers the same code.
       const code = RECIPIENT_REFUSAL_CODES.find((c) => c === previous.error_code);
       answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error: decision.error, ...(code ? { code } : {}) } });
-    }
-    else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
+    } else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
       const refusal = refusals[i];
       if (refusal) {
         // A retry of a transient failure, for a player who must not get it any more (or to a number now read as

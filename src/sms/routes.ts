@@ -25,7 +25,7 @@ const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id 
 const refusalCode = z
   .enum(['recipient_ambiguous', 'recipient_country_mismatch'])
   .optional()
-  .describe("The recipient's reading refused it (docs/operator-api.md, \"Requests as the CRM sends them\"); absent for other refusals");
+  .describe('The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"); absent for other refusals');
 
 const singleRefusalSchema = z.strictObject({
   error: z.string(),

@@ -159,7 +159,10 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     });
 
     it('refuses the retry of a transient failure once the player opted out, and records the refusal for good', async () => {
-      await s.gw.adminPut('/admin/users/p-retry', { ...sampleUser('p-retry', { mobile_prefix: '+1', mobile: '5005550429' }), consents: [{ type: 'sms', opted_in: true }] });
+      await s.gw.adminPut('/admin/users/p-retry', {
+        ...sampleUser('p-retry', { mobile_prefix: '+1', mobile: '5005550429' }),
+        consents: [{ type: 'sms', opted_in: true }],
+      });
       const first = await s.gw.post('/channels/sms/single', { ...message('retry-sql', 'p-retry'), recipient: '+15005550429' });
       expect(first.status).toBe(503);
       await s.gw.adminPut('/admin/users/p-retry/consents', { consents: [{ type: 'sms', opted_in: false }] });
@@ -172,7 +175,10 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     });
 
     it('counts an sms channel opted in for some products as opted in (an SMS carries no product)', async () => {
-      await s.gw.adminPut('/admin/users/p-products', { ...sampleUser('p-products', UK_PHONE), consents: [{ type: 'sms', opted_in: true, products: ['casino'] }] });
+      await s.gw.adminPut('/admin/users/p-products', {
+        ...sampleUser('p-products', UK_PHONE),
+        consents: [{ type: 'sms', opted_in: true, products: ['casino'] }],
+      });
       expect((await s.gw.post('/channels/sms/single', message('single-sql-products', 'p-products'))).status).toBe(200);
     });
 

@@ -1,5 +1,5 @@
 /**
- * Never a message to another country than the player's (issue 39, item 3), end to end: the real gateway with
+ * Never a message to another country than the player's, end to end: the real gateway with
  * sms.default_region DE, players loaded with PUT /admin/users, the Twilio fake recording the To and From it was
  * handed. A digits-only number is read in the player's country when the record says so, refused with
  * recipient_country_mismatch when no reading lies there, and, without a record, refused with recipient_ambiguous

@@ -1,5 +1,6 @@
 /**
- * decideRecipient (src/sms/recipient-reading.ts) by table, from issue 39's figures: numbers of the US, Canada,
+ * decideRecipient (src/sms/recipient-reading.ts) by table, over the countries where a review found national numbers
+ * read abroad (docs/operator-api.md, "Requests as the CRM sends them"): numbers of the US, Canada,
  * Germany, Italy, Australia, Brazil and the UK written nationally without their trunk 0 (each of which also reads
  * as a valid number of another country after "+") and internationally without "+", with a player's record and
  * without one. The CRM's own samples (254716595289, 35621435678) pass as before.
@@ -32,7 +33,7 @@ const crossing: Array<[string, keyof typeof records, string, string, string]> = 
   ['51987654321', 'BR', '+5551987654321', '+51987654321', 'PE'],
 ];
 
-/** National numbers without their trunk 0 that are no valid number after "+" (GB: every one, issue 39's 0%). */
+/** National numbers without their trunk 0 that are no valid number after "+" (GB: every one). */
 const nationalOnly: Array<[string, keyof typeof records, string]> = [
   ['2125551234', 'US', '+12125551234'],
   ['4165551234', 'CA', '+14165551234'],
