@@ -92,13 +92,14 @@ export function readInternational(digits: string): NumberReading | undefined {
  * metadata does not know.
  */
 export function readNational(digits: string, region: string): NumberReading | undefined {
-  if (!isSupportedCountry(region)) return undefined;
+  if (!callingCodeOf(region)) return undefined;
   return readingOf((parse) => parse(digits, region as CountryCode), false);
 }
 
 /** The calling code of an ISO 3166 country ("DE" → "49"), or undefined for one the metadata does not know. */
 export function callingCodeOf(region: string): string | undefined {
-  return isSupportedCountry(region) ? getCountryCallingCode(region as CountryCode) : undefined;
+  // Only two capitals name a country; a record loaded before its rules were checked may hold anything there.
+  return /^[A-Z]{2}$/.test(region) && isSupportedCountry(region) ? getCountryCallingCode(region as CountryCode) : undefined;
 }
 
 /** The metadata's own list per calling code, main country first (a method its type declarations leave out). */

@@ -133,6 +133,7 @@ describe('with the player’s record', () => {
   it.each([
     ['empty', player('', '')],
     ['a country the metadata does not know and no prefix', player('XX', '')],
+    ['a record loaded before its rules were checked, holding "__proto__"', player('__proto__', '__proto__', '__proto__')],
   ])('a record that names no country (%s) leaves it to sms.default_region', (_label, record) => {
     expect(decideRecipient('15202345678', { record, defaultRegion: 'DE' })).toMatchObject({ outcome: 'refused', code: 'recipient_ambiguous' });
     expect(decideRecipient('15202345678', { record })).toMatchObject({ outcome: 'as_written', e164: '+15202345678' });
