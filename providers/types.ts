@@ -17,6 +17,8 @@ export interface SendRequest {
   smsId: string;
   /** Recipient in E.164 with the leading `+`. */
   to: string;
+  /** The recipient's ISO 3166 country as the gateway read the number (src/sms/recipient-reading.ts), when known. */
+  country?: string;
   /** Sender from the CRM's `sender_name`; the plugin falls back to its configured default. */
   from: string | undefined;
   text: string;

@@ -180,7 +180,9 @@ const sms = z
       .length(2)
       .toUpperCase()
       .optional()
-      .describe('ISO 3166 country (e.g. `GB`) of recipients written without `+`; unset, such numbers are refused.'),
+      .describe(
+        'ISO 3166 country (e.g. `GB`) whose national numbers the CRM may write without `+`. Unset: a digits-only recipient is read after `+` (the CRM writes international numbers so) and one starting with `0` is refused. Set: one that is valid only as this country\'s national number is read so, and one valid both ways (two different numbers) is refused with `recipient_ambiguous`, unless the player\'s record decides (docs/operator-api.md, "Requests as the CRM sends them").',
+      ),
     default_provider: z.string().min(1).optional().describe('The provider of a message that names no `provider_name`.'),
     max_segments: z.number().int().positive().default(10).describe('Longer messages are refused (400) before sending.'),
     smart_encoding: z.boolean().default(false).describe('Replace look-alike characters (curly quotes, dashes, odd spaces) so the text fits GSM-7.'),

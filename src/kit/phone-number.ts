@@ -10,7 +10,7 @@
  * international forms) both sets gave the same answer and the same E.164, and both weigh the same in memory.
  */
 import { createRequire } from 'node:module';
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/mobile';
+import { getCountryCallingCode, isSupportedCountry, Metadata, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/mobile';
 
 type Parse = typeof parsePhoneNumberFromString;
 let parseAnyType: Parse | undefined;
@@ -50,4 +50,64 @@ export function normaliseRecipient(raw: string, defaultRegion: string | undefine
     return { ok: false, error: `recipient: ${JSON.stringify(raw)} is not a phone number${hint}` };
   }
   return { ok: true, e164: parsed.number };
+}
+
+/**
+ * One reading of a number (src/sms/recipient-reading.ts decides between them): its E.164, its calling code, the
+ * country the metadata places it in (none for a number valid nowhere), and whether it is valid or only possible.
+ */
+export interface NumberReading {
+  e164: string;
+  callingCode: string;
+  country: string | undefined;
+  valid: boolean;
+}
+
+type Parsed = ReturnType<Parse>;
+
+/**
+ * With `mobileFirst`, the mobile set first (half the parse, docs above), then every type; undefined when not even
+ * possible. Without, every type at once: a national reading is mostly asked to rival an international one and is
+ * mostly not valid, where "mobile" then "max" cost two parses (measured for GB: 15.5 µs mobile, 22.5 µs max).
+ */
+function readingOf(parse: (p: Parse) => Parsed, mobileFirst: boolean): NumberReading | undefined {
+  const mobile = mobileFirst ? parse(parsePhoneNumberFromString) : undefined;
+  if (mobile?.isValid()) return { e164: mobile.number, callingCode: mobile.countryCallingCode, country: mobile.country, valid: true };
+  parseAnyType ??= (createRequire(import.meta.url)('libphonenumber-js/max') as { parsePhoneNumberFromString: Parse }).parsePhoneNumberFromString;
+  const any = parse(parseAnyType);
+  if (any?.isValid()) return { e164: any.number, callingCode: any.countryCallingCode, country: any.country, valid: true };
+  const possible = any ?? mobile;
+  if (!possible?.isPossible()) return undefined;
+  return { e164: possible.number, callingCode: possible.countryCallingCode, country: possible.country, valid: false };
+}
+
+/** `digits` read after "+": undefined when that is not even a possible number. */
+export function readInternational(digits: string): NumberReading | undefined {
+  return readingOf((parse) => parse(`+${digits}`), true);
+}
+
+/**
+ * `digits` read as a number of `region` (with or without its trunk prefix; digits that begin with the region's own
+ * calling code are read as such, as libphonenumber-js does): undefined when not even possible, or for a region the
+ * metadata does not know.
+ */
+export function readNational(digits: string, region: string): NumberReading | undefined {
+  if (!callingCodeOf(region)) return undefined;
+  return readingOf((parse) => parse(digits, region as CountryCode), false);
+}
+
+/** The calling code of an ISO 3166 country ("DE" → "49"), or undefined for one the metadata does not know. */
+export function callingCodeOf(region: string): string | undefined {
+  // Only two capitals name a country; a record loaded before its rules were checked may hold anything there.
+  return /^[A-Z]{2}$/.test(region) && isSupportedCountry(region) ? getCountryCallingCode(region as CountryCode) : undefined;
+}
+
+/** The metadata's own list per calling code, main country first (a method its type declarations leave out). */
+let codes: { getCountryCodesForCallingCode(code: string): unknown } | undefined;
+/** The main country of a calling code ("1" → "US", "44" → "GB"), the first libphonenumber-js lists; else undefined. */
+export function mainCountryOf(callingCode: string): string | undefined {
+  if (!/^\d{1,3}$/.test(callingCode)) return undefined;
+  codes ??= new Metadata() as unknown as NonNullable<typeof codes>;
+  const countries: unknown = codes.getCountryCodesForCallingCode(callingCode);
+  return Array.isArray(countries) && typeof countries[0] === 'string' ? countries[0] : undefined;
 }

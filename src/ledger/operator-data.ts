@@ -1,6 +1,8 @@
 /** Repository for the sql operator backend's player data: users, consents, bonuses. Functions take `db` first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { dialectFlagsOf } from './db.js';
+import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
+import { createQueryTemplate } from './query-template.js';
 import type { Database, OperatorBonusesTable, OperatorUsersTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -190,4 +192,37 @@ export async function findConsentsOfUsers(db: Db, userIds: string[]): Promise<Co
     );
   }
   return rows;
+}
+
+/** Where a player is, as their record says (src/sms/recipient-reading.ts): "" where the record has nothing. */
+export interface PlayerCountryRow {
+  user_id: string;
+  country: string | null;
+  mobile_prefix: string | null;
+  mobile_e164: string | null;
+}
+
+/** The two keys read out of the stored record by the database itself, which spells it per dialect. */
+function recordKey(db: Kysely<any>, key: 'country' | 'mobile_prefix') {
+  return dialectFlagsOf(db).kind === 'postgres'
+    ? sql<string | null>`(record_json::json ->> ${sql.lit(key)})`
+    : sql<string | null>`json_extract(record_json, ${sql.lit(`$.${key}`)})`;
+}
+
+/** Primary-key reads: one statement for up to IDS_PER_STATEMENT players, so one for a whole batch request. */
+const playerCountriesTemplate = createQueryTemplate((db: Kysely<Database>, ids: string[]) =>
+  db
+    .selectFrom('operator_users')
+    .select(['user_id', 'mobile_e164', recordKey(db, 'country').as('country'), recordKey(db, 'mobile_prefix').as('mobile_prefix')])
+    .where('user_id', 'in', ids),
+);
+
+/** The country, mobile_prefix and number of each listed player the data knows; unknown players are absent from the map. */
+export async function findPlayerCountries(db: Db, userIds: readonly string[]): Promise<Map<string, PlayerCountryRow>> {
+  const found = new Map<string, PlayerCountryRow>();
+  for (const chunk of idChunks([...new Set(userIds)], IDS_PER_STATEMENT)) {
+    const result = await playerCountriesTemplate(db as Kysely<Database>, chunk);
+    for (const row of result.rows as PlayerCountryRow[]) found.set(row.user_id, row);
+  }
+  return found;
 }

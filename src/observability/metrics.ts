@@ -17,7 +17,13 @@ export interface SendMetrics {
   sendSuppressed(reason: SuppressionReason): void;
   /** A field of an SMS read otherwise than sent so the message is not lost (src/sms/prepare.ts): sender_name, encoding. */
   intakeFallback(field: 'sender_name' | 'encoding'): void;
+  /** A recipient read otherwise than as written, or refused for its reading (src/sms/recipient-reading.ts). */
+  recipientRead(reading: RecipientReadingLabel): void;
 }
+
+/** sms_gateway_recipient_readings_total's one label: a national reading and what decided it, or the refusal's code. */
+export type RecipientReadingLabel = 'national_by_record' | 'national_by_default_region' | 'recipient_ambiguous' | 'recipient_country_mismatch';
+const RECIPIENT_READINGS: RecipientReadingLabel[] = ['national_by_record', 'national_by_default_region', 'recipient_ambiguous', 'recipient_country_mismatch'];
 
 export interface ReceiptMetrics {
   receiptStored(provider: string, status: MappedStatus): void;
@@ -233,6 +239,13 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     registers,
   });
   for (const field of ['sender_name', 'encoding']) intakeFallbacks.inc({ field }, 0);
+  const recipientReadings = new Counter({
+    name: 'sms_gateway_recipient_readings_total',
+    help: 'Digits-only recipients read as a national number (by the player\'s record or sms.default_region) rather than after "+", and recipients refused for their reading (recipient_ambiguous, recipient_country_mismatch)',
+    labelNames: ['reading'],
+    registers,
+  });
+  for (const reading of RECIPIENT_READINGS) recipientReadings.inc({ reading }, 0);
   const conversionsDead = new Counter({
     name: 'sms_gateway_conversions_dead_lettered_total',
     help: 'Conversions dead-lettered after their retry budget',
@@ -318,6 +331,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     },
     sendSuppressed: (reason: SuppressionReason) => suppressed.inc({ reason }),
     intakeFallback: (field: 'sender_name' | 'encoding') => intakeFallbacks.inc({ field }),
+    recipientRead: (reading: RecipientReadingLabel) => recipientReadings.inc({ reading }),
     receiptStored: (provider: string, status: MappedStatus) => receipts.inc({ provider, status }),
     receiptDuplicate: (provider: string) => receiptDuplicates.inc({ provider }),
     receiptParked: (provider: string) => receiptsParked.inc({ provider }),

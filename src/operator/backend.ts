@@ -72,6 +72,16 @@ export interface ReconciliationRun {
   timestamp(): string;
 }
 
+/** Where a player is, as their record says (the CRM's user details `country` and `mobile_prefix`; either may be ""). */
+export interface PlayerCountry {
+  /** ISO 3166 alpha-2, as the record holds it. */
+  country: string;
+  /** "+" and the calling code, as the record holds it (`+356`). */
+  mobilePrefix: string;
+  /** The player's own number in E.164 (mobile_prefix and mobile, or a mobile written with "+"), when there is one. */
+  mobile: string | null;
+}
+
 export interface OperatorBackend {
   readonly name: 'sql' | 'http';
   userDetails(userId: string): Promise<BackendResult<UserRecord>>;
@@ -83,5 +93,11 @@ export interface OperatorBackend {
   credit(request: CreditRequest): Promise<BackendResult<CreditAnswer>>;
   /** With `product` (POST /reconciliation/products), a consent field lists those opted in for that product. */
   reconcile(field: ReconciliationField, product?: string): ReconciliationRun;
+  /**
+   * The records' `country` and `mobile_prefix` of the listed players it holds (absent: unknown), so a recipient is
+   * read in its player's country (src/sms/recipient-reading.ts). Only the sql backend has it: the http one would ask
+   * the platform for every player on the send path, so without it sms.default_region decides alone.
+   */
+  playerCountries?(userIds: readonly string[]): Promise<Map<string, PlayerCountry>>;
   close(): Promise<void>;
 }

@@ -5,11 +5,20 @@
 import type { Kysely } from 'kysely';
 import { findCreditByKey, insertCreditUnlessKnown, recordCreditOutcome } from '../ledger/credits.js';
 import { markCreditDue } from '../ledger/credit-delivery.js';
-import { bonusExists, findConsents, findReconciliationPage, findUser, listBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
+import {
+  bonusExists,
+  findConsents,
+  findPlayerCountries,
+  findReconciliationPage,
+  findUser,
+  listBonuses,
+  userExists,
+  writeConsents,
+} from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import { enqueueEvent } from '../ledger/events.js';
 import { originOfRecord, userConsentsEvent } from '../crm/user-events.js';
-import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, ReconciliationRun } from './backend.js';
+import type { BackendResult, CreditAnswer, CreditRequest, OperatorBackend, PlayerCountry, ReconciliationRun } from './backend.js';
 import { oneActionKey } from '../crm/references.js';
 import { consentEntryOf, consentRowOf } from './consent-rows.js';
 import { newCreditRow } from './credit-rows.js';
@@ -106,6 +115,15 @@ export function createSqlBackend({ db, readDb = db, scanDb = db, now, pageSize, 
         }
       }
       return { pages: pages(), timestamp: () => startedAt };
+    },
+
+    async playerCountries(userIds) {
+      const places = new Map<string, PlayerCountry>();
+      // A record loaded before the CRM's rules were checked may hold anything there: only strings are read.
+      const text = (v: unknown) => (typeof v === 'string' ? v : '');
+      for (const [id, row] of await findPlayerCountries(readDb, userIds))
+        places.set(id, { country: text(row.country), mobilePrefix: text(row.mobile_prefix), mobile: row.mobile_e164 });
+      return places;
     },
 
     async close() {

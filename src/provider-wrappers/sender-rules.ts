@@ -44,7 +44,9 @@ export function withSenderRules(provider: SmsProvider, rules: SenderRules | unde
   return {
     ...provider,
     send(request: SendRequest, signal: AbortSignal) {
-      const country = needsCountry ? recipientCountry(request.to) : undefined;
+      // The country the number was read in (a national reading by the player's record, src/sms/recipient-reading.ts),
+      // else the one its E.164 names.
+      const country = needsCountry ? (request.country ?? recipientCountry(request.to)) : undefined;
       return provider.send({ ...request, from: chooseSender(request.from, country, rules, senderNameWins) }, signal);
     },
   };

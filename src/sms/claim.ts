@@ -4,13 +4,15 @@
  * - a new row (`dispatching`): send it;
  * - a repeat of an activity.id the ledger knows: answered from its row, or taken over for another attempt
  *   (src/sms/idempotency.ts decides which);
+ * - a recipient read as no number of its player's country, or as two numbers with nothing to choose between them
+ *   (src/sms/recipient-reading.ts): stored `rejected` with its code, nothing sent;
  * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent.
  * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
  * row cannot be written fails only itself.
  */
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { StatsTally } from '../ledger/delivery-stats.js';
+import type { StatsOutcome, StatsTally } from '../ledger/delivery-stats.js';
 import { newSmsId } from '../ledger/ids.js';
 import {
   findMessagesByActivityKeys,
@@ -28,6 +30,7 @@ import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import { maskPhoneNumber } from '../observability/logger.js';
+import { RECIPIENT_REFUSAL_CODES, type RecipientRefusalCode } from './recipient-reading.js';
 import {
   refusalsInClaim,
   standingsBeforeClaim,
@@ -50,17 +53,46 @@ export interface ClaimStepDeps {
   repeatTimings: RepeatTimings;
   /** sms.suppression: where a player's standing is read; absent when suppression is off. */
   recipients?: RecipientCheck;
-  metrics?: Pick<SendMetrics, 'sendSuppressed'>;
+  metrics?: Pick<SendMetrics, 'sendSuppressed' | 'recipientRead'>;
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
 type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; traceparent: string | null };
-type ClaimAnswer = Claim | { send: false; result: DispatchResult; suppressed: SuppressionReason };
+type ClaimAnswer =
+  | Claim
+  | { send: false; result: DispatchResult; suppressed: SuppressionReason }
+  | { send: false; result: DispatchResult; recipientRefused: RecipientRefusalCode };
+
+/** Why a message is stored refused: its recipient's reading (first: there is no number to send to), or its player's standing. */
+type Refusal = { error: string; code: string; suppressed?: SuppressionReason; recipientRefused?: RecipientRefusalCode };
+
+function refusalOf(message: PreparedMessage, suppression: SuppressionReason | null): Refusal | null {
+  const reading = message.reading;
+  if (reading?.outcome === 'refused') return { error: reading.error, code: reading.code, recipientRefused: reading.code };
+  if (!suppression) return null;
+  return { error: suppressionError(message.userId!, suppression), code: suppressionCode(suppression), suppressed: suppression };
+}
+
+/** The claim's answer for a refused message: the code the CRM reads (recipient refusals) and what the metrics count. */
+function refusedAnswer(smsId: string, refusal: Refusal): ClaimAnswer {
+  if (refusal.recipientRefused) {
+    return { send: false, result: { outcome: 'rejected', smsId, error: refusal.error, code: refusal.code }, recipientRefused: refusal.recipientRefused };
+  }
+  return { send: false, result: { outcome: 'rejected', smsId, error: refusal.error }, suppressed: refusal.suppressed! };
+}
+
+/** What the message's timeline says was read otherwise than sent (prepare.ts's notes, then the recipient's reading). */
+function intakeNoteOf(message: PreparedMessage): string | null {
+  const texts = message.notes.map((n) => n.text);
+  if (message.reading?.outcome === 'national') texts.push(message.reading.note);
+  return texts.length > 0 ? texts.join('; ') : null;
+}
 
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
 async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, tally: StatsTally, items: ClaimItem[]): Promise<ClaimAnswer[]> {
   const at = deps.now();
-  const refusals = await refusalsInClaim(deps.recipients, items, trx);
+  const standings = await refusalsInClaim(deps.recipients, items, trx);
+  const refusals = items.map((item, i) => refusalOf(item.message, standings[i]!));
   const rows: NewMessage[] = items.map(({ message: m, requestId, traceparent }) => ({
     sms_id: newSmsId(),
     activity_key: m.activityKey,
@@ -77,20 +109,21 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     updated_at: at,
     dispatched_at: at,
     traceparent,
-    intake_note: m.notes.length > 0 ? m.notes.map((n) => n.text).join('; ') : null,
+    intake_note: intakeNoteOf(m),
   }));
-  const errorOf = (i: number) => suppressionError(items[i]!.message.userId!, refusals[i]!);
   const inserted = await insertNewMessages(
     trx,
     rows.filter((_, i) => !refusals[i]),
   );
   const refused = await insertRefusedMessages(
     trx,
-    rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: errorOf(i), error_code: suppressionCode(refusals[i]!) }] : [])),
+    rows.flatMap((r, i) => (refusals[i] ? [{ ...r, error: refusals[i]!.error, error_code: refusals[i]!.code }] : [])),
   );
-  // Counted per reason beside the send outcomes, for the console (never sent, so not a provider's `rejected`).
+  // Suppressions are counted per reason beside the send outcomes, for the console (never sent, so not a provider's
+  // `rejected`); a recipient refused for its reading is a refused message like any other.
+  const statsOutcome = (refusal: Refusal): StatsOutcome => (refusal.suppressed ? suppressionCode(refusal.suppressed) : 'rejected');
   tally.push(
-    ...rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: suppressionCode(refusals[i]!) }] : [])),
+    ...rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: statsOutcome(refusals[i]!) }] : [])),
   );
   const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
   const existing = new Map(
@@ -109,7 +142,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       continue;
     }
     if (refused.has(row.activity_key)) {
-      answers.push({ send: false, result: { outcome: 'rejected', smsId: row.sms_id, error: errorOf(i) }, suppressed: refusals[i]! });
+      answers.push(refusedAnswer(row.sms_id, refusals[i]!));
       continue;
     }
     const previous = existing.get(row.activity_key);
@@ -123,14 +156,18 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     }
     const decision = decideRepeat(previous, at, deps.repeatTimings);
     if (decision.action === 'answer-sent') answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId } });
-    else if (decision.action === 'answer-failed') answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error: decision.error } });
-    else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
-      if (refusals[i]) {
-        // A retry of a transient failure, for a player who must not get it any more: refused for good.
-        const error = errorOf(i);
-        await markMessageRefused(trx, decision.smsId, { error, error_code: suppressionCode(refusals[i]!) }, at);
-        tally.push({ at, provider: row.provider, outcome: suppressionCode(refusals[i]!) });
-        answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error }, suppressed: refusals[i]! });
+    else if (decision.action === 'answer-failed') {
+      // A repeat of a recipient refused for its reading answers the same code.
+      const code = RECIPIENT_REFUSAL_CODES.find((c) => c === previous.error_code);
+      answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error: decision.error, ...(code ? { code } : {}) } });
+    } else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
+      const refusal = refusals[i];
+      if (refusal) {
+        // A retry of a transient failure, for a player who must not get it any more (or to a number now read as
+        // another country's): refused for good.
+        await markMessageRefused(trx, decision.smsId, { error: refusal.error, error_code: refusal.code }, at);
+        tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
+        answers.push(refusedAnswer(decision.smsId, refusal));
       } else answers.push({ send: true, smsId: decision.smsId });
     } else if (decision.action === 'busy' && decision.reason === 'awaiting-receipt') {
       const error = `activity.id ${row.activity_key}: its last send may have reached the provider; waiting for a receipt before sending it again, retry later`;
@@ -160,6 +197,12 @@ export function createClaimStep(deps: ClaimStepDeps) {
       const message = messages[i]!;
       if (s.status === 'fulfilled') {
         const answer = s.value;
+        if (!answer.send && 'recipientRefused' in answer) {
+          deps.metrics?.recipientRead(answer.recipientRefused);
+          return { send: false, result: answer.result };
+        }
+        // Counted once its row holds the note: a national reading of a message that goes to its provider.
+        if (answer.send && message.reading?.outcome === 'national') deps.metrics?.recipientRead(`national_by_${message.reading.basis}`);
         if (!answer.send && 'suppressed' in answer) {
           deps.metrics?.sendSuppressed(answer.suppressed);
           logger.info(

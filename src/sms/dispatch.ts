@@ -26,6 +26,7 @@ import type { Shutdown } from '../kit/shutdown.js';
 import type { Config } from '../config/schema.js';
 import { createProviderOptOuts } from '../consents/opt-outs.js';
 import type { OperatorBackend } from '../operator/backend.js';
+import { readWithPlayerRecords, type PlayerCountries } from './player-records.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -52,6 +53,10 @@ export interface DispatcherDeps {
   onRecipientOptedOut?: (optOut: { userId: string; recipient: string; provider: string; smsId: string }) => Promise<void>;
   /** Spans for the send, its ledger commits and the provider call (docs/tracing.md); off when absent. */
   tracing?: Tracing;
+  /** The players' records' countries (operator.backend sql): they decide how a recipient is read (player-records.ts). */
+  playerCountries?: PlayerCountries;
+  /** sms.default_region, which decides when no record does. */
+  defaultRegion?: string;
 }
 
 export interface DispatchOptions {
@@ -141,8 +146,17 @@ export function createDispatcher(deps: DispatcherDeps) {
     return result;
   }
 
-  /** Claims, sends and records `toClaim`; answers[fresh[k]] is toClaim[k]'s answer. */
-  async function run(toClaim: PreparedMessage[], fresh: number[], answers: InFlight['answers'], options: DispatchOptions): Promise<void> {
+  /** Claims, sends and records `prepared`; answers[fresh[k]] is prepared[k]'s answer. */
+  async function run(prepared: PreparedMessage[], fresh: number[], answers: InFlight['answers'], options: DispatchOptions): Promise<void> {
+    let toClaim: PreparedMessage[];
+    try {
+      toClaim = await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
+    } catch (error) {
+      // The players' records could not be read: nothing is claimed, so the CRM's retry finds these ids untouched.
+      deps.logger.error({ err: error, count: prepared.length, request_id: options.requestId }, "players' records unavailable: nothing sent");
+      for (const i of fresh) answers[i] = { outcome: 'retryable', error: 'ledger unavailable; nothing was sent, retry later' };
+      return;
+    }
     const spans = startSendSpans(toClaim, options);
     const claimStarted = spans && Date.now();
     const claims = await claim(
@@ -236,7 +250,9 @@ export type Dispatcher = ReturnType<typeof createDispatcher>;
  */
 export function startDispatcher(
   config: Readonly<Config>,
-  deps: Omit<DispatcherDeps, 'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut'> & { backend: OperatorBackend },
+  deps: Omit<DispatcherDeps, 'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut' | 'playerCountries' | 'defaultRegion'> & {
+    backend: OperatorBackend;
+  },
   shutdown: Shutdown,
 ): Dispatcher {
   const { backend, ...rest } = deps;
@@ -245,6 +261,8 @@ export function startDispatcher(
     storeContent: config.ledger.store_content,
     repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
     sendTimeoutMs: config.sms.send_timeout,
+    playerCountries: backend.playerCountries && ((userIds) => backend.playerCountries!(userIds)),
+    defaultRegion: config.sms.default_region,
     onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
   });
   shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());

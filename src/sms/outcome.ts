@@ -10,7 +10,10 @@ import type { SendOutcome } from '../ledger/schema.js';
 export type { SendOutcome };
 
 /** One message's answer from the dispatcher: its outcome, its sms_id once it has a row, and why when not submitted. */
-export type DispatchResult = { outcome: 'submitted'; smsId: string } | { outcome: Exclude<SendOutcome, 'submitted'>; smsId?: string; error: string };
+export type DispatchResult =
+  | { outcome: 'submitted'; smsId: string }
+  /** `code`: a stable name for the refusal the CRM can read beside `error` (recipient_ambiguous, recipient_country_mismatch). */
+  | { outcome: Exclude<SendOutcome, 'submitted'>; smsId?: string; error: string; code?: string };
 
 /** `permanent` is for good; a transient failure is free to send again unless the provider may have taken it. */
 export function outcomeOf(answer: SendResult): SendOutcome {

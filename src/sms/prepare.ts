@@ -8,7 +8,7 @@ import { checkSmsMessage, type CheckedMessage } from './message-check.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { isUsableSender, smsMessageSchema, USABLE_SENDER_RULE } from './message-schema.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
-import { normaliseRecipient } from '../kit/phone-number.js';
+import { decideRecipient, readingFields, type RecipientReadingNote } from './recipient-reading.js';
 
 /** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
 export interface PreparedMessage {
@@ -17,7 +17,17 @@ export interface PreparedMessage {
   /** activity.user_id as text, or null: the player sms.suppression looks up. */
   userId: string | null;
   provider: SmsProvider;
+  /** E.164, as read by recipient-reading.ts; for a refused reading, its first reading (stored on the refused row). */
   recipient: string;
+  /** The recipient's country as read (senders.by_country); undefined when the metadata places it nowhere. */
+  country: string | undefined;
+  /** How the recipient was read when not as written, or why it is refused: stored on the message (claim.ts). */
+  reading: RecipientReadingNote | undefined;
+  /**
+   * The recipient as the CRM wrote it, kept for a message naming a player: when the player's record is held
+   * (operator.backend sql), the record decides how it is read, before the claim (player-records.ts).
+   */
+  recipientAsSent: string | undefined;
   sender: string | null;
   text: string;
   encoding: Encoding;
@@ -109,11 +119,13 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
   if (!sender.ok) return sender;
   const route = router.resolve(m.provider_name);
   if (!route.ok) return route;
-  const recipient = normaliseRecipient(m.recipient, sms.default_region);
-  if (!recipient.ok) return recipient;
+  // Read without the player's record here (no I/O in this step): sms.default_region decides, until a record does.
+  const recipient = decideRecipient(m.recipient, { defaultRegion: sms.default_region });
+  if (recipient.outcome === 'invalid') return { ok: false, error: recipient.error };
   const plan = planEncoding(m.content, encoding.requested, { smartEncoding: sms.smart_encoding, maxSegments: sms.max_segments });
   if (!plan.ok) return plan;
 
+  const userId = m.activity.user_id === undefined || m.activity.user_id === '' ? null : String(m.activity.user_id);
   return {
     ok: true,
     message: {
@@ -121,9 +133,10 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
       // The activity exactly as it arrived (keys, JSON types and every digit), for the conversion webhook.
       activityJson: source?.json ?? JSON.stringify((input as { activity: unknown }).activity),
       // The player the suppression check looks up (suppression.ts); "" names nobody.
-      userId: m.activity.user_id === undefined || m.activity.user_id === '' ? null : String(m.activity.user_id),
+      userId,
       provider: route.provider,
-      recipient: recipient.e164,
+      ...readingFields(recipient),
+      recipientAsSent: userId === null ? undefined : m.recipient,
       sender: sender.sender,
       text: plan.plan.text,
       encoding: plan.plan.encoding,

@@ -22,13 +22,19 @@ import type { ProviderRouter } from '../provider-wrappers/registry.js';
 /** The answers' schemas: the OpenAPI document's, and BatchAnswer's type below. */
 const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
 
+const refusalCode = z
+  .enum(['recipient_ambiguous', 'recipient_country_mismatch'])
+  .optional()
+  .describe('The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"); absent for other refusals');
+
 const singleRefusalSchema = z.strictObject({
   error: z.string(),
+  code: refusalCode,
   sms_id: z.string().optional().describe('Present when the provider refused a message we had already recorded'),
 });
 
 const echoedId = z.union([z.string(), z.number(), z.null()]).describe('activity.id exactly as received, with its JSON type (null when absent)');
-const batchEntry = z.strictObject({ id: echoedId, sms_id: z.string().optional(), error: z.string() });
+const batchEntry = z.strictObject({ id: echoedId, sms_id: z.string().optional(), error: z.string(), code: refusalCode });
 
 const batchAnswerSchema = z.strictObject({
   successful: z.array(z.strictObject({ id: echoedId, sms_id: z.string() })),
@@ -72,7 +78,13 @@ export function categoriseBatch<Id = BatchAnswer['successful'][number]['id']>(
     const id = ids[i] ?? null;
     if (r.outcome === 'submitted') answer.successful.push({ id, sms_id: r.smsId });
     else if (r.outcome !== 'invalid' && CRM_CLASS[r.outcome] === 'fatal') answer.fatal.push({ id, ...(r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
-    else answer.failed.push({ id, ...('smsId' in r && r.smsId ? { sms_id: r.smsId } : {}), error: r.error });
+    else
+      answer.failed.push({
+        id,
+        ...('smsId' in r && r.smsId ? { sms_id: r.smsId } : {}),
+        error: r.error,
+        ...('code' in r && r.code ? { code: r.code as BatchAnswer['failed'][number]['code'] } : {}),
+      });
   });
   return answer;
 }
@@ -121,7 +133,10 @@ export function smsRoutes(deps: SmsRouteDeps) {
           });
           if (result!.outcome === 'submitted') return c.json({ sms_id: result!.smsId }, SINGLE_STATUS.successful);
           if (CRM_CLASS[result!.outcome] === 'failed')
-            return c.json({ error: result!.error, ...(result!.smsId ? { sms_id: result!.smsId } : {}) }, SINGLE_STATUS.failed);
+            return c.json(
+              { error: result!.error, ...(result!.code ? { code: result!.code } : {}), ...(result!.smsId ? { sms_id: result!.smsId } : {}) },
+              SINGLE_STATUS.failed,
+            );
           c.header('Retry-After', '1');
           return c.json({ error: result!.error }, SINGLE_STATUS.fatal);
         },

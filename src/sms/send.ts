@@ -65,6 +65,7 @@ export function createSendStep(deps: SendStepDeps) {
         const request: SendRequest = {
           smsId,
           to: message.recipient,
+          country: message.country,
           from: message.sender ?? undefined,
           text: message.text,
           encoding: message.encoding,

@@ -8,8 +8,10 @@ const noKey = { 'x-api-key': '' };
 
 async function loadUser(gw: TestGateway) {
   // 200 when a shared PostgreSQL test database (TEST_DATABASE_URL) already holds the user.
-  // With sms consent: the SMS tests below send to u-1, and sms.suppression refuses a known player without it.
-  expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { consents: [{ type: 'sms', opted_in: true }] }))).status);
+  // With sms consent: the SMS tests below send to u-1, and sms.suppression refuses a known player without it; and
+  // with the number they send to (a number in another country than the player's record is refused).
+  const u1 = sampleUser('u-1', { mobile_prefix: '+44', mobile: '7700900123', consents: [{ type: 'sms', opted_in: true }] });
+  expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', u1)).status);
 }
 
 describe('auth.mode api_key', () => {

@@ -240,7 +240,7 @@ describe('sandbox replies at /mo/{provider}', () => {
 
 describe('Twilio error 21610 at send', () => {
   it('answers the CRM 400 and opts the player out, with a User Consents event', async () => {
-    await gw.adminPut('/admin/users/unsub', sampleUser('unsub', { consents: [{ type: 'sms', opted_in: true }] }));
+    await gw.adminPut('/admin/users/unsub', sampleUser('unsub', { mobile_prefix: '+1', mobile: '5005550004', consents: [{ type: 'sms', opted_in: true }] }));
     const res = await gw.post(
       '/channels/sms/single',
       smsMessage('to-unsubscribed', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-unsubscribed', user_id: 'unsub' } }),

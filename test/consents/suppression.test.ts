@@ -44,7 +44,7 @@ async function setUp(backend: 'sql' | 'http'): Promise<Setup> {
     ...(platform ? { operator: { backend: 'http', base_url: platform.url, timeout: '2s' } } : {}),
   });
   for (const p of PLAYERS) {
-    const record = sampleUser(p.id, { is_blocked: p.blocked ?? false, is_excluded: p.excluded ?? false });
+    const record = sampleUser(p.id, { ...UK_PHONE, is_blocked: p.blocked ?? false, is_excluded: p.excluded ?? false });
     if (platform) {
       platform.users.set(p.id, record);
       // GET /userconsents always lists all six types: "never set" reads as opted out on this backend.
@@ -56,6 +56,12 @@ async function setUp(backend: 'sql' | 'http'): Promise<Setup> {
   }
   return { gw, twilio, platform };
 }
+
+/**
+ * The players' own number, the one the messages go to (smsMessage's): a number in another country than the player's
+ * record is refused before any standing is read (test/sms/recipient-country.test.ts).
+ */
+const UK_PHONE = { mobile_prefix: '+44', mobile: '7700900123' };
 
 const message = (id: string, userId: string | undefined) => {
   const base = smsMessage(id, { provider_name: 'tw' });
@@ -153,7 +159,10 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     });
 
     it('refuses the retry of a transient failure once the player opted out, and records the refusal for good', async () => {
-      await s.gw.adminPut('/admin/users/p-retry', { ...sampleUser('p-retry'), consents: [{ type: 'sms', opted_in: true }] });
+      await s.gw.adminPut('/admin/users/p-retry', {
+        ...sampleUser('p-retry', { mobile_prefix: '+1', mobile: '5005550429' }),
+        consents: [{ type: 'sms', opted_in: true }],
+      });
       const first = await s.gw.post('/channels/sms/single', { ...message('retry-sql', 'p-retry'), recipient: '+15005550429' });
       expect(first.status).toBe(503);
       await s.gw.adminPut('/admin/users/p-retry/consents', { consents: [{ type: 'sms', opted_in: false }] });
@@ -166,7 +175,10 @@ describe.each(['sql', 'http'] as const)('sms.suppression on the %s backend', (ba
     });
 
     it('counts an sms channel opted in for some products as opted in (an SMS carries no product)', async () => {
-      await s.gw.adminPut('/admin/users/p-products', { ...sampleUser('p-products'), consents: [{ type: 'sms', opted_in: true, products: ['casino'] }] });
+      await s.gw.adminPut('/admin/users/p-products', {
+        ...sampleUser('p-products', UK_PHONE),
+        consents: [{ type: 'sms', opted_in: true, products: ['casino'] }],
+      });
       expect((await s.gw.post('/channels/sms/single', message('single-sql-products', 'p-products'))).status).toBe(200);
     });
 
@@ -239,7 +251,7 @@ describe('sms.suppression: off', () => {
   it('sends to a blocked player as before', async () => {
     const gw = await startTestGateway({ sms: { suppression: 'off' } });
     try {
-      expect((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { is_blocked: true }))).status).toBe(201);
+      expect((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { ...UK_PHONE, is_blocked: true }))).status).toBe(201);
       expect((await gw.post('/channels/sms/single', smsMessage('off-1'))).status).toBe(200);
     } finally {
       await gw.close();

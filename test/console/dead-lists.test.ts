@@ -323,7 +323,7 @@ describe('dead credits on the console', () => {
 
 describe('the events a message caused', () => {
   it('shows the User Consents event of a Twilio 21610 on that message’s timeline, and no other event of the player', async () => {
-    await gw.adminPut('/admin/users/optout', sampleUser('optout', { consents: [{ type: 'sms', opted_in: true }] }));
+    await gw.adminPut('/admin/users/optout', sampleUser('optout', { mobile_prefix: '+1', mobile: '5005550004', consents: [{ type: 'sms', opted_in: true }] }));
     const refused = await gw.post(
       '/channels/sms/single',
       smsMessage('to-optout', { provider_name: 'tw', recipient: '+15005550004', activity: { id: 'to-optout', user_id: 'optout' } }),
