@@ -66,7 +66,7 @@ const SHAPES: Record<string, Shape> = {
 };
 
 /** One request; resolves with its status (0 when the connection failed before an answer) and latency. */
-function send(
+export function send(
   agent: Agent | false,
   base: string,
   method: string,
@@ -128,7 +128,7 @@ function startAttack(base: string) {
 }
 
 /** Probes /healthz every HEALTH_PROBE_MS until stopped; the latencies of its answers (a failure counts as Infinity). */
-function startHealthProbe(base: string) {
+export function startHealthProbe(base: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const latencies: number[] = [];
   const inFlight = new Set<Promise<void>>();
