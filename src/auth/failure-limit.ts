@@ -9,7 +9,8 @@
  * expired token we signed, a token of ours signed by another process or before a restart) marks its 401 with
  * `markNotAGuess`, so a CRM with many calls in flight at expiry is told 401 and fetches a new token, never 429.
  * Addresses in `auth.trusted_addresses` (the CRM's egress) are never counted nor refused. Paths that check no
- * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused.
+ * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused here:
+ * the callbacks' forged signatures have a limiter of their own (src/auth/callback-guard.ts).
  *
  * The address is the TCP peer's, or behind a proxy listed in `server.trusted_proxies` the X-Forwarded-For hop that
  * proxy saw (src/kit/client-address.ts), so one guesser behind a load balancer locks out only itself.
@@ -96,8 +97,13 @@ function peerAddress(c: Context): string {
   }
 }
 
+/** The address a request is counted under: the TCP peer, or the X-Forwarded-For hop a trusted proxy saw. */
+export function requestAddress(c: Context, trust: AddressTrust): string {
+  return clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+}
+
 export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
-  const clientAddress = (c: Context) => clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+  const clientAddress = (c: Context) => requestAddress(c, trust);
   return async (c, next) => {
     if (UNAUTHENTICATED.test(c.req.path)) return next();
     // The client's address is read only when some address has failed: a gateway whose callers all hold valid
