@@ -24,9 +24,12 @@ export interface CountedLine {
   since: number;
 }
 
+/** A line being counted: its reasons in a Map, so a reason called `__proto__` is a reason like any other. */
+type Pending = Omit<CountedLine, 'reasons'> & { reasons: Map<string, number> };
+
 interface KeyState {
   lastWritten: number;
-  pending: CountedLine | undefined;
+  pending: Pending | undefined;
 }
 
 export interface CountedLog {
@@ -35,16 +38,20 @@ export interface CountedLog {
   flush(): void;
 }
 
-function add(line: CountedLine, status: number, reason: string): void {
+function add(line: Pending, status: number, reason: string): void {
   line.count++;
   line.byStatus[status] = (line.byStatus[status] ?? 0) + 1;
   const cut = reason.length > MAX_REASON_LENGTH ? `${reason.slice(0, MAX_REASON_LENGTH - 1)}…` : reason;
-  if (Object.hasOwn(line.reasons, cut)) line.reasons[cut]! += 1;
-  else if (Object.keys(line.reasons).length < MAX_REASONS) line.reasons[cut] = 1;
+  const seen = line.reasons.get(cut);
+  if (seen !== undefined) line.reasons.set(cut, seen + 1);
+  else if (line.reasons.size < MAX_REASONS) line.reasons.set(cut, 1);
   else line.otherReasons++;
 }
 
-export function createCountedLog(write: (line: CountedLine) => void, intervalMs: number, now: () => number): CountedLog {
+const written = (line: Pending): CountedLine => ({ ...line, reasons: Object.fromEntries(line.reasons) });
+
+export function createCountedLog(writeLine: (line: CountedLine) => void, intervalMs: number, now: () => number): CountedLog {
+  const write = (line: Pending) => writeLine(written(line));
   const keys = new Map<string, KeyState>();
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -77,7 +84,7 @@ export function createCountedLog(write: (line: CountedLine) => void, intervalMs:
       const at = now();
       let state = keys.get(key);
       if (!state) keys.set(key, (state = { lastWritten: Number.NEGATIVE_INFINITY, pending: undefined }));
-      state.pending ??= { labels, count: 0, byStatus: {}, reasons: {}, otherReasons: 0, since: at };
+      state.pending ??= { labels, count: 0, byStatus: {}, reasons: new Map(), otherReasons: 0, since: at };
       add(state.pending, status, reason);
       if (at - state.lastWritten >= intervalMs) {
         write(state.pending);
