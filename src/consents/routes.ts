@@ -6,7 +6,7 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
+import { mountRoutes, route, type MountableRoute, bodyAnswers, type RouteDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import type { InboundSms, SmsProvider } from '../../providers/types.js';
 import { type CallbackDoor, type CallbackGuard, openCallback, refuseCallback } from '../http/provider-callback.js';
@@ -51,7 +51,8 @@ const inboundDoc = (method: 'get' | 'post'): RouteDoc => ({
     400: { description: 'Refused unread (too many fields, JSON too deep or with a key twice), or a field too long; nothing stored', schema: errorAnswerSchema },
     403: { description: 'Refused by the provider plugin (signature or format); nothing stored', schema: errorAnswerSchema },
     404: { description: 'No provider of that name, or it takes no inbound messages', schema: errorAnswerSchema },
-    413: { description: 'Larger than the provider sends; nothing stored', schema: errorAnswerSchema },
+    // Only a POST has a body to be too large.
+    ...bodyAnswers(method, { 413: { description: 'Larger than the provider sends; nothing stored', schema: errorAnswerSchema } }),
     429: { description: 'Too many failed signatures from this address (auth.failure_budget); Retry-After says when', schema: errorAnswerSchema },
   },
 });

@@ -5,7 +5,7 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
+import { bodyAnswers, mountRoutes, route, type RouteDoc } from '../http/route-table.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { type CallbackGuard, openCallback, refuseCallback } from '../http/provider-callback.js';
 import type { ReceiptSummary, ReceiptInput } from './apply-receipts.js';
@@ -42,7 +42,8 @@ const receiptDoc = (method: 'get' | 'post'): RouteDoc => ({
     400: { description: 'Refused unread: too many fields, JSON too deep or with a key twice, ids too long', schema: errorAnswerSchema },
     403: { description: 'Refused by the provider plugin (signature or format)', schema: errorAnswerSchema },
     404: { description: 'No provider of that name is configured', schema: errorAnswerSchema },
-    413: { description: 'Larger than the provider sends, or more events than delivery.max_receipt_events', schema: errorAnswerSchema },
+    // Only a POST has a body to be too large.
+    ...bodyAnswers(method, { 413: { description: 'Larger than the provider sends, or more events than delivery.max_receipt_events', schema: errorAnswerSchema } }),
     429: { description: 'Too many failed signatures from this address (auth.failure_budget); Retry-After says when', schema: errorAnswerSchema },
   },
 });
