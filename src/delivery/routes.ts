@@ -43,14 +43,22 @@ const receiptDoc = (method: 'get' | 'post'): RouteDoc => ({
     403: { description: 'Refused by the provider plugin (signature or format)', schema: errorAnswerSchema },
     404: { description: 'No provider of that name is configured', schema: errorAnswerSchema },
     // Only a POST has a body to be too large.
-    ...bodyAnswers(method, { 413: { description: 'Larger than the provider sends, or more events than delivery.max_receipt_events', schema: errorAnswerSchema } }),
+    ...bodyAnswers(method, {
+      413: { description: 'Larger than the provider sends, or more events than delivery.max_receipt_events', schema: errorAnswerSchema },
+    }),
     429: { description: 'Too many failed signatures from this address (auth.failure_budget); Retry-After says when', schema: errorAnswerSchema },
   },
 });
 
 export function receiptRoutes(deps: ReceiptRouteDeps) {
   const app = new Hono();
-  const door = { door: 'dlr' as const, find: (name: string) => deps.router.byName(name), publicUrl: deps.publicUrl, refused: 'receipt refused', guard: deps.guard };
+  const door = {
+    door: 'dlr' as const,
+    find: (name: string) => deps.router.byName(name),
+    publicUrl: deps.publicUrl,
+    refused: 'receipt refused',
+    guard: deps.guard,
+  };
   const receive: Handler<Env, '/:provider'> = async (c) => {
     const opened = await openCallback(c, door);
     if (!opened.ok) return opened.answer;

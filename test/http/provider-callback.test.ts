@@ -40,7 +40,14 @@ beforeAll(async () => {
           base_url: 'http://127.0.0.1:9',
           webhook_shared_keys: { KS1: 'shared-key-one', KS2: 'shared-key-two', KS3: 'shared-key-three' },
         },
-        vonage: { type: 'vonage', api_key: 'k', api_secret: 's', base_url: 'http://127.0.0.1:9', signature_secret: 'vonage-secret-0123', signature_method: 'sha256' },
+        vonage: {
+          type: 'vonage',
+          api_key: 'k',
+          api_secret: 's',
+          base_url: 'http://127.0.0.1:9',
+          signature_secret: 'vonage-secret-0123',
+          signature_method: 'sha256',
+        },
         infobip: { type: 'infobip', api_key: 'k', base_url: 'http://127.0.0.1:9', webhook_secret: 'infobip-webhook-secret-0123' },
         sinch: { type: 'sinch', service_plan_id: 'plan', api_token: 't', base_url: 'http://127.0.0.1:9', webhook_secret: 'sinch-webhook-secret-0123' },
       },
@@ -90,8 +97,20 @@ describe('a body larger than the provider sends is refused before it is read or 
 
 describe('a signature that cannot be the provider’s is refused before any HMAC, 403 naming why', () => {
   it.each<[string, string, Record<string, string>, string, RegExp]>([
-    ['Twilio, no signature', '/dlr/twilio?sms_id=01X', { 'content-type': 'application/x-www-form-urlencoded' }, 'MessageStatus=delivered', /X-Twilio-Signature header is missing/],
-    ['Twilio, not an HMAC-SHA1 in base64', '/dlr/twilio?sms_id=01X', { ...twilioForm, 'x-twilio-signature': 'forged' }, 'MessageStatus=delivered', /not the base64 of an HMAC_SHA1/],
+    [
+      'Twilio, no signature',
+      '/dlr/twilio?sms_id=01X',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      'MessageStatus=delivered',
+      /X-Twilio-Signature header is missing/,
+    ],
+    [
+      'Twilio, not an HMAC-SHA1 in base64',
+      '/dlr/twilio?sms_id=01X',
+      { ...twilioForm, 'x-twilio-signature': 'forged' },
+      'MessageStatus=delivered',
+      /not the base64 of an HMAC_SHA1/,
+    ],
     [
       'Twilio, a shared key id the gateway does not hold',
       '/mo/twilio',
@@ -99,7 +118,13 @@ describe('a signature that cannot be the provider’s is refused before any HMAC
       'MessageSid=SM1',
       /"KSunknown", which webhook_shared_keys does not hold/,
     ],
-    ['Vonage, a sig of the wrong length', '/dlr/vonage', json, `{"status":"delivered","timestamp":"${Math.floor(time / 1000)}","sig":"abc"}`, /sig is not a sha256 hex digest/],
+    [
+      'Vonage, a sig of the wrong length',
+      '/dlr/vonage',
+      json,
+      `{"status":"delivered","timestamp":"${Math.floor(time / 1000)}","sig":"abc"}`,
+      /sig is not a sha256 hex digest/,
+    ],
     ['Infobip, a token that is not one of ours', '/dlr/infobip?sms_id=01X&token=forged', json, '{"results":[]}', /token is not one of ours/],
     ['Sinch, a token that is not one of ours', '/dlr/sinch?sms_id=01X&token=forged', json, '{}', /token is not one of ours/],
     ['the sandbox, a signature that is not 64 hex digits', '/dlr/sandbox', { ...json, 'x-sandbox-signature': 'forged' }, '[]', /not 64 hex digits/],

@@ -10,7 +10,11 @@ const MINUTE = 60_000;
 function counted() {
   let time = 1_800_000_000_000;
   const lines: CountedLine[] = [];
-  const log = createCountedLog((line) => lines.push(line), MINUTE, () => time);
+  const log = createCountedLog(
+    (line) => lines.push(line),
+    MINUTE,
+    () => time,
+  );
   return { log, lines, advance: (ms: number) => void (time += ms), start: time };
 }
 
@@ -19,9 +23,17 @@ describe('a counted log', () => {
     const { log, lines, advance, start } = counted();
     log.count('dlr twilio', { door: 'dlr', provider: 'twilio' }, 403, 'signature does not match');
     expect(lines).toEqual([
-      { labels: { door: 'dlr', provider: 'twilio' }, count: 1, byStatus: { 403: 1 }, reasons: { 'signature does not match': 1 }, otherReasons: 0, since: start },
+      {
+        labels: { door: 'dlr', provider: 'twilio' },
+        count: 1,
+        byStatus: { 403: 1 },
+        reasons: { 'signature does not match': 1 },
+        otherReasons: 0,
+        since: start,
+      },
     ]);
-    for (let i = 0; i < 999; i++) log.count('dlr twilio', { door: 'dlr', provider: 'twilio' }, i % 2 ? 403 : 429, i % 2 ? 'signature does not match' : 'too many');
+    for (let i = 0; i < 999; i++)
+      log.count('dlr twilio', { door: 'dlr', provider: 'twilio' }, i % 2 ? 403 : 429, i % 2 ? 'signature does not match' : 'too many');
     expect(lines).toHaveLength(1);
     advance(MINUTE);
     log.count('dlr twilio', { door: 'dlr', provider: 'twilio' }, 403, 'signature does not match');
@@ -79,6 +91,11 @@ describe('a counted log', () => {
     log.count('k', {}, 403, 'constructor');
     log.count('k', {}, 403, 'constructor');
     log.flush();
-    expect(lines[1]!.reasons).toEqual(Object.fromEntries([['__proto__', 1], ['constructor', 2]]));
+    expect(lines[1]!.reasons).toEqual(
+      Object.fromEntries([
+        ['__proto__', 1],
+        ['constructor', 2],
+      ]),
+    );
   });
 });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followsCallerTrace } from '../../src/observability/tracing.js';
 import { startOtlpFake, type OtlpFake } from '../fakes/otlp.js';
-import { startTestGateway, TEST_API_KEY, smsMessage, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { smsMessage, startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SAMPLED = `00-${TRACE_ID}-00f067aa0ba902b7-01`;

@@ -279,7 +279,11 @@ describe('with tracing on', () => {
       body: '{}',
     });
     expect(res.status).toBeGreaterThanOrEqual(400);
-    const line = await waitFor(() => log.lines.find((l) => l.msg === 'provider callbacks refused (counts per minute)' && l.door === 'dlr'), 10_000, 'the warning');
+    const line = await waitFor(
+      () => log.lines.find((l) => l.msg === 'provider callbacks refused (counts per minute)' && l.door === 'dlr'),
+      10_000,
+      'the warning',
+    );
     const span = await waitFor(() => otlp.spans.find((s) => s.spanId === line.span_id), 10_000, 'the span of the logged request');
     expect(line).toMatchObject({ trace_id: span.traceId, trace_flags: '01' });
     expect(span).toMatchObject({ name: 'POST /dlr/:provider', parentSpanId: '', links: [{ traceId: TRACE_ID, spanId: CRM_SPAN_ID }] });

@@ -207,7 +207,12 @@ describe('Webhooks Rules (X-Twilio-Webhooks-Signature-Settings) and bodySHA256, 
       keys,
       /not the base64 of an HMAC_SHA256 digest/,
     ],
-    ['the auth token where the header says a shared key signed', { algorithm: 'HMAC_SHA1', settings: `key=${SHARED_ID},algorithm=HMAC_SHA1` }, keys, /does not match/],
+    [
+      'the auth token where the header says a shared key signed',
+      { algorithm: 'HMAC_SHA1', settings: `key=${SHARED_ID},algorithm=HMAC_SHA1` },
+      keys,
+      /does not match/,
+    ],
     ['an algorithm Twilio does not document', { key: SHARED, settings: `key=${SHARED_ID},algorithm=HMAC_MD5` }, keys, /HMAC_MD5/],
     ['a JSON body changed after signing', { json: true, tamper: true }, keys, /bodySHA256 does not match/],
     [
