@@ -1,5 +1,5 @@
 /**
- * The forged mode of `npm run bench` (issue 39 item 6, docs/public-doors.md): one client floods forged Twilio
+ * The forged mode of `npm run bench` (docs/public-doors.md): one client floods forged Twilio
  * callbacks of the worst shape on 32 connections while /healthz is probed every 20 ms.
  *
  * The worst shape is the largest form body the door still reads (the largest of FORGED_BYTES not answered 413,

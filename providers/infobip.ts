@@ -220,7 +220,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
       },
 
       // The URL is one message's (its token vouches for one sms_id), so a report holds that message's result: about
-      // 1 KB of JSON. Anything larger is no report of Infobip's (issue 39).
+      // 1 KB of JSON. Anything larger is no report of Infobip's (docs/public-doors.md).
       callbackBodyLimit: { dlr: 16 * 1024, mo: 16 * 1024 },
 
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {

@@ -328,7 +328,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
 
       // A status callback is a form of about fifteen short fields (docs/providers.md §2.1), well under 2 KB; a
       // player's message adds Body (at most 1,600 characters, docs/providers.md §1.1, up to 9 bytes each once
-      // form-encoded) and up to ten media URLs. Anything larger is no webhook of Twilio's (issue 39).
+      // form-encoded) and up to ten media URLs. Anything larger is no webhook of Twilio's (docs/public-doors.md).
       callbackBodyLimit: { dlr: 8 * 1024, mo: 32 * 1024 },
 
       // Twilio reads the answer as TwiML: an empty Response sends no reply (Twilio answers STOP itself).

@@ -10,7 +10,7 @@
  * signed string is the same either way. JSON-bodied webhooks sign the URL alone, which carries `bodySHA256`, the hex
  * SHA-256 of the raw body (twilio-node src/webhooks/webhooks.ts validateRequestWithBody).
  *
- * Anyone can post to our callback URLs, so a forged callback must cost little (issue 39, docs/public-doors.md): what
+ * Anyone can post to our callback URLs, so a forged callback must cost little (docs/public-doors.md): what
  * cannot be Twilio's is refused before any HMAC (no signature, one that is not the base64 of the named hash, a
  * Webhooks Setting's key we do not hold), the fields' part of the signed string is built once, and only the URL forms
  * our configuration can have produced are computed (twilioSignedUrls): at most four HMACs under one key.

@@ -293,7 +293,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
       },
 
       // An SMS API receipt or inbound message is about a dozen short fields (one part each, docs/providers.md §3.3), a
-      // Messages API status under 1 KB of JSON: a larger body is no webhook of Vonage's (issue 39).
+      // Messages API status under 1 KB of JSON: a larger body is no webhook of Vonage's (docs/public-doors.md).
       callbackBodyLimit: { dlr: 8 * 1024, mo: 8 * 1024 },
 
       close: () => pool.close(),

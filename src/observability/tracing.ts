@@ -100,7 +100,7 @@ export const TRACING_OFF: Tracing = {
  * trace is kept (a parent-based sampler follows the parent). Only on a route whose callers hold a credential: at a
  * public door (src/http/public-doors.ts: the provider callbacks, the sign-ins, probes and documents) and on a path
  * no route serves, anyone could send a sampled traceparent with every request and have each one exported whatever
- * sampling_ratio says (issue 39: 100 forged callbacks of 100). There the span starts a trace of its own, sampled
+ * sampling_ratio says (docs/tracing.md, "Headers received"). There the span starts a trace of its own, sampled
  * like any new one, and links to the caller's context. `route` is the matched route pattern, or `unmatched`. Pure.
  */
 export function followsCallerTrace(path: string, route: string): boolean {

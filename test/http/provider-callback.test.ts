@@ -1,6 +1,6 @@
 /**
- * The provider callbacks' door (src/http/provider-callback.ts) against forged callbacks (issue 39 item 6,
- * docs/public-doors.md), on the real server: a body larger than the provider sends is refused unread, a signature
+ * The provider callbacks' door (src/http/provider-callback.ts) against forged callbacks
+ * (docs/public-doors.md), on the real server: a body larger than the provider sends is refused unread, a signature
  * that cannot be the provider's is refused before any HMAC, failed signatures are counted per client address
  * (src/auth/callback-guard.ts) and every refusal is logged as counts per minute, not a line each.
  */

@@ -1,6 +1,6 @@
 /**
  * src/kit/counted-log.ts: events a stranger can cause at will are written as counts, at most one line per key a
- * minute (issue 39: one warning per forged callback wrote 163 MB in 90 s).
+ * minute (one warning per forged callback once wrote 163 MB in 90 s: docs/trust.md).
  */
 import { describe, expect, it } from 'vitest';
 import { type CountedLine, createCountedLog, MAX_REASON_LENGTH, MAX_REASONS } from '../../src/kit/counted-log.js';

@@ -1,5 +1,5 @@
 /**
- * Who decides whether a request's trace is kept (docs/tracing.md, issue 39 item 6): at `sampling_ratio: 0` a forged
+ * Who decides whether a request's trace is kept (docs/tracing.md): at `sampling_ratio: 0` a forged
  * callback carrying a sampled `traceparent` exported its spans, 100 of 100. A public door (the provider callbacks, the
  * sign-ins, probes and documents) and a path no route serves start a trace of their own, sampled like any new one,
  * linked to the caller's; a route whose callers hold a credential still follows the CRM's sampled flag.
