@@ -1,7 +1,8 @@
 /**
  * A log of counts, for events a stranger can cause at will (a refused provider callback: one warning per forged
- * callback once wrote 163 MB in 90 s, docs/trust.md "Forged callbacks"). Each key (a small set the caller bounds, such as a door and a configured
- * provider) gets at most one line per `intervalMs`: the first event after a quiet interval at once, so a
+ * callback once wrote 163 MB in 90 s, docs/trust.md "Forged callbacks"). Each key (a small set the caller bounds,
+ * such as a door and a configured provider) gets at most one line per `intervalMs`: the first event after a quiet
+ * interval at once, so a
  * misconfiguration shows without waiting, then the events since, summed, once the interval has passed (on the next
  * event, or by a timer that keeps no process alive). A line holds the count, the count by status, and the first
  * MAX_REASONS distinct reasons with their counts (the rest summed), each cut to MAX_REASON_LENGTH characters, so a
