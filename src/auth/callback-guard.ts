@@ -5,7 +5,8 @@
  * A forged callback is a guess at a provider's signature. The same limiter as failed authentications
  * (src/auth/failure-limit.ts) counts them, in a window of its own with the same `auth.failure_budget` and
  * `auth.failure_window`: past the budget, the address's callbacks are answered 429 with Retry-After before their
- * body is read or any signature computed, until its window ends. Only a failed signature or verification (403)
+ * body is read or any signature computed, until its window ends; each such answer is held up to a second first
+ * (CALLBACK_REFUSAL_PAUSE_MS). Only a failed signature or verification (403)
  * counts: a body the door refuses unread (400, 413) cost nothing to refuse. Providers do not fail their own
  * signatures, so a provider's address is refused only while it shares that address with a forger: behind a load
  * balancer, list the balancer in `server.trusted_proxies` (docs/trust.md). Addresses in `auth.trusted_addresses`
@@ -21,6 +22,13 @@ import { createCountedLog } from '../kit/counted-log.js';
 import { type AddressTrust, type FailureLimiter, requestAddress } from './failure-limit.js';
 
 const LOG_INTERVAL_MS = 60_000;
+
+/**
+ * How long a blocked address's 429 is held before it is sent (never longer than its Retry-After): one client flooding
+ * on 32 connections then gets 32 answers a second, each costing a timer, instead of taking the event loop from
+ * /healthz and everyone else (docs/public-doors.md, "A forged callback costs little").
+ */
+export const CALLBACK_REFUSAL_PAUSE_MS = 1_000;
 
 export interface CallbackGuardOptions {
   limiter: FailureLimiter;
@@ -51,6 +59,7 @@ export function createCallbackGuard({ limiter, now, trust, logger }: CallbackGua
     return trust.isTrustedClient(address) ? undefined : address;
   };
   return {
+    pauseFor: (waitMs) => Math.min(waitMs, CALLBACK_REFUSAL_PAUSE_MS),
     blockedFor(c) {
       // While no address has a failure on record nothing can be blocked, and no address need be read.
       if (!limiter.tracking) return 0;

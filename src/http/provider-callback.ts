@@ -7,6 +7,7 @@
  * src/consents/routes.ts) then hand it to the plugin's parser, and answer every refusal through refuseCallback, so
  * each one is counted by the guard (src/auth/callback-guard.ts) instead of written as a line of its own.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'hono';
 import { callbackPath, inboundPath, receivedCallbackUrl } from '../../providers/kit/callback-url.js';
 import type { IncomingReceipt, SmsProvider } from '../../providers/types.js';
@@ -25,6 +26,8 @@ export interface CallbackRefusal {
 export interface CallbackGuard {
   /** Milliseconds until this request's address may call again, or 0 when it may now. */
   blockedFor(c: Context): number;
+  /** How long to hold the 429 of an address blocked for `waitMs` before answering it (CALLBACK_REFUSAL_PAUSE_MS). */
+  pauseFor(waitMs: number): number;
   /** Counts a refusal in the log; a failed verification (403) also against the caller's address. */
   refused(c: Context, refusal: CallbackRefusal): void;
 }
@@ -59,6 +62,10 @@ export async function openCallback<P extends Pick<SmsProvider, 'callbackBodyLimi
   if (unable) return { ok: false, answer: c.json({ error: unable, code: 404 }, 404) };
   const waitMs = door.guard.blockedFor(c);
   if (waitMs > 0) {
+    // Held before it is answered: a client that sends its next request when the last is answered (as a flood on a
+    // few keep-alive connections does) then sends a few a second per connection, not thousands; a timer costs nothing.
+    const pauseMs = door.guard.pauseFor(waitMs);
+    if (pauseMs > 0) await sleep(pauseMs);
     const seconds = Math.ceil(waitMs / 1000);
     c.header('Retry-After', String(seconds));
     return { ok: false, answer: refuseCallback(c, door, name, 429, `too many failed signatures from this address; try again in ${seconds} s`) };
