@@ -1,13 +1,14 @@
 /**
- * The forged mode of `npm run bench` (docs/public-doors.md): one client floods forged Twilio
- * callbacks of the worst shape on 32 connections while /healthz is probed every 20 ms.
+ * The forged mode of `npm run bench` (docs/public-doors.md): one client floods forged Twilio callbacks of the worst
+ * shape on 32 connections while /healthz is probed every 20 ms by a process of its own (bench/healthz-probe.ts), so
+ * the probe's figure is the gateway's answer, not the flooding process's event loop.
  *
  * The worst shape is the largest form body the door still reads (the largest of FORGED_BYTES not answered 413,
  * found by one request of each before the flood), signed with a well-formed signature of the right length and
  * X-Twilio-Webhooks-Signature-Settings naming a key the gateway does not hold, so every one of the three shared keys
  * configured below is tried. Three phases, one line:
  *
- *   quiet      /healthz alone for 3 s
+ *   quiet      /healthz alone for 15 s
  *   one        the flood from one address (what one client costs, per-source limit included)
  *   many       the flood with a new X-Forwarded-For address on every request (the bench's 127.0.0.1 is a trusted
  *              proxy), so no per-source limit applies: the CPU of a callback that reaches the signature check
@@ -17,10 +18,25 @@
  * included, divided by the callbacks sent) and its CPU per second.
  * Printed, never asserted (docs/design.md §7).
  */
+import { fork } from 'node:child_process';
 import { Agent } from 'node:http';
-import { send, startHealthProbe } from './hostile.js';
+import { fileURLToPath } from 'node:url';
+import { send } from './hostile.js';
 import type { ConfigDoc } from './server-process.js';
-import type { Measurement } from './workload.js';
+import { latencySummary, type Measurement } from './workload.js';
+
+/** /healthz probed every 20 ms by a child process (bench/healthz-probe.ts); `stop` gives its p99. */
+async function startHealthProbe(base: string): Promise<{ stop(): Promise<number> }> {
+  const child = fork(fileURLToPath(new URL('./healthz-probe.js', import.meta.url)), [base], { stdio: 'inherit' });
+  await new Promise<void>((resolve) => child.once('message', () => resolve()));
+  return {
+    stop: () =>
+      new Promise<number>((resolve) => {
+        child.once('message', (latencies) => resolve(latencySummary((latencies as Array<number | null>).map((ms) => ms ?? Infinity)).p99_ms));
+        child.send('stop');
+      }),
+  };
+}
 
 const SHARED_KEYS = { KS1: 'bench-shared-key-1', KS2: 'bench-shared-key-2', KS3: 'bench-shared-key-3' };
 const TWILIO = {
@@ -33,7 +49,7 @@ const TWILIO = {
 };
 
 const CONNECTIONS = 32;
-const QUIET_MS = 3_000;
+const QUIET_MS = 15_000;
 /** The longest a flooding phase lasts (it also ends after --messages callbacks). */
 const PHASE_SECONDS = 30;
 /** Body sizes tried, largest first: the flood uses the largest the door reads (not answered 413). */
@@ -84,7 +100,7 @@ interface ForgedLoad {
  */
 async function flood(base: string, body: Buffer, count: number, seconds: number, manySources: boolean, serverCpuMs: () => number | null) {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const health = startHealthProbe(base);
+  const health = await startHealthProbe(base);
   const statuses: Record<string, number> = {};
   const cpuBefore = serverCpuMs();
   const started = performance.now();
@@ -126,7 +142,7 @@ export const forgedMode = {
   }),
   async run(load: ForgedLoad, messages: number): Promise<Measurement & { extra: Record<string, unknown> }> {
     const base = load.urls[0]!;
-    const quiet = startHealthProbe(base);
+    const quiet = await startHealthProbe(base);
     await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
     const quietP99 = await quiet.stop();
     const body = await largestRead(base);

@@ -128,7 +128,7 @@ function startAttack(base: string) {
 }
 
 /** Probes /healthz every HEALTH_PROBE_MS until stopped; the latencies of its answers (a failure counts as Infinity). */
-export function startHealthProbe(base: string) {
+function startHealthProbe(base: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const latencies: number[] = [];
   const inFlight = new Set<Promise<void>>();

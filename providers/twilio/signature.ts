@@ -72,7 +72,7 @@ const SIGNATURE_FORMS: Readonly<Record<SignatureAlgorithm, RegExp>> = {
 };
 
 /** True when `signature` has the form of a base64 digest of `algorithm` (a pure check, before any HMAC). */
-export function hasSignatureForm(signature: string, algorithm: SignatureAlgorithm): boolean {
+function hasSignatureForm(signature: string, algorithm: SignatureAlgorithm): boolean {
   return SIGNATURE_FORMS[algorithm].test(signature);
 }
 
@@ -150,7 +150,7 @@ export function twilioSignedUrls(receivedUrl: string, retries: number): string[]
   return retries > 0 ? [bare, statusCallbackWithRetries(bare, retries)] : [bare];
 }
 
-export interface TwilioKeys {
+interface TwilioKeys {
   authToken: string;
   sharedKeys?: Readonly<Record<string, string>> | undefined;
   /** status_callback_retries: which fragment our callback URLs carry (twilioSignedUrls). */

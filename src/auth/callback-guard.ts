@@ -28,9 +28,9 @@ const LOG_INTERVAL_MS = 60_000;
  * on 32 connections then gets 32 answers a second, each costing a timer, instead of taking the event loop from
  * /healthz and everyone else (docs/public-doors.md, "A forged callback costs little").
  */
-export const CALLBACK_REFUSAL_PAUSE_MS = 1_000;
+const CALLBACK_REFUSAL_PAUSE_MS = 1_000;
 
-export interface CallbackGuardOptions {
+interface CallbackGuardOptions {
   limiter: FailureLimiter;
   now: () => number;
   trust: AddressTrust;

@@ -4,7 +4,7 @@
  */
 
 /** The provider callbacks: `/dlr/{provider}` (receipts) and `/mo/{provider}` (players' messages). */
-export const isProviderCallback = (path: string): boolean => path.startsWith('/dlr/') || path.startsWith('/mo/');
+const isProviderCallback = (path: string): boolean => path.startsWith('/dlr/') || path.startsWith('/mo/');
 
 /**
  * The open doors whose honest bodies are small: the provider callbacks and the two sign-ins (the console's form, the

@@ -33,7 +33,7 @@ interface KeyState {
   pending: Pending | undefined;
 }
 
-export interface CountedLog {
+interface CountedLog {
   count(key: string, labels: Readonly<Record<string, string>>, status: number, reason: string): void;
   /** Writes every pending count now (a test, or a stop). */
   flush(): void;
