@@ -167,7 +167,7 @@ export function chooseTwilioKey(
   signature: string | undefined,
   settingsHeader: string | undefined,
   keys: Pick<TwilioKeys, 'authToken' | 'sharedKeys'>,
-): { ok: true; secret: string; algorithm: SignatureAlgorithm } | { ok: false; reason: string } {
+): { ok: true; signature: string; secret: string; algorithm: SignatureAlgorithm } | { ok: false; reason: string } {
   if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
   let secret = keys.authToken;
   let algorithm: SignatureAlgorithm = 'HMAC_SHA1';
@@ -193,7 +193,7 @@ export function chooseTwilioKey(
   if (!hasSignatureForm(signature, algorithm)) {
     return { ok: false, reason: `X-Twilio-Signature is not the base64 of an ${algorithm} digest` };
   }
-  return { ok: true, secret, algorithm };
+  return { ok: true, signature, secret, algorithm };
 }
 
 /** The webhook's fields when it is Twilio's, or why it is refused (form or JSON body, either key, either hash). */
@@ -218,8 +218,7 @@ export function verifyTwilioRequest(
   } else {
     return { ok: false, reason: `Twilio webhooks are form posts or carry bodySHA256, got content-type ${JSON.stringify(request.contentType)}` };
   }
-  const signature = headerValue(request as IncomingReceipt, 'x-twilio-signature')!;
-  if (!validateRequest(chosen.secret, signature, twilioSignedUrls(request.publicUrl, keys.retries), params, chosen.algorithm)) {
+  if (!validateRequest(chosen.secret, chosen.signature, twilioSignedUrls(request.publicUrl, keys.retries), params, chosen.algorithm)) {
     return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
   }
   if (bodySha256 === undefined) return { ok: true, params };

@@ -257,6 +257,6 @@ describe('what is refused before any HMAC (chooseTwilioKey)', () => {
     ['the settings naming a key we hold, SHA-256', sha256, 'key=KS2,algorithm=HMAC_SHA256', 'shared-2', 'HMAC_SHA256'],
     ['the settings naming a key we hold, SHA-1', sha1, 'key=KS1,algorithm=hmac_sha1', 'shared-1', 'HMAC_SHA1'],
   ])('takes %s, with one key and one hash', (_label, signature, settings, secret, algorithm) => {
-    expect(chooseTwilioKey(signature, settings, keys)).toEqual({ ok: true, secret, algorithm });
+    expect(chooseTwilioKey(signature, settings, keys)).toEqual({ ok: true, signature, secret, algorithm });
   });
 });
