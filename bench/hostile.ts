@@ -66,7 +66,7 @@ const SHAPES: Record<string, Shape> = {
 };
 
 /** One request; resolves with its status (0 when the connection failed before an answer) and latency. */
-function send(
+export function send(
   agent: Agent | false,
   base: string,
   method: string,

@@ -8,6 +8,8 @@
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
+ *   forged: forged Twilio callbacks of the worst shape on 32 connections, from one address then many, /healthz probed
+ *           (--mode forged --warmup 0 --messages N; not in the default list; bench/forged.ts)
  *   relay: mixed events (bonus, payment, casino, login, custom, balance) of 1,000 users through /relay to a sink (--mode relay; not in the default list)
  *   options: --messages N (20000) --connections N (50) --batch-size N (500) --batch-concurrency N (4)
  *            --warmup N (1000, not measured) --cpu-prof DIR (V8 profile of the server, written when it stops)
@@ -29,6 +31,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { createBenchDatabase } from './database.js';
+import { forgedMode } from './forged.js';
 import { hostileMode } from './hostile.js';
 import { relayMode } from './relay.js';
 import { LoadClient } from './load-client.js';
@@ -63,6 +66,8 @@ interface Load {
   idPrefix: string;
   /** The gateways' base URLs (modes that send more than the client's requests). */
   urls: string[];
+  /** CPU time the gateway processes have used so far, in ms (modes that measure phases of their own). */
+  serverCpuMs: () => number | null;
   /** Told the sms_ids of each accepted batch and when it was submitted (the end-to-end mode times conversions from there). */
   onAccepted?: (smsIds: string[], submittedAt: number) => void;
 }
@@ -198,6 +203,8 @@ MODES.relay = relayMode as Mode;
 
 /** Single sends quiet, then under hostile callback requests (bench/hostile.ts). */
 MODES.hostile = hostileMode as Mode;
+/** Forged Twilio callbacks of the worst shape on 32 connections, from one address then from many (bench/forged.ts). */
+MODES.forged = forgedMode as Mode;
 
 /** Waits until the CRM holds a conversion for every sms_id; fails after a minute without progress. */
 async function allConverted(sentAt: Map<string, number>, provider: BenchProvider): Promise<void> {
@@ -256,9 +263,9 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   };
   try {
     const urls = servers.map((s) => s.url);
-    if (options.warmup > 0) await mode.run({ client, options, provider, urls, idPrefix: `${name}-warmup` }, options.warmup);
+    if (options.warmup > 0) await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-warmup` }, options.warmup);
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
-    const measured = await mode.run({ client, options, provider, urls, idPrefix: `${name}-run` }, options.messages);
+    const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-run` }, options.messages);
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     return {
       mode: name,

@@ -219,6 +219,10 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
         return failure(classifyInfobipFailure({ httpStatus: res.status }), `HTTP ${res.status} (${detail})`, `http_${res.status}`, mayHaveCreated(res.status));
       },
 
+      // The URL is one message's (its token vouches for one sms_id), so a report holds that message's result: about
+      // 1 KB of JSON. Anything larger is no report of Infobip's (docs/public-doors.md).
+      callbackBodyLimit: { dlr: 16 * 1024, mo: 16 * 1024 },
+
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
         const vouched = verifyCallbackToken(receipt, config.webhook_secret, name);
         if (!vouched.ok) return vouched;

@@ -96,6 +96,9 @@ export function sandboxReceiptKey(name: string, config: Pick<SandboxConfig, 'rec
     .digest();
 }
 
+/** The form of sign()'s answer: a header of any other form is refused before the body is hashed. */
+const SIGNATURE_FORM = /^[0-9a-f]{64}$/;
+
 function sign(secret: string | Buffer, body: string | Buffer): string {
   return createHmac('sha256', secret).update(body).digest('hex');
 }
@@ -172,6 +175,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
         // Every receipt is signed by the sandbox that sent the message; anything else is a stranger's (docs/security.md).
         const header = headerValue(receipt, 'x-sandbox-signature');
         if (header === undefined) return { ok: false, reason: 'X-Sandbox-Signature is missing' };
+        if (!SIGNATURE_FORM.test(header)) return { ok: false, reason: 'X-Sandbox-Signature is not 64 hex digits' };
         const given = Buffer.from(header, 'utf8');
         const expected = Buffer.from(sign(receiptKey, receipt.rawBody), 'utf8');
         if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
@@ -202,6 +206,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
        */
       parseInbound(request: IncomingReceipt): InboundParse {
         if (!config.receipt_secret) return { ok: false, reason: 'inbound messages are only accepted with receipt_secret set' };
+        if (!SIGNATURE_FORM.test(request.headers['x-sandbox-signature'] ?? '')) return { ok: false, reason: 'X-Sandbox-Signature is not 64 hex digits' };
         const given = Buffer.from(request.headers['x-sandbox-signature'] ?? '', 'utf8');
         const expected = Buffer.from(sign(config.receipt_secret, request.rawBody), 'utf8');
         if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'X-Sandbox-Signature does not match the body' };

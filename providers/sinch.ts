@@ -227,6 +227,10 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         );
       },
 
+      // One recipient's delivery report (the URL's token vouches for one sms_id): a few hundred bytes of JSON.
+      // Anything larger is no callback of Sinch's (docs/public-doors.md).
+      callbackBodyLimit: { dlr: 8 * 1024, mo: 8 * 1024 },
+
       parseReceipt(receipt: IncomingReceipt): ReceiptParse {
         if (expectedAuth && !sameSecret(headerValue(receipt, 'authorization') ?? '', expectedAuth)) {
           return { ok: false, reason: 'Authorization does not carry webhook_basic_auth' };

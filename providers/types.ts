@@ -173,6 +173,12 @@ export interface SmsProvider {
    * API cannot tell (the gateway then keeps such a send `uncertain`: it never concludes either way). Never throws.
    */
   lookup?(request: LookupRequest, signal: AbortSignal): Promise<LookupResult>;
+  /**
+   * The largest body the provider really sends to `/dlr/{name}` (receipts) and `/mo/{name}` (players' messages), in
+   * bytes: a larger one cannot be the provider's and is answered 413 before it is read or verified, so a forged
+   * callback never makes the plugin hash more than this (docs/public-doors.md). Absent: server.callback_body_limit.
+   */
+  readonly callbackBodyLimit?: { dlr: number; mo: number };
   /** The body the provider expects in answer to an inbound webhook (Twilio: TwiML); JSON `{received}` otherwise. */
   readonly inboundAnswer?: { contentType: string; body: string };
   close?(): Promise<void>;

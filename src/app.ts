@@ -17,12 +17,14 @@ import { receiptRoutes } from './delivery/routes.js';
 import type { Database } from './ledger/schema.js';
 import { createAllowedMethods } from './http/method-not-allowed.js';
 import { documentedRoutes } from './http/route-table.js';
+import { isOpenDoor } from './http/public-doors.js';
 import { operatorErrorShape } from './http/operator-errors.js';
 import type { Transact } from './ledger/transaction-queue.js';
 import { accessLog } from './observability/access-log.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
 import { adminRoutes } from './auth/admin.js';
+import { createCallbackGuard } from './auth/callback-guard.js';
 import { createFailureLimiter, limitFailedAuthentications, limitRefusedSessions } from './auth/failure-limit.js';
 import { createOperatorAuth } from './auth/operator-auth.js';
 import { createAddressSet } from './kit/address-blocks.js';
@@ -75,13 +77,6 @@ export interface AppParts {
 }
 
 /**
- * The doors anyone can knock on before any credential is checked, whose honest bodies are small: the provider
- * callbacks (`/dlr/{provider}`, `/mo/{provider}`) and the two sign-ins (the console's form, the OAuth token
- * request). A 4 MB form there cost seconds of parsing (docs/public-doors.md).
- */
-const isOpenDoor = (path: string) => path.startsWith('/dlr/') || path.startsWith('/mo/') || path === '/console/login' || path === '/oauth/token';
-
-/**
  * The reference's sections in this order: Swagger UI (/docs) and its <noscript> rendering group the operations by
  * tag, in the order the document lists the tags. Mounting order decides only the order within a section.
  */
@@ -104,7 +99,8 @@ export function createApp(parts: AppParts): Hono {
 
   // Hono's bodyLimit wraps every body in a web stream (a Request object, an AbortController and a stream per
   // request); checking Content-Length first keeps that cost for the rare request sent without one. The open doors
-  // (isOpenDoor) face the internet, so theirs is server.callback_body_limit: far below any other.
+  // (isOpenDoor, src/http/public-doors.ts) face the internet, and their honest bodies are small (a 4 MB form there
+  // cost seconds of parsing, docs/public-doors.md), so theirs is server.callback_body_limit: far below any other.
   const bodyLimits = [
     { limit: config.server.callback_body_limit, key: 'server.callback_body_limit' },
     { limit: config.server.body_limit_bytes, key: 'server.body_limit_bytes' },
@@ -138,13 +134,20 @@ export function createApp(parts: AppParts): Hono {
     }),
   );
 
+  // The provider callbacks' forged signatures have a window of their own (src/auth/callback-guard.ts).
+  const guard = createCallbackGuard({
+    limiter: createFailureLimiter(config.auth.failure_budget, config.auth.failure_window),
+    now: parts.now,
+    trust,
+    logger,
+  });
   app.route(
     '/dlr',
-    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, logger }),
+    receiptRoutes({ router: parts.router, publicUrl: parts.publicUrl, store: parts.storeReceipts, maxEvents: config.delivery.max_receipt_events, guard }),
   );
   const receiptCheck = describeReceiptChecks(config.providers);
   const operatorBackend = parts.operatorBackend;
-  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, logger, receive: parts.receiveInbound }));
+  app.route('/mo', inboundRoutes({ router: parts.router, publicUrl: parts.publicUrl, receive: parts.receiveInbound, guard }));
   // Operator API (docs/connecting-the-crm.md "Player data"): its own auth.mode; the SMS routes above keep X-Api-Key in every mode.
   const operatorAuth = createOperatorAuth(config.auth, parts.now, parts.processSecret);
   if (operatorAuth.tokenRoutes) app.route('/oauth', operatorAuth.tokenRoutes);

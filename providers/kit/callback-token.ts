@@ -9,6 +9,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { CALLBACK_SMS_ID_PARAM } from './callback-url.js';
 import type { IncomingReceipt } from '../types.js';
 
+/** The form of callbackToken's answer: an HMAC-SHA256 in base64url, without padding. */
+const TOKEN_FORM = /^[A-Za-z0-9_-]{43}$/;
+
 export function callbackToken(secret: string, provider: string, smsId: string): string {
   return createHmac('sha256', secret).update(`${provider}\n${smsId}`).digest('base64url');
 }
@@ -25,6 +28,8 @@ export function verifyCallbackToken(receipt: IncomingReceipt, secret: string, pr
   const smsId = receipt.query[CALLBACK_SMS_ID_PARAM];
   const token = receipt.query.token;
   if (!smsId || !token) return { ok: false, reason: 'the receipt URL has no sms_id and token (it was not one we handed out)' };
+  // A token of any other form than callbackToken's (43 base64url characters) is refused before any HMAC.
+  if (!TOKEN_FORM.test(token)) return { ok: false, reason: 'the receipt URL token is not one of ours (43 base64url characters)' };
   const expected = Buffer.from(callbackToken(secret, provider, smsId));
   const given = Buffer.from(token);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'the receipt URL token does not match its sms_id' };

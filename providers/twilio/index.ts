@@ -7,16 +7,14 @@
  * undici client. The twilio SDK stays off this path (docs/design.md §6: its messages.create costs about ten times the CPU).
  * Receipts: status callbacks are form POSTs signed with X-Twilio-Signature; they are checked with node:crypto
  * (providers/twilio/signature.ts) against the public URL we handed out (never the Host header), with or without
- * the fragment we added to it, under the auth token or a Webhooks Rule's shared key (verifyTwilioRequest).
+ * the fragment we added to it, under the auth token or a Webhooks Rule's shared key (verifyTwilioRequest, signature.ts).
  * Secrets to keep out of logs: auth_token.
  */
 import { z } from 'zod';
 import { CALLBACK_SMS_ID_PARAM } from '../kit/callback-url.js';
 import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from '../kit/http-pool.js';
 import { ownValue } from '../kit/own-key.js';
-import { headerValue, readFormFields } from '../kit/receipt-input.js';
-import * as webhooks from './signature.js';
-import type { FormFields } from './signature.js';
+import { statusCallbackWithRetries, verifyTwilioRequest } from './signature.js';
 import {
   providerCommonConfig,
   sendFailure,
@@ -160,92 +158,6 @@ function readTwilioError(json: unknown): { code?: number; message?: string } {
 
 const firstValue = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
 
-/**
- * The StatusCallback with Twilio's connection overrides as its fragment (`#rc=…&rp=all`: retry count, and retry on
- * every kind of failure). A fragment never travels in the HTTP request, so the URL our route rebuilds has none; the
- * signature may cover it or not (twilioSignedUrls).
- */
-export function statusCallbackWithRetries(callbackUrl: string, retries: number): string {
-  return retries > 0 ? `${callbackUrl.split('#')[0]}#rc=${retries}&rp=all` : callbackUrl;
-}
-
-/**
- * The URLs a callback that arrived at `receivedUrl` may have been signed over. Twilio signs the URL it was given, and
- * neither its docs nor its validator say whether a fragment is part of it (twilio-node keeps a URL's fragment when
- * it adds the port), so both are taken: as it arrived, and with each fragment statusCallbackWithRetries may have
- * added (every retry count, since status_callback_retries may have changed between the send and its receipts).
- * The port variants are signature.ts's. Inbound URLs are the operator's, set in Twilio's console: the same forms.
- */
-export function twilioSignedUrls(receivedUrl: string): string[] {
-  const bare = receivedUrl.split('#')[0]!;
-  const urls = [bare];
-  for (let retries = 1; retries <= 5; retries++) urls.push(statusCallbackWithRetries(bare, retries));
-  return urls;
-}
-
-/** The webhook's fields when it is Twilio's, or why it is refused (form or JSON body, either key, either hash). */
-export function verifyTwilioRequest(
-  request: Pick<IncomingReceipt, 'publicUrl' | 'query' | 'headers' | 'contentType' | 'rawBody'>,
-  keys: { authToken: string; sharedKeys?: Readonly<Record<string, string>> | undefined },
-): { ok: true; params: FormFields } | { ok: false; reason: string } {
-  const signature = headerValue(request as IncomingReceipt, 'x-twilio-signature');
-  if (!signature) return { ok: false, reason: 'X-Twilio-Signature header is missing' };
-  const settingsHeader = headerValue(request as IncomingReceipt, 'x-twilio-webhooks-signature-settings');
-  let secrets = [keys.authToken];
-  let algorithm: webhooks.SignatureAlgorithm = 'HMAC_SHA1';
-  if (settingsHeader !== undefined) {
-    const settings = webhooks.readSignatureSettings(settingsHeader);
-    const named = (settings.algorithm ?? '').toUpperCase();
-    if (!Object.hasOwn(webhooks.SIGNATURE_ALGORITHMS, named)) {
-      return {
-        ok: false,
-        reason: `X-Twilio-Webhooks-Signature-Settings names algorithm ${JSON.stringify(settings.algorithm ?? '')}, not HMAC_SHA1 or HMAC_SHA256`,
-      };
-    }
-    algorithm = named as webhooks.SignatureAlgorithm;
-    const shared = keys.sharedKeys ?? {};
-    const key = settings.key !== undefined ? ownValue(shared, settings.key) : undefined;
-    // The key the header names; when it names none we know, every configured one (a rotation adds one first).
-    secrets = key !== undefined ? [key] : Object.values(shared);
-    if (secrets.length === 0) {
-      return {
-        ok: false,
-        reason: `signed with a Webhooks Rule's shared key ${JSON.stringify(settings.key ?? '')}, and webhook_shared_keys has none (X-Twilio-Webhooks-Signature-Settings)`,
-      };
-    }
-  }
-  const bodySha256 = request.query.bodySHA256;
-  let params: FormFields;
-  if (bodySha256 !== undefined) {
-    // A JSON-bodied webhook: the signature covers the URL (bodySHA256 in it) and no fields; the hash covers the body.
-    if (!webhooks.bodyHashMatches(request.rawBody, bodySha256)) return { ok: false, reason: 'bodySHA256 does not match the body' };
-    params = {};
-  } else if (/^application\/x-www-form-urlencoded/i.test(request.contentType)) {
-    params = readFormFields(request.rawBody);
-  } else {
-    return { ok: false, reason: `Twilio webhooks are form posts or carry bodySHA256, got content-type ${JSON.stringify(request.contentType)}` };
-  }
-  const urls = twilioSignedUrls(request.publicUrl);
-  if (!secrets.some((secret) => webhooks.validateRequest(secret, signature, urls, params, algorithm))) {
-    return { ok: false, reason: 'X-Twilio-Signature does not match the URL and form fields' };
-  }
-  if (bodySha256 === undefined) return { ok: true, params };
-  // The fields of a JSON body, read only after the hash and signature vouched for it (string values only).
-  let json: unknown;
-  try {
-    json = JSON.parse(request.rawBody.toString('utf8'));
-  } catch {
-    return { ok: false, reason: 'the body is not JSON' };
-  }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) return { ok: false, reason: 'the JSON body is not an object' };
-  const fields = new Map<string, string>();
-  for (const [name, value] of Object.entries(json)) {
-    if (typeof value === 'string') fields.set(name, value);
-    else if (typeof value === 'number' || typeof value === 'boolean') fields.set(name, String(value));
-  }
-  return { ok: true, params: Object.fromEntries(fields) };
-}
-
 /** One Message resource as the list and fetch calls answer it (the fields a lookup reads). */
 interface TwilioMessage {
   sid?: unknown;
@@ -305,7 +217,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       accept: 'application/json',
     };
     const getHeaders = { authorization: headers.authorization, accept: 'application/json' };
-    const keys = { authToken: config.auth_token, sharedKeys: config.webhook_shared_keys };
+    const keys = { authToken: config.auth_token, sharedKeys: config.webhook_shared_keys, retries: config.status_callback_retries };
 
     /** Fetch by sid when the send's answer was recorded; else list by To and send date and match (twilioCandidates). */
     async function lookup(req: LookupRequest, signal: AbortSignal): Promise<LookupResult> {
@@ -413,6 +325,11 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       },
 
       lookup,
+
+      // A status callback is a form of about fifteen short fields (docs/providers.md §2.1), well under 2 KB; a
+      // player's message adds Body (at most 1,600 characters, docs/providers.md §1.1, up to 9 bytes each once
+      // form-encoded) and up to ten media URLs. Anything larger is no webhook of Twilio's (docs/public-doors.md).
+      callbackBodyLimit: { dlr: 8 * 1024, mo: 32 * 1024 },
 
       // Twilio reads the answer as TwiML: an empty Response sends no reply (Twilio answers STOP itself).
       inboundAnswer: { contentType: 'text/xml', body: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' },

@@ -292,6 +292,10 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         return { ok: true, message: { providerMessageId: id, from: e164(params.msisdn), to: e164(params.to), text: params.text ?? '' } };
       },
 
+      // An SMS API receipt or inbound message is about a dozen short fields (one part each, docs/providers.md §3.3), a
+      // Messages API status under 1 KB of JSON: a larger body is no webhook of Vonage's (docs/public-doors.md).
+      callbackBodyLimit: { dlr: 8 * 1024, mo: 8 * 1024 },
+
       close: () => pool.close(),
     };
   },

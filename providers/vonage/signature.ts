@@ -44,6 +44,9 @@ function equalHex(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** The length of each method's digest in hex. */
+const SIG_HEX_LENGTHS: Readonly<Record<VonageSignatureMethod, number>> = { md5hash: 32, md5: 32, sha1: 40, sha256: 64, sha512: 128 };
+
 /** SMS API `sig` on a receipt whose values are already strings; `nowMs` from the injected clock. */
 export function verifyVonageSig(params: Readonly<Record<string, string>>, secret: string, method: VonageSignatureMethod, nowMs: number): SignatureCheck {
   const sig = params.sig;
@@ -53,6 +56,8 @@ export function verifyVonageSig(params: Readonly<Record<string, string>>, secret
   if (Math.abs(nowMs / 1000 - timestamp) > SIGNATURE_WINDOW_SECONDS) {
     return { ok: false, reason: `timestamp ${params.timestamp} is outside the ${SIGNATURE_WINDOW_SECONDS}s window` };
   }
+  // A sig of another length than the method's hex digest cannot match: refused before any hash is computed.
+  if (sig.length !== SIG_HEX_LENGTHS[method] || !/^[0-9a-f]+$/i.test(sig)) return { ok: false, reason: `sig is not a ${method} hex digest` };
   if (!equalHex(sig, computeVonageSig(params, secret, method))) return { ok: false, reason: `sig does not match (${method})` };
   return { ok: true };
 }

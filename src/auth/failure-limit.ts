@@ -11,7 +11,8 @@
  * is a 401 the CRM's credential did not cause: POST /authenticate answers 401 for a player's session it refuses, which
  * is counted on its own budget instead (`limitRefusedSessions`), so players cannot lock the CRM out.
  * Addresses in `auth.trusted_addresses` (the CRM's egress) are never counted nor refused. Paths that check no
- * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused.
+ * credential, or whose callers sign their requests (provider callbacks at /dlr and /mo), are never refused here:
+ * the callbacks' forged signatures have a limiter of their own (src/auth/callback-guard.ts).
  *
  * The address is the TCP peer's, or behind a proxy listed in `server.trusted_proxies` the X-Forwarded-For hop that
  * proxy saw (src/kit/client-address.ts), so one guesser behind a load balancer locks out only itself.
@@ -107,10 +108,13 @@ function peerAddress(c: Context): string {
   }
 }
 
-const clientAddressWith = (trust: AddressTrust) => (c: Context) => clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+/** The address a request is counted under: the TCP peer, or the X-Forwarded-For hop a trusted proxy saw. */
+export function requestAddress(c: Context, trust: AddressTrust): string {
+  return clientAddressOf(peerAddress(c), c.req.header('x-forwarded-for'), trust.isTrustedProxy);
+}
 
 export function limitFailedAuthentications(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
-  const clientAddress = clientAddressWith(trust);
+  const clientAddress = (c: Context) => requestAddress(c, trust);
   return async (c, next) => {
     if (UNAUTHENTICATED.test(c.req.path)) return next();
     // The client's address is read only when some address has failed: a gateway whose callers all hold valid
@@ -145,9 +149,8 @@ export function limitFailedAuthentications(limiter: FailureLimiter, now: () => n
  * so a bound that spared its address would bound nothing.
  */
 export function limitRefusedSessions(limiter: FailureLimiter, now: () => number, trust: AddressTrust = NO_TRUST): MiddlewareHandler {
-  const clientAddress = clientAddressWith(trust);
   return async (c, next) => {
-    const address = clientAddress(c);
+    const address = requestAddress(c, trust);
     const waitMs = limiter.blockedFor(address, now());
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);

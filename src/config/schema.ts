@@ -155,7 +155,7 @@ const auth = z
       .min(0)
       .default(20)
       .describe(
-        'Failed authentications (any 401) one client address may make per `auth.failure_window`; past it, that address gets 429 (the single send 503) with Retry-After until its window ends. 0: no limit (docs/security.md).',
+        'Failed authentications (any 401) one client address may make per `auth.failure_window`; past it, that address gets 429 (the single send 503) with Retry-After until its window ends. Failed signatures at `/dlr/*` and `/mo/*` are counted the same way, in a window of their own (docs/trust.md, "Forged callbacks"). 0: no limit (docs/security.md).',
       ),
     failure_window: duration('1m').describe('The window of `auth.failure_budget`.'),
     trusted_addresses: z

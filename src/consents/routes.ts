@@ -6,14 +6,12 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
+import { mountRoutes, route, type MountableRoute, bodyAnswers, type RouteDoc } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import type { InboundSms, SmsProvider } from '../../providers/types.js';
-import { openCallback, type CallbackDoor } from '../http/provider-callback.js';
+import { type CallbackDoor, type CallbackGuard, openCallback, refuseCallback } from '../http/provider-callback.js';
 import { findInboundMessagesFrom } from '../ledger/consents.js';
 import type { Database } from '../ledger/schema.js';
-import { requestLogger } from '../observability/request-context.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { boundInboundSms } from './inbound-limits.js';
 
@@ -50,8 +48,12 @@ const inboundDoc = (method: 'get' | 'post'): RouteDoc => ({
     : {}),
   responses: {
     200: { description: 'Stored (a provider retry of a stored message is acknowledged and changes nothing)', schema: inboundAnswerSchema },
+    400: { description: 'Refused unread (too many fields, JSON too deep or with a key twice), or a field too long; nothing stored', schema: errorAnswerSchema },
     403: { description: 'Refused by the provider plugin (signature or format); nothing stored', schema: errorAnswerSchema },
     404: { description: 'No provider of that name, or it takes no inbound messages', schema: errorAnswerSchema },
+    // Only a POST has a body to be too large.
+    ...bodyAnswers(method, { 413: { description: 'Larger than the provider sends; nothing stored', schema: errorAnswerSchema } }),
+    429: { description: 'Too many failed signatures from this address (auth.failure_budget); Retry-After says when', schema: errorAnswerSchema },
   },
 });
 
@@ -59,7 +61,8 @@ export interface InboundRouteDeps {
   router: ProviderRouter;
   publicUrl: () => string;
   receive: (provider: string, sms: InboundSms) => Promise<unknown>;
-  logger: Logger;
+  /** Failed signatures per address, and the refusals' log (src/auth/callback-guard.ts). */
+  guard: CallbackGuard;
 }
 
 /**
@@ -108,21 +111,16 @@ export function inboundRoutes(deps: InboundRouteDeps) {
     publicUrl: deps.publicUrl,
     refused: 'inbound message refused',
     unable: (name, provider) => (provider.parseInbound ? undefined : `provider ${JSON.stringify(name)} takes no inbound messages`),
+    guard: deps.guard,
   };
   const receive: Handler<Env, '/:provider'> = async (c) => {
     const opened = await openCallback(c, door);
     if (!opened.ok) return opened.answer;
     const { name, provider } = opened;
     const parsed = provider.parseInbound!(opened.request);
-    if (!parsed.ok) {
-      requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'inbound message refused');
-      return c.json({ error: `inbound message refused: ${parsed.reason}`, code: 403 }, 403);
-    }
+    if (!parsed.ok) return refuseCallback(c, door, name, 403, parsed.reason);
     const bounded = parsed.message ? boundInboundSms(parsed.message) : undefined;
-    if (bounded) {
-      requestLogger(c, deps.logger).warn({ provider: name, reason: bounded }, 'inbound message refused');
-      return c.json({ error: `inbound message refused: ${bounded}`, code: 400 }, 400);
-    }
+    if (bounded) return refuseCallback(c, door, name, 400, bounded);
     // Answered after the commit: a provider that got its 2xx does not send the message again.
     if (parsed.message) await deps.receive(name, parsed.message);
     const answer = provider.inboundAnswer;

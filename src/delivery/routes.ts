@@ -5,11 +5,9 @@
 import { Hono, type Env, type Handler } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
-import { mountRoutes, route, type RouteDoc } from '../http/route-table.js';
-import type { Logger } from 'pino';
-import { requestLogger } from '../observability/request-context.js';
+import { bodyAnswers, mountRoutes, route, type RouteDoc } from '../http/route-table.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
-import { openCallback } from '../http/provider-callback.js';
+import { type CallbackGuard, openCallback, refuseCallback } from '../http/provider-callback.js';
 import type { ReceiptSummary, ReceiptInput } from './apply-receipts.js';
 import { boundReceiptEvents } from './receipt-limits.js';
 
@@ -20,7 +18,8 @@ export interface ReceiptRouteDeps {
   store: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
   /** delivery.max_receipt_events */
   maxEvents: number;
-  logger: Logger;
+  /** Failed signatures per address, and the refusals' log (src/auth/callback-guard.ts). */
+  guard: CallbackGuard;
 }
 
 const receiptAnswerSchema = z.strictObject({ received: z.number().int().describe('Events in the request, now stored') });
@@ -40,28 +39,34 @@ const receiptDoc = (method: 'get' | 'post'): RouteDoc => ({
     : {}),
   responses: {
     200: { description: 'Stored (duplicates are acknowledged and ignored)', schema: receiptAnswerSchema },
+    400: { description: 'Refused unread: too many fields, JSON too deep or with a key twice, ids too long', schema: errorAnswerSchema },
     403: { description: 'Refused by the provider plugin (signature or format)', schema: errorAnswerSchema },
     404: { description: 'No provider of that name is configured', schema: errorAnswerSchema },
+    // Only a POST has a body to be too large.
+    ...bodyAnswers(method, {
+      413: { description: 'Larger than the provider sends, or more events than delivery.max_receipt_events', schema: errorAnswerSchema },
+    }),
+    429: { description: 'Too many failed signatures from this address (auth.failure_budget); Retry-After says when', schema: errorAnswerSchema },
   },
 });
 
 export function receiptRoutes(deps: ReceiptRouteDeps) {
   const app = new Hono();
-  const door = { door: 'dlr' as const, find: (name: string) => deps.router.byName(name), publicUrl: deps.publicUrl, refused: 'receipt refused' };
+  const door = {
+    door: 'dlr' as const,
+    find: (name: string) => deps.router.byName(name),
+    publicUrl: deps.publicUrl,
+    refused: 'receipt refused',
+    guard: deps.guard,
+  };
   const receive: Handler<Env, '/:provider'> = async (c) => {
     const opened = await openCallback(c, door);
     if (!opened.ok) return opened.answer;
     const { name, provider } = opened;
     const parsed = await provider.parseReceipt(opened.request);
-    if (!parsed.ok) {
-      requestLogger(c, deps.logger).warn({ provider: name, reason: parsed.reason }, 'receipt refused');
-      return c.json({ error: `receipt refused: ${parsed.reason}`, code: 403 }, 403);
-    }
+    if (!parsed.ok) return refuseCallback(c, door, name, 403, parsed.reason);
     const bounded = boundReceiptEvents(parsed.events, deps.maxEvents);
-    if (!bounded.ok) {
-      requestLogger(c, deps.logger).warn({ provider: name, reason: bounded.error }, 'receipt refused');
-      return c.json({ error: `receipt refused: ${bounded.error}`, code: bounded.status }, bounded.status);
-    }
+    if (!bounded.ok) return refuseCallback(c, door, name, bounded.status, bounded.error);
     // Answer only after the events are committed: a provider that got its 2xx will not send them again.
     await deps.store(bounded.events.map((event) => ({ provider: name, event, requestId: c.get('requestId'), traceparent: c.get('traceparent') })));
     return c.json({ received: bounded.events.length }, 200);

@@ -29,6 +29,11 @@ export interface ResponseDoc {
   headers?: Record<string, { description: string; schema: z.ZodType }>;
 }
 
+/** `answers` for a method that carries a body (post, put, patch), none for the others: a route shared by GET and POST. */
+export function bodyAnswers(method: string, answers: Record<number, ResponseDoc>): Record<number, ResponseDoc> {
+  return method === 'get' || method === 'delete' || method === 'head' ? {} : answers;
+}
+
 /** What the document says about one operation; its method and path are the route's own. */
 export interface RouteDoc {
   summary: string;

@@ -58,7 +58,7 @@ import { clientAddressOf } from '../kit/client-address.js';
 import { setLogTraceFields } from './logger.js';
 import { readPackageVersion } from './openapi.js';
 import { routeLabel } from './request-context.js';
-import type { PublishTarget, SpanOptions, TraceSpan, Tracing, TracingSettings } from './tracing.js';
+import { followsCallerTrace, type PublishTarget, type SpanOptions, type TraceSpan, type Tracing, type TracingSettings } from './tracing.js';
 
 /**
  * Names the semantic conventions still call incubating (the messaging attributes, and `sqlite` as a database system).
@@ -330,7 +330,8 @@ function peerAddress(c: Context): string | undefined {
 
 /**
  * A SERVER span per request with the stable HTTP server attributes, child of the caller's `traceparent` header (the
- * CRM's, the provider's, the operator platform's), named `{method} {route}` once the route is known (`{method}` when
+ * CRM's, the operator platform's) on the routes whose callers hold a credential; at a public door or a path no route
+ * serves, a new trace (sampled by sampling_ratio alone) linked to the caller's context (followsCallerTrace). Named `{method} {route}` once the route is known (`{method}` when
  * no route matched), and active while the request is handled.
  */
 function serverSpans(tracer: ReturnType<BasicTracerProvider['getTracer']>, isTrustedProxy: (address: string) => boolean): MiddlewareHandler {
@@ -352,8 +353,13 @@ function serverSpans(tracer: ReturnType<BasicTracerProvider['getTracer']>, isTru
     if (userAgent) attributes[ATTR_USER_AGENT_ORIGINAL] = userAgent;
     const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
     if (incoming?.httpVersion) attributes[ATTR_NETWORK_PROTOCOL_VERSION] = incoming.httpVersion;
-    const parent = contextOf(c.req.header('traceparent'), c.req.header('tracestate'));
-    const span = tracer.startSpan(known ? method : 'HTTP', { kind: SpanKind.SERVER, attributes }, parent);
+    const caller = contextOf(c.req.header('traceparent'), c.req.header('tracestate'));
+    // Hono has matched the routes before the first middleware runs, so the route is known here.
+    const follows = followsCallerTrace(url.pathname, routeLabel(c));
+    const parent = follows ? caller : ROOT_CONTEXT;
+    const callerSpan = follows ? undefined : trace.getSpanContext(caller);
+    const links = callerSpan ? [{ context: callerSpan }] : undefined;
+    const span = tracer.startSpan(known ? method : 'HTTP', { kind: SpanKind.SERVER, attributes, links }, parent);
     c.set('traceparent', headersOf(span).traceparent);
     let thrown: unknown;
     try {

@@ -11,6 +11,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { isPublicDoor } from '../http/public-doors.js';
 
 export type TracingConfig = Config['observability']['tracing'];
 export type SpanKindName = 'server' | 'client' | 'internal' | 'producer';
@@ -68,7 +69,8 @@ export interface Tracing {
   startPublish(target: PublishTarget): TraceSpan;
   /**
    * The middleware that gives every request a SERVER span named `{method} {route}`, child of the caller's
-   * `traceparent` header; `isTrustedProxy` says whose X-Forwarded-For names the client (server.trusted_proxies).
+   * `traceparent` header where followsCallerTrace allows, else a new trace linked to it; `isTrustedProxy` says whose
+   * X-Forwarded-For names the client (server.trusted_proxies).
    */
   requests(isTrustedProxy: (address: string) => boolean): MiddlewareHandler;
   /** Exports what is still buffered and stops. */
@@ -92,6 +94,18 @@ export const TRACING_OFF: Tracing = {
   requests: () => (_c, next) => next(),
   shutdown: async () => undefined,
 };
+
+/**
+ * Whether a request's `traceparent` may parent its SERVER span, and so decide with its sampled flag whether the
+ * trace is kept (a parent-based sampler follows the parent). Only on a route whose callers hold a credential: at a
+ * public door (src/http/public-doors.ts: the provider callbacks, the sign-ins, probes and documents) and on a path
+ * no route serves, anyone could send a sampled traceparent with every request and have each one exported whatever
+ * sampling_ratio says (docs/tracing.md, "Headers received"). There the span starts a trace of its own, sampled
+ * like any new one, and links to the caller's context. `route` is the matched route pattern, or `unmatched`. Pure.
+ */
+export function followsCallerTrace(path: string, route: string): boolean {
+  return route !== 'unmatched' && !isPublicDoor(path);
+}
 
 /** The parts of the configuration traces read: their own section, the environment's name and the database's kind. */
 export type TracingSettings = { observability: { tracing: TracingConfig }; server: { environment: string }; database: { url: string } };

@@ -145,13 +145,14 @@ describe('the OTEL_* variables, where config.yaml says nothing', () => {
       startTimeoutMs: 40_000,
     });
     try {
-      await fetch(`${serve.url}/no/such/route/unsampled`);
-      await fetch(`${serve.url}/no/such/route/sampled`, { headers: { traceparent: `00-${TRACE_ID}-${SPAN_ID}-01` } });
-      const span = await waitFor(() => otlp.spans.find((s) => s.attributes['url.path'] === '/no/such/route/sampled'), 15_000, 'the sampled span');
+      // A route whose callers hold a credential follows the caller (src/observability/tracing.ts, followsCallerTrace).
+      await fetch(`${serve.url}/userdetails/unsampled`);
+      await fetch(`${serve.url}/userdetails/sampled`, { headers: { traceparent: `00-${TRACE_ID}-${SPAN_ID}-01` } });
+      const span = await waitFor(() => otlp.spans.find((s) => s.attributes['url.path'] === '/userdetails/sampled'), 15_000, 'the sampled span');
       expect(span).toMatchObject({ traceId: TRACE_ID, serviceName: 'sms-from-env' });
       expect(span.resource).toMatchObject({ 'deployment.environment.name': 'staging', 'k8s.pod.name': 'gw-0' });
       expect(otlp.headers[0]).toMatchObject({ 'x-collector-key': 'k-123' });
-      expect(otlp.spans.some((s) => s.attributes['url.path'] === '/no/such/route/unsampled')).toBe(false);
+      expect(otlp.spans.some((s) => s.attributes['url.path'] === '/userdetails/unsampled')).toBe(false);
     } finally {
       serve.child.kill('SIGKILL');
     }

@@ -217,10 +217,12 @@ describe('with tracing on', () => {
   });
 
   it('gives every route a SERVER span named {method} {route}: /mo, the operator API, a 404 (no route), an unknown method', async () => {
+    // The caller's traceparent parents the span only on a route whose callers hold a credential; at a public door
+    // and on a path no route serves, the span starts a trace of its own, linked to the caller's (followsCallerTrace).
     const requests = [
-      { path: '/mo/infobip', method: 'POST', name: 'POST /mo/:provider', route: '/mo/:provider' },
-      { path: '/userdetails/u-traced', method: 'GET', name: 'GET /userdetails/:userid', route: '/userdetails/:userid' },
-      { path: '/no/such/route', method: 'GET', name: 'GET', route: undefined },
+      { path: '/mo/infobip', method: 'POST', name: 'POST /mo/:provider', route: '/mo/:provider', follows: false },
+      { path: '/userdetails/u-traced', method: 'GET', name: 'GET /userdetails/:userid', route: '/userdetails/:userid', follows: true },
+      { path: '/no/such/route', method: 'GET', name: 'GET', route: undefined, follows: false },
     ];
     for (const r of requests) {
       const res = await fetch(gw.url + r.path, {
@@ -229,7 +231,11 @@ describe('with tracing on', () => {
         ...(r.method === 'POST' ? { body: '{}' } : {}),
       });
       const span = await waitFor(() => otlp.spans.find((s) => s.kind === KIND.server && s.attributes['url.path'] === r.path), 10_000, `the span of ${r.path}`);
-      expect(span).toMatchObject({ name: r.name, traceId: TRACE_ID, parentSpanId: CRM_SPAN_ID });
+      if (r.follows) expect(span).toMatchObject({ name: r.name, traceId: TRACE_ID, parentSpanId: CRM_SPAN_ID });
+      else {
+        expect(span).toMatchObject({ name: r.name, parentSpanId: '', links: [{ traceId: TRACE_ID, spanId: CRM_SPAN_ID }] });
+        expect(span.traceId).not.toBe(TRACE_ID);
+      }
       expect(span.attributes['http.route']).toBe(r.route);
       expect(span.attributes['http.response.status_code']).toBe(res.status);
       expect(span.attributes['http.request.method']).toBe(r.method);
@@ -265,17 +271,22 @@ describe('with tracing on', () => {
   });
 
   it("writes the active span's trace and span ids in log lines", async () => {
-    // An unsigned receipt is refused with a warning, logged inside the request's span.
+    // An unsigned receipt is refused; the first refusal of the minute is logged at once, inside the request's span
+    // (a trace of its own: /dlr is a public door, so the caller's traceparent is only linked).
     const res = await fetch(`${gw.url}/dlr/infobip`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT },
       body: '{}',
     });
     expect(res.status).toBeGreaterThanOrEqual(400);
-    const line = await waitFor(() => log.lines.find((l) => l.msg === 'receipt refused'), 10_000, 'the warning');
+    const line = await waitFor(
+      () => log.lines.find((l) => l.msg === 'provider callbacks refused (counts per minute)' && l.door === 'dlr'),
+      10_000,
+      'the warning',
+    );
     const span = await waitFor(() => otlp.spans.find((s) => s.spanId === line.span_id), 10_000, 'the span of the logged request');
-    expect(line).toMatchObject({ trace_id: TRACE_ID, trace_flags: '01' });
-    expect(span).toMatchObject({ name: 'POST /dlr/:provider', parentSpanId: CRM_SPAN_ID });
+    expect(line).toMatchObject({ trace_id: span.traceId, trace_flags: '01' });
+    expect(span).toMatchObject({ name: 'POST /dlr/:provider', parentSpanId: '', links: [{ traceId: TRACE_ID, spanId: CRM_SPAN_ID }] });
     // Outside any span, no ids.
     expect(log.lines.find((l) => l.msg === 'tracing on')).not.toHaveProperty('trace_id');
   });
@@ -337,7 +348,7 @@ describe('with tracing off (the default)', () => {
     expect(relayed.status).toBe(202);
     await waitFor(() => sink.traceparents.length > 0, 10_000, 'the event at the CRM');
     await fetch(`${gw.url}/dlr/infobip`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: CRM_TRACEPARENT }, body: '{}' });
-    const refused = await waitFor(() => log.lines.find((l) => l.msg === 'receipt refused'), 10_000, 'the warning');
+    const refused = await waitFor(() => log.lines.find((l) => l.msg === 'provider callbacks refused (counts per minute)'), 10_000, 'the warning');
     expect(Object.keys(refused).filter((k) => k.startsWith('trace') || k === 'span_id')).toEqual([]);
     const stored = await gw.gateway.ledger.db.selectFrom('messages').select('traceparent').where('sms_id', '=', res.json.sms_id).executeTakeFirstOrThrow();
     expect(stored.traceparent).toBeNull();

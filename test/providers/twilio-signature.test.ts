@@ -8,8 +8,16 @@ import {
 } from 'twilio/lib/webhooks/webhooks.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { statusCallbackWithRetries, twilioSignedUrls, verifyTwilioRequest } from '../../providers/twilio/index.js';
-import { bodyHashMatches, computeTwilioSignature, readSignatureSettings, validateRequest } from '../../providers/twilio/signature.js';
+import {
+  bodyHashMatches,
+  chooseTwilioKey,
+  computeTwilioSignature,
+  readSignatureSettings,
+  statusCallbackWithRetries,
+  twilioSignedUrls,
+  validateRequest,
+  verifyTwilioRequest,
+} from '../../providers/twilio/signature.js';
 
 const TOKEN = 'twilio-auth-token-1';
 const form = { MessageSid: 'SM123', MessageStatus: 'delivered', To: '+447700900123', ErrorCode: '' };
@@ -82,10 +90,9 @@ describe('the URL Twilio signs: with or without our fragment, with or without th
     ['as given, with :443', given.replace('gw.example', 'gw.example:443')],
     ['without the fragment', bare],
     ['without the fragment, with :443', bare.replace('gw.example', 'gw.example:443')],
-    ['with a fragment of another retry count (status_callback_retries changed since the send)', statusCallbackWithRetries(bare, 2)],
   ])('a signature by the twilio package over the URL %s verifies against the URL as it arrived', (_label, signedUrl) => {
     const signature = getExpectedTwilioSignature(TOKEN, signedUrl, form);
-    expect(validateRequest(TOKEN, signature, twilioSignedUrls(bare), form)).toBe(true);
+    expect(validateRequest(TOKEN, signature, twilioSignedUrls(bare, 5), form)).toBe(true);
     // The twilio package, given the URL it signed, agrees: its validator keeps a fragment as part of the URL.
     expect(sdkValidateRequest(TOKEN, signature, signedUrl, form)).toBe(true);
   });
@@ -96,9 +103,23 @@ describe('the URL Twilio signs: with or without our fragment, with or without th
   });
 
   it('refuses a fragment we never add, and the fragment over another sms_id', () => {
-    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, `${bare}#ct=1000`, form), twilioSignedUrls(bare), form)).toBe(false);
+    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, `${bare}#ct=1000`, form), twilioSignedUrls(bare, 5), form)).toBe(false);
     const other = statusCallbackWithRetries('https://gw.example/dlr/twilio?sms_id=02XX', 5);
-    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, other, form), twilioSignedUrls(bare), form)).toBe(false);
+    expect(validateRequest(TOKEN, getExpectedTwilioSignature(TOKEN, other, form), twilioSignedUrls(bare, 5), form)).toBe(false);
+  });
+
+  // Each URL form is one more HMAC for every forged callback: only those our configuration can have produced.
+  it.each<[string, number, string[]]>([
+    ['retries asked for: as it arrived, and with the fragment of the configured count', 5, [bare, `${bare}#rc=5&rp=all`]],
+    ['another configured count: that fragment only', 2, [bare, `${bare}#rc=2&rp=all`]],
+    ['no retries asked for: as it arrived only', 0, [bare]],
+  ])('the URL forms with %s', (_label, retries, forms) => {
+    expect(twilioSignedUrls(bare, retries)).toEqual(forms);
+  });
+
+  it('refuses a fragment of another retry count than the configured one (status_callback_retries changed since the send)', () => {
+    const signature = getExpectedTwilioSignature(TOKEN, statusCallbackWithRetries(bare, 2), form);
+    expect(validateRequest(TOKEN, signature, twilioSignedUrls(bare, 5), form)).toBe(false);
   });
 });
 
@@ -148,13 +169,16 @@ describe('Webhooks Rules (X-Twilio-Webhooks-Signature-Settings) and bodySHA256, 
       rawBody: Buffer.from(options.tamper ? body.replace('delivered', 'failed') : body),
     };
   }
-  const keys = { authToken: TOKEN, sharedKeys: { [SHARED_ID]: SHARED, webhooks_sharedkey_next: 'the-next-secret' } };
+  const keys = { authToken: TOKEN, sharedKeys: { [SHARED_ID]: SHARED, webhooks_sharedkey_next: 'the-next-secret' }, retries: 5 };
 
   it.each<[string, Parameters<typeof webhook>[0]]>([
     ['the auth token, no settings header', {}],
     ['the shared key the header names, HMAC-SHA256', { key: SHARED, algorithm: 'HMAC_SHA256', settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` }],
     ['a shared key under HMAC-SHA1', { key: SHARED, algorithm: 'HMAC_SHA1', settings: `key=${SHARED_ID},algorithm=HMAC_SHA1` }],
-    ['a configured shared key the header does not name (a rotation)', { key: 'the-next-secret', algorithm: 'HMAC_SHA256', settings: 'algorithm=HMAC_SHA256' }],
+    [
+      'the next shared key of a rotation, by its id',
+      { key: 'the-next-secret', algorithm: 'HMAC_SHA256', settings: 'key=webhooks_sharedkey_next,algorithm=HMAC_SHA256' },
+    ],
     ['a JSON body with bodySHA256', { json: true }],
     [
       'a JSON body with bodySHA256 under the shared key',
@@ -164,22 +188,40 @@ describe('Webhooks Rules (X-Twilio-Webhooks-Signature-Settings) and bodySHA256, 
     expect(verifyTwilioRequest(webhook(options), keys)).toMatchObject({ ok: true, params: { MessageSid: 'SM123', MessageStatus: 'delivered' } });
   });
 
-  it.each<[string, Parameters<typeof webhook>[0], { authToken: string; sharedKeys?: Record<string, string> }, RegExp]>([
+  it.each<[string, Parameters<typeof webhook>[0], { authToken: string; sharedKeys?: Record<string, string>; retries: number }, RegExp]>([
     [
       'a settings header but no shared keys configured',
       { key: SHARED, algorithm: 'HMAC_SHA256', settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` },
-      { authToken: TOKEN },
-      /webhook_shared_keys has none/,
+      { authToken: TOKEN, retries: 5 },
+      /webhook_shared_keys does not hold/,
     ],
-    ['the auth token where the header says a shared key signed', { settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` }, keys, /does not match/],
-    ['an algorithm Twilio does not document', { key: SHARED, settings: `key=${SHARED_ID},algorithm=HMAC_MD5` }, keys, /HMAC_MD5/],
-    ['a JSON body changed after signing', { json: true, tamper: true }, keys, /bodySHA256 does not match/],
     [
-      'a shared key signature without the header (HMAC-SHA1 under the auth token is expected)',
-      { key: SHARED, algorithm: 'HMAC_SHA256' },
+      'a settings header naming no key, even when a configured one signed',
+      { key: 'the-next-secret', algorithm: 'HMAC_SHA256', settings: 'algorithm=HMAC_SHA256' },
+      keys,
+      /webhook_shared_keys does not hold/,
+    ],
+    [
+      'an HMAC-SHA1 by the auth token where the header says a shared key signed with SHA-256 (before any HMAC)',
+      { settings: `key=${SHARED_ID},algorithm=HMAC_SHA256` },
+      keys,
+      /not the base64 of an HMAC_SHA256 digest/,
+    ],
+    [
+      'the auth token where the header says a shared key signed',
+      { algorithm: 'HMAC_SHA1', settings: `key=${SHARED_ID},algorithm=HMAC_SHA1` },
       keys,
       /does not match/,
     ],
+    ['an algorithm Twilio does not document', { key: SHARED, settings: `key=${SHARED_ID},algorithm=HMAC_MD5` }, keys, /HMAC_MD5/],
+    ['a JSON body changed after signing', { json: true, tamper: true }, keys, /bodySHA256 does not match/],
+    [
+      'a shared key SHA-256 signature without the header (HMAC-SHA1 under the auth token is expected; before any HMAC)',
+      { key: SHARED, algorithm: 'HMAC_SHA256' },
+      keys,
+      /not the base64 of an HMAC_SHA1 digest/,
+    ],
+    ['a shared key SHA-1 signature without the header', { key: SHARED, algorithm: 'HMAC_SHA1' }, keys, /does not match/],
   ])('refuses %s', (_label, options, given, reason) => {
     expect(verifyTwilioRequest(webhook(options), given)).toEqual({ ok: false, reason: expect.stringMatching(reason) });
   });
@@ -187,5 +229,34 @@ describe('Webhooks Rules (X-Twilio-Webhooks-Signature-Settings) and bodySHA256, 
   it('refuses a JSON body without bodySHA256, naming the content type', () => {
     const request = { ...webhook(), contentType: 'application/json', rawBody: Buffer.from('{}') };
     expect(verifyTwilioRequest(request, keys)).toEqual({ ok: false, reason: expect.stringMatching(/application\/json/) });
+  });
+});
+
+// Anyone can post to the callback URLs: what cannot be Twilio's is refused from the headers alone, before any HMAC.
+describe('what is refused before any HMAC (chooseTwilioKey)', () => {
+  const keys = { authToken: TOKEN, sharedKeys: { KS1: 'shared-1', KS2: 'shared-2' } };
+  const sha1 = 'Zm9yZ2VkLXNpZ25hdHVyZS0yMGI=';
+  const sha256 = `${'A'.repeat(43)}=`;
+
+  it.each<[string, string | undefined, string | undefined, RegExp]>([
+    ['no signature header', undefined, undefined, /missing/],
+    ['an empty signature header', '', undefined, /missing/],
+    ['a signature too short for HMAC-SHA1', 'Zm9yZ2Vk', undefined, /not the base64 of an HMAC_SHA1 digest/],
+    ['a SHA-256 sized signature where SHA-1 is expected', sha256, undefined, /HMAC_SHA1/],
+    ['a SHA-1 sized signature where the settings name SHA-256', sha1, 'key=KS1,algorithm=HMAC_SHA256', /HMAC_SHA256 digest/],
+    ['characters base64 does not use', `${'*'.repeat(27)}=`, undefined, /HMAC_SHA1 digest/],
+    ['a shared key id we do not hold', sha1, 'key=KSunknown,algorithm=HMAC_SHA1', /"KSunknown", which webhook_shared_keys does not hold/],
+    ['settings naming no key', sha1, 'algorithm=HMAC_SHA1', /webhook_shared_keys does not hold/],
+    ['an algorithm Twilio does not document', sha1, 'key=KS1,algorithm=HMAC_MD5', /HMAC_MD5/],
+  ])('refuses %s', (_label, signature, settings, reason) => {
+    expect(chooseTwilioKey(signature, settings, keys)).toEqual({ ok: false, reason: expect.stringMatching(reason) });
+  });
+
+  it.each<[string, string, string | undefined, string, string]>([
+    ['a SHA-1 signature and no settings: the auth token', sha1, undefined, TOKEN, 'HMAC_SHA1'],
+    ['the settings naming a key we hold, SHA-256', sha256, 'key=KS2,algorithm=HMAC_SHA256', 'shared-2', 'HMAC_SHA256'],
+    ['the settings naming a key we hold, SHA-1', sha1, 'key=KS1,algorithm=hmac_sha1', 'shared-1', 'HMAC_SHA1'],
+  ])('takes %s, with one key and one hash', (_label, signature, settings, secret, algorithm) => {
+    expect(chooseTwilioKey(signature, settings, keys)).toEqual({ ok: true, signature, secret, algorithm });
   });
 });

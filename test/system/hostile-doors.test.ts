@@ -117,9 +117,19 @@ describe('finding 1: one unauthenticated request froze the gateway', () => {
     ['/mo/twilio', 'repeated', (i: number) => `Body=${i % 10}`],
     ['/dlr/twilio', 'distinct', (i: number) => `f${i}=v`],
     ['/mo/vonage', 'distinct', (i: number) => `f${i}=v`],
-  ])('finding 1: to %s, a form under the size limit with 8,000 %s fields is refused 400 naming the field limit', async (path, _kind, field) => {
+  ])('finding 1: to %s, 8,000 %s fields (under server.callback_body_limit) are more than the provider sends: 413 unread', async (path, _kind, field) => {
     const body = Array.from({ length: 8_000 }, (_, i) => field(i)).join('&');
     expect(body.length).toBeLessThan(64 * 1024);
+    expectRefusal(await form(path, body), 413, /more than provider "(twilio|vonage)" sends/);
+  });
+
+  it.each([
+    ['/dlr/twilio', 'repeated', 1_000, (i: number) => `Body=${i % 10}`],
+    ['/mo/twilio', 'repeated', 4_000, (i: number) => `Body=${i % 10}`],
+    ['/dlr/twilio', 'distinct', 1_000, (i: number) => `f${i}=v`],
+    ['/mo/vonage', 'distinct', 1_000, (i: number) => `f${i}=v`],
+  ])('finding 1: to %s, a form within the provider’s bound with %s fields (%i) is refused 400 naming the field limit', async (path, _kind, count, field) => {
+    const body = Array.from({ length: count }, (_, i) => field(i)).join('&');
     expectRefusal(await form(path, body), 400, /more than 256 fields/);
   });
 
@@ -154,10 +164,15 @@ describe('finding 2: /mo had no JSON depth limit', () => {
   /** An object whose one field nests `levels` arrays: 60 KB at 30,000, under server.callback_body_limit. */
   const deep = (levels: number) => `{"a":${'['.repeat(levels)}${']'.repeat(levels)}}`;
 
-  it.each(['/mo/vonage', '/mo/sandbox', '/dlr/vonage'])(
-    'finding 2: JSON nested 30,000 levels to %s is refused 400 naming server.max_json_depth, never a 5xx',
+  it.each(['/mo/sandbox'])('finding 2: JSON nested 30,000 levels to %s is refused 400 naming server.max_json_depth, never a 5xx', async (path) => {
+    expectRefusal(await json(path, deep(30_000)), 400, /nested deeper than 64 levels \(server\.max_json_depth\)/);
+  });
+
+  it.each(['/mo/vonage', '/dlr/vonage'])(
+    'finding 2: JSON nested 30,000 levels to %s is more than Vonage sends: 413 unread; 4,000 levels within its bound are 400 naming server.max_json_depth',
     async (path) => {
-      expectRefusal(await json(path, deep(30_000)), 400, /nested deeper than 64 levels \(server\.max_json_depth\)/);
+      expectRefusal(await json(path, deep(30_000)), 413, /more than provider "vonage" sends/);
+      expectRefusal(await json(path, deep(4_000)), 400, /nested deeper than 64 levels \(server\.max_json_depth\)/);
     },
   );
 
@@ -167,7 +182,7 @@ describe('finding 2: /mo had no JSON depth limit', () => {
   });
 
   it('finding 2: four deep bodies at once are all answered 4xx, and /healthz answers meanwhile', async () => {
-    const answers = await Promise.all([...Array.from({ length: 4 }, () => json('/mo/vonage', deep(30_000))), send('GET', '/healthz', {})]);
+    const answers = await Promise.all([...Array.from({ length: 4 }, () => json('/mo/vonage', deep(4_000))), send('GET', '/healthz', {})]);
     expect(answers.slice(0, 4).map((a) => a.status)).toEqual([400, 400, 400, 400]);
     expect(answers[4]!.status).toBe(200);
   });
