@@ -213,7 +213,10 @@ describe('players never lock the CRM out', () => {
       { now: () => clock },
     );
     gateways.push(gw);
-    expect([200, 201]).toContain((await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { consents: [{ type: 'sms', opted_in: true }] }))).status);
+    expect([200, 201]).toContain(
+      (await gw.adminPut('/admin/users/u-1', sampleUser('u-1', { mobile_prefix: '+44', mobile: '7700900123', consents: [{ type: 'sms', opted_in: true }] })))
+        .status,
+    );
     return gw;
   };
   const validSession = (gw: TestGateway, which: keyof typeof sessions) => {

@@ -49,7 +49,7 @@ describe('docs/connecting-the-crm.md "Messages refused for good"', () => {
   let gw: TestGateway;
   beforeAll(async () => {
     gw = await startTestGateway({ sms: { refuse_unusable_sender: true, refuse_unknown_encoding: true, max_segments: 2 } });
-    await gw.adminPut('/admin/users/blocked-player', sampleUser('blocked-player', { is_blocked: true }));
+    await gw.adminPut('/admin/users/blocked-player', sampleUser('blocked-player', { mobile_prefix: '+44', mobile: '7700900123', is_blocked: true }));
   });
   afterAll(async () => gw?.close());
 
