@@ -189,7 +189,7 @@ const sms = z
     single_wait: duration('2s').describe('Longest a single request waits for provider capacity before answering 503.'),
     send_timeout: duration('10s').describe('Provider call timeout; a timed-out send is transient (the CRM retries).'),
     dispatch_lease: duration('5m').describe(
-      'A send still in progress after this (its process died) may be taken over by a retry of the same id, and the sweep makes it `uncertain` (a receipt still confirms it).',
+      'A send still in progress after this lost its process: the sweep, or a retry of the same id, makes it `uncertain` (a receipt still confirms it) and asks its provider whether it has it before anything sends it again (docs/crash-windows.md).',
     ),
     ambiguous_retry_after: duration('60s').describe(
       'After a send that may have reached the provider anyway (a 5xx, or no answer after the request went out), a retry of the same activity.id waits this long for a receipt before sending again.',
