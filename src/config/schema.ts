@@ -458,6 +458,15 @@ const operator = z
         headers: z.record(z.string(), z.string()).default({}).describe('Headers sent with every push.'),
         timeout: duration('10s').describe('Timeout of one push.'),
         batch_size: z.number().int().min(1).max(1_000).default(50).describe('Credits claimed per round.'),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .default(1)
+          .describe(
+            'Pushes in flight at once. Each taken push is committed before the next goes, so a process killed while pushing pushes again at most this many credits (docs/crash-windows.md); more goes faster with a slow receiver.',
+          ),
         poll_interval: duration('1s').describe('How often the credit outbox, when idle, looks for due credits.'),
         retry_initial_ms: z.number().int().positive().default(1_000).describe('First back-off after a failed push.'),
         retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off.'),
