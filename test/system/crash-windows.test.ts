@@ -17,7 +17,8 @@ import { FakeCrm, type Conversion } from '../fakes/crm.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
 import { CLI, runCli, startServe, writeConfig } from '../helpers/child.js';
 import { sampleUser } from '../helpers/crm-schemas.js';
-import { dropTestDatabase } from '../helpers/database.js';
+import { dropTestDatabase, testDatabaseUrl } from '../helpers/database.js';
+import { runSendCrash } from '../../bench/send-crash.js';
 import { openLedger } from '../../src/ledger/db.js';
 import { smsMessage, startTestGateway, testConfigDocument, TEST_API_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
@@ -135,6 +136,18 @@ describe('serve killed with SIGKILL mid-batch (Twilio, whose API can tell)', () 
     for (const c of crm.conversions.filter((c) => smsIds.includes(c.sms_id))) expect(c.delivery_status).toBe('delivered');
     duplicatesShareTheirKey();
   }, 120_000);
+});
+
+describe('two instances on one ledger, one killed with SIGKILL three times while sending, the CRM retrying on the other', () => {
+  // The reviewer's method of issue 39 item 5, smaller (bench/send-crash.ts runs 5,000 activities, also with the
+  // default lease): a retry that reaches the other instance after the killed one's lease must ask Twilio first.
+  it('makes each message once at Twilio: none twice, none lost, each activity answered with one sms_id', async () => {
+    const dir = newDir();
+    const result = await runSendCrash({ activities: 400, kills: 3, lease: '2s', answerMs: 300, concurrency: 32, ledgerUrl: testDatabaseUrl(dir), cli: CLI });
+    expect(result).toMatchObject({ activities: 400, sent_once: 400, sent_twice: 0, lost: 0, sms_ids_differ: 0 });
+    // Some retries came after a killed instance's lease, before any sweep (delivery.sweep_interval 1m): they asked.
+    expect(result.lookups).toBeGreaterThan(0);
+  }, 180_000);
 });
 
 describe('flush killed with SIGKILL while the CRM holds its post', () => {
