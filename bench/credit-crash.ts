@@ -12,10 +12,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
@@ -97,7 +97,7 @@ const receiver = createServer(async (req, res) => {
 receiver.listen(0, '127.0.0.1');
 await once(receiver, 'listening');
 
-const dir = database.kind === 'sqlite' ? database.url.slice('sqlite:'.length, -'/ledger.db'.length) : process.cwd();
+const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-credit-crash-'));
 const configFile = join(dir, 'credit-crash.yaml');
 writeFileSync(
   configFile,
@@ -155,6 +155,7 @@ await once(serve, 'exit');
 await ledger.close();
 receiver.close();
 await database.drop();
+rmSync(dir, { recursive: true, force: true });
 
 const received = [...pushes.values()].reduce((a, b) => a + b, 0);
 console.log(

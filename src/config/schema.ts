@@ -618,6 +618,12 @@ export const configSchema = z
     if (c.auth.mode === 'api_key' && c.auth.api_keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['auth', 'api_keys'], message: 'required when auth.mode is api_key' });
     }
+    // A send's lease must outlive its provider call, which ends by sms.send_timeout (single) or sms.batch_deadline
+    // (batch) after its claim: a shorter lease lets a retry take a live send for a lost one, find nothing at its
+    // provider yet, and send it a second time (docs/crash-windows.md).
+    if (c.sms.dispatch_lease <= Math.max(c.sms.send_timeout, c.sms.batch_deadline)) {
+      ctx.addIssue({ code: 'custom', path: ['sms', 'dispatch_lease'], message: 'must be longer than sms.send_timeout and sms.batch_deadline' });
+    }
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {
       ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });

@@ -143,7 +143,7 @@ describe('two instances on one ledger, one killed with SIGKILL three times while
   // default lease): a retry that reaches the other instance after the killed one's lease must ask Twilio first.
   it('makes each message once at Twilio: none twice, none lost, each activity answered with one sms_id', async () => {
     const dir = newDir();
-    const result = await runSendCrash({ activities: 400, kills: 3, lease: '2s', answerMs: 300, concurrency: 32, ledgerUrl: testDatabaseUrl(dir), cli: CLI });
+    const result = await runSendCrash({ activities: 400, kills: 3, lease: '3s', answerMs: 300, concurrency: 32, ledgerUrl: testDatabaseUrl(dir), cli: CLI });
     expect(result).toMatchObject({ activities: 400, sent_once: 400, sent_twice: 0, lost: 0, sms_ids_differ: 0 });
     // Some retries came after a killed instance's lease, before any sweep (delivery.sweep_interval 1m): they asked.
     expect(result.lookups).toBeGreaterThan(0);
