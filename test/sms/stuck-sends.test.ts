@@ -126,7 +126,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
   }, 30_000);
 });
 
-describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a CRM retry that comes after the lease of a lost send, before any sweep', () => {
+describe('a CRM retry that comes after the lease of a lost send, before any sweep', () => {
   it('asks the provider first: found, it is answered with its sms_id and nothing is sent again', async () => {
     // The fake creates the message, then holds its answer past the kill.
     const provider = await startTwilioFake({ answerDelayMs: 60_000 });
