@@ -184,61 +184,53 @@ describe('a CRM retry that comes after the lease of a lost send, before any swee
   }, 30_000);
 });
 
+/** A sandbox send, sent, then put back as a process killed mid-call leaves it; `clock.time` is the gateway's clock. */
+async function sandboxSendLostMidCall(activityId: string) {
+  const clock = { time: Date.now() };
+  gw = await startTestGateway({ ...overrides('10s') }, { now: () => clock.time });
+  const message = smsMessage(activityId, { provider_name: 'sandbox' });
+  const sent = await gw.post('/channels/sms/single', message);
+  expect(sent.status).toBe(200);
+  const { sms_id: smsId } = sent.json as { sms_id: string };
+  // The sandbox's own receipt comes first; then the row is put back with no receipt and no answer recorded.
+  await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
+  await gw.gateway.ledger.db
+    .updateTable('messages')
+    .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
+    .where('sms_id', '=', smsId)
+    .execute();
+  return { clock, message, smsId };
+}
+
 describe('a provider whose API cannot tell (sandbox: no lookup)', () => {
   it('leaves a lost send uncertain, counted and listed; a CRM retry waits sms.ambiguous_retry_after, then sends again', async () => {
-    let time = Date.now();
-    gw = await startTestGateway({ ...overrides('10s') }, { now: () => time });
-    const db = gw.gateway.ledger.db;
-    const sent = await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }));
-    expect(sent.status).toBe(200);
-    const { sms_id: smsId } = sent.json as { sms_id: string };
-    // The sandbox's own receipt comes first; then the row is put back as a process killed mid-call leaves it.
-    await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
-    await db
-      .updateTable('messages')
-      .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
-      .where('sms_id', '=', smsId)
-      .execute();
-    time += 5 * 60_000 + 1_000;
-    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
-    expect((await story(gw, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
-    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+    const { clock, message, smsId } = await sandboxSendLostMidCall('sandbox-lost');
+    clock.time += 5 * 60_000 + 1_000;
+    expect(await gw!.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
+    expect((await story(gw!, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
+    const metrics = await (await fetch(`${gw!.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
     expect(metrics).toMatch(/sms_gateway_provider_lookups_total\{provider="sandbox",purpose="lost_send",answer="cannot_tell"\} 1/);
-    const listed = await gw.get('/admin/messages?status=uncertain', { authorization: `Bearer ${TEST_ADMIN_KEY}` });
+    const listed = await gw!.get('/admin/messages?status=uncertain', { authorization: `Bearer ${TEST_ADMIN_KEY}` });
     expect(JSON.stringify(listed.json)).toContain(smsId);
-    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(503);
-    time += 60_000;
-    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(200);
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    clock.time += 60_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(200);
   });
 });
 
 describe('a CRM retry after the lease of a lost send whose provider cannot tell (sandbox: no lookup)', () => {
   it('takes the uncertain path before any sweep: 503, counted cannot_tell; sent again only after sms.ambiguous_retry_after', async () => {
-    let time = Date.now();
-    gw = await startTestGateway({ ...overrides('10s') }, { now: () => time });
-    const db = gw.gateway.ledger.db;
-    const message = smsMessage('sandbox-retry-after-lease', { provider_name: 'sandbox' });
-    const sent = await gw.post('/channels/sms/single', message);
-    expect(sent.status).toBe(200);
-    const { sms_id: smsId } = sent.json as { sms_id: string };
-    await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
-    // Put back as a process killed mid-call leaves it (no receipt, no answer recorded).
-    await db
-      .updateTable('messages')
-      .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
-      .where('sms_id', '=', smsId)
-      .execute();
-    time += 5 * 60_000 + 1_000;
-    const retry = await gw.post('/channels/sms/single', message);
-    expect(retry.status).toBe(503);
-    expect((await story(gw, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown', attempts: 1 });
-    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+    const { clock, message, smsId } = await sandboxSendLostMidCall('sandbox-retry-after-lease');
+    clock.time += 5 * 60_000 + 1_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    expect((await story(gw!, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown', attempts: 1 });
+    const metrics = await (await fetch(`${gw!.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
     expect(metrics).toMatch(/sms_gateway_provider_lookups_total\{provider="sandbox",purpose="lost_send",answer="cannot_tell"\} 1/);
-    time += 59_000;
-    expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
-    time += 1_000;
-    expect(await gw.post('/channels/sms/single', message)).toMatchObject({ status: 200, json: { sms_id: smsId } });
-    expect((await story(gw, smsId)).message).toMatchObject({ attempts: 2 });
+    clock.time += 59_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    clock.time += 1_000;
+    expect(await gw!.post('/channels/sms/single', message)).toMatchObject({ status: 200, json: { sms_id: smsId } });
+    expect((await story(gw!, smsId)).message).toMatchObject({ attempts: 2 });
   });
 });
 
