@@ -1,5 +1,5 @@
 /**
- * Sends through SIGKILLs on two instances (docs/crash-windows.md "Sends"), the reviewer's method of issue 39 item 5:
+ * Sends through SIGKILLs on two instances (docs/crash-windows.md "Sends"), an outside review's method:
  * two `crm-sms-gateway serve` processes on one ledger (a SQLite file both open, or a database of its own on the
  * PostgreSQL server named by --database) send `--activities` single SMS to the Twilio fake (test/fakes/twilio.ts, in
  * this process), each to a number of its own. The CRM here sends each activity.id to one instance and retries it on

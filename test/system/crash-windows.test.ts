@@ -139,7 +139,7 @@ describe('serve killed with SIGKILL mid-batch (Twilio, whose API can tell)', () 
 });
 
 describe('two instances on one ledger, one killed with SIGKILL three times while sending, the CRM retrying on the other', () => {
-  // The reviewer's method of issue 39 item 5, smaller (bench/send-crash.ts runs 5,000 activities, also with the
+  // An outside review's method for sends after a crash, smaller (bench/send-crash.ts runs 5,000 activities, also with the
   // default lease): a retry that reaches the other instance after the killed one's lease must ask Twilio first.
   it('makes each message once at Twilio: none twice, none lost, each activity answered with one sms_id', async () => {
     const dir = newDir();
