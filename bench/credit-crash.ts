@@ -110,6 +110,8 @@ writeFileSync(
       credits: {
         url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/credits`,
         lease: args.lease,
+        // A push must end within half the lease (src/config/schema.ts).
+        timeout: '900ms',
         poll_interval: '50ms',
         ...(args.concurrency ? { concurrency: Number(args.concurrency) } : {}),
       },

@@ -624,6 +624,11 @@ export const configSchema = z
     if (c.sms.dispatch_lease <= Math.max(c.sms.send_timeout, c.sms.batch_deadline)) {
       ctx.addIssue({ code: 'custom', path: ['sms', 'dispatch_lease'], message: 'must be longer than sms.send_timeout and sms.batch_deadline' });
     }
+    // A credit's push starts by half its claim's lease at the latest (src/outbox/outbox.ts, sendEachCommitted) and must
+    // end before the claim does, or a second claimer could push it while the first still waits for its answer.
+    if (c.operator.credits.lease <= 2 * c.operator.credits.timeout) {
+      ctx.addIssue({ code: 'custom', path: ['operator', 'credits', 'lease'], message: 'must be longer than twice operator.credits.timeout' });
+    }
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {
       ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });

@@ -307,6 +307,11 @@ describe('event relay keys (docs/events.md)', () => {
       'sms.dispatch_lease: must be longer than sms.send_timeout and sms.batch_deadline',
     ],
     [
+      'a credit lease a push could outlive',
+      { operator: { credits: { lease: '20s', timeout: '10s' } } },
+      'operator.credits.lease: must be longer than twice operator.credits.timeout',
+    ],
+    [
       'a lease shorter than a Kafka send may take',
       { crm: { integration: { ...kafka, timeout: '10s' } }, relay: { lease: '20s' } },
       'relay.lease: must be longer than 3 × crm.integration.timeout',

@@ -249,7 +249,7 @@ describe('serve killed with SIGKILL while it pushes credits (sql backend)', () =
       const file = writeConfig(
         dir,
         testConfigDocument(dir, {
-          operator: { credits: { url, lease: '1s', poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } },
+          operator: { credits: { url, lease: '1s', timeout: '400ms', poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } },
           log: { level: 'info' },
         }),
       );
