@@ -126,29 +126,35 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
   }, 30_000);
 });
 
+/** killMidCall, then a gateway on the same ledger with a clock of the test's (`clock.time`), and the message's row. */
+async function restartAfterKill(activityId: string, recipient: string, provider: TwilioFake) {
+  const message = smsMessage(activityId, { provider_name: 'twilio', recipient, sender_name: null });
+  const { dir, config } = await killMidCall(activityId, recipient, provider);
+  const clock = { time: Date.now() };
+  gw = await startTestGateway(config, { dir, now: () => clock.time });
+  const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', activityId).executeTakeFirstOrThrow();
+  return { clock, message, row, gw };
+}
+
 describe('a CRM retry that comes after the lease of a lost send, before any sweep', () => {
   it('asks the provider first: found, it is answered with its sms_id and nothing is sent again', async () => {
     // The fake creates the message, then holds its answer past the kill.
     const provider = await startTwilioFake({ answerDelayMs: 60_000 });
     try {
       const recipient = '+447700900778';
-      const message = smsMessage('retry-after-lease-found', { provider_name: 'twilio', recipient, sender_name: null });
-      const { dir, config } = await killMidCall('retry-after-lease-found', recipient, provider);
-      let time = Date.now();
-      gw = await startTestGateway(config, { dir, now: () => time });
-      const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', 'retry-after-lease-found').executeTakeFirstOrThrow();
-      time += 5 * 60_000 + 1_000;
+      const { clock, message, row, gw: g } = await restartAfterKill('retry-after-lease-found', recipient, provider);
+      clock.time += 5 * 60_000 + 1_000;
       // No sweep has run: the retry itself resolves the lost send, as the sweep would.
-      const retry = await gw.post('/channels/sms/single', message);
+      const retry = await g.post('/channels/sms/single', message);
       expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
       expect(provider.lookups).toContainEqual({ kind: 'list', to: recipient });
       expect(provider.creates).toHaveLength(1);
-      expect((await story(gw, row.sms_id)).message).toMatchObject({
+      expect((await story(g, row.sms_id)).message).toMatchObject({
         state: 'submitted',
         lookup_result: 'found',
         provider_message_id: provider.creates[0]!.sid,
       });
-      expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 0, lookups: { found: 0, absent: 0, unknown: 0 } });
+      expect(await g.gateway.sweep()).toMatchObject({ leasesExpired: 0, lookups: { found: 0, absent: 0, unknown: 0 } });
     } finally {
       await provider.close();
     }
@@ -159,25 +165,17 @@ describe('a CRM retry that comes after the lease of a lost send, before any swee
     const provider = await startTwilioFake({ loseFirst: 1 });
     try {
       const recipient = '+447700900779';
-      const message = smsMessage('retry-after-lease-absent', { provider_name: 'twilio', recipient, sender_name: null });
-      const { dir, config } = await killMidCall('retry-after-lease-absent', recipient, provider);
-      let time = Date.now();
-      gw = await startTestGateway(config, { dir, now: () => time });
-      const row = await gw.gateway.ledger.db
-        .selectFrom('messages')
-        .selectAll()
-        .where('activity_key', '=', 'retry-after-lease-absent')
-        .executeTakeFirstOrThrow();
+      const { clock, message, row, gw: g } = await restartAfterKill('retry-after-lease-absent', recipient, provider);
       // Within the lease: the dead process may still be sending it.
-      expect((await gw.post('/channels/sms/single', message)).status).toBe(503);
+      expect((await g.post('/channels/sms/single', message)).status).toBe(503);
       expect(provider.lookups).toEqual([]);
-      time += 5 * 60_000 + 1_000;
-      const retry = await gw.post('/channels/sms/single', message);
+      clock.time += 5 * 60_000 + 1_000;
+      const retry = await g.post('/channels/sms/single', message);
       expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
       expect(provider.lookups).toEqual([{ kind: 'list', to: recipient }]);
       expect(provider.creates).toHaveLength(2);
       expect(provider.creates.filter((c) => c.sid)).toHaveLength(1);
-      expect((await story(gw, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: null, provider_message_id: provider.creates[1]!.sid });
+      expect((await story(g, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: null, provider_message_id: provider.creates[1]!.sid });
     } finally {
       await provider.close();
     }
