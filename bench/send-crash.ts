@@ -162,11 +162,16 @@ export async function runSendCrash(options: SendCrashOptions): Promise<SendCrash
         settled++;
       }
     };
-    const clients = Promise.all(Array.from({ length: options.concurrency }, client));
+    let failed: unknown;
+    const clients = Promise.all(Array.from({ length: options.concurrency }, client)).catch((error: unknown) => {
+      failed = error;
+    });
     for (let k = 1; k <= options.kills; k++) {
       // Each kill while sends are under way at the fake (made there, not yet answered).
       const at = Math.floor((options.activities * k) / (options.kills + 1));
-      while (twilio.creates.length < at) await new Promise((resolve) => setTimeout(resolve, 5));
+      while (twilio.creates.length < at && failed === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+      // A refused activity ends the run; the instances are stopped below, not left running.
+      if (failed !== undefined) break;
       const victim = k % 2;
       const old = instances[victim]!;
       old.child.kill('SIGKILL');
@@ -175,6 +180,7 @@ export async function runSendCrash(options: SendCrashOptions): Promise<SendCrash
       instances[victim] = await startInstance(cli, configFile);
     }
     await clients;
+    if (failed !== undefined) throw failed;
     if (settled !== options.activities) throw new Error(`${settled} of ${options.activities} settled`);
     const made = new Map<string, number>();
     for (const c of twilio.creates) if (c.sid) made.set(c.form.To!, (made.get(c.form.To!) ?? 0) + 1);
