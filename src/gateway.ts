@@ -103,7 +103,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const onRecorded = receipts.rematchAfterSend;
   const dispatcher = startDispatcher(
     config,
-    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded },
+    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers },
     shutdown,
   );
 

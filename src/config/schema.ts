@@ -191,7 +191,7 @@ const sms = z
     single_wait: duration('2s').describe('Longest a single request waits for provider capacity before answering 503.'),
     send_timeout: duration('10s').describe('Provider call timeout; a timed-out send is transient (the CRM retries).'),
     dispatch_lease: duration('5m').describe(
-      'A send still in progress after this (its process died) may be taken over by a retry of the same id, and the sweep makes it `uncertain` (a receipt still confirms it).',
+      'A send still in progress after this lost its process: the sweep, or a retry of the same id, makes it `uncertain` (a receipt still confirms it) and asks its provider whether it has it before anything sends it again (docs/crash-windows.md).',
     ),
     ambiguous_retry_after: duration('60s').describe(
       'After a send that may have reached the provider anyway (a 5xx, or no answer after the request went out), a retry of the same activity.id waits this long for a receipt before sending again.',
@@ -460,6 +460,15 @@ const operator = z
         headers: z.record(z.string(), z.string()).default({}).describe('Headers sent with every push.'),
         timeout: duration('10s').describe('Timeout of one push.'),
         batch_size: z.number().int().min(1).max(1_000).default(50).describe('Credits claimed per round.'),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(64)
+          .default(1)
+          .describe(
+            'Pushes in flight at once. Each taken push is committed before the next goes, so a process killed while pushing pushes again at most this many credits (docs/crash-windows.md); more goes faster with a slow receiver.',
+          ),
         poll_interval: duration('1s').describe('How often the credit outbox, when idle, looks for due credits.'),
         retry_initial_ms: z.number().int().positive().default(1_000).describe('First back-off after a failed push.'),
         retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off.'),
@@ -619,6 +628,17 @@ export const configSchema = z
     }
     if (c.auth.mode === 'api_key' && c.auth.api_keys.length === 0) {
       ctx.addIssue({ code: 'custom', path: ['auth', 'api_keys'], message: 'required when auth.mode is api_key' });
+    }
+    // A send's lease must outlive its provider call, which ends by sms.send_timeout (single) or sms.batch_deadline
+    // (batch) after its claim: a shorter lease lets a retry take a live send for a lost one, find nothing at its
+    // provider yet, and send it a second time (docs/crash-windows.md).
+    if (c.sms.dispatch_lease <= Math.max(c.sms.send_timeout, c.sms.batch_deadline)) {
+      ctx.addIssue({ code: 'custom', path: ['sms', 'dispatch_lease'], message: 'must be longer than sms.send_timeout and sms.batch_deadline' });
+    }
+    // A credit's push starts by half its claim's lease at the latest (src/outbox/outbox.ts, sendEachCommitted) and must
+    // end before the claim does, or a second claimer could push it while the first still waits for its answer.
+    if (c.operator.credits.lease <= 2 * c.operator.credits.timeout) {
+      ctx.addIssue({ code: 'custom', path: ['operator', 'credits', 'lease'], message: 'must be longer than twice operator.credits.timeout' });
     }
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {

@@ -1,5 +1,7 @@
 /**
- * Asking providers about our sends (SmsProvider.lookup, providers/types.ts), run by the sweep in `serve`:
+ * Asking providers about our sends (SmsProvider.lookup, providers/types.ts), run by the sweep in `serve`, and for a
+ * lost send also by a CRM retry of it (src/sms/dispatch.ts), which must not wait up to a delivery.sweep_interval
+ * nor send again unasked:
  * - a send whose process was lost mid-call (`uncertain`, lookup `pending`, set when its lease expired) is looked up
  *   before anything sends it again: found → `submitted` with the provider's id (and its status taken like a
  *   receipt); absent → `retryable`, so the CRM's retry sends it at once; the provider cannot tell (no lookup in its
@@ -10,6 +12,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { LookupResult, SmsProvider } from '../../providers/types.js';
+import type { Config } from '../config/schema.js';
 import { inTransaction } from '../ledger/db.js';
 import { withStatsTally } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
@@ -53,6 +56,17 @@ export interface LookupOptions {
   timeoutMs: number;
   /** Messages asked about per sweep (the rest wait for the next one). */
   batch: number;
+}
+
+/** The lookups of `serve`, from configuration: the sweep's (timers.ts) and a retry's (src/sms/dispatch.ts) alike. */
+export function lookupOptionsOf(config: Readonly<Config>, providers: readonly SmsProvider[]): LookupOptions {
+  return {
+    providers: new Map(providers.map((p) => [p.name, p])),
+    dispatchLeaseMs: config.sms.dispatch_lease,
+    statusQueryAfterMs: config.delivery.status_query_after,
+    timeoutMs: config.sms.send_timeout,
+    batch: 200,
+  };
 }
 
 const CONCURRENCY = 8;
@@ -106,15 +120,19 @@ export interface LookupSummary {
   statusFinal: number;
 }
 
-/** Asks about the sends whose lease expired (lookup `pending`); returns what was concluded. */
+/**
+ * Asks about the sends whose lease expired (lookup `pending`): the sweep's oldest, or a retry's `smsIds`
+ * (src/sms/dispatch.ts); returns what was concluded.
+ */
 export async function resolveLostSends(
   db: Kysely<Database>,
   now: number,
   options: LookupOptions,
   observers: LookupObservers = {},
+  smsIds?: readonly string[],
 ): Promise<Pick<LookupSummary, 'found' | 'absent' | 'unknown'>> {
   const summary = { found: 0, absent: 0, unknown: 0 };
-  const pending = await findPendingLookups(db, options.batch);
+  const pending = await findPendingLookups(db, options.batch, smsIds);
   await eachLimited(pending, async (m) => {
     const provider = options.providers.get(m.provider);
     const answer: LookupResult | 'cannot-tell' = provider?.lookup ? await ask(db, provider, m, options, false) : 'cannot-tell';

@@ -11,6 +11,7 @@ import type { Shutdown } from '../kit/shutdown.js';
 import type { Database } from '../ledger/schema.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Wake } from '../outbox/wake.js';
+import { lookupOptionsOf } from './lookups.js';
 import { createRetention, type RetentionResult } from './retention.js';
 import { runSweep, type SweepResult } from './sweep.js';
 
@@ -31,7 +32,7 @@ export interface DeliveryTimers {
 
 export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTimerDeps, shutdown: Shutdown): DeliveryTimers {
   const { db, now, logger, metrics } = deps;
-  const lookupOptions = { providers: new Map(deps.providers.map((p) => [p.name, p])), timeoutMs: config.sms.send_timeout, batch: 200 };
+  const lookupOptions = lookupOptionsOf(config, deps.providers);
   const sweep = async () => {
     const result = await runSweep(db, now(), config.delivery, { metrics, logger }, config.sms.dispatch_lease, lookupOptions);
     if (result.unknown + result.rematched > 0) deps.wake('conversions');

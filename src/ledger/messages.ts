@@ -111,16 +111,17 @@ export async function findMessageByActivityKey(db: Db, key: string): Promise<Mes
 
 /**
  * Takes over a message for another send attempt: only when its last attempt was transient (and, if that attempt
- * may have sent it, no later than `uncertainCutoff`), or when it has been `dispatching` since before `leaseCutoff`
- * (the process that sent it died). The WHERE clause makes the take-over atomic, so of two concurrent retries only
- * one reaches the provider.
+ * may have sent it, no later than `uncertainCutoff`, and not while its provider is still to be asked). A send whose
+ * process died is never taken over from `dispatching`: it is resolved first (expireDispatchLeases, then
+ * src/delivery/lookups.ts). The WHERE clause makes the take-over atomic, so of two concurrent retries only one
+ * reaches the provider.
  */
 export async function reclaimMessageForRetry(
   db: Db,
   smsId: string,
   changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content'>,
   now: number,
-  cutoffs: { leaseCutoff: number; uncertainCutoff: number },
+  cutoffs: { uncertainCutoff: number },
 ): Promise<boolean> {
   const result = await db
     .updateTable('messages')
@@ -148,7 +149,6 @@ export async function reclaimMessageForRetry(
           eb('updated_at', '<=', cutoffs.uncertainCutoff),
           eb.or([eb('lookup_result', 'is', null), eb('lookup_result', '<>', 'pending')]),
         ]),
-        eb.and([eb('state', '=', 'dispatching'), eb('dispatched_at', '<', cutoffs.leaseCutoff)]),
       ]),
     )
     .executeTakeFirst();
@@ -279,18 +279,22 @@ export async function recordSendOutcomes(db: Db, tally: StatsTally, records: Sen
  * its provider is asked whether it has them before anything sends them again: src/delivery/lookups.ts), or
  * `submitted` when a receipt has already reported them:
  * the provider took them (the process died after the answer, before its record was written: src/sms/record.ts).
- * Up to `limit` rows; returns them with the state each got.
+ * The sweep takes up to `limit` rows at a time; a claim (src/sms/claim.ts) names the rows it found past their lease,
+ * so a retry and the sweep make the one same change. Returns the rows changed with the state each got.
  */
-export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: number, limit = 1_000) {
+export async function expireDispatchLeases(db: Db, leaseCutoff: number, now: number, scope: { limit: number } | { smsIds: string[] } = { limit: 1_000 }) {
+  if ('smsIds' in scope && scope.smsIds.length === 0) return [];
+  const rows =
+    'smsIds' in scope
+      ? sql`${sql.join(scope.smsIds.map((id) => sql`${id}`))}`
+      : sql`select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${scope.limit}`;
   const result = await sql<{ sms_id: string; provider: string; state: 'uncertain' | 'submitted' }>`
     update messages
     set state = case when delivery_source = 'receipt' then 'submitted' else 'uncertain' end,
         submitted_at = case when delivery_source = 'receipt' then ${now} else submitted_at end,
         lookup_result = case when delivery_source = 'receipt' then lookup_result else 'pending' end,
         updated_at = ${now}
-    where sms_id in (
-      select sms_id from messages where state in ('dispatching', 'uncertain') and state = 'dispatching' and dispatched_at < ${leaseCutoff} limit ${limit}
-    ) and state = 'dispatching'
+    where sms_id in (${rows}) and state = 'dispatching' and dispatched_at < ${leaseCutoff}
     returning sms_id, provider, state`.execute(db);
   return result.rows;
 }

@@ -15,11 +15,16 @@ export type LookupCandidate = Pick<
 
 const CANDIDATE_COLUMNS = ['sms_id', 'activity_key', 'provider', 'provider_message_id', 'recipient', 'content', 'dispatched_at', 'submitted_at'] as const;
 
-/** Sends left uncertain by a lost process whose provider has not been asked yet (lookup_result `pending`). */
-export async function findPendingLookups(db: Db, limit: number): Promise<LookupCandidate[]> {
+/**
+ * Sends left uncertain by a lost process whose provider has not been asked yet (lookup_result `pending`): the oldest,
+ * or those of `smsIds` (a retry's, src/sms/dispatch.ts).
+ */
+export async function findPendingLookups(db: Db, limit: number, smsIds?: readonly string[]): Promise<LookupCandidate[]> {
+  if (smsIds?.length === 0) return [];
   return db
     .selectFrom('messages')
     .select(CANDIDATE_COLUMNS)
+    .$if(smsIds !== undefined, (q) => q.where('sms_id', 'in', smsIds!))
     .where('state', '=', 'uncertain')
     .where('lookup_result', '=', 'pending')
     .orderBy('dispatched_at')

@@ -1,7 +1,8 @@
 /**
  * The credits outbox (sql backend) as src/outbox/outbox.ts configures a kind: pushes each committed credit to the
  * operator's bonus engine or wallet at operator.credits.url, one request each, with Idempotency-Key = credit_id so a
- * push repeated after a lost answer is recognised. 2xx is delivered; anything else is retried with the outboxes'
+ * push repeated after a lost answer is recognised. Each taken push is committed before its lane pushes another
+ * (operator.credits.concurrency lanes), so a kill repeats at most the pushes under way. 2xx is delivered; anything else is retried with the outboxes'
  * back-off (src/outbox/decisions.ts) and dead-lettered after operator.credits.max_attempts, to be replayed from
  * POST /admin/credits/replay. The CRM's 200 came earlier, at commit (docs/operator-api.md "What success means to the
  * CRM").
@@ -9,7 +10,7 @@
 import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
-import { sendEach, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import { sendEachCommitted, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
 import { dialectFlagsOf } from '../ledger/db.js';
 import { crmReferencesObject } from '../crm/references.js';
 
@@ -71,7 +72,8 @@ export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
     settings: credits,
     claim: (db, limit, now, lease, token) => claimDueCredits(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (c) => c.delivery_attempts,
-    send: sendEach((c) => push(credits, c)),
+    // Not all of a round at once with one mark at its end: a kill then pushed the whole round again (docs/crash-windows.md).
+    send: sendEachCommitted((c) => push(credits, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
     markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),
     markFailed: (db, failed, token) => markCreditDeliveriesFailed(db, failed, token),
     again: (round) => round.sent.length > 0,

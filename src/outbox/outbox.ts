@@ -102,6 +102,34 @@ export function sendEach<Row>(send: (row: Row) => Promise<OutboxOutcome>): (rows
   return async (rows) => (await Promise.all(rows.map(send))).map((outcome, i) => ({ rows: [rows[i]!], outcome }));
 }
 
+/**
+ * Each row sent on its own, `lanes` at a time, and each lane takes its next row only once the row it sent is marked
+ * sent and committed (`markSent`, its own transaction): a process killed mid-round sends again at most the rows its
+ * lanes had under way, never the ones already taken (docs/crash-windows.md "Credits"). A lane takes no new row once
+ * half of the claim's lease has passed, so a slow receiver never holds rows past the claim (another claimer would
+ * send them too); those left are claimed again when the lease ends. Failures are marked by the round, at its end.
+ */
+export function sendEachCommitted<Row>(
+  send: (row: Row) => Promise<OutboxOutcome>,
+  options: { lanes: number; leaseMs: number; now: () => number },
+): (rows: Row[], context: SendContext<Row>) => Promise<OutboxAttempt<Row>[]> {
+  return async (rows, { claimedAt, markSent }) => {
+    const attempts: OutboxAttempt<Row>[] = [];
+    const stopAt = claimedAt + options.leaseMs / 2;
+    let next = 0;
+    const lane = async () => {
+      while (next < rows.length && options.now() < stopAt) {
+        const row = rows[next++]!;
+        const outcome = await send(row);
+        if (outcome.ok) await markSent([row], outcome.status);
+        attempts.push({ rows: [row], outcome, marked: outcome.ok });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(options.lanes, rows.length) }, lane));
+    return attempts;
+  };
+}
+
 export async function runOutboxRound<Row extends { id: number }>(kind: OutboxKind<Row>, deps: OutboxDeps): Promise<OutboxRound<Row>> {
   const { db, now } = deps;
   const token = randomUUID();

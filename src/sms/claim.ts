@@ -6,7 +6,9 @@
  *   (src/sms/idempotency.ts decides which);
  * - a recipient read as no number of its player's country, or as two numbers with nothing to choose between them
  *   (src/sms/recipient-reading.ts): stored `rejected` with its code, nothing sent;
- * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent.
+ * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent;
+ * - a repeat of a send whose process died mid-call: its lease expired here, as the sweep expires it, and the claim
+ *   names it `lostSend` for the dispatcher to resolve (its provider asked) before it is claimed again.
  * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
  * row cannot be written fails only itself.
  */
@@ -15,6 +17,7 @@ import type { Logger } from 'pino';
 import type { StatsOutcome, StatsTally } from '../ledger/delivery-stats.js';
 import { newSmsId } from '../ledger/ids.js';
 import {
+  expireDispatchLeases,
   findMessagesByActivityKeys,
   insertNewMessages,
   insertRefusedMessages,
@@ -41,8 +44,12 @@ import {
   type ToClaim,
 } from '../consents/suppression.js';
 
-/** `send`: the message is this request's to hand to its provider; otherwise it is answered now. */
-export type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult };
+/**
+ * `send`: the message is this request's to hand to its provider; otherwise it is answered now, with `result`. With
+ * `lostSend` (the message's sms_id), its sender died mid-call and its provider is still to be asked: `result` is the
+ * answer until the dispatcher has resolved it (src/sms/dispatch.ts).
+ */
+export type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult; lostSend?: string };
 
 export interface ClaimStepDeps {
   queue: TransactionQueue;
@@ -134,7 +141,8 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       )
     ).map((r) => [r.activity_key, r]),
   );
-  const cutoffs = { leaseCutoff: at - deps.repeatTimings.dispatchLeaseMs, uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
+  const leaseCutoff = at - deps.repeatTimings.dispatchLeaseMs;
+  const cutoffs = { uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
   const answers: ClaimAnswer[] = [];
   for (const [i, row] of rows.entries()) {
     if (inserted.has(row.activity_key)) {
@@ -169,6 +177,17 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
         answers.push(refusedAnswer(decision.smsId, refusal));
       } else answers.push({ send: true, smsId: decision.smsId });
+    } else if (decision.action === 'resolve-lost-send') {
+      // The sweep's change, made now (expireDispatchLeases): `uncertain`, its lookup pending, or `submitted` where a
+      // receipt already came. Nothing here sends it: the dispatcher asks its provider, then claims it again.
+      const [expired] = await expireDispatchLeases(trx, leaseCutoff, at, { smsIds: [decision.smsId] });
+      if (expired?.state === 'submitted') {
+        tally.push({ at, provider: expired.provider, outcome: 'submitted' });
+        answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId } });
+        continue;
+      }
+      const error = `activity.id ${row.activity_key}: its last send was lost mid-call and may have reached the provider; asking the provider before sending it again, retry later`;
+      answers.push({ send: false, result: { outcome: 'uncertain', smsId: decision.smsId, error }, lostSend: decision.smsId });
     } else if (decision.action === 'busy' && decision.reason === 'awaiting-receipt') {
       const error = `activity.id ${row.activity_key}: its last send may have reached the provider; waiting for a receipt before sending it again, retry later`;
       answers.push({ send: false, result: { outcome: 'uncertain', smsId: decision.smsId, error } });

@@ -27,6 +27,8 @@ import type { Config } from '../config/schema.js';
 import { createProviderOptOuts } from '../consents/opt-outs.js';
 import type { OperatorBackend } from '../operator/backend.js';
 import { readWithPlayerRecords, type PlayerCountries } from './player-records.js';
+import type { SmsProvider } from '../../providers/types.js';
+import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -57,6 +59,11 @@ export interface DispatcherDeps {
   playerCountries?: PlayerCountries;
   /** sms.default_region, which decides when no record does. */
   defaultRegion?: string;
+  /**
+   * Asks the providers of lost sends (by sms_id) whether they have them and records the answers, as the sweep does
+   * (src/delivery/lookups.ts `resolveLostSends`). Absent: a retry of a lost send waits for the sweep's answer (503).
+   */
+  resolveLostSends?: (smsIds: string[]) => Promise<void>;
 }
 
 export interface DispatchOptions {
@@ -146,6 +153,30 @@ export function createDispatcher(deps: DispatcherDeps) {
     return result;
   }
 
+  /**
+   * Repeats of sends whose process died mid-call (`lostSend`): their providers are asked first, then they are claimed
+   * once more, so that the answer decides (found: answered with the sms_id; absent: sent; cannot tell: the uncertain
+   * path of docs/crash-windows.md). Replaces their entries of `claims`; a lookup that fails leaves the 503.
+   */
+  async function resolveLost(toClaim: PreparedMessage[], claims: Claim[], options: DispatchOptions, spans: TraceSpan[] | undefined): Promise<void> {
+    if (!deps.resolveLostSends) return;
+    const lost = claims.flatMap((c, k) => (!c.send && c.lostSend !== undefined ? [k] : []));
+    if (lost.length === 0) return;
+    try {
+      await deps.resolveLostSends(lost.map((k) => (claims[k] as { lostSend: string }).lostSend));
+    } catch (error) {
+      deps.logger.error({ err: error, count: lost.length, request_id: options.requestId }, 'lost sends could not be looked up: their retries wait');
+      return;
+    }
+    const again = await claim(
+      lost.map((k) => toClaim[k]!),
+      options.requestId,
+      lost.map((k) => spans?.[k]?.traceparent),
+    );
+    // Claimed once more only: a send still unresolved (its provider could not answer now) keeps the 503.
+    for (const [j, k] of lost.entries()) claims[k] = again[j]!;
+  }
+
   /** Claims, sends and records `prepared`; answers[fresh[k]] is prepared[k]'s answer. */
   async function run(prepared: PreparedMessage[], fresh: number[], answers: InFlight['answers'], options: DispatchOptions): Promise<void> {
     let toClaim: PreparedMessage[];
@@ -170,6 +201,7 @@ export function createDispatcher(deps: DispatcherDeps) {
         commit.setAttribute('ledger.step', 'claim');
         commit.end();
       }
+    await resolveLost(toClaim, claims, options, spans);
     const toSend: number[] = [];
     claims.forEach((c, k) => {
       if (c.send) toSend.push(k);
@@ -250,14 +282,25 @@ export type Dispatcher = ReturnType<typeof createDispatcher>;
  */
 export function startDispatcher(
   config: Readonly<Config>,
-  deps: Omit<DispatcherDeps, 'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut' | 'playerCountries' | 'defaultRegion'> & {
+  deps: Omit<
+    DispatcherDeps,
+    'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut' | 'playerCountries' | 'defaultRegion' | 'resolveLostSends' | 'metrics'
+  > & {
     backend: OperatorBackend;
+    /** The providers a retry of a lost send asks, as the sweep does (src/delivery/lookups.ts). */
+    providers: readonly SmsProvider[];
+    metrics?: SendMetrics & LookupObservers['metrics'];
   },
   shutdown: Shutdown,
 ): Dispatcher {
-  const { backend, ...rest } = deps;
+  const { backend, providers, ...rest } = deps;
+  const lookups = lookupOptionsOf(config, providers);
+  const observers = { logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
   const dispatcher = createDispatcher({
     ...rest,
+    resolveLostSends: async (smsIds) => {
+      await resolveLostSends(deps.db, deps.now(), lookups, observers, smsIds);
+    },
     storeContent: config.ledger.store_content,
     repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
     sendTimeoutMs: config.sms.send_timeout,

@@ -338,6 +338,21 @@ describe('event relay keys (docs/events.md)', () => {
     ['an unknown kind', { crm: { integration: { events: { poker: { path: '/p' } } } } }, 'poker'],
     ['a path without its slash', { crm: { integration: { events: { payment: { path: 'v1/pay' } } } } }, 'crm.integration.events.payment.path: must be a path'],
     [
+      'a send lease shorter than a provider call may take',
+      { sms: { dispatch_lease: '8s' } },
+      'sms.dispatch_lease: must be longer than sms.send_timeout and sms.batch_deadline',
+    ],
+    [
+      'a send lease shorter than a batch may take',
+      { sms: { dispatch_lease: '15s', send_timeout: '5s' } },
+      'sms.dispatch_lease: must be longer than sms.send_timeout and sms.batch_deadline',
+    ],
+    [
+      'a credit lease a push could outlive',
+      { operator: { credits: { lease: '20s', timeout: '10s' } } },
+      'operator.credits.lease: must be longer than twice operator.credits.timeout',
+    ],
+    [
       'a lease shorter than a Kafka send may take',
       { crm: { integration: { ...kafka, timeout: '10s' } }, relay: { lease: '20s' } },
       'relay.lease: must be longer than 3 × crm.integration.timeout',

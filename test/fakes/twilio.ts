@@ -53,6 +53,8 @@ export interface TwilioFakeOptions {
   beforeAnswer?: (create: TwilioCreateCall) => Promise<void> | void;
   /** Milliseconds between creating a message and answering the create call (a kill can fall in between). */
   answerDelayMs?: number;
+  /** The first this many create calls are held and never answered, and create nothing (a request lost on the way). */
+  loseFirst?: number;
   /** Milliseconds between a failed status callback and its retry (Twilio retries per the URL's `#rc=` override). */
   callbackRetryDelayMs?: number;
   /** How the webhooks this fake posts are signed (default: Twilio's account signature over the URL without fragment). */
@@ -282,7 +284,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     const create: TwilioCreateCall = { accountSid: match[1]!, form };
     creates.push(create);
     const canned = TWILIO_MAGIC_NUMBERS[form.To ?? ''];
-    if (canned === 'hang') return; // never answers; the client's timeout must fire
+    if (canned === 'hang' || creates.length <= (options.loseFirst ?? 0)) return; // never answers; the client's timeout must fire
     if (canned === 'reset') return void req.socket.destroy();
     if (canned && canned !== 'accepted-then-500') return answerError(res, canned);
     if (!form.To || !form.Body || (!form.From && !form.MessagingServiceSid)) {

@@ -23,9 +23,14 @@ describe('decideRepeat', () => {
     ['may have been sent, a second ago: wait for a receipt', row('uncertain', 1_000), { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' }],
     ['may have been sent, no receipt in the whole wait: send again', row('uncertain', 60_000), { action: 'resend', smsId: 'S' }],
     [
-      'its sender was lost and its provider is still to be asked: wait, however long ago',
+      'its sender was lost and its provider is still to be asked: ask it now, however long ago',
       row('uncertain', 3_600_000, null, 'pending'),
-      { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' },
+      { action: 'resolve-lost-send', smsId: 'S' },
+    ],
+    [
+      'its sender was lost and its provider is still to be asked, a second ago: ask it now',
+      row('uncertain', 1_000, null, 'pending'),
+      { action: 'resolve-lost-send', smsId: 'S' },
     ],
     [
       'its provider could not tell: sent again after the wait, as any uncertain send',
@@ -34,7 +39,12 @@ describe('decideRepeat', () => {
     ],
     ['its provider could not tell, a second ago: wait', row('uncertain', 1_000, null, 'unknown'), { action: 'busy', smsId: 'S', reason: 'awaiting-receipt' }],
     ['being sent right now', row('dispatching', 1_000), { action: 'busy', smsId: 'S', reason: 'in-flight' }],
-    ['its sender died (past the lease)', row('dispatching', 300_001), { action: 'resend', smsId: 'S' }],
+    ["being sent, exactly at the lease: still its sender's", row('dispatching', 300_000), { action: 'busy', smsId: 'S', reason: 'in-flight' }],
+    [
+      'its sender died (past the lease): its provider is asked first, never sent at once',
+      row('dispatching', 300_001),
+      { action: 'resolve-lost-send', smsId: 'S' },
+    ],
   ])('%s', (_label, message, expected) => {
     expect(decideRepeat(message, now, timings)).toEqual(expected);
   });

@@ -51,28 +51,28 @@ function overrides(sendTimeout: string) {
 
 const story = async (g: TestGateway, smsId: string) => (await g.get(`/admin/messages/${smsId}`, { authorization: `Bearer ${TEST_ADMIN_KEY}` })).json;
 
-describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching by a process that died mid-call', () => {
-  async function killMidCall(activityId: string, recipient: string, provider: TwilioFake) {
-    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
-    dirs.push(dir);
-    const config = {
-      ...overrides('60s'),
-      providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } },
-    };
-    // A real serve process, its provider call open (no answer yet), killed with SIGKILL.
-    const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
-    const pending = fetch(`${serve.url}/channels/sms/single`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
-      body: JSON.stringify(smsMessage(activityId, { provider_name: 'twilio', recipient, sender_name: null })),
-    }).catch(() => undefined);
-    await waitFor(() => provider.creates.some((c) => c.form.To === recipient), 10_000, 'the provider call');
-    serve.child.kill('SIGKILL');
-    await once(serve.child, 'exit');
-    await pending;
-    return { dir, config };
-  }
+/** A real serve process killed with SIGKILL while its provider call is open (no answer yet). */
+async function killMidCall(activityId: string, recipient: string, provider: TwilioFake) {
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-stuck-'));
+  dirs.push(dir);
+  const config = {
+    ...overrides('60s'),
+    providers: { twilio: { type: 'twilio', account_sid: provider.accountSid, auth_token: provider.authToken, from: '+15005550006', base_url: provider.url } },
+  };
+  const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }));
+  const pending = fetch(`${serve.url}/channels/sms/single`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+    body: JSON.stringify(smsMessage(activityId, { provider_name: 'twilio', recipient, sender_name: null })),
+  }).catch(() => undefined);
+  await waitFor(() => provider.creates.some((c) => c.form.To === recipient), 10_000, 'the provider call');
+  serve.child.kill('SIGKILL');
+  await once(serve.child, 'exit');
+  await pending;
+  return { dir, config };
+}
 
+describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching by a process that died mid-call', () => {
   it('is looked up after the lease: not at the provider, it is retryable, and reported delivery_unknown if the CRM never retries', async () => {
     // This number makes the fake hang before it creates anything: Twilio never got the message.
     const { dir, config } = await killMidCall('died-mid-call', '+15005550666', twilio);
@@ -126,31 +126,109 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a send left dispatching
   }, 30_000);
 });
 
+/** killMidCall, then a gateway on the same ledger with a clock of the test's (`clock.time`), and the message's row. */
+async function restartAfterKill(activityId: string, recipient: string, provider: TwilioFake) {
+  const message = smsMessage(activityId, { provider_name: 'twilio', recipient, sender_name: null });
+  const { dir, config } = await killMidCall(activityId, recipient, provider);
+  const clock = { time: Date.now() };
+  gw = await startTestGateway(config, { dir, now: () => clock.time });
+  const row = await gw.gateway.ledger.db.selectFrom('messages').selectAll().where('activity_key', '=', activityId).executeTakeFirstOrThrow();
+  return { clock, message, row, gw };
+}
+
+describe('a CRM retry that comes after the lease of a lost send, before any sweep', () => {
+  it('asks the provider first: found, it is answered with its sms_id and nothing is sent again', async () => {
+    // The fake creates the message, then holds its answer past the kill.
+    const provider = await startTwilioFake({ answerDelayMs: 60_000 });
+    try {
+      const recipient = '+447700900778';
+      const { clock, message, row, gw: g } = await restartAfterKill('retry-after-lease-found', recipient, provider);
+      clock.time += 5 * 60_000 + 1_000;
+      // No sweep has run: the retry itself resolves the lost send, as the sweep would.
+      const retry = await g.post('/channels/sms/single', message);
+      expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
+      expect(provider.lookups).toContainEqual({ kind: 'list', to: recipient });
+      expect(provider.creates).toHaveLength(1);
+      expect((await story(g, row.sms_id)).message).toMatchObject({
+        state: 'submitted',
+        lookup_result: 'found',
+        provider_message_id: provider.creates[0]!.sid,
+      });
+      expect(await g.gateway.sweep()).toMatchObject({ leasesExpired: 0, lookups: { found: 0, absent: 0, unknown: 0 } });
+    } finally {
+      await provider.close();
+    }
+  }, 30_000);
+
+  it('asks the provider first: absent, the same retry sends it, once', async () => {
+    // The first create is held and never made: Twilio never got the message.
+    const provider = await startTwilioFake({ loseFirst: 1 });
+    try {
+      const recipient = '+447700900779';
+      const { clock, message, row, gw: g } = await restartAfterKill('retry-after-lease-absent', recipient, provider);
+      // Within the lease: the dead process may still be sending it.
+      expect((await g.post('/channels/sms/single', message)).status).toBe(503);
+      expect(provider.lookups).toEqual([]);
+      clock.time += 5 * 60_000 + 1_000;
+      const retry = await g.post('/channels/sms/single', message);
+      expect(retry).toMatchObject({ status: 200, json: { sms_id: row.sms_id } });
+      expect(provider.lookups).toEqual([{ kind: 'list', to: recipient }]);
+      expect(provider.creates).toHaveLength(2);
+      expect(provider.creates.filter((c) => c.sid)).toHaveLength(1);
+      expect((await story(g, row.sms_id)).message).toMatchObject({ state: 'submitted', lookup_result: null, provider_message_id: provider.creates[1]!.sid });
+    } finally {
+      await provider.close();
+    }
+  }, 30_000);
+});
+
+/** A sandbox send, sent, then put back as a process killed mid-call leaves it; `clock.time` is the gateway's clock. */
+async function sandboxSendLostMidCall(activityId: string) {
+  const clock = { time: Date.now() };
+  gw = await startTestGateway({ ...overrides('10s') }, { now: () => clock.time });
+  const message = smsMessage(activityId, { provider_name: 'sandbox' });
+  const sent = await gw.post('/channels/sms/single', message);
+  expect(sent.status).toBe(200);
+  const { sms_id: smsId } = sent.json as { sms_id: string };
+  // The sandbox's own receipt comes first; then the row is put back with no receipt and no answer recorded.
+  await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
+  await gw.gateway.ledger.db
+    .updateTable('messages')
+    .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
+    .where('sms_id', '=', smsId)
+    .execute();
+  return { clock, message, smsId };
+}
+
 describe('a provider whose API cannot tell (sandbox: no lookup)', () => {
   it('leaves a lost send uncertain, counted and listed; a CRM retry waits sms.ambiguous_retry_after, then sends again', async () => {
-    let time = Date.now();
-    gw = await startTestGateway({ ...overrides('10s') }, { now: () => time });
-    const db = gw.gateway.ledger.db;
-    const sent = await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }));
-    expect(sent.status).toBe(200);
-    const { sms_id: smsId } = sent.json as { sms_id: string };
-    // The sandbox's own receipt comes first; then the row is put back as a process killed mid-call leaves it.
-    await waitFor(async () => (await story(gw!, smsId)).message.delivery_status !== null, 10_000, 'the sandbox receipt');
-    await db
-      .updateTable('messages')
-      .set({ state: 'dispatching', submitted_at: null, provider_message_id: null, delivery_status: null, delivery_source: null })
-      .where('sms_id', '=', smsId)
-      .execute();
-    time += 5 * 60_000 + 1_000;
-    expect(await gw.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
-    expect((await story(gw, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
-    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+    const { clock, message, smsId } = await sandboxSendLostMidCall('sandbox-lost');
+    clock.time += 5 * 60_000 + 1_000;
+    expect(await gw!.gateway.sweep()).toMatchObject({ leasesExpired: 1, lookups: { found: 0, absent: 0, unknown: 1 } });
+    expect((await story(gw!, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown' });
+    const metrics = await (await fetch(`${gw!.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
     expect(metrics).toMatch(/sms_gateway_provider_lookups_total\{provider="sandbox",purpose="lost_send",answer="cannot_tell"\} 1/);
-    const listed = await gw.get('/admin/messages?status=uncertain', { authorization: `Bearer ${TEST_ADMIN_KEY}` });
+    const listed = await gw!.get('/admin/messages?status=uncertain', { authorization: `Bearer ${TEST_ADMIN_KEY}` });
     expect(JSON.stringify(listed.json)).toContain(smsId);
-    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(503);
-    time += 60_000;
-    expect((await gw.post('/channels/sms/single', smsMessage('sandbox-lost', { provider_name: 'sandbox' }))).status).toBe(200);
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    clock.time += 60_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(200);
+  });
+});
+
+describe('a CRM retry after the lease of a lost send whose provider cannot tell (sandbox: no lookup)', () => {
+  it('takes the uncertain path before any sweep: 503, counted cannot_tell; sent again only after sms.ambiguous_retry_after', async () => {
+    const { clock, message, smsId } = await sandboxSendLostMidCall('sandbox-retry-after-lease');
+    clock.time += 5 * 60_000 + 1_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    expect((await story(gw!, smsId)).message).toMatchObject({ state: 'uncertain', lookup_result: 'unknown', attempts: 1 });
+    const metrics = await (await fetch(`${gw!.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+    expect(metrics).toMatch(/sms_gateway_provider_lookups_total\{provider="sandbox",purpose="lost_send",answer="cannot_tell"\} 1/);
+    clock.time += 59_000;
+    expect((await gw!.post('/channels/sms/single', message)).status).toBe(503);
+    clock.time += 1_000;
+    expect(await gw!.post('/channels/sms/single', message)).toMatchObject({ status: 200, json: { sms_id: smsId } });
+    expect((await story(gw!, smsId)).message).toMatchObject({ attempts: 2 });
   });
 });
 

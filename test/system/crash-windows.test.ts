@@ -1,11 +1,14 @@
 /**
  * The crash windows of docs/crash-windows.md, with real processes killed by SIGKILL against the
  * wire fakes: `serve` killed mid-batch (some sends answered, some created at Twilio but not yet answered, some never
- * handed over), and `flush` killed while the CRM holds its post. Counted at the fakes: messages created at the
- * provider, conversions received by the CRM and the Idempotency-Key each came with.
+ * handed over), `flush` killed while the CRM holds its post, and `serve` killed while it pushes credits. Counted at
+ * the fakes: messages created at the provider, conversions received by the CRM, credits received by the operator's
+ * wallet, and the Idempotency-Key each came with.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +16,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCrm, type Conversion } from '../fakes/crm.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
 import { CLI, runCli, startServe, writeConfig } from '../helpers/child.js';
-import { dropTestDatabase } from '../helpers/database.js';
+import { sampleUser } from '../helpers/crm-schemas.js';
+import { dropTestDatabase, testDatabaseUrl } from '../helpers/database.js';
+import { runSendCrash } from '../../bench/send-crash.js';
+import { openLedger } from '../../src/ledger/db.js';
 import { smsMessage, startTestGateway, testConfigDocument, TEST_API_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const crm = new FakeCrm();
@@ -132,6 +138,18 @@ describe('serve killed with SIGKILL mid-batch (Twilio, whose API can tell)', () 
   }, 120_000);
 });
 
+describe('two instances on one ledger, one killed with SIGKILL three times while sending, the CRM retrying on the other', () => {
+  // An outside review's method for sends after a crash, smaller (bench/send-crash.ts runs 5,000 activities, also with the
+  // default lease): a retry that reaches the other instance after the killed one's lease must ask Twilio first.
+  it('makes each message once at Twilio: none twice, none lost, each activity answered with one sms_id', async () => {
+    const dir = newDir();
+    const result = await runSendCrash({ activities: 400, kills: 3, lease: '3s', answerMs: 300, concurrency: 32, ledgerUrl: testDatabaseUrl(dir), cli: CLI });
+    expect(result).toMatchObject({ activities: 400, sent_once: 400, sent_twice: 0, lost: 0, sms_ids_differ: 0 });
+    // Some retries came after a killed instance's lease, before any sweep (delivery.sweep_interval 1m): they asked.
+    expect(result.lookups).toBeGreaterThan(0);
+  }, 180_000);
+});
+
 describe('flush killed with SIGKILL while the CRM holds its post', () => {
   it('posts every conversion after the restart; the repeated post carries the same Idempotency-Key', async () => {
     const dir = newDir();
@@ -192,5 +210,76 @@ describe('flush killed with SIGKILL while the CRM holds its post', () => {
     // the repeat was not seen in the one run made so far: to be understood).
     expect(duplicates).toBeLessThanOrEqual(50);
     if (duplicates > 0) expect(crm.requests.filter((r) => r.idempotencyKey === heldKey)).toHaveLength(2);
+  }, 120_000);
+});
+
+describe('serve killed with SIGKILL while it pushes credits (sql backend)', () => {
+  it('pushes each credit again at most once per kill, under its Idempotency-Key, and delivers every credit', async () => {
+    const CREDITS = 240;
+    const KILLS = 3;
+    // The operator's wallet: counts each push by its Idempotency-Key (the credit_id), and answers after 5 ms.
+    const pushes = new Map<string, number>();
+    const wallet = createServer(async (req, res) => {
+      for await (const _ of req);
+      const key = String(req.headers['idempotency-key']);
+      pushes.set(key, (pushes.get(key) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    wallet.listen(0, '127.0.0.1');
+    await once(wallet, 'listening');
+    try {
+      const dir = newDir();
+      // The credits are committed first, with no wallet to push them to (each is `due`).
+      gw = await startTestGateway({}, { dir });
+      await gw.adminPut('/admin/bonuses', [{ text: 'FS50: Fifty spins', value: 'FS50' }]);
+      for (let u = 0; u < 8; u++) expect((await gw.adminPut(`/admin/users/crash-${u}`, sampleUser(`crash-${u}`))).status).toBe(201);
+      for (let i = 0; i < CREDITS; i += 20) {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, j) =>
+            gw!.post('/bonus/credit', { user_id: `crash-${(i + j) % 8}`, bonus_code: 'FS50' }, { 'X-Crm-Activityid': String(i + j), 'X-Crm-Actionid': '1' }),
+          ),
+        );
+        for (const a of answers) expect(a.status).toBe(200);
+      }
+      await gw.close();
+      gw = undefined;
+
+      const url = `http://127.0.0.1:${(wallet.address() as AddressInfo).port}/wallet/credits`;
+      const file = writeConfig(
+        dir,
+        testConfigDocument(dir, {
+          operator: { credits: { url, lease: '1s', timeout: '400ms', poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } },
+          log: { level: 'info' },
+        }),
+      );
+      let serve = await startServe(file);
+      for (let k = 1; k <= KILLS; k++) {
+        // Each kill while a round is under way: some of its credits taken, the rest still to push.
+        await waitFor(() => pushes.size >= (CREDITS * k) / (KILLS + 1), 30_000, `the credits pushed before kill ${k}`);
+        serve.child.kill('SIGKILL');
+        await once(serve.child, 'exit');
+        serve = await startServe(file);
+      }
+      await waitFor(() => pushes.size === CREDITS, 60_000, 'every credit pushed');
+      const ledger = openLedger({ url: (testConfigDocument(dir).database as { url: string }).url, sqlite_synchronous: 'normal', pool_size: 2 });
+      try {
+        await waitFor(
+          async () => (await ledger.db.selectFrom('operator_credits').select('delivery').where('delivery', '<>', 'delivered').execute()).length === 0,
+          10_000,
+          'every credit marked delivered',
+        );
+      } finally {
+        serve.child.kill('SIGTERM');
+        await once(serve.child, 'exit');
+        await ledger.close();
+      }
+      // A kill repeats at most the one push under way (operator.credits.concurrency 1), never the round's taken ones.
+      const doubled = [...pushes.values()].filter((n) => n > 1);
+      expect(doubled.every((n) => n === 2)).toBe(true);
+      expect(doubled.length).toBeLessThanOrEqual(KILLS);
+    } finally {
+      await new Promise((resolve) => wallet.close(resolve));
+    }
   }, 120_000);
 });
