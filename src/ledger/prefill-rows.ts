@@ -4,8 +4,6 @@
  * no order in production (players, their numbers, provider message ids, receipt keys) is random here too, so the
  * indexes on those keys fill the way a grown ledger's do (issue 41).
  */
-import { v7 as uuidv7 } from 'uuid';
-
 /** One column of a prefilled table: its name, and whether PostgreSQL binds it as text or bigint. */
 export interface PrefillColumn {
   name: string;
@@ -17,6 +15,8 @@ export interface PrefillTable {
   columns: PrefillColumn[];
   /** `on conflict do nothing` (message_user_recipients: a player's number is recorded once). */
   ignoreConflicts?: boolean;
+  /** `on conflict (key) do update` adding this column (delivery_stats: a bucket spans batches). */
+  addOnConflict?: { key: string[]; column: string };
 }
 
 const cols = (spec: string): PrefillColumn[] =>
@@ -39,6 +39,11 @@ export const PREFILL_TABLES = {
   },
   conversion_attempts: { name: 'conversion_attempts', columns: cols('#id #conversion_id #attempted_at #ok #http_status') },
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
+  delivery_stats: {
+    name: 'delivery_stats',
+    columns: cols('period #bucket_start provider outcome #n'),
+    addOnConflict: { key: ['period', 'bucket_start', 'provider', 'outcome'], column: 'n' },
+  },
 } satisfies Record<string, PrefillTable>;
 
 export type PrefillTableName = keyof typeof PREFILL_TABLES;
@@ -58,15 +63,34 @@ function random(seed: number): () => number {
   };
 }
 
+// Eight hex digits or nine decimal ones per draw: generating the rows costs less than writing them.
 const digits = (next: () => number, n: number) => {
   let s = '';
-  for (let k = 0; k < n; k++) s += Math.floor(next() * 10);
-  return s;
+  while (s.length < n)
+    s += Math.floor(next() * 1e9)
+      .toString()
+      .padStart(9, '0');
+  return s.slice(0, n);
 };
 const hex = (next: () => number, n: number) => {
   let s = '';
-  for (let k = 0; k < n; k++) s += Math.floor(next() * 16).toString(16);
-  return s;
+  while (s.length < n)
+    s += Math.floor(next() * 4_294_967_296)
+      .toString(16)
+      .padStart(8, '0');
+  return s.slice(0, n);
+};
+
+/** A UUIDv7 (RFC 9562) of the time `ms`, as ids.ts makes them for sends at that time. */
+function uuidv7At(ms: number, next: () => number): string {
+  const t = ms.toString(16).padStart(12, '0');
+  const r = hex(next, 19);
+  const variant = '89ab'[Math.floor(next() * 4)];
+  return `${t.slice(0, 8)}-${t.slice(8, 12)}-7${r.slice(0, 3)}-${variant}${r.slice(3, 6)}-${r.slice(6, 18)}`;
+}
+const uuidv4 = (next: () => number) => {
+  const r = hex(next, 30);
+  return `${r.slice(0, 8)}-${r.slice(8, 12)}-4${r.slice(12, 15)}-a${r.slice(15, 18)}-${r.slice(18, 30)}`;
 };
 
 /** Mobile numbers of the countries an operator sends to, with a share of players each (E.164, plausible prefixes). */
@@ -114,7 +138,7 @@ const SHAPES: Record<string, ProviderShape> = {
   },
   // The sandbox (providers/sandbox.ts) names its ids sbx-<uuid> and echoes our sms_id.
   sandbox: {
-    id: (n) => `sbx-${hex(n, 8)}-${hex(n, 4)}-4${hex(n, 3)}-a${hex(n, 3)}-${hex(n, 12)}`,
+    id: (n) => `sbx-${uuidv4(n)}`,
     statuses: { delivered: 'delivered', undelivered: 'undelivered', failed: 'failed' },
     errorCodes: ['timeout'],
     echoesSmsId: true,
@@ -145,7 +169,20 @@ const BRANDS = [
  * Ids of receipts, conversions and attempts are the message's index + 1.
  */
 export function prefillRows(options: PrefillRowOptions, start: number, end: number): PrefillBatch {
-  const batch: PrefillBatch = { messages: [], receipts: [], conversions: [], conversion_attempts: [], message_user_recipients: [] };
+  const batch: PrefillBatch = { messages: [], receipts: [], conversions: [], conversion_attempts: [], message_user_recipients: [], delivery_stats: [] };
+  const stats = new Map<string, Value[]>();
+  // The console's counters (delivery-stats.ts): hour buckets for every message, minute buckets only for the last
+  // two days, since the sweep deletes older ones (MINUTE_STATS_RETENTION_MS).
+  const count = (at: number, provider: string, outcome: string) => {
+    for (const [period, span] of [['hour', 3_600_000] as const, ['minute', 60_000] as const]) {
+      if (period === 'minute' && at < options.to - 2 * 86_400_000) continue;
+      const bucket = Math.floor(at / span) * span;
+      const key = `${period}|${bucket}|${provider}|${outcome}`;
+      const row = stats.get(key);
+      if (row) (row[4] as number)++;
+      else stats.set(key, [period, bucket, provider, outcome, 1]);
+    }
+  };
   const next = random((options.seed ?? 41) * 1_000_003 + start);
   const players = Math.max(1, Math.round(options.messages / 12));
   const span = Math.max(0, options.to - options.from);
@@ -162,7 +199,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     const userId = String(1_000_000 + player);
     const [brand, sender] = BRANDS[player % BRANDS.length]!;
     const activityId = idBase + i;
-    const smsId = uuidv7({ msecs: createdAt, random: Uint8Array.from({ length: 16 }, () => Math.floor(next() * 256)) });
+    const smsId = uuidv7At(createdAt, next);
     const providerMessageId = shape.id(next);
     const r = next();
     const status = r < 0.93 ? 'delivered' : r < 0.96 ? 'undelivered' : r < 0.98 ? 'failed' : 'delivery_unknown';
@@ -178,7 +215,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       String(activityId),
       activity,
       userId,
-      `${hex(next, 8)}-${hex(next, 4)}-4${hex(next, 3)}-b${hex(next, 3)}-${hex(next, 12)}`,
+      uuidv4(next),
       provider,
       providerMessageId,
       recipient,
@@ -197,6 +234,8 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       completedAt,
     ]);
     const id = i + 1;
+    count(submittedAt, provider, 'submitted');
+    count(completedAt, provider, status);
     if (status !== 'delivery_unknown') {
       // The intake's dedup key (receiptDedupKey, src/delivery/apply-receipts.ts): provider|sms_id|provider id|status|error.
       const echoed = shape.echoesSmsId ? smsId : null;
@@ -204,7 +243,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       batch.receipts.push([id, provider, dedupKey, smsId, providerMessageId, rawStatus, status, errorCode, 1, completedAt, 0]);
     }
     const postedAt = completedAt + 20 + Math.floor(next() * 500);
-    const token = `${hex(next, 8)}-${hex(next, 4)}-4${hex(next, 3)}-8${hex(next, 3)}-${hex(next, 12)}`;
+    const token = uuidv4(next);
     batch.conversions.push([id, smsId, status, 1, completedAt, completedAt + 30_000, token, postedAt, 0, completedAt, token]);
     batch.conversion_attempts.push([id, id, postedAt, 1, 200]);
     // One row per pair and statement, as the send path records them (recordUserRecipients, messages.ts).
@@ -212,5 +251,6 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     if (!pairs.has(pair)) batch.message_user_recipients.push([userId, recipient]);
     pairs.add(pair);
   }
+  batch.delivery_stats = [...stats.values()];
   return batch;
 }
