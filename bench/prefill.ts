@@ -33,6 +33,17 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+async function databaseBytes(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ bytes: string }>('select pg_database_size(current_database()) as bytes');
+    return Number(rows[0]!.bytes);
+  } finally {
+    await client.end();
+  }
+}
+
 export async function runPrefill(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -74,12 +85,13 @@ export async function runPrefill(argv: string[]): Promise<void> {
       if (written % 200_000 === 0) process.stderr.write(`prefill: ${written} messages\n`);
     },
   });
-  // The file and what SQLite keeps beside it (none once closed in WAL mode, but counted if there is).
+  // The file and what SQLite keeps beside it (none once closed in WAL mode, but counted if there is); on PostgreSQL
+  // the database's size, analyzed but not vacuumed.
   const bytes = values.out
     ? readdirSync(dirname(values.out))
         .filter((name) => name.startsWith(basename(values.out!)))
         .reduce((sum, name) => sum + statSync(join(dirname(values.out!), name)).size, 0)
-    : null;
+    : await databaseBytes(url);
   console.log(
     JSON.stringify({
       bench: 'prefill',
@@ -91,7 +103,8 @@ export async function runPrefill(argv: string[]): Promise<void> {
       seconds: Math.round(result.seconds * 10) / 10,
       messages_per_minute: Math.round((result.messages / result.seconds) * 60),
       rows_per_minute: Math.round((result.rows / result.seconds) * 60),
-      ...(bytes === null ? {} : { file_bytes: bytes, bytes_per_message: Math.round(bytes / result.messages) }),
+      [values.out ? 'file_bytes' : 'database_bytes']: bytes,
+      bytes_per_message: Math.round(bytes / result.messages),
     }),
   );
 }

@@ -4,6 +4,8 @@
  * no order in production (players, their numbers, provider message ids, receipt keys) is random here too, so the
  * indexes on those keys fill the way a grown ledger's do (issue 41).
  */
+import { randomFillSync } from 'node:crypto';
+
 /** One column of a prefilled table: its name, and whether PostgreSQL binds it as text or bigint. */
 export interface PrefillColumn {
   name: string;
@@ -51,7 +53,11 @@ type Value = string | number | null;
 /** Rows per table, each a list of values in the table's column order. */
 export type PrefillBatch = Record<PrefillTableName, Value[][]>;
 
-/** A small fast generator (mulberry32): the same seed gives the same ledger. */
+/**
+ * A small fast generator (mulberry32) for what must come out the same from the same seed: a player's number. Its
+ * state is 32 bits, so every seed walks the same cycle of 2^32 draws: streams for many batches overlapped, and gave
+ * two messages one provider id. The rows draw from the operating system's generator instead (`draw`).
+ */
 function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
@@ -145,6 +151,17 @@ const SHAPES: Record<string, ProviderShape> = {
   },
 };
 
+const pool = new Uint32Array(16_384);
+let drawn = pool.length;
+/** A uniform number in [0, 1) from a pool filled by the operating system's generator, refilled in one call. */
+function draw(): number {
+  if (drawn === pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  return pool[drawn++]! / 4_294_967_296;
+}
+
 export interface PrefillRowOptions {
   messages: number;
   /** The first message's time and the last's (epoch ms). */
@@ -152,7 +169,6 @@ export interface PrefillRowOptions {
   to: number;
   /** Provider names, each with its share of the messages; a name's ids are shaped as twilio's, smpp's or (else) the sandbox's. */
   providers: Array<[name: string, share: number]>;
-  seed?: number;
   /** The first activity.id: CRM activity ids are integers that grow with time. */
   firstActivityId?: number;
 }
@@ -183,7 +199,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       else stats.set(key, [period, bucket, provider, outcome, 1]);
     }
   };
-  const next = random((options.seed ?? 41) * 1_000_003 + start);
+  const next = draw;
   const players = Math.max(1, Math.round(options.messages / 12));
   const span = Math.max(0, options.to - options.from);
   const total = options.providers.reduce((sum, [, share]) => sum + share, 0);
