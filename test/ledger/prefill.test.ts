@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRetention } from '../../src/delivery/retention.js';
@@ -26,12 +27,36 @@ afterAll(async () => {
   }
 });
 
+/** Every index's definition, as the database reports it. */
+async function indexDefinitions(url: string): Promise<string[]> {
+  const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
+  try {
+    const query = url.startsWith('sqlite:')
+      ? sql<{ def: string }>`select coalesce(sql, name) as def from sqlite_master where type = 'index'`
+      : sql<{ def: string }>`select indexdef as def from pg_indexes where schemaname = current_schema()`;
+    return (await query.execute(ledger.db)).rows.map((r) => r.def).sort();
+  } finally {
+    await ledger.close();
+  }
+}
+
 const dialects: Array<[string, (dir: string) => string]> = [
   ['SQLite', (dir) => `sqlite:${join(dir, 'ledger.db')}`],
   ['PostgreSQL', (dir) => postgresDatabaseUrl(dir)],
 ];
 
 describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
+  it('has the indexes a migrated ledger has when they are built after the rows', async () => {
+    const [grown, after] = [mkdtempSync(join(tmpdir(), 'crm-sms-gw-prefill-')), mkdtempSync(join(tmpdir(), 'crm-sms-gw-prefill-'))];
+    dirs.push(grown, after);
+    const options = { messages: 500, days: 2, now: Date.now(), providers: [['sandbox', 1]] as Array<[string, number]> };
+    await prefillLedger(urlOf(grown), options);
+    await prefillLedger(urlOf(after), { ...options, indexes: 'after' });
+    const definitions = await indexDefinitions(urlOf(grown));
+    expect(definitions.length).toBeGreaterThan(20);
+    expect(await indexDefinitions(urlOf(after))).toEqual(definitions);
+  });
+
   it('is served as the gateway’s own: retries, receipts and retention find its messages', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-prefill-'));
     dirs.push(dir);
