@@ -5,10 +5,10 @@
  * directly, on PostgreSQL as one `insert … select from unnest(arrays)` per table and chunk (one statement of a
  * few parameters whatever the rows, since `pg` has no COPY of its own).
  *
- * Indexes stay in place while rows go in by default, as on a ledger grown by sends: pages split as they fill and end
- * about two-thirds full. `indexes: 'after'` drops the secondary indexes of the filled tables and builds them again at
- * the end, which is faster but packs their pages full, so a ledger made that way is smaller and flatters the figures
- * measured on it.
+ * Indexes stay in place while rows go in by default, as on a ledger grown by sends: pages split as they fill (on
+ * SQLite at a million messages about 87–90% full, bench/README.md). `indexes: 'after'` drops the secondary indexes of
+ * the filled tables and builds them again at the end, which packs their pages full, so a ledger made that way is
+ * smaller and flatters the figures measured on it.
  */
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
