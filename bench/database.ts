@@ -3,7 +3,7 @@
  * fresh database on the PostgreSQL server named by --database (created for the run, dropped after). For
  * PostgreSQL, `cpuMs()` sums the CPU of the server's processes, so a run can report the database's share.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -30,9 +30,15 @@ function postgresPids(): number[] {
     .map(Number);
 }
 
-export async function createBenchDatabase(serverUrl: string | undefined): Promise<BenchDatabase> {
+/**
+ * `seed`: a prefilled ledger (bench/prefill.ts) the run starts from a copy of, so the original serves every run: a
+ * SQLite file, or with a server URL the name of a database there, copied with `create database … template`.
+ */
+export async function createBenchDatabase(serverUrl: string | undefined, seed?: string): Promise<BenchDatabase> {
   if (!serverUrl) {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-bench-ledger-'));
+    // A prefilled file is closed in WAL mode with its log checkpointed away: the file alone is the ledger.
+    if (seed) copyFileSync(seed, join(dir, 'ledger.db'));
     return { url: `sqlite:${join(dir, 'ledger.db')}`, kind: 'sqlite', cpuMs: () => null, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   const name = `gw_bench_${Date.now().toString(36)}`;
@@ -45,7 +51,8 @@ export async function createBenchDatabase(serverUrl: string | undefined): Promis
       await client.end();
     }
   };
-  await admin(`create database ${name}`);
+  if (seed && !/^[a-z_][a-z0-9_]*$/.test(seed)) throw new Error(`--seed with --database names a database (got "${seed}")`);
+  await admin(seed ? `create database ${name} template ${seed}` : `create database ${name}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {

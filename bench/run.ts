@@ -5,6 +5,10 @@
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
  *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
+ *   --seed FILE                                 each run's ledger a copy of this SQLite ledger (with --database: the
+ *                                               database of that name on the server, copied as a template)
+ *   node dist/bench/run.js --prefill N --days D --out FILE   writes such a ledger and exits (--database URL: on
+ *                                               PostgreSQL; bench/prefill.ts)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
  *   e2e: batches through the provider (receipts at once) until the fake CRM holds every conversion
  *   e2e-single: single requests the same way (the peer benchmark's single mode; --mode e2e-single, not in the default list)
@@ -37,6 +41,7 @@ import { relayMode } from './relay.js';
 import { LoadClient } from './load-client.js';
 import { BENCH_API_KEY, baseConfig, startServer, type ConfigDoc, type ServerProcess } from './server-process.js';
 import { runSearchBench } from './message-search.js';
+import { runPrefill } from './prefill.js';
 import { drive, latencySummary, round, singleMessage, type Measurement } from './workload.js';
 
 interface Options {
@@ -49,6 +54,8 @@ interface Options {
   provider: ProviderChoice;
   /** A PostgreSQL server URL: the run's ledger is a fresh database there (default: a SQLite file). */
   database: string | undefined;
+  /** A prefilled ledger (bench/prefill.ts) each run starts from a copy of: a SQLite file, or a database's name with `database`. */
+  seed: string | undefined;
   /** Gateway processes sharing the ledger, requests spread over them. */
   instances: number;
   /** The SMPP provider's window (--provider smpp). */
@@ -236,7 +243,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     return mode.config?.(base, options) ?? base;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
-  const database = await createBenchDatabase(options.database);
+  const database = await createBenchDatabase(options.database, options.seed);
   const servers: ServerProcess[] = [];
   try {
     for (let i = 0; i < options.instances; i++) {
@@ -309,6 +316,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       'cpu-prof': { type: 'string' },
       provider: { type: 'string', default: 'sandbox' },
       database: { type: 'string' },
+      seed: { type: 'string' },
       instances: { type: 'string', default: '1' },
       window: { type: 'string', default: '10' },
       'relay-batch-size': { type: 'string' },
@@ -335,6 +343,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       cpuProfDir: values['cpu-prof'],
       provider,
       database: values.database,
+      seed: values.seed,
       instances: int('instances', values.instances, 1),
       window: int('window', values.window, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
@@ -347,6 +356,8 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   // The search mode starts no gateway: it loads a ledger of its own and times the search queries on it.
   if (argv.some((a, i) => a === '--mode=search' || (a === '--mode' && argv[i + 1] === 'search'))) return runSearchBench(argv);
+  // Prefilling writes a ledger and exits: no gateway, no mode.
+  if (argv.some((a) => a === '--prefill' || a.startsWith('--prefill='))) return runPrefill(argv);
   const { modes, options } = parseOptions(argv);
   for (const name of modes) console.log(JSON.stringify(await runMode(name, MODES[name]!, options)));
 }

@@ -18,7 +18,7 @@ import { startDeliveryTimers } from './delivery/timers.js';
 import { startListeners } from './http/listeners.js';
 import type { Clock } from './kit/clock.js';
 import { createShutdown } from './kit/shutdown.js';
-import type { Ledger } from './ledger/db.js';
+import type { Ledger } from './ledger/ledger.js';
 import { openCurrentLedger } from './ledger/open-current.js';
 import { createTransactionQueue } from './ledger/transaction-queue.js';
 import { createLogger } from './observability/logger.js';

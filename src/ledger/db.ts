@@ -4,19 +4,12 @@
  */
 import { Migrator } from 'kysely/migration';
 import { type Kysely, PostgresAdapter, type Transaction, sql } from 'kysely';
-import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
 import { migrations } from './migrations.js';
 import { openPostgresLedger } from './postgres.js';
 import type { Database } from './schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
-
-/** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
-export interface DialectFlags {
-  kind: 'sqlite' | 'postgres';
-  /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
-  skipLocked: boolean;
-}
 
 const SQLITE_FLAGS: DialectFlags = { kind: 'sqlite', skipLocked: false };
 const POSTGRES_FLAGS: DialectFlags = { kind: 'postgres', skipLocked: true };
@@ -24,24 +17,6 @@ const POSTGRES_FLAGS: DialectFlags = { kind: 'postgres', skipLocked: true };
 /** The flags of the dialect a connection (or transaction) speaks, for query functions given only the database. */
 export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectFlags {
   return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS;
-}
-
-export interface Ledger {
-  db: Kysely<Database>;
-  /**
-   * Where reads that need no write of their own go (readiness, operator reads, console and admin views). On a SQLite
-   * file: a second, read-only connection (openReadConnection, sqlite.ts). Elsewhere: `db` itself.
-   */
-  readDb: Kysely<Database>;
-  flags: DialectFlags;
-  close(): Promise<void>;
-}
-
-export interface LedgerOptions {
-  /** Told when PostgreSQL drops an idle pooled connection (a restart, a failover); the pool reconnects on next use. */
-  logger?: Pick<Logger, 'warn'>;
-  /** SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts). */
-  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'> };
 }
 
 export function openLedger(config: Config['database'], options: LedgerOptions = {}): Ledger {

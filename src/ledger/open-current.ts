@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Shutdown } from '../kit/shutdown.js';
-import type { Ledger } from './db.js';
+import type { Ledger } from './ledger.js';
 import { openCheckedLedger } from './schema-check.js';
 
 export async function openCurrentLedger(config: Config['database'], options: { logger: Logger; migrate: boolean }, shutdown: Shutdown): Promise<Ledger> {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { Kysely, PostgresDialect } from 'kysely';
 import type PgModule from 'pg';
 import type { Config } from '../config/schema.js';
-import type { DialectFlags, Ledger, LedgerOptions } from './db.js';
+import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
 import type { Database } from './schema.js';
 
 export function openPostgresLedger(config: Config['database'], options: LedgerOptions, flags: DialectFlags): Ledger {

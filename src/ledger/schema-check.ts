@@ -8,7 +8,8 @@
  */
 import type { Config } from '../config/schema.js';
 import { describeDatabaseFailure } from './database-failure.js';
-import { migrateToLatest, openLedger, readMigrationState, type Ledger, type LedgerOptions, type MigrationState, type MigrationStep } from './db.js';
+import { migrateToLatest, openLedger, readMigrationState, type MigrationState, type MigrationStep } from './db.js';
+import type { Ledger, LedgerOptions } from './ledger.js';
 import { CommandError } from '../kit/command-error.js';
 
 /** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */

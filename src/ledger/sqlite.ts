@@ -10,7 +10,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
 import type { Config } from '../config/schema.js';
 import { startCheckpointer } from './checkpointer.js';
-import type { DialectFlags, Ledger, LedgerOptions } from './db.js';
+import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
 import type { Database } from './schema.js';
 
 type SqliteConstructor = typeof BetterSqlite3;

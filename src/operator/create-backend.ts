@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
 import type { Shutdown } from '../kit/shutdown.js';
-import { openScanConnection, type Ledger } from '../ledger/db.js';
+import { openScanConnection } from '../ledger/db.js';
+import type { Ledger } from '../ledger/ledger.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { createHttpBackend } from './http-backend.js';

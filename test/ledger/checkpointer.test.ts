@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger, type Ledger } from '../../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
+import type { Ledger } from '../../src/ledger/ledger.js';
 
 let dir: string;
 let ledger: Ledger | undefined;

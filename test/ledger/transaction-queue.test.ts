@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger, type Ledger } from '../../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
+import type { Ledger } from '../../src/ledger/ledger.js';
 import { createTransactionQueue } from '../../src/ledger/transaction-queue.js';
 
 let dir: string;

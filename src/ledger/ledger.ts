@@ -1,0 +1,33 @@
+/**
+ * The ledger's types, apart from the code that opens one (db.ts) and each dialect's module (sqlite.ts, postgres.ts):
+ * db.ts picks a dialect's module and each module answers a Ledger, so with the types in db.ts the three files named
+ * each other in a circle (issue 41, item 8).
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Database } from './schema.js';
+
+/** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
+export interface DialectFlags {
+  kind: 'sqlite' | 'postgres';
+  /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
+  skipLocked: boolean;
+}
+
+export interface Ledger {
+  db: Kysely<Database>;
+  /**
+   * Where reads that need no write of their own go (readiness, operator reads, console and admin views). On a SQLite
+   * file: a second, read-only connection (openReadConnection, sqlite.ts). Elsewhere: `db` itself.
+   */
+  readDb: Kysely<Database>;
+  flags: DialectFlags;
+  close(): Promise<void>;
+}
+
+export interface LedgerOptions {
+  /** Told when PostgreSQL drops an idle pooled connection (a restart, a failover); the pool reconnects on next use. */
+  logger?: Pick<Logger, 'warn'>;
+  /** SQLite: checkpoint the WAL on a background thread instead of inside commits (for `serve`; checkpointer.ts). */
+  backgroundCheckpoints?: { logger: Pick<Logger, 'warn'> };
+}
