@@ -81,6 +81,21 @@ function readingOf(parse: (p: Parse) => Parsed, mobileFirst: boolean): NumberRea
   return { e164: possible.number, callingCode: possible.countryCallingCode, country: possible.country, valid: false };
 }
 
+/** What a number written with "+" is taken as: its E.164, its calling code and, where the metadata can tell, its country. */
+export type WrittenNumber = Pick<NumberReading, 'e164' | 'callingCode' | 'country'>;
+
+/**
+ * `digits` after "+" as written, where no other reading competes: the mobile set's parse and a possibility check
+ * only, as normaliseRecipient reads it. A validity check costs more than the parse (for a number the mobile set
+ * finds invalid, a second parse with every type: 11 → 55 µs a number on the bench's +44 7700 900… recipients).
+ * Undefined when not even possible.
+ */
+export function readWritten(digits: string): WrittenNumber | undefined {
+  const parsed = parsePhoneNumberFromString(`+${digits}`);
+  if (!parsed?.isPossible()) return undefined;
+  return { e164: parsed.number, callingCode: parsed.countryCallingCode, country: parsed.country };
+}
+
 /** `digits` read after "+": undefined when that is not even a possible number. */
 export function readInternational(digits: string): NumberReading | undefined {
   return readingOf((parse) => parse(`+${digits}`), true);

@@ -11,7 +11,7 @@
  * "Lies in the player's country" compares calling codes: countries sharing one (+1, +7, +44) share a numbering plan,
  * where both readings give the same number, so the digits cannot tell them apart. Pure.
  */
-import { callingCodeOf, mainCountryOf, readInternational, readNational, type NumberReading } from '../kit/phone-number.js';
+import { callingCodeOf, mainCountryOf, readInternational, readNational, readWritten, type NumberReading, type WrittenNumber } from '../kit/phone-number.js';
 import type { PlayerCountry } from '../operator/backend.js';
 
 export type { PlayerCountry };
@@ -67,7 +67,7 @@ function placeOf(record: PlayerCountry): Place | undefined {
   return codes.size > 0 ? { country, codes, regions } : undefined;
 }
 
-const named = (r: NumberReading) => `${r.e164} (${r.country ?? `+${r.callingCode}`})`;
+const named = (r: WrittenNumber) => `${r.e164} (${r.country ?? `+${r.callingCode}`})`;
 const playerWords = (p: Place) =>
   [p.country && `country ${p.country}`, `calling code ${[...p.codes].map((c) => `+${c}`).join(' or ')}`].filter(Boolean).join(', ');
 
@@ -83,7 +83,7 @@ export function decideRecipient(raw: string, known: { record?: PlayerCountry; de
   const place = known.record && placeOf(known.record);
   const literal = /^(\+|00)\d+$/.exec(compact);
   if (literal) {
-    const reading = readInternational(compact.replace(/^(\+|00)/, ''));
+    const reading = readWritten(compact.replace(/^(\+|00)/, ''));
     if (!reading) return notPhoneNumber(raw, false);
     if (place && !place.codes.has(reading.callingCode)) return mismatch(raw, [reading], place);
     return { outcome: 'as_written', e164: reading.e164, country: reading.country };
@@ -176,7 +176,7 @@ function ambiguous(readings: NumberReading[], why: string): RecipientDecision {
   };
 }
 
-function mismatch(raw: string, readings: NumberReading[], place: Place): RecipientDecision {
+function mismatch(raw: string, readings: WrittenNumber[], place: Place): RecipientDecision {
   const shown = readings.length > 0 ? `reads as ${readings.map(named).join(' or as ')}` : `${JSON.stringify(raw)} is not a number there`;
   return {
     outcome: 'refused',
