@@ -112,14 +112,15 @@ export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth
       const named = misspelt.map((m) => `header ${m.given} is not read: the CRM sends ${m.expected}`).join('; ');
       return c.json({ error: `${named} (a repeat is recognised by ${ONE_ACTION_HEADERS} and user_id)` }, 400);
     }
-    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema);
+    // Numbers kept as written (exact-json.ts): the body is stored and sent on, and re-serialising a double rounds them.
+    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema, { exactNumbers: true });
     if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const v = parsed.value;
     const result = await backend.credit({
       kind,
       userId: v.user_id,
       bonusCode: v.bonus_code,
-      amount: v.amount,
+      amount: v.amount === null ? null : Number(String(v.amount)),
       currency: v.currency,
       body: parsed.body,
       refs: readCrmReferences((name) => c.req.header(name)),
@@ -194,7 +195,8 @@ export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth
       handlers: [
         auth,
         async (c) => {
-          const body = await readJsonBody(c);
+          // Exact numbers: the http backend forwards the body, keys the gateway does not read included.
+          const body = await readJsonBody(c, { exactNumbers: true });
           if (!body.ok) return c.json({ error: body.error }, body.status);
           const parsed = parseConsentsUpdate(body.value);
           if (!parsed.ok) return c.json({ error: parsed.error }, 400);

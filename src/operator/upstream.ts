@@ -5,6 +5,7 @@
 import { Agent, errors, request, type Dispatcher } from 'undici';
 import { BackendError } from './backend.js';
 import { parseJsonText } from '../../providers/kit/http-pool.js';
+import { stringifyExact } from '../http/exact-json.js';
 
 export interface UpstreamOptions {
   baseUrl: string;
@@ -45,7 +46,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         ...options.headers,
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      // The CRM's numbers as it wrote them: a body read with parseExact holds RawJson where a double would round.
+      body: body === undefined ? undefined : stringifyExact(body),
     }).catch((error: unknown) => {
       throw toBackendError(error, method, path, options.timeoutMs);
     });
