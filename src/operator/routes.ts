@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { readJsonBody } from '../http/json-body.js';
+import { stringifyExact } from '../http/exact-json.js';
 import { mountRoutes, route, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../http/route-table.js';
 import { RECONCILIATION_FIELDS } from '../crm/shapes.js';
 import { CRM_HEADERS } from '../crm/references.js';
@@ -75,7 +76,8 @@ const creditAnswerSchema = z.strictObject({
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).
   if (privateData) c.header('Cache-Control', 'no-store');
-  if (result.ok) return c.json(result.value as object, 200);
+  // stringifyExact: a platform's number a double would change is RawJson (upstream.ts) and is answered as written.
+  if (result.ok) return c.body(stringifyExact(result.value), 200, { 'content-type': 'application/json' });
   if (result.kind === 'busy') c.header('Retry-After', '1');
   return c.json({ error: result.error }, statusOf(result.kind));
 }

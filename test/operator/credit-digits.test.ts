@@ -2,12 +2,13 @@
  * Every digit of the CRM's credit request reaches the operator's platform as written, as the relay's events do
  * (docs/relay.md "Numbers"): the credits path re-serialised the CRM's body through doubles. Through the real HTTP server,
  * with the operator-platform fake keeping the raw text of what it receives: the http backend's forwarded credit and
- * consents bodies, the sql backend's push to operator.credits.url, and GET /admin/credits.
+ * consents bodies, the platform's user record answered to the CRM, the sql backend's push to operator.credits.url,
+ * and GET /admin/credits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOperatorPlatform, type FakeOperatorPlatform } from '../fakes/operator-platform.js';
-import { sampleUser } from '../helpers/crm-schemas.js';
-import { startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { crmUserDetails, sampleUser } from '../helpers/crm-schemas.js';
+import { startTestGateway, TEST_ADMIN_KEY, TEST_API_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 /** Integers a double rounds (2^53 + 1 becomes 2^53, a real neighbouring id) and an amount with 19 significant digits. */
 const ID = '9007199254740993';
@@ -68,6 +69,19 @@ describe('http backend: the forwarded credit keeps every digit', () => {
     expect(platform.requests.find((r) => r.path === '/bonus/credit')!.body).toContain(`"validity_amount":${REF}`);
   });
 
+  it('answers GET /userdetails with the segmentation numbers of the platform as written', async () => {
+    const record = JSON.stringify(sampleUser('u-seg', { segmentation: { custom_segment: 'vip', account_ref: 'X', tier: 3 } }));
+    platform.script('/userdetails/u-seg', { body: record.replace('"account_ref":"X"', `"account_ref":${ID},"wager_ref":${REF}`) });
+    const res = await fetch(`${gw.url}/userdetails/u-seg`, { headers: { 'x-api-key': TEST_API_KEY } });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain(`"account_ref":${ID},"wager_ref":${REF},"tier":3`);
+    // Still the record the CRM takes, and a string where a number is refused.
+    crmUserDetails.parse(JSON.parse(text));
+    platform.script('/userdetails/u-seg', { body: record.replace('"custom_segment":"vip"', `"custom_segment":${ID}`) });
+    expect((await gw.get('/userdetails/u-seg')).status).toBe(502);
+  });
+
   it('forwards POST /userconsents with a number the CRM adds as written', async () => {
     platform.requests.length = 0;
     const res = await gw.post('/userconsents/u-big', `{"consents":[{"type":"email","opted_in":true}],"request_id":${ID}}`);
@@ -80,7 +94,7 @@ describe('sql backend: the push to operator.credits.url and GET /admin/credits k
   let gw: TestGateway;
   beforeAll(async () => {
     gw = await startTestGateway({
-      operator: { credits: { url: `${platform.url}/wallet/credits`, poll_interval: '50ms', retry_initial_ms: 50, retry_max_ms: 100 } },
+      operator: { credits: { url: `${platform.url}/wallet/credits`, poll_interval: '50ms', retry_initial_ms: 20, retry_max_ms: 50, max_attempts: 2 } },
     });
     expect((await gw.adminPut(`/admin/users/${ID}`, sampleUser(ID))).status).toBe(201);
     expect((await gw.adminPut('/admin/bonuses', [{ text: 'CASH', value: 'CASH10' }])).status).toBe(200);
@@ -124,5 +138,27 @@ describe('sql backend: the push to operator.credits.url and GET /admin/credits k
     expect(text).toContain(`"amount":${AMOUNT}`);
     expect(text).toContain(`"activity_id":${ID}`);
     expect(text).toContain('"action_id":18446744073709551615');
+  });
+
+  it('shows a dead credit on /console/dead-credits with the amount as written', async () => {
+    platform.script('/wallet/credits', { status: 503 });
+    platform.script('/wallet/credits', { status: 503 });
+    const res = await gw.post('/bonus/credit/funds', fundsBody(`"${ID}"`));
+    expect(res.status).toBe(200);
+    const creditId = res.json.credit_id as string;
+    await waitFor(
+      async () => {
+        const answer = await fetch(`${gw.url}/admin/credits?user_id=${ID}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
+        return ((await answer.json()) as { credits: Array<{ credit_id: string; delivery: string }> }).credits.some(
+          (c) => c.credit_id === creditId && c.delivery === 'dead',
+        );
+      },
+      10_000,
+      'the credit dead',
+    );
+    const login = await fetch(`${gw.url}/console/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: TEST_ADMIN_KEY }) });
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const page = await (await fetch(`${gw.url}/console/dead-credits?user_id=${ID}`, { headers: { cookie } })).text();
+    expect(page).toMatch(new RegExp(`data-credit="${creditId}"[^]*<td class="num">${AMOUNT.replace('.', '\\.')} EUR</td>`));
   });
 });
