@@ -78,6 +78,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   };
 }
 
+/** The platform's answer as JSON read by parseExact, or undefined when it is empty or not JSON (the error shows the text). */
 function readAnswerJson(text: string): unknown {
   if (!text) return undefined;
   try {
