@@ -13,13 +13,18 @@ import { readDeadReplayForm, userIdField } from './replay-form.js';
 import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-lists.js';
 import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
+import { exactAmount } from '../operator/credit-rows.js';
 
 export interface DeadCreditsView extends DeadListView {
   rows: DeadCredit[];
   now: number;
 }
 
-const amount = (c: DeadCredit) => (c.amount === null ? '—' : `${c.amount}${c.currency ? ` ${c.currency}` : ''}`);
+/** As the CRM wrote it (exactAmount): the stored double would show 12345678901234567.25 as 12345678901234568. */
+const amount = (c: DeadCredit) => {
+  const written = exactAmount(c);
+  return written === null ? '—' : `${String(written)}${c.currency ? ` ${c.currency}` : ''}`;
+};
 
 export function renderDeadCredits(view: DeadCreditsView) {
   const userId = view.params.get('user_id') ?? '';

@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { CRM_SEX_VALUES } from './contract.js';
+import { isNumberValue } from './checker-numbers.js';
+import { RawJson } from '../kit/raw-json.js';
 
 /** Case-sensitive, and every one appears in each GET answer (docs/crm-interface.md §1.1). */
 export const CONSENT_TYPES = ['email', 'sms', 'telephone', 'postMail', 'siteNotification', 'pushNotification'] as const;
@@ -31,7 +33,12 @@ const deletedAt = z
   .transform((v) => v || undefined)
   .pipe(timestamp.optional());
 
-const segmentationValue = z.union([z.string(), z.number(), z.boolean()]);
+/**
+ * A number a double would change arrives as RawJson (the http backend reads the platform's answer with parseExact,
+ * src/http/exact-json.ts) and is answered as written; the CRM's schema sees a number either way.
+ */
+const exactNumber = z.custom<RawJson>((v) => v instanceof RawJson && isNumberValue(v)).meta({ type: 'number' });
+const segmentationValue = z.union([z.string(), z.number(), exactNumber, z.boolean()]);
 
 export const userRecordFields = {
   user_id: text.min(1, { error: 'must not be empty' }),

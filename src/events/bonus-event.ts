@@ -45,7 +45,12 @@ export function decideBonusRepeat(first: FirstEvent, fingerprint: string, key: {
  * A credit's stored X-Crm-* values as the CRM's example types them (id and trigger_hash strings, other ids integers,
  * of any size: one beyond 2^53 is written as its digits, never rounded).
  */
-export function referencesOfCredit(credit: CreditRow): Record<string, string | number | RawJson> {
+export function referencesOfCredit(
+  credit: Pick<
+    CreditRow,
+    'crm_id' | 'crm_action_id' | 'crm_action_group_id' | 'crm_action_communication_profile_id' | 'crm_activity_id' | 'crm_trigger_hash' | 'crm_player_origin_id'
+  >,
+): Record<string, string | number | RawJson> {
   return crmReferencesObject(
     {
       id: credit.crm_id,

@@ -92,7 +92,7 @@ export async function replayDeadCredits(db: Db, match: number[] | DeadCreditMatc
 
 export type DeadCredit = Pick<
   Selectable<OperatorCreditsTable>,
-  'id' | 'kind' | 'user_id' | 'bonus_code' | 'amount' | 'currency' | 'delivery_attempts' | 'delivery_error' | 'created_at' | 'next_delivery_at'
+  'id' | 'kind' | 'user_id' | 'bonus_code' | 'amount' | 'currency' | 'request_json' | 'delivery_attempts' | 'delivery_error' | 'created_at' | 'next_delivery_at'
 >;
 
 /**
@@ -102,7 +102,20 @@ export type DeadCredit = Pick<
 export async function listDeadCredits(db: Db, filter: { userId?: string; before?: number; limit: number }): Promise<DeadCredit[]> {
   const rows = await db
     .selectFrom('operator_credits')
-    .select(['id', 'kind', 'user_id', 'bonus_code', 'amount', 'currency', 'delivery_attempts', 'delivery_error', 'created_at', 'next_delivery_at'])
+    // request_json too: the amount as the CRM wrote it is there, `amount` holds its nearest double (src/operator/credit-rows.ts).
+    .select([
+      'id',
+      'kind',
+      'user_id',
+      'bonus_code',
+      'amount',
+      'currency',
+      'request_json',
+      'delivery_attempts',
+      'delivery_error',
+      'created_at',
+      'next_delivery_at',
+    ])
     // A literal, not a parameter: SQLite uses a partial index only when it can see the query implies its condition.
     .where(sql<boolean>`delivery = 'dead'`)
     .$if(filter.userId !== undefined, (q) => q.where('user_id', '=', filter.userId!))

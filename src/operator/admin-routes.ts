@@ -16,7 +16,9 @@ import { enqueueEvent } from '../ledger/events.js';
 import { findConsents, findUser, replaceBonuses, userExists, writeConsents } from '../ledger/operator-data.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
-import { crmReferencesObject } from '../crm/references.js';
+import { referencesOfCredit } from '../events/bonus-event.js';
+import { stringifyExact } from '../http/exact-json.js';
+import { exactAmount } from './credit-rows.js';
 import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
@@ -212,24 +214,17 @@ export function operatorAdminRoutes({ db, readDb = db, backend, now, wake }: Ope
             kind: r.kind,
             user_id: r.user_id,
             bonus_code: r.bonus_code,
-            amount: r.amount,
+            amount: exactAmount(r),
             currency: r.currency,
             state: r.state,
             delivery: r.delivery,
             delivery_attempts: r.delivery_attempts,
             delivery_error: r.delivery_error,
             created_at: new Date(r.created_at).toISOString(),
-            crm_references: crmReferencesObject({
-              id: r.crm_id,
-              action_id: r.crm_action_id,
-              action_group_id: r.crm_action_group_id,
-              action_communication_profile_id: r.crm_action_communication_profile_id,
-              activity_id: r.crm_activity_id,
-              trigger_hash: r.crm_trigger_hash,
-              player_origin_id: r.crm_player_origin_id,
-            }),
+            crm_references: referencesOfCredit(r),
           }));
-          return c.json({ credits }, 200);
+          // stringifyExact: the amount and the X-Crm-* ids as written, as the push carries them (credit-outbox.ts).
+          return c.body(stringifyExact({ credits }), 200, { 'content-type': 'application/json' });
         },
       ],
     }),

@@ -42,9 +42,13 @@ export interface CreditRequest {
   kind: 'bonus' | 'funds';
   userId: string;
   bonusCode: string;
+  /** The nearest double (the ledger's column); the amount as written is the body's. */
   amount: number | null;
   currency: string | null;
-  /** The body as the CRM sent it, fields we ignore included: stored, and forwarded by the http backend. */
+  /**
+   * The body as the CRM sent it, fields we ignore included: stored, and forwarded by the http backend. Its numbers a
+   * double would change are RawJson (src/http/exact-json.ts parseExact): write it with stringifyExact.
+   */
   body: unknown;
   refs: CrmReferences;
 }

@@ -12,7 +12,9 @@ import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
 import { sendEachCommitted, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
 import { dialectFlagsOf } from '../ledger/db.js';
-import { crmReferencesObject } from '../crm/references.js';
+import { referencesOfCredit } from '../events/bonus-event.js';
+import { RawJson, stringifyExact } from '../http/exact-json.js';
+import { exactAmount } from './credit-rows.js';
 
 export type CreditsConfig = Config['operator']['credits'];
 
@@ -22,27 +24,22 @@ export interface CreditOutboxDeps extends OutboxDeps {
   onDead?: (count: number) => void;
 }
 
-/** What the operator's endpoint receives for one credit. */
+/**
+ * What the operator's endpoint receives for one credit, to be written by stringifyExact: every number as the CRM wrote
+ * it (the amount, the X-Crm-* ids as integers of any size, the request's own numbers), never a double's rounding.
+ */
 export function creditPushBody(c: DueCredit) {
   return {
     credit_id: String(c.id),
     kind: c.kind,
     user_id: c.user_id,
     bonus_code: c.bonus_code,
-    amount: c.amount,
+    amount: exactAmount(c),
     currency: c.currency,
     created_at: new Date(c.created_at).toISOString(),
-    crm_references: crmReferencesObject({
-      id: c.crm_id,
-      action_id: c.crm_action_id,
-      action_group_id: c.crm_action_group_id,
-      action_communication_profile_id: c.crm_action_communication_profile_id,
-      activity_id: c.crm_activity_id,
-      trigger_hash: c.crm_trigger_hash,
-      player_origin_id: c.crm_player_origin_id,
-    }),
-    /** The CRM's request as received, keys the gateway ignores included (validity_amount, say). */
-    request: JSON.parse(c.request_json) as unknown,
+    crm_references: referencesOfCredit(c),
+    /** The CRM's request as received, keys the gateway ignores included (validity_amount, say): stored as JSON text. */
+    request: new RawJson(c.request_json),
   };
 }
 
@@ -51,7 +48,7 @@ async function push(credits: CreditOutboxDeps['credits'], credit: DueCredit): Pr
     const res = await request(credits.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': String(credit.id), ...credits.headers },
-      body: JSON.stringify(creditPushBody(credit)),
+      body: stringifyExact(creditPushBody(credit)),
       headersTimeout: credits.timeout,
       bodyTimeout: credits.timeout,
       signal: AbortSignal.timeout(credits.timeout),

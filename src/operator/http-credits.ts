@@ -13,6 +13,7 @@ import type { Database } from '../ledger/schema.js';
 import { BackendError, type BackendResult, type CreditAnswer, type CreditRequest } from './backend.js';
 import { oneActionKey } from '../crm/references.js';
 import { newCreditRow } from './credit-rows.js';
+import { stringifyExact } from '../http/exact-json.js';
 import type { UpstreamAnswer } from './upstream.js';
 
 export interface HttpCreditsDeps {
@@ -54,7 +55,7 @@ export function createHttpCredits(deps: HttpCreditsDeps): (request: CreditReques
     if (id === undefined) {
       const seen = (await findCreditByKey(db, key!))!;
       if (seen.state === 'done') return { ok: true, value: { creditId: String(seen.id), repeated: true } };
-      if (!(await reclaimCredit(db, seen.id, JSON.stringify(request.body), at, at - deps.leaseMs))) {
+      if (!(await reclaimCredit(db, seen.id, stringifyExact(request.body), at, at - deps.leaseMs))) {
         return { ok: false, kind: 'busy', error: 'a credit with the same activity, action, user and trigger hash is being processed; retry shortly' };
       }
       id = seen.id;

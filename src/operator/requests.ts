@@ -5,7 +5,9 @@
  */
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { readJsonBody } from '../http/json-body.js';
+import { readJsonBody, type ReadJsonOptions } from '../http/json-body.js';
+import { RawJson } from '../http/exact-json.js';
+import { refuseNumber } from '../crm/checker-numbers.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema, userRecordFields, type ConsentEntry } from '../crm/shapes.js';
 
@@ -14,7 +16,16 @@ import { bonusEntrySchema, consentEntrySchema, consentTypeSchema, productsSchema
  * user_id of at least one character and any bonus_code string (one not in the bonus list is then refused as such);
  * funds an amount of 0 or more and any currency string (`USDT`, `mBTC`). A number is still taken in its decimal
  * form; a three-letter code is read in capitals, any other currency as sent (`mBTC` is not `MBTC`).
+ *
+ * The body is read with parseExact (src/http/exact-json.ts), so a number a double would change is a RawJson of its
+ * text: an integer id of any size is taken as its digits, and the amount is checked by its exact value.
  */
+/** An integer written in digits (a RawJson of `1e3` or `1.5` is not an id), taken as that text. */
+const digitsId = z
+  .instanceof(RawJson)
+  .refine((v) => /^-?\d+$/.test(v.text))
+  .transform(String)
+  .meta({ type: 'integer' });
 const crmUserId = z.union(
   [
     z
@@ -22,10 +33,24 @@ const crmUserId = z.union(
       .min(1, { error: 'must not be empty' })
       .transform((s) => s.trim() || s),
     z.number().int().safe().transform(String),
+    digitsId,
   ],
   { error: 'must be a non-empty string' },
 );
-const crmBonusCode = z.union([z.string().transform((s) => s.trim()), z.number().int().safe().transform(String)], { error: 'must be a string' });
+const crmBonusCode = z.union([z.string().transform((s) => s.trim()), z.number().int().safe().transform(String), digitsId], { error: 'must be a string' });
+
+/**
+ * Why an amount is refused: compared with 0 by its exact value (`-1e-400` is below 0, as the CRM's checker reads it:
+ * src/crm/checker-numbers.ts), and refused when no double holds it (`1e400`), as the ledger keeps the amount as one.
+ */
+function refuseAmount(value: unknown): string | undefined {
+  const refused = refuseNumber(value, 0);
+  if (refused !== undefined) return refused;
+  return Number.isFinite(Number(String(value))) ? undefined : 'must be a number below 1.8e308';
+}
+const crmAmount = z
+  .custom<number | RawJson>((v) => refuseAmount(v) === undefined, { error: (issue) => refuseAmount(issue.input) })
+  .meta({ type: 'number', minimum: 0 });
 
 /** POST /bonus/credit; shaped like the funds request (no amount, no currency) so both share one path. */
 export const bonusCreditSchema = z.object({ user_id: crmUserId, bonus_code: crmBonusCode }).transform((v) => ({ ...v, amount: null, currency: null }));
@@ -33,7 +58,7 @@ export const bonusCreditSchema = z.object({ user_id: crmUserId, bonus_code: crmB
 export const fundsCreditSchema = z.object({
   user_id: crmUserId,
   bonus_code: crmBonusCode,
-  amount: z.number({ error: 'must be a number' }).min(0, { error: 'must be 0 or more' }),
+  amount: crmAmount,
   currency: z.string({ error: 'must be a string' }).transform((s) => (/^[A-Za-z]{3}$/.test(s) ? s.toUpperCase() : s)),
 });
 
@@ -121,12 +146,17 @@ export function parseBody<S extends z.ZodType>(schema: S, input: unknown): Parse
   return { ok: false, error: describeFirstIssue(result.error, input) };
 }
 
-/** A request's JSON body (src/http/json-body.ts: type, size, depth, repeated keys) checked by `schema` (`body`: the JSON as sent, for a backend that passes it on); a refusal carries its status. */
+/**
+ * A request's JSON body (src/http/json-body.ts: type, size, depth, repeated keys) checked by `schema` (`body`: the JSON
+ * as sent, for a backend that passes it on; with `exactNumbers`, its numbers a double would change kept as RawJson,
+ * to be written by stringifyExact); a refusal carries its status.
+ */
 export async function readBody<S extends z.ZodType>(
   c: Context,
   schema: S,
+  options: Pick<ReadJsonOptions, 'exactNumbers'> = {},
 ): Promise<{ ok: true; value: z.output<S>; body: unknown } | { ok: false; status: 400 | 415; error: string }> {
-  const body = await readJsonBody(c);
+  const body = await readJsonBody(c, options);
   if (!body.ok) return body;
   const parsed = parseBody(schema, body.value);
   return parsed.ok ? { ok: true, value: parsed.value, body: body.value } : { ok: false, status: 400, error: parsed.error };

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Config } from '../config/schema.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { readJsonBody } from '../http/json-body.js';
+import { stringifyExact } from '../http/exact-json.js';
 import { mountRoutes, route, type ParameterDoc, type ResponseDoc, type RouteDoc, type SecurityName } from '../http/route-table.js';
 import { RECONCILIATION_FIELDS } from '../crm/shapes.js';
 import { CRM_HEADERS } from '../crm/references.js';
@@ -75,7 +76,8 @@ const creditAnswerSchema = z.strictObject({
 function answer<T>(c: Context, result: BackendResult<T>, privateData = true) {
   // Player data must never sit in a cache between the CRM and us (docs/crm-interface.md, GET /userdetails).
   if (privateData) c.header('Cache-Control', 'no-store');
-  if (result.ok) return c.json(result.value as object, 200);
+  // stringifyExact: a platform's number a double would change is RawJson (upstream.ts) and is answered as written.
+  if (result.ok) return c.body(stringifyExact(result.value), 200, { 'content-type': 'application/json' });
   if (result.kind === 'busy') c.header('Retry-After', '1');
   return c.json({ error: result.error }, statusOf(result.kind));
 }
@@ -112,14 +114,15 @@ export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth
       const named = misspelt.map((m) => `header ${m.given} is not read: the CRM sends ${m.expected}`).join('; ');
       return c.json({ error: `${named} (a repeat is recognised by ${ONE_ACTION_HEADERS} and user_id)` }, 400);
     }
-    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema);
+    // Numbers kept as written (exact-json.ts): the body is stored and sent on, and re-serialising a double rounds them.
+    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema, { exactNumbers: true });
     if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const v = parsed.value;
     const result = await backend.credit({
       kind,
       userId: v.user_id,
       bonusCode: v.bonus_code,
-      amount: v.amount,
+      amount: v.amount === null ? null : Number(String(v.amount)),
       currency: v.currency,
       body: parsed.body,
       refs: readCrmReferences((name) => c.req.header(name)),
@@ -194,7 +197,8 @@ export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth
       handlers: [
         auth,
         async (c) => {
-          const body = await readJsonBody(c);
+          // Exact numbers: the http backend forwards the body, keys the gateway does not read included.
+          const body = await readJsonBody(c, { exactNumbers: true });
           if (!body.ok) return c.json({ error: body.error }, body.status);
           const parsed = parseConsentsUpdate(body.value);
           if (!parsed.ok) return c.json({ error: parsed.error }, 400);

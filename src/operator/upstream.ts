@@ -4,7 +4,7 @@
  */
 import { Agent, errors, request, type Dispatcher } from 'undici';
 import { BackendError } from './backend.js';
-import { parseJsonText } from '../../providers/kit/http-pool.js';
+import { parseExact, stringifyExact } from '../http/exact-json.js';
 
 export interface UpstreamOptions {
   baseUrl: string;
@@ -15,7 +15,10 @@ export interface UpstreamOptions {
 
 export interface UpstreamAnswer {
   status: number;
-  /** Parsed JSON, or undefined when the body was empty or not JSON. */
+  /**
+   * Parsed JSON, or undefined when the body was empty or not JSON. Its numbers a double would change are RawJson
+   * (parseExact), so what is passed on to the CRM (a user record's `segmentation`) keeps every digit.
+   */
   json: unknown;
   text: string;
 }
@@ -45,7 +48,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         ...options.headers,
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      // The CRM's numbers as it wrote them: a body read with parseExact holds RawJson where a double would round.
+      body: body === undefined ? undefined : stringifyExact(body),
     }).catch((error: unknown) => {
       throw toBackendError(error, method, path, options.timeoutMs);
     });
@@ -67,11 +71,21 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       } catch (error) {
         throw error instanceof BackendError ? error : toBackendError(error, method, path, options.timeoutMs);
       }
-      return { status: res.statusCode, json: parseJsonText(text), text };
+      return { status: res.statusCode, json: readAnswerJson(text), text };
     },
     open: (method, path, body) => send(method, path, body, {}),
     close: () => agent.close(),
   };
+}
+
+/** The platform's answer as JSON read by parseExact, or undefined when it is empty or not JSON (the error shows the text). */
+function readAnswerJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return parseExact(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export function toBackendError(error: unknown, method: string, path: string, timeoutMs: number): BackendError {

@@ -89,6 +89,8 @@ export async function startFakeOperatorPlatform(): Promise<FakeOperatorPlatform>
         ? { status: 200, body: { Success: true, Errors: [] } }
         : { status: 404, body: { Success: false, Errors: ['User not found'] } };
     }
+    // The operator's wallet endpoint for the sql backend's credits outbox (operator.credits.url): takes every push.
+    if (path === '/wallet/credits') return { status: 200, body: {} };
     return { status: 404, body: { error: `fake platform: no route ${method} ${path}` } };
   }
 
