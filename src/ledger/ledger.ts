@@ -1,7 +1,7 @@
 /**
  * The ledger's types, apart from the code that opens one (db.ts) and each dialect's module (sqlite.ts, postgres.ts):
  * db.ts picks a dialect's module and each module answers a Ledger, so with the types in db.ts the three files named
- * each other in a circle (issue 41, item 8).
+ * each other in a circle.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';

@@ -2,7 +2,7 @@
  * The rows of a prefilled ledger (prefill.ts): what the send path, the receipt intake and the conversion outbox would
  * have left for each message, shaped like production. Messages come in time order, as sends add them; what arrives in
  * no order in production (players, their numbers, provider message ids, receipt keys) is random here too, so the
- * indexes on those keys fill the way a grown ledger's do (issue 41).
+ * indexes on those keys fill the way a grown ledger's do.
  */
 import { randomFillSync } from 'node:crypto';
 

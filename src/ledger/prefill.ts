@@ -1,6 +1,6 @@
 /**
  * Fills a migrated, empty ledger with messages as the send path leaves them (prefill-rows.ts), at millions of rows a
- * minute, so benchmarks and tests can run against a ledger of production size (issue 41, bench/README.md "Prefilled
+ * minute, so benchmarks and tests can run against a ledger of production size (bench/README.md "Prefilled
  * ledgers"). Rows go in large transactions of prepared multi-row statements: on SQLite through better-sqlite3
  * directly, on PostgreSQL as one `insert … select from unnest(arrays)` per table and chunk (one statement of a
  * few parameters whatever the rows, since `pg` has no COPY of its own).
