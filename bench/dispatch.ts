@@ -38,7 +38,7 @@ const config = await loadConfig(configFile);
 const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }));
 const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger } });
 await migrateToLatest(ledger.db);
-const providers = createProviders(config, logger, Date.now);
+const providers = createProviders(config, { logger, now: Date.now });
 const router = createProviderRouter(
   providers.map((provider) => ({ provider, aliases: [] })),
   undefined,

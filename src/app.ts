@@ -33,7 +33,6 @@ import { operatorAdminRoutes } from './operator/admin-routes.js';
 import { operatorRoutes } from './operator/routes.js';
 import { createSessionCheck } from './operator/session-check.js';
 import type { GatewayMetrics } from './observability/metrics.js';
-import { metricsRoutes } from './observability/metrics-routes.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
 import { requestContext, requestLogger } from './observability/request-context.js';
 import type { Tracing } from './observability/tracing.js';
@@ -64,8 +63,13 @@ export interface AppParts {
   wake: Wake;
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend: OperatorBackend;
-  /** Without it there is no /metrics. */
+  /** The request counters and the intake notices' metrics. */
   metrics?: GatewayMetrics;
+  /**
+   * GET /metrics (src/observability/metrics-routes.ts), built once by src/gateway.ts: mounted here, or served on its
+   * own listener when metrics.port is set and documented here either way. Without it there is no /metrics.
+   */
+  metricsApp?: Hono;
   /** Route members' circuit breakers, for the console. */
   circuits?: () => MemberHealthView[];
   /** sms.suppression's player lookups, told when an inbound STOP or START changes a player. */
@@ -192,9 +196,7 @@ export function createApp(parts: AppParts): Hono {
     ]),
   );
   // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
-  if (parts.metrics && config.metrics.port === undefined) {
-    app.route('/', metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }));
-  }
+  if (parts.metricsApp && config.metrics.port === undefined) app.route('/', parts.metricsApp);
   const providerNames = Object.keys(config.providers);
   app.route(
     '/console',
@@ -216,10 +218,7 @@ export function createApp(parts: AppParts): Hono {
   // Every area's routes carry their documentation (src/http/route-table.ts); the document is built from what is
   // mounted, on its first request, when every route is in the table. /metrics on its own port (metrics.port) is
   // documented from the same routes as served there.
-  const metricsElsewhere =
-    parts.metrics && config.metrics.port !== undefined
-      ? metricsRoutes({ registry: parts.metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public }).routes
-      : [];
+  const metricsElsewhere = parts.metricsApp && config.metrics.port !== undefined ? parts.metricsApp.routes : [];
   const routeDocs = () => inReferenceOrder(documentedRoutes([...app.routes, ...metricsElsewhere]));
   const description = 'Operator-side SMS gateway for a gaming CRM: SMS sends, delivery receipts, conversions, the operator API and operations.';
   app.route(

@@ -107,6 +107,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     shutdown,
   );
 
+  const metricsApp = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });
   const app = createApp({
     config,
     db,
@@ -118,6 +119,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     now,
     processSecret,
     metrics,
+    metricsApp,
     recipients,
     tracing,
     wake,
@@ -128,7 +130,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     circuits: () => providerHealth.failover.snapshot(),
   });
   const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake }, shutdown);
-  const metricsApp = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
   publicUrl = urls.publicUrl;
 

@@ -136,7 +136,7 @@ export function startOutboxes(
   // Real-time events to the CRM (docs/relay.md): delivered like conversions; claims keep instances apart.
   const transport = config.relay.worker ? createEventTransport(config.crm.integration, deps.tracing) : undefined;
   const destinations = createDestinations(config.crm.integration);
-  const untyped = [...destinations.byStoredType.values()].filter((r) => r.channel === 'integration' && !r.typeKnown).map((r) => r.kind);
+  const untyped = [...destinations.byStoredKind.values()].filter((r) => r.channel === 'integration' && !r.queueTypeKnown).map((r) => r.kind);
   if (transport && destinations.queue && untyped.length > 0) {
     logger.warn(
       { kinds: untyped },

@@ -1,6 +1,6 @@
 /** X-Api-Key authentication: several keys may be valid at once (rotation); compared in constant time. */
 import { timingSafeEqual } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 
 /**
  * Every key is compared, each as a buffer padded to the longest key's length, so the time taken says nothing
@@ -22,13 +22,23 @@ export function createKeyMatcher(keys: readonly string[]): (candidate: string | 
   };
 }
 
-export function requireApiKey(keys: readonly string[], header = 'x-api-key'): MiddlewareHandler {
+export interface ApiKeyOptions {
+  /** The header that carries the key: X-Api-Key unless said. */
+  header?: string;
+  /** With no key configured the door is off: every call is answered 403 with this sentence (without it, 401). */
+  offWithoutKeys?: string;
+  /** The answer's body carries its status as `code`, as the relay answers every refusal (src/events/routes.ts). */
+  codeInBody?: boolean;
+}
+
+export function requireApiKey(keys: readonly string[], options: ApiKeyOptions = {}): MiddlewareHandler {
+  const { header = 'x-api-key', offWithoutKeys, codeInBody = false } = options;
   const matches = createKeyMatcher(keys);
+  const refuse = (c: Context, status: 401 | 403, error: string) => c.json(codeInBody ? { error, code: status } : { error }, status);
   return async (c, next) => {
+    if (offWithoutKeys !== undefined && keys.length === 0) return refuse(c, 403, offWithoutKeys);
     const given = c.req.header(header);
-    if (!matches(given)) {
-      return c.json({ error: given ? `${header}: the key is not valid` : `${header}: header is missing` }, 401);
-    }
+    if (!matches(given)) return refuse(c, 401, given ? `${header}: the key is not valid` : `${header}: header is missing`);
     await next();
   };
 }

@@ -1,16 +1,16 @@
 /**
  * Dead-lettered credits (the sql backend's credits outbox, src/ledger/credit-delivery.ts) as a list: user, bonus
  * code, amount, credit_id, attempts, the operator's last answer or the error, age; with replay of one credit, the
- * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is dead-list.ts.
+ * ticked credits, or every dead credit of the filter (creditReplayFormMatch). The frame is dead-list-frame.ts.
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
 import { listDeadCredits, replayDeadCredits, type DeadCredit, type DeadCreditMatch } from '../ledger/credit-delivery.js';
 import { cursorParameter, keysetPage, parseListQuery } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
 import { readDeadReplayForm, userIdField } from './replay-form.js';
-import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-lists.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-list-routes.js';
 import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 import { exactAmount } from '../operator/credit-rows.js';
@@ -107,7 +107,7 @@ const creditReplayFormSchema = csrfFormSchema.extend({
   user_id: field('Filter of the list').optional(),
 });
 
-/** The dead credits' list and replay, as src/console/dead-lists.ts mounts them. */
+/** The dead credits' list and replay, as src/console/dead-list-routes.ts mounts them. */
 export function deadCreditsList(deps: DeadListDeps): DeadListSpec<DeadCredit, DeadCreditMatch> {
   return {
     kind: 'credits',

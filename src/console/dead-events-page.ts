@@ -1,7 +1,7 @@
 /**
  * Dead-lettered CRM events (the events outbox, src/ledger/events.ts) as a list: type, user, attempts, the CRM's
  * last answer and error, age, with replay of one event, the ticked events, or every dead event matching the filter.
- * One form; the button pressed says which (eventReplayFormMatch). The frame is dead-list.ts.
+ * One form; the button pressed says which (eventReplayFormMatch). The frame is dead-list-frame.ts.
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
@@ -9,9 +9,9 @@ import { EVENT_TYPES, parseEventQuery } from '../events/event-query.js';
 import { listEvents, replayDeadEvents, type DeadEventMatch, type EventRow } from '../ledger/events.js';
 import { keysetPage } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
 import { readDeadReplayForm, userIdField } from './replay-form.js';
-import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-lists.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-list-routes.js';
 import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 
@@ -85,7 +85,7 @@ const eventReplayFormSchema = csrfFormSchema.extend({
   user_id: field('Filter of the list').optional(),
 });
 
-/** The dead CRM events' list and replay, as src/console/dead-lists.ts mounts them. */
+/** The dead CRM events' list and replay, as src/console/dead-list-routes.ts mounts them. */
 export function deadEventsList(deps: DeadListDeps): DeadListSpec<EventRow, DeadEventMatch> {
   return {
     kind: 'events',

@@ -1,7 +1,7 @@
 /**
  * Dead-lettered conversions (the conversion outbox, src/ledger/conversions.ts) as a list: reason, attempts, the
  * webhook's last answer and age, with replay of one row, the ticked rows, or every dead letter matching the filter.
- * One form; the button pressed says which (replayFormMatch). The frame is dead-list.ts.
+ * One form; the button pressed says which (replayFormMatch). The frame is dead-list-frame.ts.
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
@@ -9,9 +9,9 @@ import { DEAD_LETTER_STATUSES } from '../delivery/dead-letter-query.js';
 import { parseDeadLetterQuery } from '../delivery/dead-letter-query.js';
 import { listDeadConversions, replayDeadConversions, type DeadLetter, type DeadLetterMatch } from '../ledger/conversions.js';
 import { keysetPage } from '../outbox/list-query.js';
-import { age, renderDeadList, type DeadListView } from './dead-list.js';
+import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
 import { readDeadReplayForm } from './replay-form.js';
-import type { DeadListDeps, DeadListSpec } from './dead-lists.js';
+import type { DeadListDeps, DeadListSpec } from './dead-list-routes.js';
 import { backToConsole, csrfFormSchema, deadListAnswers, field, formContentType, page, replayRefusals, searchField } from './route-docs.js';
 import { when } from './search-page.js';
 
@@ -99,7 +99,7 @@ const replayFormSchema = csrfFormSchema.extend({
   status: z.enum(['', 'delivered', 'undelivered', 'failed', 'delivery_unknown']).optional(),
 });
 
-/** The dead conversions' list and replay, as src/console/dead-lists.ts mounts them. */
+/** The dead conversions' list and replay, as src/console/dead-list-routes.ts mounts them. */
 export function deadLettersList(deps: DeadListDeps): DeadListSpec<DeadLetter, DeadLetterMatch> {
   return {
     kind: 'conversions',

@@ -1,7 +1,7 @@
 /**
  * The console's door: the admin key posted once to /console/login is exchanged for a signed, HttpOnly,
  * SameSite=Strict session cookie (never a URL); a session signed out early is refused too; posts that change
- * something carry the session's CSRF token in the form. The pages (routes.ts, dead-lists.ts) ask it who is signed in.
+ * something carry the session's CSRF token in the form. The pages (routes.ts, dead-list-routes.ts) ask it who is signed in.
  */
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';

@@ -6,7 +6,7 @@
 import { html } from 'hono/html';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { clock, WIDTH } from './chart.js';
-import { age } from './dead-list.js';
+import { age } from './dead-list-frame.js';
 import { when } from './search-page.js';
 import type { ConsoleSummary } from './summary.js';
 

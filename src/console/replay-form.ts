@@ -1,5 +1,5 @@
 /**
- * What a replay post from one of the console's dead lists (dead-list.ts) asks for: the row whose Replay button was
+ * What a replay post from one of the console's dead lists (dead-list-frame.ts) asks for: the row whose Replay button was
  * pressed (`only`), the ticked rows (`action=selected`), or every dead row matching the list's filter
  * (`action=matching`). Each kind names its ids and reads its own filter (dead-*-page.ts). Pure.
  */

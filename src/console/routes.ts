@@ -1,6 +1,6 @@
 /**
  * /console: the operators' page, served by the gateway itself. Signing in and out, sessions and CSRF are door.ts; the
- * dead lists and their replays are one descriptor per outbox kind (dead-lists.ts); here are the dashboard (search,
+ * dead lists and their replays are one descriptor per outbox kind (dead-list-routes.ts); here are the dashboard (search,
  * totals, charts, the outboxes) and one message's page, and the mounting of it all.
  */
 import { Hono } from 'hono';
@@ -21,7 +21,7 @@ import type { MemberHealthView } from '../provider-wrappers/breakers.js';
 import { deadCreditsList } from './dead-credits-page.js';
 import { deadEventsList } from './dead-events-page.js';
 import { deadLettersList } from './dead-letters-page.js';
-import { deadList, replayedCount } from './dead-lists.js';
+import { deadListRoutes, replayedCount } from './dead-list-routes.js';
 import { createConsoleDoor, TITLE } from './door.js';
 import { renderDashboard } from './pages.js';
 import { disabled, field, page, searchField } from './route-docs.js';
@@ -72,9 +72,9 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
   const door = createConsoleDoor({ db: deps.db, readDb, adminKey, secureCookie: deps.secureCookie, now: deps.now });
   const listDeps = { db: deps.db, readDb, now: deps.now, providers: deps.providers };
   const deadLists = [
-    deadList(deadLettersList(listDeps), door, deps.now, deps.wake),
-    deadList(deadEventsList(listDeps), door, deps.now, deps.wake),
-    deadList(deadCreditsList(listDeps), door, deps.now, deps.wake),
+    deadListRoutes(deadLettersList(listDeps), door, deps.now, deps.wake),
+    deadListRoutes(deadEventsList(listDeps), door, deps.now, deps.wake),
+    deadListRoutes(deadCreditsList(listDeps), door, deps.now, deps.wake),
   ];
 
   mountRoutes(app, [

@@ -650,14 +650,17 @@ export interface EventOverride {
 
 export interface EventRoute {
   kind: EventKind;
-  /** The name the outbox stores (the catalogue's type): stable, whatever the configuration says. */
-  storedType: string;
-  /** The queue type name sent (the catalogue's, or the configured one). */
-  type: string;
+  /**
+   * The kind as the outbox stores it, in crm_events.type (the catalogue row's `type`, `PAYMENT`): one per kind, stable
+   * whatever the configuration says, so a stored event finds its kind's route when it is sent.
+   */
+  storedKind: string;
+  /** The queue type name sent (the catalogue's, or crm.integration.events.<kind>.type): configured, so not the kind. */
+  queueType: string;
   method: 'POST' | 'PUT';
   path: string;
   /** False when the queue type name is neither documented nor configured: a queue transport must not invent one. */
-  typeKnown: boolean;
+  queueTypeKnown: boolean;
   /** Kafka topic of this kind when configured per kind. */
   topic?: string | undefined;
   channel: EventChannel;
@@ -669,11 +672,11 @@ export function resolveCatalogue(overrides: Partial<Record<EventKind, EventOverr
     const o = overrides[row.kind] ?? {};
     return {
       kind: row.kind,
-      storedType: row.type,
-      type: o.type ?? row.queueType ?? row.type,
+      storedKind: row.type,
+      queueType: o.type ?? row.queueType ?? row.type,
       method: o.method ?? row.method,
       path: o.path ?? row.path,
-      typeKnown: row.confirmed.type || o.type !== undefined,
+      queueTypeKnown: row.confirmed.type || o.type !== undefined,
       topic: o.topic,
       channel: row.channel ?? 'integration',
     };

@@ -31,7 +31,7 @@ export function eventTimestamp(at: number): string {
 export function thinUserEvent(kind: ThinEventKind, userId: string, origin: string, at: number): NewEvent {
   const route = eventRoute(kind);
   return {
-    type: route.storedType,
+    type: route.storedKind,
     method: route.method,
     path: route.path,
     userId,

@@ -49,7 +49,7 @@ export async function acceptEvent(trx: Transaction<Database>, input: AcceptInput
     onceKey = bonusOnceKey(userId, bonus.userBonusId, bonus.status);
   }
   const event: NewEvent = {
-    type: route.storedType,
+    type: route.storedKind,
     method: route.method,
     path: route.path,
     userId,

@@ -8,26 +8,27 @@ import { resolveCatalogue, type EventKind, type EventOverride, type EventRoute }
 import type { OutgoingEvent } from './transport.js';
 
 export interface Destinations {
-  byStoredType: ReadonlyMap<string, EventRoute>;
+  /** The route of each kind by the name the outbox stores it under (EventRoute.storedKind). */
+  byStoredKind: ReadonlyMap<string, EventRoute>;
   /** RabbitMQ or Kafka: the queue type name is what the CRM reads. */
   queue: boolean;
 }
 
 export function createDestinations(integration: { transport: string; events?: Partial<Record<EventKind, EventOverride | undefined>> }): Destinations {
-  return { byStoredType: new Map(resolveCatalogue(integration.events).map((r) => [r.storedType, r])), queue: integration.transport !== 'http' };
+  return { byStoredKind: new Map(resolveCatalogue(integration.events).map((r) => [r.storedKind, r])), queue: integration.transport !== 'http' };
 }
 
 export type Destined = { ok: true; event: OutgoingEvent } | { ok: false; error: string };
 
 export function destinationOf(event: ClaimedEvent, destinations: Destinations): Destined {
-  const route = destinations.byStoredType.get(event.type);
+  const route = destinations.byStoredKind.get(event.type);
   // A type the catalogue no longer has goes where it was stored to go.
   if (!route) return { ok: true, event: { ...event, channel: 'integration' } };
-  if (route.channel === 'integration' && destinations.queue && !route.typeKnown) {
+  if (route.channel === 'integration' && destinations.queue && !route.queueTypeKnown) {
     return {
       ok: false,
       error: `no queue type name is documented for ${route.kind}: set crm.integration.events.${route.kind}.type to the one the CRM gave you, then replay`,
     };
   }
-  return { ok: true, event: { ...event, method: route.method, path: route.path, type: route.type, topic: route.topic, channel: route.channel } };
+  return { ok: true, event: { ...event, method: route.method, path: route.path, type: route.queueType, topic: route.topic, channel: route.channel } };
 }

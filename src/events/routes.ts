@@ -2,12 +2,12 @@
  * /relay/…: the operator's platform sends each real-time event here instead of to the CRM, at the CRM's own path and
  * method (docs/crm-interface.md §7). Check the key, the size, the shape; commit to the outbox; answer 202 {event_id}.
  */
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route as entry, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
 import type { Transact } from '../ledger/transaction-queue.js';
-import { createKeyMatcher } from '../auth/api-key.js';
+import { requireApiKey } from '../auth/api-key.js';
 import { readJsonBody } from '../http/json-body.js';
 import { describeFirstIssue } from '../http/zod-issue.js';
 import { acceptEvent } from './accept.js';
@@ -90,19 +90,9 @@ export interface RelayRouteDeps {
   wake: Wake;
 }
 
-function relayKey(keys: readonly string[]): MiddlewareHandler {
-  const matches = createKeyMatcher(keys);
-  return async (c, next) => {
-    if (keys.length === 0) return c.json({ error: 'the relay is off: set relay.api_keys to use it', code: 403 }, 403);
-    const given = c.req.header('x-api-key');
-    if (!matches(given)) return c.json({ error: given ? 'x-api-key: the key is not valid' : 'x-api-key: header is missing', code: 401 }, 401);
-    await next();
-  };
-}
-
 export function relayRoutes(deps: RelayRouteDeps) {
   const app = new Hono();
-  app.use('*', relayKey(deps.apiKeys));
+  app.use('*', requireApiKey(deps.apiKeys, { offWithoutKeys: 'the relay is off: set relay.api_keys to use it', codeInBody: true }));
   for (const route of deps.routes) {
     const schema = eventSchema(route.kind);
     const row = catalogueRow(route.kind);

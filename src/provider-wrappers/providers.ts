@@ -34,18 +34,25 @@ export interface PushedIntake {
   inbound(provider: string, message: InboundSms): Promise<unknown>;
 }
 
-export function createProviders(
-  config: Readonly<Config>,
-  logger: Logger,
-  now: () => number,
-  clock: Clock = systemClock(now),
-  processSecret?: Buffer,
-  failover: FailoverWiring = { health: createFailoverHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) },
+/** What the providers are built with; all but the logger and the time may be left out (bench/dispatch.ts does). */
+export interface ProviderBuildOptions {
+  logger: Logger;
+  now: () => number;
+  /** The throttles' clock: the system's over `now` unless given. */
+  clock?: Clock | undefined;
+  processSecret?: Buffer | undefined;
+  /** The members' breakers and receipt URLs: fresh breakers and URLs without a public base unless given. */
+  failover?: FailoverWiring | undefined;
   /** Where plugins that receive receipts or players' messages over their own connection (SMPP) hand them in. */
-  pushed?: PushedIntake,
+  pushed?: PushedIntake | undefined;
   /** The live instances on the database, which split each provider's limits (shared-limits.ts). */
-  instances?: () => number,
-): SmsProvider[] {
+  instances?: (() => number) | undefined;
+}
+
+export function createProviders(config: Readonly<Config>, options: ProviderBuildOptions): SmsProvider[] {
+  const { logger, now, processSecret, pushed, instances } = options;
+  const clock = options.clock ?? systemClock(now);
+  const failover = options.failover ?? { health: createFailoverHealth(now), callbackUrl: (member, smsId) => buildCallbackUrl('', member, smsId) };
   const built = new Map<string, SmsProvider>();
   for (const [name, providerConfig] of Object.entries(config.providers)) {
     if (providerConfig.type === 'route') continue;
@@ -136,7 +143,7 @@ export interface StartedProviders {
 export function startProviders(config: Readonly<Config>, deps: ProviderStartDeps, shutdown: Shutdown): StartedProviders {
   const { logger, now, clock, processSecret, health, pushed } = deps;
   const failover = { health: health.failover, callbackUrl: deps.callbackUrl };
-  const providers = createProviders(config, logger, now, clock, processSecret, failover, pushed, health.instances);
+  const providers = createProviders(config, { logger, now, clock, processSecret, failover, pushed, instances: health.instances });
   shutdown.add('providers', 'closing the providers', () => Promise.allSettled(providers.map((p) => p.close?.())));
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),

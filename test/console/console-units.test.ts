@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { Migrator } from 'kysely/migration';
 import { describe, expect, it } from 'vitest';
-import { age } from '../../src/console/dead-list.js';
+import { age } from '../../src/console/dead-list-frame.js';
 import { replayFormMatch } from '../../src/console/dead-letters-page.js';
 import { parseDeadLetterQuery } from '../../src/delivery/dead-letter-query.js';
 import { describeReceiptChecks } from '../../src/delivery/receipt-checks.js';

@@ -64,10 +64,10 @@ describe('the catalogue with overrides', () => {
   it('keeps defaults, applies an override of path, method and type, and knows which queue type names are guesses', () => {
     const routes = resolveCatalogue({ payment: { path: '/v3/payments', method: 'PUT', type: 'PAYMENT_V3' }, device_link: { type: 'DEVICE_LINKED' } });
     const by = new Map(routes.map((r) => [r.kind, r]));
-    expect(by.get('casino')).toMatchObject({ method: 'POST', path: '/v1/integration/casino', type: 'CASINO', typeKnown: true });
-    expect(by.get('payment')).toMatchObject({ storedType: 'PAYMENT', method: 'PUT', path: '/v3/payments', type: 'PAYMENT_V3' });
-    expect(by.get('device_link')).toMatchObject({ storedType: 'USER_DEVICE_LINK', type: 'DEVICE_LINKED', typeKnown: true });
-    expect(by.get('device_unlink')).toMatchObject({ typeKnown: false });
+    expect(by.get('casino')).toMatchObject({ method: 'POST', path: '/v1/integration/casino', queueType: 'CASINO', queueTypeKnown: true });
+    expect(by.get('payment')).toMatchObject({ storedKind: 'PAYMENT', method: 'PUT', path: '/v3/payments', queueType: 'PAYMENT_V3' });
+    expect(by.get('device_link')).toMatchObject({ storedKind: 'USER_DEVICE_LINK', queueType: 'DEVICE_LINKED', queueTypeKnown: true });
+    expect(by.get('device_unlink')).toMatchObject({ queueTypeKnown: false });
     expect(routeClashes(routes)).toEqual([]);
   });
 

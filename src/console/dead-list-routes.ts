@@ -11,7 +11,7 @@ import { htmlPage } from '../http/html-page.js';
 import type { Database } from '../ledger/schema.js';
 import { route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
 import type { OutboxKindName, Wake } from '../outbox/wake.js';
-import type { DeadListView } from './dead-list.js';
+import type { DeadListView } from './dead-list-frame.js';
 import type { ConsoleDoor } from './door.js';
 import { TITLE } from './door.js';
 
@@ -43,7 +43,7 @@ export interface DeadListDeps {
 }
 
 /** A kind's list with its row types closed over: what the console mounts. */
-export interface DeadList {
+export interface DeadListRoutes {
   page: MountableRoute;
   replay: MountableRoute;
 }
@@ -54,7 +54,7 @@ export function replayedCount(params: URLSearchParams): number | undefined {
   return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : undefined;
 }
 
-export function deadList<R, M>(spec: DeadListSpec<R, M>, door: ConsoleDoor, now: () => number, wake: Wake | undefined): DeadList {
+export function deadListRoutes<R, M>(spec: DeadListSpec<R, M>, door: ConsoleDoor, now: () => number, wake: Wake | undefined): DeadListRoutes {
   const listUrl = `/console${spec.list.path}`;
   const showList = async (c: Context) => {
     const session = await door.sessionOf(c);
