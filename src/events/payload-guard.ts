@@ -4,9 +4,8 @@
  * CRM and only ever carry prototype tricks against what reads the parsed body). Iterative, never
  * recursive, so a body 5,000 levels deep costs a loop, not the stack.
  */
+import { findPrototypeKey } from '../http/prototype-keys.js';
 import { RawJson } from '../kit/raw-json.js';
-
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
 export type GuardResult = { ok: true } | { ok: false; error: string };
 
@@ -19,10 +18,10 @@ export function guardPayload(value: unknown, maxDepth: number): GuardResult {
     const entries: Array<[string, unknown]> = Array.isArray(node) ? node.map((v, i) => [String(i), v]) : Object.entries(node);
     for (const [key, child] of entries) {
       const childPath = path ? `${path}.${key}` : key;
-      if (!Array.isArray(node) && FORBIDDEN_KEYS.has(key)) return { ok: false, error: `${childPath}: key name not allowed` };
       // A RawJson is a number kept as its text (src/http/exact-json.ts), not a level of nesting.
       if (child !== null && typeof child === 'object' && !(child instanceof RawJson)) stack.push({ node: child, depth: depth + 1, path: childPath });
     }
   }
-  return { ok: true };
+  const prototypeKey = findPrototypeKey(value);
+  return prototypeKey === undefined ? { ok: true } : { ok: false, error: `${prototypeKey}: key name not allowed` };
 }

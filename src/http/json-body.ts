@@ -6,6 +6,7 @@ import type { Context } from 'hono';
 import { findDuplicateKeys } from './duplicate-keys.js';
 import { parseExact } from './exact-json.js';
 import { describePath, findTooDeep, withoutTooDeep } from './json-depth.js';
+import { findPrototypeKey } from './prototype-keys.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -32,6 +33,8 @@ export interface ReadJsonOptions {
   depthLimit?: { maxDepth: number; key: string };
   /** Numbers a double would change are kept as RawJson of their text (exact-json.ts, parseExact): the relay's. */
   exactNumbers?: boolean;
+  /** Refuse keys named __proto__, constructor or prototype (prototype-keys.ts): for a body sent on as written. */
+  refusePrototypeKeys?: boolean;
 }
 
 export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): Promise<JsonBody> {
@@ -67,11 +70,15 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions = {}): P
     refused ??= new Map();
     if (!refused.has(index)) refused.set(index, duplicateKeyError(rest, duplicate.key));
   }
+  let value: unknown;
   try {
-    return { ok: true, value: options.exactNumbers ? parseExact(text) : (JSON.parse(text) as unknown), text, ...(refused ? { refusedEntries: refused } : {}) };
+    value = options.exactNumbers ? parseExact(text) : (JSON.parse(text) as unknown);
   } catch (error) {
     return { ok: false, status: 400, error: `body is not valid JSON: ${(error as Error).message}` };
   }
+  const prototypeKey = options.refusePrototypeKeys ? findPrototypeKey(value) : undefined;
+  if (prototypeKey !== undefined) return { ok: false, status: 400, error: `${prototypeKey}: key name not allowed` };
+  return { ok: true, value, text, ...(refused ? { refusedEntries: refused } : {}) };
 }
 
 /**

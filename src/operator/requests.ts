@@ -154,7 +154,7 @@ export function parseBody<S extends z.ZodType>(schema: S, input: unknown): Parse
 export async function readBody<S extends z.ZodType>(
   c: Context,
   schema: S,
-  options: Pick<ReadJsonOptions, 'exactNumbers'> = {},
+  options: Pick<ReadJsonOptions, 'exactNumbers' | 'refusePrototypeKeys'> = {},
 ): Promise<{ ok: true; value: z.output<S>; body: unknown } | { ok: false; status: 400 | 415; error: string }> {
   const body = await readJsonBody(c, options);
   if (!body.ok) return body;

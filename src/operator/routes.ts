@@ -114,8 +114,9 @@ export function operatorRoutes({ backend, mode, sessionCheck, sessionLimit, auth
       const named = misspelt.map((m) => `header ${m.given} is not read: the CRM sends ${m.expected}`).join('; ');
       return c.json({ error: `${named} (a repeat is recognised by ${ONE_ACTION_HEADERS} and user_id)` }, 400);
     }
-    // Numbers kept as written (exact-json.ts): the body is stored and sent on, and re-serialising a double rounds them.
-    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema, { exactNumbers: true });
+    // Numbers kept as written (exact-json.ts): the body is stored and sent on, and re-serialising a double rounds them;
+    // for the same reason a prototype key is refused here rather than handed to the operator's platform.
+    const parsed = await readBody(c, kind === 'bonus' ? bonusCreditSchema : fundsCreditSchema, { exactNumbers: true, refusePrototypeKeys: true });
     if (!parsed.ok) return c.json({ error: parsed.error }, parsed.status);
     const v = parsed.value;
     const result = await backend.credit({

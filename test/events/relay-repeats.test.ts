@@ -87,6 +87,29 @@ describe('a repeated bonus event', () => {
     expect(atCrm(userBonusId)).toEqual(expectedAtCrm);
   });
 
+  it('a repeat with a "__proto__" key is refused with 400 naming it, before the repeat check, and nothing is queued', async () => {
+    const first = await relay(gw, 'POST', BONUS, bonusText('player-p', 'ub-proto', 'Created'));
+    expect(first.status).toBe(202);
+    const repeat = await relay(gw, 'POST', BONUS, bonusText('player-p', 'ub-proto', 'Created').replace('"meta":{', '"meta":{"__proto__":{"x":2},'));
+    expect(repeat.json).toEqual({ error: 'meta.__proto__: key name not allowed', code: 400 });
+    await waitFor(() => crm.accepted.some((r) => r.eventId === first.json.event_id), 10_000, 'the first event at the CRM');
+    const marker = await relay(gw, 'POST', BONUS, bonusEvent('player-p', 'ub-proto-marker', 'Created'));
+    await waitFor(() => crm.accepted.some((r) => r.eventId === marker.json.event_id), 10_000, 'the marker at the CRM');
+    expect(atCrm('ub-proto')).toHaveLength(1);
+  });
+
+  it('a repeat nested 5,000 deep is refused with 400 naming the depth key, before any repeat check, and nothing is queued', async () => {
+    const first = await relay(gw, 'POST', BONUS, bonusText('player-d', 'ub-deep', 'Created'));
+    expect(first.status).toBe(202);
+    const deep = bonusText('player-d', 'ub-deep', 'Created').replace('"meta":{', `"meta":{"deep":${'['.repeat(5000)}${']'.repeat(5000)},`);
+    const answer = await relay(gw, 'POST', BONUS, deep);
+    expect(answer.status).toBe(400);
+    expect(answer.json.code).toBe(400);
+    expect(answer.json.error).toMatch(/max_depth|max_json_depth/);
+    await waitFor(() => crm.accepted.some((r) => r.eventId === first.json.event_id), 10_000, 'the first event at the CRM');
+    expect(atCrm('ub-deep')).toHaveLength(1);
+  });
+
   it('sent by the platform twenty times at once is queued once; two bodies at once: one queued, the other 409 naming it', async () => {
     const body = bonusEvent('player-c', 'ub-concurrent', 'Created');
     const answers = await Promise.all(Array.from({ length: 20 }, () => relay(gw, 'POST', BONUS, body)));

@@ -130,6 +130,28 @@ describe('sql backend: the push to operator.credits.url and GET /admin/credits k
     expect(res.json.error).toContain(error);
   });
 
+  it.each([
+    ['a "__proto__" key in meta', `"meta":{"__proto__":{"amount":1},"psp_ref":${REF}}`, /meta\.__proto__/],
+    ['meta nested 5,000 deep', `"meta":{"deep":${'['.repeat(5000)}${']'.repeat(5000)}}`, /max_json_depth/],
+    ['"amount" given twice', `"amount":1,"meta":{}`, /amount/],
+  ])('refuses a funds credit with %s with 400 naming it, and pushes nothing', async (_label, extra, naming) => {
+    platform.requests.length = 0;
+    const res = await gw.post('/bonus/credit/funds', `{"user_id":"${ID}","bonus_code":"CASH10","amount":${AMOUNT},"currency":"EUR",${extra}}`, {
+      ...headers,
+      'X-Crm-Triggerhash': `th-hostile-${_label}`,
+    });
+    expect({ status: res.status, code: res.json.code }).toEqual({ status: 400, code: 400 });
+    expect(res.json.error).toMatch(naming);
+    const marker = await gw.post('/bonus/credit/funds', fundsBody(ID), { ...headers, 'X-Crm-Triggerhash': `th-marker-${_label}` });
+    expect(marker.status).toBe(200);
+    await waitFor(
+      async () => platform.requests.some((r) => r.path === '/wallet/credits' && r.body.includes(marker.json.credit_id)),
+      10_000,
+      'the marker pushed',
+    );
+    expect(platform.requests.filter((r) => r.path === '/wallet/credits')).toHaveLength(1);
+  });
+
   it('shows the credit in GET /admin/credits with every digit', async () => {
     const res = await fetch(`${gw.url}/admin/credits?user_id=${ID}`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } });
     expect(res.status).toBe(200);
