@@ -7,7 +7,6 @@ import type { InboundSms } from '../providers/types.js';
 import type { Config } from './config/schema.js';
 import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { consoleRoutes } from './console/routes.js';
-import { eventAdminRoutes } from './events/admin-routes.js';
 import { relayRoutes } from './events/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { deliveryAdminRoutes } from './delivery/admin-routes.js';
@@ -36,6 +35,7 @@ import type { GatewayMetrics } from './observability/metrics.js';
 import { buildOpenApiDocument, readPackageVersion } from './observability/openapi.js';
 import { requestContext, requestLogger } from './observability/request-context.js';
 import type { Tracing } from './observability/tracing.js';
+import type { OutboxDescriptor } from './outbox/descriptor.js';
 import type { Wake } from './outbox/wake.js';
 import type { Dispatcher } from './sms/dispatch.js';
 import type { ProviderRouter } from './provider-wrappers/registry.js';
@@ -61,6 +61,8 @@ export interface AppParts {
   receiveInbound: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Tells a kind's outbox to look at once: rows were queued (accepted events) or replayed (src/outbox/wake.ts). */
   wake: Wake;
+  /** The outbox kinds (src/outboxes.ts): each one's /admin routes, console panel and dead list. */
+  outboxes: readonly OutboxDescriptor[];
   /** The operator endpoints' data source; built from config.operator when absent (the caller then cannot close it). */
   operatorBackend: OperatorBackend;
   /** The request counters and the intake notices' metrics. */
@@ -190,14 +192,15 @@ export function createApp(parts: AppParts): Hono {
     '/admin',
     adminRoutes(config.admin.api_key, [
       inboundAdminRoutes({ db: parts.db, readDb }),
-      deliveryAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake, defaultRegion: config.sms.default_region, receiptCheck }),
-      operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, now: parts.now, wake: parts.wake }),
-      eventAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake }),
+      deliveryAdminRoutes({ db: parts.db, readDb, defaultRegion: config.sms.default_region, receiptCheck }),
+      operatorAdminRoutes({ db: parts.db, backend: operatorBackend, now: parts.now }),
+      ...parts.outboxes.map((outbox) => outbox.adminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake })),
     ]),
   );
   // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
   if (parts.metricsApp && config.metrics.port === undefined) app.route('/', parts.metricsApp);
   const providerNames = Object.keys(config.providers);
+  const listDeps = { db: parts.db, readDb, now: parts.now, providers: providerNames };
   app.route(
     '/console',
     consoleRoutes({
@@ -208,7 +211,7 @@ export function createApp(parts: AppParts): Hono {
       providers: providerNames,
       now: parts.now,
       wake: parts.wake,
-      creditsOutbox: config.operator.credits.url !== undefined,
+      outboxes: parts.outboxes.map((outbox) => ({ deadList: outbox.deadList(listDeps), panel: outbox.panel(config) })),
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
       receiptCheck,

@@ -27,7 +27,8 @@ import { createLedgerMetrics } from './observability/ledger-metrics.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { createTracing } from './observability/tracing.js';
 import { startOperatorBackend } from './operator/create-backend.js';
-import { startOutboxes } from './outboxes.js';
+import type { OutboxDescriptor } from './outbox/descriptor.js';
+import { OUTBOXES, startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
 import { startDispatcher } from './sms/dispatch.js';
 
@@ -41,6 +42,8 @@ export interface GatewayOptions {
    * naming the pending migrations, instead of running them under a liveness probe.
    */
   migrate?: boolean;
+  /** The outbox kinds (src/outboxes.ts OUTBOXES); a test adds a kind of its own beside them. */
+  outboxes?: readonly OutboxDescriptor[];
 }
 
 export interface Gateway {
@@ -71,9 +74,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
   const tracing = await createTracing(config, logger);
   shutdown.add('services', 'exporting the last spans', () => tracing.shutdown());
-  const metrics = createLedgerMetrics(config, readDb, now);
+  const metrics = createLedgerMetrics(config, readDb);
   const providerHealth = await startProviderHealth(config, { db, logger, now, registry: metrics.registry }, shutdown);
-  const outboxes = startOutboxes(config, { db, readDb, logger, now, metrics, tracing }, shutdown);
+  const outboxes = startOutboxes(config, { db, readDb, logger, now, tracing, registry: metrics.registry }, shutdown, options.outboxes);
   const { wake } = outboxes;
 
   // Keys drawn at random when none is configured (sandbox receipts, OAuth tokens): one per process.
@@ -123,6 +126,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     recipients,
     tracing,
     wake,
+    outboxes: options.outboxes ?? OUTBOXES,
     publicUrl: () => publicUrl,
     storeReceipts: receipts.store,
     receiveInbound,

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
 import { dialectFlagsOf, inTransaction } from '../ledger/db.js';
-import type { WebhookMetrics } from '../observability/metrics.js';
+import type { WebhookMetrics } from './conversion-metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxDeps, OutboxKind, OutboxRound } from '../outbox/outbox.js';
 import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';

@@ -25,7 +25,7 @@ import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, readBody } from './requests.js';
 import { inTransaction } from '../ledger/db.js';
 import { replayRoute } from '../outbox/replay-route.js';
-import type { Wake } from '../outbox/wake.js';
+import type { KindAdminDeps } from '../outbox/descriptor.js';
 
 /** The answers of these routes, for the OpenAPI document. */
 const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });
@@ -64,16 +64,12 @@ const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().des
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
-  readDb?: Kysely<Database>;
   backend: OperatorBackend;
   now: () => number;
-  /** Wakes the credit outbox after dead credits were replayed. */
-  wake?: Wake;
 }
 
 /** The operator area's table of the /admin sub-app (src/auth/admin.ts guards it). */
-export function operatorAdminRoutes({ db, readDb = db, backend, now, wake }: OperatorAdminRouteDeps): MountableRoute[] {
+export function operatorAdminRoutes({ db, backend, now }: OperatorAdminRouteDeps): MountableRoute[] {
   // With the http backend the CRM's reads go to the operator platform, so data loaded here would never be seen.
   const sqlOnly: MiddlewareHandler = async (c, next) => {
     if (backend.name !== 'sql') return c.json({ error: 'operator.backend is http: player data is read from the operator platform, not loaded here' }, 409);
@@ -191,6 +187,17 @@ export function operatorAdminRoutes({ db, readDb = db, backend, now, wake }: Ope
         },
       ],
     }),
+  ];
+}
+
+/** The credits outbox's routes in /admin (its descriptor's, credits.ts): a user's latest credits and the replay of dead ones. */
+export function creditAdminRoutes({ db, readDb, now, wake }: KindAdminDeps): MountableRoute[] {
+  const refusals: Record<number, ResponseDoc> = {
+    401: error('Bearer token missing or not admin.api_key'),
+    403: error('The admin API is disabled (admin.api_key is not set)'),
+  };
+  const doc = (d: Omit<RouteDoc, 'tag' | 'security'>): RouteDoc => ({ ...d, tag: 'operator admin', security: ['adminBearer'] });
+  return [
     /** A user's latest credits, newest first, with crm_references typed as a bonus event carries them. */
     route({
       method: 'get',

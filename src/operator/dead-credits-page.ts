@@ -5,15 +5,22 @@
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
-import { listDeadCredits, replayDeadCredits, type DeadCredit, type DeadCreditMatch } from '../ledger/credit-delivery.js';
+import {
+  countCreditBacklog,
+  listDeadCredits,
+  replayDeadCredits,
+  type CreditBacklog,
+  type DeadCredit,
+  type DeadCreditMatch,
+} from '../ledger/credit-delivery.js';
+import { renderOwedRow, type OutboxPanel } from '../outbox/panel.js';
 import { cursorParameter, keysetPage, parseListQuery } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
-import { readDeadReplayForm, userIdField } from './replay-form.js';
-import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-list-routes.js';
-import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
-import { when } from './search-page.js';
-import { exactAmount } from '../operator/credit-rows.js';
+import { age, when, renderDeadList, type DeadListView } from '../outbox/dead-list-frame.js';
+import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from '../outbox/dead-list.js';
+import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from '../outbox/page-docs.js';
+import { exactAmount } from './credit-rows.js';
 
 export interface DeadCreditsView extends DeadListView {
   rows: DeadCredit[];
@@ -150,3 +157,23 @@ export function deadCreditsList(deps: DeadListDeps): DeadListSpec<DeadCredit, De
     replayRows: (match) => replayDeadCredits(deps.db, match, deps.now()),
   };
 }
+
+/** The credits outbox on the dashboard, shown when operator.credits.url is set. */
+export const creditPanel: OutboxPanel<CreditBacklog> = {
+  section: 'credits',
+  heading: 'Credits outbox (to operator.credits.url)',
+  load: (readDb) => countCreditBacklog(readDb),
+  render: (credits, at) =>
+    renderOwedRow(
+      at,
+      'credits',
+      'data-credits',
+      { owed: ['due', credits.due], retrying: credits.retrying, dead: credits.dead, oldestAt: credits.oldestDueAt },
+      {
+        owed: 'answered to the CRM, not yet taken by operator.credits.url',
+        dead: 'stopped after operator.credits.max_attempts',
+        oldest: 'since the oldest owed credit was made',
+      },
+    ),
+  deadList: { href: '/console/dead-credits', text: "The dead credits, with the operator's last answer →" },
+};

@@ -5,15 +5,15 @@
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
-import { EVENT_TYPES, parseEventQuery } from '../events/event-query.js';
-import { listEvents, replayDeadEvents, type DeadEventMatch, type EventRow } from '../ledger/events.js';
+import { EVENT_TYPES, parseEventQuery } from './event-query.js';
+import { countEventBacklog, listEvents, replayDeadEvents, type DeadEventMatch, type EventBacklog, type EventRow } from '../ledger/events.js';
+import { renderOwedRow, type OutboxPanel } from '../outbox/panel.js';
 import { keysetPage } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
-import { readDeadReplayForm, userIdField } from './replay-form.js';
-import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from './dead-list-routes.js';
-import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from './route-docs.js';
-import { when } from './search-page.js';
+import { age, when, renderDeadList, type DeadListView } from '../outbox/dead-list-frame.js';
+import { readDeadReplayForm, userIdField } from '../outbox/replay-form.js';
+import { DEAD_LIST_PAGE, type DeadListDeps, type DeadListSpec } from '../outbox/dead-list.js';
+import { csrfFormSchema, cursorField, deadListAnswers, field, formContentType, replayRefusals, searchField } from '../outbox/page-docs.js';
 
 export interface DeadEventsView extends DeadListView {
   rows: EventRow[];
@@ -130,3 +130,25 @@ export function deadEventsList(deps: DeadListDeps): DeadListSpec<EventRow, DeadE
     replayRows: (match) => replayDeadEvents(deps.db, deps.now(), match),
   };
 }
+
+/** The CRM event outbox on the dashboard: owed, of which retrying and not routed, dead, and how long the oldest has waited. */
+export const eventPanel: OutboxPanel<EventBacklog> = {
+  section: 'crm-events',
+  heading: 'CRM event outbox',
+  load: (readDb) => countEventBacklog(readDb),
+  render: (events, at) =>
+    renderOwedRow(
+      at,
+      'crm-events',
+      'data-events',
+      { owed: ['unsent', events.unsent], retrying: events.retrying, dead: events.dead, oldestAt: events.oldestUnsentAt },
+      { owed: 'accepted, not yet taken by the CRM', dead: 'stopped after relay.max_attempts', oldest: 'since the oldest owed event was accepted' },
+      {
+        key: 'not-routed',
+        label: 'not routed',
+        title: 'of those, last sent to a broker that routed it to no queue or partition (a binding or topic missing on the CRM side); retried',
+        n: events.notRouted,
+      },
+    ),
+  deadList: { href: '/console/dead-events', text: 'The dead CRM events, with their reasons →' },
+};

@@ -1,6 +1,6 @@
 /**
  * The frame of every outbox's dead list in the console (dead conversions, dead CRM events, dead credits; each kind's
- * cells in dead-*-page.ts): the replay notice, the filter form,
+ * cells in its area's dead-*-page.ts): the replay notice, the filter form,
  * one post form with the session's CSRF token whose pressed button says what to replay (a row's Replay, the ticked
  * rows, or all matching the filter), the table with a pick box and a Replay button per row, and the Older link.
  * Escaped by hono/html; no script.
@@ -8,6 +8,10 @@
 import { html } from 'hono/html';
 
 type Html = ReturnType<typeof html>;
+
+/** A UTC time as the console shows it: "2026-11-28 09:04:11". */
+export const when = (ms: number | null | undefined) =>
+  ms === null || ms === undefined ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19);
 
 /** "3 d 4 h", "12 min": how long a dead row has waited. */
 export function age(ms: number): string {

@@ -5,15 +5,24 @@
  */
 import { html } from 'hono/html';
 import { z } from 'zod';
-import { DEAD_LETTER_STATUSES } from '../delivery/dead-letter-query.js';
-import { parseDeadLetterQuery } from '../delivery/dead-letter-query.js';
-import { listDeadConversions, replayDeadConversions, type DeadLetter, type DeadLetterMatch } from '../ledger/conversions.js';
+import { DEAD_LETTER_STATUSES } from './dead-letter-query.js';
+import { parseDeadLetterQuery } from './dead-letter-query.js';
+import {
+  countOutboxBacklog,
+  listDeadConversions,
+  oldestUnpostedConversion,
+  replayDeadConversions,
+  type DeadLetter,
+  type DeadLetterMatch,
+  type OutboxBacklog,
+} from '../ledger/conversions.js';
+import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
+import type { OutboxPanel } from '../outbox/panel.js';
 import { keysetPage } from '../outbox/list-query.js';
-import { age, renderDeadList, type DeadListView } from './dead-list-frame.js';
-import { readDeadReplayForm } from './replay-form.js';
-import type { DeadListDeps, DeadListSpec } from './dead-list-routes.js';
-import { backToConsole, csrfFormSchema, deadListAnswers, field, formContentType, page, replayRefusals, searchField } from './route-docs.js';
-import { when } from './search-page.js';
+import { age, when, renderDeadList, type DeadListView } from '../outbox/dead-list-frame.js';
+import { readDeadReplayForm } from '../outbox/replay-form.js';
+import type { DeadListDeps, DeadListSpec } from '../outbox/dead-list.js';
+import { backToConsole, csrfFormSchema, deadListAnswers, field, formContentType, page, replayRefusals, searchField } from '../outbox/page-docs.js';
 
 export interface DeadLettersView extends DeadListView {
   rows: DeadLetter[];
@@ -135,3 +144,19 @@ export function deadLettersList(deps: DeadListDeps): DeadListSpec<DeadLetter, De
     replayRows: (match) => replayDeadConversions(deps.db, deps.now(), match),
   };
 }
+
+/** The conversion outbox on the dashboard: due, retrying, dead, the oldest owed, and the parked receipts beside it. */
+export const conversionPanel: OutboxPanel<{ backlog: OutboxBacklog; oldestOwed: number | null; parked: number }> = {
+  section: 'outbox',
+  heading: 'Conversion outbox',
+  load: async (readDb) => ({
+    backlog: await countOutboxBacklog(readDb),
+    oldestOwed: await oldestUnpostedConversion(readDb),
+    parked: (await countParkedReceiptsByProvider(readDb)).reduce((sum, row) => sum + row.parked, 0),
+  }),
+  render: ({ backlog, oldestOwed, parked }, at) =>
+    html`<div class="scroll"><table data-table="outbox"><thead><tr><th>due</th><th>retrying</th><th>dead</th><th>oldest owed</th><th>parked receipts</th></tr></thead>
+<tbody><tr><td data-backlog="due">${backlog.due}</td><td data-backlog="retrying">${backlog.retrying}</td><td data-backlog="dead">${backlog.dead}</td>
+<td data-backlog="oldest">${oldestOwed === null ? '—' : age(at - oldestOwed)}</td><td data-backlog="parked">${parked}</td></tr></tbody></table></div>`,
+  deadList: { href: '/console/dead-letters', text: 'The dead conversions, with their reasons →' },
+};
