@@ -10,6 +10,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from './config/schema.js';
 import { conversions } from './delivery/conversions.js';
 import { crmEvents } from './events/crm-events.js';
+import { createOutboundClient } from './http/outbound.js';
 import type { Shutdown } from './kit/shutdown.js';
 import type { Database } from './ledger/schema.js';
 import type { Tracing } from './observability/tracing.js';
@@ -55,7 +56,9 @@ export function startOutboxes(
   outboxes: readonly OutboxDescriptor[] = OUTBOXES,
 ): RunningOutboxes {
   const loops = new Map<string, { wake(): void }>();
-  const context = { purpose: 'serve' as const, logger: deps.logger, tracing: deps.tracing };
+  // The receivers' one HTTP client; its stop step comes after every loop's (below).
+  const http = createOutboundClient();
+  const context = { purpose: 'serve' as const, logger: deps.logger, tracing: deps.tracing, http };
   for (const descriptor of outboxes) {
     // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
     const metrics = descriptor.metrics(deps.registry, { readDb: deps.readDb, now: deps.now });
@@ -71,6 +74,7 @@ export function startOutboxes(
     });
     shutdown.add('outboxes', `closing the ${kind.name}'s receiver`, () => receiver.close?.());
   }
+  shutdown.add('outboxes', "closing the receivers' HTTP client", () => http.close());
   return { wake: wakeOf(outboxes, loops), running: (kind) => loops.has(kind) };
 }
 
@@ -98,8 +102,9 @@ export function flushableOutboxes(
   context: { logger: Logger; tracing: Tracing },
   outboxes: readonly OutboxDescriptor[] = OUTBOXES,
 ): FlushableOutboxes {
+  const http = createOutboundClient();
   const configured = outboxes.flatMap((descriptor) => {
-    const receiver: Receiver<unknown> | undefined = descriptor.receiver(config, { purpose: 'flush', ...context });
+    const receiver: Receiver<unknown> | undefined = descriptor.receiver(config, { purpose: 'flush', ...context, http });
     return receiver ? [{ descriptor, receiver }] : [];
   });
   return {
@@ -117,6 +122,7 @@ export function flushableOutboxes(
       }),
     async close() {
       for (const { receiver } of configured.reverse()) await receiver.close?.();
+      await http.close();
     },
   };
 }

@@ -16,14 +16,13 @@ import { createWebhookClient, type WebhookClient } from './webhook.js';
 export const conversions: OutboxDescriptor<WebhookClient, WebhookMetrics> = {
   name: 'conversions',
   flushLine: { prefix: 'flush', sent: 'posted', unreachable: 'webhook unreachable' },
-  receiver(config, { purpose, logger }) {
+  receiver(config, { purpose, logger, http }) {
     if (purpose === 'serve' && !config.delivery.worker) return undefined;
     if (!config.crm.webhook_url) {
       if (purpose === 'serve') logger.warn('crm.webhook_url is not set: conversions wait in the outbox');
       return undefined;
     }
-    const client = createWebhookClient(config.crm);
-    return { client, close: () => client.close() };
+    return { client: createWebhookClient(config.crm, http) };
   },
   outbox: (config, webhook, deps) => conversionOutbox({ ...deps, webhook, delivery: config.delivery }),
   async backlog(db) {

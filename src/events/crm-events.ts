@@ -17,9 +17,9 @@ import type { EventTransport } from './transport.js';
 export const crmEvents: OutboxDescriptor<{ transport: EventTransport; destinations: Destinations }, ReturnType<typeof registerEventMetrics>> = {
   name: 'events',
   flushLine: { prefix: 'flush events', sent: 'sent', unreachable: 'CRM unreachable' },
-  receiver(config, { purpose, logger, tracing }) {
+  receiver(config, { purpose, logger, tracing, http }) {
     if (purpose === 'serve' && !config.relay.worker) return undefined;
-    const transport = createEventTransport(config.crm.integration, tracing);
+    const transport = createEventTransport(config.crm.integration, http, tracing);
     if (!transport) {
       if (purpose === 'serve' && config.relay.api_keys.length > 0)
         logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');

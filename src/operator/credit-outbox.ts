@@ -7,10 +7,11 @@
  * POST /admin/credits/replay. The CRM's 200 came earlier, at commit (docs/operator-api.md "What success means to the
  * CRM").
  */
-import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
-import { sendEachCommitted, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
+import type { OutboundPool } from '../http/outbound.js';
+import { sendEachCommitted, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
+import { outcomeOfAnswer, type OutboxOutcome } from '../outbox/outcome.js';
 import { dialectFlagsOf } from '../ledger/db.js';
 import { referencesOfCredit } from '../events/bonus-event.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
@@ -20,6 +21,8 @@ export type CreditsConfig = Config['operator']['credits'];
 
 export interface CreditOutboxDeps extends OutboxDeps {
   credits: CreditsConfig & { url: string };
+  /** operator.credits.url's pool of the receivers' one HTTP client (src/http/outbound.ts). */
+  pool: OutboundPool;
   onDelivered?: (count: number) => void;
   onDead?: (count: number) => void;
 }
@@ -43,23 +46,19 @@ export function creditPushBody(c: DueCredit) {
   };
 }
 
-async function push(credits: CreditOutboxDeps['credits'], credit: DueCredit): Promise<OutboxOutcome> {
-  try {
-    const res = await request(credits.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': String(credit.id), ...credits.headers },
-      body: stringifyExact(creditPushBody(credit)),
-      headersTimeout: credits.timeout,
-      bodyTimeout: credits.timeout,
-      signal: AbortSignal.timeout(credits.timeout),
-    });
-    const text = (await res.body.text()).slice(0, 300);
-    return res.statusCode >= 200 && res.statusCode <= 299
-      ? { ok: true, status: res.statusCode }
-      : { ok: false, status: res.statusCode, error: `HTTP ${res.statusCode}: ${text}` };
-  } catch (error) {
-    return { ok: false, status: null, error: (error as { code?: string }).code ?? (error as Error).message };
-  }
+const WORDS = {
+  answered: (status: number, body: string) => `HTTP ${status}: ${body}`,
+  unanswered: (e: Error & { code?: string }) => e.code ?? e.message,
+};
+
+async function push(credits: CreditOutboxDeps['credits'], pool: OutboundPool, credit: DueCredit): Promise<OutboxOutcome> {
+  const answer = await pool.send({
+    url: credits.url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': String(credit.id), ...credits.headers },
+    body: stringifyExact(creditPushBody(credit)),
+  });
+  return outcomeOfAnswer(answer, WORDS);
 }
 
 export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
@@ -70,7 +69,7 @@ export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
     claim: (db, limit, now, lease, token) => claimDueCredits(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (c) => c.delivery_attempts,
     // Not all of a round at once with one mark at its end: a kill then pushed the whole round again (docs/crash-windows.md).
-    send: sendEachCommitted((c) => push(credits, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
+    send: sendEachCommitted((c) => push(credits, deps.pool, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
     markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),
     markFailed: (db, failed, token) => markCreditDeliveriesFailed(db, failed, token),
     again: (round) => round.sent.length > 0,

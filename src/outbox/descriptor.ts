@@ -9,6 +9,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
+import type { OutboundClient } from '../http/outbound.js';
 import type { MountableRoute } from '../http/route-table.js';
 import type { Database } from '../ledger/schema.js';
 import type { Tracing } from '../observability/tracing.js';
@@ -32,8 +33,8 @@ export interface FlushLine {
 }
 
 /**
- * Where the kind's rows go: an HTTP endpoint's client, a broker's transport, or a provider. Built once per process,
- * before the ledger opens; its release is a stop step of the outboxes' stage.
+ * Where the kind's rows go: a pool of the one HTTP client, a broker's transport, or a provider. Built once per process,
+ * before the ledger opens for flush; its release is a stop step of the outboxes' stage, after its loop's.
  */
 export interface Receiver<R> {
   client: R;
@@ -50,6 +51,8 @@ export interface ReceiverContext {
   purpose: 'serve' | 'flush';
   logger: Logger;
   tracing: Tracing;
+  /** The receivers' one HTTP client (src/http/outbound.ts), made and closed by the registry's wiring: ask it for a pool. */
+  http: OutboundClient;
 }
 
 /** What a kind's outbox is built with: the outbox's own deps, the tracing, and serve's metrics (absent in flush). */

@@ -15,11 +15,7 @@ import type { FailedOutboxRow } from '../ledger/outbox.js';
 import type { Database } from '../ledger/schema.js';
 import { planFailure, type DeadReason, type FailurePlan, type RetryPolicy } from './decisions.js';
 import { startOutboxLoop, type OutboxLoop } from './loop.js';
-
-/** What the receiver made of a send. `refused`: the kind judged the answer final (dead now, whatever the attempts). */
-export type OutboxOutcome =
-  | { ok: true; status: number | null }
-  | { ok: false; status: number | null; error: string; refused?: boolean | undefined; retryAfterMs?: number | undefined };
+import type { OutboxOutcome } from './outcome.js';
 
 /** Rows that went out together (one post, or one row) and what came back. */
 export interface OutboxAttempt<Row> {

@@ -16,7 +16,7 @@ import { runFlush } from '../../src/commands/flush.js';
 import { renderDeadList } from '../../src/outbox/dead-list-frame.js';
 import type { OutboxDescriptor } from '../../src/outbox/descriptor.js';
 import { registerOutboxMetrics } from '../../src/outbox/metrics.js';
-import type { OutboxOutcome } from '../../src/outbox/outbox.js';
+import type { OutboxOutcome } from '../../src/outbox/outcome.js';
 import { deadListAnswers, page } from '../../src/outbox/page-docs.js';
 import { renderOwedRow } from '../../src/outbox/panel.js';
 import { OUTBOXES } from '../../src/outboxes.js';
