@@ -1,7 +1,6 @@
 /**
  * Builds the backend operator.backend names. The http backend connects on its first call; the sql backend opens its
- * read-only scan connection (src/ledger/db.ts, openScanConnection) when given the database config (the gateway does;
- * createApp's fallback does not).
+ * read-only scan connection (src/ledger/db.ts, openScanConnection) from the database config.
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
@@ -14,14 +13,16 @@ import { createHttpBackend } from './http-backend.js';
 import { createSqlBackend } from './sql-backend.js';
 import { createUpstream } from './upstream.js';
 
-export function createOperatorBackend(
-  config: Config['operator'],
-  db: Kysely<Database>,
-  now: () => number,
-  database?: Config['database'],
+export interface OperatorBackendOptions {
+  db: Kysely<Database>;
   /** The ledger's read connection (src/ledger/db.ts), for the sql backend's reads. */
-  readDb: Kysely<Database> = db,
-): OperatorBackend {
+  readDb: Kysely<Database>;
+  now: () => number;
+  /** Where the sql backend opens its scan connection. */
+  database: Config['database'];
+}
+
+function createOperatorBackend(config: Config['operator'], { db, readDb, now, database }: OperatorBackendOptions): OperatorBackend {
   if (config.backend === 'http') {
     const upstream = createUpstream({
       // The config schema requires base_url for this backend.
@@ -32,13 +33,14 @@ export function createOperatorBackend(
     });
     return createHttpBackend({ upstream, db, now, timeoutMs: config.timeout });
   }
-  const scan = database && openScanConnection(database);
+  const scan = openScanConnection(database);
   return createSqlBackend({ db, readDb, scanDb: scan?.db, now, pageSize: config.reconciliation_page_size, close: scan?.close });
 }
 
 /** `serve`'s backend, on the ledger's connections; it closes with the providers, early in the shutdown. */
-export function startOperatorBackend(config: Readonly<Config>, ledger: Ledger, now: () => number, shutdown: Shutdown): OperatorBackend {
-  const backend = createOperatorBackend(config.operator, ledger.db, now, config.database, ledger.readDb);
+export function startOperatorBackend(config: Readonly<Config>, deps: { ledger: Ledger; now: () => number }, shutdown: Shutdown): OperatorBackend {
+  const { ledger, now } = deps;
+  const backend = createOperatorBackend(config.operator, { db: ledger.db, readDb: ledger.readDb, now, database: config.database });
   shutdown.add('providers', 'closing the operator backend', () => Promise.allSettled([backend.close()]));
   return backend;
 }
