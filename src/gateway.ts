@@ -41,10 +41,10 @@ import { createLogger } from './observability/logger.js';
 import { metricsRoutes } from './observability/metrics-routes.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { createTracing } from './observability/tracing.js';
-import { operatorAdminRoutes } from './operator/admin-routes.js';
-import { startOperatorBackend } from './operator/create-backend.js';
-import { operatorRoutes } from './operator/routes.js';
-import { createSessionCheck } from './operator/session-check.js';
+import { playerAdminRoutes } from './operator/players/admin-routes.js';
+import { startOperatorBackend } from './operator/api/create-backend.js';
+import { operatorRoutes } from './operator/api/routes.js';
+import { createSessionCheck } from './operator/api/session-check.js';
 import type { OutboxDescriptor } from './outbox/descriptor.js';
 import { OUTBOXES, startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
@@ -251,7 +251,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
       adminRoutes(config.admin.api_key, [
         inboundAdminRoutes({ db, readDb }),
         deliveryAdminRoutes({ db, readDb, defaultRegion: config.sms.default_region, receiptCheck }),
-        operatorAdminRoutes({ db, backend: operatorBackend, now }),
+        playerAdminRoutes({ db, backend: operatorBackend, now }),
         ...outboxKinds.map((outbox) => outbox.adminRoutes({ db, readDb, now, wake })),
       ]),
     ],

@@ -14,7 +14,7 @@ import { createOutboundClient } from './http/outbound.js';
 import type { Shutdown } from './kit/shutdown.js';
 import type { Database } from './ledger/schema.js';
 import type { Tracing } from './observability/tracing.js';
-import { credits } from './operator/credits.js';
+import { credits } from './operator/credits/credits.js';
 import type { Backlog, OutboxDescriptor, Receiver } from './outbox/descriptor.js';
 import { drainOutbox, startOutbox, type Drained } from './outbox/outbox.js';
 import type { OutboxKindName, Wake } from './outbox/wake.js';

@@ -1,6 +1,6 @@
 /**
  * An outbox kind's dead list in the console, as a descriptor its area writes (src/delivery/dead-letters-page.ts,
- * src/events/dead-events-page.ts, src/operator/dead-credits-page.ts) on the frame of dead-list-frame.ts, and
+ * src/events/dead-events-page.ts, src/operator/credits/dead-credits-page.ts) on the frame of dead-list-frame.ts, and
  * src/console/dead-list-routes.ts mounts as two routes: its page and its replay post.
  */
 import type { html } from 'hono/html';

@@ -9,7 +9,7 @@ import { percent } from '../../src/console/pages.js';
 import { deliveryRate, loadConsoleSummary, percentile } from '../../src/console/summary.js';
 import { conversionPanel } from '../../src/delivery/dead-letters-page.js';
 import { eventPanel } from '../../src/events/dead-events-page.js';
-import { creditPanel } from '../../src/operator/dead-credits-page.js';
+import { creditPanel } from '../../src/operator/credits/dead-credits-page.js';
 import { emptyCounts } from '../../src/ledger/delivery-stats.js';
 import type { Database } from '../../src/ledger/schema.js';
 import { FakeCrm } from '../fakes/crm.js';
