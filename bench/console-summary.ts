@@ -14,7 +14,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { loadConsoleSummary } from '../src/console/summary.js';
 import { conversionPanel } from '../src/delivery/dead-letters-page.js';
 import { eventPanel } from '../src/events/dead-events-page.js';
-import { creditPanel } from '../src/operator/dead-credits-page.js';
+import { creditPanel } from '../src/operator/credits/dead-credits-page.js';
 import { findMessageByActivityKey } from '../src/ledger/messages.js';
 import { migrateToLatest, openLedger } from '../src/ledger/db.js';
 import { HOUR_MS, MINUTE_MS, MINUTE_STATS_RETENTION_MS, toStatsRows, type StatsEvent } from '../src/ledger/delivery-stats.js';
