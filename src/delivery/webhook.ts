@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
-import type { OutboundClient } from '../http/outbound.js';
+import { splitUrl, type OutboundClient } from '../http/outbound.js';
 import type { ClaimedConversion } from '../ledger/conversions.js';
 import { outcomeOfAnswer, type OutboxOutcome } from '../outbox/outcome.js';
 
@@ -38,13 +38,14 @@ export function conversionPostKey(rows: ReadonlyArray<Pick<ClaimedConversion, 'i
 
 export function createWebhookClient(crm: Config['crm'], http: OutboundClient) {
   const url = crm.webhook_url ? `${crm.webhook_url.replace(/\/+$/, '')}/sms/conversion` : undefined;
+  const target = url === undefined ? undefined : splitUrl(url);
   const pool = http.pool({ connections: 8, timeout: crm.timeout, timeoutMessage: `no answer within crm.timeout (${crm.timeout} ms)` });
   return {
     url,
     async post(rows: ClaimedConversion[]): Promise<OutboxOutcome> {
-      if (!url) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
+      if (!target) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
       const answer = await pool.send({
-        url,
+        ...target,
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': crm.webhook_api_key, 'idempotency-key': conversionPostKey(rows) },
         body: conversionBody(rows),

@@ -19,7 +19,7 @@ export interface HttpTransportOptions {
 export function createHttpTransport(options: HttpTransportOptions, http: OutboundClient): EventTransport {
   const base = options.url.replace(/\/+$/, '');
   const { origin, pathname } = new URL(base);
-  const prefix = origin + pathname.replace(/\/+$/, '');
+  const prefix = pathname.replace(/\/+$/, '');
   const { timeout } = options;
   const now = options.now ?? Date.now;
   const pool = http.pool({ connections: options.max_connections, timeout, timeoutMessage: `no answer within crm.integration.timeout (${timeout} ms)` });
@@ -33,7 +33,8 @@ export function createHttpTransport(options: HttpTransportOptions, http: Outboun
     target: base,
     async send(event) {
       const answer = await pool.send({
-        url: prefix + event.path,
+        origin,
+        path: prefix + event.path,
         method: event.method,
         // Idempotency-Key: the event's id, the same on every attempt, for a receiver that wants to drop repeats.
         headers: { ...headers, 'idempotency-key': event.event_id },

@@ -12,8 +12,10 @@
 import { Agent, type Dispatcher } from 'undici';
 
 export interface OutboundRequest {
-  /** The full URL: origin, path and query. */
-  url: string;
+  /** Scheme, host and port (`splitUrl`, once per receiver: not parsed again per request). */
+  origin: string;
+  /** Path and query. */
+  path: string;
   method: string;
   headers: Record<string, string>;
   body: string;
@@ -136,11 +138,10 @@ function createPool(options: { connections?: number | undefined; timeout: number
       };
       const wave = joinWave(handler);
       try {
-        const url = new URL(request.url);
         dispatcher.dispatch(
           {
-            origin: url.origin,
-            path: url.pathname + url.search,
+            origin: request.origin,
+            path: request.path,
             method: request.method as Dispatcher.HttpMethod,
             headers: request.headers,
             body: request.body,
@@ -156,6 +157,12 @@ function createPool(options: { connections?: number | undefined; timeout: number
     pool: { send, abort: () => void dispatcher.destroy(new Error('gateway stopping')).catch(() => {}) },
     close: () => (dispatcher.destroyed ? Promise.resolve() : dispatcher.close()),
   };
+}
+
+/** A receiver's URL as requests name it: its origin, and its path with its query. */
+export function splitUrl(url: string): { origin: string; path: string } {
+  const parsed = new URL(url);
+  return { origin: parsed.origin, path: parsed.pathname + parsed.search };
 }
 
 export function createOutboundClient(): OutboundClient {

@@ -9,7 +9,7 @@
  */
 import type { Config } from '../../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../../ledger/credit-delivery.js';
-import type { OutboundPool } from '../../http/outbound.js';
+import { splitUrl, type OutboundPool } from '../../http/outbound.js';
 import { sendEachCommitted, type OutboxDeps, type OutboxKind } from '../../outbox/outbox.js';
 import { outcomeOfAnswer, type OutboxOutcome } from '../../outbox/outcome.js';
 import { dialectFlagsOf } from '../../ledger/db.js';
@@ -51,9 +51,14 @@ const WORDS = {
   unanswered: (e: Error & { code?: string }) => e.code ?? e.message,
 };
 
-async function push(credits: CreditOutboxDeps['credits'], pool: OutboundPool, credit: DueCredit): Promise<OutboxOutcome> {
+async function push(
+  credits: CreditOutboxDeps['credits'],
+  target: { origin: string; path: string },
+  pool: OutboundPool,
+  credit: DueCredit,
+): Promise<OutboxOutcome> {
   const answer = await pool.send({
-    url: credits.url,
+    ...target,
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': String(credit.id), ...credits.headers },
     body: stringifyExact(creditPushBody(credit)),
@@ -63,13 +68,14 @@ async function push(credits: CreditOutboxDeps['credits'], pool: OutboundPool, cr
 
 export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
   const { credits } = deps;
+  const target = splitUrl(credits.url);
   return {
     name: 'credit outbox',
     settings: credits,
     claim: (db, limit, now, lease, token) => claimDueCredits(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (c) => c.delivery_attempts,
     // Not all of a round at once with one mark at its end: a kill then pushed the whole round again (docs/crash-windows.md).
-    send: sendEachCommitted((c) => push(credits, deps.pool, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
+    send: sendEachCommitted((c) => push(credits, target, deps.pool, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
     markSent: (db, ids, token, at) => markCreditsDelivered(db, ids, token, at),
     markFailed: (db, failed, token) => markCreditDeliveriesFailed(db, failed, token),
     again: (round) => round.sent.length > 0,
