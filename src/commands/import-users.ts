@@ -11,7 +11,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
 import type { Database } from '../ledger/schema.js';
 import { createProgressLine } from '../observability/progress.js';
-import { saveLoadedUsers, toLoadedUser, type LoadedUser } from '../operator/load-players.js';
+import { saveLoadedUsers, toLoadedUser, type LoadedUser } from '../operator/players/load-players.js';
 import { adminUserSchema, parseBody } from '../operator/requests.js';
 import { openCheckedLedger } from '../ledger/schema-check.js';
 

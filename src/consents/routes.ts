@@ -59,7 +59,7 @@ const inboundDoc = (method: 'get' | 'post'): RouteDoc => ({
 
 export interface InboundRouteDeps {
   router: ProviderRouter;
-  publicUrl: () => string;
+  publicUrl: string;
   receive: (provider: string, sms: InboundSms) => Promise<unknown>;
   /** Failed signatures per address, and the refusals' log (src/auth/callback-guard.ts). */
   guard: CallbackGuard;

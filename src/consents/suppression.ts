@@ -177,7 +177,10 @@ export function createHttpRecipientCheck({ backend, ttlMs, now, logger, maxEntri
 }
 
 /** The check sms.suppression and operator.backend ask for; undefined when suppression is off. */
-export function createRecipientCheck(config: Readonly<Config>, backend: OperatorBackend, now: () => number, logger: Logger): RecipientCheck | undefined {
+export function createRecipientCheck(
+  config: Readonly<Config>,
+  { backend, now, logger }: { backend: OperatorBackend; now: () => number; logger: Logger },
+): RecipientCheck | undefined {
   if (config.sms.suppression === 'off') return undefined;
   if (backend.name === 'sql') return createSqlRecipientCheck();
   return createHttpRecipientCheck({ backend, ttlMs: config.sms.suppression_cache_ttl, now, logger });

@@ -1,46 +1,17 @@
 /**
- * The console's dead lists, one descriptor per outbox kind (dead-letters-page.ts, dead-events-page.ts,
- * dead-credits-page.ts), each mounted here as two routes: its page (sign-in, the CSRF token of its replay form, its
+ * The console's dead lists, one descriptor per outbox kind (src/outbox/dead-list.ts, each written in its kind's area),
+ * each mounted here as two routes: its page (sign-in, the CSRF token of its replay form, its
  * filter read from the query, one page of rows) and its replay post (the form read, the rows replayed, the kind's
  * outbox woken, back to the list with the count).
  */
 import type { Context } from 'hono';
 import { html } from 'hono/html';
-import type { Kysely } from 'kysely';
 import { htmlPage } from '../http/html-page.js';
-import type { Database } from '../ledger/schema.js';
-import { route, type MountableRoute, type RouteDoc } from '../http/route-table.js';
-import type { OutboxKindName, Wake } from '../outbox/wake.js';
-import type { DeadListView } from './dead-list-frame.js';
+import { route, type MountableRoute } from '../http/route-table.js';
+import type { DeadListSpec } from '../outbox/dead-list.js';
+import type { Wake } from '../outbox/wake.js';
 import type { ConsoleDoor } from './door.js';
 import { TITLE } from './door.js';
-
-type Html = ReturnType<typeof html>;
-
-/** The newest dead rows shown on one page of the events' and credits' lists. */
-export const DEAD_LIST_PAGE = 100;
-
-export interface DeadListSpec<R, M> {
-  kind: OutboxKindName;
-  /** The list's page under /console, its documentation and the sign-in prompt it shows without a session. */
-  list: { path: string; doc: RouteDoc; signIn: string };
-  /** The replay post under /console, its documentation, and the list's name in the back link of a refused post. */
-  replay: { path: string; doc: RouteDoc; name: string };
-  load(params: URLSearchParams): Promise<{ ok: true; rows: R[]; nextCursor: string | null } | { ok: false; error: string }>;
-  render(view: DeadListView & { rows: R[]; now: number }): Html;
-  readForm(form: FormData): { ok: true; match: M } | { ok: false; error: string };
-  replayRows(match: M): Promise<number>;
-}
-
-/** What the descriptors read and write with. */
-export interface DeadListDeps {
-  db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts): the lists read there. */
-  readDb: Kysely<Database>;
-  now: () => number;
-  /** The configured providers: the dead letters' filter offers them. */
-  providers: readonly string[];
-}
 
 /** A kind's list with its row types closed over: what the console mounts. */
 export interface DeadListRoutes {

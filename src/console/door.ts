@@ -13,7 +13,7 @@ import { route, type MountableRoute } from '../http/route-table.js';
 import { isConsoleSessionRevoked, revokeConsoleSession } from '../ledger/console-sessions.js';
 import type { Database } from '../ledger/schema.js';
 import { renderLoginForm, renderNav } from './pages.js';
-import { backToConsole, csrfFormSchema, disabled, formContentType, loginFormSchema, page } from './route-docs.js';
+import { backToConsole, csrfFormSchema, disabled, formContentType, loginFormSchema, page } from '../outbox/page-docs.js';
 import { createSessionCodec, type Session } from './session.js';
 
 export const SESSION_COOKIE = 'console_session';

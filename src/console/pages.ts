@@ -3,8 +3,10 @@ import { html } from 'hono/html';
 import type { OutcomeCounts } from '../ledger/delivery-stats.js';
 import { renderOutcomeChart } from './chart.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
-import { renderCreditOutbox, renderEventOutbox, renderLatency, renderOutbox, renderRateChart, renderRefusals } from './panels.js';
-import { renderResults, renderSearchForm, when, type SearchView } from './search-page.js';
+import type { OutboxPanel } from '../outbox/panel.js';
+import { renderLatency, renderRateChart, renderRefusals } from './panels.js';
+import { when } from '../outbox/dead-list-frame.js';
+import { renderResults, renderSearchForm, type SearchView } from './search-page.js';
 import { deliveryRate, type ConsoleSummary, type WindowTotals } from './summary.js';
 
 const COLUMNS: ReadonlyArray<{ outcome: keyof OutcomeCounts; label: string; hint: string }> = [
@@ -59,6 +61,8 @@ export interface DashboardView {
   replayed?: number;
   /** Circuit breakers of route members (src/provider-wrappers/breakers.ts); the section is left out when there are none. */
   circuits?: MemberHealthView[];
+  /** Each outbox kind's panel shown with this configuration, in the registry's order, with what it read. */
+  outboxes: Array<{ panel: OutboxPanel; data: unknown }>;
 }
 
 function renderCircuits(circuits: MemberHealthView[]) {
@@ -83,26 +87,14 @@ ${renderResults(view.search)}
 ${summary.windows.map(renderWindow)}
 </section>
 ${view.circuits?.length ? renderCircuits(view.circuits) : ''}
-<section id="outbox">
-<h2>Conversion outbox</h2>
-${renderOutbox(summary)}
-<p><a href="/console/dead-letters">The dead conversions, with their reasons →</a></p>
+${view.outboxes.map(
+  ({ panel, data }) => html`<section id="${panel.section}">
+<h2>${panel.heading}</h2>
+${panel.render(data, summary.at)}
+<p><a href="${panel.deadList.href}">${panel.deadList.text}</a></p>
 </section>
-<section id="crm-events">
-<h2>CRM event outbox</h2>
-${renderEventOutbox(summary)}
-<p><a href="/console/dead-events">The dead CRM events, with their reasons →</a></p>
-</section>
-${
-  summary.credits
-    ? html`<section id="credits">
-<h2>Credits outbox (to operator.credits.url)</h2>
-${renderCreditOutbox(summary)}
-<p><a href="/console/dead-credits">The dead credits, with the operator's last answer →</a></p>
-</section>`
-    : ''
-}
-<section id="suppressed">
+`,
+)}<section id="suppressed">
 <h2>Not sent to the player (last 24 hours)</h2>
 <p class="muted">Refused before any provider call because of the player's data (sms.suppression).</p>
 <div class="scroll"><table data-table="suppressed"><thead><tr>${summary.suppressed.map((s) => html`<th>${SUPPRESSION_LABELS.get(s.reason)}</th>`)}</tr></thead>

@@ -1,13 +1,11 @@
 /**
  * The console's at-a-glance panels beside the outcome charts: delivery rate per provider per hour (lines),
- * receipt latency p50/p95 per provider, refusals by reason, and the outbox with the age of its oldest debt.
+ * receipt latency p50/p95 per provider, refusals by reason (each outbox kind's panel is its area's: src/outbox/panel.ts).
  * Inline SVG and tables, no script.
  */
 import { html } from 'hono/html';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { clock, WIDTH } from './chart.js';
-import { age } from './dead-list-frame.js';
-import { when } from './search-page.js';
 import type { ConsoleSummary } from './summary.js';
 
 const LINE_COLOURS = ['#0b5cad', '#8250df', '#bc4c00', '#1a7f37', '#cf222e'];
@@ -74,62 +72,4 @@ export function renderRefusals(refusals: ConsoleSummary['refusals']) {
 <div class="scroll"><table data-table="refusals"><thead><tr><th>provider</th><th>reason</th><th class="num">messages</th></tr></thead>
 <tbody>${refusals.map((r) => html`<tr><td>${r.provider}</td><td class="text">${maskPhoneNumbersIn(r.reason)}</td><td class="num"><svg class="bar" viewBox="0 0 100 8" width="100" height="8" aria-hidden="true"><rect width="${Math.max(1, (r.n / max) * 100).toFixed(1)}" height="8" fill="#cf222e"></rect></svg> ${r.n}</td></tr>`)}</tbody></table></div>
 <p class="muted"><a href="/console?status=refused">The refused messages →</a></p>`;
-}
-
-export function renderOutbox(summary: ConsoleSummary) {
-  const { backlog } = summary;
-  return html`<div class="scroll"><table data-table="outbox"><thead><tr><th>due</th><th>retrying</th><th>dead</th><th>oldest owed</th><th>parked receipts</th></tr></thead>
-<tbody><tr><td data-backlog="due">${backlog.due}</td><td data-backlog="retrying">${backlog.retrying}</td><td data-backlog="dead">${backlog.dead}</td>
-<td data-backlog="oldest">${summary.oldestOwed === null ? '—' : age(summary.at - summary.oldestOwed)}</td><td data-backlog="parked">${summary.parked}</td></tr></tbody></table></div>`;
-}
-
-/** An outbox's owed, of which retrying, dead, and how long the oldest owed has waited: one row, each cell named. */
-function renderOwedRow(
-  summary: ConsoleSummary,
-  table: string,
-  attribute: string,
-  counts: { owed: [key: string, n: number]; retrying: number; dead: number; oldestAt: number | null },
-  titles: { owed: string; dead: string; oldest: string },
-  /** A further count of the owed, after retrying (the event outbox's events the broker routed nowhere). */
-  also?: { key: string; label: string; title: string; n: number },
-) {
-  const { oldestAt } = counts;
-  return html`<div class="scroll"><table data-table="${table}"><thead><tr><th title="${titles.owed}">owed</th><th title="of those, failed at least once">retrying</th>${also ? html`<th title="${also.title}">${also.label}</th>` : ''}<th title="${titles.dead}">dead</th><th title="${titles.oldest}">oldest owed</th></tr></thead>
-<tbody><tr><td ${attribute}="${counts.owed[0]}">${counts.owed[1]}</td><td ${attribute}="retrying">${counts.retrying}</td>${also ? html`<td ${attribute}="${also.key}">${also.n}</td>` : ''}<td ${attribute}="dead">${counts.dead}</td>
-<td ${attribute}="oldest" title="${oldestAt === null ? '' : `${when(oldestAt)} UTC`}">${oldestAt === null ? '—' : age(summary.at - oldestAt)}</td></tr></tbody></table></div>`;
-}
-
-/** The CRM event outbox (src/ledger/events.ts): owed, of which retrying and not routed, dead, and how long the oldest has waited. */
-export function renderEventOutbox(summary: ConsoleSummary) {
-  const { events } = summary;
-  return renderOwedRow(
-    summary,
-    'crm-events',
-    'data-events',
-    { owed: ['unsent', events.unsent], retrying: events.retrying, dead: events.dead, oldestAt: events.oldestUnsentAt },
-    { owed: 'accepted, not yet taken by the CRM', dead: 'stopped after relay.max_attempts', oldest: 'since the oldest owed event was accepted' },
-    {
-      key: 'not-routed',
-      label: 'not routed',
-      title: 'of those, last sent to a broker that routed it to no queue or partition (a binding or topic missing on the CRM side); retried',
-      n: events.notRouted,
-    },
-  );
-}
-
-/** The credits outbox (src/ledger/credit-delivery.ts), shown when operator.credits.url is set. */
-export function renderCreditOutbox(summary: ConsoleSummary) {
-  const credits = summary.credits;
-  if (!credits) return '';
-  return renderOwedRow(
-    summary,
-    'credits',
-    'data-credits',
-    { owed: ['due', credits.due], retrying: credits.retrying, dead: credits.dead, oldestAt: credits.oldestDueAt },
-    {
-      owed: 'answered to the CRM, not yet taken by operator.credits.url',
-      dead: 'stopped after operator.credits.max_attempts',
-      oldest: 'since the oldest owed credit was made',
-    },
-  );
 }

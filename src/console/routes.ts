@@ -18,13 +18,12 @@ import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import type { Wake } from '../outbox/wake.js';
 import type { MemberHealthView } from '../provider-wrappers/breakers.js';
-import { deadCreditsList } from './dead-credits-page.js';
-import { deadEventsList } from './dead-events-page.js';
-import { deadLettersList } from './dead-letters-page.js';
+import type { DeadListSpec } from '../outbox/dead-list.js';
+import type { OutboxPanel } from '../outbox/panel.js';
 import { deadListRoutes, replayedCount } from './dead-list-routes.js';
 import { createConsoleDoor, TITLE } from './door.js';
 import { renderDashboard } from './pages.js';
-import { disabled, field, page, searchField } from './route-docs.js';
+import { disabled, field, page, searchField } from '../outbox/page-docs.js';
 import type { SearchView } from './search-page.js';
 import { renderStory } from './story-page.js';
 import { loadConsoleSummary } from './summary.js';
@@ -40,8 +39,11 @@ export interface ConsoleRouteDeps {
   now: () => number;
   /** Wakes a kind's outbox after its dead rows were replayed. */
   wake?: Wake;
-  /** operator.credits.url is set: the summary shows the credits outbox. */
-  creditsOutbox?: boolean;
+  /**
+   * Each outbox kind's dead list and, when shown with this configuration, its dashboard panel, in the registry's
+   * order (src/outboxes.ts).
+   */
+  outboxes: ReadonlyArray<{ deadList: DeadListSpec<any, any>; panel?: OutboxPanel | undefined }>;
   /** Route members' circuit breakers, shown as a small table. */
   circuits?: () => MemberHealthView[];
   /** sms.default_region: how a national number typed into the search is read. */
@@ -70,12 +72,8 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     return app;
   }
   const door = createConsoleDoor({ db: deps.db, readDb, adminKey, secureCookie: deps.secureCookie, now: deps.now });
-  const listDeps = { db: deps.db, readDb, now: deps.now, providers: deps.providers };
-  const deadLists = [
-    deadListRoutes(deadLettersList(listDeps), door, deps.now, deps.wake),
-    deadListRoutes(deadEventsList(listDeps), door, deps.now, deps.wake),
-    deadListRoutes(deadCreditsList(listDeps), door, deps.now, deps.wake),
-  ];
+  const deadLists = deps.outboxes.map((outbox) => deadListRoutes(outbox.deadList, door, deps.now, deps.wake));
+  const panels = deps.outboxes.flatMap((outbox) => (outbox.panel ? [outbox.panel] : []));
 
   mountRoutes(app, [
     route({
@@ -108,8 +106,12 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
           if (!session) return door.loginPage(c, 200);
           const params = new URL(c.req.url).searchParams;
           const search = await runSearch(readDb, params, deps);
+          const summary = await loadConsoleSummary(readDb, deps.providers, deps.now());
+          const outboxes = [];
+          for (const panel of panels) outboxes.push({ panel, data: await panel.load(readDb) });
           const body = renderDashboard({
-            summary: await loadConsoleSummary(readDb, deps.providers, deps.now(), { credits: deps.creditsOutbox === true }),
+            summary,
+            outboxes,
             search,
             replayed: replayedCount(params),
             circuits: deps.circuits?.(),

@@ -2,9 +2,8 @@
 import { html } from 'hono/html';
 import { SEARCH_STATUSES, type MessageFilter, type MessageSummary } from '../ledger/message-search.js';
 import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
+import { when } from '../outbox/dead-list-frame.js';
 
-export const when = (ms: number | null | undefined) =>
-  ms === null || ms === undefined ? '—' : new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19);
 /** For datetime-local inputs, which take no zone: the console's times are UTC. */
 const inputTime = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16));
 

@@ -3,7 +3,8 @@ import { html } from 'hono/html';
 import type { messageStory } from '../delivery/message-story.js';
 import { indentJson } from '../http/exact-json.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { shownRecipient, statusWord, when } from './search-page.js';
+import { when } from '../outbox/dead-list-frame.js';
+import { shownRecipient, statusWord } from './search-page.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
 

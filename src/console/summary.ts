@@ -1,14 +1,11 @@
 /**
  * Everything the console's front page shows, from maintained counters and index ranges of bounded size:
- * delivery_stats for totals, charts and rates, conversions_unposted for the outbox, receipts_unmatched for parked
- * receipts, the newest receipts per provider for latency and the last day's refusals (ledger/console-stats.ts).
+ * delivery_stats for totals, charts and rates, the newest receipts per provider for latency and the last day's refusals
+ * (ledger/console-stats.ts); each outbox kind's panel reads its own (src/outbox/panel.ts).
  * Its cost does not grow with the messages table (bench/console-summary.ts measures it at 10 million messages).
  */
 import type { Kysely } from 'kysely';
 import { countRefusalsByReason, listHourlyStatsByProvider, listReceiptLatencies } from '../ledger/console-stats.js';
-import { countOutboxBacklog, oldestUnpostedConversion, type OutboxBacklog } from '../ledger/conversions.js';
-import { countEventBacklog, type EventBacklog } from '../ledger/events.js';
-import { countCreditBacklog, type CreditBacklog } from '../ledger/credit-delivery.js';
 import {
   emptyCounts,
   HOUR_MS,
@@ -18,7 +15,6 @@ import {
   sumSuppressionsSince,
   type OutcomeCounts,
 } from '../ledger/delivery-stats.js';
-import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
 import type { Database, SuppressionReason } from '../ledger/schema.js';
 
 const SUPPRESSION_REASONS: readonly SuppressionReason[] = ['blocked', 'excluded', 'opted_out', 'no_consent'];
@@ -35,10 +31,6 @@ export interface ConsoleSummary {
   windows: WindowTotals[];
   /** Buckets from the first bucket of the window to now; missing buckets are zeros. */
   charts: Array<{ label: string; spanMs: number; from: number; buckets: Array<{ bucketStart: number; counts: OutcomeCounts }> }>;
-  backlog: OutboxBacklog;
-  /** created_at of the oldest conversion still owed to the CRM; null when none is. */
-  oldestOwed: number | null;
-  parked: number;
   /** Delivered share per provider per hour of the last 24 (null where nothing settled in that hour). */
   rates: Array<{ provider: string; points: Array<{ bucketStart: number; rate: number | null; settled: number }> }>;
   /** Send to terminal receipt, over each provider's newest receipts of the last 24 hours. */
@@ -46,10 +38,6 @@ export interface ConsoleSummary {
   refusals: Array<{ provider: string; reason: string; n: number }>;
   /** Sends refused because of the player's standing in the last 24 hours, per reason (sms.suppression). */
   suppressed: Array<{ reason: SuppressionReason; count: number }>;
-  /** The CRM event outbox (src/ledger/events.ts): unsent, retrying, dead, oldest unsent. */
-  events: EventBacklog;
-  /** The credits outbox (src/ledger/credit-delivery.ts) when operator.credits.url is set; absent otherwise. */
-  credits?: CreditBacklog;
 }
 
 /** Receipts per provider the latency figures read: enough for a p95, bounded whatever the traffic. */
@@ -109,17 +97,9 @@ async function rateSeries(db: Kysely<Database>, names: readonly string[], now: n
   });
 }
 
-export async function loadConsoleSummary(
-  db: Kysely<Database>,
-  providers: readonly string[],
-  now: number,
-  options: { credits?: boolean } = {},
-): Promise<ConsoleSummary> {
+export async function loadConsoleSummary(db: Kysely<Database>, providers: readonly string[], now: number): Promise<ConsoleSummary> {
   const windows = [await windowTotals(db, providers, 'Last hour', 60, now), await windowTotals(db, providers, 'Last 24 hours', 24 * 60, now)];
   const charts = [await chart(db, 'Last 24 hours, per hour', 'hour', 24, now), await chart(db, 'Last hour, per minute', 'minute', 60, now)];
-  const backlog = await countOutboxBacklog(db);
-  const oldestOwed = await oldestUnpostedConversion(db);
-  const parked = (await countParkedReceiptsByProvider(db)).reduce((sum, row) => sum + row.parked, 0);
   const dayAgo = now - 24 * HOUR_MS;
   const latency = [];
   for (const provider of providers) {
@@ -129,20 +109,13 @@ export async function loadConsoleSummary(
   const refusals = await countRefusalsByReason(db, dayAgo, 10);
   const suppressions = await sumSuppressionsSince(db, dayAgo);
   const suppressed = SUPPRESSION_REASONS.map((reason) => ({ reason, count: suppressions.get(reason) ?? 0 }));
-  const events = await countEventBacklog(db);
-  const credits = options.credits ? await countCreditBacklog(db) : undefined;
   return {
     at: now,
     windows,
     charts,
-    backlog,
-    oldestOwed,
-    parked,
     rates: await rateSeries(db, providers, now),
     latency,
     refusals,
     suppressed,
-    events,
-    ...(credits ? { credits } : {}),
   };
 }

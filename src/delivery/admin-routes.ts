@@ -1,4 +1,4 @@
-/** What operators use to see and repair delivery: searching messages, one message's story, dead letters and replays. */
+/** What operators use to see and repair delivery: searching messages, one message's story; the dead conversions and their replay (the conversion outbox's, conversions.ts). */
 import type { Context } from 'hono';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -11,7 +11,7 @@ import { messageStory } from './message-story.js';
 import { parseDeadLetterQuery } from './dead-letter-query.js';
 import { encodeCursor, parseMessageQuery } from './message-query.js';
 import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
-import type { Wake } from '../outbox/wake.js';
+import type { KindAdminDeps } from '../outbox/descriptor.js';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { route, type MountableRoute, type ResponseDoc } from '../http/route-table.js';
 import { SEARCH_STATUSES } from '../ledger/message-search.js';
@@ -23,8 +23,6 @@ export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
   /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
-  now: () => number;
-  wake: Wake;
   /** sms.default_region: how a national recipient number in a search is read. */
   defaultRegion: string | undefined;
   /** How a provider's receipts are verified (receipt-checks.ts). */
@@ -277,6 +275,12 @@ export function deliveryAdminRoutes(deps: DeliveryAdminRouteDeps): MountableRout
         },
       ],
     }),
+  ];
+}
+
+/** The conversion outbox's dead list and replay in /admin (its descriptor's routes, src/delivery/conversions.ts). */
+export function conversionAdminRoutes(deps: KindAdminDeps): MountableRoute[] {
+  return [
     route({
       method: 'get',
       path: '/conversions/dead',
@@ -311,7 +315,7 @@ export function deliveryAdminRoutes(deps: DeliveryAdminRouteDeps): MountableRout
         async (c) => {
           const query = parseDeadLetterQuery(new URL(c.req.url).searchParams);
           if (!query.ok) return c.json({ error: query.error }, 400);
-          const rows = await listDeadConversions(deps.readDb ?? deps.db, { ...query.match, limit: query.limit + 1 });
+          const rows = await listDeadConversions(deps.readDb, { ...query.match, limit: query.limit + 1 });
           const more = rows.length > query.limit;
           const page = more ? rows.slice(0, query.limit) : rows;
           return c.json({ dead_letters: page, next_cursor: more ? String(page[page.length - 1]!.id) : null });

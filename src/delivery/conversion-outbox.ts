@@ -8,10 +8,11 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
 import { dialectFlagsOf, inTransaction } from '../ledger/db.js';
-import type { WebhookMetrics } from '../observability/metrics.js';
+import type { WebhookMetrics } from './conversion-metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxDeps, OutboxKind, OutboxRound } from '../outbox/outbox.js';
-import { isRowRefusal, type PostResult, type WebhookClient } from './webhook.js';
+import type { OutboxOutcome } from '../outbox/outcome.js';
+import { isRowRefusal, type WebhookClient } from './webhook.js';
 
 export interface ConversionOutboxDeps extends OutboxDeps {
   webhook: WebhookClient;
@@ -32,8 +33,8 @@ async function postIsolatingRefusals(
   deps: ConversionOutboxDeps,
   rows: ClaimedConversion[],
   splitUntil: number,
-  onPosted: (rows: ClaimedConversion[], status: number) => Promise<void>,
-): Promise<Array<{ rows: ClaimedConversion[]; result: PostResult }>> {
+  onPosted: (rows: ClaimedConversion[], status: number | null) => Promise<void>,
+): Promise<Array<{ rows: ClaimedConversion[]; result: OutboxOutcome }>> {
   const started = performance.now();
   const result = deps.tracing?.enabled ? await postTraced(deps.tracing, deps.webhook, rows) : await deps.webhook.post(rows);
   deps.metrics?.webhookPosted((performance.now() - started) / 1000, result.ok ? { ok: true, conversions: rows.length } : result);
@@ -51,7 +52,7 @@ async function postIsolatingRefusals(
  * own, with one span linked to every conversion's send span; its HTTP request (the undici instrumentation's CLIENT
  * span, whose traceparent the webhook receives) is that span's child. A post of one row names its message.
  */
-async function postTraced(tracing: Tracing, webhook: WebhookClient, rows: ClaimedConversion[]): Promise<PostResult> {
+async function postTraced(tracing: Tracing, webhook: WebhookClient, rows: ClaimedConversion[]): Promise<OutboxOutcome> {
   const attributes: Record<string, string | number> = { 'sms.post_size': rows.length };
   if (rows.length === 1)
     Object.assign(attributes, { 'sms.sms_id': rows[0]!.sms_id, 'sms.delivery_status': rows[0]!.delivery_status, 'sms.conversion_id': rows[0]!.id });
@@ -83,7 +84,7 @@ export function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<Claimed
         if (group) group.push(r);
         else groups.set(r.post_group, [r]);
       }
-      const outcomes: Array<{ rows: ClaimedConversion[]; result: PostResult }> = [];
+      const outcomes: Array<{ rows: ClaimedConversion[]; result: OutboxOutcome }> = [];
       for (const group of groups.values()) outcomes.push(...(await postIsolatingRefusals(deps, group, claimedAt + delivery.lease / 2, markSent)));
       return outcomes.map(({ rows, result }) => ({ rows, outcome: result, marked: result.ok }));
     },

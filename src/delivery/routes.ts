@@ -14,7 +14,7 @@ import { boundReceiptEvents } from './receipt-limits.js';
 export interface ReceiptRouteDeps {
   router: ProviderRouter;
   /** Base of the URLs we handed to providers; signatures are checked against it, never against the Host header. */
-  publicUrl: () => string;
+  publicUrl: string;
   store: (inputs: ReceiptInput[]) => Promise<ReceiptSummary>;
   /** delivery.max_receipt_events */
   maxEvents: number;

@@ -1,15 +1,14 @@
 /**
  * Posts conversions to the CRM: one JSON array per request to {crm.webhook_url}/sms/conversion with X-API-KEY and an
  * Idempotency-Key that names the conversions it carries (conversionPostKey),
- * over a pooled keep-alive client. `activity` is spliced in as the stored raw JSON, so the CRM gets back exactly
+ * on a pool of the receivers' one HTTP client (src/http/outbound.ts). `activity` is spliced in as the stored raw JSON, so the CRM gets back exactly
  * the keys and JSON types it sent.
  */
 import { createHash } from 'node:crypto';
-import { Agent, request } from 'undici';
 import type { Config } from '../config/schema.js';
+import { splitUrl, type OutboundClient } from '../http/outbound.js';
 import type { ClaimedConversion } from '../ledger/conversions.js';
-
-export type PostResult = { ok: true; status: number } | { ok: false; status: number | null; error: string };
+import { outcomeOfAnswer, type OutboxOutcome } from '../outbox/outcome.js';
 
 /**
  * Whether a refused post may be about some of its rows rather than about the request: a 4xx other than the
@@ -37,36 +36,28 @@ export function conversionPostKey(rows: ReadonlyArray<Pick<ClaimedConversion, 'i
   return `conv-${hash.digest('base64url').slice(0, 32)}`;
 }
 
-export function createWebhookClient(crm: Config['crm']) {
+export function createWebhookClient(crm: Config['crm'], http: OutboundClient) {
   const url = crm.webhook_url ? `${crm.webhook_url.replace(/\/+$/, '')}/sms/conversion` : undefined;
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 8, headersTimeout: crm.timeout, bodyTimeout: crm.timeout });
+  const target = url === undefined ? undefined : splitUrl(url);
+  const pool = http.pool({ connections: 8, timeout: crm.timeout, timeoutMessage: `no answer within crm.timeout (${crm.timeout} ms)` });
   return {
     url,
-    /** With tracing on, the undici instrumentation adds the W3C traceparent header (docs/tracing.md). */
-    async post(rows: ClaimedConversion[]): Promise<PostResult> {
-      if (!url) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
-      try {
-        const res = await request(url, {
-          method: 'POST',
-          dispatcher,
-          headers: {
-            'content-type': 'application/json',
-            'x-api-key': crm.webhook_api_key,
-            'idempotency-key': conversionPostKey(rows),
-          },
-          body: conversionBody(rows),
-          signal: AbortSignal.timeout(crm.timeout),
-        });
-        const text = await res.body.text();
-        if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, status: res.statusCode };
-        return { ok: false, status: res.statusCode, error: `webhook answered ${res.statusCode}: ${text.slice(0, 200)}` };
-      } catch (error) {
-        const e = error as Error & { code?: string };
-        return { ok: false, status: null, error: `webhook unreachable: ${e.code ?? e.name}: ${e.message}` };
-      }
+    async post(rows: ClaimedConversion[]): Promise<OutboxOutcome> {
+      if (!target) return { ok: false, status: null, error: 'crm.webhook_url is not configured' };
+      const answer = await pool.send({
+        ...target,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': crm.webhook_api_key, 'idempotency-key': conversionPostKey(rows) },
+        body: conversionBody(rows),
+      });
+      return outcomeOfAnswer(answer, WORDS);
     },
-    close: () => dispatcher.close(),
   };
 }
+
+const WORDS = {
+  answered: (status: number, body: string) => `webhook answered ${status}: ${body.slice(0, 200)}`,
+  unanswered: (e: Error & { code?: string }) => `webhook unreachable: ${e.code ?? e.name}: ${e.message}`,
+};
 
 export type WebhookClient = ReturnType<typeof createWebhookClient>;

@@ -1,22 +1,12 @@
 /** /admin/events: what operators use to see the CRM event outbox (per user, per status) and replay dead events. */
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { route, type MountableRoute, type ResponseDoc } from '../http/route-table.js';
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { listEvents, replayDeadEvents, type EventRow, type EventStatus } from '../ledger/events.js';
 import { EVENT_TYPES, parseEventQuery } from './event-query.js';
-import type { Database } from '../ledger/schema.js';
 import { readReplayJson, replayRoute } from '../outbox/replay-route.js';
-import type { Wake } from '../outbox/wake.js';
-
-export interface EventAdminDeps {
-  db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
-  readDb?: Kysely<Database>;
-  now: () => number;
-  wake: Wake;
-}
+import type { KindAdminDeps } from '../outbox/descriptor.js';
 
 const eventReplayRequestSchema = z.strictObject({
   event_ids: z
@@ -88,8 +78,8 @@ const eventSchema = z.strictObject({
   payload: z.record(z.string(), z.unknown()).describe('The body as sent'),
 });
 
-/** The events area's table of the /admin sub-app (src/auth/admin.ts guards it). */
-export function eventAdminRoutes(deps: EventAdminDeps): MountableRoute[] {
+/** The CRM event outbox's routes in /admin (its descriptor's, crm-events.ts), behind the guard of src/auth/admin.ts. */
+export function eventAdminRoutes(deps: KindAdminDeps): MountableRoute[] {
   return [
     route({
       method: 'get',
@@ -114,7 +104,7 @@ export function eventAdminRoutes(deps: EventAdminDeps): MountableRoute[] {
         async (c) => {
           const query = parseEventQuery(new URL(c.req.url).searchParams);
           if (!query.ok) return c.json({ error: query.error }, 400);
-          const rows = await listEvents(deps.readDb ?? deps.db, { ...query.filter, limit: PAGE + 1 });
+          const rows = await listEvents(deps.readDb, { ...query.filter, limit: PAGE + 1 });
           const page = rows.slice(0, PAGE);
           const next = rows.length > PAGE ? String(page[page.length - 1]!.id) : null;
           return c.body(stringifyExact({ events: page.map(eventView), next_cursor: next }), 200, { 'content-type': 'application/json' });

@@ -14,7 +14,8 @@ import type { Producer } from 'kafkajs';
 import type { Config } from '../config/schema.js';
 import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
 import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
-import type { EventTransport, OutgoingEvent, TransportOutcome } from './transport.js';
+import type { OutboxOutcome } from '../outbox/outcome.js';
+import type { EventTransport, OutgoingEvent } from './transport.js';
 
 type KafkaConfig = NonNullable<Config['crm']['integration']['kafka']>;
 
@@ -23,7 +24,7 @@ const RECORD_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'INVALID_RECORD', 'RECORD_
 
 interface Waiting {
   event: OutgoingEvent;
-  resolve: (outcome: TransportOutcome) => void;
+  resolve: (outcome: OutboxOutcome) => void;
 }
 
 /**
@@ -153,9 +154,9 @@ export function createKafkaTransport(config: KafkaConfig, timeoutMs: number, tra
   const target = `kafka://${config.brokers[0] ?? ''}/${config.topic}`;
   return {
     target,
-    send(event): Promise<TransportOutcome> {
+    send(event): Promise<OutboxOutcome> {
       if (closed) return Promise.resolve({ ok: false, status: null, error: 'transport closed' });
-      return new Promise<TransportOutcome>((resolve) => {
+      return new Promise<OutboxOutcome>((resolve) => {
         waiting.push({ event, resolve });
         if (!scheduled) {
           scheduled = true;

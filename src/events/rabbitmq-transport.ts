@@ -14,7 +14,8 @@ import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import type { Config } from '../config/schema.js';
 import { NOT_ROUTED_ERROR_PREFIX } from '../ledger/events.js';
 import { startPublish, TRACING_OFF, type Tracing } from '../observability/tracing.js';
-import type { EventTransport, TransportOutcome } from './transport.js';
+import type { OutboxOutcome } from '../outbox/outcome.js';
+import type { EventTransport } from './transport.js';
 
 type RabbitConfig = NonNullable<Config['crm']['integration']['rabbitmq']>;
 
@@ -101,7 +102,7 @@ export function createRabbitMqTransport(config: RabbitConfig, timeoutMs: number,
 
   return {
     target: `amqp://${host}/${config.exchange}`,
-    async send(event): Promise<TransportOutcome> {
+    async send(event): Promise<OutboxOutcome> {
       if (closed) return { ok: false, status: null, error: 'transport closed' };
       // With tracing on, a PRODUCER span whose context goes in the message's headers (docs/tracing.md).
       const published = startPublish(tracing, { system: 'rabbitmq', destination: config.exchange, messageIds: [event.event_id], causes: [event.traceparent] });

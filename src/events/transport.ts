@@ -1,28 +1,12 @@
 /**
  * How an event leaves the gateway: over the CRM's Integration API (http-transport.ts), to a RabbitMQ connector
  * (rabbitmq-transport.ts) or a Kafka connector (kafka-transport.ts). A transport never throws: it answers whether
- * the CRM has the event, and if not, what it answered. Whether to try again is decided here, once, for all of them.
+ * the CRM has the event, and if not, what it answered (an OutboxOutcome, src/outbox/outcome.ts, as every receiver's).
+ * Whether to try again is decided here, once, for all of them.
  */
 import type { ClaimedEvent } from '../ledger/events.js';
+import type { OutboxOutcome } from '../outbox/outcome.js';
 import type { EventChannel } from '../crm/event-catalogue.js';
-
-export type TransportOutcome =
-  | { ok: true; status: number | null }
-  | {
-      ok: false;
-      /** The HTTP status, or null when nothing answered (or the transport has no statuses). */
-      status: number | null;
-      error: string;
-      /** The CRM can never take this event as it is (a refused record, a destination not configured). */
-      permanent?: boolean;
-      /** How long the CRM asked us to wait (Retry-After). */
-      retryAfterMs?: number;
-      /**
-       * The broker took the event but no queue or partition holds it (a RabbitMQ return, an unknown Kafka topic):
-       * counted apart, and retried like any failure (docs/relay.md).
-       */
-      notRouted?: boolean;
-    };
 
 /** What the event outbox hands a transport: the stored event with its destination as configured now. */
 export interface OutgoingEvent extends ClaimedEvent {
@@ -35,7 +19,7 @@ export interface OutgoingEvent extends ClaimedEvent {
 export interface EventTransport {
   /** Where events go, for logs: the Integration API base or the broker's host. */
   readonly target: string;
-  send(event: OutgoingEvent): Promise<TransportOutcome>;
+  send(event: OutgoingEvent): Promise<OutboxOutcome>;
   /** Ends sends in flight at once (they fail and are retried later): a stopping gateway does not wait for a slow CRM. */
   abort(): void;
   close(): Promise<void>;

@@ -1,8 +1,10 @@
 /**
  * The gateway's HTTP listeners: the API port (server.*), with its deadlines against slow clients, and /metrics on
- * a port of its own when metrics.port is set. Each registers its stop step: at shutdown the API listener finishes its
- * open requests (idle keep-alive connections closed at once, busy ones as soon as their answer is out), then the
- * metrics listener stops, before the ledger a scrape reads is closed.
+ * a port of its own when metrics.port is set. They listen before the parts that hand out their address are built
+ * (the providers' receipt URLs, the callbacks' signature checks read the public URL), and serve once the apps are
+ * built (`serve`): a request that arrives in between waits for them. Each registers its stop step: at shutdown the
+ * API listener finishes its open requests (idle keep-alive connections closed at once, busy ones as soon as their
+ * answer is out), then the metrics listener stops, before the ledger a scrape reads is closed.
  */
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
@@ -10,7 +12,8 @@ import type { Config } from '../config/schema.js';
 import { listenFailure, type ListenerKeys } from '../kit/command-error.js';
 import type { Shutdown } from '../kit/shutdown.js';
 
-type Fetch = (request: Request) => Response | Promise<Response>;
+/** A listener's handler: the request, and the node:http objects it came on (`env`, where the client's address is read). */
+type Fetch = (request: Request, env?: unknown) => Response | Promise<Response>;
 
 export interface Listeners {
   /** Where the API answers, e.g. http://127.0.0.1:41234. */
@@ -21,6 +24,34 @@ export interface Listeners {
   metricsUrl?: string;
   /** The same, as the 'gateway listening' log line names them. */
   logFields: { url: string; metrics_url?: string; public_url: string };
+  /** Starts answering with the apps (`metrics`: the /metrics app, on metrics.port when it is set). */
+  serve(apps: { api: Fetch; metrics: Fetch }): void;
+}
+
+/** What a request held for an app that never came (the start-up failed) is answered. */
+const notStarted: Fetch = () =>
+  new Response(JSON.stringify({ error: 'the gateway did not start; try again later', code: 503 }), {
+    status: 503,
+    headers: { 'content-type': 'application/json' },
+  });
+
+/** A listener's handler: waits for the app until `serve` hands it over, then is the app's. */
+function handOver(): { fetch: Fetch; serve(app: Fetch): void; served: boolean } {
+  let handOverApp: (app: Fetch) => void = () => {};
+  const handed = new Promise<Fetch>((resolve) => {
+    handOverApp = resolve;
+  });
+  let fetch: Fetch = (request, env) => handed.then((app) => app(request, env));
+  const handler = {
+    fetch: (request: Request, env?: unknown) => fetch(request, env),
+    served: false,
+    serve(app: Fetch) {
+      fetch = app;
+      handler.served = true;
+      handOverApp(app);
+    },
+  };
+  return handler;
 }
 
 /** The URL a listener answers on; a wildcard address is reached through loopback. */
@@ -40,12 +71,10 @@ function listen(options: Parameters<typeof serve>[0] & { port: number; hostname:
   });
 }
 
-/** `metrics`: the /metrics app, served on metrics.port when it is set (else the API app serves /metrics itself). */
-export async function startListeners(
-  config: Pick<Readonly<Config>, 'server' | 'metrics'>,
-  apps: { api: Fetch; metrics: Fetch },
-  shutdown: Shutdown,
-): Promise<Listeners> {
+/** The /metrics app is served on metrics.port when it is set (else the API app serves /metrics itself). */
+export async function openListeners(config: Pick<Readonly<Config>, 'server' | 'metrics'>, shutdown: Shutdown): Promise<Listeners> {
+  const api = handOver();
+  const metrics = handOver();
   const { server: settings } = config;
   const metricsPort = config.metrics.port;
   const metricsHost = config.metrics.host ?? settings.host;
@@ -53,13 +82,13 @@ export async function startListeners(
     metricsPort === undefined
       ? undefined
       : await listen(
-          { fetch: apps.metrics, port: metricsPort, hostname: metricsHost },
+          { fetch: metrics.fetch, port: metricsPort, hostname: metricsHost },
           { port: 'metrics.port', host: config.metrics.host === undefined ? 'server.host' : 'metrics.host' },
         );
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, keep_alive_timeout: keepAliveTimeout } = settings;
   const server = await listen(
     {
-      fetch: apps.api,
+      fetch: api.fetch,
       port: settings.port,
       hostname: settings.host,
       // A client that sends slower than this is cut off (408), so a trickle cannot hold a connection for minutes.
@@ -80,6 +109,8 @@ export async function startListeners(
   (server as { maxConnections?: number }).maxConnections = settings.max_connections;
 
   shutdown.add('listeners', 'finishing open requests', async () => {
+    // A start-up that failed before the apps were built: requests held for them are answered now.
+    for (const h of [api, metrics]) if (!h.served) h.serve(notStarted);
     await new Promise<void>((resolve) => {
       // Keep-alive connections would hold close() open for their idle timeout (server.keep_alive_timeout): close
       // the idle ones now, and each busy one as soon as its answer is out.
@@ -108,5 +139,9 @@ export async function startListeners(
     publicUrl,
     ...(metricsUrl ? { metricsUrl } : {}),
     logFields: { url, ...(metricsUrl ? { metrics_url: metricsUrl } : {}), public_url: publicUrl },
+    serve(apps) {
+      api.serve(apps.api);
+      metrics.serve(apps.metrics);
+    },
   };
 }

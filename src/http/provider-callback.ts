@@ -38,7 +38,7 @@ export interface CallbackDoor<P> {
   /** The configured provider of that name. */
   find(name: string): P | undefined;
   /** Base of the URLs handed to providers (server.public_url, or the listener's address). */
-  publicUrl(): string;
+  publicUrl: string;
   /** How a refusal begins: "receipt refused", "inbound message refused". */
   refused: string;
   /** Why a configured provider cannot take this callback at all (404), before its body is read. */
@@ -92,7 +92,7 @@ export async function openCallback<P extends Pick<SmsProvider, 'callbackBodyLimi
     provider,
     request: {
       method: c.req.method,
-      publicUrl: receivedCallbackUrl(door.publicUrl(), path, url.search),
+      publicUrl: receivedCallbackUrl(door.publicUrl, path, url.search),
       query: Object.fromEntries(url.searchParams),
       headers,
       contentType,

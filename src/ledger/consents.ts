@@ -74,7 +74,7 @@ export async function writeSmsConsentChanges(trx: Transaction<Database>, changes
 
 /**
  * Opt-outs the players made themselves (by SMS or through a provider's STOP list): user_id → when. An operator
- * load does not opt these players back in with a record older than that (src/operator/load-players.ts).
+ * load does not opt these players back in with a record older than that (src/operator/players/load-players.ts).
  */
 export async function findPlayerSmsOptOuts(db: Db, userIds: readonly string[]): Promise<Map<string, { at: number; source: ConsentSource }>> {
   const found = new Map<string, { at: number; source: ConsentSource }>();

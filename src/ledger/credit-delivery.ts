@@ -102,7 +102,7 @@ export type DeadCredit = Pick<
 export async function listDeadCredits(db: Db, filter: { userId?: string; before?: number; limit: number }): Promise<DeadCredit[]> {
   const rows = await db
     .selectFrom('operator_credits')
-    // request_json too: the amount as the CRM wrote it is there, `amount` holds its nearest double (src/operator/credit-rows.ts).
+    // request_json too: the amount as the CRM wrote it is there, `amount` holds its nearest double (src/operator/credits/credit-rows.ts).
     .select([
       'id',
       'kind',

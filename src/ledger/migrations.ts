@@ -272,12 +272,12 @@ export const migrations: Record<string, Migration> = {
     async up(db) {
       // Who last changed a consent: null for the operator's own data (admin API, import users, the CRM's POST),
       // 'sms' for a STOP/START keyword, 'provider' for a provider's opt-out error. An operator load does not
-      // re-opt-in over an opt-out of the last two made after its record (src/operator/load-players.ts).
+      // re-opt-in over an opt-out of the last two made after its record (src/operator/players/load-players.ts).
       await db.schema.alterTable('operator_consents').addColumn('source', 'text').execute();
       // The player's number in E.164 (mobile_prefix + mobile), to find who sent an inbound STOP.
       await db.schema.alterTable('operator_users').addColumn('mobile_e164', 'text').execute();
       await db.schema.createIndex('operator_users_mobile_e164').on('operator_users').column('mobile_e164').execute();
-      // Rows loaded before this migration: the same rule as playerE164 (src/operator/player-phone.ts), frozen here.
+      // Rows loaded before this migration: the same rule as playerE164 (src/operator/players/player-phone.ts), frozen here.
       const e164 = (prefix: unknown, mobile: unknown): string | null => {
         const m = typeof mobile === 'string' ? mobile.trim() : '';
         if (/^(\+|00)/.test(m)) return `+${m.replace(/^00/, '').replace(/\D/g, '')}`;

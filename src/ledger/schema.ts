@@ -131,7 +131,7 @@ export interface ConversionAttemptsTable {
   error: string | null;
 }
 
-/** Player data of the sql operator backend (src/operator/sql-backend.ts). Flags are 0/1 on both dialects. */
+/** Player data of the sql operator backend (src/operator/api/sql-backend.ts). Flags are 0/1 on both dialects. */
 export interface OperatorUsersTable {
   user_id: string;
   /** The user record exactly as GET /userdetails answers it. */
@@ -141,7 +141,7 @@ export interface OperatorUsersTable {
   block_note: string;
   exclusion_note: string;
   updated_at: number;
-  /** mobile_prefix + mobile in E.164 (src/operator/player-phone.ts), to match inbound SMS senders; null if unknown. */
+  /** mobile_prefix + mobile in E.164 (src/operator/players/player-phone.ts), to match inbound SMS senders; null if unknown. */
   mobile_e164: string | null;
 }
 

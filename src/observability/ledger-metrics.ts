@@ -1,22 +1,17 @@
 /** `serve`'s metrics: the gateway's registry with its ledger gauges read at scrape time on the read connection. */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
-import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from '../ledger/conversions.js';
 import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import { readBuildInfo } from './build-info.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 
 /** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/db.ts). */
-export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>, readDb: Kysely<Database>, now: () => number): GatewayMetrics {
+export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>, readDb: Kysely<Database>): GatewayMetrics {
   return createGatewayMetrics(
     Object.keys(config.providers),
     {
-      countOutboxBacklog: () => countOutboxBacklog(readDb),
       countParkedReceipts: () => countParkedReceiptsByProvider(readDb),
-      oldestUnpostedConversion: () => oldestUnpostedConversion(readDb),
-      oldestPendingConversion: () => oldestPendingConversion(readDb),
-      now,
     },
     readBuildInfo(),
   );

@@ -2,12 +2,11 @@
  * Prometheus metrics (prom-client), with one Registry per gateway: tests run several gateways in one process,
  * and the global default registry would mix their counts. Names follow the Prometheus conventions (`_total`
  * counters, `_seconds` histograms, base units). Each part receives the narrow interface it reports through, as an
- * optional dependency, and calls it once per event; the outbox and parked-receipt gauges are read from the ledger
- * at scrape time with index-only queries.
+ * optional dependency, and calls it once per event; the parked-receipt gauge is read from the ledger at scrape time
+ * with an index-only query. Each outbox kind registers its own series on the same registry (src/outbox/descriptor.ts).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryStatus, MappedStatus } from '../../providers/types.js';
-import type { OutboxBacklog } from '../ledger/conversions.js';
 import type { SendOutcome, SuppressionReason } from '../ledger/schema.js';
 
 export interface SendMetrics {
@@ -45,11 +44,6 @@ export interface ReceiptMetrics {
   lookupAnswered(provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell'): void;
 }
 
-export interface WebhookMetrics {
-  webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }): void;
-  conversionsDeadLettered(count: number): void;
-}
-
 /** What retention (src/delivery/retention.ts) removed: rows deleted, or rows whose personal data was blanked. */
 export interface RetentionMetrics {
   retentionRows(table: RetentionTable, action: 'deleted' | 'blanked', count: number): void;
@@ -68,16 +62,10 @@ export interface HttpMetrics {
 
 /** Ledger reads behind the scrape-time gauges. */
 export interface LedgerGaugeSources {
-  countOutboxBacklog(): Promise<OutboxBacklog>;
   countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
-  /** created_at (epoch ms) of the oldest conversion not yet posted, dead ones included; null when none. */
-  oldestUnpostedConversion?(): Promise<number | null>;
-  /** created_at (epoch ms) of the oldest conversion due or retrying (dead ones excluded); null when none. */
-  oldestPendingConversion?(): Promise<number | null>;
-  now?: () => number;
 }
 
-const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Receipts come back in a second from a sandbox and in hours from a phone that was off. */
 const DELIVERY_BUCKETS = [0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400, 259200];
@@ -211,20 +199,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     labelNames: ['provider', 'purpose', 'answer'],
     registers,
   });
-  const webhookDuration = new Histogram({
-    name: 'sms_gateway_webhook_post_duration_seconds',
-    help: 'Conversion webhook post latency',
-    labelNames: ['result'],
-    buckets: FAST_CALL_BUCKETS,
-    registers,
-  });
-  const webhookFailures = new Counter({
-    name: 'sms_gateway_webhook_failures_total',
-    help: 'Conversion webhook posts that failed, by HTTP status class or unreachable',
-    labelNames: ['reason'],
-    registers,
-  });
-  const conversionsPosted = new Counter({ name: 'sms_gateway_conversions_posted_total', help: 'Conversions the CRM acknowledged', registers });
   const suppressed = new Counter({
     name: 'sms_gateway_sends_suppressed_total',
     help: "Messages refused before any provider call because of the player's standing (sms.suppression), by reason",
@@ -246,51 +220,6 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     registers,
   });
   for (const reading of RECIPIENT_READINGS) recipientReadings.inc({ reading }, 0);
-  const conversionsDead = new Counter({
-    name: 'sms_gateway_conversions_dead_lettered_total',
-    help: 'Conversions dead-lettered after their retry budget',
-    registers,
-  });
-
-  new Gauge({
-    name: 'sms_gateway_conversion_outbox',
-    help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',
-    labelNames: ['state'],
-    registers,
-    async collect() {
-      const backlog = await ledger.countOutboxBacklog();
-      for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
-    },
-  });
-  // Ages read from the ledger at scrape time, in seconds; 0 when nothing is owed.
-  const ageGauge = (name: string, help: string, oldest: () => Promise<number | null>) => {
-    const now = ledger.now ?? Date.now;
-    new Gauge({
-      name,
-      help,
-      registers,
-      async collect() {
-        const at = await oldest();
-        this.set(at === null ? 0 : Math.max(0, (now() - at) / 1000));
-      },
-    });
-  };
-  if (ledger.oldestUnpostedConversion) {
-    ageGauge(
-      'sms_gateway_conversion_oldest_unposted_age_seconds',
-      'Age of the oldest conversion not yet posted (dead ones included, as on the console); 0 when none is owed',
-      ledger.oldestUnpostedConversion,
-    );
-  }
-  // What the conversion-age alert reads: a dead conversion stays until it is replayed, so it would keep that alert
-  // firing after the CRM recovered (dead letters have their own alert).
-  if (ledger.oldestPendingConversion) {
-    ageGauge(
-      'sms_gateway_conversion_oldest_pending_age_seconds',
-      'Age of the oldest conversion the workers still try to post (due or retrying, dead ones excluded); 0 when none',
-      ledger.oldestPendingConversion,
-    );
-  }
   new Gauge({
     name: 'sms_gateway_receipts_parked',
     help: 'Receipts waiting for their message to become known',
@@ -346,13 +275,7 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
     deliveryTimedOut: (provider: string) => deliveryStatuses.inc({ provider, status: 'delivery_unknown', source: 'timeout' }),
     lookupAnswered: (provider: string, purpose: 'lost_send' | 'status', answer: 'found' | 'absent' | 'unknown' | 'cannot_tell') =>
       lookups.inc({ provider, purpose, answer }),
-    webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }) {
-      webhookDuration.observe({ result: result.ok ? 'ok' : 'error' }, seconds);
-      if (result.ok) conversionsPosted.inc(result.conversions);
-      else webhookFailures.inc({ reason: result.status === null ? 'unreachable' : statusClass(result.status) });
-    },
-    conversionsDeadLettered: (count: number) => conversionsDead.inc(count),
-  } satisfies SendMetrics & ReceiptMetrics & WebhookMetrics & HttpMetrics & RetentionMetrics & { registry: Registry };
+  } satisfies SendMetrics & ReceiptMetrics & HttpMetrics & RetentionMetrics & { registry: Registry };
 }
 
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

@@ -1,6 +1,6 @@
 /**
  * One outbox, configured per kind (conversions: src/delivery/conversion-outbox.ts, CRM events:
- * src/events/event-outbox.ts, credits: src/operator/credit-outbox.ts). A round claims due rows under a lease and a
+ * src/events/event-outbox.ts, credits: src/operator/credits/credit-outbox.ts). A round claims due rows under a lease and a
  * token, hands them to the kind's sender, marks what was taken as sent and backs off or dead-letters the rest
  * (decisions.ts), all marks of a round in one transaction and batched. Rows leave the outbox only after the receiver
  * took them (at-least-once); the lease keeps two claimers (serve and a cron flush, or two instances) from sending a row
@@ -15,11 +15,7 @@ import type { FailedOutboxRow } from '../ledger/outbox.js';
 import type { Database } from '../ledger/schema.js';
 import { planFailure, type DeadReason, type FailurePlan, type RetryPolicy } from './decisions.js';
 import { startOutboxLoop, type OutboxLoop } from './loop.js';
-
-/** What the receiver made of a send. `refused`: the kind judged the answer final (dead now, whatever the attempts). */
-export type OutboxOutcome =
-  | { ok: true; status: number | null }
-  | { ok: false; status: number | null; error: string; refused?: boolean | undefined; retryAfterMs?: number | undefined };
+import type { OutboxOutcome } from './outcome.js';
 
 /** Rows that went out together (one post, or one row) and what came back. */
 export interface OutboxAttempt<Row> {

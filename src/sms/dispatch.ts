@@ -6,11 +6,9 @@
  * Single and batch requests share it; the ledger writes of concurrent requests share commits through the ledger's
  * one grouping layer (src/ledger/transaction-queue.ts).
  */
-import type { StatsTally } from '../ledger/delivery-stats.js';
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { NOT_SENT_SHUTTING_DOWN } from '../../providers/types.js';
-import type { SendOutcomeRecord } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import type { SendMetrics } from '../observability/metrics.js';
@@ -28,6 +26,7 @@ import { createProviderOptOuts } from '../consents/opt-outs.js';
 import type { OperatorBackend } from '../operator/backend.js';
 import { readWithPlayerRecords, type PlayerCountries } from './player-records.js';
 import type { SmsProvider } from '../../providers/types.js';
+import type { ReceiptIntake } from '../delivery/intake.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
 
 export type { DispatchResult, PreparedMessage };
@@ -43,8 +42,8 @@ export interface DispatcherDeps {
   callbackUrl: (providerName: string, smsId: string) => string;
   /** The ledger's grouping layer, shared with the gateway's other writers. */
   queue: TransactionQueue;
-  /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
-  onRecorded?: (trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]) => Promise<void>;
+  /** The receipt intake's re-match, inside the transaction that recorded provider answers (record.ts). */
+  rematchAfterSend?: ReceiptIntake['rematchAfterSend'];
   metrics?: SendMetrics;
   /** sms.suppression: where a player's standing is read; absent when suppression is off. */
   recipients?: RecipientCheck;

@@ -46,7 +46,7 @@ function placeOf(record: PlayerCountry): Place | undefined {
   const country = callingCodeOf(record.country) ? record.country : undefined;
   const codes = new Set<string>();
   const regions: string[] = [];
-  // The player's own number first (a mobile written with "+" stands alone, src/operator/player-phone.ts), then the
+  // The player's own number first (a mobile written with "+" stands alone, src/operator/players/player-phone.ts), then the
   // prefix: calling codes are prefix-free, so the first 1 to 3 digits that are one are the number's.
   const mobileDigits = record.mobile?.startsWith('+') ? record.mobile.slice(1, 4) : '';
   const prefixDigits = /^\+\d{1,3}$/.test(record.mobilePrefix) ? record.mobilePrefix.slice(1) : '';

@@ -3,12 +3,10 @@
  * its ledger row in a grouped write (src/ledger/transaction-queue.ts), counted and logged; a provider's opt-out is
  * handed on. The row was committed by the claim before the call, so a receipt can match it whatever happens here.
  */
-import type { StatsTally } from '../ledger/delivery-stats.js';
-import type { Transaction } from 'kysely';
+import type { ReceiptIntake } from '../delivery/intake.js';
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
 import { recordSendOutcomes, type SendOutcomeRecord } from '../ledger/messages.js';
-import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
@@ -19,8 +17,11 @@ export interface RecordStepDeps {
   queue: TransactionQueue;
   logger: Logger;
   now: () => number;
-  /** Runs inside the transaction that recorded provider answers (to match receipts that arrived first). */
-  onRecorded?: (trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]) => Promise<void>;
+  /**
+   * The receipt intake's re-match (src/delivery/intake.ts), inside the transaction that recorded provider answers:
+   * receipts that arrived before their send's answer are matched now.
+   */
+  rematchAfterSend?: ReceiptIntake['rematchAfterSend'];
   metrics?: Pick<SendMetrics, 'sendCompleted'>;
   /**
    * The provider said the recipient opted out (SendResult.recipientOptedOut) and the message names a player:
@@ -65,7 +66,7 @@ export function createRecordStep(deps: RecordStepDeps) {
   const { logger } = deps;
   const writes = deps.queue.writer<SendOutcomeRecord, void>(async (trx, records, tally) => {
     await recordSendOutcomes(trx, tally, records, deps.now());
-    await deps.onRecorded?.(trx, tally, records);
+    await deps.rematchAfterSend?.(trx, tally, records);
     return records.map(() => undefined);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keywordAction } from '../../src/consents/keywords.js';
-import { playerE164 } from '../../src/operator/player-phone.js';
+import { playerE164 } from '../../src/operator/players/player-phone.js';
 import { decideSuppression, suppressionError, type PlayerStanding } from '../../src/consents/suppression.js';
 
 describe('decideSuppression', () => {

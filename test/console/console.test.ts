@@ -7,6 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSessionCodec } from '../../src/console/session.js';
 import { percent } from '../../src/console/pages.js';
 import { deliveryRate, loadConsoleSummary, percentile } from '../../src/console/summary.js';
+import { conversionPanel } from '../../src/delivery/dead-letters-page.js';
+import { eventPanel } from '../../src/events/dead-events-page.js';
+import { creditPanel } from '../../src/operator/credits/dead-credits-page.js';
 import { emptyCounts } from '../../src/ledger/delivery-stats.js';
 import type { Database } from '../../src/ledger/schema.js';
 import { FakeCrm } from '../fakes/crm.js';
@@ -79,7 +82,7 @@ describe('console sessions', () => {
     gw = await startTestGateway({ crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, delivery: { poll_interval: '20ms', max_attempts: 1 } });
     crm.failNext(1, 500);
     await gw.post('/channels/sms/single', smsMessage('csrf-dead'));
-    await waitFor(async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).backlog.dead === 1, 5_000, 'a dead conversion');
+    await waitFor(async () => (await conversionPanel.load(gw!.gateway.ledger.db)).backlog.dead === 1, 5_000, 'a dead conversion');
     const cookie = (await login(gw)).cookie.split(';')[0]!;
     const forged = await fetch(`${gw.url}/console/replay`, {
       method: 'POST',
@@ -88,7 +91,7 @@ describe('console sessions', () => {
       body: 'csrf=guessed',
     });
     expect(forged.status).toBe(403);
-    expect((await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now())).backlog.dead).toBe(1);
+    expect((await conversionPanel.load(gw.gateway.ledger.db)).backlog.dead).toBe(1);
   });
 });
 
@@ -143,18 +146,14 @@ describe('console counters (delivery_stats)', () => {
     expect((await hour()).counts).toMatchObject({ delivered: 2, delivery_unknown: 0 });
 
     // The panels: refusals by reason, receipt latency over the real receipts, the hour's rate per provider.
-    const owing = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
+    const owing = await conversionPanel.load(gw.gateway.ledger.db);
     expect(owing.oldestOwed === null || owing.oldestOwed <= Date.now()).toBe(true);
-    await waitFor(
-      async () => (await loadConsoleSummary(gw!.gateway.ledger.db, ['sandbox'], Date.now())).oldestOwed === null,
-      10_000,
-      'every conversion posted',
-    );
+    await waitFor(async () => (await conversionPanel.load(gw!.gateway.ledger.db)).oldestOwed === null, 10_000, 'every conversion posted');
     const summary = await loadConsoleSummary(gw.gateway.ledger.db, ['sandbox'], Date.now());
     expect(summary.refusals).toEqual([{ provider: 'sandbox', reason: expect.any(String), n: 1 }]);
     expect(summary.latency).toEqual([{ provider: 'sandbox', p50: expect.any(Number), p95: expect.any(Number), n: 4 }]);
     expect(summary.rates[0]!.points.at(-1)).toMatchObject({ rate: 0.5, settled: 4 });
-    expect(summary.oldestOwed).toBeNull();
+    expect((await conversionPanel.load(gw.gateway.ledger.db)).oldestOwed).toBeNull();
   });
 
   it('read only counters and index ranges, never a whole table (SQLite query plans)', async () => {
@@ -167,6 +166,7 @@ describe('console counters (delivery_stats)', () => {
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
     try {
       await loadConsoleSummary(db, ['sandbox'], Date.now());
+      for (const panel of [conversionPanel, eventPanel, creditPanel]) await panel.load(db);
       expect(captured.length).toBeGreaterThan(0);
       for (const query of captured) {
         // messages only through the bounded ranges of ledger/console-stats.ts.

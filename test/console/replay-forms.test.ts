@@ -3,8 +3,8 @@
  * hostile forms refused naming the field. Pure functions of src/console/dead-events-page.ts and dead-credits-page.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { creditReplayFormMatch, parseDeadCreditQuery } from '../../src/console/dead-credits-page.js';
-import { eventReplayFormMatch } from '../../src/console/dead-events-page.js';
+import { creditReplayFormMatch, parseDeadCreditQuery } from '../../src/operator/credits/dead-credits-page.js';
+import { eventReplayFormMatch } from '../../src/events/dead-events-page.js';
 
 const EVENT_ID = '01939a7e-1234-7abc-8def-0123456789ab';
 

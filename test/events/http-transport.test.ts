@@ -1,11 +1,12 @@
 /**
  * The HTTP transport against a real HTTP server on an ephemeral port: what reaches the CRM, how an answer becomes
  * an outcome, and the send deadline (crm.integration.timeout) for sends on a connection and for sends still waiting
- * for one, which share one timer per turn (src/events/http-transport.ts).
+ * for one, which share one timer per turn (src/events/http-transport.ts, on the one client of src/http/outbound.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpTransport } from '../../src/events/http-transport.js';
+import { createOutboundClient } from '../../src/http/outbound.js';
 import type { OutgoingEvent } from '../../src/events/transport.js';
 import { readBody, startFakeServer, type FakeServer } from '../fakes/http.js';
 
@@ -35,13 +36,23 @@ async function server(handler: (req: IncomingMessage, res: ServerResponse) => Pr
   return s;
 }
 
+/** The receivers' one HTTP client (src/http/outbound.ts), closed after each test. */
+function client() {
+  const http = createOutboundClient();
+  open.push(http);
+  return http;
+}
+
 function transport(url: string, options: { timeout?: number; max_connections?: number } = {}) {
-  const t = createHttpTransport({
-    url,
-    headers: { authorization: 'Bearer crm' },
-    timeout: options.timeout ?? 5_000,
-    max_connections: options.max_connections ?? 4,
-  });
+  const t = createHttpTransport(
+    {
+      url,
+      headers: { authorization: 'Bearer crm' },
+      timeout: options.timeout ?? 5_000,
+      max_connections: options.max_connections ?? 4,
+    },
+    client(),
+  );
   open.push({ close: async () => (t.abort(), await t.close()) });
   return t;
 }
@@ -120,7 +131,7 @@ describe('the HTTP transport', () => {
 
   it('abort() ends the sends in flight at once as unreachable', async () => {
     const crm = await server(() => {});
-    const t = createHttpTransport({ url: crm.url, headers: {}, timeout: 30_000, max_connections: 2 });
+    const t = createHttpTransport({ url: crm.url, headers: {}, timeout: 30_000, max_connections: 2 }, client());
     const sends = [t.send(event(1)), t.send(event(2)), t.send(event(3))];
     await new Promise((r) => setTimeout(r, 100));
     const started = performance.now();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { startGateway, type Gateway } from '../../src/gateway.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import type { Clock } from '../../src/kit/clock.js';
 import { dropTestDatabase, testDatabaseUrl } from './database.js';
 
@@ -69,12 +69,19 @@ export interface TestGatewayOptions {
   now?: () => number;
   clock?: Clock;
   logger?: Logger;
+  /** The outbox kinds (src/outboxes.ts OUTBOXES when absent). */
+  outboxes?: GatewayOptions['outboxes'];
 }
 
 export async function startTestGateway(overrides: Doc = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'crm-sms-gw-'));
   const config = parseConfig(testConfigDocument(dir, overrides), {});
-  const gateway = await startGateway(config, { logger: options.logger ?? pino({ level: 'silent' }), now: options.now, clock: options.clock });
+  const gateway = await startGateway(config, {
+    logger: options.logger ?? pino({ level: 'silent' }),
+    now: options.now,
+    clock: options.clock,
+    outboxes: options.outboxes,
+  });
   const call = async (method: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(gateway.url + path, {
       method,

@@ -2,7 +2,7 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { registerEventMetrics } from '../../src/events/metrics.js';
-import { registerCreditMetrics } from '../../src/operator/credit-metrics.js';
+import { registerCreditMetrics } from '../../src/operator/credits/credit-metrics.js';
 
 const series = async (registry: Registry) =>
   (await registry.metrics()).split('\n').filter((line) => line !== '' && !line.startsWith('#') && !line.includes('_bucket'));
