@@ -69,18 +69,19 @@ async function main(): Promise<void> {
     const newest = (await searchMessages(db, { limit: 1 })).rows[0];
     if (!newest) throw new Error('the ledger holds no message');
     // The oldest message's time, by halving: searches page newest first only.
-    let start = newest.created_at - 400 * DAY_MS;
-    for (let span = 200 * DAY_MS; span >= 60_000; span /= 2) {
+    // PostgreSQL hands bigint columns back as text.
+    const end = Number(newest.created_at);
+    let start = end - 400 * DAY_MS;
+    for (let span = 200 * DAY_MS; span >= 60_000; span = Math.floor(span / 2)) {
       if ((await searchMessages(db, { to: start + span, limit: 1 })).rows.length === 0) start += span;
     }
-    const end = newest.created_at;
     const providers = new Set<string>();
     // Sample messages: the newest before a random time.
     const samples: MessageSummary[] = [];
     for (let k = 0; samples.length < runs && k < runs * 4; k++) {
       const at = start + Math.floor(mix(k, 0x51ed) * (end - start));
       const m = (await searchMessages(db, { to: at + 1, limit: 1 })).rows[0];
-      if (m && m.user_id !== null) samples.push(m);
+      if (m && m.user_id !== null) samples.push({ ...m, created_at: Number(m.created_at) });
       if (m) providers.add(m.provider);
     }
     const providerList = [...providers].sort();
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
         const last = first.rows.at(-1);
         if (first.more && last) {
           t = performance.now();
-          await searchMessages(db, { ...filter, limit, after: { createdAt: last.created_at, smsId: last.sms_id } });
+          await searchMessages(db, { ...filter, limit, after: { createdAt: Number(last.created_at), smsId: last.sms_id } });
           timings.push(performance.now() - t);
         }
         // A case far over its target has said what it has to say.
