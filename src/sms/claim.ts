@@ -115,22 +115,22 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   const rows: NewMessage[] = items.map(({ requestId, traceparent }, i) => {
     const m = messages[i]!;
     return {
-    sms_id: newSmsId(),
-    activity_key: m.activityKey,
-    activity_json: m.activityJson,
-    user_id: m.userId,
-    request_id: requestId,
-    provider: m.provider.name,
-    recipient: m.recipient,
-    sender: m.sender,
-    encoding: m.encoding,
-    segments: m.segments,
-    content: deps.storeContent ? m.text : null,
-    created_at: at,
-    updated_at: at,
-    dispatched_at: at,
-    traceparent,
-    intake_note: intakeNoteOf(m),
+      sms_id: newSmsId(),
+      activity_key: m.activityKey,
+      activity_json: m.activityJson,
+      user_id: m.userId,
+      request_id: requestId,
+      provider: m.provider.name,
+      recipient: m.recipient,
+      sender: m.sender,
+      encoding: m.encoding,
+      segments: m.segments,
+      content: deps.storeContent ? m.text : null,
+      created_at: at,
+      updated_at: at,
+      dispatched_at: at,
+      traceparent,
+      intake_note: intakeNoteOf(m),
     };
   });
   const inserted = await insertNewMessages(
