@@ -13,7 +13,7 @@ import type { Config } from '../config/schema.js';
 import type { Logger } from 'pino';
 import { findSmsStandings } from '../ledger/consents.js';
 import type { Database, SuppressionReason } from '../ledger/schema.js';
-import type { OperatorBackend } from '../operator/backend.js';
+import type { OperatorBackend, PlayerCountry } from '../operator/backend.js';
 
 export type { SuppressionReason };
 
@@ -22,6 +22,11 @@ export interface PlayerStanding {
   blocked: boolean;
   excluded: boolean;
   sms: 'in' | 'out' | 'unset';
+  /**
+   * Where the player's record places them, when the ledger holds the record (sql backend): read in the same statement
+   * as the standing, so the claim reads the recipient with it (src/sms/player-records.ts) without a read of its own.
+   */
+  place?: PlayerCountry;
 }
 
 /** Checked in this order: a block or an exclusion is the stronger statement, so it is the one named. */
@@ -76,12 +81,15 @@ export async function refusalsInClaim<M extends { userId: string | null }>(
   check: RecipientCheck | undefined,
   items: Array<ToClaim<M>>,
   trx: Transaction<Database>,
-): Promise<Array<SuppressionReason | null>> {
-  if (!check) return items.map(() => null);
-  if (!check.inClaim) return items.map((i) => decideSuppression(i.standing));
+): Promise<Array<{ refusal: SuppressionReason | null; place?: PlayerCountry }>> {
+  if (!check) return items.map(() => ({ refusal: null }));
+  if (!check.inClaim) return items.map((i) => ({ refusal: decideSuppression(i.standing) }));
   const ids = items.flatMap((i) => (i.message.userId === null ? [] : [i.message.userId]));
   const standings = ids.length > 0 ? await check.standings(ids, trx) : new Map<string, PlayerStanding>();
-  return items.map((i) => (i.message.userId === null ? null : decideSuppression(standings.get(i.message.userId))));
+  return items.map((i) => {
+    const standing = i.message.userId === null ? undefined : standings.get(i.message.userId);
+    return standing?.place ? { refusal: decideSuppression(standing), place: standing.place } : { refusal: decideSuppression(standing) };
+  });
 }
 
 export function createSqlRecipientCheck(): RecipientCheck {
@@ -91,10 +99,14 @@ export function createSqlRecipientCheck(): RecipientCheck {
       const rows = await findSmsStandings(trx!, userIds);
       const standings = new Map<string, PlayerStanding>();
       for (const [id, r] of rows) {
+        // A record loaded before the CRM's rules were checked may hold anything there: only strings are read (as
+        // the sql backend's playerCountries reads them).
+        const text = (v: unknown) => (typeof v === 'string' ? v : '');
         standings.set(id, {
           blocked: r.is_blocked === 1,
           excluded: r.is_excluded === 1,
           sms: r.sms_opted_in === null ? 'unset' : r.sms_opted_in === 1 ? 'in' : 'out',
+          place: { country: text(r.country), mobilePrefix: text(r.mobile_prefix), mobile: r.mobile_e164 },
         });
       }
       return standings;

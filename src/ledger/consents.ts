@@ -7,12 +7,15 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { ConsentSource, Database, InboundMessagesTable } from './schema.js';
 import { ROWS_PER_STATEMENT, IDS_PER_STATEMENT, idChunks } from './chunks.js';
+import { recordKey, type PlayerCountryRow } from './operator-data.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** What the send path needs about a player; `sms_opted_in` is null when the player's sms consent was never set. */
-export interface SmsStandingRow {
-  user_id: string;
+/**
+ * What the send path needs about a player; `sms_opted_in` is null when the player's sms consent was never set. The
+ * record's place (PlayerCountryRow) comes in the same read: the claim reads the recipient with it.
+ */
+export interface SmsStandingRow extends PlayerCountryRow {
   is_blocked: number;
   is_excluded: number;
   sms_opted_in: number | null;
@@ -23,7 +26,15 @@ const standingsTemplate = createQueryTemplate((db: Kysely<Database>, ids: string
   db
     .selectFrom('operator_users as u')
     .leftJoin('operator_consents as c', (join) => join.onRef('c.user_id', '=', 'u.user_id').on('c.type', '=', sql.lit('sms')))
-    .select(['u.user_id', 'u.is_blocked', 'u.is_excluded', 'c.opted_in as sms_opted_in'])
+    .select([
+      'u.user_id',
+      'u.is_blocked',
+      'u.is_excluded',
+      'c.opted_in as sms_opted_in',
+      'u.mobile_e164',
+      recordKey(db, 'country').as('country'),
+      recordKey(db, 'mobile_prefix').as('mobile_prefix'),
+    ])
     .where('u.user_id', 'in', ids),
 );
 

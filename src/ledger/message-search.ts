@@ -1,7 +1,8 @@
 /**
  * Finding messages for operators (GET /admin/messages and the console): equality filters and a time range, newest
  * first, keyset-paged on (created_at, sms_id). Each filter has an index ending in created_at (migration
- * 2026-11-24-60-console), so a page reads about as many index entries as it shows rows, whatever the table's size.
+ * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
+ * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
  * The player's filter is the exception (migration 2026-11-24-81-search-keys): it reads the player's numbers from
  * message_user_recipients and then messages_recipient, in order for a player with one number; the messages to
  * several numbers are sorted, so that page costs as many rows as were sent to them.
@@ -100,7 +101,18 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     query = query.where('user_id', '=', filter.userId);
     if (filter.recipient === undefined) query = wanted.length === 1 ? query.where('recipient', '=', wanted[0]!) : query.where('recipient', 'in', wanted);
   }
-  if (filter.provider !== undefined) query = query.where('provider', '=', filter.provider);
+  // A key (sms_id, activity.id, number, player) finds a handful of rows, and dead letters are few: provider and status
+  // are then checked on those rows, written so that no index can serve them (`|| ''`). Otherwise the planner may walk
+  // messages_provider_created or messages_status in created_at order to skip a sort of a few rows, and check the key on
+  // each row it passes: on a SQLite ledger without statistics (the gateway never runs ANALYZE) a number with
+  // provider=sandbox took 2–9 s at 5 million messages (bench/README.md, 2026-11-29).
+  const keyed =
+    filter.smsId !== undefined ||
+    filter.activityKey !== undefined ||
+    filter.recipient !== undefined ||
+    filter.userId !== undefined ||
+    (filter.status !== undefined && SEARCH_STATUSES.get(filter.status) === null);
+  if (filter.provider !== undefined) query = query.where(keyed ? sql<string>`provider || ''` : sql.ref('provider'), '=', filter.provider);
   if (filter.status !== undefined) {
     const stored = SEARCH_STATUSES.get(filter.status);
     // Dead letters are few and conversions_unposted leads with `dead`: the planner starts from them.
@@ -108,7 +120,7 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
       query = query.where('sms_id', 'in', (eb) => eb.selectFrom('conversions').select('sms_id').where('dead', '=', 1).where('posted_at', 'is', null));
     } else if (stored !== undefined) {
       // Spelled exactly as the index expression, or neither database would use the index.
-      query = query.where(sql<string>`coalesce(delivery_status, state)`, '=', stored);
+      query = query.where(keyed ? sql<string>`coalesce(delivery_status, state) || ''` : sql<string>`coalesce(delivery_status, state)`, '=', stored);
     }
   }
   if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);

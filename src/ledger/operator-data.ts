@@ -203,7 +203,7 @@ export interface PlayerCountryRow {
 }
 
 /** The two keys read out of the stored record by the database itself, which spells it per dialect. */
-function recordKey(db: Kysely<any>, key: 'country' | 'mobile_prefix') {
+export function recordKey(db: Kysely<any>, key: 'country' | 'mobile_prefix') {
   return dialectFlagsOf(db).kind === 'postgres'
     ? sql<string | null>`(record_json::json ->> ${sql.lit(key)})`
     : sql<string | null>`json_extract(record_json, ${sql.lit(`$.${key}`)})`;

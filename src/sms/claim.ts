@@ -34,6 +34,7 @@ import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import { maskPhoneNumber } from '../observability/logger.js';
 import { RECIPIENT_REFUSAL_CODES, type RecipientRefusalCode } from './recipient-reading.js';
+import { readWithPlayerRecord } from './player-records.js';
 import {
   refusalsInClaim,
   standingsBeforeClaim,
@@ -49,7 +50,14 @@ import {
  * `lostSend` (the message's sms_id), its sender died mid-call and its provider is still to be asked: `result` is the
  * answer until the dispatcher has resolved it (src/sms/dispatch.ts).
  */
-export type Claim = { send: true; smsId: string } | { send: false; result: DispatchResult; lostSend?: string };
+export type Claim =
+  | {
+      send: true;
+      smsId: string;
+      /** The message as claimed, when the claim read its recipient again with its player's record (send this one). */
+      message?: PreparedMessage;
+    }
+  | { send: false; result: DispatchResult; lostSend?: string };
 
 export interface ClaimStepDeps {
   queue: TransactionQueue;
@@ -61,13 +69,15 @@ export interface ClaimStepDeps {
   /** sms.suppression: where a player's standing is read; absent when suppression is off. */
   recipients?: RecipientCheck;
   metrics?: Pick<SendMetrics, 'sendSuppressed' | 'recipientRead'>;
+  /** sms.default_region, for a recipient read again with its player's record in the claim. */
+  defaultRegion?: string;
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
 type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; traceparent: string | null };
 type ClaimAnswer =
   | Claim
-  | { send: false; result: DispatchResult; suppressed: SuppressionReason }
+  | { send: false; result: DispatchResult; suppressed: SuppressionReason; message?: PreparedMessage }
   | { send: false; result: DispatchResult; recipientRefused: RecipientRefusalCode };
 
 /** Why a message is stored refused: its recipient's reading (first: there is no number to send to), or its player's standing. */
@@ -99,25 +109,30 @@ function intakeNoteOf(message: PreparedMessage): string | null {
 async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, tally: StatsTally, items: ClaimItem[]): Promise<ClaimAnswer[]> {
   const at = deps.now();
   const standings = await refusalsInClaim(deps.recipients, items, trx);
-  const refusals = items.map((item, i) => refusalOf(item.message, standings[i]!));
-  const rows: NewMessage[] = items.map(({ message: m, requestId, traceparent }) => ({
-    sms_id: newSmsId(),
-    activity_key: m.activityKey,
-    activity_json: m.activityJson,
-    user_id: m.userId,
-    request_id: requestId,
-    provider: m.provider.name,
-    recipient: m.recipient,
-    sender: m.sender,
-    encoding: m.encoding,
-    segments: m.segments,
-    content: deps.storeContent ? m.text : null,
-    created_at: at,
-    updated_at: at,
-    dispatched_at: at,
-    traceparent,
-    intake_note: intakeNoteOf(m),
-  }));
+  // The sql backend's standings carry the player's record: the recipient is read with it here, not in a read before.
+  const messages = items.map((item, i) => readWithPlayerRecord(item.message, standings[i]!.place, deps.defaultRegion));
+  const refusals = messages.map((m, i) => refusalOf(m, standings[i]!.refusal));
+  const rows: NewMessage[] = items.map(({ requestId, traceparent }, i) => {
+    const m = messages[i]!;
+    return {
+      sms_id: newSmsId(),
+      activity_key: m.activityKey,
+      activity_json: m.activityJson,
+      user_id: m.userId,
+      request_id: requestId,
+      provider: m.provider.name,
+      recipient: m.recipient,
+      sender: m.sender,
+      encoding: m.encoding,
+      segments: m.segments,
+      content: deps.storeContent ? m.text : null,
+      created_at: at,
+      updated_at: at,
+      dispatched_at: at,
+      traceparent,
+      intake_note: intakeNoteOf(m),
+    };
+  });
   const inserted = await insertNewMessages(
     trx,
     rows.filter((_, i) => !refusals[i]),
@@ -145,12 +160,13 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   const cutoffs = { uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
   const answers: ClaimAnswer[] = [];
   for (const [i, row] of rows.entries()) {
+    const reread = messages[i] === items[i]!.message ? {} : { message: messages[i]! };
     if (inserted.has(row.activity_key)) {
-      answers.push({ send: true, smsId: row.sms_id });
+      answers.push({ send: true, smsId: row.sms_id, ...reread });
       continue;
     }
     if (refused.has(row.activity_key)) {
-      answers.push(refusedAnswer(row.sms_id, refusals[i]!));
+      answers.push({ ...refusedAnswer(row.sms_id, refusals[i]!), ...reread });
       continue;
     }
     const previous = existing.get(row.activity_key);
@@ -176,7 +192,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         await markMessageRefused(trx, decision.smsId, { error: refusal.error, error_code: refusal.code }, at);
         tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
         answers.push(refusedAnswer(decision.smsId, refusal));
-      } else answers.push({ send: true, smsId: decision.smsId });
+      } else answers.push({ send: true, smsId: decision.smsId, ...reread });
     } else if (decision.action === 'resolve-lost-send') {
       // The sweep's change, made now (expireDispatchLeases): `uncertain`, its lookup pending, or `submitted` where a
       // receipt already came. Nothing here sends it: the dispatcher asks its provider, then claims it again.
@@ -213,9 +229,10 @@ export function createClaimStep(deps: ClaimStepDeps) {
     const settled = await writes.settle(toClaim.map((item, i) => ({ ...item, requestId: requestId ?? null, traceparent: traceparents?.[i] ?? null })));
     const unavailable: Array<{ activityKey: string; error: unknown }> = [];
     const claims = settled.map((s, i): Claim => {
-      const message = messages[i]!;
+      let message = messages[i]!;
       if (s.status === 'fulfilled') {
         const answer = s.value;
+        if ('message' in answer && answer.message) message = answer.message;
         if (!answer.send && 'recipientRefused' in answer) {
           deps.metrics?.recipientRead(answer.recipientRefused);
           return { send: false, result: answer.result };

@@ -180,7 +180,8 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function run(prepared: PreparedMessage[], fresh: number[], answers: InFlight['answers'], options: DispatchOptions): Promise<void> {
     let toClaim: PreparedMessage[];
     try {
-      toClaim = await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
+      // A claim that reads the players' standings in its transaction (sql backend) reads their records there too.
+      toClaim = deps.recipients?.inClaim ? prepared : await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
     } catch (error) {
       // The players' records could not be read: nothing is claimed, so the CRM's retry finds these ids untouched.
       deps.logger.error({ err: error, count: prepared.length, request_id: options.requestId }, "players' records unavailable: nothing sent");
@@ -200,6 +201,11 @@ export function createDispatcher(deps: DispatcherDeps) {
         commit.setAttribute('ledger.step', 'claim');
         commit.end();
       }
+    // Send each message as claimed: the claim may have read its recipient again with its player's record.
+    toClaim = toClaim.map((m, k) => {
+      const c = claims[k]!;
+      return c.send && c.message ? c.message : m;
+    });
     await resolveLost(toClaim, claims, options, spans);
     const toSend: number[] = [];
     claims.forEach((c, k) => {

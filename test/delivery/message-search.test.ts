@@ -194,6 +194,34 @@ describe('query plans (SQLite)', () => {
     expect(plan).not.toMatch(/^SCAN messages$/m);
   });
 
+  // A ledger grown by sends has no statistics (the gateway never runs ANALYZE): the planner took every index equality
+  // for a few rows and walked the provider's or the status's rows in created_at order, checking the key on each.
+  it.each<[string, Omit<MessageFilter, 'limit'>]>([
+    ['recipient + provider', { recipient: '+447700900123', provider: 'sandbox' }],
+    ['recipient + status', { recipient: '+447700900123', status: 'delivered' }],
+    ['user_id + status', { userId: 'player-1', status: 'delivered' }],
+    ['user_id (two numbers) + provider', { userId: 'player-2', provider: 'sandbox' }],
+    ['activity.id + status', { activityKey: 'x', status: 'failed' }],
+    ['sms_id + provider', { smsId: 'x', provider: 'sandbox' }],
+    ['status dead + provider', { status: 'dead', provider: 'sandbox' }],
+  ])('%s: starts from the key, never from the provider or status index', async (_label, filter) => {
+    const plan = (await planOf({ ...filter, limit: 50 })).join('\n');
+    expect(plan).not.toMatch(/messages_provider_created|messages_status/);
+    expect(plan).not.toMatch(/^SCAN messages$/m);
+  });
+
+  // ANALYZE's figures at 5 million messages (bench/README.md, 2026-11-29): four status words, three providers. With
+  // them SQLite skip-scanned messages_status for a time range and sorted the whole range (a week took seconds).
+  it.each<[string, Omit<MessageFilter, 'limit'>]>([
+    ['time range', { from: 1, to: 2 }],
+    ['only an end', { to: 2 }],
+    ['a later page', { after: { createdAt: 5, smsId: 'x' } }],
+  ])('%s on the statistics of a ledger of millions: reads messages_created_sms_id in its order, never sorts', async (_label, filter) => {
+    const plan = (await planOf({ ...filter, limit: 50 }, MILLIONS_STAT1)).join('\n');
+    expect(plan).toMatch(/messages_created_sms_id/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
   it('status dead starts from the dead letters (conversions_unposted)', async () => {
     const plan = (await planOf({ status: 'dead', limit: 50 })).join('\n');
     expect(plan).toMatch(/conversions.*USING (COVERING )?INDEX conversions_unposted/);
@@ -201,15 +229,32 @@ describe('query plans (SQLite)', () => {
   });
 });
 
+/** sqlite_stat1 of the messages indexes as ANALYZE wrote it on a prefilled ledger of 5 million messages. */
+const MILLIONS_STAT1: ReadonlyArray<[string, string]> = [
+  ['messages_status', '5000000 1250000 1'],
+  ['messages_provider_created', '5000000 1666667 1'],
+  ['messages_recipient', '5000000 8 1'],
+  ['messages_created_sms_id', '5000000 1 1'],
+  ['messages_provider_message_id', '5000000 1666667 1'],
+  ['sqlite_autoindex_messages_2', '5000000 1'],
+  ['sqlite_autoindex_messages_1', '5000000 1'],
+];
+
 /**
  * On a SQLite ledger of its own (the gateway above may be PostgreSQL): migrated, never analysed, with no messages;
  * player-1 has one number and player-2 two, so the search by player reaches its messages query. The plan is the
  * last query's (the search by player first reads the player's numbers).
  */
-async function planOf(filter: MessageFilter): Promise<string[]> {
+async function planOf(filter: MessageFilter, stat1: ReadonlyArray<[string, string]> = []): Promise<string[]> {
   const file = join(mkdtempSync(join(tmpdir(), 'crm-sms-search-plans-')), 'ledger.db');
   const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
   await migrateToLatest(ledger.db);
+  if (stat1.length > 0) {
+    // ANALYZE of the empty tables creates sqlite_stat1; the figures written into it are read again by `analyze sqlite_master`.
+    await sql`analyze`.execute(ledger.db);
+    for (const [idx, stat] of stat1) await sql`insert into sqlite_stat1 (tbl, idx, stat) values ('messages', ${idx}, ${stat})`.execute(ledger.db);
+    await sql`analyze sqlite_master`.execute(ledger.db);
+  }
   await ledger.db
     .insertInto('message_user_recipients')
     .values([

@@ -153,3 +153,30 @@ it('answers a batch entry by entry: refusals in failed with their code, the rest
   const to = (id: string) => createOf(res.json.successful.find((s: { id: string }) => s.id === id).sms_id)?.To;
   expect([to('rb-de'), to('rb-us'), to('rb-ke')]).toEqual(['+4915202345678', '+14795551234', '+254716595289']);
 });
+
+// With suppression on (above) the claim reads the record with the player's standing, in its transaction; off, no
+// standing is read there, and the record is read before the claim.
+describe('with sms.suppression off', () => {
+  it('still sends 15202345678 of a German player to +4915202345678, and 4795551234 of a British one is refused', async () => {
+    const off = await startTestGateway({
+      sms: { default_region: 'DE', suppression: 'off' },
+      providers: { tw: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url } },
+    });
+    try {
+      for (const userId of ['de-1', 'gb-1']) {
+        const put = await off.adminPut(`/admin/users/${userId}`, { ...sampleUser(userId, players[userId as keyof typeof players]), consents: [] });
+        expect(put.status, JSON.stringify(put.json)).toBeLessThan(300);
+      }
+      const post = (id: string, userId: string, recipient: string) =>
+        off.post('/channels/sms/single', smsMessage(id, { provider_name: 'tw', recipient, activity: { id, user_id: userId } }));
+      const de = await post('rc-off-de', 'de-1', '15202345678');
+      expect(de.status, JSON.stringify(de.json)).toBe(200);
+      expect(createOf(de.json.sms_id)).toMatchObject({ To: '+4915202345678' });
+      const gb = await post('rc-off-gb', 'gb-1', '4795551234');
+      expect(gb.status, JSON.stringify(gb.json)).toBe(400);
+      expect(gb.json.code).toBe('recipient_country_mismatch');
+    } finally {
+      await off.close();
+    }
+  });
+});
