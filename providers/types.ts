@@ -50,8 +50,17 @@ export interface SendRequest {
  * the request went out). A retry of the same id then first waits `sms.ambiguous_retry_after` for a receipt proving
  * acceptance, instead of sending a second SMS at once.
  */
+/**
+ * A price the provider reported for a whole message (all its parts), in micro-units of `currency` (src/kit/money.ts):
+ * what the gateway records instead of its estimate (docs/costs.md). Plugins read it from the provider's own fields.
+ */
+export interface ReportedPrice {
+  micros: bigint;
+  currency: string;
+}
+
 export type SendResult =
-  | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string }
+  | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string; price?: ReportedPrice }
   | {
       ok: false;
       kind: 'permanent' | 'transient';
@@ -109,6 +118,11 @@ export interface ReceiptEvent {
    * delivery module then rolls the parts up into one status with aggregatePartStatuses (src/delivery/parts.ts).
    */
   perPart?: boolean;
+  /**
+   * The price the receipt reports. With perPart, the price of that one part: the gateway takes it only for a message of
+   * one part (a multipart message keeps the price of its send answer, or its estimate).
+   */
+  price?: ReportedPrice;
 }
 
 /** `rejected` receipts fail verification: the route answers 403 and records nothing. */

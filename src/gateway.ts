@@ -10,6 +10,7 @@ import { buildCallbackUrl } from '../providers/kit/callback-url.js';
 import { createApp } from './app.js';
 import type { Config } from './config/schema.js';
 import { createInboundReceiver } from './consents/inbound.js';
+import { createCostBook } from './costs/cost-book.js';
 import { createRecipientCheck } from './consents/suppression.js';
 import { createReceiptIntake } from './delivery/intake.js';
 import type { RetentionResult } from './delivery/retention.js';
@@ -72,6 +73,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const tracing = await createTracing(config, logger);
   shutdown.add('services', 'exporting the last spans', () => tracing.shutdown());
   const metrics = createLedgerMetrics(config, readDb, now);
+  // Rate tables, budgets and their metrics: the claim, the record and the receipts keep each message's cost.
+  const costs = createCostBook(config, metrics.registry, now);
   const providerHealth = await startProviderHealth(config, { db, logger, now, registry: metrics.registry }, shutdown);
   const outboxes = startOutboxes(config, { db, readDb, logger, now, metrics, tracing }, shutdown);
   const { wake } = outboxes;
@@ -92,6 +95,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     observeReceipt: providerHealth.failover.observeReceipt,
     wake,
     tracing,
+    costs,
   });
   const operatorBackend = startOperatorBackend(config, ledger, now, shutdown);
   const recipients = createRecipientCheck(config, operatorBackend, now, logger);
@@ -103,7 +107,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const onRecorded = receipts.rematchAfterSend;
   const dispatcher = startDispatcher(
     config,
-    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers },
+    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers, costs },
     shutdown,
   );
 
@@ -129,7 +133,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     transact: ledgerWrites.transact,
     circuits: () => providerHealth.failover.snapshot(),
   });
-  const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake }, shutdown);
+  const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake, costs }, shutdown);
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
   publicUrl = urls.publicUrl;
 
