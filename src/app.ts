@@ -42,6 +42,9 @@ import type { ProviderRouter } from './provider-wrappers/registry.js';
 import type { MemberHealthView } from './provider-wrappers/breakers.js';
 import type { RecipientCheck } from './consents/suppression.js';
 import { smsRoutes } from './sms/routes.js';
+import { smsAdminRoutes } from './sms/admin-routes.js';
+import { costAdminRoutes } from './costs/admin-routes.js';
+import { createCostBook, type CostBook } from './costs/cost-book.js';
 import { createIntakeNotices } from './sms/intake-notices.js';
 
 export interface AppParts {
@@ -78,6 +81,8 @@ export interface AppParts {
   transact: Transact;
   /** A SERVER span for every request when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
+  /** The rate tables and budgets (src/costs/cost-book.ts), for the preview; read from config when absent. */
+  costs?: CostBook;
 }
 
 /**
@@ -92,6 +97,7 @@ export function createApp(parts: AppParts): Hono {
   const { config, logger } = parts;
   const app = new Hono();
   const { readDb } = parts;
+  const previewDeps = { sms: config.sms, rates: (parts.costs ?? createCostBook(config)).rates, providerNames: Object.keys(config.providers) };
   // Outermost when tracing is on: a SERVER span for every request, whoever answers it (docs/tracing.md).
   if (parts.tracing?.enabled) app.use('*', parts.tracing.requests(createAddressSet(config.server.trusted_proxies)));
   // First, so that every answer (413s and 404s too) carries a request id and is counted.
@@ -193,6 +199,8 @@ export function createApp(parts: AppParts): Hono {
       deliveryAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake, defaultRegion: config.sms.default_region, receiptCheck }),
       operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, now: parts.now, wake: parts.wake }),
       eventAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake }),
+      costAdminRoutes({ readDb, now: parts.now }),
+      smsAdminRoutes(previewDeps),
     ]),
   );
   // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.

@@ -132,6 +132,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     receiveInbound,
     transact: ledgerWrites.transact,
     circuits: () => providerHealth.failover.snapshot(),
+    costs,
   });
   const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake, costs }, shutdown);
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
