@@ -220,6 +220,7 @@ export function createApp(parts: AppParts): Hono {
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
       receiptCheck,
+      preview: previewDeps,
     }),
   );
 
