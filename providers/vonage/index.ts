@@ -50,7 +50,9 @@ const configSchema = z.strictObject({
     .string()
     .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code in capitals')
     .default('EUR')
-    .describe("The currency of the prices Vonage reports (`message-price`, a receipt's `price`): the SMS API names none; they are in the account's, EUR by Vonage's documents."),
+    .describe(
+      "The currency of the prices Vonage reports (`message-price`, a receipt's `price`): the SMS API names none; they are in the account's, EUR by Vonage's documents.",
+    ),
   signature_method: z
     .enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512'])
     .default('md5hash')

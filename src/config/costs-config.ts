@@ -10,12 +10,10 @@ import { durationSchema } from '../kit/duration.js';
 const currency = z.string().regex(CURRENCY_PATTERN, 'must be an ISO 4217 code in capitals, e.g. EUR');
 
 /** A non-negative amount as decimal text (a YAML number is refused: it would pass through a double). */
-const amount = z
-  .string({ error: 'must be a decimal amount in quotes, e.g. "0.0400"' })
-  .refine((s) => {
-    const m = parseMicros(s);
-    return m !== null && m >= 0n;
-  }, 'must be a decimal amount of at most 12 whole digits, not negative, e.g. "0.0400"');
+const amount = z.string({ error: 'must be a decimal amount in quotes, e.g. "0.0400"' }).refine((s) => {
+  const m = parseMicros(s);
+  return m !== null && m >= 0n;
+}, 'must be a decimal amount of at most 12 whole digits, not negative, e.g. "0.0400"');
 
 /** An ISO 3166 alpha-2 country as the recipient's reading names it, or `*` for every other country. */
 const countryKey = z.string().regex(/^([A-Z]{2}|\*)$/, 'must be an ISO 3166 alpha-2 country in capitals, or *');
@@ -25,9 +23,10 @@ const rateTable = z.strictObject({
   per_segment: z
     .record(countryKey, amount)
     .default({})
-    .describe('The price of one segment by recipient country (`GB: "0.0400"`); `*` for any country not listed. A country with no rate and no `*` is not estimated.'),
+    .describe(
+      'The price of one segment by recipient country (`GB: "0.0400"`); `*` for any country not listed. A country with no rate and no `*` is not estimated.',
+    ),
 });
-export type RateTableConfig = z.infer<typeof rateTable>;
 
 const budget = z
   .strictObject({
@@ -37,8 +36,8 @@ const budget = z
       .describe('Names the cap in refusals, metrics and alerts.'),
     brand_id: z
       .union([z.string().min(1).max(255), z.number().int()])
+      .transform(String)
       .optional()
-      .transform((v) => (v === undefined ? undefined : String(v)))
       .describe("Only messages of this brand (the activity's brand_id); unset: every brand."),
     country: z
       .string()

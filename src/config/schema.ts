@@ -662,7 +662,8 @@ export const configSchema = z
     }
     checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     for (const name of Object.keys(c.costs.rates)) {
-      if (!Object.hasOwn(c.providers, name)) ctx.addIssue({ code: 'custom', path: ['costs', 'rates', name], message: `"${name}" is not a configured provider` });
+      if (!Object.hasOwn(c.providers, name))
+        ctx.addIssue({ code: 'custom', path: ['costs', 'rates', name], message: `"${name}" is not a configured provider` });
     }
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });

@@ -30,7 +30,9 @@ function renderCostForm(params: URLSearchParams, groupBy: readonly CostDimension
   return html`<form method="get" action="/console/costs" class="search">
 <label>From (UTC day)<input type="date" name="from" value="${params.get('from') ?? ''}"></label>
 <label>To (UTC day)<input type="date" name="to" value="${params.get('to') ?? ''}"></label>
-<label>Group by<input type="search" name="group_by" value="${GROUPS.filter(([, c]) => groupBy.includes(c)).map(([q]) => q).join(',')}" placeholder="day,provider"></label>
+<label>Group by<input type="search" name="group_by" value="${GROUPS.filter(([, c]) => groupBy.includes(c))
+    .map(([q]) => q)
+    .join(',')}" placeholder="day,provider"></label>
 <p class="muted">Add or remove: ${GROUPS.map(([q, , label]) => html`<a href="/console/costs?${withGroup(params, q)}">${label}</a> `)}· <a href="/console/costs">day and provider</a></p>
 <p><button type="submit">Show</button> <a href="/console/costs?${csv.toString()}" download>CSV</a></p>
 </form>
@@ -56,7 +58,9 @@ function renderCostTable(groupBy: readonly CostDimension[], rows: readonly CostA
   return html`<div class="scroll"><table data-table="costs">
 <thead><tr>${groups.map(([, , label]) => html`<th>${label}</th>`)}<th>currency</th><th>messages</th><th>segments</th><th>delivered</th><th title="delivered ÷ messages">delivered share</th><th title="reported prices where known, estimates otherwise">spend</th><th>of it reported</th><th>cost per delivered</th></tr></thead>
 <tbody>${rows.map(
-    (r) => html`<tr>${groups.map(([, c]) => html`<td>${cell(r, c)}</td>`)}<td>${r.currency || '—'}</td><td>${r.messages}</td><td>${r.segments}</td><td>${r.delivered}</td>
+    (
+      r,
+    ) => html`<tr>${groups.map(([, c]) => html`<td>${cell(r, c)}</td>`)}<td>${r.currency || '—'}</td><td>${r.messages}</td><td>${r.segments}</td><td>${r.delivered}</td>
 <td>${r.delivered_share === null ? '—' : `${(r.delivered_share * 100).toFixed(1)} %`}</td><td data-field="spend">${r.spend}</td><td>${r.reported_spend}</td><td>${r.cost_per_delivered ?? '—'}</td></tr>`,
   )}</tbody></table></div>
 ${truncated ? html`<p class="notice">Only the first rows are shown: narrow the days or the grouping.</p>` : ''}`;
@@ -107,7 +111,12 @@ export function costConsoleRoutes(deps: { door: ConsoleDoor; readDb: Kysely<Data
           searchField('group_by', 'day, provider, country, brand, activity, action_group'),
           searchField('format', 'csv for the CSV'),
         ],
-        responses: { 200: page('The costs page, or its CSV'), 400: page('A parameter is not valid (named on the page)'), 401: page('No valid session'), 403: disabled },
+        responses: {
+          200: page('The costs page, or its CSV'),
+          400: page('A parameter is not valid (named on the page)'),
+          401: page('No valid session'),
+          403: disabled,
+        },
       },
       handlers: [
         async (c) => {
@@ -150,8 +159,11 @@ export function costConsoleRoutes(deps: { door: ConsoleDoor; readDb: Kysely<Data
             ...(params.get('recipient') ? { recipient: params.get('recipient') } : {}),
             ...(params.get('country') ? { country: params.get('country')!.toUpperCase() } : {}),
           });
-          const preview = input.success ? previewText(input.data, deps.preview) : { ok: false as const, error: `${String(input.error.issues[0]?.path[0])}: not valid` };
-          if (!preview.ok) return htmlPage(c, { title: TITLE, nav, status: 400, body: html`<h2>Preview a text</h2>${renderPreviewForm(params, preview.error)}` });
+          const preview = input.success
+            ? previewText(input.data, deps.preview)
+            : { ok: false as const, error: `${String(input.error.issues[0]?.path[0])}: not valid` };
+          if (!preview.ok)
+            return htmlPage(c, { title: TITLE, nav, status: 400, body: html`<h2>Preview a text</h2>${renderPreviewForm(params, preview.error)}` });
           return htmlPage(c, { title: TITLE, nav, body: html`<h2>Preview a text</h2>${renderPreviewForm(params, undefined)}${renderPreview(preview.answer)}` });
         },
       ],

@@ -212,7 +212,11 @@ export async function chargeClaims(trx: Trx, book: CostBook, items: readonly Cha
       const currency = decision.budget.currency;
       refusals.set(item.subject.smsId, {
         budget: decision.budget,
-        error: budgetRefusal(decision.budget, `${formatMicros(fits[i]!.micros, currency)} ${currency}`, `${formatMicros(decision.spentMicros, currency)} ${currency}`),
+        error: budgetRefusal(
+          decision.budget,
+          `${formatMicros(fits[i]!.micros, currency)} ${currency}`,
+          `${formatMicros(decision.spentMicros, currency)} ${currency}`,
+        ),
       });
       book.metrics?.budgetRefused(decision.budget.name);
     }
@@ -226,7 +230,8 @@ export async function chargeClaims(trx: Trx, book: CostBook, items: readonly Cha
     if (!previous) continue;
     rollup.push(rollupChange(subject, previous, -1));
     spend.push(...budgetChanges(book, subject, previous, -1));
-    if (previous.micros !== null) book.metrics?.costWithdrawn(previous.provider, subject.country ?? '', previous.currency ?? '', previous.source, previous.micros);
+    if (previous.micros !== null)
+      book.metrics?.costWithdrawn(previous.provider, subject.country ?? '', previous.currency ?? '', previous.source, previous.micros);
   }
   for (const { subject, contribution } of counted) {
     rollup.push(rollupChange(subject, contribution, 1));
@@ -242,7 +247,9 @@ export async function chargeClaims(trx: Trx, book: CostBook, items: readonly Cha
 /** The estimate of a message carried by `provider`, as a contribution (`none` when no rate covers it). */
 export function estimateContribution(book: CostBook, provider: string, subject: CostSubject): Contribution {
   const estimate = estimateCost(book.rates, provider, subject.country, subject.segments);
-  return estimate ? { provider, micros: estimate.micros, currency: estimate.currency, source: 'estimate' } : { provider, micros: null, currency: null, source: 'none' };
+  return estimate
+    ? { provider, micros: estimate.micros, currency: estimate.currency, source: 'estimate' }
+    : { provider, micros: null, currency: null, source: 'none' };
 }
 
 /** A provider's answer to one send, as the cost path needs it (src/sms/record.ts). */
@@ -264,7 +271,14 @@ export interface SentCost {
 export async function recordSendCosts(trx: Trx, book: CostBook, sends: readonly SentCost[]): Promise<void> {
   const changing = sends.filter((s) => !s.mayHaveSent || s.carrier !== s.claimedProvider || s.price);
   if (changing.length === 0) return;
-  const targets = new Map((await findCostTargets(trx, changing.map((s) => s.smsId))).map((t) => [t.sms_id, t]));
+  const targets = new Map(
+    (
+      await findCostTargets(
+        trx,
+        changing.map((s) => s.smsId),
+      )
+    ).map((t) => [t.sms_id, t]),
+  );
   const changes = changing.flatMap((send) => {
     const target = targets.get(send.smsId);
     if (!target) return [];
@@ -298,7 +312,14 @@ export interface ReceiptCost {
 export async function recordReceiptCosts(trx: Trx, book: CostBook, receipts: readonly ReceiptCost[]): Promise<void> {
   const relevant = receipts.filter((r) => r.deliveredNow || r.price);
   if (relevant.length === 0) return;
-  const targets = new Map((await findCostTargets(trx, relevant.map((r) => r.smsId))).map((t) => [t.sms_id, t]));
+  const targets = new Map(
+    (
+      await findCostTargets(
+        trx,
+        relevant.map((r) => r.smsId),
+      )
+    ).map((t) => [t.sms_id, t]),
+  );
   const deliveredNow = new Set(relevant.filter((r) => r.deliveredNow).map((r) => r.smsId));
   const priced = new Map<string, ReportedPrice>();
   for (const r of relevant) {

@@ -7,7 +7,7 @@ import type { Config } from '../config/schema.js';
 import type { CostSource } from '../ledger/schema.js';
 import { readBudgets, type Budget } from './budgets.js';
 import { createCostMetrics, type CostMetrics } from './metrics.js';
-import { createRateBook, estimateCost, type Priced, type RateBook } from './rates.js';
+import { createRateBook, estimateCost, type RateBook } from './rates.js';
 
 export interface CostBook {
   rates: RateBook;
@@ -44,5 +44,3 @@ export function createCostBook(config: Pick<Readonly<Config>, 'costs' | 'provide
     ...(registry ? { metrics: createCostMetrics(registry, budgets, config.costs.warn_share, now) } : {}),
   };
 }
-
-export type { Priced };

@@ -127,7 +127,19 @@ export async function findCostTargets(db: Db, smsIds: readonly string[]): Promis
     found.push(
       ...(await db
         .selectFrom('messages')
-        .select(['sms_id', 'provider', 'country', 'activity_json', 'created_at', 'segments', 'state', 'delivery_status', 'cost_micros', 'cost_currency', 'cost_source'])
+        .select([
+          'sms_id',
+          'provider',
+          'country',
+          'activity_json',
+          'created_at',
+          'segments',
+          'state',
+          'delivery_status',
+          'cost_micros',
+          'cost_currency',
+          'cost_source',
+        ])
         .where('sms_id', 'in', part)
         .execute()),
     );
@@ -160,11 +172,7 @@ export async function lockBudgetSpend(db: Transaction<Database>, keys: readonly 
     .execute();
   const postgres = dialectFlagsOf(db).kind === 'postgres';
   for (const k of unique) {
-    let query = db
-      .selectFrom('budget_spend')
-      .select('spent_micros')
-      .where('budget', '=', k.budget)
-      .where('period_start', '=', k.periodStart);
+    let query = db.selectFrom('budget_spend').select('spent_micros').where('budget', '=', k.budget).where('period_start', '=', k.periodStart);
     if (postgres) query = query.forUpdate();
     const row = await query.executeTakeFirst();
     spent.set(budgetKeyText(k), BigInt(row?.spent_micros ?? 0));
@@ -188,24 +196,11 @@ export async function addBudgetSpend(db: Db, changes: ReadonlyArray<BudgetPeriod
     await db
       .insertInto('budget_spend')
       .values({ budget: r.budget, period_start: r.periodStart, currency: r.currency, spent_micros: r.micros.toString() })
-      .onConflict((oc) => oc.columns(['budget', 'period_start']).doUpdateSet((eb) => ({ spent_micros: eb('budget_spend.spent_micros', '+', eb.ref('excluded.spent_micros')) })))
+      .onConflict((oc) =>
+        oc.columns(['budget', 'period_start']).doUpdateSet((eb) => ({ spent_micros: eb('budget_spend.spent_micros', '+', eb.ref('excluded.spent_micros')) })),
+      )
       .execute();
   }
-}
-
-/** The spend of these budget periods now (no lock: for metrics and the preview). */
-export async function readBudgetSpend(db: Db, keys: readonly BudgetPeriodKey[]): Promise<Map<string, bigint>> {
-  const spent = new Map<string, bigint>();
-  for (const k of keys) {
-    const row = await db
-      .selectFrom('budget_spend')
-      .select('spent_micros')
-      .where('budget', '=', k.budget)
-      .where('period_start', '=', k.periodStart)
-      .executeTakeFirst();
-    spent.set(budgetKeyText(k), BigInt(row?.spent_micros ?? 0));
-  }
-  return spent;
 }
 
 /** The dimensions a cost report may group by. */

@@ -92,7 +92,15 @@ export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<Me
   await db
     .updateTable('messages')
     // A refused message costs nothing: its cost, if it was counted, is taken back by the caller (src/sms/claim.ts).
-    .set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now, cost_micros: null, cost_currency: null, cost_source: null })
+    .set({
+      state: 'rejected',
+      error: refusal.error,
+      error_code: refusal.error_code,
+      updated_at: now,
+      cost_micros: null,
+      cost_currency: null,
+      cost_source: null,
+    })
     .where('sms_id', '=', smsId)
     .execute();
 }

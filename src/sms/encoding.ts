@@ -101,7 +101,12 @@ export function lookAlikeOf(ch: string): string | undefined {
 export function segmentFill(text: string, encoding: Encoding): { units: number; segments: number; perSegment: number; left: number } {
   const info = getSmsCharCountInfo(text);
   const count = encoding === 'gsm7' ? info.gsmCharCount : info.ucs2CharCount;
-  return { units: count.charCount, segments: count.msgCount, perSegment: count.charsPerSegment, left: count.msgCount * count.charsPerSegment - count.charCount };
+  return {
+    units: count.charCount,
+    segments: count.msgCount,
+    perSegment: count.charsPerSegment,
+    left: count.msgCount * count.charsPerSegment - count.charCount,
+  };
 }
 
 function describeChar(ch: string): string {

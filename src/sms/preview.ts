@@ -52,7 +52,10 @@ export interface PreviewDeps {
 }
 
 /** The preview, or the first problem naming its field. */
-export function previewText(input: z.infer<typeof previewRequestSchema>, deps: PreviewDeps): { ok: true; answer: PreviewAnswer } | { ok: false; error: string } {
+export function previewText(
+  input: z.infer<typeof previewRequestSchema>,
+  deps: PreviewDeps,
+): { ok: true; answer: PreviewAnswer } | { ok: false; error: string } {
   const requested = parseRequestedEncoding(input.encoding);
   if (!requested) return { ok: false, error: `encoding: ${JSON.stringify(input.encoding)} is not one of auto, gsm7, usc2, ucs2` };
   let country: string | null = input.country ?? null;

@@ -70,7 +70,12 @@ export function createRecordStep(deps: RecordStepDeps) {
   const costs = deps.costs;
   const writes = deps.queue.writer<SendOutcomeRecord & { cost: SentCost }, void>(async (trx, records, tally) => {
     // First, while the row still names the provider it was claimed for (a route's answer changes it to the member).
-    if (costs) await recordSendCosts(trx, costs, records.map((r) => r.cost));
+    if (costs)
+      await recordSendCosts(
+        trx,
+        costs,
+        records.map((r) => r.cost),
+      );
     await recordSendOutcomes(trx, tally, records, deps.now());
     await deps.onRecorded?.(trx, tally, records);
     return records.map(() => undefined);

@@ -96,7 +96,11 @@ describe("the activity's dimensions", () => {
   it.each([
     ['integers as text', '{"id":"a","brand_id":7,"activity_id":11,"action_group_id":3}', { brand_id: '7', activity_id: '11', action_group_id: '3' }],
     ['strings as sent', '{"id":"a","brand_id":"casino-x"}', { brand_id: 'casino-x', activity_id: '', action_group_id: '' }],
-    ['an integer past 2^53 from its text', '{"id":1,"activity_id":12345678901234567891}', { brand_id: '', activity_id: '12345678901234567891', action_group_id: '' }],
+    [
+      'an integer past 2^53 from its text',
+      '{"id":1,"activity_id":12345678901234567891}',
+      { brand_id: '', activity_id: '12345678901234567891', action_group_id: '' },
+    ],
     ['objects are no identifier', '{"id":1,"brand_id":{"x":1}}', { brand_id: '', activity_id: '', action_group_id: '' }],
   ])('%s', (_label, json, dims) => {
     expect(activityDimensions(json)).toEqual(dims);

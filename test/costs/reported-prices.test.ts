@@ -27,7 +27,11 @@ describe("the providers' price fields", () => {
 
   it.each([
     ['one part', [{ 'message-price': '0.03330000' }], { micros: 33_300n, currency: 'EUR' }],
-    ['three parts, summed exactly', [{ 'message-price': '0.0333' }, { 'message-price': '0.0333' }, { 'message-price': '0.0334' }], { micros: 100_000n, currency: 'EUR' }],
+    [
+      'three parts, summed exactly',
+      [{ 'message-price': '0.0333' }, { 'message-price': '0.0333' }, { 'message-price': '0.0334' }],
+      { micros: 100_000n, currency: 'EUR' },
+    ],
     ['a part without a price: none for the message', [{ 'message-price': '0.0333' }, {}], undefined],
     ['a price that is no decimal', [{ 'message-price': 'n/a' }], undefined],
   ])('Vonage send answer, %s', (_label, parts, price) => {
