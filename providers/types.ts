@@ -175,6 +175,13 @@ export type LookupResult =
   | { answer: 'absent' }
   | { answer: 'unknown'; reason: string };
 
+/**
+ * The provider's price of one of our messages, asked after its final status (Twilio fills it in later, and reports it
+ * in no callback): `priced`; `not_yet` (the provider has no price for it yet: ask again later); `failed` (the ask
+ * failed: ask again later, up to costs.twilio_price_fetch.max_attempts).
+ */
+export type PriceFetch = { answer: 'priced'; price: ReportedPrice } | { answer: 'not_yet' } | { answer: 'failed'; reason: string };
+
 export interface SmsProvider {
   readonly name: string;
   readonly type: string;
@@ -187,6 +194,8 @@ export interface SmsProvider {
    * API cannot tell (the gateway then keeps such a send `uncertain`: it never concludes either way). Never throws.
    */
   lookup?(request: LookupRequest, signal: AbortSignal): Promise<LookupResult>;
+  /** Asks the provider what one message (by its provider message id) cost (PriceFetch). Absent: none to ask. Never throws. */
+  fetchPrice?(providerMessageId: string, signal: AbortSignal): Promise<PriceFetch>;
   /**
    * The largest body the provider really sends to `/dlr/{name}` (receipts) and `/mo/{name}` (players' messages), in
    * bytes: a larger one cannot be the provider's and is answered 413 before it is read or verified, so a forged

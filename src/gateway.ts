@@ -11,6 +11,7 @@ import { createApp } from './app.js';
 import type { Config } from './config/schema.js';
 import { createInboundReceiver } from './consents/inbound.js';
 import { createCostBook } from './costs/cost-book.js';
+import { startPriceFetch } from './costs/price-fetch.js';
 import { createRecipientCheck } from './consents/suppression.js';
 import { createReceiptIntake } from './delivery/intake.js';
 import type { RetentionResult } from './delivery/retention.js';
@@ -134,6 +135,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     circuits: () => providerHealth.failover.snapshot(),
     costs,
   });
+  startPriceFetch(config, { db, book: costs, providers, now, logger }, shutdown);
   const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake, costs }, shutdown);
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
   publicUrl = urls.publicUrl;

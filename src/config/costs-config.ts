@@ -71,7 +71,14 @@ export const costsConfigSchema = z
         enabled: z.boolean().default(true).describe("Ask Twilio for each message's price after its final status (Twilio reports none in callbacks)."),
         after: durationSchema('2m').describe('How long after the final status to ask first: Twilio fills the price in a little later.'),
         rate_per_second: z.number().positive().max(100).default(5).describe("Price requests per second per instance, well within Twilio's API limits."),
-        max_attempts: z.number().int().min(1).max(20).default(6).describe('Asks per message before its estimate is left standing.'),
+        max_attempts: z
+          .number()
+          .int()
+          .min(1)
+          .max(20)
+          .default(6)
+          .describe('Asks per message before its estimate is left standing; each waits twice as long as the one before.'),
+        poll_interval: durationSchema('5s', { positive: true }).describe('How often an instance looks for prices due to be asked.'),
       })
       .prefault({})
       .describe("Twilio's prices, fetched by GET of the message after its final status."),

@@ -19,6 +19,7 @@ import {
   type MessageCost,
 } from '../ledger/costs.js';
 import type { CostSource, Database } from '../ledger/schema.js';
+import { queuePriceFetches } from '../ledger/price-fetches.js';
 import { formatMicros, toMicros } from '../kit/money.js';
 import { budgetRefusal, budgetsFor, decideBudgetFits, periodKey, type Budget, type FitItem } from './budgets.js';
 import type { CostBook } from './cost-book.js';
@@ -301,6 +302,8 @@ export interface ReceiptCost {
   smsId: string;
   /** A receipt of this transaction made it delivered. */
   deliveredNow: boolean;
+  /** A receipt of this transaction gave it its final status (delivered or not). */
+  finalNow?: boolean;
   price?: ReportedPrice;
   perPart?: boolean;
 }
@@ -309,8 +312,8 @@ export interface ReceiptCost {
  * After receipts: a reported price replaces the message's cost (a part's price only for a message of one part), and a
  * message that became delivered is counted delivered in its rollup row. Runs after the receipts moved the statuses.
  */
-export async function recordReceiptCosts(trx: Trx, book: CostBook, receipts: readonly ReceiptCost[]): Promise<void> {
-  const relevant = receipts.filter((r) => r.deliveredNow || r.price);
+export async function recordReceiptCosts(trx: Trx, book: CostBook, receipts: readonly ReceiptCost[], now = 0): Promise<void> {
+  const relevant = receipts.filter((r) => r.deliveredNow || r.price || r.finalNow);
   if (relevant.length === 0) return;
   const targets = new Map(
     (
@@ -349,4 +352,14 @@ export async function recordReceiptCosts(trx: Trx, book: CostBook, receipts: rea
       return t ? [t] : [];
     }),
   );
+  // A provider that reports no price in its receipts is asked for it after the final status (src/costs/price-fetch.ts).
+  const fetch = book.priceFetch;
+  if (!fetch) return;
+  const owed = relevant.flatMap((r) => {
+    const t = updated.get(r.smsId) ?? targets.get(r.smsId);
+    if (!r.finalNow || !t || t.cost_source === 'reported' || t.cost_source === null || t.provider_message_id === null) return [];
+    if (!fetch.providers.has(t.provider)) return [];
+    return [{ sms_id: t.sms_id, provider: t.provider, provider_message_id: t.provider_message_id, next_attempt_at: now + fetch.afterMs }];
+  });
+  await queuePriceFetches(trx, owed);
 }

@@ -13,6 +13,8 @@ export interface CostBook {
   rates: RateBook;
   budgets: readonly Budget[];
   metrics?: CostMetrics;
+  /** The providers whose prices are asked after the final status (Twilio), and how long after (src/costs/price-fetch.ts). */
+  priceFetch?: { providers: ReadonlySet<string>; afterMs: number };
 }
 
 /** The cost columns a message is claimed with: its estimate, or `none` when no rate covers it. */
@@ -38,9 +40,12 @@ function routeMembersOf(providers: Config['providers']): Map<string, readonly st
 
 export function createCostBook(config: Pick<Readonly<Config>, 'costs' | 'providers'>, registry?: Registry, now: () => number = Date.now): CostBook {
   const budgets = readBudgets(config.costs.budgets);
+  const fetch = config.costs.twilio_price_fetch;
+  const fetched = new Set(Object.entries(config.providers).flatMap(([name, p]) => (p.type === 'twilio' && fetch.enabled ? [name] : [])));
   return {
     rates: createRateBook(config.costs.rates, routeMembersOf(config.providers)),
     budgets,
+    ...(fetched.size > 0 ? { priceFetch: { providers: fetched, afterMs: fetch.after } } : {}),
     ...(registry ? { metrics: createCostMetrics(registry, budgets, config.costs.warn_share, now) } : {}),
   };
 }

@@ -155,12 +155,21 @@ async function applyEvents(
   await insertConversions(trx, conversions, now);
   if (observers.costs) {
     const delivered = new Set(conversions.filter((c) => c.status === 'delivered').map((c) => c.smsId));
+    const final = new Set(conversions.map((c) => c.smsId));
     const costs = pairs.flatMap(({ message, event }) =>
-      event.price || delivered.has(message.sms_id)
-        ? [{ smsId: message.sms_id, deliveredNow: delivered.delete(message.sms_id), price: event.price, perPart: event.perPart }]
+      event.price || final.has(message.sms_id)
+        ? [
+            {
+              smsId: message.sms_id,
+              deliveredNow: delivered.delete(message.sms_id),
+              finalNow: final.delete(message.sms_id),
+              price: event.price,
+              perPart: event.perPart,
+            },
+          ]
         : [],
     );
-    await recordReceiptCosts(trx, observers.costs, costs);
+    await recordReceiptCosts(trx, observers.costs, costs, now);
   }
   return conversions.length;
 }

@@ -110,6 +110,7 @@ export type CostTarget = Pick<
   MessagesTable,
   | 'sms_id'
   | 'provider'
+  | 'provider_message_id'
   | 'country'
   | 'activity_json'
   | 'created_at'
@@ -130,6 +131,7 @@ export async function findCostTargets(db: Db, smsIds: readonly string[]): Promis
         .select([
           'sms_id',
           'provider',
+          'provider_message_id',
           'country',
           'activity_json',
           'created_at',
