@@ -312,17 +312,23 @@ export interface ReceiptCost {
  * After receipts: a reported price replaces the message's cost (a part's price only for a message of one part), and a
  * message that became delivered is counted delivered in its rollup row. Runs after the receipts moved the statuses.
  */
-export async function recordReceiptCosts(trx: Trx, book: CostBook, receipts: readonly ReceiptCost[], now = 0): Promise<void> {
+export async function recordReceiptCosts(
+  trx: Trx,
+  book: CostBook,
+  receipts: readonly ReceiptCost[],
+  now = 0,
+  /** The messages as the receipt path already read them (before this transaction's receipts): no second read. */
+  known?: ReadonlyMap<string, CostTarget>,
+): Promise<void> {
   const relevant = receipts.filter((r) => r.deliveredNow || r.price || r.finalNow);
   if (relevant.length === 0) return;
-  const targets = new Map(
-    (
-      await findCostTargets(
-        trx,
-        relevant.map((r) => r.smsId),
-      )
-    ).map((t) => [t.sms_id, t]),
-  );
+  const targets = new Map<string, CostTarget>();
+  for (const r of relevant) {
+    const t = known?.get(r.smsId);
+    if (t) targets.set(r.smsId, t);
+  }
+  const missing = relevant.filter((r) => !targets.has(r.smsId)).map((r) => r.smsId);
+  if (missing.length > 0) for (const t of await findCostTargets(trx, missing)) targets.set(t.sms_id, t);
   const deliveredNow = new Set(relevant.filter((r) => r.deliveredNow).map((r) => r.smsId));
   const priced = new Map<string, ReportedPrice>();
   for (const r of relevant) {

@@ -15,6 +15,7 @@ import {
   findReceiptTargetsBySmsId,
   updateDeliveryStatus,
   type ReceiptTarget,
+  type ReceiptTargetWithId,
 } from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
@@ -169,7 +170,8 @@ async function applyEvents(
           ]
         : [],
     );
-    await recordReceiptCosts(trx, observers.costs, costs, now);
+    const known = new Map(pairs.map(({ message }) => [message.sms_id, message as ReceiptTargetWithId]));
+    await recordReceiptCosts(trx, observers.costs, costs, now, known);
   }
   return conversions.length;
 }
