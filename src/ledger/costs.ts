@@ -248,6 +248,8 @@ export async function readCostReport(
     .where('day', '>=', range.fromDay)
     .where('day', '<=', range.toDay)
     .groupBy(columns.map((c) => sql.ref(c)))
+    // Groups that sum to nothing (messages counted at a claim and taken back when their send sent nothing) are left out.
+    .having(sql<boolean>`sum(messages) <> 0 or sum(delivered) <> 0 or sum(cost_micros) <> 0`)
     .orderBy(columns.map((c) => sql`${sql.ref(c)} asc`))
     .limit(limit)
     .execute();

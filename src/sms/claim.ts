@@ -29,7 +29,7 @@ import {
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
-import { activityDimensions, chargeClaims, contributionOf, type ChargeItem } from '../costs/charges.js';
+import { activityDimensions, chargeClaims, contributionOf, replaceContributions, subjectOf, type ChargeItem } from '../costs/charges.js';
 import { estimateColumns, type CostBook, type CostColumns } from '../costs/cost-book.js';
 import { toMicros } from '../kit/money.js';
 import type { SendMetrics } from '../observability/metrics.js';
@@ -156,6 +156,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   const answers: ClaimAnswer[] = [];
   /** The messages this claim sends, each with the moment its cost counts in (its first claim's). */
   const charged: Array<{ index: number; row: NewMessage; createdAt: number; previous?: MessageRow }> = [];
+  const withdrawn: MessageRow[] = [];
   for (const [i, row] of rows.entries()) {
     if (inserted.has(row.activity_key)) {
       charged.push({ index: answers.length, row, createdAt: at });
@@ -189,6 +190,8 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         await markMessageRefused(trx, decision.smsId, { error: refusal.error, error_code: refusal.code }, at);
         tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
         answers.push(refusedAnswer(decision.smsId, refusal));
+        // What its last attempt still counted (an uncertain send) is taken back with it.
+        if (previous.cost_source !== null) withdrawn.push(previous);
       } else {
         charged.push({ index: answers.length, row: { ...row, sms_id: decision.smsId }, createdAt: Number(previous.created_at), previous });
         answers.push({ send: true, smsId: decision.smsId });
@@ -214,7 +217,14 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       });
     }
   }
-  if (deps.costs) await chargeSends(deps.costs, trx, tally, at, charged, answers);
+  if (deps.costs) {
+    await replaceContributions(
+      trx,
+      deps.costs,
+      withdrawn.map((m) => ({ subject: subjectOf(m), before: contributionOf(m), after: null, delivered: m.delivery_status === 'delivered' })),
+    );
+    await chargeSends(deps.costs, trx, tally, at, charged, answers);
+  }
   return answers;
 }
 

@@ -80,6 +80,16 @@ describe('every message carries its cost', () => {
     ]);
   });
 
+  it('counts nothing for a send that failed transiently, however often the CRM retries it', async () => {
+    const retried = smsMessage('c-4', { recipient: '+447400120005', activity: { id: 'c-4', brand_id: 70 } });
+    for (let i = 0; i < 3; i++) expect((await gw.post('/channels/sms/single', retried)).status).toBe(503);
+    const row = await findMessageByActivityKey(gw.gateway.ledger.db, 'c-4');
+    expect([row?.state, row?.attempts, row?.cost_micros, row?.cost_source]).toEqual(['retryable', 3, null, null]);
+    // Counted at each claim and taken back at each answer: its rollup row sums to nothing and is not reported.
+    const { rows } = await report('group_by=brand');
+    expect(rows.find((r) => r.brand_id === '70')).toBeUndefined();
+  });
+
   it('answers the same report as CSV, by format=csv or by Accept', async () => {
     const byParam = await fetch(`${gw.url}/admin/costs?group_by=country`.replace('country', 'country&format=csv'), { headers: admin });
     expect(byParam.headers.get('content-type')).toMatch(/^text\/csv/);
