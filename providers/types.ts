@@ -60,7 +60,15 @@ export interface ReportedPrice {
 }
 
 export type SendResult =
-  | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string; price?: ReportedPrice }
+  | {
+      ok: true;
+      providerMessageIds: string[];
+      providerStatus?: string;
+      carrier?: string;
+      price?: ReportedPrice;
+      /** What the account has left after this send, where the answer says (Vonage's `remaining-balance`). */
+      balance?: ReportedPrice;
+    }
   | {
       ok: false;
       kind: 'permanent' | 'transient';

@@ -263,7 +263,9 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
           const ids = parts.map((p) => p['message-id']).filter((id): id is string => typeof id === 'string' && id.length > 0);
           if (ids.length === parts.length) {
             const price = vonageAnswerPrice(parts, config.price_currency);
-            return { ok: true, providerMessageIds: ids, providerStatus: 'accepted', ...(price ? { price } : {}) };
+            // Each part's answer carries the balance after it: the last part's is the account's now.
+            const balance = receiptPrice(parts.at(-1)?.['remaining-balance'], config.price_currency);
+            return { ok: true, providerMessageIds: ids, providerStatus: 'accepted', ...(price ? { price } : {}), ...(balance ? { balance } : {}) };
           }
           return failure('transient', 'answer lacks a message-id for some part', 'malformed_answer', true);
         }

@@ -16,6 +16,8 @@ export interface CostMetrics {
   budgetRefused(budget: string): void;
   /** A budget period's spend as last seen by this instance (the share of its limit). */
   budgetSpent(budget: Budget, periodStart: number, spentMicros: bigint): void;
+  /** What a provider's account has left, as its last send answer said (Vonage). */
+  providerBalance(provider: string, currency: string, micros: bigint): void;
 }
 
 export function createCostMetrics(registry: Registry, budgets: readonly Budget[], warnShare: number, now: () => number): CostMetrics {
@@ -65,6 +67,12 @@ export function createCostMetrics(registry: Registry, budgets: readonly Budget[]
     registers: [registry],
   });
   for (const b of budgets) warning.set({ budget: b.name }, warnShare);
+  const balance = new Gauge({
+    name: 'sms_gateway_provider_balance',
+    help: "What a provider's account has left, in units of the currency, as its last send answer on this instance said (Vonage's remaining-balance).",
+    labelNames: ['provider', 'currency'],
+    registers: [registry],
+  });
   for (const b of budgets) refused.inc({ budget: b.name }, 0);
   return {
     costAdded(provider, country, currency, source, micros) {
@@ -75,6 +83,9 @@ export function createCostMetrics(registry: Registry, budgets: readonly Budget[]
     },
     budgetRefused(budget) {
       refused.inc({ budget });
+    },
+    providerBalance(provider, currency, micros) {
+      balance.set({ provider, currency }, microsToUnits(micros));
     },
     budgetSpent(budget, periodStart, spentMicros) {
       const ratio = budget.limitMicros === 0n ? 1 : Number((spentMicros * 1_000_000n) / budget.limitMicros) / 1_000_000;

@@ -112,6 +112,7 @@ export function createRecordStep(deps: RecordStepDeps) {
       }
     }
     deps.metrics?.sendCompleted(provider, row.state, message.segments, seconds);
+    if (answer.ok && answer.balance) deps.costs?.metrics?.providerBalance(provider, answer.balance.currency, answer.balance.micros);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
     logger[answer.ok ? 'debug' : 'info'](
       {

@@ -84,6 +84,9 @@ describe('reported prices through the gateway', () => {
       source: 'reported',
       delivery: 'delivered',
     });
+    // The send answer's remaining-balance, as a gauge.
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: admin })).text();
+    expect(metrics).toMatch(/^sms_gateway_provider_balance\{provider="vonage",currency="EUR"\} 10\.5$/m);
   });
 
   it("takes Infobip's price from its report in place of the estimate, and the report says so", async () => {
