@@ -30,7 +30,23 @@ import {
   type ReceiptParse,
   type SendRequest,
   type SendResult,
+  type ReportedPrice,
 } from './types.js';
+import { CURRENCY_PATTERN, microsOfNumber } from '../src/kit/money.js';
+
+/**
+ * The message's price from a delivery report: `price.pricePerMessage` (per SMS part) times the report's part count,
+ * `messageCount` in version 3 of the SMS API and `smsCount` in version 2 (Infobip's "Receive outbound SMS message
+ * reports" for each version), in `price.currency`. Absent when the report has no price or a part count it cannot read.
+ */
+export function infobipReportPrice(report: { price?: unknown; messageCount?: unknown; smsCount?: unknown }): ReportedPrice | undefined {
+  const price = report.price as { pricePerMessage?: unknown; currency?: unknown } | undefined;
+  if (!price || typeof price.pricePerMessage !== 'number' || typeof price.currency !== 'string' || !CURRENCY_PATTERN.test(price.currency)) return undefined;
+  const perPart = microsOfNumber(price.pricePerMessage);
+  const count = report.messageCount ?? report.smsCount ?? 1;
+  if (perPart === null || perPart < 0n || typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) return undefined;
+  return { micros: perPart * BigInt(count), currency: price.currency };
+}
 
 const configSchema = z.strictObject({
   type: z.literal('infobip'),
@@ -240,7 +256,15 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           return { ok: false, reason: `results: must be a list of 1 to ${MAX_RESULTS} reports` };
         const events: ReceiptEvent[] = [];
         for (const [i, raw] of results.entries()) {
-          const r = (raw ?? {}) as { messageId?: unknown; callbackData?: unknown; status?: InfobipStatus; error?: { id?: unknown; name?: unknown } };
+          const r = (raw ?? {}) as {
+            messageId?: unknown;
+            callbackData?: unknown;
+            status?: InfobipStatus;
+            error?: { id?: unknown; name?: unknown };
+            price?: unknown;
+            messageCount?: unknown;
+            smsCount?: unknown;
+          };
           // The token vouches for one sms_id: a report about any other message in the same post is not believed.
           if (r.callbackData !== vouched.smsId) return { ok: false, reason: `results[${i}].callbackData: is not the sms_id this report URL was issued for` };
           const groupName = text(r.status?.groupName);
@@ -250,12 +274,14 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
           if (!INFOBIP_STATUS_NAMES.has(statusName) && !INFOBIP_STATUS_GROUPS.has(groupName))
             deps.logger.warn({ provider: name, groupName, statusName }, 'unknown Infobip status; kept as intermediate');
           const errorName = errorCodeOf(r.error);
+          const price = infobipReportPrice(r);
           events.push({
             smsId: vouched.smsId,
             providerMessageId: text(r.messageId),
             providerStatus: statusName,
             status,
             ...(errorName ? { errorCode: errorName } : {}),
+            ...(price ? { price } : {}),
           });
         }
         return { ok: true, events };

@@ -50,8 +50,25 @@ export interface SendRequest {
  * the request went out). A retry of the same id then first waits `sms.ambiguous_retry_after` for a receipt proving
  * acceptance, instead of sending a second SMS at once.
  */
+/**
+ * A price the provider reported for a whole message (all its parts), in micro-units of `currency` (src/kit/money.ts):
+ * what the gateway records instead of its estimate (docs/costs.md). Plugins read it from the provider's own fields.
+ */
+export interface ReportedPrice {
+  micros: bigint;
+  currency: string;
+}
+
 export type SendResult =
-  | { ok: true; providerMessageIds: string[]; providerStatus?: string; carrier?: string }
+  | {
+      ok: true;
+      providerMessageIds: string[];
+      providerStatus?: string;
+      carrier?: string;
+      price?: ReportedPrice;
+      /** What the account has left after this send, where the answer says (Vonage's `remaining-balance`). */
+      balance?: ReportedPrice;
+    }
   | {
       ok: false;
       kind: 'permanent' | 'transient';
@@ -109,6 +126,11 @@ export interface ReceiptEvent {
    * delivery module then rolls the parts up into one status with aggregatePartStatuses (src/delivery/parts.ts).
    */
   perPart?: boolean;
+  /**
+   * The price the receipt reports. With perPart, the price of that one part: the gateway takes it only for a message of
+   * one part (a multipart message keeps the price of its send answer, or its estimate).
+   */
+  price?: ReportedPrice;
 }
 
 /** `rejected` receipts fail verification: the route answers 403 and records nothing. */
@@ -161,6 +183,13 @@ export type LookupResult =
   | { answer: 'absent' }
   | { answer: 'unknown'; reason: string };
 
+/**
+ * The provider's price of one of our messages, asked after its final status (Twilio fills it in later, and reports it
+ * in no callback): `priced`; `not_yet` (the provider has no price for it yet: ask again later); `failed` (the ask
+ * failed: ask again later, up to costs.twilio_price_fetch.max_attempts).
+ */
+export type PriceFetch = { answer: 'priced'; price: ReportedPrice } | { answer: 'not_yet' } | { answer: 'failed'; reason: string };
+
 export interface SmsProvider {
   readonly name: string;
   readonly type: string;
@@ -173,6 +202,8 @@ export interface SmsProvider {
    * API cannot tell (the gateway then keeps such a send `uncertain`: it never concludes either way). Never throws.
    */
   lookup?(request: LookupRequest, signal: AbortSignal): Promise<LookupResult>;
+  /** Asks the provider what one message (by its provider message id) cost (PriceFetch). Absent: none to ask. Never throws. */
+  fetchPrice?(providerMessageId: string, signal: AbortSignal): Promise<PriceFetch>;
   /**
    * The largest body the provider really sends to `/dlr/{name}` (receipts) and `/mo/{name}` (players' messages), in
    * bytes: a larger one cannot be the provider's and is answered 413 before it is read or verified, so a forged

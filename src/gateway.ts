@@ -18,6 +18,9 @@ import type { Config } from './config/schema.js';
 import { createInboundReceiver } from './consents/inbound.js';
 import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { createRecipientCheck } from './consents/suppression.js';
+import { costAdminRoutes } from './costs/admin-routes.js';
+import { createCostBook } from './costs/cost-book.js';
+import { startPriceFetch } from './costs/price-fetch.js';
 import { consoleRoutes } from './console/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { deliveryAdminRoutes } from './delivery/admin-routes.js';
@@ -50,6 +53,7 @@ import { OUTBOXES, startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
 import { startDispatcher } from './sms/dispatch.js';
 import { createIntakeNotices } from './sms/intake-notices.js';
+import { smsAdminRoutes } from './sms/admin-routes.js';
 import { smsRoutes } from './sms/routes.js';
 
 /** The parts `serve` starts, in order: what GatewayOptions.afterStart is told. */
@@ -131,6 +135,8 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   await started('tracing');
   const metrics = createLedgerMetrics(config, readDb);
   const metricsApp = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });
+  // Rate tables, budgets and their metrics: the claim, the record and the receipts keep each message's cost.
+  const costs = createCostBook(config, metrics.registry, now);
   await started('metrics');
   // Listening before the parts that hand out its address (receipt URLs, the callbacks' signature checks); a request
   // that arrives before the app is built waits for it.
@@ -157,6 +163,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
     observeReceipt: providerHealth.failover.observeReceipt,
     wake,
     tracing,
+    costs,
   });
   await started('receipt intake');
   const operatorBackend = startOperatorBackend(config, { ledger, now }, shutdown);
@@ -182,11 +189,13 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
       backend: operatorBackend,
       rematchAfterSend: receipts.rematchAfterSend,
       providers,
+      costs,
     },
     shutdown,
   );
   await started('dispatcher');
-  const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake }, shutdown);
+  startPriceFetch(config, { db, book: costs, providers, now, logger }, shutdown);
+  const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake, costs }, shutdown);
   await started('timers');
 
   // The sub-apps, each built once, in the order they are mounted.
@@ -201,6 +210,8 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   const operatorAuth = createOperatorAuth(config.auth, now, processSecret);
   const providerNames = Object.keys(config.providers);
   const listDeps = { db, readDb, now, providers: providerNames };
+  // What POST /admin/sms/preview and the console's preview page price a text with.
+  const preview = { sms: config.sms, rates: costs.rates, providerNames };
   // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
   const metricsHere = config.metrics.port === undefined;
   const mounts: Array<readonly [string, Hono]> = [
@@ -252,6 +263,8 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
         inboundAdminRoutes({ db, readDb }),
         deliveryAdminRoutes({ db, readDb, defaultRegion: config.sms.default_region, receiptCheck }),
         playerAdminRoutes({ db, backend: operatorBackend, now }),
+        costAdminRoutes({ readDb, now }),
+        smsAdminRoutes(preview),
         ...outboxKinds.map((outbox) => outbox.adminRoutes({ db, readDb, now, wake })),
       ]),
     ],
@@ -270,6 +283,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
         circuits: () => providerHealth.failover.snapshot(),
         defaultRegion: config.sms.default_region,
         receiptCheck,
+        preview,
       }),
     ],
   ];

@@ -23,11 +23,13 @@ import {
   type LookupRequest,
   type LookupResult,
   type MappedStatus,
+  type PriceFetch,
   type ProviderPlugin,
   type ReceiptParse,
   type SendRequest,
   type SendResult,
 } from '../types.js';
+import { CURRENCY_PATTERN, microsOfNumber, parseMicros } from '../../src/kit/money.js';
 
 const configSchema = z
   .strictObject({
@@ -203,6 +205,20 @@ export function twilioCandidates(
   });
 }
 
+/**
+ * The Message resource's `price` and `price_unit` (API v2010 "Message resource"): null until Twilio has priced the
+ * message, some time after its final status; the price is written negative (money taken from the account), so its
+ * absolute value is the cost. Pure.
+ */
+export function twilioResourcePrice(m: { price?: unknown; price_unit?: unknown }): PriceFetch {
+  if (m.price === null || m.price === undefined || m.price === '') return { answer: 'not_yet' };
+  const micros = typeof m.price === 'string' ? parseMicros(m.price) : typeof m.price === 'number' ? microsOfNumber(m.price) : null;
+  const unit = typeof m.price_unit === 'string' ? m.price_unit.toUpperCase() : '';
+  if (micros === null || !CURRENCY_PATTERN.test(unit))
+    return { answer: 'failed', reason: `price ${JSON.stringify(m.price)} ${JSON.stringify(m.price_unit)} is not an amount in a currency` };
+  return { answer: 'priced', price: { micros: micros < 0n ? -micros : micros, currency: unit } };
+}
+
 const LOOKUP_PAGE_SIZE = 100;
 
 export const twilio: ProviderPlugin<typeof configSchema> = {
@@ -246,6 +262,17 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
         return { answer: 'absent' };
       } catch (error) {
         return lookupFailure(error);
+      }
+    }
+
+    /** GET of the message by its sid: its price once Twilio has one (twilioResourcePrice). */
+    async function fetchPrice(sid: string, signal: AbortSignal): Promise<PriceFetch> {
+      try {
+        const res = await pool.get(`${path.slice(0, -'.json'.length)}/${encodeURIComponent(sid)}.json`, getHeaders, signal);
+        if (res.status !== 200) return { answer: 'failed', reason: `fetch answered HTTP ${res.status}` };
+        return twilioResourcePrice((res.json ?? {}) as { price?: unknown; price_unit?: unknown });
+      } catch (error) {
+        return { answer: 'failed', reason: lookupFailure(error).reason };
       }
     }
 
@@ -325,6 +352,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       },
 
       lookup,
+      fetchPrice,
 
       // A status callback is a form of about fifteen short fields (docs/providers.md §2.1), well under 2 KB; a
       // player's message adds Body (at most 1,600 characters, docs/providers.md §1.1, up to 9 bytes each once

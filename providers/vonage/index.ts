@@ -25,10 +25,12 @@ import {
   type MappedStatus,
   type ProviderPlugin,
   type ReceiptParse,
+  type ReportedPrice,
   type SendRequest,
   type SendResult,
 } from '../types.js';
 import { verifyVonageJwt, verifyVonageSig } from './signature.js';
+import { parseMicros } from '../../src/kit/money.js';
 
 const configSchema = z.strictObject({
   type: z.literal('vonage'),
@@ -43,6 +45,13 @@ const configSchema = z.strictObject({
     .optional()
     .describe(
       "The dashboard's signature secret: receipts must be signed (`sig`, within 5 minutes of our clock), Messages-API webhooks must carry a valid Bearer JWT. Unset: every receipt is refused (403), and production refuses to start.",
+    ),
+  price_currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code in capitals')
+    .default('EUR')
+    .describe(
+      "The currency of the prices Vonage reports (`message-price`, a receipt's `price`): the SMS API names none; they are in the account's, EUR by Vonage's documents.",
     ),
   signature_method: z
     .enum(['md5hash', 'md5', 'sha1', 'sha256', 'sha512'])
@@ -139,6 +148,26 @@ interface SubmitAnswer {
   messages?: Array<Partial<Omit<SMSMessageResponse, 'status'>> & { status?: string; 'error-text'?: string }>;
 }
 
+/**
+ * The message's price from its send answer: the sum of each part's `message-price` (SMS API, "Send an SMS" response),
+ * when every part has one that reads as a decimal. Exact: summed in micro-units (src/kit/money.ts).
+ */
+export function vonageAnswerPrice(parts: ReadonlyArray<{ 'message-price'?: unknown }>, currency: string): ReportedPrice | undefined {
+  let micros = 0n;
+  for (const part of parts) {
+    const price = typeof part['message-price'] === 'string' ? parseMicros(part['message-price']) : null;
+    if (price === null || price < 0n) return undefined;
+    micros += price;
+  }
+  return parts.length > 0 ? { micros, currency } : undefined;
+}
+
+/** A receipt's `price` (the part's cost), when it reads as a decimal. */
+function receiptPrice(text: string | undefined, currency: string): ReportedPrice | undefined {
+  const micros = text === undefined ? null : parseMicros(text);
+  return micros === null || micros < 0n ? undefined : { micros, currency };
+}
+
 /** Receipt parameters with every value a string, from whichever transport carried them (docs/providers.md §3.3). */
 function readReceiptParams(receipt: IncomingReceipt): Record<string, string> | null {
   if (receipt.method === 'GET' || receipt.rawBody.length === 0) return { ...receipt.query };
@@ -232,7 +261,12 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         const verdict = classifyVonageParts(statuses);
         if (verdict === 'accepted') {
           const ids = parts.map((p) => p['message-id']).filter((id): id is string => typeof id === 'string' && id.length > 0);
-          if (ids.length === parts.length) return { ok: true, providerMessageIds: ids, providerStatus: 'accepted' };
+          if (ids.length === parts.length) {
+            const price = vonageAnswerPrice(parts, config.price_currency);
+            // Each part's answer carries the balance after it: the last part's is the account's now.
+            const balance = receiptPrice(parts.at(-1)?.['remaining-balance'], config.price_currency);
+            return { ok: true, providerMessageIds: ids, providerStatus: 'accepted', ...(price ? { price } : {}), ...(balance ? { balance } : {}) };
+          }
           return failure('transient', 'answer lacks a message-id for some part', 'malformed_answer', true);
         }
         const refused = parts.find((p) => p.status !== '0');
@@ -258,6 +292,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         if (!Object.hasOwn(VONAGE_DLR_STATUS, providerStatus.toLowerCase()))
           deps.logger.warn({ provider: name, providerStatus }, 'unknown Vonage DLR status; mapped to delivery_unknown');
         const errorCode = params['err-code'];
+        const price = receiptPrice(params.price, config.price_currency);
         return {
           ok: true,
           events: [
@@ -267,6 +302,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
               providerStatus,
               status,
               ...(errorCode ? { errorCode } : {}),
+              ...(price ? { price } : {}),
               perPart: true, // one DLR per part (docs/providers.md §3.3); Messages API webhooks (above) arrive already aggregated
             },
           ],

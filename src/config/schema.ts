@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
 import { durationSchema } from '../kit/duration.js';
+import { costsConfigSchema } from './costs-config.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
 import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
 
@@ -615,6 +616,7 @@ export const configSchema = z
       .describe(
         "A block per provider account: its name is what the CRM's provider_name picks (or an alias) and the path of its receipts, `/dlr/<name>`. At least one.",
       ),
+    costs: costsConfigSchema.prefault({}),
     admin: admin.prefault({}),
     operator: operator.prefault({}),
     metrics: metrics.prefault({}),
@@ -659,6 +661,10 @@ export const configSchema = z
       }
     }
     checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    for (const name of Object.keys(c.costs.rates)) {
+      if (!Object.hasOwn(c.providers, name))
+        ctx.addIssue({ code: 'custom', path: ['costs', 'rates', name], message: `"${name}" is not a configured provider` });
+    }
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {

@@ -22,6 +22,8 @@ import type { DeadListSpec } from '../outbox/dead-list.js';
 import type { OutboxPanel } from '../outbox/panel.js';
 import { deadListRoutes, replayedCount } from './dead-list-routes.js';
 import { createConsoleDoor, TITLE } from './door.js';
+import { costConsoleRoutes } from './costs-page.js';
+import type { PreviewDeps } from '../sms/preview.js';
 import { renderDashboard } from './pages.js';
 import { disabled, field, page, searchField } from '../outbox/page-docs.js';
 import type { SearchView } from './search-page.js';
@@ -49,6 +51,8 @@ export interface ConsoleRouteDeps {
   /** sms.default_region: how a national number typed into the search is read. */
   defaultRegion: string | undefined;
   receiptCheck: (provider: string) => string;
+  /** The preview page's rate tables and sms settings (src/sms/preview.ts). */
+  preview: PreviewDeps;
 }
 
 /** The search the dashboard shows: none without parameters, an error naming a bad one, else a page of results. */
@@ -155,6 +159,7 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
       ],
     }),
     ...deadLists.map((list) => list.page),
+    ...costConsoleRoutes({ door, readDb, now: deps.now, preview: deps.preview }),
     door.login,
     ...deadLists.map((list) => list.replay),
     door.logout,

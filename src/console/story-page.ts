@@ -36,6 +36,8 @@ export function renderStory(story: MessageStory, searchedRecipient: string | und
     ['provider status', m.provider_status],
     ['delivery status', m.delivery_status],
     ['delivery source', m.delivery_source],
+    ['country', m.country],
+    ['cost', m.cost === null ? (m.cost_source === 'none' ? 'no rate, no price' : null) : `${m.cost} ${m.cost_currency} (${m.cost_source})`],
   ];
   return html`<section id="story">
 <h2>Message ${m.sms_id}</h2>

@@ -75,6 +75,10 @@ const storedMessageSchema = z.strictObject({
     .string()
     .nullable()
     .describe('What was read otherwise than the CRM sent it, so the message was not lost: a sender_name no SMS can carry, an unknown encoding'),
+  country: z.string().nullable().describe("The recipient's ISO 3166 country as read; null when the number placed in none"),
+  cost: z.string().nullable().describe('What the message cost, exact decimal text in cost_currency (docs/costs.md); null while not counted'),
+  cost_currency: z.string().nullable(),
+  cost_source: z.enum(['reported', 'estimate', 'none']).nullable().describe('The provider reported it, the rate table estimated it, or neither is known'),
 });
 
 const storedReceiptSchema = z.strictObject({

@@ -15,6 +15,7 @@ import {
   findReceiptTargetsBySmsId,
   updateDeliveryStatus,
   type ReceiptTarget,
+  type ReceiptTargetWithId,
 } from '../ledger/receipt-targets.js';
 import type { Database } from '../ledger/schema.js';
 import { rollUpPartStatus } from './parts.js';
@@ -23,6 +24,8 @@ import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
 import { inTransaction } from '../ledger/db.js';
+import { recordReceiptCosts } from '../costs/charges.js';
+import type { CostBook } from '../costs/cost-book.js';
 
 type Trx = Transaction<Database>;
 type MessageState = ReceiptTarget;
@@ -46,6 +49,11 @@ export interface ReceiptObservers {
   logger?: Logger;
   /** When on, each applied receipt is a span under its message's send span (docs/tracing.md). */
   tracing?: Tracing;
+  /**
+   * Not an observer but a writer in the same transaction: a receipt's price replaces its message's estimate and a
+   * delivered message is counted in the cost rollup (src/costs/charges.ts). Absent: no cost is kept.
+   */
+  costs?: CostBook;
 }
 
 export interface ReceiptSummary {
@@ -146,6 +154,25 @@ async function applyEvents(
     });
   }
   await insertConversions(trx, conversions, now);
+  if (observers.costs) {
+    const delivered = new Set(conversions.filter((c) => c.status === 'delivered').map((c) => c.smsId));
+    const final = new Set(conversions.map((c) => c.smsId));
+    const costs = pairs.flatMap(({ message, event }) =>
+      event.price || final.has(message.sms_id)
+        ? [
+            {
+              smsId: message.sms_id,
+              deliveredNow: delivered.delete(message.sms_id),
+              finalNow: final.delete(message.sms_id),
+              price: event.price,
+              perPart: event.perPart,
+            },
+          ]
+        : [],
+    );
+    const known = new Map(pairs.map(({ message }) => [message.sms_id, message as ReceiptTargetWithId]));
+    await recordReceiptCosts(trx, observers.costs, costs, now, known);
+  }
   return conversions.length;
 }
 

@@ -16,6 +16,7 @@ import { isRefusedValue } from '../ledger/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { Wake } from '../outbox/wake.js';
+import type { CostBook } from '../costs/cost-book.js';
 import { applyReceipts, matchParkedReceipts, type ReceiptSummary, type ReceiptInput } from './apply-receipts.js';
 
 export interface ReceiptIntakeDeps {
@@ -32,6 +33,8 @@ export interface ReceiptIntakeDeps {
   wake?: Wake;
   /** Receipt spans under their messages' send spans when on (docs/tracing.md). */
   tracing?: Tracing;
+  /** Prices in receipts and deliveries, written to the costs in the same transaction (src/costs/charges.ts). */
+  costs?: CostBook;
 }
 
 export interface ReceiptIntake {
@@ -48,7 +51,7 @@ export interface ReceiptIntake {
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
   const { queue, now, logger } = deps;
-  const observers = { metrics: deps.metrics, logger, tracing: deps.tracing };
+  const observers = { metrics: deps.metrics, logger, tracing: deps.tracing, costs: deps.costs };
   const reported = (count: number) => {
     if (count > 0) deps.wake?.('conversions');
   };

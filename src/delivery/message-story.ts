@@ -11,6 +11,7 @@ import type { MessageRow } from '../ledger/messages.js';
 import { findReceiptsBySmsId } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import { buildTimeline } from './timeline.js';
+import { formatMicros, toMicros } from '../kit/money.js';
 
 export async function messageStory(
   db: Kysely<Database>,
@@ -18,7 +19,7 @@ export async function messageStory(
   receiptCheck: (provider: string) => string,
   shownError?: (text: string) => string,
 ) {
-  const { activity_json, ...rest } = message;
+  const { activity_json, cost_micros, ...rest } = message;
   const receipts = await findReceiptsBySmsId(db, message.sms_id);
   const conversions = await findConversionsBySmsId(db, message.sms_id);
   const events = (await findEventsBySmsId(db, message.sms_id)).map(
@@ -36,7 +37,12 @@ export async function messageStory(
   );
   return {
     // As stored, which is as received: parsing it would round 64-bit ids (exact-json.ts). Written by stringifyExact.
-    message: { ...rest, activity: new RawJson(activity_json) },
+    // The cost as exact decimal text in its currency (docs/costs.md "Money"), whichever driver read the BIGINT.
+    message: {
+      ...rest,
+      cost: cost_micros === null ? null : formatMicros(toMicros(cost_micros), rest.cost_currency ?? ''),
+      activity: new RawJson(activity_json),
+    },
     receipts,
     conversions,
     events,

@@ -16,7 +16,7 @@ export interface TimelineEntry {
 
 type Row<T> = { [K in keyof T]: T[K] extends { __select__: infer S } ? S : T[K] };
 export interface StoryRows {
-  message: Omit<MessagesTable, 'activity_json'>;
+  message: Omit<MessagesTable, 'activity_json' | 'cost_micros'>;
   receipts: Array<Row<ReceiptsTable>>;
   conversions: Array<Row<ConversionsTable> & { attempt_log: Array<Row<ConversionAttemptsTable>> }>;
   /** CRM events the message's send caused (crm_events.sms_id: a provider's opt-out error → User Consents). */

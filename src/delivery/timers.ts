@@ -12,6 +12,7 @@ import type { Database } from '../ledger/schema.js';
 import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Wake } from '../outbox/wake.js';
 import { lookupOptionsOf } from './lookups.js';
+import type { CostBook } from '../costs/cost-book.js';
 import { createRetention, type RetentionResult } from './retention.js';
 import { runSweep, type SweepResult } from './sweep.js';
 
@@ -23,6 +24,8 @@ export interface DeliveryTimerDeps {
   providers: readonly SmsProvider[];
   /** The conversions a sweep queued (delivery_unknown, receipts matched at last) go out at once. */
   wake: Wake;
+  /** Receipts the sweep applies count deliveries in the cost rollup (src/costs/charges.ts). */
+  costs?: CostBook;
 }
 
 export interface DeliveryTimers {
@@ -34,7 +37,7 @@ export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTime
   const { db, now, logger, metrics } = deps;
   const lookupOptions = lookupOptionsOf(config, deps.providers);
   const sweep = async () => {
-    const result = await runSweep(db, now(), config.delivery, { metrics, logger }, config.sms.dispatch_lease, lookupOptions);
+    const result = await runSweep(db, now(), config.delivery, { metrics, logger, costs: deps.costs }, config.sms.dispatch_lease, lookupOptions);
     if (result.unknown + result.rematched > 0) deps.wake('conversions');
     return result;
   };

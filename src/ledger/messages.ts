@@ -91,7 +91,16 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
 export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<MessagesTable, 'error' | 'error_code'>, now: number): Promise<void> {
   await db
     .updateTable('messages')
-    .set({ state: 'rejected', error: refusal.error, error_code: refusal.error_code, updated_at: now })
+    // A refused message costs nothing: its cost, if it was counted, is taken back by the caller (src/sms/claim.ts).
+    .set({
+      state: 'rejected',
+      error: refusal.error,
+      error_code: refusal.error_code,
+      updated_at: now,
+      cost_micros: null,
+      cost_currency: null,
+      cost_source: null,
+    })
     .where('sms_id', '=', smsId)
     .execute();
 }
@@ -119,7 +128,10 @@ export async function findMessageByActivityKey(db: Db, key: string): Promise<Mes
 export async function reclaimMessageForRetry(
   db: Db,
   smsId: string,
-  changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content'>,
+  changes: Pick<
+    MessagesTable,
+    'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content' | 'country' | 'cost_micros' | 'cost_currency' | 'cost_source'
+  >,
   now: number,
   cutoffs: { uncertainCutoff: number },
 ): Promise<boolean> {
@@ -132,6 +144,10 @@ export async function reclaimMessageForRetry(
       encoding: changes.encoding,
       segments: changes.segments,
       content: changes.content,
+      country: changes.country,
+      cost_micros: changes.cost_micros,
+      cost_currency: changes.cost_currency,
+      cost_source: changes.cost_source,
       state: 'dispatching',
       dispatched_at: now,
       updated_at: now,

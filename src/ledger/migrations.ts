@@ -519,4 +519,56 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_created').execute();
     },
   },
+  '2026-11-29-40-costs': {
+    async up(db) {
+      // What each message cost (docs/costs.md): the recipient's country as read, the amount in micro-units of its
+      // currency (src/kit/money.ts), and whether the provider reported it or the rate table estimated it. Null until
+      // the message is counted (claimed to send), and again once its send is known to have sent nothing.
+      await db.schema.alterTable('messages').addColumn('country', 'text').execute();
+      await db.schema.alterTable('messages').addColumn('cost_micros', 'bigint').execute();
+      await db.schema.alterTable('messages').addColumn('cost_currency', 'text').execute();
+      await db.schema.alterTable('messages').addColumn('cost_source', 'text').execute();
+      // Spend per UTC day and the dimensions finance reconciles by, kept in the transactions that change a
+      // message's cost or delivery, so /admin/costs reads a few rows per day instead of scanning messages. '' stands
+      // for "none" in a dimension (a key column cannot be null in a primary key on both dialects).
+      await db.schema
+        .createTable('cost_daily')
+        .addColumn('day', 'bigint', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('country', 'text', (c) => c.notNull())
+        .addColumn('brand_id', 'text', (c) => c.notNull())
+        .addColumn('activity_id', 'text', (c) => c.notNull())
+        .addColumn('action_group_id', 'text', (c) => c.notNull())
+        .addColumn('currency', 'text', (c) => c.notNull())
+        .addColumn('messages', 'bigint', (c) => c.notNull())
+        .addColumn('segments', 'bigint', (c) => c.notNull())
+        .addColumn('delivered', 'bigint', (c) => c.notNull())
+        .addColumn('cost_micros', 'bigint', (c) => c.notNull())
+        .addColumn('reported_micros', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('cost_daily_pk', ['day', 'provider', 'country', 'brand_id', 'activity_id', 'action_group_id', 'currency'])
+        .execute();
+      // One row per budget and period: every instance adds to it under its row lock, so the cap holds across them.
+      await db.schema
+        .createTable('budget_spend')
+        .addColumn('budget', 'text', (c) => c.notNull())
+        .addColumn('period_start', 'bigint', (c) => c.notNull())
+        .addColumn('currency', 'text', (c) => c.notNull())
+        .addColumn('spent_micros', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('budget_spend_pk', ['budget', 'period_start'])
+        .execute();
+      // Messages whose price is asked of their provider after their final status (Twilio reports none in callbacks).
+      await db.schema
+        .createTable('price_fetches')
+        .addColumn('sms_id', 'text', (c) => c.primaryKey())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('provider_message_id', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('done', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_error', 'text')
+        .execute();
+      await db.schema.createIndex('price_fetches_due').on('price_fetches').column('next_attempt_at').where(sql.ref('done'), '=', 0).execute();
+    },
+  },
 };

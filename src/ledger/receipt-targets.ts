@@ -23,6 +23,12 @@ export type ReceiptTarget = Pick<
   | 'completed_at'
   | 'segments'
   | 'traceparent'
+  | 'country'
+  | 'created_at'
+  | 'activity_json'
+  | 'cost_micros'
+  | 'cost_currency'
+  | 'cost_source'
 >;
 export type ReceiptTargetWithId = ReceiptTarget & { provider_message_id: string | null };
 
@@ -38,6 +44,13 @@ const TARGET_COLUMNS = [
   'completed_at',
   'segments',
   'traceparent',
+  // What the cost path needs of a message that a receipt delivers or prices (src/costs/charges.ts), read here once.
+  'country',
+  'created_at',
+  'activity_json',
+  'cost_micros',
+  'cost_currency',
+  'cost_source',
 ] as const;
 
 const targetsBySmsIdTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>

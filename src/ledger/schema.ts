@@ -69,7 +69,20 @@ export interface MessagesTable {
    * sender_name no SMS can carry, an unknown encoding. One sentence per field; null for most messages.
    */
   intake_note: string | null;
+  /** The recipient's ISO 3166 country as read (src/sms/recipient-reading.ts); null when no country holds the number. */
+  country: string | null;
+  /**
+   * What the message cost, in micro-units of `cost_currency` (src/kit/money.ts; docs/costs.md): `estimate` from the
+   * rate table, or `reported` by its provider (which replaces an estimate). Null while not counted: not yet claimed
+   * to send, sent nothing, or no rate and no price known (then cost_source is `none`).
+   */
+  cost_micros: number | string | null;
+  cost_currency: string | null;
+  cost_source: CostSource | null;
 }
+
+/** Where a message's cost came from: its provider's report, the rate table, or neither (counted with no amount). */
+export type CostSource = 'reported' | 'estimate' | 'none';
 
 export type LookupResultState = 'pending' | 'found' | 'absent' | 'unknown';
 
@@ -298,7 +311,51 @@ export interface MessageUserRecipientsTable {
   recipient: string;
 }
 
+/**
+ * Spend per UTC day and dimension (docs/costs.md), kept in the transactions that change a message's cost or delivery.
+ * '' stands for none in a dimension; amounts in micro-units (PostgreSQL's driver reads BIGINT as text).
+ */
+export interface CostDailyTable {
+  day: number;
+  provider: string;
+  country: string;
+  brand_id: string;
+  activity_id: string;
+  action_group_id: string;
+  currency: string;
+  messages: number | string;
+  segments: number | string;
+  delivered: number | string;
+  cost_micros: number | string;
+  /** The part of cost_micros its providers reported (the rest is estimated). */
+  reported_micros: number | string;
+}
+
+/** What one budget's period has spent so far, in micro-units of its currency (src/costs/budgets.ts). */
+export interface BudgetSpendTable {
+  budget: string;
+  period_start: number;
+  currency: string;
+  spent_micros: number | string;
+}
+
+/** A message whose price is still to be asked of its provider (src/costs/price-fetch.ts). */
+export interface PriceFetchesTable {
+  sms_id: string;
+  provider: string;
+  provider_message_id: string;
+  attempts: Generated<number>;
+  next_attempt_at: number;
+  claimed_until: Generated<number>;
+  /** 0 while owed, 1 once the price is recorded or the asks are given up. */
+  done: Generated<number>;
+  last_error: string | null;
+}
+
 export interface Database {
+  cost_daily: CostDailyTable;
+  budget_spend: BudgetSpendTable;
+  price_fetches: PriceFetchesTable;
   gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;

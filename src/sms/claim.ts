@@ -23,11 +23,15 @@ import {
   insertRefusedMessages,
   markMessageRefused,
   reclaimMessageForRetry,
+  type MessageRow,
   type NewMessage,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
+import { activityDimensions, chargeClaims, contributionOf, replaceContributions, subjectOf, type ChargeItem } from '../costs/charges.js';
+import { estimateColumns, type CostBook, type CostColumns } from '../costs/cost-book.js';
+import { toMicros } from '../kit/money.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
@@ -71,12 +75,15 @@ export interface ClaimStepDeps {
   metrics?: Pick<SendMetrics, 'sendSuppressed' | 'recipientRead'>;
   /** sms.default_region, for a recipient read again with its player's record in the claim. */
   defaultRegion?: string;
+  /** What messages cost and the budgets they count toward (src/costs/); absent: no cost is kept. */
+  costs?: CostBook;
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
 type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; traceparent: string | null };
 type ClaimAnswer =
   | Claim
+  | { send: false; result: DispatchResult; budgetRefused: string }
   | { send: false; result: DispatchResult; suppressed: SuppressionReason; message?: PreparedMessage }
   | { send: false; result: DispatchResult; recipientRefused: RecipientRefusalCode };
 
@@ -131,6 +138,9 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       dispatched_at: at,
       traceparent,
       intake_note: intakeNoteOf(m),
+      country: m.country ?? null,
+      // Counted only once claimed to send (chargeClaims, below); a refused row never is.
+      ...(deps.costs && !refusals[i] ? estimateColumns(deps.costs, m.provider.name, m.country ?? null, m.segments) : NOT_COUNTED),
     };
   });
   const inserted = await insertNewMessages(
@@ -159,9 +169,13 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   const leaseCutoff = at - deps.repeatTimings.dispatchLeaseMs;
   const cutoffs = { uncertainCutoff: at - deps.repeatTimings.ambiguousRetryAfterMs };
   const answers: ClaimAnswer[] = [];
+  /** The messages this claim sends, each with the moment its cost counts in (its first claim's). */
+  const charged: Array<{ index: number; row: NewMessage; createdAt: number; previous?: MessageRow }> = [];
+  const withdrawn: MessageRow[] = [];
   for (const [i, row] of rows.entries()) {
     const reread = messages[i] === items[i]!.message ? {} : { message: messages[i]! };
     if (inserted.has(row.activity_key)) {
+      charged.push({ index: answers.length, row, createdAt: at });
       answers.push({ send: true, smsId: row.sms_id, ...reread });
       continue;
     }
@@ -192,7 +206,12 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         await markMessageRefused(trx, decision.smsId, { error: refusal.error, error_code: refusal.code }, at);
         tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
         answers.push(refusedAnswer(decision.smsId, refusal));
-      } else answers.push({ send: true, smsId: decision.smsId, ...reread });
+        // What its last attempt still counted (an uncertain send) is taken back with it.
+        if (previous.cost_source !== null) withdrawn.push(previous);
+      } else {
+        charged.push({ index: answers.length, row: { ...row, sms_id: decision.smsId }, createdAt: Number(previous.created_at), previous });
+        answers.push({ send: true, smsId: decision.smsId, ...reread });
+      }
     } else if (decision.action === 'resolve-lost-send') {
       // The sweep's change, made now (expireDispatchLeases): `uncertain`, its lookup pending, or `submitted` where a
       // receipt already came. Nothing here sends it: the dispatcher asks its provider, then claims it again.
@@ -214,7 +233,54 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       });
     }
   }
+  if (deps.costs) {
+    await replaceContributions(
+      trx,
+      deps.costs,
+      withdrawn.map((m) => ({ subject: subjectOf(m), before: contributionOf(m), after: null, delivered: m.delivery_status === 'delivered' })),
+    );
+    await chargeSends(deps.costs, trx, tally, at, charged, answers);
+  }
   return answers;
+}
+
+const NOT_COUNTED: Omit<CostColumns, 'cost_source'> & { cost_source: null } = { cost_micros: null, cost_currency: null, cost_source: null };
+
+/**
+ * Counts what the claimed sends cost toward their budgets and the rollup (src/costs/charges.ts); one that would pass
+ * a budget is refused here, its row marked `rejected` with code budget_exceeded in this same transaction, so nothing
+ * is sent and a retry of its activity.id repeats the refusal.
+ */
+async function chargeSends(
+  costs: CostBook,
+  trx: Transaction<Database>,
+  tally: StatsTally,
+  at: number,
+  charged: Array<{ index: number; row: NewMessage; createdAt: number; previous?: MessageRow }>,
+  answers: ClaimAnswer[],
+): Promise<void> {
+  const items: ChargeItem[] = charged.map(({ row, createdAt, previous }) => ({
+    previous: previous && contributionOf(previous),
+    subject: { smsId: row.sms_id, country: row.country, segments: row.segments, createdAt, dimensions: activityDimensions(row.activity_json) },
+    contribution: {
+      provider: row.provider,
+      micros: row.cost_micros === null ? null : toMicros(row.cost_micros),
+      currency: row.cost_currency,
+      source: row.cost_source ?? 'none',
+    },
+  }));
+  const refused = await chargeClaims(trx, costs, items);
+  for (const { index, row } of charged) {
+    const refusal = refused.get(row.sms_id);
+    if (!refusal) continue;
+    await markMessageRefused(trx, row.sms_id, { error: refusal.error, error_code: 'budget_exceeded' }, at);
+    tally.push({ at, provider: row.provider, outcome: 'rejected' });
+    answers[index] = {
+      send: false,
+      result: { outcome: 'rejected', smsId: row.sms_id, error: refusal.error, code: 'budget_exceeded' },
+      budgetRefused: refusal.budget.name,
+    };
+  }
 }
 
 export function createClaimStep(deps: ClaimStepDeps) {
@@ -233,6 +299,13 @@ export function createClaimStep(deps: ClaimStepDeps) {
       if (s.status === 'fulfilled') {
         const answer = s.value;
         if ('message' in answer && answer.message) message = answer.message;
+        if (!answer.send && 'budgetRefused' in answer) {
+          logger.info(
+            { sms_id: answer.result.smsId, activity_id: message.activityKey, budget: answer.budgetRefused, request_id: requestId },
+            'sms refused: it would pass a budget',
+          );
+          return { send: false, result: answer.result };
+        }
         if (!answer.send && 'recipientRefused' in answer) {
           deps.metrics?.recipientRead(answer.recipientRefused);
           return { send: false, result: answer.result };

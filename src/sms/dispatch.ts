@@ -18,6 +18,7 @@ import type { RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import { createRecordStep } from './record.js';
+import type { CostBook } from '../costs/cost-book.js';
 import { createSendStep } from './send.js';
 import type { RecipientCheck } from '../consents/suppression.js';
 import type { Shutdown } from '../kit/shutdown.js';
@@ -63,6 +64,8 @@ export interface DispatcherDeps {
    * (src/delivery/lookups.ts `resolveLostSends`). Absent: a retry of a lost send waits for the sweep's answer (503).
    */
   resolveLostSends?: (smsIds: string[]) => Promise<void>;
+  /** What messages cost and the budgets they count toward (src/costs/); absent: no cost is kept. */
+  costs?: CostBook;
 }
 
 export interface DispatchOptions {

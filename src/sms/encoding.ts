@@ -82,10 +82,31 @@ const LOOK_ALIKES: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Distinct characters (whole code points, so emoji are not split into surrogates) not in GSM-7. */
-function nonGsmChars(text: string): string[] {
+export function nonGsmChars(text: string): string[] {
   const found = new Set<string>();
   for (const ch of text) if (!isGsmChar(ch)) found.add(ch);
   return [...found];
+}
+
+/** The GSM-7 look-alike smart encoding would put for a character (sms.smart_encoding), if it has one. */
+export function lookAlikeOf(ch: string): string | undefined {
+  return Object.hasOwn(LOOK_ALIKES, ch) ? LOOK_ALIKES[ch] : undefined;
+}
+
+/**
+ * How `text` fills its segments in `encoding`: units used (GSM-7 septets with extension characters counting two, or
+ * UCS-2 code units), segments, units per segment and the units left in the last one, counted by the same library
+ * call as planEncoding's.
+ */
+export function segmentFill(text: string, encoding: Encoding): { units: number; segments: number; perSegment: number; left: number } {
+  const info = getSmsCharCountInfo(text);
+  const count = encoding === 'gsm7' ? info.gsmCharCount : info.ucs2CharCount;
+  return {
+    units: count.charCount,
+    segments: count.msgCount,
+    perSegment: count.charsPerSegment,
+    left: count.msgCount * count.charsPerSegment - count.charCount,
+  };
 }
 
 function describeChar(ch: string): string {
@@ -97,7 +118,7 @@ function transliterate(text: string): { text: string; substitutions: Array<{ fro
   const used = new Map<string, string>();
   let out = '';
   for (const ch of text) {
-    const to = Object.hasOwn(LOOK_ALIKES, ch) ? LOOK_ALIKES[ch] : undefined;
+    const to = lookAlikeOf(ch);
     if (to === undefined) {
       out += ch;
     } else {

@@ -12,6 +12,8 @@ import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js'
 import type { SendMetrics } from '../observability/metrics.js';
 import { outcomeOf, type DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
+import { recordSendCosts, type SentCost } from '../costs/charges.js';
+import type { CostBook } from '../costs/cost-book.js';
 
 export interface RecordStepDeps {
   queue: TransactionQueue;
@@ -28,6 +30,8 @@ export interface RecordStepDeps {
    * awaited before the answer, so the opt-out is committed when the CRM hears the refusal.
    */
   onRecipientOptedOut?: (optOut: { userId: string; recipient: string; provider: string; smsId: string }) => Promise<void>;
+  /** What messages cost (src/costs/): the answer's price, the carrier's rate, or nothing for a send that sent nothing. */
+  costs?: CostBook;
 }
 
 /** One provider call's facts, as the send step left them. */
@@ -64,7 +68,15 @@ export function recordOf(smsId: string, provider: string, answer: SendResult, re
 
 export function createRecordStep(deps: RecordStepDeps) {
   const { logger } = deps;
-  const writes = deps.queue.writer<SendOutcomeRecord, void>(async (trx, records, tally) => {
+  const costs = deps.costs;
+  const writes = deps.queue.writer<SendOutcomeRecord & { cost: SentCost }, void>(async (trx, records, tally) => {
+    // First, while the row still names the provider it was claimed for (a route's answer changes it to the member).
+    if (costs)
+      await recordSendCosts(
+        trx,
+        costs,
+        records.map((r) => r.cost),
+      );
     await recordSendOutcomes(trx, tally, records, deps.now());
     await deps.rematchAfterSend?.(trx, tally, records);
     return records.map(() => undefined);
@@ -80,8 +92,15 @@ export function createRecordStep(deps: RecordStepDeps) {
     // A route answers with the member that carried the message: its receipts come to /dlr/{member}.
     const provider = answer.carrier ?? message.provider.name;
     const row = recordOf(smsId, provider, answer, provider !== message.provider.name);
+    const cost: SentCost = {
+      smsId,
+      claimedProvider: message.provider.name,
+      carrier: provider,
+      mayHaveSent: row.state === 'submitted' || row.state === 'uncertain',
+      ...(answer.ok && answer.price ? { price: answer.price } : {}),
+    };
     try {
-      await writes.run([row]);
+      await writes.run([{ ...row, cost }]);
     } catch (error) {
       // The row was committed before the call, so receipts still match; the answer stays what the provider said.
       logger.error({ err: error, sms_id: smsId, activity_id: message.activityKey, request_id: requestId }, 'could not record the provider answer');
@@ -94,6 +113,7 @@ export function createRecordStep(deps: RecordStepDeps) {
       }
     }
     deps.metrics?.sendCompleted(provider, row.state, message.segments, seconds);
+    if (answer.ok && answer.balance) deps.costs?.metrics?.providerBalance(provider, answer.balance.currency, answer.balance.micros);
     // Refusals are what operators look for; a line per accepted message only at debug (it is the hot path).
     logger[answer.ok ? 'debug' : 'info'](
       {

@@ -143,6 +143,9 @@ describe('a message timeline', () => {
     status_queried_at: null,
     traceparent: null,
     intake_note: null,
+    country: 'GB',
+    cost_currency: null,
+    cost_source: null,
   };
   const receipt = {
     id: 1,

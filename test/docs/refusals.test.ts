@@ -41,6 +41,7 @@ const CASES: Array<[rule: string, message: Record<string, unknown>]> = [
   ['`encoding: gsm7` with characters GSM-7 does not have', { encoding: 'gsm7', content: 'Prize 😀' }],
   ['more segments than allowed', { content: 'x'.repeat(400) }],
   ['the player (`activity.user_id`) is blocked', { activity: { id: 'blocked-1', user_id: 'blocked-player' } }],
+  ['the message would pass a budget', { activity: { id: 'budget-1', brand_id: 'capped-brand' } }],
 ];
 // Not brought about here: the provider's own refusal (test/providers/provider-outcomes.test.ts) and malformed
 // messages (test/sms/single-validation.test.ts), whose answers depend on the provider and the field.
@@ -48,7 +49,14 @@ const CASES: Array<[rule: string, message: Record<string, unknown>]> = [
 describe('docs/connecting-the-crm.md "Messages refused for good"', () => {
   let gw: TestGateway;
   beforeAll(async () => {
-    gw = await startTestGateway({ sms: { refuse_unusable_sender: true, refuse_unknown_encoding: true, max_segments: 2 } });
+    gw = await startTestGateway({
+      sms: { refuse_unusable_sender: true, refuse_unknown_encoding: true, max_segments: 2 },
+      // A budget smaller than one message of its brand.
+      costs: {
+        rates: { sandbox: { currency: 'EUR', per_segment: { '*': '1.00' } } },
+        budgets: [{ name: 'capped', brand_id: 'capped-brand', period: 'day', limit: '0.50', currency: 'EUR' }],
+      },
+    });
     await gw.adminPut('/admin/users/blocked-player', sampleUser('blocked-player', { mobile_prefix: '+44', mobile: '7700900123', is_blocked: true }));
   });
   afterAll(async () => gw?.close());

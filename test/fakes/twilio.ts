@@ -65,6 +65,11 @@ export interface TwilioFakeOptions {
    */
   deliverTo?: (url: string) => string;
   port?: number;
+  /**
+   * The Message resource's price once Twilio has priced it (written negative, as Twilio writes it), after this many
+   * fetches of the message answered it null (0: at once). Default: never priced (null).
+   */
+  price?: { value: string; unit: string; afterFetches?: number };
 }
 
 /** The readings of Twilio's documents a signature can follow; each is something Twilio's docs or SDK allow. */
@@ -214,6 +219,8 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
   }
 
   const lookups: TwilioFake['lookups'] = [];
+  const fetchesOf = (sid: string | undefined) => lookups.filter((l) => l.kind === 'fetch' && l.sid === sid).length;
+  const priced = (c: TwilioCreateCall) => options.price !== undefined && fetchesOf(c.sid) > (options.price.afterFetches ?? 0);
   const resource = (c: TwilioCreateCall) => ({
     sid: c.sid,
     account_sid: accountSid,
@@ -225,6 +232,9 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     date_created: new Date(c.createdAt!).toUTCString().replace('GMT', '+0000'),
     error_code: c.status === 'undelivered' || c.status === 'failed' ? 30003 : null,
     api_version: '2010-04-01',
+    num_segments: '1',
+    price: priced(c) ? options.price!.value : null,
+    price_unit: options.price?.unit ?? 'USD',
   });
 
   /** The Message resource's list (filtered by To, newest first, PageSize) and fetch calls. */

@@ -34,7 +34,13 @@ describe('vonage send: field mapping', () => {
     const req = sendRequest(capture.url, 'vonage');
     const result = await vonage.send(req, noAbort());
     const submit = fake.submits.at(-1)!;
-    expect(result).toEqual({ ok: true, providerMessageIds: submit.messageIds, providerStatus: 'accepted' });
+    expect(result).toEqual({
+      ok: true,
+      providerMessageIds: submit.messageIds,
+      providerStatus: 'accepted',
+      price: { micros: 33_300n, currency: 'EUR' },
+      balance: { micros: 10_500_000n, currency: 'EUR' },
+    });
     expect(submit.transport).toBe('form');
     expect(submit.fields).toEqual({
       api_key: fake.apiKey,
@@ -57,7 +63,13 @@ describe('vonage send: field mapping', () => {
     const result = await vonage.send(sendRequest(capture.url, 'vonage', { text: 'x'.repeat(400), segments: 3 }), noAbort());
     const submit = fake.submits.at(-1)!;
     expect(submit.messageIds).toHaveLength(3);
-    expect(result).toEqual({ ok: true, providerMessageIds: submit.messageIds, providerStatus: 'accepted' });
+    expect(result).toEqual({
+      ok: true,
+      providerMessageIds: submit.messageIds,
+      providerStatus: 'accepted',
+      price: { micros: 99_900n, currency: 'EUR' },
+      balance: { micros: 10_500_000n, currency: 'EUR' },
+    });
   });
 
   it('uses the configured from without a sender_name, and refuses permanently with neither', async () => {
@@ -135,7 +147,17 @@ describe('vonage delivery receipts (sig)', () => {
     const receipt = await receive(`${capture.url}/dlr/vonage`, fake.receiptFields(submit, 0, 'delivered'), transport);
     expect(await vonage.parseReceipt(receipt)).toEqual({
       ok: true,
-      events: [{ smsId: req.smsId, providerMessageId: submit.messageIds[0], providerStatus: 'delivered', status: 'delivered', errorCode: '0', perPart: true }],
+      events: [
+        {
+          smsId: req.smsId,
+          providerMessageId: submit.messageIds[0],
+          providerStatus: 'delivered',
+          status: 'delivered',
+          errorCode: '0',
+          price: { micros: 33_300n, currency: 'EUR' },
+          perPart: true,
+        },
+      ],
     });
   });
 
