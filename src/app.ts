@@ -43,6 +43,8 @@ import type { MemberHealthView } from './provider-wrappers/breakers.js';
 import type { RecipientCheck } from './consents/suppression.js';
 import { smsRoutes } from './sms/routes.js';
 import { createIntakeNotices } from './sms/intake-notices.js';
+import { routingAdminRoutes } from './provider-wrappers/admin-routes.js';
+import type { Routing } from './provider-wrappers/routing.js';
 
 export interface AppParts {
   config: Readonly<Config>;
@@ -78,6 +80,8 @@ export interface AppParts {
   transact: Transact;
   /** A SERVER span for every request when tracing is on (docs/tracing.md). */
   tracing?: Tracing;
+  /** The routes' rules and the admin changes of routing (docs/routing.md): /admin/routing and the console's page. */
+  routing?: Routing;
 }
 
 /**
@@ -193,6 +197,7 @@ export function createApp(parts: AppParts): Hono {
       deliveryAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake, defaultRegion: config.sms.default_region, receiptCheck }),
       operatorAdminRoutes({ db: parts.db, readDb, backend: operatorBackend, now: parts.now, wake: parts.wake }),
       eventAdminRoutes({ db: parts.db, readDb, now: parts.now, wake: parts.wake }),
+      parts.routing ? routingAdminRoutes({ routing: parts.routing, adminKey: config.admin.api_key }) : [],
     ]),
   );
   // With metrics.port set, src/http/listeners.ts serves /metrics on that port only.
@@ -212,6 +217,7 @@ export function createApp(parts: AppParts): Hono {
       circuits: parts.circuits,
       defaultRegion: config.sms.default_region,
       receiptCheck,
+      routing: parts.routing,
     }),
   );
 

@@ -29,6 +29,7 @@ import { createTracing } from './observability/tracing.js';
 import { startOperatorBackend } from './operator/create-backend.js';
 import { startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
+import { startRouting, type ReloadResult } from './provider-wrappers/routing.js';
 import { startDispatcher } from './sms/dispatch.js';
 
 export interface GatewayOptions {
@@ -59,6 +60,8 @@ export interface Gateway {
   sweep(): Promise<SweepResult>;
   /** Runs one retention pass now (it also runs every retention.interval). */
   retention(): Promise<RetentionResult>;
+  /** Takes a new configuration's routes and `routing` section (SIGHUP, src/cli.ts); refused, the old kept, when more changed. */
+  reloadRouting(config: Readonly<Config>): ReloadResult;
   close(): Promise<void>;
 }
 
@@ -98,12 +101,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const receiveInbound = createInboundReceiver(config, { db, recipients, now, logger });
   // What a plugin receives over its own connection (SMPP deliver_sm) joins the same intakes as /dlr and /mo.
   const pushed = { receipts: receipts.storePushed, inbound: receiveInbound };
-  const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed };
+  const routing = await startRouting(config, { db, readDb, logger, now, registry: metrics.registry }, shutdown);
+  const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed, routing };
   const { providers, router } = startProviders(config, providerDeps, shutdown);
   const onRecorded = receipts.rematchAfterSend;
   const dispatcher = startDispatcher(
     config,
-    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers },
+    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers, routing },
     shutdown,
   );
 
@@ -128,6 +132,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     receiveInbound,
     transact: ledgerWrites.transact,
     circuits: () => providerHealth.failover.snapshot(),
+    routing,
   });
   const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake }, shutdown);
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
@@ -135,5 +140,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
 
   const worker = outboxes.running('conversions');
   logger.info({ ...logFields, database: ledger.flags.kind, providers: providers.map((p) => p.name), worker }, 'gateway listening');
-  return { ...urls, ledger, routes: app.routes, metrics, sweep: timers.sweep, retention: timers.retention, close: () => shutdown.run() };
+  return {
+    ...urls,
+    ledger,
+    routes: app.routes,
+    metrics,
+    sweep: timers.sweep,
+    retention: timers.retention,
+    reloadRouting: (next) => routing.reload(next),
+    close: () => shutdown.run(),
+  };
 }

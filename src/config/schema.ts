@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
+import { checkRouteRules, routingSchema } from './route-rules-config.js';
+import { countriesOfCallingCode } from '../kit/phone-number.js';
 import { durationSchema } from '../kit/duration.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
 import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
@@ -615,6 +617,7 @@ export const configSchema = z
       .describe(
         "A block per provider account: its name is what the CRM's provider_name picks (or an alias) and the path of its receipts, `/dlr/<name>`. At least one.",
       ),
+    routing: routingSchema.prefault({}),
     admin: admin.prefault({}),
     operator: operator.prefault({}),
     metrics: metrics.prefault({}),
@@ -659,6 +662,7 @@ export const configSchema = z
       }
     }
     checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    checkRouteRules(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }), countriesOfCallingCode);
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {

@@ -15,6 +15,13 @@ const detailText = (detail: Record<string, string | number | null>) =>
     .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${k.endsWith('_at') && typeof v === 'number' ? instant(v) : v}`)
     .join(' · ');
 
+/** "route BR-promo, rule 2 (brazil), member sinch": where the route's rules sent it; null for a provider named directly. */
+export function routeText(m: { route: string | null; route_rule: number | null; route_rule_name: string | null; provider: string }): string | null {
+  if (m.route === null) return null;
+  const rule = m.route_rule === 0 ? 'catch-all' : `rule ${m.route_rule}${m.route_rule_name ? ` (${m.route_rule_name})` : ''}`;
+  return `route ${m.route}, ${rule}${m.provider !== m.route ? `, member ${m.provider}` : ''}`;
+}
+
 export function renderStory(story: MessageStory, searchedRecipient: string | undefined) {
   const m = story.message;
   const fields: Array<[string, unknown]> = [
@@ -24,6 +31,7 @@ export function renderStory(story: MessageStory, searchedRecipient: string | und
     ['request id', m.request_id],
     ['status', statusWord(m)],
     ['provider', m.provider],
+    ['route', routeText(m)],
     ['provider message id', m.provider_message_id],
     ['recipient', shownRecipient(m.recipient, searchedRecipient)],
     ['sender', m.sender],

@@ -77,6 +77,9 @@ const storedMessageSchema = z.strictObject({
     .string()
     .nullable()
     .describe('What was read otherwise than the CRM sent it, so the message was not lost: a sender_name no SMS can carry, an unknown encoding'),
+  route: z.string().nullable().describe('The route whose rules chose the members (docs/routing.md); null when sent to a provider by name'),
+  route_rule: z.number().int().nullable().describe("The rule's number in the route (1 first); 0 for the route's own members (catch-all)"),
+  route_rule_name: z.string().nullable().describe("The rule's name, when it has one"),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -166,6 +169,9 @@ const messageSummarySchema = storedMessageSchema.pick({
   created_at: true,
   submitted_at: true,
   completed_at: true,
+  route: true,
+  route_rule: true,
+  route_rule_name: true,
 });
 
 const searchAnswerSchema = z.strictObject({

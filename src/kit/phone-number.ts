@@ -126,3 +126,23 @@ export function mainCountryOf(callingCode: string): string | undefined {
   const countries: unknown = codes.getCountryCodesForCallingCode(callingCode);
   return Array.isArray(countries) && typeof countries[0] === 'string' ? countries[0] : undefined;
 }
+
+/** Every country of a calling code, main country first ("1" → US, CA, …); empty for a code the metadata does not know. */
+export function countriesOfCallingCode(callingCode: string): string[] {
+  if (!/^\d{1,3}$/.test(callingCode)) return [];
+  codes ??= new Metadata() as unknown as NonNullable<typeof codes>;
+  const countries: unknown = codes.getCountryCodesForCallingCode(callingCode);
+  return Array.isArray(countries) ? countries.filter((c): c is string => typeof c === 'string') : [];
+}
+
+type AnyTypeParse = (text: string) => { getType(): string | undefined; isValid(): boolean } | undefined;
+/**
+ * The type of a number in E.164 as the full metadata tells it (MOBILE, FIXED_LINE_OR_MOBILE, PREMIUM_RATE, TOLL_FREE,
+ * SHARED_COST, VOIP …), or undefined where it cannot tell (a range newer than the metadata). One parse with every type
+ * (about 20 µs): asked only when a country list is configured (src/sms/destination.ts).
+ */
+export function numberTypeOf(e164: string): string | undefined {
+  parseAnyType ??= (createRequire(import.meta.url)('libphonenumber-js/max') as { parsePhoneNumberFromString: Parse }).parsePhoneNumberFromString;
+  const parsed = (parseAnyType as unknown as AnyTypeParse)(e164);
+  return parsed?.isValid() ? parsed.getType() : undefined;
+}

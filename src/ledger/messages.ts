@@ -119,7 +119,7 @@ export async function findMessageByActivityKey(db: Db, key: string): Promise<Mes
 export async function reclaimMessageForRetry(
   db: Db,
   smsId: string,
-  changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content'>,
+  changes: Pick<MessagesTable, 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content' | 'route' | 'route_rule' | 'route_rule_name'>,
   now: number,
   cutoffs: { uncertainCutoff: number },
 ): Promise<boolean> {
@@ -132,6 +132,9 @@ export async function reclaimMessageForRetry(
       encoding: changes.encoding,
       segments: changes.segments,
       content: changes.content,
+      route: changes.route,
+      route_rule: changes.route_rule,
+      route_rule_name: changes.route_rule_name,
       state: 'dispatching',
       dispatched_at: now,
       updated_at: now,

@@ -29,6 +29,8 @@ import type { OperatorBackend } from '../operator/backend.js';
 import { readWithPlayerRecords, type PlayerCountries } from './player-records.js';
 import type { SmsProvider } from '../../providers/types.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
+import type { Routing } from '../provider-wrappers/routing.js';
+import { withDestinations } from './destination.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -64,6 +66,11 @@ export interface DispatcherDeps {
    * (src/delivery/lookups.ts `resolveLostSends`). Absent: a retry of a lost send waits for the sweep's answer (503).
    */
   resolveLostSends?: (smsIds: string[]) => Promise<void>;
+  /**
+   * The countries allowed and the routes' rules in force (src/provider-wrappers/routing.ts): each message's
+   * destination is decided before its claim (destination.ts). Absent: every destination, routes by their members.
+   */
+  routing?: Pick<Routing, 'snapshot' | 'countRefusal'>;
 }
 
 export interface DispatchOptions {
@@ -188,6 +195,8 @@ export function createDispatcher(deps: DispatcherDeps) {
       for (const i of fresh) answers[i] = { outcome: 'retryable', error: 'ledger unavailable; nothing was sent, retry later' };
       return;
     }
+    // The recipient is read for good only now: where it may go, and the rule of its route, are decided on that.
+    if (deps.routing) toClaim = withDestinations(toClaim, deps.routing.snapshot(), deps.now(), deps.routing.countRefusal);
     const spans = startSendSpans(toClaim, options);
     const claimStarted = spans && Date.now();
     const claims = await claim(

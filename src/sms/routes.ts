@@ -23,9 +23,11 @@ import type { ProviderRouter } from '../provider-wrappers/registry.js';
 const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
 
 const refusalCode = z
-  .enum(['recipient_ambiguous', 'recipient_country_mismatch'])
+  .enum(['recipient_ambiguous', 'recipient_country_mismatch', 'country_not_allowed', 'number_type_not_allowed'])
   .optional()
-  .describe('The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"); absent for other refusals');
+  .describe(
+    'The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"), or where it goes is not allowed (docs/routing.md, "Countries allowed"); absent for other refusals',
+  );
 
 const singleRefusalSchema = z.strictObject({
   error: z.string(),

@@ -143,6 +143,9 @@ describe('a message timeline', () => {
     status_queried_at: null,
     traceparent: null,
     intake_note: null,
+    route: null,
+    route_rule: null,
+    route_rule_name: null,
   };
   const receipt = {
     id: 1,
