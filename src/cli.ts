@@ -185,7 +185,8 @@ async function main(argv: string[]): Promise<number> {
             if (result.ok) logger.info({ changed: result.changed }, 'configuration reloaded: routing in force');
             else logger.error({ reason: result.error }, 'configuration reload refused: the old one stays');
           },
-          (error: unknown) => logger.error({ reason: error instanceof ConfigError ? error.message : String(error) }, 'configuration reload refused: the old one stays'),
+          (error: unknown) =>
+            logger.error({ reason: error instanceof ConfigError ? error.message : String(error) }, 'configuration reload refused: the old one stays'),
         );
       });
       // The start-up's garbage, collected once before the first burst (src/kit/heap.ts).

@@ -59,22 +59,20 @@ const hhmm = (text: string) => {
   return m ? Number(m[1]) * 60 + Number(m[2]) : null;
 };
 
-const hours = z
-  .string()
-  .transform((text, ctx): HoursWindow => {
-    const [a, b, ...rest] = text.split('-').map((s) => s.trim());
-    const from = a === undefined ? null : hhmm(a);
-    const to = b === undefined ? null : hhmm(b);
-    if (from === null || to === null || rest.length > 0) {
-      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is not HH:MM-HH:MM (e.g. 08:00-20:30, or 21:00-08:00 across midnight)` });
-      return z.NEVER;
-    }
-    if (from === to % 1440) {
-      ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is an empty window: a rule with it can never match` });
-      return z.NEVER;
-    }
-    return { from, to };
-  });
+const hours = z.string().transform((text, ctx): HoursWindow => {
+  const [a, b, ...rest] = text.split('-').map((s) => s.trim());
+  const from = a === undefined ? null : hhmm(a);
+  const to = b === undefined ? null : hhmm(b);
+  if (from === null || to === null || rest.length > 0) {
+    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is not HH:MM-HH:MM (e.g. 08:00-20:30, or 21:00-08:00 across midnight)` });
+    return z.NEVER;
+  }
+  if (from === to % 1440) {
+    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(text)} is an empty window: a rule with it can never match` });
+    return z.NEVER;
+  }
+  return { from, to };
+});
 
 const date = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD');
 
@@ -82,20 +80,41 @@ const identifier = z.union([z.string().min(1), z.number().int()]).transform(Stri
 
 export const ruleMatchSchema = z
   .strictObject({
-    countries: z.array(countryCode).min(1, 'list at least one country, or leave the key out').optional().describe("The recipient's country (as read, src/sms/recipient-reading.ts)."),
-    prefixes: z.array(prefix).min(1, 'list at least one prefix, or leave the key out').optional().describe('The start of the recipient in E.164, e.g. `+5511`.'),
-    brands: z.array(identifier).min(1, 'list at least one brand, or leave the key out').optional().describe("The activity's `brand_id` (string or number, compared as text)."),
+    countries: z
+      .array(countryCode)
+      .min(1, 'list at least one country, or leave the key out')
+      .optional()
+      .describe("The recipient's country (as read, src/sms/recipient-reading.ts)."),
+    prefixes: z
+      .array(prefix)
+      .min(1, 'list at least one prefix, or leave the key out')
+      .optional()
+      .describe('The start of the recipient in E.164, e.g. `+5511`.'),
+    brands: z
+      .array(identifier)
+      .min(1, 'list at least one brand, or leave the key out')
+      .optional()
+      .describe("The activity's `brand_id` (string or number, compared as text)."),
     provider_names: z
-      .array(z.string().min(1).transform((s) => s.toLowerCase()))
+      .array(
+        z
+          .string()
+          .min(1)
+          .transform((s) => s.toLowerCase()),
+      )
       .min(1, 'list at least one provider_name, or leave the key out')
       .optional()
-      .describe('The CRM\'s `provider_name` as sent (any case): one of this route\'s name and aliases.'),
-    senders: z.array(z.string().min(1)).min(1, 'list at least one sender, or leave the key out').optional().describe('The CRM\'s `sender_name` as sent (trimmed).'),
+      .describe("The CRM's `provider_name` as sent (any case): one of this route's name and aliases."),
+    senders: z
+      .array(z.string().min(1))
+      .min(1, 'list at least one sender, or leave the key out')
+      .optional()
+      .describe("The CRM's `sender_name` as sent (trimmed)."),
     number_types: z
       .array(z.enum(NUMBER_TYPES))
       .min(1, 'list at least one type, or leave the key out')
       .optional()
-      .describe('The number\'s type (libphonenumber-js); a type outside `routing.number_types` is sent only by a rule that lists it.'),
+      .describe("The number's type (libphonenumber-js); a type outside `routing.number_types` is sent only by a rule that lists it."),
     hours: hours.optional().describe("The recipient's local time, `HH:MM-HH:MM` (to before from spans midnight)."),
     days: z.array(z.enum(DAYS)).min(1, 'list at least one day, or leave the key out').optional().describe("The recipient's local day of the week."),
     holidays: z
@@ -116,7 +135,7 @@ export const validitySchema = z
   .min(1)
   .max(7 * 24 * 60)
   .describe(
-    "Minutes the provider keeps trying to deliver, counted from when the gateway took the message; each provider's own bounds apply (docs/routing.md \"Validity\").",
+    'Minutes the provider keeps trying to deliver, counted from when the gateway took the message; each provider\'s own bounds apply (docs/routing.md "Validity").',
   );
 
 export const routeRuleSchema = z
@@ -152,7 +171,7 @@ export const routingSchema = z
         }),
       )
       .default({})
-      .describe("Per `activity.brand_id`: the countries that brand may send to, in place of `routing.countries`."),
+      .describe('Per `activity.brand_id`: the countries that brand may send to, in place of `routing.countries`.'),
     number_types: z
       .array(z.enum(NUMBER_TYPES))
       .min(1)
@@ -163,7 +182,7 @@ export const routingSchema = z
     holidays: z
       .record(countryCode, z.array(date))
       .default({})
-      .describe('Public holidays per country (`FR: [2026-12-25]`), as dates in the recipient\'s local time: what `match.holidays` reads.'),
+      .describe("Public holidays per country (`FR: [2026-12-25]`), as dates in the recipient's local time: what `match.holidays` reads."),
     zones: z
       .record(prefix, z.string().refine(isKnownTimeZone, { error: 'is not a time zone this Node knows (IANA, e.g. America/Chicago)' }))
       .default({})
@@ -174,7 +193,9 @@ export const routingSchema = z
       'How often each instance reads the admin changes of routing (suspensions, weights, rule members) from the ledger.',
     ),
   })
-  .describe('Where messages may go: allowed countries and number types, holidays and time zones for rules, and how fast admin changes spread (docs/routing.md).');
+  .describe(
+    'Where messages may go: allowed countries and number types, holidays and time zones for rules, and how fast admin changes spread (docs/routing.md).',
+  );
 export type RoutingConfig = z.output<typeof routingSchema>;
 
 /** The route blocks' fields the rules are checked against. */
@@ -203,8 +224,7 @@ export function shadows(earlier: RuleMatch, later: RuleMatch): boolean {
   const covers = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined) => a === undefined || (b !== undefined && b.every((x) => a.includes(x)));
   const prefixesCovered =
     earlier.prefixes === undefined || (later.prefixes !== undefined && later.prefixes.every((p) => earlier.prefixes!.some((q) => p.startsWith(q))));
-  const hoursCovered =
-    earlier.hours === undefined || (later.hours !== undefined && windowCovers(earlier.hours, later.hours));
+  const hoursCovered = earlier.hours === undefined || (later.hours !== undefined && windowCovers(earlier.hours, later.hours));
   const holidaysCovered = earlier.holidays === undefined || earlier.holidays === later.holidays;
   return (
     covers(earlier.countries, later.countries) &&
@@ -238,11 +258,7 @@ function windowCovers(outer: HoursWindow, inner: HoursWindow): boolean {
  * answer to, a rule after a catch-all or covered by an earlier rule: overlapping prefixes in the wrong order), two
  * rules of one name. Each problem names its key.
  */
-export function checkRouteRules(
-  providers: Readonly<Record<string, RouteFields>>,
-  issue: Issue,
-  countriesOfCode: (code: string) => string[],
-): void {
+export function checkRouteRules(providers: Readonly<Record<string, RouteFields>>, issue: Issue, countriesOfCode: (code: string) => string[]): void {
   for (const [name, route] of Object.entries(providers)) {
     const rules = route.rules;
     if (route.type !== 'route' || !rules) continue;
@@ -251,7 +267,8 @@ export function checkRouteRules(
     rules.forEach((rule, i) => {
       const at = (...rest: Array<string | number>) => ['providers', name, 'rules', i, ...rest];
       if (rule.name !== undefined) {
-        if (ruleNames.has(rule.name) || /^\d+$/.test(rule.name)) issue(at('name'), `"${rule.name}" is ${/^\d+$/.test(rule.name) ? 'a number (rules are numbered already)' : 'the name of an earlier rule'}`);
+        if (ruleNames.has(rule.name) || /^\d+$/.test(rule.name))
+          issue(at('name'), `"${rule.name}" is ${/^\d+$/.test(rule.name) ? 'a number (rules are numbered already)' : 'the name of an earlier rule'}`);
         ruleNames.add(rule.name);
       }
       const seen = new Set<string>();
@@ -264,7 +281,11 @@ export function checkRouteRules(
       for (const key of Object.keys(rule.weights ?? {})) if (!seen.has(key)) issue(at('weights', key), `"${key}" is not a member of this rule`);
       const m = rule.match;
       m.provider_names?.forEach((p, j) => {
-        if (!names.has(p)) issue(at('match', 'provider_names', j), `"${p}" never picks route ${name} (its name and aliases: ${[...names].join(', ')}): the rule can never match`);
+        if (!names.has(p))
+          issue(
+            at('match', 'provider_names', j),
+            `"${p}" never picks route ${name} (its name and aliases: ${[...names].join(', ')}): the rule can never match`,
+          );
       });
       if (m.countries && m.prefixes) {
         m.prefixes.forEach((p, j) => {

@@ -170,7 +170,15 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
 function routingPages(routing: Routing, door: ReturnType<typeof createConsoleDoor>) {
   const show = async (c: Context, session: Session, notice?: { error: boolean; text: string }, status: 200 | 400 = 200) => {
     const [stored, audit, refusals] = await Promise.all([routing.storedControls(), routing.audit(50), routing.refusalCounts()]);
-    const body = renderRoutingPage({ snapshot: routing.snapshot(), controls: routing.controls(), stored, audit, refusals, csrf: door.csrfToken(session), notice });
+    const body = renderRoutingPage({
+      snapshot: routing.snapshot(),
+      controls: routing.controls(),
+      stored,
+      audit,
+      refusals,
+      csrf: door.csrfToken(session),
+      notice,
+    });
     return htmlPage(c, { title: TITLE, nav: door.nav(session), body, status });
   };
   return [
@@ -201,7 +209,12 @@ function routingPages(routing: Routing, door: ReturnType<typeof createConsoleDoo
         summary: 'Change routing from the page: the fields of POST /admin/routing/controls (weights as `a=3, b=1`, members as `a, b`)',
         security: ['consoleSession'],
         request: { schema: z.object({ csrf: z.string(), action: z.string() }), contentTypes: [formContentType] },
-        responses: { 303: backToConsole, 400: page('The change is not valid (named on the page)'), 401: page('No valid session: the sign-in form'), 403: disabled },
+        responses: {
+          303: backToConsole,
+          400: page('The change is not valid (named on the page)'),
+          401: page('No valid session: the sign-in form'),
+          403: disabled,
+        },
       },
       handlers: [
         door.guarded(async (c, session) => {

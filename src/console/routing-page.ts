@@ -60,7 +60,13 @@ const describeMatch = (m: RuleMatch): string => {
 };
 
 function renderRoute(name: string, route: FailoverRouteConfig, controls: ControlState) {
-  const rows = [...(route.rules ?? []).map((rule, i) => ({ decision: { rule: i + 1, name: rule.name }, match: describeMatch(rule.match), validity: rule.validity ?? route.validity }))];
+  const rows = [
+    ...(route.rules ?? []).map((rule, i) => ({
+      decision: { rule: i + 1, name: rule.name },
+      match: describeMatch(rule.match),
+      validity: rule.validity ?? route.validity,
+    })),
+  ];
   rows.push({ decision: { rule: 0, name: undefined }, match: 'no rule above matched', validity: route.validity });
   return html`<h3>Route ${name}</h3>
 <div class="scroll"><table data-route="${name}"><thead><tr><th>rule</th><th>matches</th><th>members in force</th><th>suspended</th><th>strategy / weights</th><th>validity</th></tr></thead>

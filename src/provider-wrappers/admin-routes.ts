@@ -12,7 +12,10 @@ import type { Routing } from './routing.js';
 
 /** The actor of a change made with the admin key: a hash of the key, so a rotation shows in the audit. */
 export function adminKeyActor(key: string | undefined): string {
-  return `admin-key:${createHash('sha256').update(key ?? '').digest('hex').slice(0, 8)}`;
+  return `admin-key:${createHash('sha256')
+    .update(key ?? '')
+    .digest('hex')
+    .slice(0, 8)}`;
 }
 
 const adminRefusals: Record<number, ResponseDoc> = {
@@ -29,7 +32,7 @@ export const controlRequestSchema = z
     rule: z
       .union([z.string(), z.number().int()])
       .optional()
-      .describe('A rule of `route`: its number (1 first), its name, or `catch-all` (the route\'s own members); weights without it are the route\'s'),
+      .describe("A rule of `route`: its number (1 first), its name, or `catch-all` (the route's own members); weights without it are the route's"),
     weights: z.record(z.string(), z.number().min(0)).optional().describe('set_weights: member → weight'),
     members: z.array(z.string()).optional().describe('set_members: providers, in failover order'),
   })
@@ -58,7 +61,7 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
       path: '/routing',
       doc: {
         tag: 'admin',
-        summary: 'The routes and their rules in force, the admin changes in force, the last 100 changes, and this instance\'s refusals by country',
+        summary: "The routes and their rules in force, the admin changes in force, the last 100 changes, and this instance's refusals by country",
         security: ['adminBearer'],
         responses: {
           200: {
@@ -102,7 +105,7 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
       path: '/routing/controls',
       doc: {
         tag: 'admin',
-        summary: 'Change routing on every instance without a restart: suspend or resume, weights, a rule\'s members',
+        summary: "Change routing on every instance without a restart: suspend or resume, weights, a rule's members",
         description: 'Stored in the ledger with its audit; this instance applies it at once, the others within routing.control_poll.',
         security: ['adminBearer'],
         request: { schema: controlRequestSchema },

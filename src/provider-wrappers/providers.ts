@@ -62,7 +62,12 @@ function withSuspension(provider: SmsProvider, controls: () => ControlState): Sm
     ...provider,
     send(request, signal) {
       if (controls().suspended.has(provider.name))
-        return Promise.resolve({ ok: false, kind: 'transient', error: `provider ${provider.name} is suspended by an admin; retry later`, code: 'provider_suspended' });
+        return Promise.resolve({
+          ok: false,
+          kind: 'transient',
+          error: `provider ${provider.name} is suspended by an admin; retry later`,
+          code: 'provider_suspended',
+        });
       return provider.send(request, signal);
     },
   };

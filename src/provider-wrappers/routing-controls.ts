@@ -62,7 +62,8 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
     const value = action === 'suspend' ? JSON.stringify({ suspended: true }) : null;
     if (b.provider !== undefined) {
       if (b.route !== undefined) return refuse('provider: give either provider, or route and member');
-      if (!isProvider(b.provider)) return refuse(`provider: ${JSON.stringify(b.provider)} is not a configured provider (routes are suspended member by member)`, 'unknown_provider');
+      if (!isProvider(b.provider))
+        return refuse(`provider: ${JSON.stringify(b.provider)} is not a configured provider (routes are suspended member by member)`, 'unknown_provider');
       return { ok: true, target: `provider:${b.provider}`, value, text: `${action} provider ${b.provider}` };
     }
     const found = routeOf();
@@ -75,7 +76,8 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
   if ('ok' in found) return found;
   const ruleText = b.rule === undefined ? undefined : String(b.rule);
   const rule = ruleText === undefined ? undefined : ruleOf(found.route, ruleText);
-  if (ruleText !== undefined && !rule) return refuse(`rule: ${JSON.stringify(ruleText)} is not a rule of route ${found.name} (its number, its name, or ${CATCH_ALL})`, 'unknown_rule');
+  if (ruleText !== undefined && !rule)
+    return refuse(`rule: ${JSON.stringify(ruleText)} is not a rule of route ${found.name} (its number, its name, or ${CATCH_ALL})`, 'unknown_rule');
 
   if (action === 'set_weights' || action === 'clear_weights') {
     const target = `weights:${found.name}${rule ? `/${rule.key}` : ''}`;
@@ -87,7 +89,8 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
     const entries = Object.entries(w as Record<string, unknown>);
     for (const [member, weight] of entries) {
       if (!isProvider(member)) return refuse(`weights.${member}: not a configured provider`, 'unknown_provider');
-      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight < 0 || weight > 1e6) return refuse(`weights.${member}: must be a number from 0 to 1000000`);
+      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight < 0 || weight > 1e6)
+        return refuse(`weights.${member}: must be a number from 0 to 1000000`);
     }
     return { ok: true, target, value: JSON.stringify(Object.fromEntries(entries)), text: `set the weights of ${where}` };
   }
@@ -97,7 +100,8 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
   if (action === 'clear_members') return { ok: true, target, value: null, text: `restore the configured members of rule ${rule.key} of route ${found.name}` };
   const m = b.members;
   if (!Array.isArray(m) || m.length === 0 || m.length > 20) return refuse('members: required, a list of 1 to 20 provider names');
-  for (const [i, member] of m.entries()) if (!isProvider(member)) return refuse(`members[${i}]: ${JSON.stringify(member)} is not a configured provider (not a route)`, 'unknown_provider');
+  for (const [i, member] of m.entries())
+    if (!isProvider(member)) return refuse(`members[${i}]: ${JSON.stringify(member)} is not a configured provider (not a route)`, 'unknown_provider');
   if (new Set(m).size !== m.length) return refuse('members: a provider is listed twice');
   return { ok: true, target, value: JSON.stringify(m), text: `switch the members of rule ${rule.key} of route ${found.name}` };
 }

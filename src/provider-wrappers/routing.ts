@@ -109,7 +109,11 @@ export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Rout
     snapshot: () => current,
     controls: () => controls,
     reload(next) {
-      if (pluginBlocks(next) !== plugins) return { ok: false, error: 'providers (other than the members, weights, rules and validity of routes) or their names were changed: that needs a restart' };
+      if (pluginBlocks(next) !== plugins)
+        return {
+          ok: false,
+          error: 'providers (other than the members, weights, rules and validity of routes) or their names were changed: that needs a restart',
+        };
       const before = JSON.stringify([...current.routes, current.section]);
       current = routingSnapshotOf(next);
       plugins = pluginBlocks(next);

@@ -103,7 +103,9 @@ function intakeNoteOf(message: PreparedMessage): string | null {
 /** The route and rule its destination chose, stored with the row (the member that carries it is `provider`, later). */
 function routeColumnsOf(m: PreparedMessage): Pick<NewMessage, 'route' | 'route_rule' | 'route_rule_name'> {
   const choice = m.destination?.ok ? m.destination.choice : undefined;
-  return choice ? { route: choice.route, route_rule: choice.rule, route_rule_name: choice.name ?? null } : { route: null, route_rule: null, route_rule_name: null };
+  return choice
+    ? { route: choice.route, route_rule: choice.rule, route_rule_name: choice.name ?? null }
+    : { route: null, route_rule: null, route_rule_name: null };
 }
 
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
