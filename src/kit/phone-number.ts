@@ -146,3 +146,15 @@ export function numberTypeOf(e164: string): string | undefined {
   const parsed = (parseAnyType as unknown as AnyTypeParse)(e164);
   return parsed?.isValid() ? parsed.getType() : undefined;
 }
+
+/**
+ * The main country of the calling code an E.164 number starts with ("+447700900123" → GB), for a number the metadata
+ * places in no country (possible but not valid: a range newer than the metadata, or a drama range).
+ */
+export function mainCountryOfNumber(e164: string): string | undefined {
+  for (let length = 1; length <= 3; length++) {
+    const country = mainCountryOf(e164.slice(1, 1 + length));
+    if (country) return country;
+  }
+  return undefined;
+}

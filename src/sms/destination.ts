@@ -6,7 +6,7 @@
  * libphonenumber-js only where a country list or a rule on number types needs it.
  */
 import type { SmsProvider } from '../../providers/types.js';
-import { numberTypeOf } from '../kit/phone-number.js';
+import { mainCountryOfNumber, numberTypeOf } from '../kit/phone-number.js';
 import type { LocalTime } from '../kit/time-zones.js';
 import { chooseRule, type MessageFacts } from '../provider-wrappers/route-rules.js';
 import type { RoutingSnapshot } from '../provider-wrappers/routing.js';
@@ -70,11 +70,15 @@ export function decideDestination(facts: MessageFacts, provider: Pick<SmsProvide
   };
 }
 
-/** The facts a rule reads from a prepared message, judged at `at`. */
+/**
+ * The facts a rule reads from a prepared message, judged at `at`. A number the metadata places in no country (a range
+ * newer than it) is taken for its calling code's main country, so a country list neither refuses nor lets through
+ * every such number.
+ */
 export function factsOf(message: PreparedMessage, at: number, numberType: string | undefined): MessageFacts {
   return {
     e164: message.recipient,
-    country: message.country,
+    country: message.country ?? mainCountryOfNumber(message.recipient),
     brand: message.brand,
     providerName: message.providerName,
     sender: message.sender,
