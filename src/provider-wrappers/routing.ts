@@ -90,7 +90,7 @@ export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Rout
   let lastRows = '';
   const refusals = new Counter({
     name: 'sms_gateway_destination_refusals_total',
-    help: 'Messages refused for where they go (routing.countries, routing.brands, routing.number_types), by country and reason',
+    help: 'Requests for a message refused for where it goes (routing.countries, routing.brands, routing.number_types; a CRM retry counts again), by country and reason',
     labelNames: ['country', 'reason'],
     registers: deps.registry ? [deps.registry] : [],
   });

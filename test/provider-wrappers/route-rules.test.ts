@@ -119,9 +119,7 @@ describe('the zone of a number', () => {
 });
 
 describe('where a message may go', () => {
-  const guarded = routingSnapshotOf(
-    configWith({ rules: RULES }, { countries: ['FR', 'BR', 'US', 'GB'], brands: { '7': { countries: ['FR'] } } }),
-  );
+  const guarded = routingSnapshotOf(configWith({ rules: RULES }, { countries: ['FR', 'BR', 'US', 'GB'], brands: { '7': { countries: ['FR'] } } }));
   const open = routingSnapshotOf(configWith({ rules: RULES }));
   const main = { name: 'main', type: 'route' };
   const direct = { name: 'twilio', type: 'sandbox' };
@@ -170,24 +168,61 @@ describe('mistakes refused at load, naming the key', () => {
     return 'accepted';
   };
   it.each<[string, Record<string, unknown>, RegExp]>([
-    ['a rule after a catch-all', { rules: [{ members: ['sinch'] }, { match: { countries: ['FR'] }, members: ['infobip'] }] }, /providers\.main\.rules\.1\.match.*catch-all/],
+    [
+      'a rule after a catch-all',
+      { rules: [{ members: ['sinch'] }, { match: { countries: ['FR'] }, members: ['infobip'] }] },
+      /providers\.main\.rules\.1\.match.*catch-all/,
+    ],
     [
       'a longer prefix after a shorter one',
-      { rules: [{ match: { prefixes: ['+55'] }, members: ['sinch'] }, { match: { prefixes: ['+5511'] }, members: ['infobip'] }] },
+      {
+        rules: [
+          { match: { prefixes: ['+55'] }, members: ['sinch'] },
+          { match: { prefixes: ['+5511'] }, members: ['infobip'] },
+        ],
+      },
       /providers\.main\.rules\.1\.match.*rule 1/,
     ],
-    ['a prefix outside its countries', { rules: [{ match: { countries: ['BR'], prefixes: ['+33'] }, members: ['sinch'] }] }, /providers\.main\.rules\.0\.match\.prefixes\.0.*FR/],
+    [
+      'a prefix outside its countries',
+      { rules: [{ match: { countries: ['BR'], prefixes: ['+33'] }, members: ['sinch'] }] },
+      /providers\.main\.rules\.0\.match\.prefixes\.0.*FR/,
+    ],
     ['a member that does not exist', { rules: [{ match: { countries: ['FR'] }, members: ['nobody'] }] }, /providers\.main\.rules\.0\.members\.0.*"nobody"/],
-    ['a provider_name that never picks the route', { rules: [{ match: { provider_names: ['other'] }, members: ['sinch'] }] }, /providers\.main\.rules\.0\.match\.provider_names\.0/],
+    [
+      'a provider_name that never picks the route',
+      { rules: [{ match: { provider_names: ['other'] }, members: ['sinch'] }] },
+      /providers\.main\.rules\.0\.match\.provider_names\.0/,
+    ],
     ['an empty hours window', { rules: [{ match: { hours: '08:00-08:00' }, members: ['sinch'] }] }, /providers\.main\.rules\.0\.match\.hours.*empty/],
     ['an unknown country', { rules: [{ match: { countries: ['XX'] }, members: ['sinch'] }] }, /providers\.main\.rules\.0\.match\.countries\.0/],
-    ['two rules of one name', { rules: [{ name: 'a', match: { countries: ['FR'] }, members: ['sinch'] }, { name: 'a', match: { countries: ['BR'] }, members: ['sinch'] }] }, /providers\.main\.rules\.1\.name/],
-    ['a weight for a provider outside the rule', { rules: [{ match: { countries: ['FR'] }, members: ['sinch'], weights: { twilio: 1 } }] }, /providers\.main\.rules\.0\.weights\.twilio/],
+    [
+      'two rules of one name',
+      {
+        rules: [
+          { name: 'a', match: { countries: ['FR'] }, members: ['sinch'] },
+          { name: 'a', match: { countries: ['BR'] }, members: ['sinch'] },
+        ],
+      },
+      /providers\.main\.rules\.1\.name/,
+    ],
+    [
+      'a weight for a provider outside the rule',
+      { rules: [{ match: { countries: ['FR'] }, members: ['sinch'], weights: { twilio: 1 } }] },
+      /providers\.main\.rules\.0\.weights\.twilio/,
+    ],
   ])('%s', (_, route, pattern) => {
     expect(refusal(route)).toMatch(pattern);
   });
 
   it('the narrower prefix first is accepted', () => {
-    expect(refusal({ rules: [{ match: { prefixes: ['+5511'] }, members: ['infobip'] }, { match: { prefixes: ['+55'] }, members: ['sinch'] }] })).toBe('accepted');
+    expect(
+      refusal({
+        rules: [
+          { match: { prefixes: ['+5511'] }, members: ['infobip'] },
+          { match: { prefixes: ['+55'] }, members: ['sinch'] },
+        ],
+      }),
+    ).toBe('accepted');
   });
 });

@@ -28,7 +28,13 @@ beforeAll(async () => {
       twilio: { type: 'twilio', account_sid: twilio.accountSid, auth_token: twilio.authToken, from: '+15005550006', base_url: twilio.url },
       infobip: { type: 'infobip', api_key: infobip.apiKey, base_url: infobip.url, webhook_secret: 'infobip-webhook-secret-0123' },
       vonage: { type: 'vonage', api_key: vonage.apiKey, api_secret: vonage.apiSecret, base_url: vonage.url },
-      sinch: { type: 'sinch', service_plan_id: sinch.servicePlanId, api_token: sinch.apiToken, base_url: sinch.url, webhook_secret: 'sinch-webhook-secret-01234' },
+      sinch: {
+        type: 'sinch',
+        service_plan_id: sinch.servicePlanId,
+        api_token: sinch.apiToken,
+        base_url: sinch.url,
+        webhook_secret: 'sinch-webhook-secret-01234',
+      },
       smpp: { type: 'smpp', host: smsc.host, port: smsc.port, system_id: smsc.systemId, password: smsc.password, rebind_min: '20ms' },
       'v-twilio': route('twilio', 90),
       // A rule's validity beats the route's.
