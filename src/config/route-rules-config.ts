@@ -43,10 +43,8 @@ export const NUMBER_TYPES = [
   'UAN',
   'VOICEMAIL',
 ] as const;
-export type NumberType = (typeof NUMBER_TYPES)[number];
 
 export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-export type Day = (typeof DAYS)[number];
 
 /** `HH:MM-HH:MM` in the recipient's local time, read as [from, to) minutes of the day; to before from spans midnight. */
 export interface HoursWindow {
@@ -135,7 +133,7 @@ export const validitySchema = z
   .min(1)
   .max(7 * 24 * 60)
   .describe(
-    'Minutes the provider keeps trying to deliver, counted from when the gateway took the message; each provider\'s own bounds apply (docs/routing.md "Validity").',
+    'Minutes the provider keeps trying to deliver, counted from when the gateway hands the message to it; each provider\'s own bounds apply (docs/routing.md "Validity").',
   );
 
 export const routeRuleSchema = z

@@ -139,7 +139,7 @@ type AnyTypeParse = (text: string) => { getType(): string | undefined; isValid()
 /**
  * The type of a number in E.164 as the full metadata tells it (MOBILE, FIXED_LINE_OR_MOBILE, PREMIUM_RATE, TOLL_FREE,
  * SHARED_COST, VOIP …), or undefined where it cannot tell (a range newer than the metadata). One parse with every type
- * (about 20 µs): asked only when a country list is configured (src/sms/destination.ts).
+ * (about 20 µs): asked only when a country list is configured (src/sms/routing-verdict.ts).
  */
 export function numberTypeOf(e164: string): string | undefined {
   parseAnyType ??= (createRequire(import.meta.url)('libphonenumber-js/max') as { parsePhoneNumberFromString: Parse }).parsePhoneNumberFromString;

@@ -5,7 +5,7 @@
  * /dlr/{member} and match there. Members keep their own rate limits and concurrency (each is throttled on its
  * own, src/provider-wrappers/throttle.ts) and their own sender rules (src/provider-wrappers/sender-rules.ts).
  * With `rules`, the send path has chosen the message's rule before its claim (src/provider-wrappers/route-rules.ts,
- * src/sms/destination.ts) and hands it to `sendChosen`; the members, weights and strategy are read at each send from
+ * src/sms/routing-verdict.ts) and hands it to `sendChosen`; the members, weights and strategy are read at each send from
  * the configuration and the admin changes in force (routing-controls.ts), so a reload or a suspension applies to the
  * next message without rebuilding the route.
  */

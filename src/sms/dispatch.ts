@@ -30,7 +30,7 @@ import { readWithPlayerRecords, type PlayerCountries } from './player-records.js
 import type { SmsProvider } from '../../providers/types.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
 import type { Routing } from '../provider-wrappers/routing.js';
-import { withDestinations } from './destination.js';
+import { withRoutingVerdicts } from './routing-verdict.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -68,7 +68,7 @@ export interface DispatcherDeps {
   resolveLostSends?: (smsIds: string[]) => Promise<void>;
   /**
    * The countries allowed and the routes' rules in force (src/provider-wrappers/routing.ts): each message's
-   * destination is decided before its claim (destination.ts). Absent: every destination, routes by their members.
+   * routing verdict is decided before its claim (routing-verdict.ts). Absent: every country, routes by their members.
    */
   routing?: Pick<Routing, 'snapshot' | 'countRefusal'>;
 }
@@ -196,7 +196,7 @@ export function createDispatcher(deps: DispatcherDeps) {
       return;
     }
     // The recipient is read for good only now: where it may go, and the rule of its route, are decided on that.
-    if (deps.routing) toClaim = withDestinations(toClaim, deps.routing.snapshot(), deps.now(), deps.routing.countRefusal);
+    if (deps.routing) toClaim = withRoutingVerdicts(toClaim, deps.routing.snapshot(), deps.now(), deps.routing.countRefusal);
     const spans = startSendSpans(toClaim, options);
     const claimStarted = spans && Date.now();
     const claims = await claim(

@@ -9,7 +9,7 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { isUsableSender, smsMessageSchema, USABLE_SENDER_RULE } from './message-schema.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { decideRecipient, readingFields, type RecipientReadingNote } from './recipient-reading.js';
-import type { Destination } from './destination.js';
+import type { RoutingVerdict } from './routing-verdict.js';
 
 /** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
 export interface PreparedMessage {
@@ -40,10 +40,10 @@ export interface PreparedMessage {
   /** The provider_name the CRM sent (else sms.default_provider), lower case: what a rule's `match.provider_names` reads. */
   providerName: string | null;
   /**
-   * Where it may go and which rule of its route takes it (destination.ts), decided before the claim; absent when
+   * Where it may go and which rule of its route takes it (routing-verdict.ts), decided before the claim; absent when
    * there is nothing to decide (no country list, no route).
    */
-  destination?: Destination;
+  verdict?: RoutingVerdict;
 }
 
 /** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */

@@ -76,7 +76,7 @@ export function createSendStep(deps: SendStepDeps) {
           waitSignal: stopping.signal,
         };
         const signal = signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline));
-        const choice = message.destination?.ok ? message.destination.choice : undefined;
+        const choice = message.verdict?.ok ? message.verdict.choice : undefined;
         if (!choice) return await message.provider.send(request, signal);
         // Counted from now, the moment it is handed over: a message that waited before its send (held for quiet
         // hours) would count from when it was taken instead, so that the wait is part of its validity.

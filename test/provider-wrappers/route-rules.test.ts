@@ -1,5 +1,5 @@
 /**
- * Rule matching (src/provider-wrappers/route-rules.ts) and the destination decision (src/sms/destination.ts) as tables:
+ * Rule matching (src/provider-wrappers/route-rules.ts) and the routing verdict (src/sms/routing-verdict.ts) as tables:
  * countries, prefixes, brands, provider_name, senders, number types, the recipient's local time in zones chosen by
  * country and by prefix on both sides of a daylight-saving change, and holidays; then the configuration mistakes
  * refused at load, each naming its key.
@@ -10,7 +10,7 @@ import { numberTypeOf } from '../../src/kit/phone-number.js';
 import { localTimeIn, zoneOfNumber } from '../../src/kit/time-zones.js';
 import { chooseRule, type MessageFacts } from '../../src/provider-wrappers/route-rules.js';
 import { routingSnapshotOf } from '../../src/provider-wrappers/routing.js';
-import { decideDestination } from '../../src/sms/destination.js';
+import { decideRoutingVerdict } from '../../src/sms/routing-verdict.js';
 
 const base = {
   server: { environment: 'development' },
@@ -138,12 +138,12 @@ describe('where a message may go', () => {
     ['no list: a German mobile', open, direct, { e164: '+4915112345678', country: 'DE' }, 'allowed'],
     ['no list: a premium-rate number', open, direct, { e164: '+33899123456', country: 'FR', numberType: 'PREMIUM_RATE' }, 'allowed'],
   ])('%s', (_, snap, provider, over, expected) => {
-    const d = decideDestination(facts(over), provider, snap);
+    const d = decideRoutingVerdict(facts(over), provider, snap);
     expect(d.ok ? 'allowed' : d.code).toBe(expected);
   });
 
   it('a route message carries its rule and validity', () => {
-    const d = decideDestination(facts({ e164: '+5511987654321', country: 'BR' }), main, guarded);
+    const d = decideRoutingVerdict(facts({ e164: '+5511987654321', country: 'BR' }), main, guarded);
     expect(d).toMatchObject({ ok: true, choice: { route: 'main', rule: 3, name: 'sao-paulo' } });
   });
 

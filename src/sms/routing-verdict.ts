@@ -12,8 +12,8 @@ import { chooseRule, type MessageFacts } from '../provider-wrappers/route-rules.
 import type { RoutingSnapshot } from '../provider-wrappers/routing.js';
 import type { PreparedMessage } from './prepare.js';
 
-export type DestinationRefusalCode = 'country_not_allowed' | 'number_type_not_allowed';
-export const DESTINATION_REFUSAL_CODES: readonly DestinationRefusalCode[] = ['country_not_allowed', 'number_type_not_allowed'];
+export type RoutingRefusalCode = 'country_not_allowed' | 'number_type_not_allowed';
+export const ROUTING_REFUSAL_CODES: readonly RoutingRefusalCode[] = ['country_not_allowed', 'number_type_not_allowed'];
 
 /** The rule of a route that a message takes, and what it asks of the send. */
 export interface RouteChoice {
@@ -27,16 +27,16 @@ export interface RouteChoice {
   local: LocalTime | null;
 }
 
-export type Destination =
+export type RoutingVerdict =
   | { ok: true; choice: RouteChoice | undefined }
-  | { ok: false; code: DestinationRefusalCode; error: string; country: string | undefined };
+  | { ok: false; code: RoutingRefusalCode; error: string; country: string | undefined };
 
 /** Whether a route's rules look at the number's type (then it is asked even without a country list). */
 const readsTypes = (snapshot: RoutingSnapshot, provider: Pick<SmsProvider, 'name' | 'type'>) =>
   provider.type === 'route' && (snapshot.routes.get(provider.name)?.rules ?? []).some((r) => r.match.number_types !== undefined);
 
-/** Pure: the destination of a message with these facts, sent to `provider`, under the routing in force. */
-export function decideDestination(facts: MessageFacts, provider: Pick<SmsProvider, 'name' | 'type'>, snapshot: RoutingSnapshot): Destination {
+/** Pure: the routing verdict of a message with these facts, sent to `provider`, under the routing in force. */
+export function decideRoutingVerdict(facts: MessageFacts, provider: Pick<SmsProvider, 'name' | 'type'>, snapshot: RoutingSnapshot): RoutingVerdict {
   const { section } = snapshot;
   const brandList = facts.brand !== null && Object.hasOwn(section.brands, facts.brand) ? section.brands[facts.brand]!.countries : undefined;
   const allowed = brandList ?? section.countries;
@@ -88,10 +88,10 @@ export function factsOf(message: PreparedMessage, at: number, numberType: string
 }
 
 /**
- * Each message with its destination decided (a message whose recipient is already refused keeps that refusal), and
+ * Each message with its routing verdict (a message whose recipient is already refused keeps that refusal), and
  * the refusals counted by country. The same array when no message goes to a route and no list is configured.
  */
-export function withDestinations(
+export function withRoutingVerdicts(
   messages: PreparedMessage[],
   snapshot: RoutingSnapshot,
   at: number,
@@ -101,8 +101,8 @@ export function withDestinations(
   return messages.map((m) => {
     if (m.reading?.outcome === 'refused') return m;
     const numberType = snapshot.guarded || readsTypes(snapshot, m.provider) ? numberTypeOf(m.recipient) : undefined;
-    const destination = decideDestination(factsOf(m, at, numberType), m.provider, snapshot);
-    if (!destination.ok) countRefusal(destination.country, destination.code);
-    return { ...m, destination };
+    const verdict = decideRoutingVerdict(factsOf(m, at, numberType), m.provider, snapshot);
+    if (!verdict.ok) countRefusal(verdict.country, verdict.code);
+    return { ...m, verdict };
   });
 }
