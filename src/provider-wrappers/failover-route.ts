@@ -37,8 +37,11 @@ export interface FailoverRouteDeps {
 /** A route: any provider's send (its catch-all members), and the send of a message whose rule was chosen. */
 export interface FailoverRoute extends SmsProvider {
   readonly type: 'route';
-  sendChosen(choice: Pick<RuleDecision, 'rule' | 'name'>, request: SendRequest, signal: AbortSignal): Promise<SendResult>;
+  sendChosen(choice: ChosenRule, request: SendRequest, signal: AbortSignal): Promise<SendResult>;
 }
+
+/** A message's rule, and the route's configuration it was chosen under (a reload since then does not renumber it). */
+export type ChosenRule = Pick<RuleDecision, 'rule' | 'name'> & { config?: FailoverRouteConfig };
 
 const CATCH_ALL_CHOICE = { rule: 0, name: undefined };
 
@@ -57,8 +60,8 @@ export function createFailoverRoute(name: string, built: FailoverRouteConfig, de
     }
   }
 
-  async function sendChosen(choice: Pick<RuleDecision, 'rule' | 'name'>, request: SendRequest, signal: AbortSignal): Promise<SendResult> {
-    const config = configOf();
+  async function sendChosen(choice: ChosenRule, request: SendRequest, signal: AbortSignal): Promise<SendResult> {
+    const config = choice.config ?? configOf();
     const plan = planMembers(name, config, choice, controlsOf?.() ?? NO_STATE);
     if (plan.members.length === 0) {
       // Nothing was handed to any member: the CRM's retry may find one resumed.

@@ -6,6 +6,7 @@
  * libphonenumber-js only where a country list or a rule on number types needs it.
  */
 import type { SmsProvider } from '../../providers/types.js';
+import type { FailoverRouteConfig } from '../config/failover-route-config.js';
 import { mainCountryOfNumber, numberTypeOf } from '../kit/phone-number.js';
 import type { LocalTime } from '../kit/time-zones.js';
 import { chooseRule, type MessageFacts } from '../provider-wrappers/route-rules.js';
@@ -25,6 +26,8 @@ export interface RouteChoice {
   validity: number | undefined;
   /** The recipient's local time when the rule was chosen, if a rule read it (null: no zone known for the number). */
   local: LocalTime | null;
+  /** The route's configuration the rule was chosen under: its send reads the rule there, whatever a reload did since. */
+  config: FailoverRouteConfig;
 }
 
 export type RoutingVerdict =
@@ -66,7 +69,14 @@ export function decideRoutingVerdict(facts: MessageFacts, provider: Pick<SmsProv
   const rule = decision.rule > 0 ? route.rules![decision.rule - 1] : undefined;
   return {
     ok: true,
-    choice: { route: provider.name, rule: decision.rule, name: decision.name, validity: rule?.validity ?? route.validity, local: decision.local },
+    choice: {
+      route: provider.name,
+      rule: decision.rule,
+      name: decision.name,
+      validity: rule?.validity ?? route.validity,
+      local: decision.local,
+      config: route,
+    },
   };
 }
 
