@@ -16,8 +16,8 @@ const two = (n: number) => String(n).padStart(2, '0');
  * a month as it likes), at most 99 of them.
  */
 export function smppRelativeTime(ms: number): string {
-  let seconds = Math.max(1, Math.round(ms / 1_000));
-  const days = Math.min(99, Math.floor(seconds / 86_400));
+  let seconds = Math.min(99 * 86_400, Math.max(1, Math.round(ms / 1_000)));
+  const days = Math.floor(seconds / 86_400);
   seconds -= days * 86_400;
   const hours = Math.floor(seconds / 3_600);
   const minutes = Math.floor((seconds % 3_600) / 60);

@@ -11,6 +11,7 @@ import { startSmppFake, type SmppFake } from '../fakes/smpp.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
 import { startVonageFake, type VonageFake } from '../fakes/vonage.js';
 import { smsMessage, startTestGateway, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { smppRelativeTime, validityLeft } from '../../providers/kit/validity.js';
 
 let gw: TestGateway;
 let twilio: TwilioFake;
@@ -97,5 +98,26 @@ describe('validity through each provider', () => {
   it('a provider named directly, outside any route, gets no validity', async () => {
     await gw.post('/channels/sms/single', smsMessage('val-plain', { provider_name: 'vonage' }));
     expect(vonage.submits.at(-1)!.fields.ttl).toBeUndefined();
+  });
+});
+
+describe("each provider's form of a validity", () => {
+  it.each([
+    [90 * 60_000, '000000013000000R'],
+    [25 * 3_600_000 + 61_000, '000001010101000R'],
+    [500, '000000000001000R'],
+    [200 * 86_400_000, '000099000000000R'],
+  ])('%i ms is SMPP relative time %s', (ms, text) => {
+    expect(smppRelativeTime(ms)).toBe(text);
+  });
+
+  it.each<[number | undefined, number, number | undefined]>([
+    [undefined, 0, undefined],
+    [10_000, 0, 20_000],
+    [30_000, 0, 30_000],
+    [10 ** 12, 0, 604_800_000],
+    [5_000, 10_000, 20_000],
+  ])('validUntil %s at %i within Vonage bounds is %s ms', (until, now, left) => {
+    expect(validityLeft(until, now, { minMs: 20_000, maxMs: 604_800_000 })).toBe(left);
   });
 });
