@@ -151,7 +151,10 @@ describe('where a message may go', () => {
     ['+33899123456', 'PREMIUM_RATE'],
     ['+448001234567', 'TOLL_FREE'],
     ['+33612345678', 'MOBILE'],
-    ['+12125551234', 'FIXED_LINE_OR_MOBILE'],
+    // Valid as a mobile, which every North American number is (the full metadata says FIXED_LINE_OR_MOBILE).
+    ['+12125551234', 'MOBILE'],
+    ['+33123456789', 'FIXED_LINE'],
+    ['+447700900123', undefined],
   ])('libphonenumber-js tells %s is %s', (e164, type) => {
     expect(numberTypeOf(e164)).toBe(type);
   });
