@@ -24,6 +24,11 @@ export interface MessageFacts {
   numberType: string | undefined;
   /** Epoch ms of the moment the message is judged: its local time is read at this instant. */
   at: number;
+  /**
+   * The recipient's local time at `at`, when the caller has read it already (recipientLocalTime): then the rules read
+   * this one and no zone is looked up again. Absent: read from the number when a rule needs it.
+   */
+  local?: LocalTime | null;
 }
 
 /** Public holidays by country, and the operator's time zones by prefix (`routing.holidays`, `routing.zones`). */
@@ -80,7 +85,7 @@ export function meetsMatch(m: RuleMatch, facts: MessageFacts, clock: () => Local
 
 /** The first rule the message meets, else the catch-all. */
 export function chooseRule(rules: readonly RouteRule[] | undefined, facts: MessageFacts, calendar: RuleCalendar = NO_CALENDAR): RuleDecision {
-  let local: LocalTime | null | undefined;
+  let local: LocalTime | null | undefined = facts.local;
   const clock = () => (local === undefined ? (local = recipientLocalTime(facts, calendar)) : local);
   for (const [i, rule] of (rules ?? []).entries()) {
     if (meetsMatch(rule.match, facts, clock, calendar)) return { rule: i + 1, name: rule.name, local: local ?? null };

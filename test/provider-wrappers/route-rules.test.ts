@@ -91,6 +91,11 @@ describe('the first matching rule wins', () => {
     expect(chooseRule(holidayOnly, facts({ e164: '+33612345678', country: 'FR', at: at('2026-12-24T22:30:00Z') }), snapshot.calendar).rule).toBe(0);
   });
 
+  it("reads a local time handed in instead of the number's", () => {
+    const local = { zone: 'Europe/Paris', date: '2026-06-10', weekday: 2, minutes: 23 * 60 };
+    expect(chooseRule(rules, facts({ e164: '+33612345678', country: 'FR', local }), snapshot.calendar)).toMatchObject({ name: 'fr-night', local });
+  });
+
   it('hands back the local time it read, for a later check on the same rule', () => {
     const decision = chooseRule(rules, facts({ e164: '+33612345678', country: 'FR', at: at('2026-03-29T06:30:00Z') }), snapshot.calendar);
     expect(decision.local).toEqual({ zone: 'Europe/Paris', date: '2026-03-29', weekday: 6, minutes: 8 * 60 + 30 });
