@@ -118,7 +118,7 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
             description: 'The change names no configured provider, route, member or rule, or a field is not valid (named, with a code)',
             schema: z.strictObject({
               error: z.string(),
-              code: z.union([z.enum(['invalid_control', 'unknown_route', 'unknown_provider', 'unknown_rule']), z.number().int()]).optional(),
+              code: z.union([z.enum(['invalid_control', 'unknown_route', 'unknown_provider', 'unknown_rule', 'not_weighted']), z.number().int()]).optional(),
             }),
           },
           ...adminRefusals,

@@ -33,12 +33,13 @@ const refuse = (error: string, code = 'invalid_control'): ControlChange => ({ ok
 const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100;
 
 /** The rule keys of a route: `catch-all`, each rule's number and each rule's name. */
-function ruleOf(route: FailoverRouteConfig, key: string): { key: string; members: readonly string[] } | undefined {
-  if (key === CATCH_ALL) return { key, members: route.members };
+function ruleOf(route: FailoverRouteConfig, key: string): { key: string; members: readonly string[]; weighted: boolean } | undefined {
+  if (key === CATCH_ALL) return { key, members: route.members, weighted: route.strategy === 'weighted' };
   const rules = route.rules ?? [];
   const index = /^\d+$/.test(key) ? Number(key) - 1 : rules.findIndex((r) => r.name === key);
   const rule = rules[index];
-  return rule ? { key: ruleKey({ rule: index + 1, name: rule.name }), members: rule.members } : undefined;
+  if (!rule) return undefined;
+  return { key: ruleKey({ rule: index + 1, name: rule.name }), members: rule.members, weighted: (rule.strategy ?? route.strategy) === 'weighted' };
 }
 
 /**
@@ -83,6 +84,9 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
     const target = `weights:${found.name}${rule ? `/${rule.key}` : ''}`;
     const where = rule ? `rule ${rule.key} of route ${found.name}` : `route ${found.name}`;
     if (action === 'clear_weights') return { ok: true, target, value: null, text: `clear the weights of ${where}` };
+    // Weights only order a weighted rule's members: on a failover one they would be stored and never read.
+    const weighted = rule ? rule.weighted : found.route.strategy === 'weighted' || (found.route.rules ?? []).some((r) => r.strategy === 'weighted');
+    if (!weighted) return refuse(`weights: ${where} uses strategy failover (members in order); weights apply to strategy weighted`, 'not_weighted');
     const w = b.weights;
     if (w === null || typeof w !== 'object' || Array.isArray(w) || Object.keys(w).length === 0)
       return refuse('weights: required, an object of member names to weights (numbers, 0 or more)');

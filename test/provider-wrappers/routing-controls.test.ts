@@ -69,6 +69,11 @@ describe('an admin request', () => {
     ['a negative weight', { action: 'set_weights', route: 'promo', weights: { sinch: -1 } }, 'weights.sinch:'],
     ['a weight for __proto__', { action: 'set_weights', route: 'promo', weights: JSON.parse('{"__proto__": 1}') }, 'weights.__proto__:'],
     ['no weights', { action: 'set_weights', route: 'promo', weights: {} }, 'weights: required'],
+    [
+      'weights for a failover rule',
+      { action: 'set_weights', route: 'promo', rule: 2, weights: { infobip: 1 } },
+      'weights: rule 2 of route promo uses strategy failover',
+    ],
   ])('refuses %s, naming the field', (_, body, start) => {
     const change = readControlChange(body, providers);
     expect(change.ok ? 'accepted' : change.error.slice(0, start.length)).toBe(start);

@@ -25,7 +25,8 @@ const routingConfig = {
       aliases: ['promo'],
       members: ['sandbox'],
       rules: [
-        { name: 'brazil', match: { countries: ['BR'] }, members: ['sinch', 'infobip'] },
+        // Weighted, with all first attempts to sinch until an admin changes the weights.
+        { name: 'brazil', match: { countries: ['BR'] }, members: ['sinch', 'infobip'], strategy: 'weighted', weights: { sinch: 1, infobip: 0 } },
         { match: { brands: ['casino'] }, members: ['infobip'] },
       ],
     },
@@ -129,6 +130,19 @@ describe('one instance', () => {
     expect((await gw.get('/admin/routing', ADMIN)).json.audit[0]).toMatchObject({ target: 'member:main/sinch', from: { suspended: true }, to: null });
   });
 
+  it("changes a rule's weights, and clears them back to the file's", async () => {
+    const set = await change(gw, { action: 'set_weights', route: 'main', rule: 'brazil', weights: { sinch: 0, infobip: 1 } });
+    expect(set).toMatchObject({ status: 200, json: { target: 'weights:main/brazil', from: null, to: { sinch: 0, infobip: 1 } } });
+    expect(await storedRow(gw, (await send(gw, 'rt-weights')).json.sms_id)).toMatchObject({ route_rule: 1, provider: 'infobip' });
+    await change(gw, { action: 'clear_weights', route: 'main', rule: 'brazil' });
+    expect(await storedRow(gw, (await send(gw, 'rt-weights-cleared')).json.sms_id)).toMatchObject({ provider: 'sinch' });
+    // The catch-all is a failover list: weights there would never be read.
+    expect(await change(gw, { action: 'set_weights', route: 'main', rule: 'catch-all', weights: { sandbox: 1 } })).toMatchObject({
+      status: 400,
+      json: { code: 'not_weighted' },
+    });
+  });
+
   it('refuses a change that names nothing configured, naming the field', async () => {
     expect(await change(gw, { action: 'set_members', route: 'main', rule: 'nope', members: ['sinch'] })).toMatchObject({
       status: 400,
@@ -216,8 +230,9 @@ describe('SIGHUP', () => {
     };
     try {
       expect(await providerOf((await post('hup-1')).json.sms_id)).toBe('sinch');
-      const main = (document.providers as Record<string, { rules: Array<{ members: string[] }> }>).main!;
+      const main = (document.providers as Record<string, { rules: Array<{ members: string[]; weights?: Record<string, number> }> }>).main!;
       main.rules[0]!.members = ['infobip'];
+      main.rules[0]!.weights = { infobip: 1 };
       writeFileSync(file, YAML.stringify(document));
       serve.child.kill('SIGHUP');
       await waitFor(() => serve.output().includes('configuration reloaded'), 10_000, 'the reload');
