@@ -218,14 +218,26 @@ function soleCountryOf(p: string, countryOfCode: (code: string) => string[]): { 
 }
 
 /** Whether every message `later` matches also matches `earlier`: then `later` can never be chosen. */
-export function shadows(earlier: RuleMatch, later: RuleMatch): boolean {
+export function shadows(earlier: RuleMatch, later: RuleMatch, countriesOfCode: (code: string) => string[] = () => []): boolean {
   const covers = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined) => a === undefined || (b !== undefined && b.every((x) => a.includes(x)));
+  // Countries and prefixes cover each other too: `+55` takes every Brazilian number, and BR every number under `+5511`.
+  const codeOf = (country: string) => `+${callingCodeOf(country) ?? ''}`;
+  const countriesCovered =
+    covers(earlier.countries, later.countries) ||
+    (later.countries === undefined &&
+      later.prefixes !== undefined &&
+      later.prefixes.every((p) => {
+        const sole = soleCountryOf(p, countriesOfCode);
+        return sole !== undefined && sole.countries.length === 1 && earlier.countries!.includes(sole.countries[0]!);
+      }));
   const prefixesCovered =
-    earlier.prefixes === undefined || (later.prefixes !== undefined && later.prefixes.every((p) => earlier.prefixes!.some((q) => p.startsWith(q))));
+    earlier.prefixes === undefined ||
+    (later.prefixes !== undefined && later.prefixes.every((p) => earlier.prefixes!.some((q) => p.startsWith(q)))) ||
+    (later.prefixes === undefined && later.countries !== undefined && later.countries.every((c) => earlier.prefixes!.some((q) => codeOf(c).startsWith(q))));
   const hoursCovered = earlier.hours === undefined || (later.hours !== undefined && windowCovers(earlier.hours, later.hours));
   const holidaysCovered = earlier.holidays === undefined || earlier.holidays === later.holidays;
   return (
-    covers(earlier.countries, later.countries) &&
+    countriesCovered &&
     prefixesCovered &&
     covers(earlier.brands, later.brands) &&
     covers(earlier.provider_names, later.provider_names) &&
@@ -256,7 +268,15 @@ function windowCovers(outer: HoursWindow, inner: HoursWindow): boolean {
  * answer to, a rule after a catch-all or covered by an earlier rule: overlapping prefixes in the wrong order), two
  * rules of one name. Each problem names its key.
  */
-export function checkRouteRules(providers: Readonly<Record<string, RouteFields>>, issue: Issue, countriesOfCode: (code: string) => string[]): void {
+export function checkRouteRules(
+  providers: Readonly<Record<string, RouteFields>>,
+  issue: Issue,
+  countriesOfCode: (code: string) => string[],
+  routing?: Pick<RoutingConfig, 'countries' | 'brands' | 'holidays'>,
+): void {
+  // Countries some brand may send to, when the gateway has a list for every brand: a rule for any other never matches.
+  const reachable =
+    routing?.countries === undefined ? undefined : new Set([...routing.countries, ...Object.values(routing.brands).flatMap((b) => b.countries)]);
   for (const [name, route] of Object.entries(providers)) {
     const rules = route.rules;
     if (route.type !== 'route' || !rules) continue;
@@ -285,6 +305,15 @@ export function checkRouteRules(providers: Readonly<Record<string, RouteFields>>
             `"${p}" never picks route ${name} (its name and aliases: ${[...names].join(', ')}): the rule can never match`,
           );
       });
+      m.countries?.forEach((c, j) => {
+        if (reachable && !reachable.has(c))
+          issue(at('match', 'countries', j), `${c} is in no list of routing.countries or routing.brands: the rule can never match it`);
+      });
+      if (m.holidays === 'only') {
+        const listed = (m.countries ?? Object.keys(routing?.holidays ?? {})).filter((c) => (routing?.holidays[c]?.length ?? 0) > 0);
+        if (listed.length === 0)
+          issue(at('match', 'holidays'), `no date in routing.holidays for ${m.countries?.join(', ') ?? 'any country'}: the rule can never match`);
+      }
       if (m.countries && m.prefixes) {
         m.prefixes.forEach((p, j) => {
           const sole = soleCountryOf(p, countriesOfCode);
@@ -294,7 +323,7 @@ export function checkRouteRules(providers: Readonly<Record<string, RouteFields>>
       }
       for (let k = 0; k < i; k++) {
         const earlier = rules[k]!;
-        if (shadows(earlier.match, m)) {
+        if (shadows(earlier.match, m, countriesOfCode)) {
           const label = earlier.name ? `rule ${k + 1} (${earlier.name})` : `rule ${k + 1}`;
           issue(
             at('match'),

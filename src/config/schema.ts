@@ -662,7 +662,7 @@ export const configSchema = z
       }
     }
     checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
-    checkRouteRules(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }), countriesOfCallingCode);
+    checkRouteRules(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }), countriesOfCallingCode, c.routing);
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {

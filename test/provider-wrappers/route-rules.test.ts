@@ -124,8 +124,9 @@ describe('the zone of a number', () => {
 });
 
 describe('where a message may go', () => {
-  const guarded = routingSnapshotOf(configWith({ rules: RULES }, { countries: ['FR', 'BR', 'US', 'GB'], brands: { '7': { countries: ['FR'] } } }));
-  const open = routingSnapshotOf(configWith({ rules: RULES }));
+  const holidays = { FR: ['2026-12-25'] };
+  const guarded = routingSnapshotOf(configWith({ rules: RULES }, { countries: ['FR', 'BR', 'US', 'GB'], brands: { '7': { countries: ['FR'] } }, holidays }));
+  const open = routingSnapshotOf(configWith({ rules: RULES }, { holidays }));
   const main = { name: 'main', type: 'route' };
   const direct = { name: 'twilio', type: 'sandbox' };
   it.each<[string, typeof guarded, { name: string; type: string }, Partial<MessageFacts> & { e164: string }, string]>([
@@ -166,9 +167,9 @@ describe('where a message may go', () => {
 });
 
 describe('mistakes refused at load, naming the key', () => {
-  const refusal = (route: Record<string, unknown>) => {
+  const refusal = (route: Record<string, unknown>, routing: Record<string, unknown> = {}) => {
     try {
-      configWith(route);
+      configWith(route, routing);
     } catch (error) {
       if (error instanceof ConfigError) return error.message;
       throw error;
@@ -186,6 +187,26 @@ describe('mistakes refused at load, naming the key', () => {
       {
         rules: [
           { match: { prefixes: ['+55'] }, members: ['sinch'] },
+          { match: { prefixes: ['+5511'] }, members: ['infobip'] },
+        ],
+      },
+      /providers\.main\.rules\.1\.match.*rule 1/,
+    ],
+    [
+      'a country after a prefix that takes all of it',
+      {
+        rules: [
+          { match: { prefixes: ['+55'] }, members: ['sinch'] },
+          { match: { countries: ['BR'] }, members: ['infobip'] },
+        ],
+      },
+      /providers\.main\.rules\.1\.match.*rule 1/,
+    ],
+    [
+      'a prefix after its country',
+      {
+        rules: [
+          { match: { countries: ['BR'] }, members: ['sinch'] },
           { match: { prefixes: ['+5511'] }, members: ['infobip'] },
         ],
       },
@@ -223,14 +244,51 @@ describe('mistakes refused at load, naming the key', () => {
     expect(refusal(route)).toMatch(pattern);
   });
 
-  it('the narrower prefix first is accepted', () => {
-    expect(
-      refusal({
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['a country no list allows', { countries: ['DE'] }, /providers\.main\.rules\.0\.match\.countries\.0.*DE is in no list/],
+    ['holidays only, with no date for its countries', { countries: ['BR'], holidays: 'only' }, /providers\.main\.rules\.0\.match\.holidays.*no date/],
+  ])('refuses %s against the routing section', (_, match, pattern) => {
+    expect(refusal({ rules: [{ match, members: ['sinch'] }] }, { countries: ['FR', 'BR'], holidays: { FR: ['2026-12-25'] } })).toMatch(pattern);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    [
+      'the narrower prefix first',
+      {
         rules: [
           { match: { prefixes: ['+5511'] }, members: ['infobip'] },
           { match: { prefixes: ['+55'] }, members: ['sinch'] },
         ],
-      }),
-    ).toBe('accepted');
+      },
+    ],
+    [
+      'a +1 prefix after a country sharing +1',
+      {
+        rules: [
+          { match: { countries: ['CA'] }, members: ['infobip'] },
+          { match: { prefixes: ['+1212'] }, members: ['sinch'] },
+        ],
+      },
+    ],
+    [
+      'the same country for another brand',
+      {
+        rules: [
+          { match: { countries: ['BR'], brands: ['1'] }, members: ['infobip'] },
+          { match: { countries: ['BR'] }, members: ['sinch'] },
+        ],
+      },
+    ],
+    [
+      'hours that only overlap',
+      {
+        rules: [
+          { match: { hours: '08:00-12:00' }, members: ['infobip'] },
+          { match: { hours: '10:00-14:00' }, members: ['sinch'] },
+        ],
+      },
+    ],
+  ])('accepts %s', (_, route) => {
+    expect(refusal(route)).toBe('accepted');
   });
 });
