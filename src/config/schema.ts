@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
-import { checkRouteRules, routingSchema } from './route-rules-config.js';
+import { routingSchema } from './route-rules-config.js';
+import { checkRouteRules } from './route-rules-checks.js';
 import { countriesOfCallingCode } from '../kit/phone-number.js';
 import { durationSchema } from '../kit/duration.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
