@@ -234,7 +234,10 @@ describe('SIGHUP', () => {
       main.rules[0]!.members = ['infobip'];
       main.rules[0]!.weights = { infobip: 1 };
       writeFileSync(file, YAML.stringify(document));
+      // Requests in flight while the file is read again are all answered: the reload drops none.
+      const during = Array.from({ length: 30 }, (_, i) => post(`hup-during-${i}`));
       serve.child.kill('SIGHUP');
+      expect((await Promise.all(during)).map((r) => r.status)).toEqual(Array(30).fill(200));
       await waitFor(() => serve.output().includes('configuration reloaded'), 10_000, 'the reload');
       expect(await providerOf((await post('hup-2')).json.sms_id)).toBe('infobip');
 
