@@ -3,7 +3,7 @@ import { html } from 'hono/html';
 import type { messageStory } from '../delivery/message-story.js';
 import { indentJson } from '../http/exact-json.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
-import { shownRecipient, statusWord, when } from './search-page.js';
+import { routeText, shownRecipient, statusWord, when } from './search-page.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
 
@@ -14,13 +14,6 @@ const detailText = (detail: Record<string, string | number | null>) =>
     .filter(([, v]) => v !== null && v !== '')
     .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${k.endsWith('_at') && typeof v === 'number' ? instant(v) : v}`)
     .join(' · ');
-
-/** "route BR-promo, rule 2 (brazil), member sinch": where the route's rules sent it; null for a provider named directly. */
-export function routeText(m: { route: string | null; route_rule: number | null; route_rule_name: string | null; provider: string }): string | null {
-  if (m.route === null) return null;
-  const rule = m.route_rule === 0 ? 'catch-all' : `rule ${m.route_rule}${m.route_rule_name ? ` (${m.route_rule_name})` : ''}`;
-  return `route ${m.route}, ${rule}${m.provider !== m.route ? `, member ${m.provider}` : ''}`;
-}
 
 export function renderStory(story: MessageStory, searchedRecipient: string | undefined) {
   const m = story.message;

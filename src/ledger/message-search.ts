@@ -64,6 +64,9 @@ export type MessageSummary = Pick<
   | 'created_at'
   | 'submitted_at'
   | 'completed_at'
+  | 'route'
+  | 'route_rule'
+  | 'route_rule_name'
 >;
 
 const SUMMARY_COLUMNS = [

@@ -66,6 +66,8 @@ describe('one instance', () => {
     const { cookie } = await signIn(gw);
     const page = await (await fetch(`${gw.url}/console/messages/${smsId}`, { headers: { cookie } })).text();
     expect(page).toContain('route main, rule 1 (brazil), member sinch');
+    const search = await (await fetch(`${gw.url}/console?sms_id=${smsId}`, { headers: { cookie } })).text();
+    expect(search).toContain('sinch <span class="muted">(main rule brazil)</span>');
   });
 
   it('records a rule without a name by its number, and the catch-all', async () => {
