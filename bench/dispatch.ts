@@ -4,7 +4,9 @@
  * connections. Read next to run.ts's single mode and http-floor.ts, it splits a message's cost into HTTP,
  * validation and ledger work.
  *
- * Usage: node dist/bench/dispatch.js [--messages N] [--concurrency N] [--rounds N]
+ * Usage: node dist/bench/dispatch.js [--messages N] [--concurrency N] [--rounds N] [--routing]
+ * With --routing, every message goes to a route with rules and a country list (docs/routing.md): its routing verdict
+ * (number type, rule matching, local time) is decided before the claim, and its rule's members read at the send.
  * Prints one JSON line per round: {round, messages, validate_cpu_us_per_msg, total_cpu_us_per_msg,
  * msgs_per_s}; validation is timed in a pass of its own over the same bodies, dispatch in the next.
  */
@@ -20,25 +22,51 @@ import { createTransactionQueue } from '../src/ledger/transaction-queue.js';
 import { createDispatcher } from '../src/sms/dispatch.js';
 import { prepareMessage } from '../src/sms/prepare.js';
 import { createProviderRouter } from '../src/provider-wrappers/registry.js';
+import { createRouting } from '../src/provider-wrappers/routing.js';
 import { drive, round, singleMessage } from './workload.js';
 
 const { values } = parseArgs({
-  options: { messages: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '50' }, rounds: { type: 'string', default: '3' } },
+  options: {
+    messages: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    routing: { type: 'boolean', default: false },
+  },
 });
 const [messages, concurrency, rounds] = [Number(values.messages), Number(values.concurrency), Number(values.rounds)];
+
+/** A route whose last rule takes the bench's numbers (+44 7700 9…), after three it must pass over, one on local time. */
+const ROUTING = `  other:
+    type: sandbox
+    dlr_delay_ms: 3600000
+  main:
+    type: route
+    members: [sandbox]
+    validity: 60
+    rules:
+      - { name: brazil, match: { countries: [BR] }, members: [other] }
+      - { name: night, match: { countries: [FR], hours: "21:00-08:00" }, members: [other] }
+      - { name: other-brand, match: { brands: ["8"] }, members: [other] }
+      - { name: uk, match: { prefixes: ["+447700"], brands: ["7"] }, members: [sandbox, other] }
+routing:
+  countries: [GB, FR, BR]
+`;
+const target = values.routing ? 'main' : 'sandbox';
 
 const dir = mkdtempSync(join(tmpdir(), 'crm-sms-dispatch-bench-'));
 const configFile = join(dir, 'config.yaml');
 // The sandbox's receipts are due in an hour: none is posted while measured, as in run.ts's single mode.
 writeFileSync(
   configFile,
-  `database:\n  url: sqlite:${join(dir, 'ledger.db')}\nauth:\n  api_keys: [bench]\nproviders:\n  sandbox:\n    type: sandbox\n    dlr_delay_ms: 3600000\n`,
+  `database:\n  url: sqlite:${join(dir, 'ledger.db')}\nauth:\n  api_keys: [bench]\nproviders:\n  sandbox:\n    type: sandbox\n    dlr_delay_ms: 3600000\n` +
+    (values.routing ? ROUTING : ''),
 );
 const config = await loadConfig(configFile);
 const logger = pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true }));
 const ledger = openLedger(config.database, { logger, backgroundCheckpoints: { logger } });
 await migrateToLatest(ledger.db);
-const providers = createProviders(config, { logger, now: Date.now });
+const routing = values.routing ? createRouting(config, { db: ledger.db, readDb: ledger.readDb, logger, now: Date.now }) : undefined;
+const providers = createProviders(config, { logger, now: Date.now, routing });
 const router = createProviderRouter(
   providers.map((provider) => ({ provider, aliases: [] })),
   undefined,
@@ -52,6 +80,7 @@ const dispatcher = createDispatcher({
   repeatTimings: { dispatchLeaseMs: config.sms.dispatch_lease, ambiguousRetryAfterMs: config.sms.ambiguous_retry_after },
   sendTimeoutMs: config.sms.send_timeout,
   callbackUrl: (provider, smsId) => `http://127.0.0.1:8080/dlr/${provider}?sms_id=${smsId}`,
+  ...(routing ? { routing } : {}),
 });
 
 const cpuUs = () => {
@@ -60,7 +89,7 @@ const cpuUs = () => {
 };
 
 /** Bodies as the server receives them: text, parsed per message. */
-const bodies = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => JSON.stringify(singleMessage(`${prefix}-${i}`, i, 'sandbox')));
+const bodies = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => JSON.stringify(singleMessage(`${prefix}-${i}`, i, target)));
 
 const prepare = (body: string) => {
   const prepared = prepareMessage(JSON.parse(body), router, config.sms);
@@ -95,6 +124,7 @@ try {
       JSON.stringify({
         round: r,
         messages,
+        routing: values.routing,
         validate_cpu_us_per_msg: round(validateUs / messages, 1),
         total_cpu_us_per_msg: round(totalUs / messages, 1),
         msgs_per_s: Math.round(messages / measured.seconds),

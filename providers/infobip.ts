@@ -15,6 +15,7 @@
  * Lookup: "Get outbound SMS message logs" (GET /sms/3/logs?messageId=…) by that messageId; Infobip keeps logs 48 hours.
  * Secrets to keep out of logs: api_key, webhook_secret.
  */
+import { validityLeft } from './kit/validity.js';
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
 import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from './kit/http-pool.js';
@@ -176,6 +177,12 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
     const headers = { authorization: `App ${config.api_key}`, 'content-type': 'application/json', accept: 'application/json' };
     const failure = (kind: 'permanent' | 'transient', error: string, code: string, ambiguous?: boolean) => sendFailure('infobip', kind, error, code, ambiguous);
 
+    /** Infobip's validityPeriod: 1 minute to 48 hours (its SMS API; test/fakes/openapi/infobip.json ValidityPeriod). */
+    function validityMinutes(req: SendRequest): number | undefined {
+      const left = validityLeft(req.validUntil, deps.now(), { minMs: 60_000, maxMs: 2_880 * 60_000 });
+      return left === undefined ? config.validity_period_minutes : Math.round(left / 60_000);
+    }
+
     function bodyFor(req: SendRequest): string {
       const from = req.from ?? config.from;
       return JSON.stringify({
@@ -190,7 +197,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
               contentType: 'application/json',
               callbackData: req.smsId,
             },
-            ...(config.validity_period_minutes ? { options: { validityPeriod: { amount: config.validity_period_minutes, timeUnit: 'MINUTES' } } } : {}),
+            ...(validityMinutes(req) ? { options: { validityPeriod: { amount: validityMinutes(req), timeUnit: 'MINUTES' } } } : {}),
           },
         ],
       });

@@ -13,6 +13,7 @@
  * delivery report" for the batch found; a known batch id is asked directly.
  * Secrets to keep out of logs: api_token, webhook_secret, webhook_basic_auth.password.
  */
+import { validityLeft } from './kit/validity.js';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { tokenisedCallbackUrl, verifyCallbackToken } from './kit/callback-token.js';
@@ -154,6 +155,10 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
         ...(from ? { from } : {}),
         body: req.text,
         delivery_report: 'per_recipient',
+        // Sinch's expire_at: when it stops trying, at most 3 days after the send (its Batches API; test/fakes/openapi/sinch.json).
+        ...(req.validUntil === undefined
+          ? {}
+          : { expire_at: new Date(deps.now() + validityLeft(req.validUntil, deps.now(), { minMs: 60_000, maxMs: 3 * 86_400_000 })!).toISOString() }),
         callback_url: tokenisedCallbackUrl(req.callbackUrl, config.webhook_secret, name, req.smsId),
         client_reference: req.smsId,
       });

@@ -41,6 +41,12 @@ export interface SendRequest {
    * to `deadline` (a route's member that is not the last, so the message can move on to the next one in time).
    */
   waitForCapacity?: boolean;
+  /**
+   * Epoch ms after which the message is no use to its recipient (a route's or rule's `validity`, docs/routing.md):
+   * a plugin whose provider takes a validity passes what is left of it, within the provider's own bounds, so the
+   * provider stops trying then. Absent: the plugin's configured validity, else the provider's default.
+   */
+  validUntil?: number;
 }
 
 /**

@@ -174,7 +174,21 @@ async function main(argv: string[]): Promise<number> {
       };
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
-      await starting;
+      const gateway = await starting;
+      // SIGHUP reads the file again: its routes' rules and `routing` section replace the ones in force between two
+      // messages (requests in flight keep the rules they were decided by); a file that does not load, or that changes
+      // more than routing, is refused and the old configuration kept.
+      process.on('SIGHUP', () => {
+        loadConfig(values.config!).then(
+          (next) => {
+            const result = gateway.reloadRouting(next);
+            if (result.ok) logger.info({ changed: result.changed }, 'configuration reloaded: routing in force');
+            else logger.error({ reason: result.error }, 'configuration reload refused: the old one stays');
+          },
+          (error: unknown) =>
+            logger.error({ reason: error instanceof ConfigError ? error.message : String(error) }, 'configuration reload refused: the old one stays'),
+        );
+      });
       // The start-up's garbage, collected once before the first burst (src/kit/heap.ts).
       const { compactHeap } = await import('./kit/heap.js');
       logger.debug({ pause_ms: Math.round(compactHeap()) }, 'start-up heap compacted');

@@ -51,6 +51,8 @@ import { createSessionCheck } from './operator/api/session-check.js';
 import type { OutboxDescriptor } from './outbox/descriptor.js';
 import { OUTBOXES, startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
+import { routingAdminRoutes } from './provider-wrappers/admin-routes.js';
+import { startRouting, type ReloadResult } from './provider-wrappers/routing.js';
 import { startDispatcher } from './sms/dispatch.js';
 import { createIntakeNotices } from './sms/intake-notices.js';
 import { smsAdminRoutes } from './sms/admin-routes.js';
@@ -106,6 +108,8 @@ export interface Gateway {
   sweep(): Promise<SweepResult>;
   /** Runs one retention pass now (it also runs every retention.interval). */
   retention(): Promise<RetentionResult>;
+  /** Takes a new configuration's routes and `routing` section (SIGHUP, src/cli.ts); refused, the old kept, when more changed. */
+  reloadRouting(config: Readonly<Config>): ReloadResult;
   close(): Promise<void>;
 }
 
@@ -172,7 +176,8 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   await started('operator backend');
   // What a plugin receives over its own connection (SMPP deliver_sm) joins the same intakes as /dlr and /mo.
   const pushed = { receipts: receipts.storePushed, inbound: receiveInbound };
-  const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed };
+  const routing = await startRouting(config, { db, readDb, logger, now, registry: metrics.registry }, shutdown);
+  const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed, routing };
   const { providers, router } = startProviders(config, providerDeps, shutdown);
   await started('providers');
   const dispatcher = startDispatcher(
@@ -190,6 +195,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
       rematchAfterSend: receipts.rematchAfterSend,
       providers,
       costs,
+      routing,
     },
     shutdown,
   );
@@ -265,6 +271,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
         playerAdminRoutes({ db, backend: operatorBackend, now }),
         costAdminRoutes({ readDb, now }),
         smsAdminRoutes(preview),
+        routingAdminRoutes({ routing, adminKey: config.admin.api_key }),
         ...outboxKinds.map((outbox) => outbox.adminRoutes({ db, readDb, now, wake })),
       ]),
     ],
@@ -284,6 +291,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
         defaultRegion: config.sms.default_region,
         receiptCheck,
         preview,
+        routing,
       }),
     ],
   ];
@@ -303,6 +311,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
     metrics,
     sweep: timers.sweep,
     retention: timers.retention,
+    reloadRouting: (next) => routing.reload(next),
     close: () => shutdown.run(),
   };
 }

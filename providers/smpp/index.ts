@@ -15,6 +15,7 @@
  * With several gateway instances each holds its own bind; a receipt may arrive on any of them and is matched in
  * the shared ledger. Secrets to keep out of logs: password.
  */
+import { smppRelativeTime, validityLeft } from '../kit/validity.js';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -262,6 +263,8 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
         if (encoded.parts.length > 1 || encoded.parts[0]?.tlvs) reference = (reference + 1) & 0xff;
         const destination = destinationAddress(req.to);
         const limit = waitLimit(req, signal, deps.now());
+        // Any number of seconds the SMSC may keep it, up to 99 days (the relative form's field).
+        const validity = validityLeft(req.validUntil, deps.now(), { minMs: 1_000, maxMs: 99 * 86_400_000 });
         try {
           const submitPart = async (part: (typeof encoded.parts)[number]) => {
             const outcome = await bind.submit(
@@ -275,6 +278,8 @@ export const smpp: ProviderPlugin<typeof configSchema> = {
                 destination_addr: destination.addr,
                 esm_class: part.esmClass,
                 registered_delivery: 1, // an SMSC delivery receipt on the final outcome (SMPP 3.4 §5.2.17)
+                // validity_period in SMPP 3.4 §7.1.1's relative form; the SMSC's default when none is asked.
+                ...(validity === undefined ? {} : { validity_period: smppRelativeTime(validity) }),
                 data_coding: part.dataCoding,
                 short_message: part.shortMessage,
                 ...part.tlvs,

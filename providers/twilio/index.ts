@@ -10,6 +10,7 @@
  * the fragment we added to it, under the auth token or a Webhooks Rule's shared key (verifyTwilioRequest, signature.ts).
  * Secrets to keep out of logs: auth_token.
  */
+import { validityLeft } from '../kit/validity.js';
 import { z } from 'zod';
 import { CALLBACK_SMS_ID_PARAM } from '../kit/callback-url.js';
 import { createProviderPool, lookupFailure, mayHaveCreated, postMessage } from '../kit/http-pool.js';
@@ -284,7 +285,10 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       form.set('Body', req.text);
       // The callback URL carries our sms_id, which the signature then covers (docs/providers.md §2.4).
       form.set('StatusCallback', statusCallbackWithRetries(req.callbackUrl, config.status_callback_retries));
-      if (config.validity_period !== undefined) form.set('ValidityPeriod', String(config.validity_period));
+      // Twilio's ValidityPeriod: seconds in its queue, 1 to 36000 (its Message resource; test/fakes/openapi/twilio.json).
+      const left = validityLeft(req.validUntil, deps.now(), { minMs: 1_000, maxMs: 36_000_000 });
+      const validity = left === undefined ? config.validity_period : Math.round(left / 1_000);
+      if (validity !== undefined) form.set('ValidityPeriod', String(validity));
       if (config.smart_encoded !== undefined) form.set('SmartEncoded', String(config.smart_encoded));
       return form.toString();
     }

@@ -11,6 +11,7 @@
  * Parts are rolled up into one status by aggregatePartStatuses (src/delivery/parts.ts).
  * Secrets to keep out of logs: api_secret, signature_secret.
  */
+import { validityLeft } from '../kit/validity.js';
 import type { SMSMessageResponse, SMSStatus } from '@vonage/sms';
 import { z } from 'zod';
 import { callbackUrlWithoutSmsId } from '../kit/callback-url.js';
@@ -203,6 +204,8 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
     function bodyFor(req: SendRequest, from: string): string {
       const callback = receiptUrlFor(req.callbackUrl);
       const fits = callback.length <= 100;
+      // Vonage's ttl: milliseconds, 20000 to 604800000 (its SMS API; test/fakes/openapi/vonage.json).
+      const ttl = validityLeft(req.validUntil, deps.now(), { minMs: 20_000, maxMs: 604_800_000 });
       if (!fits && !warnedLongCallback) {
         warnedLongCallback = true;
         deps.logger.warn({ provider: name, callback }, "receipt URL is over Vonage's 100 characters; relying on the dashboard DLR URL");
@@ -216,6 +219,7 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
         type: req.encoding === 'ucs2' ? 'unicode' : 'text', // Vonage never picks the encoding itself (docs/providers.md §5)
         'client-ref': req.smsId,
         ...(fits ? { callback } : {}),
+        ...(ttl === undefined ? {} : { ttl: String(ttl) }),
       }).toString();
     }
 

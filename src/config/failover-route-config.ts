@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { durationSchema } from '../kit/duration.js';
+import { routeRuleSchema, validitySchema } from './route-rules-config.js';
 
 const duration = (fallback: string) => durationSchema(fallback);
 
@@ -13,7 +14,17 @@ const providerName = z.string().regex(/^[a-z0-9_-]+$/i, 'provider names are lett
 export const failoverRouteConfigSchema = z.strictObject({
   type: z.literal('route'),
   aliases: z.array(z.string().min(1)).default([]).describe('Other provider_name values that pick this route (any case).'),
-  members: z.array(providerName).min(1).describe('Names of other (non-route) providers, in failover order.'),
+  members: z
+    .array(providerName)
+    .min(1)
+    .describe('Names of other (non-route) providers, in failover order; with `rules`, the members of a message no rule matches (the catch-all).'),
+  rules: z
+    .array(routeRuleSchema)
+    .optional()
+    .describe(
+      'Ordered rules choosing the members by country, prefix, brand, provider_name, sender, number type and local time; the first that matches wins (docs/routing.md).',
+    ),
+  validity: validitySchema.optional(),
   strategy: z
     .enum(['failover', 'weighted'])
     .default('failover')
@@ -55,8 +66,10 @@ export function checkFailoverRouteMembers(
       if (seen.has(member)) issue(['providers', name, 'members', i], `"${member}" is listed twice`);
       seen.add(member);
     });
+    // With rules, route-level weights may name any rule's member (a rule without weights of its own takes them).
+    const members = new Set([...seen, ...(route.rules ?? []).flatMap((r) => r.members)]);
     for (const key of Object.keys(route.weights ?? {})) {
-      if (!seen.has(key)) issue(['providers', name, 'weights', key], `"${key}" is not a member of this route`);
+      if (!members.has(key)) issue(['providers', name, 'weights', key], `"${key}" is not a member of this route`);
     }
   }
 }

@@ -5,6 +5,9 @@
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
+import { routingSchema } from './route-rules-config.js';
+import { checkRouteRules } from './route-rules-checks.js';
+import { countriesOfCallingCode } from '../kit/phone-number.js';
 import { durationSchema } from '../kit/duration.js';
 import { costsConfigSchema } from './costs-config.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
@@ -617,6 +620,7 @@ export const configSchema = z
         "A block per provider account: its name is what the CRM's provider_name picks (or an alias) and the path of its receipts, `/dlr/<name>`. At least one.",
       ),
     costs: costsConfigSchema.prefault({}),
+    routing: routingSchema.prefault({}),
     admin: admin.prefault({}),
     operator: operator.prefault({}),
     metrics: metrics.prefault({}),
@@ -665,6 +669,7 @@ export const configSchema = z
       if (!Object.hasOwn(c.providers, name))
         ctx.addIssue({ code: 'custom', path: ['costs', 'rates', name], message: `"${name}" is not a configured provider` });
     }
+    checkRouteRules(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }), countriesOfCallingCode, c.routing);
     const both = c.sms.opt_in_keywords.filter((w) => c.sms.opt_out_keywords.includes(w));
     if (both.length > 0) ctx.addIssue({ code: 'custom', path: ['sms', 'opt_in_keywords'], message: `${both.join(', ')} also listed in sms.opt_out_keywords` });
     if (c.sms.default_provider && !seen.has(c.sms.default_provider.toLowerCase())) {

@@ -39,7 +39,7 @@ export function renderLoginForm(error?: string) {
 }
 
 export function renderNav(csrf: string) {
-  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/console/dead-events">Dead events</a> · <a href="/console/dead-credits">Dead credits</a> · <a href="/console/costs">Costs</a> · <a href="/console/preview">Preview</a> · <a href="/docs">API docs</a> ·
+  return html`<nav><a href="/console">Console</a> · <a href="/console/dead-letters">Dead letters</a> · <a href="/console/dead-events">Dead events</a> · <a href="/console/dead-credits">Dead credits</a> · <a href="/console/costs">Costs</a> · <a href="/console/preview">Preview</a> · <a href="/console/routing">Routing</a> · <a href="/docs">API docs</a> ·
 <form class="inline" method="post" action="/console/logout"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Sign out</button></form></nav>`;
 }
 

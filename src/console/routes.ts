@@ -3,7 +3,7 @@
  * dead lists and their replays are one descriptor per outbox kind (dead-list-routes.ts); here are the dashboard (search,
  * totals, charts, the outboxes) and one message's page, and the mounting of it all.
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { html } from 'hono/html';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
@@ -25,10 +25,13 @@ import { createConsoleDoor, TITLE } from './door.js';
 import { costConsoleRoutes } from './costs-page.js';
 import type { PreviewDeps } from '../sms/preview.js';
 import { renderDashboard } from './pages.js';
-import { disabled, field, page, searchField } from '../outbox/page-docs.js';
+import { backToConsole, disabled, field, formContentType, page, searchField } from '../outbox/page-docs.js';
+import type { Session } from './session.js';
 import type { SearchView } from './search-page.js';
 import { renderStory } from './story-page.js';
 import { loadConsoleSummary } from './summary.js';
+import type { Routing } from '../provider-wrappers/routing.js';
+import { consoleActor, controlBodyOfForm, renderRoutingPage } from './routing-page.js';
 
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
@@ -53,6 +56,8 @@ export interface ConsoleRouteDeps {
   receiptCheck: (provider: string) => string;
   /** The preview page's rate tables and sms settings (src/sms/preview.ts). */
   preview: PreviewDeps;
+  /** The routing page (/console/routing); absent, no such page. */
+  routing?: Routing | undefined;
 }
 
 /** The search the dashboard shows: none without parameters, an error naming a bad one, else a page of results. */
@@ -160,9 +165,72 @@ export function consoleRoutes(deps: ConsoleRouteDeps) {
     }),
     ...deadLists.map((list) => list.page),
     ...costConsoleRoutes({ door, readDb, now: deps.now, preview: deps.preview }),
+    ...(deps.routing ? routingPages(deps.routing, door) : []),
     door.login,
     ...deadLists.map((list) => list.replay),
     door.logout,
   ]);
   return app;
+}
+
+/** GET and POST /console/routing: the page, and a change made from its forms (then back to the page with what it did). */
+function routingPages(routing: Routing, door: ReturnType<typeof createConsoleDoor>) {
+  const show = async (c: Context, session: Session, notice?: { error: boolean; text: string }, status: 200 | 400 = 200) => {
+    const [stored, audit, refusals] = await Promise.all([routing.storedControls(), routing.audit(50), routing.refusalCounts()]);
+    const body = renderRoutingPage({
+      snapshot: routing.snapshot(),
+      controls: routing.controls(),
+      stored,
+      audit,
+      refusals,
+      csrf: door.csrfToken(session),
+      notice,
+    });
+    return htmlPage(c, { title: TITLE, nav: door.nav(session), body, status });
+  };
+  return [
+    route({
+      method: 'get',
+      path: '/routing',
+      doc: {
+        tag: 'console',
+        summary: 'Routing: the routes and rules in force, suspensions, weights and members, their audit, refusals by country',
+        security: ['consoleSession'],
+        parameters: [{ name: 'done', in: 'query', description: 'What the last change did', schema: field('text') }],
+        responses: { 200: page('The routing page'), 401: page('No valid session: the sign-in form'), 403: disabled },
+      },
+      handlers: [
+        async (c) => {
+          const session = await door.sessionOf(c);
+          if (!session) return door.loginPage(c, 401, 'Sign in to see routing.');
+          const done = c.req.query('done')?.slice(0, 200);
+          return show(c, session, done ? { error: false, text: done } : undefined);
+        },
+      ],
+    }),
+    route({
+      method: 'post',
+      path: '/routing',
+      doc: {
+        tag: 'console',
+        summary: 'Change routing from the page: the fields of POST /admin/routing/controls (weights as `a=3, b=1`, members as `a, b`)',
+        security: ['consoleSession'],
+        request: { schema: z.object({ csrf: z.string(), action: z.string() }), contentTypes: [formContentType] },
+        responses: {
+          303: backToConsole,
+          400: page('The change is not valid (named on the page)'),
+          401: page('No valid session: the sign-in form'),
+          403: disabled,
+        },
+      },
+      handlers: [
+        door.guarded(async (c, session) => {
+          const result = await routing.change(controlBodyOfForm(await c.req.formData()), consoleActor(session.nonce));
+          if (!result.ok) return show(c, session, { error: true, text: result.error }, 400);
+          const text = `${result.target}: ${result.unchanged ? 'unchanged' : `${JSON.stringify(result.before)} → ${JSON.stringify(result.after)}`}`;
+          return c.redirect(`/console/routing?done=${encodeURIComponent(text)}`, 303);
+        }),
+      ],
+    }),
+  ];
 }

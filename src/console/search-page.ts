@@ -60,8 +60,15 @@ export function renderResults(view: SearchView) {
 <tbody>${results.rows.map(
     (
       r,
-    ) => html`<tr data-sms-id="${r.sms_id}"><td>${when(r.created_at)}</td><td data-field="recipient">${shownRecipient(r.recipient, searched)}</td><td data-field="status">${statusWord(r)}</td><td>${r.provider}</td>
+    ) => html`<tr data-sms-id="${r.sms_id}"><td>${when(r.created_at)}</td><td data-field="recipient">${shownRecipient(r.recipient, searched)}</td><td data-field="status">${statusWord(r)}</td><td title="${r.route === null ? '' : routeText(r)}">${r.provider}${r.route === null ? '' : html` <span class="muted">(${r.route} ${r.route_rule === 0 ? 'catch-all' : `rule ${r.route_rule_name ?? r.route_rule}`})</span>`}</td>
 <td>${r.activity_key}</td><td>${r.user_id ?? '—'}</td><td><a href="${detail(r.sms_id)}">${r.sms_id}</a></td><td class="text">${r.error === null ? '' : maskPhoneNumbersIn(r.error)}</td></tr>`,
   )}</tbody></table></div>
 <p class="muted">${results.rows.length} shown, newest first.${results.nextCursor ? html` <a href="/console?${next.toString()}" rel="next">Older messages →</a>` : ''}</p>`;
+}
+
+/** "route BR-promo, rule 2 (brazil), member sinch": where the route's rules sent it; null for a provider named directly. */
+export function routeText(m: { route: string | null; route_rule: number | null; route_rule_name: string | null; provider: string }): string | null {
+  if (m.route === null) return null;
+  const rule = m.route_rule === 0 ? 'catch-all' : `rule ${m.route_rule}${m.route_rule_name ? ` (${m.route_rule_name})` : ''}`;
+  return `route ${m.route}, ${rule}${m.provider !== m.route ? `, member ${m.provider}` : ''}`;
 }

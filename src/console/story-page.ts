@@ -4,7 +4,7 @@ import type { messageStory } from '../delivery/message-story.js';
 import { indentJson } from '../http/exact-json.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
 import { when } from '../outbox/dead-list-frame.js';
-import { shownRecipient, statusWord } from './search-page.js';
+import { routeText, shownRecipient, statusWord } from './search-page.js';
 
 export type MessageStory = Awaited<ReturnType<typeof messageStory>>;
 
@@ -25,6 +25,7 @@ export function renderStory(story: MessageStory, searchedRecipient: string | und
     ['request id', m.request_id],
     ['status', statusWord(m)],
     ['provider', m.provider],
+    ['route', routeText(m)],
     ['provider message id', m.provider_message_id],
     ['recipient', shownRecipient(m.recipient, searchedRecipient)],
     ['sender', m.sender],

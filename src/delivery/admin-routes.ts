@@ -79,6 +79,9 @@ const storedMessageSchema = z.strictObject({
   cost: z.string().nullable().describe('What the message cost, exact decimal text in cost_currency (docs/costs.md); null while not counted'),
   cost_currency: z.string().nullable(),
   cost_source: z.enum(['reported', 'estimate', 'none']).nullable().describe('The provider reported it, the rate table estimated it, or neither is known'),
+  route: z.string().nullable().describe('The route whose rules chose the members (docs/routing.md); null when sent to a provider by name'),
+  route_rule: z.number().int().nullable().describe("The rule's number in the route (1 first); 0 for the route's own members (catch-all)"),
+  route_rule_name: z.string().nullable().describe("The rule's name, when it has one"),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -168,6 +171,9 @@ const messageSummarySchema = storedMessageSchema.pick({
   created_at: true,
   submitted_at: true,
   completed_at: true,
+  route: true,
+  route_rule: true,
+  route_rule_name: true,
 });
 
 const searchAnswerSchema = z.strictObject({

@@ -126,3 +126,38 @@ export function mainCountryOf(callingCode: string): string | undefined {
   const countries: unknown = codes.getCountryCodesForCallingCode(callingCode);
   return Array.isArray(countries) && typeof countries[0] === 'string' ? countries[0] : undefined;
 }
+
+/** Every country of a calling code, main country first ("1" → US, CA, …); empty for a code the metadata does not know. */
+export function countriesOfCallingCode(callingCode: string): string[] {
+  if (!/^\d{1,3}$/.test(callingCode)) return [];
+  codes ??= new Metadata() as unknown as NonNullable<typeof codes>;
+  const countries: unknown = codes.getCountryCodesForCallingCode(callingCode);
+  return Array.isArray(countries) ? countries.filter((c): c is string => typeof c === 'string') : [];
+}
+
+type AnyTypeParse = (text: string) => { getType(): string | undefined; isValid(): boolean } | undefined;
+/**
+ * The type of a number in E.164 (MOBILE, PREMIUM_RATE, TOLL_FREE, SHARED_COST, VOIP, FIXED_LINE …), or undefined where
+ * the metadata cannot tell (a range newer than it). A number valid in the "mobile" set is MOBILE, read with that set's
+ * parse alone (7.5 µs, against 22 µs with every type for a UK mobile): that covers North American numbers too,
+ * whose metadata cannot tell a mobile from a fixed line (FIXED_LINE_OR_MOBILE in the full set). Anything else is
+ * typed by the full set. Asked only where a country list or a rule on types needs it (src/sms/routing-verdict.ts).
+ */
+export function numberTypeOf(e164: string): string | undefined {
+  if (parsePhoneNumberFromString(e164)?.isValid()) return 'MOBILE';
+  parseAnyType ??= (createRequire(import.meta.url)('libphonenumber-js/max') as { parsePhoneNumberFromString: Parse }).parsePhoneNumberFromString;
+  const parsed = (parseAnyType as unknown as AnyTypeParse)(e164);
+  return parsed?.isValid() ? parsed.getType() : undefined;
+}
+
+/**
+ * The main country of the calling code an E.164 number starts with ("+447700900123" → GB), for a number the metadata
+ * places in no country (possible but not valid: a range newer than the metadata, or a drama range).
+ */
+export function mainCountryOfNumber(e164: string): string | undefined {
+  for (let length = 1; length <= 3; length++) {
+    const country = mainCountryOf(e164.slice(1, 1 + length));
+    if (country) return country;
+  }
+  return undefined;
+}

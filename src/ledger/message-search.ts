@@ -65,6 +65,9 @@ export type MessageSummary = Pick<
   | 'created_at'
   | 'submitted_at'
   | 'completed_at'
+  | 'route'
+  | 'route_rule'
+  | 'route_rule_name'
 >;
 
 const SUMMARY_COLUMNS = [
@@ -85,6 +88,9 @@ const SUMMARY_COLUMNS = [
   'created_at',
   'submitted_at',
   'completed_at',
+  'route',
+  'route_rule',
+  'route_rule_name',
 ] as const;
 
 /** Up to `limit` messages, newest first, and whether more follow. */

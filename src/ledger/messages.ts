@@ -130,7 +130,19 @@ export async function reclaimMessageForRetry(
   smsId: string,
   changes: Pick<
     MessagesTable,
-    'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'content' | 'country' | 'cost_micros' | 'cost_currency' | 'cost_source'
+    | 'provider'
+    | 'recipient'
+    | 'sender'
+    | 'encoding'
+    | 'segments'
+    | 'content'
+    | 'country'
+    | 'cost_micros'
+    | 'cost_currency'
+    | 'cost_source'
+    | 'route'
+    | 'route_rule'
+    | 'route_rule_name'
   >,
   now: number,
   cutoffs: { uncertainCutoff: number },
@@ -148,6 +160,9 @@ export async function reclaimMessageForRetry(
       cost_micros: changes.cost_micros,
       cost_currency: changes.cost_currency,
       cost_source: changes.cost_source,
+      route: changes.route,
+      route_rule: changes.route_rule,
+      route_rule_name: changes.route_rule_name,
       state: 'dispatching',
       dispatched_at: now,
       updated_at: now,

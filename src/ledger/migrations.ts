@@ -519,6 +519,35 @@ export const migrations: Record<string, Migration> = {
       await db.schema.dropIndex('messages_created').execute();
     },
   },
+  '2026-11-29-30-routing': {
+    async up(db) {
+      // Where a message went by a route's rules (src/provider-wrappers/route-rules.ts): the route its provider_name
+      // picked, the rule that chose its members (0 for the route's own members) and that rule's name. The member that
+      // carried it stays in `provider`. Null for a message sent to a provider directly.
+      await db.schema.alterTable('messages').addColumn('route', 'text').execute();
+      await db.schema.alterTable('messages').addColumn('route_rule', 'integer').execute();
+      await db.schema.alterTable('messages').addColumn('route_rule_name', 'text').execute();
+      // The admin API's changes to routing that outlive a restart and reach every instance on the database: a
+      // suspended provider or route member, a route's or rule's weights, a rule's members. One row per target.
+      await db.schema
+        .createTable('routing_controls')
+        .addColumn('target', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('set_by', 'text', (c) => c.notNull())
+        .addColumn('set_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // Who changed what, when, from what to what (null: no change in force).
+      await db.schema
+        .createTable('routing_control_audit')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('target', 'text', (c) => c.notNull())
+        .addColumn('from_value', 'text')
+        .addColumn('to_value', 'text')
+        .execute();
+    },
+  },
   '2026-11-29-40-costs': {
     async up(db) {
       // What each message cost (docs/costs.md): the recipient's country as read, the amount in micro-units of its

@@ -79,6 +79,32 @@ export interface MessagesTable {
   cost_micros: number | string | null;
   cost_currency: string | null;
   cost_source: CostSource | null;
+  /** The route whose rules chose the members (src/provider-wrappers/route-rules.ts); null when sent to a provider directly. */
+  route: string | null;
+  /** The rule's 1-based position in the route's `rules`, 0 for the route's own members (the catch-all). */
+  route_rule: number | null;
+  /** The rule's name, when it has one. */
+  route_rule_name: string | null;
+}
+
+/** An admin change to routing in force (src/ledger/routing-controls.ts): its target, as a key, and its value as JSON. */
+export interface RoutingControlsTable {
+  target: string;
+  value: string;
+  /** Who set it: `admin-key:<hash>` or `console:<session>`. */
+  set_by: string;
+  set_at: number;
+}
+
+export interface RoutingControlAuditTable {
+  id: Generated<number>;
+  at: number;
+  actor: string;
+  target: string;
+  /** The value in force before, as JSON; null when none was. */
+  from_value: string | null;
+  /** The value after; null when the change cleared it. */
+  to_value: string | null;
 }
 
 /** Where a message's cost came from: its provider's report, the rate table, or neither (counted with no amount). */
@@ -371,4 +397,6 @@ export interface Database {
   console_sessions_revoked: ConsoleSessionsRevokedTable;
   crm_events: CrmEventsTable;
   inbound_messages: InboundMessagesTable;
+  routing_controls: RoutingControlsTable;
+  routing_control_audit: RoutingControlAuditTable;
 }

@@ -56,8 +56,10 @@ export function createFailoverHealth(now: () => number, logger?: Logger): Failov
 
   const entry = (route: string, member: string) => {
     const r = routes.get(route);
-    const m = r?.members.get(member);
-    if (!r || !m) throw new Error(`route ${route} has no member ${member}`);
+    if (!r) throw new Error(`route ${route} has no member ${member}`);
+    let m = r.members.get(member);
+    // A member an admin change or a reload gave the route after it was built: a closed circuit of its own from now.
+    if (!m) r.members.set(member, (m = { state: CLOSED, tally: EMPTY_TALLY }));
     return { settings: r.settings, health: m, route, member };
   };
   // A fresh window whenever the circuit changes: receipts of messages sent before it opened must not reopen it.

@@ -20,6 +20,8 @@ import { createProviderRouter, type ProviderRouter } from './registry.js';
 import { withSenderRules } from './sender-rules.js';
 import { hasProviderLimits, registerInstanceMetric, startInstanceHeartbeat } from './shared-limits.js';
 import { withThrottle } from './throttle.js';
+import type { Routing } from './routing.js';
+import type { ControlState } from './routing-controls.js';
 
 export interface FailoverWiring {
   /** The circuit breakers of every route member (/metrics, the console and the receipt path read them). */
@@ -47,6 +49,28 @@ export interface ProviderBuildOptions {
   pushed?: PushedIntake | undefined;
   /** The live instances on the database, which split each provider's limits (shared-limits.ts). */
   instances?: (() => number) | undefined;
+  /** The routes' rules and the admin changes in force (routing.ts); the configuration as built, unchanged, when absent. */
+  routing?: Pick<Routing, 'snapshot' | 'controls'> | undefined;
+}
+
+/**
+ * A provider an admin suspended takes nothing: a message sent to it by name answers transient (503, the CRM retries,
+ * perhaps after the resume); routes pass over it before calling it (failover-route.ts).
+ */
+function withSuspension(provider: SmsProvider, controls: () => ControlState): SmsProvider {
+  return {
+    ...provider,
+    send(request, signal) {
+      if (controls().suspended.has(provider.name))
+        return Promise.resolve({
+          ok: false,
+          kind: 'transient',
+          error: `provider ${provider.name} is suspended by an admin; retry later`,
+          code: 'provider_suspended',
+        });
+      return provider.send(request, signal);
+    },
+  };
 }
 
 export function createProviders(config: Readonly<Config>, options: ProviderBuildOptions): SmsProvider[] {
@@ -77,12 +101,22 @@ export function createProviders(config: Readonly<Config>, options: ProviderBuild
       clock,
       instances,
     );
-    built.set(name, withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins));
+    const ruled = withSenderRules(throttled, providerConfig.senders, config.sms.sender_name_wins);
+    built.set(name, options.routing ? withSuspension(ruled, options.routing.controls) : ruled);
   }
   // Failover routes over the members built above (a route's members are never routes: checkFailoverRouteMembers).
   for (const [name, providerConfig] of Object.entries(config.providers)) {
     if (providerConfig.type !== 'route') continue;
-    built.set(name, createFailoverRoute(name, providerConfig, { members: built, health: failover.health, callbackUrl: failover.callbackUrl }));
+    const routing = options.routing;
+    built.set(
+      name,
+      createFailoverRoute(name, providerConfig, {
+        members: built,
+        health: failover.health,
+        callbackUrl: failover.callbackUrl,
+        ...(routing ? { config: () => routing.snapshot().routes.get(name) ?? providerConfig, controls: routing.controls } : {}),
+      }),
+    );
   }
   return Object.keys(config.providers).map((name) => built.get(name)!);
 }
@@ -129,6 +163,7 @@ export interface ProviderStartDeps {
   /** The receipt URL dispatch builds for a message: a failover route's member builds the same. */
   callbackUrl(member: string, smsId: string): string;
   pushed: PushedIntake;
+  routing: Routing;
 }
 
 export interface StartedProviders {
@@ -141,9 +176,9 @@ export interface StartedProviders {
  * shutdown, while the listener still answers: the sandbox posts its pending receipts on close.
  */
 export function startProviders(config: Readonly<Config>, deps: ProviderStartDeps, shutdown: Shutdown): StartedProviders {
-  const { logger, now, clock, processSecret, health, pushed } = deps;
+  const { logger, now, clock, processSecret, health, pushed, routing } = deps;
   const failover = { health: health.failover, callbackUrl: deps.callbackUrl };
-  const providers = createProviders(config, { logger, now, clock, processSecret, failover, pushed, instances: health.instances });
+  const providers = createProviders(config, { logger, now, clock, processSecret, failover, pushed, instances: health.instances, routing });
   shutdown.add('providers', 'closing the providers', () => Promise.allSettled(providers.map((p) => p.close?.())));
   const router = createProviderRouter(
     providers.map((provider) => ({ provider, aliases: config.providers[provider.name]!.aliases })),

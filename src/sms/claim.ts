@@ -39,6 +39,7 @@ import type { PreparedMessage } from './prepare.js';
 import { maskPhoneNumber } from '../observability/logger.js';
 import { RECIPIENT_REFUSAL_CODES, type RecipientRefusalCode } from './recipient-reading.js';
 import { readWithPlayerRecord } from './player-records.js';
+import { ROUTING_REFUSAL_CODES } from './routing-verdict.js';
 import {
   refusalsInClaim,
   standingsBeforeClaim,
@@ -88,11 +89,14 @@ type ClaimAnswer =
   | { send: false; result: DispatchResult; recipientRefused: RecipientRefusalCode };
 
 /** Why a message is stored refused: its recipient's reading (first: there is no number to send to), or its player's standing. */
-type Refusal = { error: string; code: string; suppressed?: SuppressionReason; recipientRefused?: RecipientRefusalCode };
+type Refusal = { error: string; code: string; suppressed?: SuppressionReason; recipientRefused?: RecipientRefusalCode; routingRefused?: true };
 
 function refusalOf(message: PreparedMessage, suppression: SuppressionReason | null): Refusal | null {
   const reading = message.reading;
   if (reading?.outcome === 'refused') return { error: reading.error, code: reading.code, recipientRefused: reading.code };
+  // Where it may not go (routing-verdict.ts) is refused before its player's standing is asked about.
+  const verdict = message.verdict;
+  if (verdict && !verdict.ok) return { error: verdict.error, code: verdict.code, routingRefused: true };
   if (!suppression) return null;
   return { error: suppressionError(message.userId!, suppression), code: suppressionCode(suppression), suppressed: suppression };
 }
@@ -102,6 +106,7 @@ function refusedAnswer(smsId: string, refusal: Refusal): ClaimAnswer {
   if (refusal.recipientRefused) {
     return { send: false, result: { outcome: 'rejected', smsId, error: refusal.error, code: refusal.code }, recipientRefused: refusal.recipientRefused };
   }
+  if (refusal.routingRefused) return { send: false, result: { outcome: 'rejected', smsId, error: refusal.error, code: refusal.code } };
   return { send: false, result: { outcome: 'rejected', smsId, error: refusal.error }, suppressed: refusal.suppressed! };
 }
 
@@ -110,6 +115,14 @@ function intakeNoteOf(message: PreparedMessage): string | null {
   const texts = message.notes.map((n) => n.text);
   if (message.reading?.outcome === 'national') texts.push(message.reading.note);
   return texts.length > 0 ? texts.join('; ') : null;
+}
+
+/** The route and rule its routing verdict chose, stored with the row (the member that carries it is `provider`, later). */
+function routeColumnsOf(m: PreparedMessage): Pick<NewMessage, 'route' | 'route_rule' | 'route_rule_name'> {
+  const choice = m.verdict?.ok ? m.verdict.choice : undefined;
+  return choice
+    ? { route: choice.route, route_rule: choice.rule, route_rule_name: choice.name ?? null }
+    : { route: null, route_rule: null, route_rule_name: null };
 }
 
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
@@ -138,6 +151,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       dispatched_at: at,
       traceparent,
       intake_note: intakeNoteOf(m),
+      ...routeColumnsOf(m),
       country: m.country ?? null,
       // Counted only once claimed to send (chargeClaims, below); a refused row never is.
       ...(deps.costs && !refusals[i] ? estimateColumns(deps.costs, m.provider.name, m.country ?? null, m.segments) : NOT_COUNTED),
@@ -196,7 +210,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     if (decision.action === 'answer-sent') answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId } });
     else if (decision.action === 'answer-failed') {
       // A repeat of a recipient refused for its reading answers the same code.
-      const code = RECIPIENT_REFUSAL_CODES.find((c) => c === previous.error_code);
+      const code = [...RECIPIENT_REFUSAL_CODES, ...ROUTING_REFUSAL_CODES].find((c) => c === previous.error_code);
       answers.push({ send: false, result: { outcome: 'rejected', smsId: decision.smsId, error: decision.error, ...(code ? { code } : {}) } });
     } else if (decision.action === 'resend' && (await reclaimMessageForRetry(trx, decision.smsId, row, at, cutoffs))) {
       const refusal = refusals[i];

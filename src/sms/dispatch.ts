@@ -29,6 +29,8 @@ import { readWithPlayerRecords, type PlayerCountries } from './player-records.js
 import type { SmsProvider } from '../../providers/types.js';
 import type { ReceiptIntake } from '../delivery/intake.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
+import type { Routing } from '../provider-wrappers/routing.js';
+import { routingApplies, withRoutingVerdicts } from './routing-verdict.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -66,6 +68,11 @@ export interface DispatcherDeps {
   resolveLostSends?: (smsIds: string[]) => Promise<void>;
   /** What messages cost and the budgets they count toward (src/costs/); absent: no cost is kept. */
   costs?: CostBook;
+  /**
+   * The countries allowed and the routes' rules in force (src/provider-wrappers/routing.ts): each message's
+   * routing verdict is decided before its claim (routing-verdict.ts). Absent: every country, routes by their members.
+   */
+  routing?: Pick<Routing, 'snapshot' | 'countRefusal'>;
 }
 
 export interface DispatchOptions {
@@ -183,14 +190,18 @@ export function createDispatcher(deps: DispatcherDeps) {
   async function run(prepared: PreparedMessage[], fresh: number[], answers: InFlight['answers'], options: DispatchOptions): Promise<void> {
     let toClaim: PreparedMessage[];
     try {
-      // A claim that reads the players' standings in its transaction (sql backend) reads their records there too.
-      toClaim = deps.recipients?.inClaim ? prepared : await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
+      // A claim that reads the players' standings in its transaction (sql backend) reads their records there too,
+      // unless where a message may go is decided before the claim: that needs the recipient as its player's record reads it.
+      const readInClaim = deps.recipients?.inClaim && !(deps.routing && routingApplies(prepared, deps.routing.snapshot()));
+      toClaim = readInClaim ? prepared : await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
     } catch (error) {
       // The players' records could not be read: nothing is claimed, so the CRM's retry finds these ids untouched.
       deps.logger.error({ err: error, count: prepared.length, request_id: options.requestId }, "players' records unavailable: nothing sent");
       for (const i of fresh) answers[i] = { outcome: 'retryable', error: 'ledger unavailable; nothing was sent, retry later' };
       return;
     }
+    // The recipient is read for good only now: where it may go, and the rule of its route, are decided on that.
+    if (deps.routing) toClaim = withRoutingVerdicts(toClaim, deps.routing.snapshot(), deps.now(), deps.routing.countRefusal);
     const spans = startSendSpans(toClaim, options);
     const claimStarted = spans && Date.now();
     const claims = await claim(

@@ -9,7 +9,7 @@ import type { SmsMessageInput } from './message-schema.js';
 
 /** What prepare.ts reads of a message the schema accepts, with the schema's trims applied. */
 export type CheckedMessage = Pick<SmsMessageInput, 'content' | 'recipient' | 'sender_name' | 'provider_name' | 'encoding'> & {
-  activity: { id: string | number; user_id?: string | number };
+  activity: { id: string | number; user_id?: string | number; brand_id?: string | number };
 };
 
 const LONE_SURROGATE_OR_NUL = /[\p{Cs}\u0000]/u;
@@ -52,7 +52,7 @@ export function checkSmsMessage(input: unknown): CheckedMessage | undefined {
   else return undefined;
   if (!isOptionalText(provider_name) || !isOptionalText(encoding)) return undefined;
   return {
-    activity: { id, user_id: activity.user_id as string | number | undefined },
+    activity: { id, user_id: activity.user_id as string | number | undefined, brand_id: activity.brand_id as string | number | undefined },
     content,
     recipient,
     sender_name: sender,

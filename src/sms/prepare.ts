@@ -9,6 +9,7 @@ import { describeFirstIssue } from '../http/zod-issue.js';
 import { isUsableSender, smsMessageSchema, USABLE_SENDER_RULE } from './message-schema.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
 import { decideRecipient, readingFields, type RecipientReadingNote } from './recipient-reading.js';
+import type { RoutingVerdict } from './routing-verdict.js';
 
 /** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
 export interface PreparedMessage {
@@ -34,6 +35,15 @@ export interface PreparedMessage {
   segments: number;
   /** What was read otherwise than sent (a sender no SMS can carry, an unknown encoding): stored for the timeline. */
   notes: IntakeNote[];
+  /** activity.brand_id as text, or null: what `routing.brands` and a rule's `match.brands` read. */
+  brand: string | null;
+  /** The provider_name the CRM sent (else sms.default_provider), lower case: what a rule's `match.provider_names` reads. */
+  providerName: string | null;
+  /**
+   * Where it may go and which rule of its route takes it (routing-verdict.ts), decided before the claim; absent when
+   * there is nothing to decide (no country list, no route).
+   */
+  verdict?: RoutingVerdict;
 }
 
 /** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */
@@ -142,6 +152,8 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
       encoding: plan.plan.encoding,
       segments: plan.plan.segments,
       notes: [encoding.note, sender.note].filter((n) => n !== undefined),
+      brand: m.activity.brand_id === undefined ? null : String(m.activity.brand_id),
+      providerName: (m.provider_name?.trim() || sms.default_provider)?.toLowerCase() ?? null,
     },
   };
 }

@@ -23,10 +23,10 @@ import type { ProviderRouter } from '../provider-wrappers/registry.js';
 const singleAnswerSchema = z.strictObject({ sms_id: z.string().describe('Our id for the message; conversions carry it') });
 
 const refusalCode = z
-  .enum(['recipient_ambiguous', 'recipient_country_mismatch', 'budget_exceeded'])
+  .enum(['recipient_ambiguous', 'recipient_country_mismatch', 'budget_exceeded', 'country_not_allowed', 'number_type_not_allowed'])
   .optional()
   .describe(
-    'The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"), or it would pass a budget (docs/costs.md); absent for other refusals',
+    'The recipient\'s reading refused it (docs/operator-api.md, "Requests as the CRM sends them"), where it goes is not allowed (docs/routing.md, "Countries allowed"), or it would pass a budget (docs/costs.md); absent for other refusals',
   );
 
 const singleRefusalSchema = z.strictObject({

@@ -6,6 +6,7 @@
 import { setMaxListeners } from 'node:events';
 import { NOT_SENT_SHUTTING_DOWN, type SendRequest, type SendResult } from '../../providers/types.js';
 import type { PreparedMessage } from './prepare.js';
+import type { FailoverRoute } from '../provider-wrappers/failover-route.js';
 
 export interface SendStepDeps {
   now: () => number;
@@ -74,7 +75,13 @@ export function createSendStep(deps: SendStepDeps) {
           deadline: times.waitDeadline,
           waitSignal: stopping.signal,
         };
-        return await message.provider.send(request, signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline)));
+        const signal = signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline));
+        const choice = message.verdict?.ok ? message.verdict.choice : undefined;
+        if (!choice) return await message.provider.send(request, signal);
+        // Counted from now, the moment it is handed over: a message that waited before its send (held for quiet
+        // hours) would count from when it was taken instead, so that the wait is part of its validity.
+        if (choice.validity !== undefined) request.validUntil = now() + choice.validity * 60_000;
+        return await (message.provider as FailoverRoute).sendChosen(choice, request, signal);
       } catch (error) {
         // A plugin should answer with values, but a throw must not lose the message: treat it as transient.
         return { ok: false, kind: 'transient', error: `provider ${message.provider.name} failed: ${(error as Error).message}` };

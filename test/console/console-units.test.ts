@@ -146,6 +146,9 @@ describe('a message timeline', () => {
     country: 'GB',
     cost_currency: null,
     cost_source: null,
+    route: null,
+    route_rule: null,
+    route_rule_name: null,
   };
   const receipt = {
     id: 1,

@@ -43,6 +43,8 @@ export interface SinchBatch {
   createdAt: number;
   /** The latest status called back for it (Queued until then). */
   status: string;
+  /** expire_at as sent (ISO 8601), when it was. */
+  expireAt?: string;
 }
 
 export interface SinchFake {
@@ -172,6 +174,7 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
       callback_url: string;
       client_reference: string;
       delivery_report: string;
+      expire_at?: string;
     };
     const to = body.to[0]!;
     posts.push(to);
@@ -187,6 +190,7 @@ export async function startSinchFake(options: SinchFakeOptions = {}): Promise<Si
       clientReference: body.client_reference,
       createdAt: Date.now(),
       status: 'Queued',
+      ...(body.expire_at === undefined ? {} : { expireAt: body.expire_at }),
     };
     batches.push(batch);
     if (options.answerDelayMs) await new Promise((resolve) => setTimeout(resolve, options.answerDelayMs));

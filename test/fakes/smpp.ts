@@ -23,6 +23,8 @@ export interface SmppSubmit {
   text: string;
   /** The id answered, when accepted. */
   messageId?: string;
+  /** validity_period as the package decodes it (a relative time from now), in epoch ms; absent when not given. */
+  validUntil?: number;
 }
 
 export interface SmppFakeOptions {
@@ -156,6 +158,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
       ...(udh ? { udh: Buffer.concat([Buffer.from([udh.length]), udh]) } : {}),
       text: typeof message?.message === 'string' ? message.message : String(message?.message ?? ''),
       ...(messageId ? { messageId } : {}),
+      ...(pdu.validity_period instanceof Date ? { validUntil: pdu.validity_period.getTime() } : {}),
     });
     outstanding++;
     fake.maxOutstanding = Math.max(fake.maxOutstanding, outstanding);

@@ -324,6 +324,26 @@ cases['POST /admin/events/replay 200'] = () => call(gw, '/admin/events/replay', 
 cases['POST /admin/events/replay 400'] = () => call(gw, '/admin/events/replay', { method: 'POST', headers: admin, json: { event_ids: [] } });
 cases['POST /admin/events/replay 401'] = () => call(gw, '/admin/events/replay', { method: 'POST', json: {} });
 cases['POST /admin/events/replay 403'] = () => call(closed, '/admin/events/replay', { method: 'POST', headers: admin, json: {} });
+cases['GET /admin/routing 200'] = () => call(gw, '/admin/routing', { headers: admin });
+cases['GET /admin/routing 401'] = () => call(gw, '/admin/routing');
+cases['GET /admin/routing 403'] = () => call(closed, '/admin/routing', { headers: admin });
+// Resuming a provider that is not suspended changes nothing, so the other cases send as before.
+const resumeSandbox = { action: 'resume', provider: 'sandbox' };
+cases['POST /admin/routing/controls 200'] = () => call(gw, '/admin/routing/controls', { method: 'POST', headers: admin, json: resumeSandbox });
+cases['POST /admin/routing/controls 400'] = () =>
+  call(gw, '/admin/routing/controls', { method: 'POST', headers: admin, json: { action: 'resume', provider: 'nobody' } });
+cases['POST /admin/routing/controls 401'] = () => call(gw, '/admin/routing/controls', { method: 'POST', json: resumeSandbox });
+cases['POST /admin/routing/controls 403'] = () => call(closed, '/admin/routing/controls', { method: 'POST', headers: admin, json: resumeSandbox });
+cases['GET /console/routing 200'] = () => call(gw, '/console/routing', { headers: { cookie: session.cookie } });
+cases['GET /console/routing 401'] = () => call(gw, '/console/routing');
+cases['GET /console/routing 403'] = () => call(closed, '/console/routing');
+cases['POST /console/routing 303'] = () =>
+  call(gw, '/console/routing', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, ...resumeSandbox } });
+cases['POST /console/routing 400'] = () =>
+  call(gw, '/console/routing', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'jump' } });
+cases['POST /console/routing 401'] = () => call(gw, '/console/routing', { method: 'POST', form: { csrf: session.csrf, ...resumeSandbox } });
+cases['POST /console/routing 403'] = () =>
+  call(gw, '/console/routing', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', ...resumeSandbox } });
 
 /** Documented answers this branch cannot produce yet, each with the reason; listed so nothing is skipped silently. */
 const notExercised: Record<string, string> = {

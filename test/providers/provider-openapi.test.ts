@@ -26,11 +26,14 @@ import { startVonageFake } from '../fakes/vonage.js';
 import { createPlugin, noAbort, sendRequest } from '../helpers/providers.js';
 import { startReceiptCapture, type ReceiptCapture } from '../helpers/receipt-capture.js';
 
-/** Texts every plugin sends: GSM-7, UCS-2, and one long enough to be split. */
+/**
+ * Texts every plugin sends: GSM-7, UCS-2, and one long enough to be split, that one with a validity (a route's
+ * `validity`, docs/routing.md), so each provider's validity field is checked against its document too.
+ */
 const TEXTS = [
   { text: 'Your bonus is waiting', encoding: 'gsm7' as const, segments: 1 },
   { text: 'Ваш бонус ждёт 🎰', encoding: 'ucs2' as const, segments: 1 },
-  { text: 'A'.repeat(300), encoding: 'gsm7' as const, segments: 2 },
+  { text: 'A'.repeat(300), encoding: 'gsm7' as const, segments: 2, validUntil: Date.now() + 90 * 60_000 },
 ];
 
 function expectConforming(proxy: ValidatingProxy, operations: string[]): void {
@@ -370,10 +373,11 @@ describe('Infobip against the SMS API document', () => {
       );
     }
     expectConforming(setup.proxy, ['send-sms-messages', 'get-outbound-sms-message-logs']);
+    // The plugin's validity_period_minutes, but a route's validity (the third text) wins.
     expect(setup.fake.sends.map((s) => [s.api, s.validityMinutes])).toEqual([
       [3, 60],
       [3, 60],
-      [3, 60],
+      [3, 90],
     ]);
   });
 

@@ -94,7 +94,7 @@ describe('checkSmsMessage agrees with smsMessageSchema', () => {
         accepted++;
         const m = parsed.data;
         expect(checked).toEqual({
-          activity: { id: m.activity.id, user_id: m.activity.user_id },
+          activity: { id: m.activity.id, user_id: m.activity.user_id, brand_id: m.activity.brand_id },
           content: m.content,
           recipient: m.recipient,
           sender_name: m.sender_name,
