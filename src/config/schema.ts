@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
 import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
 import { durationSchema } from '../kit/duration.js';
+import { quietHoursConfigSchema } from './quiet-hours-config.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
 import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
 
@@ -605,6 +606,7 @@ export const configSchema = z
     database: database.prefault({}),
     auth: auth.prefault({}),
     sms: sms.prefault({}),
+    quiet_hours: quietHoursConfigSchema.prefault({}),
     ledger: ledger.prefault({}),
     crm: crm.prefault({}),
     delivery: delivery.prefault({}),
