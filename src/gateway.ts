@@ -31,6 +31,7 @@ import type { OutboxDescriptor } from './outbox/descriptor.js';
 import { OUTBOXES, startOutboxes } from './outboxes.js';
 import { startProviderHealth, startProviders } from './provider-wrappers/providers.js';
 import { startDispatcher } from './sms/dispatch.js';
+import { heldSends } from './sms/held-sends-outbox.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -106,7 +107,22 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const onRecorded = receipts.rematchAfterSend;
   const dispatcher = startDispatcher(
     config,
-    { db, queue: ledgerWrites, logger, now, callbackUrl, metrics, recipients, tracing, backend: operatorBackend, onRecorded, providers },
+    {
+      db,
+      queue: ledgerWrites,
+      logger,
+      now,
+      callbackUrl,
+      metrics,
+      recipients,
+      tracing,
+      backend: operatorBackend,
+      onRecorded,
+      providers,
+      router,
+      wake,
+      heldSends: outboxes.client(heldSends),
+    },
     shutdown,
   );
 

@@ -55,7 +55,7 @@ const storedMessageSchema = z.strictObject({
   encoding: z.enum(['gsm7', 'ucs2']),
   segments: z.number().int(),
   content: z.string().nullable().describe('null unless ledger.store_content is on'),
-  state: z.enum(['dispatching', 'submitted', 'rejected', 'retryable', 'uncertain']),
+  state: z.enum(['dispatching', 'held', 'submitted', 'rejected', 'retryable', 'uncertain']),
   error: z.string().nullable(),
   error_code: z.string().nullable(),
   attempts: z.number().int(),
@@ -75,6 +75,7 @@ const storedMessageSchema = z.strictObject({
     .string()
     .nullable()
     .describe('What was read otherwise than the CRM sent it, so the message was not lost: a sender_name no SMS can carry, an unknown encoding'),
+  held_until: epochMs.nullable().describe('When its quiet hours end and it is released to its provider (docs/routing.md "Quiet hours"); null unless it was held'),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -201,7 +202,7 @@ const searchParameters = [
     name: 'status',
     in: 'query' as const,
     description:
-      'refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet',
+      'held: accepted inside its quiet hours, not yet sent; refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet',
     schema: z.enum([...SEARCH_STATUSES.keys()] as [string, ...string[]]),
   },
   { name: 'from', in: 'query' as const, description: 'created at or after', schema: time },

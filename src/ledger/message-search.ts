@@ -16,6 +16,7 @@ import type { Database, MessagesTable } from './schema.js';
  */
 export const SEARCH_STATUSES: ReadonlyMap<string, string | null> = new Map([
   ['pending', 'dispatching'],
+  ['held', 'held'],
   ['sent', 'submitted'],
   ['delivered', 'delivered'],
   ['undelivered', 'undelivered'],

@@ -17,8 +17,11 @@ import type { DeliveryStatus } from '../../providers/types.js';
  * `uncertain` maybe sent (no answer, or an ambiguous one): sent again only after a wait for a receipt.
  */
 export type SendOutcome = 'submitted' | 'rejected' | 'retryable' | 'uncertain';
-/** `dispatching`: claimed and being handed to the provider; then the send's outcome. */
-export type SendState = 'dispatching' | SendOutcome;
+/**
+ * `dispatching`: claimed and being handed to the provider; `held`: accepted inside its quiet hours, owed to the
+ * provider by the held sends outbox (src/sms/held-sends.ts) once its window opens; then the send's outcome.
+ */
+export type SendState = 'dispatching' | 'held' | SendOutcome;
 
 export interface MessagesTable {
   sms_id: string;
@@ -69,6 +72,8 @@ export interface MessagesTable {
    * sender_name no SMS can carry, an unknown encoding. One sentence per field; null for most messages.
    */
   intake_note: string | null;
+  /** When its quiet hours end and the held sends outbox releases it (src/sms/quiet-hours.ts); null unless it was held. */
+  held_until: number | null;
 }
 
 export type LookupResultState = 'pending' | 'found' | 'absent' | 'unknown';
@@ -234,7 +239,7 @@ export interface DeliveryStatsTable {
   bucket_start: number;
   provider: string;
   /** Send outcomes (an uncertain one counts as retryable) and delivery statuses. */
-  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
+  outcome: Exclude<SendState, 'dispatching' | 'held' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
   n: number;
 }
 
@@ -298,7 +303,30 @@ export interface MessageUserRecipientsTable {
   recipient: string;
 }
 
+/** A held message owed to its provider (the held sends outbox, src/sms/held-sends.ts). */
+export interface HeldSendsTable {
+  id: Generated<number>;
+  sms_id: string;
+  /** The quiet_hours window that held it. */
+  quiet_window: string;
+  /** The text to send; blanked once the row is done. */
+  content: string | null;
+  release_at: number;
+  /** Never sent after this (quiet_hours.max_wait): the message ends `failed`. */
+  expires_at: number;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number;
+  claim_token: string | null;
+  last_error: string | null;
+  dead: number;
+  /** When it was handed to the send path, or expired. */
+  done_at: number | null;
+  created_at: number;
+}
+
 export interface Database {
+  held_sends: HeldSendsTable;
   gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;

@@ -29,6 +29,10 @@ import type { OperatorBackend } from '../operator/backend.js';
 import { readWithPlayerRecords, type PlayerCountries } from './player-records.js';
 import type { SmsProvider } from '../../providers/types.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
+import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { Wake } from '../outbox/wake.js';
+import { createHeldSender, type HeldSendPort } from './held-sends.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -64,6 +68,8 @@ export interface DispatcherDeps {
    * (src/delivery/lookups.ts `resolveLostSends`). Absent: a retry of a lost send waits for the sweep's answer (503).
    */
   resolveLostSends?: (smsIds: string[]) => Promise<void>;
+  /** quiet_hours: messages inside their quiet hours are held at the claim (claim.ts, quiet-hours.ts). */
+  quietHours?: QuietHoursConfig;
 }
 
 export interface DispatchOptions {
@@ -253,6 +259,14 @@ export function createDispatcher(deps: DispatcherDeps) {
     },
 
     /**
+     * The send of a held message whose window opened (held-sends.ts), through this dispatcher's send and record
+     * steps: the same throttles, deadlines and stop as every send.
+     */
+    heldSender(options: { router: ProviderRouter; wake: Wake }) {
+      return createHeldSender({ ...deps, ...options, queue, send: sender.send, record });
+    },
+
+    /**
      * For a graceful stop: requests in flight finish at once, their messages not yet handed to a provider
      * answered `retryable` and left free to send again, so the CRM's retry can go to another instance instead of
      * its request being cut off when the process exits. Sends under way complete.
@@ -284,8 +298,20 @@ export function startDispatcher(
   config: Readonly<Config>,
   deps: Omit<
     DispatcherDeps,
-    'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut' | 'playerCountries' | 'defaultRegion' | 'resolveLostSends' | 'metrics'
+    | 'storeContent'
+    | 'repeatTimings'
+    | 'sendTimeoutMs'
+    | 'onRecipientOptedOut'
+    | 'playerCountries'
+    | 'defaultRegion'
+    | 'resolveLostSends'
+    | 'metrics'
+    | 'quietHours'
   > & {
+    /** The held sends outbox's port (absent when its loop does not run here): bound to this dispatcher's held sender. */
+    heldSends?: HeldSendPort | undefined;
+    router: ProviderRouter;
+    wake: Wake;
     backend: OperatorBackend;
     /** The providers a retry of a lost send asks, as the sweep does (src/delivery/lookups.ts). */
     providers: readonly SmsProvider[];
@@ -293,7 +319,7 @@ export function startDispatcher(
   },
   shutdown: Shutdown,
 ): Dispatcher {
-  const { backend, providers, ...rest } = deps;
+  const { backend, providers, heldSends, router, wake, ...rest } = deps;
   const lookups = lookupOptionsOf(config, providers);
   const observers = { logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
   const dispatcher = createDispatcher({
@@ -307,7 +333,9 @@ export function startDispatcher(
     playerCountries: backend.playerCountries && ((userIds) => backend.playerCountries!(userIds)),
     defaultRegion: config.sms.default_region,
     onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
+    quietHours: config.quiet_hours,
   });
+  heldSends?.bind(dispatcher.heldSender({ router, wake }));
   shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());
   shutdown.after(shutdown.budgetMs / 2, () => dispatcher.abandonInFlight());
   return dispatcher;

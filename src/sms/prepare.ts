@@ -34,6 +34,8 @@ export interface PreparedMessage {
   segments: number;
   /** What was read otherwise than sent (a sender no SMS can carry, an unknown encoding): stored for the timeline. */
   notes: IntakeNote[];
+  /** activity.brand_id as text, or null: quiet hours may differ by brand (quiet-hours.ts). */
+  brandId?: string | null;
 }
 
 /** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */
@@ -142,8 +144,15 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
       encoding: plan.plan.encoding,
       segments: plan.plan.segments,
       notes: [encoding.note, sender.note].filter((n) => n !== undefined),
+      brandId: brandOf(input),
     },
   };
+}
+
+/** activity.brand_id of a message the check accepted (an identifier: text or an integer), as text. */
+function brandOf(input: unknown): string | null {
+  const brand = (input as { activity: { brand_id?: unknown } }).activity.brand_id;
+  return typeof brand === 'string' || typeof brand === 'number' ? String(brand) : null;
 }
 
 /**

@@ -143,6 +143,7 @@ describe('a message timeline', () => {
     status_queried_at: null,
     traceparent: null,
     intake_note: null,
+    held_until: null,
   };
   const receipt = {
     id: 1,
