@@ -5,6 +5,7 @@
  */
 import type { QuietHoursConfig, QuietWindow, Weekday } from '../config/quiet-hours-config.js';
 import { WEEKDAYS } from '../config/quiet-hours-config.js';
+import { mainCountryOf, readWritten } from '../kit/phone-number.js';
 import { zonesOfRecipient } from '../kit/recipient-zones.js';
 
 export type QuietDecision =
@@ -133,6 +134,11 @@ export function nextOpening(now: number, window: QuietWindow, zones: readonly st
   return null;
 }
 
+function mainCountryOfNumber(e164: string): string | undefined {
+  const callingCode = readWritten(e164.slice(1))?.callingCode;
+  return callingCode === undefined ? undefined : mainCountryOf(callingCode);
+}
+
 /** Send now, or hold until the window opens. A message whose country no window names goes out now. */
 export function decideQuietHours(
   now: number,
@@ -140,9 +146,12 @@ export function decideQuietHours(
   brand: string | null,
   config: Pick<QuietHoursConfig, 'windows'>,
 ): QuietDecision {
-  const chosen = chooseWindow(config.windows, recipient.country, brand);
+  // A number the metadata places in no country (a range it does not list, such as the UK's +44 7700 900…) is governed
+  // as one of its calling code's main country: quiet hours must not lapse for want of a reading.
+  const country = recipient.country ?? mainCountryOfNumber(recipient.e164);
+  const chosen = chooseWindow(config.windows, country, brand);
   if (!chosen) return { action: 'send' };
-  const zones = chosen.window.zone ? [chosen.window.zone] : zonesOfRecipient(recipient.e164, recipient.country!);
+  const zones = chosen.window.zone ? [chosen.window.zone] : zonesOfRecipient(recipient.e164, country!);
   const until = nextOpening(now, chosen.window, zones);
   return until === now ? { action: 'send' } : { action: 'hold', window: chosen.name, until };
 }
