@@ -56,7 +56,7 @@ const windowSchema = z
       .min(1)
       .optional()
       .transform((v) => v?.map(String))
-      .describe("Only messages whose activity.brand_id is one of these; a window with brands wins over one without for the same country."),
+      .describe('Only messages whose activity.brand_id is one of these; a window with brands wins over one without for the same country.'),
     days: z
       .array(z.enum(WEEKDAYS))
       .min(1, 'name at least one day')
@@ -85,14 +85,20 @@ export const quietHoursConfigSchema = z
       .default({})
       .describe('Named windows; none: every message goes out when it arrives.'),
     spread: durationSchema('10m').describe(
-      "Held messages go out over this long after their window opens, each at a time drawn from its sms_id (so the same on every instance and after a restart), not all in the first second.",
+      'Held messages go out over this long after their window opens, each at a time drawn from its sms_id (so the same on every instance and after a restart), not all in the first second.',
     ),
     max_wait: durationSchema('72h', { positive: true }).describe(
       'A message held longer than this (from its arrival) is never sent: it ends `failed`, posted to the CRM as its conversion.',
     ),
     poll_interval: durationSchema('1s', { positive: true }).describe('How often the held sends outbox looks for messages whose time has come.'),
     lease: durationSchema('60s', { positive: true }).describe('How long a claimed held message stays reserved for the instance that claimed it.'),
-    concurrency: z.number().int().min(1).max(100).default(4).describe('Held messages handed to providers at once by one instance (the providers\' throttles apply as well).'),
+    concurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .default(4)
+      .describe("Held messages handed to providers at once by one instance (the providers' throttles apply as well)."),
     retry_initial_ms: z.number().int().positive().default(5_000).describe('First back-off after a provider answered a held message with a transient failure.'),
     retry_max_ms: z.number().int().positive().default(300_000).describe('Longest back-off (a held message is retried until quiet_hours.max_wait).'),
   })

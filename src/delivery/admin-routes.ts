@@ -75,7 +75,9 @@ const storedMessageSchema = z.strictObject({
     .string()
     .nullable()
     .describe('What was read otherwise than the CRM sent it, so the message was not lost: a sender_name no SMS can carry, an unknown encoding'),
-  held_until: epochMs.nullable().describe('When its quiet hours end and it is released to its provider (docs/routing.md "Quiet hours"); null unless it was held'),
+  held_until: epochMs
+    .nullable()
+    .describe('When its quiet hours end and it is released to its provider (docs/routing.md "Quiet hours"); null unless it was held'),
 });
 
 const storedReceiptSchema = z.strictObject({

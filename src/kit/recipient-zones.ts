@@ -66,10 +66,26 @@ interface SeveralZones {
 }
 
 const byPrefix = (groups: Record<string, string>): ReadonlyMap<string, string> =>
-  new Map(Object.entries(groups).flatMap(([zone, codes]) => codes.split(/\s+/).filter(Boolean).map((code) => [code, zone] as const)));
+  new Map(
+    Object.entries(groups).flatMap(([zone, codes]) =>
+      codes
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((code) => [code, zone] as const),
+    ),
+  );
 
 const US_ZONES = ['America/New_York', 'America/Chicago', 'America/Denver', 'America/Phoenix', 'America/Los_Angeles', 'America/Anchorage', 'Pacific/Honolulu'];
-const CA_ZONES = ['America/St_Johns', 'America/Halifax', 'America/Moncton', 'America/Toronto', 'America/Winnipeg', 'America/Regina', 'America/Edmonton', 'America/Vancouver'];
+const CA_ZONES = [
+  'America/St_Johns',
+  'America/Halifax',
+  'America/Moncton',
+  'America/Toronto',
+  'America/Winnipeg',
+  'America/Regina',
+  'America/Edmonton',
+  'America/Vancouver',
+];
 
 const SEVERAL_ZONES: ReadonlyMap<string, SeveralZones> = new Map([
   [
@@ -144,7 +160,16 @@ const SEVERAL_ZONES: ReadonlyMap<string, SeveralZones> = new Map([
   [
     'MX',
     {
-      zones: ['America/Mexico_City', 'America/Monterrey', 'America/Cancun', 'America/Chihuahua', 'America/Ciudad_Juarez', 'America/Mazatlan', 'America/Hermosillo', 'America/Tijuana'],
+      zones: [
+        'America/Mexico_City',
+        'America/Monterrey',
+        'America/Cancun',
+        'America/Chihuahua',
+        'America/Ciudad_Juarez',
+        'America/Mazatlan',
+        'America/Hermosillo',
+        'America/Tijuana',
+      ],
       prefixes: byPrefix({
         'America/Mexico_City': '55 33 222 442 477 443 999 461 449 444 311 312 951 961 771 722 246',
         'America/Monterrey': '81 844 866 871 899 834',

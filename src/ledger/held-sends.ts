@@ -65,7 +65,14 @@ export interface DueHeldSend {
 }
 
 /** Reserves up to `limit` held messages whose time has come for `token` until now + lease, soonest first. */
-export async function claimDueHeldSends(db: Kysely<Database>, flags: DialectFlags, limit: number, now: number, leaseMs: number, token: string): Promise<DueHeldSend[]> {
+export async function claimDueHeldSends(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<DueHeldSend[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const claimed = await sql<DueHeldSend>`
     update held_sends set claimed_until = ${now + leaseMs}, claim_token = ${token}
@@ -185,21 +192,4 @@ export async function listDeadHeldSends(db: Db, limit: number) {
     .limit(limit)
     .execute();
   return rows.map((r) => ({ ...r, id: Number(r.id), attempts: Number(r.attempts), release_at: Number(r.release_at) }));
-}
-
-/** The held message's outbox row, for its page on the console and the admin API. */
-export async function findHeldSend(db: Db, smsId: string) {
-  const row = await db
-    .selectFrom('held_sends')
-    .select(['quiet_window', 'release_at', 'expires_at', 'attempts', 'last_error', 'done_at', 'dead'])
-    .where('sms_id', '=', smsId)
-    .executeTakeFirst();
-  if (!row) return undefined;
-  return {
-    ...row,
-    release_at: Number(row.release_at),
-    expires_at: Number(row.expires_at),
-    attempts: Number(row.attempts),
-    done_at: row.done_at === null ? null : Number(row.done_at),
-  };
 }

@@ -59,7 +59,12 @@ const heldPanel: OutboxPanel<HeldBacklog> = {
   deadList: { href: '/console/dead-held-sends', text: 'The dead held messages →' },
 };
 
-function heldOutbox(settings: OutboxKind<DueHeldSend>['settings'], port: HeldSendPort, lanes: number, deps: { now: () => number; metrics?: HeldMetrics | undefined }): OutboxKind<DueHeldSend> {
+function heldOutbox(
+  settings: OutboxKind<DueHeldSend>['settings'],
+  port: HeldSendPort,
+  lanes: number,
+  deps: { now: () => number; metrics?: HeldMetrics | undefined },
+): OutboxKind<DueHeldSend> {
   return {
     name: 'held sends outbox',
     settings,

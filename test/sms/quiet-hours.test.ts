@@ -63,7 +63,14 @@ describe('decideQuietHours', () => {
     ['a Sydney fixed line at 10:00 Sydney is open', '+61291234567', 'AU', null, '2026-12-01T23:00:00Z', null],
     // No window for the country: sent now.
     ['a German number has no window: sent at 03:00', '+4915112345678', 'DE', null, '2026-12-01T02:00:00Z', null],
-    ['a number of no country’s ranges is governed as its calling code’s main country', '+447700900123', undefined, null, '2026-12-06T11:00:00Z', '2026-12-07T09:00:00Z'],
+    [
+      'a number of no country’s ranges is governed as its calling code’s main country',
+      '+447700900123',
+      undefined,
+      null,
+      '2026-12-06T11:00:00Z',
+      '2026-12-07T09:00:00Z',
+    ],
     ['a US number read in no country is the US’s', '+12125550123', undefined, null, '2026-12-01T05:00:00Z', '2026-12-01T13:00:00Z'],
     ['a number with no calling code’s country is sent', '+80012345678', undefined, null, '2026-12-01T02:00:00Z', null],
   ])('%s', (_what, e164, country, brand, now, until) => {
