@@ -16,7 +16,6 @@ import type { Database, MessagesTable } from './schema.js';
  */
 export const SEARCH_STATUSES: ReadonlyMap<string, string | null> = new Map([
   ['pending', 'dispatching'],
-  ['held', 'held'],
   ['sent', 'submitted'],
   ['delivered', 'delivered'],
   ['undelivered', 'undelivered'],
@@ -25,6 +24,7 @@ export const SEARCH_STATUSES: ReadonlyMap<string, string | null> = new Map([
   ['refused', 'rejected'],
   ['retryable', 'retryable'],
   ['uncertain', 'uncertain'],
+  ['held', 'held'],
   ['dead', null],
 ]);
 
