@@ -55,6 +55,38 @@ export async function insertHeldMessages(db: Db, rows: Array<{ message: NewMessa
   return inserted;
 }
 
+/**
+ * A message just reclaimed for a retry (reclaimMessageForRetry) that arrives inside its quiet hours: `held` instead,
+ * its held_sends row made (or made owed again) for the new release; the reclaim's attempt is taken back, since
+ * nothing was sent.
+ */
+export async function holdReclaimedMessage(db: Db, smsId: string, hold: HoldRow, now: number): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set((eb) => ({ state: 'held', held_until: hold.releaseAt, attempts: eb('attempts', '-', 1) }))
+    .where('sms_id', '=', smsId)
+    .execute();
+  const due = Math.min(hold.releaseAt, hold.expiresAt);
+  const owed = {
+    quiet_window: hold.quietWindow,
+    content: hold.content,
+    release_at: hold.releaseAt,
+    expires_at: hold.expiresAt,
+    attempts: 0,
+    next_attempt_at: due,
+    claimed_until: 0,
+    claim_token: null,
+    last_error: null,
+    dead: 0,
+    done_at: null,
+  };
+  await db
+    .insertInto('held_sends')
+    .values({ sms_id: smsId, ...owed, created_at: now })
+    .onConflict((oc) => oc.column('sms_id').doUpdateSet(owed))
+    .execute();
+}
+
 export interface DueHeldSend {
   id: number;
   sms_id: string;

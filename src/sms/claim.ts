@@ -28,7 +28,7 @@ import {
   type NewMessage,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
-import { insertHeldMessages, type HoldRow } from '../ledger/held-sends.js';
+import { holdReclaimedMessage, insertHeldMessages, type HoldRow } from '../ledger/held-sends.js';
 import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
 import { decideQuietHours, planHold } from './quiet-hours.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
@@ -207,6 +207,13 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         await markMessageRefused(trx, decision.smsId, { error: refusal.error, error_code: refusal.code }, at);
         tally.push({ at, provider: row.provider, outcome: statsOutcome(refusal) });
         answers.push(refusedAnswer(decision.smsId, refusal));
+        continue;
+      }
+      // A retry of a transient failure that arrives inside its quiet hours is held like a new message.
+      const hold = holdOf(deps, items[i]!.message, decision.smsId, at);
+      if (hold) {
+        await holdReclaimedMessage(trx, decision.smsId, hold, at);
+        answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId }, heldUntil: hold.releaseAt });
       } else answers.push({ send: true, smsId: decision.smsId });
     } else if (decision.action === 'resolve-lost-send') {
       // The sweep's change, made now (expireDispatchLeases): `uncertain`, its lookup pending, or `submitted` where a

@@ -171,6 +171,34 @@ describe('a message inside its quiet hours', () => {
   }, 30_000);
 });
 
+describe('a CRM retry of a transient failure', () => {
+  it('is held when it arrives inside its quiet hours, and tried again when its window opens', async () => {
+    let time = Date.parse('2026-12-01T12:00:00Z');
+    const gw = await startTestGateway(
+      { quiet_hours: { spread: '0s', poll_interval: '20ms', windows: { gb: { countries: ['GB'], hours: '09:00-21:00', zone: 'Europe/London' } } } },
+      { dir: newDir(), now: () => time },
+    );
+    gateways.push(gw);
+    // The sandbox answers a recipient ending 0005 with a transient error: 503, and the CRM retries.
+    const message = smsMessage('quiet-retry', { recipient: '+447700900005' });
+    const first = await gw.post('/channels/sms/single', message);
+    expect(first.status).toBe(503);
+    time = Date.parse('2026-12-01T22:00:00Z');
+    const retry = await gw.post('/channels/sms/single', message);
+    expect(retry.status).toBe(200);
+    const smsId = retry.json.sms_id as string;
+    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({
+      state: 'held',
+      attempts: 1,
+      held_until: Date.parse('2026-12-02T09:00:00Z'),
+    });
+    time = Date.parse('2026-12-02T09:00:01Z');
+    await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.attempts === 2, 10_000, 'the second attempt');
+    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'retryable' });
+    expect((await gw.get('/admin/held-sends', admin)).json).toMatchObject({ owed: 1, retrying: 1 });
+  }, 30_000);
+});
+
 describe.skipIf(!process.env.TEST_DATABASE_URL)('two instances sharing a PostgreSQL ledger', () => {
   it('send a held message once when its window opens', async () => {
     const dir = newDir();
