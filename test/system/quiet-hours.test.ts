@@ -17,7 +17,8 @@ import { FakeCrm } from '../fakes/crm.js';
 import { startTwilioFake, type TwilioFake } from '../fakes/twilio.js';
 import { startServe, writeConfig } from '../helpers/child.js';
 import { dropTestDatabase } from '../helpers/database.js';
-import { smsMessage, startTestGateway, testConfigDocument, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { mergeConfigDocument, smsMessage, startTestGateway, testConfigDocument, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
+import { manualClock } from '../helpers/manual-clock.js';
 
 const crm = new FakeCrm();
 let twilio: TwilioFake;
@@ -196,6 +197,40 @@ describe('a CRM retry of a transient failure', () => {
     await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.attempts === 2, 10_000, 'the second attempt');
     expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'retryable' });
     expect((await gw.get('/admin/held-sends', admin)).json).toMatchObject({ owed: 1, retrying: 1 });
+  }, 30_000);
+});
+
+describe('held messages released together', () => {
+  it('go out within their provider’s rate_per_second', async () => {
+    const clock = manualClock(Date.parse('2026-12-01T22:00:00Z'));
+    const config = configOf({ spread: '0s', poll_interval: '20ms', windows: { gb: { countries: ['GB'], hours: '09:00-21:00', zone: 'Europe/London' } } });
+    const gw = await startTestGateway(mergeConfigDocument(config, { providers: { twilio: { rate_per_second: 5 } } }), {
+      dir: newDir(),
+      now: clock.now,
+      clock,
+    });
+    gateways.push(gw);
+    const messages = Array.from({ length: 15 }, (_, i) =>
+      smsMessage(`quiet-rate-${i}`, { provider_name: 'twilio', recipient: `+4477009${String(20_000 + i).slice(1)}`, sender_name: null }),
+    );
+    const answer = await gw.post('/channels/sms/batch', messages);
+    expect(answer.json.successful).toHaveLength(15);
+    expect(twilio.creates).toHaveLength(0);
+    await clock.advance(Date.parse('2026-12-02T09:00:00Z') - clock.now());
+    // The first second's burst goes at once; the rest wait on the throttle, at most a second's worth per second.
+    await waitFor(() => twilio.creates.length >= 5 && clock.pending() > 0, 10_000, 'the burst sent and the rest waiting on the throttle');
+    expect(twilio.creates.length).toBe(5);
+    let seconds = 0;
+    while (twilio.creates.length < 15 && seconds < 20) {
+      const before = twilio.creates.length;
+      await clock.advance(1_000);
+      seconds += 1;
+      // Progress, if the throttle lets any through this second (a lane may reach its wait only after the move).
+      await waitFor(() => twilio.creates.length > before, 1_000, 'progress').catch(() => undefined);
+      expect(twilio.creates.length).toBeLessThanOrEqual(5 + 5 * seconds);
+    }
+    expect(seconds).toBeGreaterThanOrEqual(2);
+    for (const m of messages) expect(createdFor(m.recipient as string)).toBe(1);
   }, 30_000);
 });
 
