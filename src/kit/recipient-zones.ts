@@ -17,6 +17,7 @@ const ONE_ZONE: ReadonlyMap<string, string> = new Map([
   ['BE', 'Europe/Brussels'],
   ['BG', 'Europe/Sofia'],
   ['CH', 'Europe/Zurich'],
+  // Easter Island (Pacific/Easter, two hours behind) is left out: a window with its own zone covers it.
   ['CL', 'America/Santiago'],
   ['CO', 'America/Bogota'],
   ['CY', 'Asia/Nicosia'],
@@ -24,7 +25,6 @@ const ONE_ZONE: ReadonlyMap<string, string> = new Map([
   ['DE', 'Europe/Berlin'],
   ['DK', 'Europe/Copenhagen'],
   ['EE', 'Europe/Tallinn'],
-  ['ES', 'Europe/Madrid'],
   ['FI', 'Europe/Helsinki'],
   ['FR', 'Europe/Paris'],
   ['GB', 'Europe/London'],
@@ -47,7 +47,6 @@ const ONE_ZONE: ReadonlyMap<string, string> = new Map([
   ['NZ', 'Pacific/Auckland'],
   ['PE', 'America/Lima'],
   ['PL', 'Europe/Warsaw'],
-  ['PT', 'Europe/Lisbon'],
   ['RO', 'Europe/Bucharest'],
   ['RS', 'Europe/Belgrade'],
   ['SE', 'Europe/Stockholm'],
@@ -180,6 +179,22 @@ const SEVERAL_ZONES: ReadonlyMap<string, SeveralZones> = new Map([
         'America/Hermosillo': '622 631 642 644 653 662',
         'America/Tijuana': '646 661 664 665 686',
       }),
+    },
+  ],
+  [
+    'ES',
+    {
+      zones: ['Europe/Madrid', 'Atlantic/Canary'],
+      // Fixed lines of the Canary Islands, an hour behind the mainland; mobiles (6…, 7…) are not geographic.
+      prefixes: byPrefix({ 'Atlantic/Canary': '822 828 922 928', 'Europe/Madrid': '91 93 94 95 96 97 98' }),
+    },
+  ],
+  [
+    'PT',
+    {
+      zones: ['Europe/Lisbon', 'Atlantic/Azores'],
+      // Fixed lines of the Azores, an hour behind the mainland and Madeira; mobiles (9…) are not geographic.
+      prefixes: byPrefix({ 'Atlantic/Azores': '292 295 296', 'Europe/Lisbon': '21 22 23 24 25 26 27 28 291' }),
     },
   ],
   [

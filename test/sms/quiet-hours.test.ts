@@ -112,6 +112,8 @@ describe('zonesOfRecipient', () => {
     ['a Mexico City number', '+525512345678', 'MX', ['America/Mexico_City']],
     ['a Moscow fixed line', '+74951234567', 'RU', ['Europe/Moscow']],
     ['France, one zone', FR, 'FR', ['Europe/Paris']],
+    ['a Canary Islands fixed line', '+34928123456', 'ES', ['Atlantic/Canary']],
+    ['a Spanish mobile, mainland or Canaries', '+34612345678', 'ES', ['Europe/Madrid', 'Atlantic/Canary']],
     ['a country the table does not know', '+97312345678', 'BH', []],
   ])('%s', (_what, e164, country, zones) => {
     expect(zonesOfRecipient(e164, country)).toEqual(zones);
