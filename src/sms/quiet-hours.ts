@@ -42,11 +42,33 @@ function formatterOf(zone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** The zone's wall clock at `t` as epoch ms read as if UTC (its offset is that minus `t`). */
+const QUARTER_MS = 15 * 60_000;
+/** Each zone's UTC offset by quarter hour, as read: Intl's formatToParts costs microseconds a call. */
+const offsets = new Map<string, number>();
+
+/**
+ * The zone's offset from UTC at `t`. Every offset in use today is a whole number of quarter hours, and so is the local
+ * time at which one changes: a change falls on a quarter hour of UTC, so the offset at the quarter's start holds for
+ * the whole quarter, and the same night's messages share their readings. (A decision held by a table of
+ * formatToParts calls cost 53–403 µs; with this, 12–38 µs: see the commit.)
+ */
+function offsetAt(t: number, zone: string): number {
+  const quarter = Math.floor(t / QUARTER_MS) * QUARTER_MS;
+  const key = `${zone} ${quarter}`;
+  let offset = offsets.get(key);
+  if (offset === undefined) {
+    const parts: Record<string, number> = {};
+    for (const p of formatterOf(zone).formatToParts(quarter)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+    offset = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!) - quarter;
+    if (offsets.size >= 100_000) offsets.clear();
+    offsets.set(key, offset);
+  }
+  return offset;
+}
+
+/** The zone's wall clock at `t` as epoch ms read as if UTC. */
 function wallAsUtc(t: number, zone: string): number {
-  const parts: Record<string, number> = {};
-  for (const p of formatterOf(zone).formatToParts(t)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return t + offsetAt(t, zone);
 }
 
 function wallOf(t: number, zone: string): Wall {
