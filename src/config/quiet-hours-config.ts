@@ -91,7 +91,6 @@ export const quietHoursConfigSchema = z
       'A message held longer than this (from its arrival) is never sent: it ends `failed`, posted to the CRM as its conversion.',
     ),
     poll_interval: durationSchema('1s', { positive: true }).describe('How often the held sends outbox looks for messages whose time has come.'),
-    lease: durationSchema('60s', { positive: true }).describe('How long a claimed held message stays reserved for the instance that claimed it.'),
     concurrency: z
       .number()
       .int()

@@ -642,11 +642,6 @@ export const configSchema = z
     if (c.operator.credits.lease <= 2 * c.operator.credits.timeout) {
       ctx.addIssue({ code: 'custom', path: ['operator', 'credits', 'lease'], message: 'must be longer than twice operator.credits.timeout' });
     }
-    // A held message's send starts by half its claim's lease at the latest (sendEachCommitted) and ends by
-    // sms.send_timeout (its wait for provider capacity included): within the claim, so no second claimer sends it.
-    if (c.quiet_hours.lease <= 2 * c.sms.send_timeout) {
-      ctx.addIssue({ code: 'custom', path: ['quiet_hours', 'lease'], message: 'must be longer than twice sms.send_timeout' });
-    }
     // A claim must outlive the send it covers, or a second claimer could send the same event while the first waits.
     if (c.relay.lease <= c.crm.integration.timeout) {
       ctx.addIssue({ code: 'custom', path: ['relay', 'lease'], message: 'must be longer than crm.integration.timeout' });

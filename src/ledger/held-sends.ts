@@ -139,8 +139,9 @@ export async function markHeldSendsFailed(db: Db, failed: FailedOutboxRow[], tok
   await outbox.markFailed(db, failed, token);
 }
 
-export async function replayDeadHeldSends(db: Db, now: number): Promise<number> {
-  return outbox.replayDead(db, now);
+/** Dead held messages due again now: the given ids, or every one. Answers how many. */
+export async function replayDeadHeldSends(db: Db, now: number, ids?: number[]): Promise<number> {
+  return outbox.replayDead(db, now, (query) => (ids ? query.where('id', 'in', ids.length > 0 ? ids : [-1]) : query));
 }
 
 /** The message's fields the send path needs to send it again. */

@@ -26,8 +26,10 @@ import { DEAD_LIST_PAGE } from '../outbox/dead-list.js';
 import type { OutboxDescriptor } from '../outbox/descriptor.js';
 import { registerOutboxMetrics } from '../outbox/metrics.js';
 import { sendEachCommitted, type OutboxKind } from '../outbox/outbox.js';
-import { deadListAnswers, page } from '../outbox/page-docs.js';
+import { csrfFormSchema, deadListAnswers, formContentType, replayRefusals } from '../outbox/page-docs.js';
+import { errorAnswerSchema } from '../http/error-answer.js';
 import { renderOwedRow, type OutboxPanel } from '../outbox/panel.js';
+import { readDeadReplayForm } from '../outbox/replay-form.js';
 import { createHeldSendPort, type HeldSendPort } from './held-sends.js';
 
 type HeldMetrics = ReturnType<typeof registerOutboxMetrics<HeldBacklog>>;
@@ -90,7 +92,11 @@ export const heldSends: OutboxDescriptor<HeldSendPort, HeldMetrics> = {
   },
   outbox: (config, port, deps) => {
     const q = config.quiet_hours;
-    const settings = { batch_size: 100, poll_interval: q.poll_interval, retry_initial_ms: q.retry_initial_ms, retry_max_ms: q.retry_max_ms, lease: q.lease };
+    // A held message's send starts by half the claim's lease at the latest (sendEachCommitted) and ends by
+    // sms.send_timeout, its wait for provider capacity included (held-sends.ts): within the claim, so no second
+    // claimer sends it meanwhile.
+    const lease = Math.max(60_000, 3 * config.sms.send_timeout);
+    const settings = { batch_size: 100, poll_interval: q.poll_interval, retry_initial_ms: q.retry_initial_ms, retry_max_ms: q.retry_max_ms, lease };
     return heldOutbox(settings, port, q.concurrency, deps);
   },
   async backlog(db) {
@@ -117,14 +123,31 @@ export const heldSends: OutboxDescriptor<HeldSendPort, HeldMetrics> = {
     list: {
       path: '/dead-held-sends',
       signIn: 'Sign in to see the dead held messages.',
-      doc: { tag: 'console', summary: 'Dead held messages', responses: deadListAnswers('dead held message') },
+      doc: { tag: 'console', summary: 'Dead held messages', security: ['consoleSession'], responses: deadListAnswers('dead held message') },
     },
     replay: {
       path: '/held-sends/replay',
       name: 'dead held messages',
-      doc: { tag: 'console', summary: 'Replay the dead held messages', responses: { 303: page('Back to the list') } },
+      doc: {
+        tag: 'console',
+        summary: 'Make dead held messages due again: one, the ticked ones, or all',
+        security: ['consoleSession'],
+        request: { schema: csrfFormSchema, contentTypes: [formContentType] },
+        responses: {
+          303: {
+            description: 'Done; back to the dead held messages',
+            headers: { Location: { description: '/console/dead-held-sends?replayed=N', schema: z.string() } },
+          },
+          ...replayRefusals('dead held messages'),
+        },
+      },
     },
-    load: async () => ({ ok: true, rows: await listDeadHeldSends(readDb, DEAD_LIST_PAGE), nextCursor: null }),
+    load: async (params) => {
+      // The list has no filter and one page (dead held messages are rare): any other parameter is a mistake.
+      const unknown = [...params.keys()].find((key) => key !== 'replayed');
+      if (unknown !== undefined) return { ok: false, error: `${unknown}: not a parameter of this list` };
+      return { ok: true, rows: await listDeadHeldSends(readDb, DEAD_LIST_PAGE), nextCursor: null };
+    },
     render: (view) =>
       renderDeadList(view, {
         section: 'dead-held-sends',
@@ -148,8 +171,12 @@ export const heldSends: OutboxDescriptor<HeldSendPort, HeldMetrics> = {
         none: 'No dead held message',
         all: 'dead held messages',
       }),
-    readForm: () => ({ ok: true, match: null }),
-    replayRows: () => replayDeadHeldSends(db, now()),
+    readForm: (form) => {
+      const request = readDeadReplayForm(form, { noun: 'held message', idPattern: /^[0-9]{1,15}$/, filter: () => ({ ok: true, filter: null }) });
+      if (!request.ok) return request;
+      return { ok: true, match: request.ids?.map(Number) };
+    },
+    replayRows: (ids) => replayDeadHeldSends(db, now(), ids),
   }),
   adminRoutes: ({ readDb }) => [
     route({
@@ -160,7 +187,11 @@ export const heldSends: OutboxDescriptor<HeldSendPort, HeldMetrics> = {
         summary: 'Messages held for their quiet hours',
         description: 'The held sends outbox: held messages owed to their provider (docs/routing.md "Quiet hours").',
         security: ['adminBearer'],
-        responses: { 200: { description: 'The backlog', schema: backlogSchema } },
+        responses: {
+          200: { description: 'The backlog', schema: backlogSchema },
+          401: { description: 'Bearer token missing or not admin.api_key', schema: errorAnswerSchema },
+          403: { description: 'The admin API is disabled (admin.api_key is not set)', schema: errorAnswerSchema },
+        },
       },
       handlers: [
         async (c) => {
