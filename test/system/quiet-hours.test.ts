@@ -172,6 +172,21 @@ describe('a message inside its quiet hours', () => {
   }, 30_000);
 });
 
+describe('a batch', () => {
+  it('holds the entries inside their quiet hours and sends the others, all answered successful', async () => {
+    const gw = await startTestGateway(
+      { quiet_hours: { windows: { gb: { countries: ['GB'], hours: '09:00-21:00', zone: 'Europe/London' } } } },
+      { dir: newDir(), now: () => Date.parse('2026-12-01T23:00:00Z') },
+    );
+    gateways.push(gw);
+    const answer = await gw.post('/channels/sms/batch', [smsMessage('mixed-gb'), smsMessage('mixed-de', { recipient: '+4915112345678' })]);
+    expect(answer.json).toMatchObject({ successful: [{ id: 'mixed-gb' }, { id: 'mixed-de' }], failed: [], fatal: [] });
+    const [gb, de] = answer.json.successful as Array<{ sms_id: string }>;
+    expect((await gw.get(`/admin/messages/${gb!.sms_id}`, admin)).json.message).toMatchObject({ state: 'held', attempts: 0 });
+    expect((await gw.get(`/admin/messages/${de!.sms_id}`, admin)).json.message).toMatchObject({ state: 'submitted', held_until: null });
+  });
+});
+
 describe('a CRM retry of a transient failure', () => {
   it('is held when it arrives inside its quiet hours, and tried again when its window opens', async () => {
     let time = Date.parse('2026-12-01T12:00:00Z');
