@@ -106,7 +106,7 @@ function intakeNoteOf(message: PreparedMessage): string | null {
 /** The message's hold when it arrives inside its quiet hours (decideQuietHours), else undefined. */
 function holdOf(deps: ClaimStepDeps, message: PreparedMessage, smsId: string, at: number): HoldRow | undefined {
   const quiet = deps.quietHours;
-  if (!quiet || Object.keys(quiet.windows).length === 0) return undefined;
+  if (!quiet) return undefined;
   const decision = decideQuietHours(at, { e164: message.recipient, country: message.country }, message.brandId ?? null, quiet);
   if (decision.action === 'send') return undefined;
   const plan = planHold(decision, at, smsId, quiet);
@@ -239,7 +239,10 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   return answers;
 }
 
-export function createClaimStep(deps: ClaimStepDeps) {
+export function createClaimStep(claimDeps: ClaimStepDeps) {
+  // No window configured: no message is held, and the claim does not ask.
+  const windows = claimDeps.quietHours && Object.keys(claimDeps.quietHours.windows).length > 0;
+  const deps = windows ? claimDeps : { ...claimDeps, quietHours: undefined };
   const { logger } = deps;
   const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items, tally) => claimInTransaction(deps, trx, tally, items));
 
