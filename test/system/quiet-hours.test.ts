@@ -7,9 +7,10 @@
  * ledger send it once. The run decides the database (test/helpers/database.ts).
  */
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { quietHoursConfigSchema } from '../../src/config/quiet-hours-config.js';
 import { decideQuietHours } from '../../src/sms/quiet-hours.js';
@@ -170,6 +171,77 @@ describe('a message inside its quiet hours', () => {
       delivery_status: 'failed',
     });
   }, 30_000);
+});
+
+describe('serve killed with SIGKILL while it hands a released message to its provider', () => {
+  it('does not send it twice: its provider is asked, and the held sends outbox leaves it to that answer', async () => {
+    const dir = newDir();
+    // The child's clock: Date.now moved by an offset read from a file, read again on SIGUSR2 (a clock the test moves).
+    const clockFile = join(dir, 'clock-offset');
+    const register = join(dir, 'clock.mjs');
+    writeFileSync(
+      register,
+      `import { readFileSync } from 'node:fs';
+const file = ${JSON.stringify(clockFile)};
+const real = Date.now.bind(Date);
+let offset = Number(readFileSync(file, 'utf8'));
+Date.now = () => real() + offset;
+process.on('SIGUSR2', () => { offset = Number(readFileSync(file, 'utf8')); });
+`,
+    );
+    // Held a day early, on a day its window names a holiday; released on the real clock (so Twilio's records and the
+    // gateway's lookup agree on the dates), its window having opened at midnight.
+    const setChildOffset = (ms: number) => writeFileSync(clockFile, String(ms));
+    setChildOffset(-86_400_000);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const slow = await startTwilioFake({ answerDelayMs: 10_000 });
+    try {
+      const config = {
+        ...configOf({
+          spread: '0s',
+          poll_interval: '20ms',
+          windows: { gb: { countries: ['GB'], hours: '00:00-24:00', zone: 'UTC', holidays: [yesterday] } },
+        }),
+        providers: { twilio: { type: 'twilio', account_sid: slow.accountSid, auth_token: slow.authToken, from: '+15005550006', base_url: slow.url } },
+      };
+      const serve = await startServe(writeConfig(dir, { ...testConfigDocument(dir, config), log: { level: 'info' } }), {
+        nodeArgs: ['--import', pathToFileURL(register).href],
+      });
+      let smsId: string;
+      try {
+        const answer = await fetch(`${serve.url}/channels/sms/single`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'test-crm-key' },
+          body: JSON.stringify(smsMessage('quiet-kill', { provider_name: 'twilio', recipient: RECIPIENT, sender_name: null })),
+        });
+        expect(answer.status).toBe(200);
+        smsId = ((await answer.json()) as { sms_id: string }).sms_id;
+        // Its window opens: the child releases it, and Twilio makes the message but holds its answer.
+        setChildOffset(0);
+        serve.child.kill('SIGUSR2');
+        await waitFor(() => slow.creates.some((c) => c.sid), 10_000, 'the message made at Twilio');
+      } finally {
+        serve.child.kill('SIGKILL');
+        await once(serve.child, 'exit');
+      }
+
+      let time = Date.now();
+      const gw = await startTestGateway(config, { dir, now: () => time });
+      gateways.push(gw);
+      expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'dispatching', attempts: 1 });
+      // Past the held row's claim and the send's lease: the sweep asks Twilio, which has it.
+      time += 5 * 60_000 + 1_000;
+      const swept = await gw.gateway.sweep();
+      expect(swept.lookups.found).toBe(1);
+      // A round that found it still dispatching before the sweep backed it off: past any back-off, it finds it sent.
+      time += 10 * 60_000;
+      await waitFor(async () => (await gw.get('/admin/held-sends', admin)).json.owed === 0, 10_000, 'the held row done');
+      expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'submitted', attempts: 1 });
+      expect(slow.creates.filter((c) => c.sid)).toHaveLength(1);
+    } finally {
+      await slow.close();
+    }
+  }, 60_000);
 });
 
 describe('a batch', () => {
