@@ -90,6 +90,7 @@ export async function holdReclaimedMessage(db: Db, smsId: string, hold: HoldRow,
 export interface DueHeldSend {
   id: number;
   sms_id: string;
+  quiet_window: string;
   content: string | null;
   release_at: number;
   expires_at: number;
@@ -113,7 +114,7 @@ export async function claimDueHeldSends(
       where done_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at limit ${limit}${lock}
     ) and done_at is null and dead = 0 and claimed_until <= ${now}
-    returning id, sms_id, content, release_at, expires_at, attempts`.execute(db);
+    returning id, sms_id, quiet_window, content, release_at, expires_at, attempts`.execute(db);
   return claimed.rows
     .map((r) => ({ ...r, id: Number(r.id), release_at: Number(r.release_at), expires_at: Number(r.expires_at), attempts: Number(r.attempts) }))
     .sort((a, b) => a.release_at - b.release_at);
@@ -142,6 +143,26 @@ export async function markHeldSendsFailed(db: Db, failed: FailedOutboxRow[], tok
 /** Dead held messages due again now: the given ids, or every one. Answers how many. */
 export async function replayDeadHeldSends(db: Db, now: number, ids?: number[]): Promise<number> {
   return outbox.replayDead(db, now, (query) => (ids ? query.where('id', 'in', ids.length > 0 ? ids : [-1]) : query));
+}
+
+/** A held message's number, to ask whether its window is open at its release. */
+export async function findHeldRecipient(db: Db, smsId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('messages').select('recipient').where('sms_id', '=', smsId).executeTakeFirst();
+  return row?.recipient;
+}
+
+/**
+ * A held message whose window is closed at its release (the gateway was down through it, or its send was retried past
+ * its end): released again at `releaseAt`, its claim given up; still owed.
+ */
+export async function holdAgain(db: Db, row: Pick<DueHeldSend, 'id' | 'sms_id' | 'expires_at'>, releaseAt: number): Promise<void> {
+  await db
+    .updateTable('held_sends')
+    .set({ release_at: releaseAt, next_attempt_at: Math.min(releaseAt, row.expires_at), claimed_until: 0, claim_token: null })
+    .where('id', '=', row.id)
+    .where('done_at', 'is', null)
+    .execute();
+  await db.updateTable('messages').set({ held_until: releaseAt }).where('sms_id', '=', row.sms_id).where('state', 'in', ['held', 'retryable']).execute();
 }
 
 /** The message's fields the send path needs to send it again. */

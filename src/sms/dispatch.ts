@@ -262,7 +262,7 @@ export function createDispatcher(deps: DispatcherDeps) {
      * The send of a held message whose window opened (held-sends.ts), through this dispatcher's send and record
      * steps: the same throttles, deadlines and stop as every send.
      */
-    heldSender(options: { router: ProviderRouter; wake: Wake }) {
+    heldSender(options: { router: ProviderRouter; wake: Wake; quietHours: QuietHoursConfig }) {
       return createHeldSender({ ...deps, ...options, queue, send: sender.send, record });
     },
 
@@ -335,7 +335,7 @@ export function startDispatcher(
     onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
     quietHours: config.quiet_hours,
   });
-  heldSends?.bind(dispatcher.heldSender({ router, wake }));
+  heldSends?.bind(dispatcher.heldSender({ router, wake, quietHours: config.quiet_hours }));
   shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());
   shutdown.after(shutdown.budgetMs / 2, () => dispatcher.abandonInFlight());
   return dispatcher;

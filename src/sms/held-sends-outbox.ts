@@ -67,16 +67,33 @@ function heldOutbox(
   lanes: number,
   deps: { now: () => number; metrics?: HeldMetrics | undefined },
 ): OutboxKind<DueHeldSend> {
+  // The rows of the round under way held again (their window closed at their release): still owed, never marked done.
+  const heldAgain = new Set<number>();
+  const committed = sendEachCommitted<DueHeldSend>(
+    async (row) => {
+      const outcome = await port.send(row);
+      if ('heldAgain' in outcome) heldAgain.add(row.id);
+      return outcome;
+    },
+    { lanes, leaseMs: settings.lease, now: deps.now },
+  );
   return {
     name: 'held sends outbox',
     settings,
     claim: (db, limit, now, leaseMs, token) => claimDueHeldSends(db, dialectFlagsOf(db), limit, now, leaseMs, token),
     attemptsOf: (row) => row.attempts,
-    send: sendEachCommitted((row) => port.send(row), { lanes, leaseMs: settings.lease, now: deps.now }),
+    send: (rows, context) => {
+      heldAgain.clear();
+      const markSent = async (sent: DueHeldSend[], status: number | null) => {
+        const done = sent.filter((r) => !heldAgain.has(r.id));
+        if (done.length > 0) await context.markSent(done, status);
+      };
+      return committed(rows, { ...context, markSent });
+    },
     markSent: (db, ids, token, at) => markHeldSendsDone(db, ids, token, at),
     markFailed: (db, failed, token) => markHeldSendsFailed(db, failed, token),
     again: (round) => round.sent.length > 0,
-    report: (round) => deps.metrics?.sent(round.sent.length),
+    report: (round) => deps.metrics?.sent(round.sent.filter((r) => !heldAgain.has(r.id)).length),
     onDead: (count, reason) => deps.metrics?.dead(count, reason),
   };
 }

@@ -9,7 +9,11 @@
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
 import { readWritten } from '../kit/phone-number.js';
-import { failHeldMessage, takeHeldMessage, type DueHeldSend, type HeldMessage } from '../ledger/held-sends.js';
+import type { Kysely } from 'kysely';
+import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
+import { failHeldMessage, findHeldRecipient, holdAgain, takeHeldMessage, type DueHeldSend, type HeldMessage } from '../ledger/held-sends.js';
+import type { Database } from '../ledger/schema.js';
+import { decideRelease, releaseTime } from './quiet-hours.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import type { OutboxOutcome } from '../outbox/outbox.js';
 import type { Wake } from '../outbox/wake.js';
@@ -23,7 +27,10 @@ import type { SendTimes } from './send.js';
 export const HELD_EXPIRED = 'held_expired';
 
 export interface HeldSenderDeps {
+  db: Kysely<Database>;
   queue: TransactionQueue;
+  /** quiet_hours: whether the window that held a message is open at its release. */
+  quietHours: QuietHoursConfig;
   logger: Logger;
   now: () => number;
   router: ProviderRouter;
@@ -35,8 +42,12 @@ export interface HeldSenderDeps {
   record(answer: SendAnswer): Promise<DispatchResult>;
 }
 
-/** One held message's send, as the held sends outbox asks for it. */
-export type HeldSender = (row: DueHeldSend) => Promise<OutboxOutcome>;
+/**
+ * One held message's send, as the held sends outbox asks for it. `heldAgain`: its window was closed at its release, so
+ * it stays owed until the next opening (the outbox must not mark it done).
+ */
+export type HeldOutcome = OutboxOutcome | { ok: true; status: null; heldAgain: true };
+export type HeldSender = (row: DueHeldSend) => Promise<HeldOutcome>;
 
 /** The message as the send step takes it, from its row and its held text. */
 function preparedOf(message: HeldMessage, text: string, provider: PreparedMessage['provider']): PreparedMessage {
@@ -70,6 +81,14 @@ export function createHeldSender(deps: HeldSenderDeps): HeldSender {
       await fail(row.sms_id, { error: 'held for its quiet hours past quiet_hours.max_wait: never sent', code: HELD_EXPIRED });
       logger.info({ sms_id: row.sms_id }, 'held sms expired: never sent');
       return { ok: true, status: null };
+    }
+    const recipient = await findHeldRecipient(deps.db, row.sms_id);
+    const release = recipient === undefined ? undefined : decideRelease(now(), recipient, row.quiet_window, deps.quietHours);
+    if (release?.action === 'hold') {
+      const releaseAt = release.until === null ? row.expires_at : releaseTime(release.until, row.sms_id, deps.quietHours.spread);
+      await deps.queue.transact((trx) => holdAgain(trx, row, releaseAt));
+      logger.info({ sms_id: row.sms_id, held_until: new Date(releaseAt).toISOString() }, 'held sms due in its quiet hours: held again');
+      return { ok: true, status: null, heldAgain: true };
     }
     const take = await deps.queue.transact((trx) => takeHeldMessage(trx, row.sms_id, now()));
     if (take.outcome === 'done') return { ok: true, status: null };

@@ -173,9 +173,25 @@ export function decideQuietHours(
   const country = recipient.country ?? mainCountryOfNumber(recipient.e164);
   const chosen = chooseWindow(config.windows, country, brand);
   if (!chosen) return { action: 'send' };
-  const zones = chosen.window.zone ? [chosen.window.zone] : zonesOfRecipient(recipient.e164, country!);
-  const until = nextOpening(now, chosen.window, zones);
-  return until === now ? { action: 'send' } : { action: 'hold', window: chosen.name, until };
+  return decideInWindow(now, recipient.e164, country!, chosen.name, chosen.window);
+}
+
+function decideInWindow(now: number, e164: string, country: string, name: string, window: QuietWindow): QuietDecision {
+  const zones = window.zone ? [window.zone] : zonesOfRecipient(e164, country);
+  const until = nextOpening(now, window, zones);
+  return until === now ? { action: 'send' } : { action: 'hold', window: name, until };
+}
+
+/**
+ * For a held message whose release time has come: whether the window that held it is open now (a gateway down
+ * through the whole window, or a send retried past its end, must not send it in the next quiet hours). A window no
+ * longer configured holds nothing.
+ */
+export function decideRelease(now: number, e164: string, windowName: string, config: Pick<QuietHoursConfig, 'windows'>): QuietDecision {
+  if (!Object.hasOwn(config.windows, windowName)) return { action: 'send' };
+  const country = readWritten(e164.slice(1))?.country ?? mainCountryOfNumber(e164);
+  if (country === undefined) return { action: 'send' };
+  return decideInWindow(now, e164, country, windowName, config.windows[windowName]!);
 }
 
 /**

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { quietHoursConfigSchema } from '../../src/config/quiet-hours-config.js';
 import { zonesOfRecipient } from '../../src/kit/recipient-zones.js';
-import { decideQuietHours, planHold, releaseTime } from '../../src/sms/quiet-hours.js';
+import { decideQuietHours, decideRelease, planHold, releaseTime } from '../../src/sms/quiet-hours.js';
 
 const config = quietHoursConfigSchema.parse({
   windows: {
@@ -104,6 +104,19 @@ function mondaysOf2027(): string[] {
   for (let t = at('2027-01-04T00:00:00Z'); t < at('2028-01-10T00:00:00Z'); t += 7 * 86_400_000) days.push(new Date(t).toISOString().slice(0, 10));
   return days;
 }
+
+describe('decideRelease', () => {
+  it.each([
+    ['its window open: sent', FR, 'fr-marketing', '2026-12-01T09:00:00Z', null],
+    ['its window closed again (due after 20:30): held until the next opening', FR, 'fr-marketing', '2026-12-01T20:00:00Z', '2026-12-02T07:00:00Z'],
+    ['its window no longer configured: sent', FR, 'fr-gone', '2026-12-01T20:00:00Z', null],
+    ['the brand’s window, asked by name', FR, 'fr-brand-7', '2026-12-01T08:00:00Z', '2026-12-01T09:00:00Z'],
+  ])('%s', (_what, e164, window, now, until) => {
+    const decision = decideRelease(at(now), e164, window, config);
+    if (until === null) expect(decision).toEqual({ action: 'send' });
+    else expect(decision).toEqual({ action: 'hold', window, until: at(until) });
+  });
+});
 
 describe('zonesOfRecipient', () => {
   it.each([

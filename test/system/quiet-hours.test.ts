@@ -244,6 +244,25 @@ process.on('SIGUSR2', () => { offset = Number(readFileSync(file, 'utf8')); });
   }, 60_000);
 });
 
+describe('a held message due after its window closed again', () => {
+  it('(the gateway down through the whole window) is held again until the next opening, not sent at night', async () => {
+    let time = Date.parse('2026-12-01T22:00:00Z');
+    const gw = await startTestGateway(
+      { quiet_hours: { spread: '0s', poll_interval: '20ms', windows: { gb: { countries: ['GB'], hours: '09:00-21:00', zone: 'UTC' } } } },
+      { dir: newDir(), now: () => time },
+    );
+    gateways.push(gw);
+    const smsId = (await gw.post('/channels/sms/single', smsMessage('quiet-late'))).json.sms_id as string;
+    time = Date.parse('2026-12-02T22:00:00Z');
+    const next = Date.parse('2026-12-03T09:00:00Z');
+    await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.held_until === next, 10_000, 'held again');
+    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'held', attempts: 0 });
+    expect((await gw.get('/admin/held-sends', admin)).json).toMatchObject({ owed: 1, next_at: next });
+    time = next + 1;
+    await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.state === 'submitted', 10_000, 'sent');
+  });
+});
+
 describe('a batch', () => {
   it('holds the entries inside their quiet hours and sends the others, all answered successful', async () => {
     const gw = await startTestGateway(
