@@ -56,6 +56,7 @@ import { startRouting, type ReloadResult } from './provider-wrappers/routing.js'
 import { startDispatcher } from './sms/dispatch.js';
 import { createIntakeNotices } from './sms/intake-notices.js';
 import { smsAdminRoutes } from './sms/admin-routes.js';
+import { heldSends } from './sms/held-sends-outbox.js';
 import { smsRoutes } from './sms/routes.js';
 
 /** The parts `serve` starts, in order: what GatewayOptions.afterStart is told. */
@@ -196,6 +197,9 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
       providers,
       costs,
       routing,
+      router,
+      wake,
+      heldSends: outboxes.client(heldSends),
     },
     shutdown,
   );

@@ -15,11 +15,12 @@ import type { Shutdown } from './kit/shutdown.js';
 import type { Database } from './ledger/schema.js';
 import type { Tracing } from './observability/tracing.js';
 import { credits } from './operator/credits/credits.js';
+import { heldSends } from './sms/held-sends-outbox.js';
 import type { Backlog, OutboxDescriptor, Receiver } from './outbox/descriptor.js';
 import { drainOutbox, startOutbox, type Drained } from './outbox/outbox.js';
 import type { OutboxKindName, Wake } from './outbox/wake.js';
 
-export const OUTBOXES: readonly OutboxDescriptor[] = [conversions, crmEvents, credits];
+export const OUTBOXES: readonly OutboxDescriptor[] = [conversions, crmEvents, credits, heldSends];
 
 export interface OutboxesDeps {
   db: Kysely<Database>;
@@ -42,6 +43,11 @@ export interface RunningOutboxes {
   wake: Wake;
   /** Whether this process runs a kind's loop ('gateway listening' says whether it posts conversions). */
   running(kind: OutboxKindName): boolean;
+  /**
+   * The receiver's client of a kind whose loop runs here, for a part built later that it stands in for (the held
+   * sends' port, which the dispatcher binds: src/sms/held-sends.ts).
+   */
+  client<R>(descriptor: OutboxDescriptor<R>): R | undefined;
 }
 
 /**
@@ -58,6 +64,7 @@ export function startOutboxes(
   const loops = new Map<string, { wake(): void }>();
   // The receivers' one HTTP client; its stop step comes after every loop's (below).
   const http = createOutboundClient();
+  const clients = new Map<string, unknown>();
   const context = { purpose: 'serve' as const, logger: deps.logger, tracing: deps.tracing, http };
   for (const descriptor of outboxes) {
     // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
@@ -67,6 +74,7 @@ export function startOutboxes(
     const kind = descriptor.outbox(config, receiver.client, { ...deps, metrics });
     const loop = startOutbox(kind, deps);
     loops.set(descriptor.name, loop);
+    clients.set(descriptor.name, receiver.client);
     shutdown.add('outboxes', `stopping the ${kind.name}`, async () => {
       const cutOff = receiver.abort && setTimeout(() => receiver.abort?.(), shutdown.budgetMs / 4);
       await loop.stop();
@@ -75,7 +83,11 @@ export function startOutboxes(
     shutdown.add('outboxes', `closing the ${kind.name}'s receiver`, () => receiver.close?.());
   }
   shutdown.add('outboxes', "closing the receivers' HTTP client", () => http.close());
-  return { wake: wakeOf(outboxes, loops), running: (kind) => loops.has(kind) };
+  return {
+    wake: wakeOf(outboxes, loops),
+    running: (kind) => loops.has(kind),
+    client: <R>(descriptor: OutboxDescriptor<R>) => clients.get(descriptor.name) as R | undefined,
+  };
 }
 
 /** One kind whose receiver is configured, for flush: its summary line, its drain, and what is left of it. */

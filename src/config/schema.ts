@@ -10,6 +10,7 @@ import { checkRouteRules } from './route-rules-checks.js';
 import { countriesOfCallingCode } from '../kit/phone-number.js';
 import { durationSchema } from '../kit/duration.js';
 import { costsConfigSchema } from './costs-config.js';
+import { quietHoursConfigSchema } from './quiet-hours-config.js';
 import { addressOrBlock } from '../kit/address-blocks.js';
 import { EVENT_KINDS, resolveCatalogue, routeClashes, type EventKind } from '../crm/event-catalogue.js';
 
@@ -609,6 +610,7 @@ export const configSchema = z
     database: database.prefault({}),
     auth: auth.prefault({}),
     sms: sms.prefault({}),
+    quiet_hours: quietHoursConfigSchema.prefault({}),
     ledger: ledger.prefault({}),
     crm: crm.prefault({}),
     delivery: delivery.prefault({}),

@@ -24,6 +24,7 @@ export function renderStory(story: MessageStory, searchedRecipient: string | und
     ['user_id', m.user_id],
     ['request id', m.request_id],
     ['status', statusWord(m)],
+    ...(m.held_until === null ? [] : [['held until', `${instant(m.held_until)} UTC${m.state === 'held' ? '' : ' (released)'}`] as [string, unknown]]),
     ['provider', m.provider],
     ['route', routeText(m)],
     ['provider message id', m.provider_message_id],

@@ -55,7 +55,7 @@ const storedMessageSchema = z.strictObject({
   encoding: z.enum(['gsm7', 'ucs2']),
   segments: z.number().int(),
   content: z.string().nullable().describe('null unless ledger.store_content is on'),
-  state: z.enum(['dispatching', 'submitted', 'rejected', 'retryable', 'uncertain']),
+  state: z.enum(['dispatching', 'held', 'submitted', 'rejected', 'retryable', 'uncertain']),
   error: z.string().nullable(),
   error_code: z.string().nullable(),
   attempts: z.number().int(),
@@ -82,6 +82,9 @@ const storedMessageSchema = z.strictObject({
   route: z.string().nullable().describe('The route whose rules chose the members (docs/routing.md); null when sent to a provider by name'),
   route_rule: z.number().int().nullable().describe("The rule's number in the route (1 first); 0 for the route's own members (catch-all)"),
   route_rule_name: z.string().nullable().describe("The rule's name, when it has one"),
+  held_until: epochMs
+    .nullable()
+    .describe('When its quiet hours end and it is released to its provider (docs/routing.md "Quiet hours"); null unless it was held'),
 });
 
 const storedReceiptSchema = z.strictObject({
@@ -211,7 +214,7 @@ const searchParameters = [
     name: 'status',
     in: 'query' as const,
     description:
-      'refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet',
+      'held: accepted inside its quiet hours, not yet sent; refused: the provider refused it at send; uncertain: a send that may have gone out; dead: its conversion is dead-lettered; sent: accepted, no terminal receipt yet',
     schema: z.enum([...SEARCH_STATUSES.keys()] as [string, ...string[]]),
   },
   { name: 'from', in: 'query' as const, description: 'created at or after', schema: time },

@@ -9,7 +9,7 @@ import { RECEIPT_MATCH } from '../ledger/receipts.js';
 
 export interface TimelineEntry {
   at: number | null;
-  kind: 'received' | 'send' | 'receipt' | 'timeout' | 'conversion' | 'webhook' | 'event';
+  kind: 'received' | 'held' | 'send' | 'receipt' | 'timeout' | 'conversion' | 'webhook' | 'event';
   summary: string;
   detail: Record<string, string | number | null>;
 }
@@ -34,6 +34,8 @@ function sendAnswer(m: StoryRows['message'], shown: (text: string) => string): s
   switch (m.state) {
     case 'dispatching':
       return 'under way (no answer recorded yet)';
+    case 'held':
+      return `not yet: held until ${m.held_until === null ? '?' : new Date(m.held_until).toISOString()}`;
     case 'submitted':
       return `accepted${m.provider_message_id ? ` as ${m.provider_message_id}` : ''}${m.provider_status ? ` (${m.provider_status})` : ''}`;
     case 'rejected':
@@ -58,6 +60,16 @@ export function buildTimeline(story: StoryRows, receiptCheck: (provider: string)
       summary: `from the CRM, activity.id ${m.activity_key}${m.intake_note ? `; ${m.intake_note}` : ''}`,
       detail: { request_id: m.request_id, user_id: m.user_id, ...(m.intake_note ? { intake_note: m.intake_note } : {}) },
     },
+    ...(m.held_until === null
+      ? []
+      : [
+          {
+            at: m.created_at,
+            kind: 'held' as const,
+            summary: `inside its quiet hours: held until ${new Date(m.held_until).toISOString()}`,
+            detail: { held_until: m.held_until },
+          },
+        ]),
     {
       at: m.dispatched_at,
       kind: 'send',

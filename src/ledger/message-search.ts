@@ -25,6 +25,7 @@ export const SEARCH_STATUSES: ReadonlyMap<string, string | null> = new Map([
   ['refused', 'rejected'],
   ['retryable', 'retryable'],
   ['uncertain', 'uncertain'],
+  ['held', 'held'],
   ['dead', null],
 ]);
 

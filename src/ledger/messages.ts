@@ -21,6 +21,7 @@ export type NewMessage = Omit<
   | 'state'
   | 'lookup_result'
   | 'status_queried_at'
+  | 'held_until'
 >;
 
 const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
@@ -65,6 +66,22 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
     const chunk = part.map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     const result = await insertMessagesTemplate(db, chunk);
     for (const r of result.rows) inserted.add(r.activity_key);
+  }
+  await recordUserRecipients(db, rows);
+  return inserted;
+}
+
+/** Inserts messages accepted inside their quiet hours, `held` until `held_until` (held-sends.ts); returns the keys that were new. */
+export async function insertHeldMessageRows(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'held_until'>>): Promise<Set<string>> {
+  const inserted = new Set<string>();
+  for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
+    const result = await db
+      .insertInto('messages')
+      .values(part.map((r) => ({ ...r, state: 'held' as const, attempts: 0 })))
+      .onConflict((oc) => oc.column('activity_key').doNothing())
+      .returning('activity_key')
+      .execute();
+    for (const r of result) inserted.add(r.activity_key);
   }
   await recordUserRecipients(db, rows);
   return inserted;

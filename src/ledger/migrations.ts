@@ -600,4 +600,32 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('price_fetches_due').on('price_fetches').column('next_attempt_at').where(sql.ref('done'), '=', 0).execute();
     },
   },
+  '2026-11-29-60-held-sends': {
+    async up(db) {
+      // Quiet hours: a message accepted inside its window's quiet hours is stored `held` with the time its window
+      // opens (shown on the console), and owed to the provider as a row of held_sends, the held sends outbox
+      // (src/sms/held-sends.ts). The row keeps the text to send (blanked once it is done, whatever sms.store_content)
+      // and the time after which it is never sent.
+      await db.schema.alterTable('messages').addColumn('held_until', 'bigint').execute();
+      await db.schema
+        .createTable('held_sends')
+        .addColumn('id', idColumnType(db), (c) => c.primaryKey())
+        .addColumn('sms_id', 'text', (c) => c.notNull().unique())
+        .addColumn('quiet_window', 'text', (c) => c.notNull())
+        .addColumn('content', 'text')
+        .addColumn('release_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('claimed_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('claim_token', 'text')
+        .addColumn('last_error', 'text')
+        .addColumn('dead', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('done_at', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // The outbox looks only at rows still owed.
+      await db.schema.createIndex('held_sends_due').on('held_sends').column('next_attempt_at').where(sql<boolean>`done_at is null and dead = 0`).execute();
+    },
+  },
 };

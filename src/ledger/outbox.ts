@@ -39,7 +39,7 @@ export interface FailedOutboxRow {
   nextAttemptAt: number;
 }
 
-export function outboxStatements<T extends 'conversions' | 'crm_events' | 'operator_credits'>(t: OutboxTable<T>) {
+export function outboxStatements<T extends 'conversions' | 'crm_events' | 'operator_credits' | 'held_sends'>(t: OutboxTable<T>) {
   type Replay = UpdateQueryBuilder<Database, T, T, UpdateResult>;
   const c = t.columns;
   const released = { [c.claimedUntil]: 0, ...(t.clearsToken ? { [c.claimToken]: null } : {}) };

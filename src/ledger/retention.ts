@@ -20,14 +20,16 @@ export const RETENTION_CHUNK = IDS_PER_STATEMENT;
  * A message settled for good: it has a terminal status (from a receipt, or delivery_unknown from the sweep, which
  * also settles a send left `dispatching` or `uncertain` after delivery.unknown_after: src/ledger/messages.ts), or was
  * never sent (rejected, retryable); and no conversion of it waits to be posted. A message still being sent, or
- * waiting for its receipt, has no terminal status yet and is kept.
+ * waiting for its receipt, has no terminal status yet and is kept, and so is a held message its outbox still owes to
+ * its provider (held_sends, src/ledger/held-sends.ts).
  */
 const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or messages.state in ('rejected', 'retryable'))
-  and not exists (select 1 from conversions c where c.sms_id = messages.sms_id and c.posted_at is null and c.dead = 0))`;
+  and not exists (select 1 from conversions c where c.sms_id = messages.sms_id and c.posted_at is null and c.dead = 0)
+  and not exists (select 1 from held_sends h where h.sms_id = messages.sms_id and h.done_at is null and h.dead = 0))`;
 
 /**
  * Deletes up to `limit` final messages created before `createdBefore`, oldest first, with what belongs to them only
- * (parts, receipts, conversions and their attempts, search pairs left without a message). Run in a transaction.
+ * (parts, receipts, conversions and their attempts, held sends, search pairs left without a message). Run in a transaction.
  */
 export async function deleteFinalMessages(trx: Transaction<Database>, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
   let select = trx
@@ -52,6 +54,7 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
     await trx.deleteFrom('conversions').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('receipts').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('messages').where('sms_id', 'in', ids).execute();
   }
   await forgetSearchPairs(trx, rows);

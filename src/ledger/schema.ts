@@ -17,8 +17,11 @@ import type { DeliveryStatus } from '../../providers/types.js';
  * `uncertain` maybe sent (no answer, or an ambiguous one): sent again only after a wait for a receipt.
  */
 export type SendOutcome = 'submitted' | 'rejected' | 'retryable' | 'uncertain';
-/** `dispatching`: claimed and being handed to the provider; then the send's outcome. */
-export type SendState = 'dispatching' | SendOutcome;
+/**
+ * `dispatching`: claimed and being handed to the provider; `held`: accepted inside its quiet hours, owed to the
+ * provider by the held sends outbox (src/sms/held-sends.ts) once its window opens; then the send's outcome.
+ */
+export type SendState = 'dispatching' | 'held' | SendOutcome;
 
 export interface MessagesTable {
   sms_id: string;
@@ -85,6 +88,8 @@ export interface MessagesTable {
   route_rule: number | null;
   /** The rule's name, when it has one. */
   route_rule_name: string | null;
+  /** When its quiet hours end and the held sends outbox releases it (src/sms/quiet-hours.ts); null unless it was held. */
+  held_until: number | null;
 }
 
 /** An admin change to routing in force (src/ledger/routing-controls.ts): its target, as a key, and its value as JSON. */
@@ -273,7 +278,7 @@ export interface DeliveryStatsTable {
   bucket_start: number;
   provider: string;
   /** Send outcomes (an uncertain one counts as retryable) and delivery statuses. */
-  outcome: Exclude<SendState, 'dispatching' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
+  outcome: Exclude<SendState, 'dispatching' | 'held' | 'uncertain'> | DeliveryStatus | SuppressedOutcome;
   n: number;
 }
 
@@ -378,10 +383,33 @@ export interface PriceFetchesTable {
   last_error: string | null;
 }
 
+/** A held message owed to its provider (the held sends outbox, src/sms/held-sends.ts). */
+export interface HeldSendsTable {
+  id: Generated<number>;
+  sms_id: string;
+  /** The quiet_hours window that held it. */
+  quiet_window: string;
+  /** The text to send; blanked once the row is done. */
+  content: string | null;
+  release_at: number;
+  /** Never sent after this (quiet_hours.max_wait): the message ends `failed`. */
+  expires_at: number;
+  attempts: number;
+  next_attempt_at: number;
+  claimed_until: number;
+  claim_token: string | null;
+  last_error: string | null;
+  dead: number;
+  /** When it was handed to the send path, or expired. */
+  done_at: number | null;
+  created_at: number;
+}
+
 export interface Database {
   cost_daily: CostDailyTable;
   budget_spend: BudgetSpendTable;
   price_fetches: PriceFetchesTable;
+  held_sends: HeldSendsTable;
   gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;

@@ -7,6 +7,8 @@
  * - a recipient read as no number of its player's country, or as two numbers with nothing to choose between them
  *   (src/sms/recipient-reading.ts): stored `rejected` with its code, nothing sent;
  * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent;
+ * - a message inside its quiet hours (src/sms/quiet-hours.ts): stored `held` with its held_sends row, answered with
+ *   its sms_id, and sent by the held sends outbox when its window opens (src/sms/held-sends.ts);
  * - a repeat of a send whose process died mid-call: its lease expired here, as the sweep expires it, and the claim
  *   names it `lostSend` for the dispatcher to resolve (its provider asked) before it is claimed again.
  * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
@@ -27,6 +29,9 @@ import {
   type NewMessage,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
+import { holdReclaimedMessage, insertHeldMessages, type HoldRow } from '../ledger/held-sends.js';
+import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
+import { decideQuietHours, planHold } from './quiet-hours.js';
 import type { TransactionQueue } from '../ledger/transaction-queue.js';
 import { isRefusedValue } from '../ledger/write-errors.js';
 import { activityDimensions, chargeClaims, contributionOf, replaceContributions, subjectOf, type ChargeItem } from '../costs/charges.js';
@@ -78,6 +83,8 @@ export interface ClaimStepDeps {
   defaultRegion?: string;
   /** What messages cost and the budgets they count toward (src/costs/); absent: no cost is kept. */
   costs?: CostBook;
+  /** quiet_hours: a message inside its window's quiet hours is held, not sent (absent or no windows: none is). */
+  quietHours?: QuietHoursConfig;
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
@@ -85,6 +92,7 @@ type ClaimItem = ToClaim<PreparedMessage> & { requestId: string | null; tracepar
 type ClaimAnswer =
   | Claim
   | { send: false; result: DispatchResult; budgetRefused: string }
+  | { send: false; result: DispatchResult; heldUntil: number }
   | { send: false; result: DispatchResult; suppressed: SuppressionReason; message?: PreparedMessage }
   | { send: false; result: DispatchResult; recipientRefused: RecipientRefusalCode };
 
@@ -125,6 +133,16 @@ function routeColumnsOf(m: PreparedMessage): Pick<NewMessage, 'route' | 'route_r
     : { route: null, route_rule: null, route_rule_name: null };
 }
 
+/** The message's hold when it arrives inside its quiet hours (decideQuietHours), else undefined. */
+function holdOf(deps: ClaimStepDeps, message: PreparedMessage, smsId: string, at: number): HoldRow | undefined {
+  const quiet = deps.quietHours;
+  if (!quiet) return undefined;
+  const decision = decideQuietHours(at, { e164: message.recipient, country: message.country }, message.brand, quiet);
+  if (decision.action === 'send') return undefined;
+  const plan = planHold(decision, at, smsId, quiet);
+  return { quietWindow: plan.window, content: message.text, releaseAt: plan.releaseAt, expiresAt: plan.expiresAt };
+}
+
 /** The claims of one grouped write, all in `trx`: one answer per item, in order. */
 async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database>, tally: StatsTally, items: ClaimItem[]): Promise<ClaimAnswer[]> {
   const at = deps.now();
@@ -157,9 +175,17 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       ...(deps.costs && !refusals[i] ? estimateColumns(deps.costs, m.provider.name, m.country ?? null, m.segments) : NOT_COUNTED),
     };
   });
+  // The hold is decided here, at the claim, with the row's own sms_id (its release is spread by it): a repeat of an
+  // activity.id finds the row and is answered from it (idempotency.ts), so nothing is held twice.
+  const holds = rows.map((r, i) => (refusals[i] ? undefined : holdOf(deps, messages[i]!, r.sms_id, at)));
   const inserted = await insertNewMessages(
     trx,
-    rows.filter((_, i) => !refusals[i]),
+    rows.filter((_, i) => !refusals[i] && !holds[i]),
+  );
+  const held = await insertHeldMessages(
+    trx,
+    rows.flatMap((message, i) => (holds[i] ? [{ message, hold: holds[i] }] : [])),
+    at,
   );
   const refused = await insertRefusedMessages(
     trx,
@@ -171,7 +197,7 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   tally.push(
     ...rows.flatMap((r, i) => (refusals[i] && refused.has(r.activity_key) ? [{ at, provider: r.provider, outcome: statsOutcome(refusals[i]!) }] : [])),
   );
-  const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key));
+  const repeats = rows.filter((r) => !inserted.has(r.activity_key) && !refused.has(r.activity_key) && !held.has(r.activity_key));
   const existing = new Map(
     (
       await findMessagesByActivityKeys(
@@ -195,6 +221,13 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
     }
     if (refused.has(row.activity_key)) {
       answers.push({ ...refusedAnswer(row.sms_id, refusals[i]!), ...reread });
+      continue;
+    }
+    if (held.has(row.activity_key)) {
+      // A held message counts toward its budgets now, as a sent one: a budget it would pass refuses it instead.
+      charged.push({ index: answers.length, row, createdAt: at });
+      // Accepted: the CRM's custom channel hears 200 with the sms_id, and the conversion follows the send.
+      answers.push({ send: false, result: { outcome: 'submitted', smsId: row.sms_id }, heldUntil: holds[i]!.releaseAt });
       continue;
     }
     const previous = existing.get(row.activity_key);
@@ -222,10 +255,15 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
         answers.push(refusedAnswer(decision.smsId, refusal));
         // What its last attempt still counted (an uncertain send) is taken back with it.
         if (previous.cost_source !== null) withdrawn.push(previous);
-      } else {
-        charged.push({ index: answers.length, row: { ...row, sms_id: decision.smsId }, createdAt: Number(previous.created_at), previous });
-        answers.push({ send: true, smsId: decision.smsId, ...reread });
+        continue;
       }
+      charged.push({ index: answers.length, row: { ...row, sms_id: decision.smsId }, createdAt: Number(previous.created_at), previous });
+      // A retry of a transient failure that arrives inside its quiet hours is held like a new message.
+      const hold = holdOf(deps, messages[i]!, decision.smsId, at);
+      if (hold) {
+        await holdReclaimedMessage(trx, decision.smsId, hold, at);
+        answers.push({ send: false, result: { outcome: 'submitted', smsId: decision.smsId }, heldUntil: hold.releaseAt });
+      } else answers.push({ send: true, smsId: decision.smsId, ...reread });
     } else if (decision.action === 'resolve-lost-send') {
       // The sweep's change, made now (expireDispatchLeases): `uncertain`, its lookup pending, or `submitted` where a
       // receipt already came. Nothing here sends it: the dispatcher asks its provider, then claims it again.
@@ -297,7 +335,10 @@ async function chargeSends(
   }
 }
 
-export function createClaimStep(deps: ClaimStepDeps) {
+export function createClaimStep(claimDeps: ClaimStepDeps) {
+  // No window configured: no message is held, and the claim does not ask.
+  const windows = claimDeps.quietHours && Object.keys(claimDeps.quietHours.windows).length > 0;
+  const deps = windows ? claimDeps : { ...claimDeps, quietHours: undefined };
   const { logger } = deps;
   const writes = deps.queue.writer<ClaimItem, ClaimAnswer>((trx, items, tally) => claimInTransaction(deps, trx, tally, items));
 
@@ -326,6 +367,19 @@ export function createClaimStep(deps: ClaimStepDeps) {
         }
         // Counted once its row holds the note: a national reading of a message that goes to its provider.
         if (answer.send && message.reading?.outcome === 'national') deps.metrics?.recipientRead(`national_by_${message.reading.basis}`);
+        if (!answer.send && 'heldUntil' in answer) {
+          logger.info(
+            {
+              sms_id: answer.result.smsId,
+              activity_id: message.activityKey,
+              to: maskPhoneNumber(message.recipient),
+              held_until: new Date(answer.heldUntil).toISOString(),
+              request_id: requestId,
+            },
+            'sms held for its quiet hours',
+          );
+          return { send: false, result: answer.result };
+        }
         if (!answer.send && 'suppressed' in answer) {
           deps.metrics?.sendSuppressed(answer.suppressed);
           logger.info(

@@ -31,6 +31,10 @@ import type { ReceiptIntake } from '../delivery/intake.js';
 import { lookupOptionsOf, resolveLostSends, type LookupObservers } from '../delivery/lookups.js';
 import type { Routing } from '../provider-wrappers/routing.js';
 import { routingApplies, withRoutingVerdicts } from './routing-verdict.js';
+import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
+import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { Wake } from '../outbox/wake.js';
+import { createHeldSender, type HeldSendPort } from './held-sends.js';
 
 export type { DispatchResult, PreparedMessage };
 
@@ -73,6 +77,8 @@ export interface DispatcherDeps {
    * routing verdict is decided before its claim (routing-verdict.ts). Absent: every country, routes by their members.
    */
   routing?: Pick<Routing, 'snapshot' | 'countRefusal'>;
+  /** quiet_hours: messages inside their quiet hours are held at the claim (claim.ts, quiet-hours.ts). */
+  quietHours?: QuietHoursConfig;
 }
 
 export interface DispatchOptions {
@@ -272,6 +278,16 @@ export function createDispatcher(deps: DispatcherDeps) {
     },
 
     /**
+     * The send of a held message whose window opened (held-sends.ts), through this dispatcher's send and record
+     * steps: the same throttles, deadlines and stop as every send.
+     */
+    heldSender(options: { router: ProviderRouter; wake: Wake; quietHours: QuietHoursConfig }) {
+      const { routing } = deps;
+      const decideRoute = routing && ((m: PreparedMessage) => withRoutingVerdicts([m], routing.snapshot(), deps.now(), routing.countRefusal)[0]!);
+      return createHeldSender({ ...deps, ...options, queue, send: sender.send, record, ...(decideRoute ? { decideRoute } : {}) });
+    },
+
+    /**
      * For a graceful stop: requests in flight finish at once, their messages not yet handed to a provider
      * answered `retryable` and left free to send again, so the CRM's retry can go to another instance instead of
      * its request being cut off when the process exits. Sends under way complete.
@@ -303,8 +319,20 @@ export function startDispatcher(
   config: Readonly<Config>,
   deps: Omit<
     DispatcherDeps,
-    'storeContent' | 'repeatTimings' | 'sendTimeoutMs' | 'onRecipientOptedOut' | 'playerCountries' | 'defaultRegion' | 'resolveLostSends' | 'metrics'
+    | 'storeContent'
+    | 'repeatTimings'
+    | 'sendTimeoutMs'
+    | 'onRecipientOptedOut'
+    | 'playerCountries'
+    | 'defaultRegion'
+    | 'resolveLostSends'
+    | 'metrics'
+    | 'quietHours'
   > & {
+    /** The held sends outbox's port (absent when its loop does not run here): bound to this dispatcher's held sender. */
+    heldSends?: HeldSendPort | undefined;
+    router: ProviderRouter;
+    wake: Wake;
     backend: OperatorBackend;
     /** The providers a retry of a lost send asks, as the sweep does (src/delivery/lookups.ts). */
     providers: readonly SmsProvider[];
@@ -312,7 +340,7 @@ export function startDispatcher(
   },
   shutdown: Shutdown,
 ): Dispatcher {
-  const { backend, providers, ...rest } = deps;
+  const { backend, providers, heldSends, router, wake, ...rest } = deps;
   const lookups = lookupOptionsOf(config, providers);
   const observers = { logger: deps.logger, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
   const dispatcher = createDispatcher({
@@ -326,7 +354,9 @@ export function startDispatcher(
     playerCountries: backend.playerCountries && ((userIds) => backend.playerCountries!(userIds)),
     defaultRegion: config.sms.default_region,
     onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
+    quietHours: config.quiet_hours,
   });
+  heldSends?.bind(dispatcher.heldSender({ router, wake, quietHours: config.quiet_hours }));
   shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());
   shutdown.after(shutdown.budgetMs / 2, () => dispatcher.abandonInFlight());
   return dispatcher;

@@ -33,6 +33,9 @@ export function decideRepeat(
 ): RepeatDecision {
   switch (row.state) {
     case 'submitted':
+    // Accepted inside its quiet hours and answered 200 then: the held sends outbox sends it once its window opens,
+    // so a repeat answers the same sms_id and holds nothing again.
+    case 'held':
       return { action: 'answer-sent', smsId: row.sms_id };
     case 'rejected':
       return { action: 'answer-failed', smsId: row.sms_id, error: row.error ?? 'rejected by the provider' };

@@ -149,6 +149,7 @@ describe('a message timeline', () => {
     route: null,
     route_rule: null,
     route_rule_name: null,
+    held_until: null,
   };
   const receipt = {
     id: 1,

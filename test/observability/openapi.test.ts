@@ -172,6 +172,17 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /console/credits/replay 401': () => call(gw, '/console/credits/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
   'POST /console/credits/replay 403': () =>
     call(gw, '/console/credits/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
+  'GET /console/dead-held-sends 200': () => call(gw, '/console/dead-held-sends', { headers: { cookie: session.cookie } }),
+  'GET /console/dead-held-sends 400': () => call(gw, '/console/dead-held-sends?cursor=x', { headers: { cookie: session.cookie } }),
+  'GET /console/dead-held-sends 401': () => call(gw, '/console/dead-held-sends'),
+  'GET /console/dead-held-sends 403': () => call(closed, '/console/dead-held-sends'),
+  'POST /console/held-sends/replay 303': () =>
+    call(gw, '/console/held-sends/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'matching' } }),
+  'POST /console/held-sends/replay 400': () =>
+    call(gw, '/console/held-sends/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
+  'POST /console/held-sends/replay 401': () => call(gw, '/console/held-sends/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
+  'POST /console/held-sends/replay 403': () =>
+    call(gw, '/console/held-sends/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
   'POST /console/login 303': () => call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
   'POST /console/login 401': () => call(gw, '/console/login', { method: 'POST', form: { key: 'not-the-key' } }),
   'POST /console/login 403': () => call(closed, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
@@ -225,6 +236,9 @@ const cases: Record<string, () => Promise<Answer>> = {
   'POST /reconciliation 400': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, json: { field: 7 } }),
   'POST /reconciliation 401': () => call(gw, '/reconciliation', { method: 'POST', json: { field: 'blocked' } }),
   'POST /reconciliation 415': () => call(gw, '/reconciliation', { method: 'POST', headers: crm, body: '{}' }),
+  'GET /admin/held-sends 200': () => call(gw, '/admin/held-sends', { headers: admin }),
+  'GET /admin/held-sends 401': () => call(gw, '/admin/held-sends'),
+  'GET /admin/held-sends 403': () => call(closed, '/admin/held-sends', { headers: admin }),
   'POST /admin/credits/replay 200': () => call(gw, '/admin/credits/replay', { method: 'POST', headers: admin, json: {} }),
   'POST /admin/credits/replay 400': () => call(gw, '/admin/credits/replay', { method: 'POST', headers: admin, json: { credit_ids: ['x'] } }),
   'POST /admin/credits/replay 401': () => call(gw, '/admin/credits/replay', { method: 'POST', json: {} }),
