@@ -10,7 +10,13 @@ export async function runRetentionCommand(config: Readonly<Config>, out: Writabl
   // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'retention');
   try {
-    const { deleted, blanked } = await createRetention({ db: ledger.db, settings: config.retention, now: Date.now, logger }).runPass();
+    const { deleted, blanked } = await createRetention({
+      db: ledger.db,
+      spaceCheckpoints: ledger.spaceCheckpoints,
+      settings: config.retention,
+      now: Date.now,
+      logger,
+    }).runPass();
     out.write(
       `retention: deleted messages=${deleted.messages} receipts=${deleted.receipts} events=${deleted.crm_events} inbound=${deleted.inbound_messages}` +
         ` blanked messages=${blanked.messages} inbound=${blanked.inbound_messages}\n`,

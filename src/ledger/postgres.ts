@@ -23,5 +23,5 @@ export function openPostgresLedger(config: Config['database'], options: LedgerOp
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // PostgreSQL reads take a connection of their own from the pool anyway.
-  return { db, readDb: db, flags, close: () => db.destroy() };
+  return { db, readDb: db, flags, spaceCheckpoints: () => () => {}, close: () => db.destroy() };
 }

@@ -186,6 +186,15 @@ export function openSqliteLedger(config: Config['database'], options: LedgerOpti
     db,
     readDb: reader?.db ?? db,
     flags,
+    spaceCheckpoints(walBytes) {
+      if (file === ':memory:') return () => {};
+      if (checkpointer) return checkpointer.spaceOut(walBytes);
+      // Commits checkpoint (a short command): past this many pages instead of SQLite's 1,000, then as before.
+      sqlite.pragma(`wal_autocheckpoint = ${Math.max(1_000, Math.ceil(walBytes / 4_096))}`);
+      return () => {
+        if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+      };
+    },
     async close() {
       await reader?.close();
       await db.destroy();
