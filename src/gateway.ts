@@ -129,7 +129,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     transact: ledgerWrites.transact,
     circuits: () => providerHealth.failover.snapshot(),
   });
-  const timers = startDeliveryTimers(config, { db, spaceCheckpoints: ledger.spaceCheckpoints, now, logger, metrics, providers, wake }, shutdown);
+  const timers = startDeliveryTimers(
+    config,
+    { db, spaceCheckpoints: ledger.spaceCheckpoints, writesWaiting: ledgerWrites.busy, now, logger, metrics, providers, wake },
+    shutdown,
+  );
   const { logFields, ...urls } = await startListeners(config, { api: app.fetch, metrics: metricsApp.fetch }, shutdown);
   publicUrl = urls.publicUrl;
 

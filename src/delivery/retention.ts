@@ -66,6 +66,11 @@ export interface RetentionDeps {
   db: Kysely<Database>;
   /** The ledger's Ledger.spaceCheckpoints: SQLite copies the WAL into the file less often while a pass deletes. */
   spaceCheckpoints?: (walBytes: number) => () => void;
+  /**
+   * Whether writes of this process wait for the writer now (serve: its transaction queue). Absent (the `retention`
+   * command, a process of its own): the pass never pauses.
+   */
+  writesWaiting?: () => boolean;
   settings: RetentionSettings;
   now: () => number;
   metrics?: RetentionMetrics;
@@ -82,13 +87,18 @@ export interface RetentionDeps {
 export const RETENTION_CHECKPOINT_SPACING = 1024 * 1024 * 1024;
 
 /**
- * The share of the ledger's writer (and, on SQLite, of the event loop its statements run on) a pass takes while it
- * deletes: after a chunk that took `busyMs` it waits long enough that sends keep the rest. Pure.
+ * The share of the ledger's writer (and, on SQLite, of the event loop its statements run on) a pass takes while sends
+ * want it. Deleting a message costs about what sending one does (every b-tree it is in is written), so an unpaced pass
+ * next to the bench's sends left them 11% of their rate (bench/README.md "Retention").
  */
-export const RETENTION_SHARE = 1;
+export const RETENTION_SHARE = 0.1;
 
-export function pauseAfterChunk(busyMs: number, share = RETENTION_SHARE): number {
-  return share >= 1 ? 0 : Math.ceil((busyMs * (1 - share)) / share);
+/**
+ * What the pass waits after a chunk that took `busyMs`: nothing when no write waited for the writer meanwhile (the
+ * gateway is quiet: delete at full speed), else long enough that the pass takes `share` of the writer. Pure.
+ */
+export function pauseAfterChunk(busyMs: number, writesWaited: boolean, share = RETENTION_SHARE): number {
+  return !writesWaited || share >= 1 ? 0 : Math.ceil((busyMs * (1 - share)) / share);
 }
 
 const yieldToRequests = (ms: number) => new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
@@ -108,7 +118,7 @@ export function createRetention(deps: RetentionDeps) {
       total += n;
       if (n > 0) metrics?.retentionRows(table, 'deleted', n);
       if (n === 0) return total;
-      await yieldToRequests(pauseAfterChunk(performance.now() - started));
+      await yieldToRequests(pauseAfterChunk(performance.now() - started, deps.writesWaiting?.() ?? false));
     }
   }
 
@@ -123,7 +133,7 @@ export function createRetention(deps: RetentionDeps) {
       if (!result.last) break;
       seen.push(result);
       from = result.last;
-      await yieldToRequests(pauseAfterChunk(performance.now() - started));
+      await yieldToRequests(pauseAfterChunk(performance.now() - started, deps.writesWaiting?.() ?? false));
     }
     return { total, next: nextBlankStart(start, seen) };
   }
