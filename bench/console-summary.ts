@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import { loadConsoleSummary } from '../src/console/summary.js';
 import { findMessageByActivityKey } from '../src/ledger/messages.js';
-import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 import { HOUR_MS, MINUTE_MS, MINUTE_STATS_RETENTION_MS, toStatsRows, type StatsEvent } from '../src/ledger/delivery-stats.js';
 
 const { values } = parseArgs({ options: { messages: { type: 'string', default: '10000000' }, keep: { type: 'boolean', default: false } } });

@@ -19,7 +19,7 @@ import { createAllowedMethods } from './http/method-not-allowed.js';
 import { documentedRoutes } from './http/route-table.js';
 import { isOpenDoor } from './http/public-doors.js';
 import { operatorErrorShape } from './http/operator-errors.js';
-import type { Transact } from './ledger/transaction-queue.js';
+import type { Transact } from './ledger/engine/transaction-queue.js';
 import { accessLog } from './observability/access-log.js';
 import { apiDocsRoutes } from './observability/api-docs-routes.js';
 import { healthRoutes } from './observability/health.js';
@@ -47,7 +47,7 @@ import { createIntakeNotices } from './sms/intake-notices.js';
 export interface AppParts {
   config: Readonly<Config>;
   db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts): readiness and read-only views use it. */
+  /** The ledger's read connection (src/ledger/engine/db.ts): readiness and read-only views use it. */
   readDb: Kysely<Database>;
   router: ProviderRouter;
   dispatcher: Dispatcher;

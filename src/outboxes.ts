@@ -146,7 +146,7 @@ export function startOutboxes(
   if (config.relay.worker && !transport && config.relay.api_keys.length > 0) {
     logger.warn('crm.integration has no url (or rabbitmq, kafka): relayed events wait in the outbox');
   }
-  // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
+  // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/engine/db.ts).
   const eventMetrics = registerEventMetrics(metrics.registry, () => countEventBacklog(deps.readDb), deps.now);
   const creditMetrics = registerCreditMetrics(metrics.registry, () => countCreditBacklog(deps.readDb));
   const kinds = configuredOutboxes(

@@ -13,7 +13,7 @@ import { createLogger } from '../observability/logger.js';
 import { createTracing } from '../observability/tracing.js';
 import type { OutboxKindName } from '../outbox/wake.js';
 import { flushableOutboxes } from '../outboxes.js';
-import { openCheckedLedger } from '../ledger/schema-check.js';
+import { openCheckedLedger } from '../ledger/engine/schema-check.js';
 
 /** Each kind's summary line: its prefix, the word for rows taken, and what could not be reached. */
 const LINES: Record<OutboxKindName, { prefix: string; sent: string; unreachable: string }> = {
@@ -35,7 +35,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable): Promise
     await release();
     throw new ConfigError('crm.webhook_url: required by flush (or crm.integration, to send events, or operator.credits.url, to push credits)');
   }
-  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/engine/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'flush').catch(async (error: unknown) => {
     await release();
     throw error;

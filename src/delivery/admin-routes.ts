@@ -21,7 +21,7 @@ import { MAX_PAGE_SIZE } from './message-query.js';
 
 export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the read-only views read (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   now: () => number;
   wake: Wake;

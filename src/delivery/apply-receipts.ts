@@ -22,7 +22,7 @@ import { receiptsOverCap } from './receipt-cap.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 
 type Trx = Transaction<Database>;
 type MessageState = ReceiptTarget;

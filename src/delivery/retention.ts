@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import {
   blankFinalMessages,
   blankInboundMessages,

@@ -12,7 +12,7 @@ import type { Wake } from '../outbox/wake.js';
 
 export interface EventAdminDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the read-only views read (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   now: () => number;
   wake: Wake;

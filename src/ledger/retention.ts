@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
-import { dialectFlagsOf } from './db.js';
+import { dialectFlagsOf } from './engine/db.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;

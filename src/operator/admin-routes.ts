@@ -23,7 +23,7 @@ import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, readBody } from './requests.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import { replayRoute } from '../outbox/replay-route.js';
 import type { Wake } from '../outbox/wake.js';
 
@@ -64,7 +64,7 @@ const creditReplayAnswerSchema = z.strictObject({ replayed: z.number().int().des
 
 export interface OperatorAdminRouteDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the read-only views read (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   backend: OperatorBackend;
   now: () => number;

@@ -1,13 +1,13 @@
 /**
  * Builds the backend operator.backend names. The http backend connects on its first call; the sql backend opens its
- * read-only scan connection (src/ledger/db.ts, openScanConnection) when given the database config (the gateway does;
+ * read-only scan connection (src/ledger/engine/db.ts, openScanConnection) when given the database config (the gateway does;
  * createApp's fallback does not).
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
 import type { Shutdown } from '../kit/shutdown.js';
-import { openScanConnection } from '../ledger/db.js';
-import type { Ledger } from '../ledger/ledger.js';
+import { openScanConnection } from '../ledger/engine/db.js';
+import type { Ledger } from '../ledger/engine/ledger.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from './backend.js';
 import { createHttpBackend } from './http-backend.js';
@@ -19,7 +19,7 @@ export function createOperatorBackend(
   db: Kysely<Database>,
   now: () => number,
   database?: Config['database'],
-  /** The ledger's read connection (src/ledger/db.ts), for the sql backend's reads. */
+  /** The ledger's read connection (src/ledger/engine/db.ts), for the sql backend's reads. */
   readDb: Kysely<Database> = db,
 ): OperatorBackend {
   if (config.backend === 'http') {

@@ -11,7 +11,7 @@ import { request } from 'undici';
 import type { Config } from '../config/schema.js';
 import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type DueCredit } from '../ledger/credit-delivery.js';
 import { sendEachCommitted, type OutboxDeps, type OutboxKind, type OutboxOutcome } from '../outbox/outbox.js';
-import { dialectFlagsOf } from '../ledger/db.js';
+import { dialectFlagsOf } from '../ledger/engine/db.js';
 import { referencesOfCredit } from '../events/bonus-event.js';
 import { RawJson, stringifyExact } from '../http/exact-json.js';
 import { exactAmount } from './credit-rows.js';

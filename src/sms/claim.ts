@@ -9,7 +9,7 @@
  * - a player who must not get it (src/consents/suppression.ts): stored `rejected`, nothing sent;
  * - a repeat of a send whose process died mid-call: its lease expired here, as the sweep expires it, and the claim
  *   names it `lostSend` for the dispatcher to resolve (its provider asked) before it is claimed again.
- * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
+ * The claims of concurrent requests share one grouped write (src/ledger/engine/transaction-queue.ts); a message whose
  * row cannot be written fails only itself.
  */
 import type { Transaction } from 'kysely';
@@ -26,8 +26,8 @@ import {
   type NewMessage,
 } from '../ledger/messages.js';
 import type { Database } from '../ledger/schema.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
-import { isRefusedValue } from '../ledger/write-errors.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
+import { isRefusedValue } from '../ledger/engine/write-errors.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';

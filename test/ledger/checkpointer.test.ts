@@ -1,5 +1,5 @@
 /**
- * Background WAL checkpoints (src/ledger/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
+ * Background WAL checkpoints (src/ledger/engine/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
  * and a thread copies committed pages into the database file soon after.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 let dir: string;
 let ledger: Ledger | undefined;

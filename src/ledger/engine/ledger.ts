@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 /** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
 export interface DialectFlags {

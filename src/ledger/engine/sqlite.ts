@@ -8,10 +8,10 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import { startCheckpointer } from './checkpointer.js';
 import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 type SqliteConstructor = typeof BetterSqlite3;
 let driver: SqliteConstructor | undefined;

@@ -20,8 +20,8 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import { inTransaction } from './db.js';
-import { type StatsTally, withStatsTally } from './delivery-stats.js';
-import type { Database } from './schema.js';
+import { type StatsTally, withStatsTally } from '../delivery-stats.js';
+import type { Database } from '../schema.js';
 import { isLedgerUnavailable } from './write-errors.js';
 
 /** `tally`: where the work counts delivery stats; they are written when every piece of the transaction has run. */
