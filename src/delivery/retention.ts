@@ -80,7 +80,7 @@ export interface RetentionDeps {
 /**
  * How far apart SQLite's checkpoints are while a pass runs: a chunk's deletes touch pages all over every index of
  * random keys (numbers, provider ids, receipt keys), and each checkpoint writes every page touched since the one
- * before. Measured deleting 150,000 messages of a 3-million-message ledger (bench/README.md "Retention"): bytes
+ * before. Measured deleting 150,000 messages of a 3-million-message ledger (bench/README.md "Retention on a prefilled ledger"): bytes
  * written per deleted message 116 KB with a checkpoint per commit, 57 KB with one per 256 MB, 31 KB per 1 GB. The
  * WAL file grows to this size meanwhile and is cut back once the pass is over.
  */
@@ -89,7 +89,7 @@ export const RETENTION_CHECKPOINT_SPACING = 1024 * 1024 * 1024;
 /**
  * The share of the ledger's writer (and, on SQLite, of the event loop its statements run on) a pass takes while sends
  * want it. Deleting a message costs about what sending one does (every b-tree it is in is written), so an unpaced pass
- * next to the bench's sends left them 11% of their rate (bench/README.md "Retention").
+ * next to the bench's sends left them 11% of their rate (bench/README.md "Retention on a prefilled ledger").
  */
 export const RETENTION_SHARE = 0.1;
 

@@ -76,7 +76,7 @@ export interface Checkpointer {
   /**
    * Until the returned function is called, checkpoints only once the WAL has grown to `walBytes`. A checkpoint copies
    * every page committed since the one before; a bulk delete (retention) touches pages all over the file, hundreds
-   * per commit, so a checkpoint per commit wrote each of them again and again (bench/README.md "Retention").
+   * per commit, so a checkpoint per commit wrote each of them again and again (bench/README.md "Retention on a prefilled ledger").
    */
   spaceOut(walBytes: number): () => void;
 }
