@@ -16,7 +16,7 @@ import { conversionPanel } from '../src/delivery/dead-letters-page.js';
 import { eventPanel } from '../src/events/dead-events-page.js';
 import { creditPanel } from '../src/operator/credits/dead-credits-page.js';
 import { findMessageByActivityKey } from '../src/ledger/messages.js';
-import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 import { HOUR_MS, MINUTE_MS, MINUTE_STATS_RETENTION_MS, toStatsRows, type StatsEvent } from '../src/ledger/delivery-stats.js';
 
 const { values } = parseArgs({ options: { messages: { type: 'string', default: '10000000' }, keep: { type: 'boolean', default: false } } });

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { parseConfig } from '../src/config/load.js';
-import { inTransaction, migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { inTransaction, migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 import { insertCreditUnlessKnown } from '../src/ledger/credits.js';
 import { createBenchDatabase } from './database.js';
 import { baseConfig, CLI } from './server-process.js';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
-import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 import { searchMessages, type MessageFilter } from '../src/ledger/message-search.js';
 
 const DAY_MS = 86_400_000;

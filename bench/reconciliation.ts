@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { parseConfig } from '../src/config/load.js';
-import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 
 const USERS = Number(process.argv[2] ?? 1_000_000);
 const TARGET_TTLB_MS = 2_000;

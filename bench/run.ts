@@ -7,6 +7,9 @@
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
  *   --seed FILE                                 each run's ledger a copy of this SQLite ledger (with --database: the
  *                                               database of that name on the server, copied as a template)
+ *   --retention DURATION                        the gateway runs retention passes (retention.messages DURATION, every
+ *                                               second) while the mode is measured; the line adds the messages they
+ *                                               deleted meanwhile (with --seed, so that there are old ones to delete)
  *   node dist/bench/run.js --prefill N --days D --out FILE   writes such a ledger and exits (--database URL: on
  *                                               PostgreSQL; bench/prefill.ts)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
@@ -58,6 +61,8 @@ interface Options {
   seed: string | undefined;
   /** Gateway processes sharing the ledger, requests spread over them. */
   instances: number;
+  /** retention.messages of the measured gateway, its pass run every second: sends measured while it deletes. */
+  retention: string | undefined;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
   /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
@@ -240,7 +245,8 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const config = (dir: string) => {
     const initial = baseConfig(dir);
     const base = { ...initial, providers: provider.providers };
-    return mode.config?.(base, options) ?? base;
+    const withRetention = options.retention ? { ...base, retention: { messages: options.retention, interval: '1s' }, metrics: { public: true } } : base;
+    return mode.config?.(withRetention, options) ?? withRetention;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
   const database = await createBenchDatabase(options.database, options.seed);
@@ -271,9 +277,13 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   try {
     const urls = servers.map((s) => s.url);
     if (options.warmup > 0) await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-warmup` }, options.warmup);
+    const deletedBefore = options.retention ? await retentionDeleted(urls) : 0;
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-run` }, options.messages);
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
+    const retention = options.retention
+      ? { retention: options.retention, retention_deleted_per_s: Math.round(((await retentionDeleted(urls)) - deletedBefore) / measured.seconds) }
+      : {};
     return {
       mode: name,
       provider: provider.name,
@@ -282,6 +292,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       msgs_per_s: Math.round(measured.messages / measured.seconds),
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : name === 'e2e-single' ? { latency: 'conversion lag from submit' } : {}),
       ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
+      ...retention,
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,
@@ -303,6 +314,19 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   }
 }
 
+/** Messages the gateways' retention passes deleted so far (their /metrics, public in a --retention run). */
+async function retentionDeleted(urls: string[]): Promise<number> {
+  let total = 0;
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('sms_gateway_retention_rows_total{') && l.includes('table="messages"') && l.includes('action="deleted"'));
+    total += line ? Number(line.split(' ').pop()) : 0;
+  }
+  return total;
+}
+
 function parseOptions(argv: string[]): { modes: string[]; options: Options } {
   const { values } = parseArgs({
     args: argv,
@@ -318,6 +342,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       database: { type: 'string' },
       seed: { type: 'string' },
       instances: { type: 'string', default: '1' },
+      retention: { type: 'string' },
       window: { type: 'string', default: '10' },
       'relay-batch-size': { type: 'string' },
       'relay-connections': { type: 'string' },
@@ -345,6 +370,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       database: values.database,
       seed: values.seed,
       instances: int('instances', values.instances, 1),
+      retention: values.retention,
       window: int('window', values.window, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
       relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
-import { migrateToLatest, openLedger } from '../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../src/ledger/engine/db.js';
 
 /** Indexes of `messages` that serve the send path, the receipts and the sweeps, not the search: never dropped. */
 const NOT_SEARCH = new Set(['messages_provider_message_id', 'messages_awaiting_receipt', 'messages_unresolved_sends']);
@@ -64,7 +64,7 @@ async function run(rows: number, variant: string, cacheKib: number, checkpointEv
   const db = new BetterSqlite3(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  // `serve` checkpoints on a thread of its own (ledger/checkpointer.ts), never inside a commit.
+  // `serve` checkpoints on a thread of its own (ledger/engine/checkpointer.ts), never inside a commit.
   db.pragma('wal_autocheckpoint = 0');
   if (cacheKib) db.pragma(`cache_size = -${cacheKib}`);
   const indexes = VARIANTS[variant];

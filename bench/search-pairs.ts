@@ -11,7 +11,7 @@
  * under 200 ms. The file is opened as the gateway opens it and only read.
  */
 import { parseArgs } from 'node:util';
-import { openLedger } from '../src/ledger/db.js';
+import { openLedger } from '../src/ledger/engine/db.js';
 import { SEARCH_STATUSES, searchMessages, type MessageFilter, type MessageSummary } from '../src/ledger/message-search.js';
 
 const DAY_MS = 86_400_000;

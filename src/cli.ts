@@ -197,7 +197,7 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
-      const { openCheckedLedger } = await import('./ledger/schema-check.js');
+      const { openCheckedLedger } = await import('./ledger/engine/schema-check.js');
       const { reportMigrationProgress } = await import('./observability/migrate-progress.js');
       const progress = reportMigrationProgress(process.stderr);
       try {

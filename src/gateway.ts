@@ -35,9 +35,9 @@ import { openListeners } from './http/listeners.js';
 import { createAddressSet } from './kit/address-blocks.js';
 import type { Clock } from './kit/clock.js';
 import { createShutdown } from './kit/shutdown.js';
-import type { Ledger } from './ledger/ledger.js';
-import { openCurrentLedger } from './ledger/open-current.js';
-import { createTransactionQueue } from './ledger/transaction-queue.js';
+import type { Ledger } from './ledger/engine/ledger.js';
+import { openCurrentLedger } from './ledger/engine/open-current.js';
+import { createTransactionQueue } from './ledger/engine/transaction-queue.js';
 import { healthRoutes } from './observability/health.js';
 import { createLedgerMetrics } from './observability/ledger-metrics.js';
 import { createLogger } from './observability/logger.js';
@@ -205,7 +205,11 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   );
   await started('dispatcher');
   startPriceFetch(config, { db, book: costs, providers, now, logger }, shutdown);
-  const timers = startDeliveryTimers(config, { db, now, logger, metrics, providers, wake, costs }, shutdown);
+  const timers = startDeliveryTimers(
+    config,
+    { db, spaceCheckpoints: ledger.spaceCheckpoints, writesWaiting: ledgerWrites.busy, now, logger, metrics, providers, wake, costs },
+    shutdown,
+  );
   await started('timers');
 
   // The sub-apps, each built once, in the order they are mounted.

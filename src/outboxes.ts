@@ -67,7 +67,7 @@ export function startOutboxes(
   const clients = new Map<string, unknown>();
   const context = { purpose: 'serve' as const, logger: deps.logger, tracing: deps.tracing, http };
   for (const descriptor of outboxes) {
-    // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/db.ts).
+    // Scrape-time reads on the read connection, so a scrape never waits behind a write (src/ledger/engine/db.ts).
     const metrics = descriptor.metrics(deps.registry, { readDb: deps.readDb, now: deps.now });
     const receiver = descriptor.receiver(config, context);
     if (!receiver) continue;

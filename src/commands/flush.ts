@@ -12,7 +12,7 @@ import { createLogger } from '../observability/logger.js';
 import { createTracing } from '../observability/tracing.js';
 import type { OutboxDescriptor } from '../outbox/descriptor.js';
 import { flushableOutboxes, OUTBOXES } from '../outboxes.js';
-import { openCheckedLedger } from '../ledger/schema-check.js';
+import { openCheckedLedger } from '../ledger/engine/schema-check.js';
 
 /** ` name=n` for each count. */
 const counted = (counts: Record<string, number> = {}) =>
@@ -34,7 +34,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable, outboxes
     await release();
     throw new ConfigError('crm.webhook_url: required by flush (or crm.integration, to send events, or operator.credits.url, to push credits)');
   }
-  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/engine/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'flush').catch(async (error: unknown) => {
     await release();
     throw error;

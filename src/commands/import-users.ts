@@ -13,7 +13,7 @@ import type { Database } from '../ledger/schema.js';
 import { createProgressLine } from '../observability/progress.js';
 import { saveLoadedUsers, toLoadedUser, type LoadedUser } from '../operator/players/load-players.js';
 import { adminUserSchema, parseBody } from '../operator/requests.js';
-import { openCheckedLedger } from '../ledger/schema-check.js';
+import { openCheckedLedger } from '../ledger/engine/schema-check.js';
 
 export interface ImportProgress {
   lines: number;
@@ -87,7 +87,7 @@ export async function runImportUsers(config: Readonly<Config>, file: string, io:
     io.err.write('import users: operator.backend is http, so the CRM reads players from the operator platform; nothing to import\n');
     return 2;
   }
-  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/engine/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'import users');
   try {
     const input = createReadStream(file);

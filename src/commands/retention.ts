@@ -3,14 +3,20 @@ import type { Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../observability/logger.js';
 import { createRetention } from '../delivery/retention.js';
-import { openCheckedLedger } from '../ledger/schema-check.js';
+import { openCheckedLedger } from '../ledger/engine/schema-check.js';
 
 export async function runRetentionCommand(config: Readonly<Config>, out: Writable): Promise<number> {
   const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
-  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/schema-check.ts).
+  // Never migrates: a schema that is not this version's is refused, naming `migrate` (src/ledger/engine/schema-check.ts).
   const { ledger } = await openCheckedLedger(config.database, 'job', 'retention');
   try {
-    const { deleted, blanked } = await createRetention({ db: ledger.db, settings: config.retention, now: Date.now, logger }).runPass();
+    const { deleted, blanked } = await createRetention({
+      db: ledger.db,
+      spaceCheckpoints: ledger.spaceCheckpoints,
+      settings: config.retention,
+      now: Date.now,
+      logger,
+    }).runPass();
     out.write(
       `retention: deleted messages=${deleted.messages} receipts=${deleted.receipts} events=${deleted.crm_events} inbound=${deleted.inbound_messages}` +
         ` blanked messages=${blanked.messages} inbound=${blanked.inbound_messages}\n`,

@@ -16,7 +16,7 @@ import type { Database } from '../ledger/schema.js';
 import { maskPhoneNumber } from '../observability/logger.js';
 import type { RecipientCheck } from './suppression.js';
 import { keywordAction, type KeywordAction, type KeywordLists } from './keywords.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 
 export interface InboundDeps {
   db: Kysely<Database>;

@@ -11,7 +11,7 @@ import { recordSmsConsentChanges } from '../ledger/consent-changes.js';
 import type { Database } from '../ledger/schema.js';
 import type { OperatorBackend } from '../operator/backend.js';
 import type { RecipientCheck } from './suppression.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 
 export interface ConsentChangeDeps {
   db: Kysely<Database>;

@@ -35,7 +35,7 @@ import { consoleActor, controlBodyOfForm, renderRoutingPage } from './routing-pa
 
 export interface ConsoleRouteDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the read-only views read (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   adminKey: string | undefined;
   /** Production: the session cookie is always `Secure` (sent over HTTPS only). */

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { PriceFetch, SmsProvider } from '../../providers/types.js';
 import type { Config } from '../config/schema.js';
 import type { Shutdown } from '../kit/shutdown.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import { claimDuePriceFetches, deferPriceFetch, finishPriceFetch, type ClaimedPriceFetch } from '../ledger/price-fetches.js';
 import type { Database } from '../ledger/schema.js';
 import { recordReceiptCosts } from './charges.js';

@@ -21,7 +21,7 @@ import { MAX_PAGE_SIZE } from './message-query.js';
 
 export interface DeliveryAdminRouteDeps {
   db: Kysely<Database>;
-  /** Where the read-only views read (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the read-only views read (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   /** sms.default_region: how a national recipient number in a search is read. */
   defaultRegion: string | undefined;

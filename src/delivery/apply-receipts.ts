@@ -23,7 +23,7 @@ import { receiptsOverCap } from './receipt-cap.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import { recordReceiptCosts } from '../costs/charges.js';
 import type { CostBook } from '../costs/cost-book.js';
 

@@ -14,7 +14,7 @@ export interface WebhookMetrics {
   conversionsDeadLettered(count: number): void;
 }
 
-/** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/db.ts). */
+/** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/engine/db.ts). */
 export function registerConversionMetrics(registry: Registry, sources: { readDb: Kysely<Database>; now: () => number }): WebhookMetrics {
   const registers = [registry];
   const { readDb, now } = sources;

@@ -11,8 +11,8 @@ import type { MappedStatus, ReceiptEvent } from '../../providers/types.js';
 import type { SendOutcomeRecord } from '../ledger/messages.js';
 import { anyParkedReceipts, setAsideParkedBeyond } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
-import { isRefusedValue } from '../ledger/write-errors.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
+import { isRefusedValue } from '../ledger/engine/write-errors.js';
 import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { Wake } from '../outbox/wake.js';
@@ -72,7 +72,7 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
 
   const intake: ReceiptIntake = {
     /**
-     * Each event is written on its own if its group fails (src/ledger/transaction-queue.ts), so one event that cannot be
+     * Each event is written on its own if its group fails (src/ledger/engine/transaction-queue.ts), so one event that cannot be
      * stored never costs the others. An event the ledger refuses as a value is logged and dropped (a retry cannot
      * store it); any other failure answers 5xx, so the provider sends the request again (stored events deduplicate).
      */

@@ -13,7 +13,7 @@
 import type { Kysely } from 'kysely';
 import type { LookupResult, SmsProvider } from '../../providers/types.js';
 import type { Config } from '../config/schema.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import { withStatsTally } from '../ledger/delivery-stats.js';
 import type { Database } from '../ledger/schema.js';
 import {

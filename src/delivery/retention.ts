@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import {
   blankFinalMessages,
   blankInboundMessages,
@@ -64,13 +64,44 @@ export interface RetentionResult {
 
 export interface RetentionDeps {
   db: Kysely<Database>;
+  /** The ledger's Ledger.spaceCheckpoints: SQLite copies the WAL into the file less often while a pass deletes. */
+  spaceCheckpoints?: (walBytes: number) => () => void;
+  /**
+   * Whether writes of this process wait for the writer now (serve: its transaction queue). Absent (the `retention`
+   * command, a process of its own): the pass never pauses.
+   */
+  writesWaiting?: () => boolean;
   settings: RetentionSettings;
   now: () => number;
   metrics?: RetentionMetrics;
   logger?: Pick<Logger, 'info' | 'error'>;
 }
 
-const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * How far apart SQLite's checkpoints are while a pass runs: a chunk's deletes touch pages all over every index of
+ * random keys (numbers, provider ids, receipt keys), and each checkpoint writes every page touched since the one
+ * before. Measured deleting 150,000 messages of a 3-million-message ledger (bench/README.md "Retention on a prefilled ledger"): bytes
+ * written per deleted message 116 KB with a checkpoint per commit, 57 KB with one per 256 MB, 31 KB per 1 GB. The
+ * WAL file grows to this size meanwhile and is cut back once the pass is over.
+ */
+export const RETENTION_CHECKPOINT_SPACING = 1024 * 1024 * 1024;
+
+/**
+ * The share of the ledger's writer (and, on SQLite, of the event loop its statements run on) a pass takes while sends
+ * want it. Deleting a message costs about what sending one does (every b-tree it is in is written), so an unpaced pass
+ * next to the bench's sends left them 11% of their rate (bench/README.md "Retention on a prefilled ledger").
+ */
+export const RETENTION_SHARE = 0.1;
+
+/**
+ * What the pass waits after a chunk that took `busyMs`: nothing when no write waited for the writer meanwhile (the
+ * gateway is quiet: delete at full speed), else long enough that the pass takes `share` of the writer. Pure.
+ */
+export function pauseAfterChunk(busyMs: number, writesWaited: boolean, share = RETENTION_SHARE): number {
+  return !writesWaited || share >= 1 ? 0 : Math.ceil((busyMs * (1 - share)) / share);
+}
+
+const yieldToRequests = (ms: number) => new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
 
 /** A retention runner: it remembers how far blanking got, so each pass reads only rows it has not blanked yet. */
 export function createRetention(deps: RetentionDeps) {
@@ -82,11 +113,12 @@ export function createRetention(deps: RetentionDeps) {
   async function deleteAll(table: RetentionTable, chunk: () => Promise<number>): Promise<number> {
     let total = 0;
     for (;;) {
+      const started = performance.now();
       const n = await chunk();
       total += n;
       if (n > 0) metrics?.retentionRows(table, 'deleted', n);
       if (n === 0) return total;
-      await yieldToRequests();
+      await yieldToRequests(pauseAfterChunk(performance.now() - started, deps.writesWaiting?.() ?? false));
     }
   }
 
@@ -94,18 +126,28 @@ export function createRetention(deps: RetentionDeps) {
     const seen: BlankChunk[] = [];
     let total = 0;
     for (let from = start; ; ) {
+      const started = performance.now();
       const result = await chunk(from);
       if (result.blanked > 0) metrics?.retentionRows(table, 'blanked', result.blanked);
       total += result.blanked;
       if (!result.last) break;
       seen.push(result);
       from = result.last;
-      await yieldToRequests();
+      await yieldToRequests(pauseAfterChunk(performance.now() - started, deps.writesWaiting?.() ?? false));
     }
     return { total, next: nextBlankStart(start, seen) };
   }
 
   async function pass(): Promise<RetentionResult> {
+    const release = deps.spaceCheckpoints?.(RETENTION_CHECKPOINT_SPACING);
+    try {
+      return await deleteAndBlank();
+    } finally {
+      release?.();
+    }
+  }
+
+  async function deleteAndBlank(): Promise<RetentionResult> {
     const cut = retentionCutoffs(deps.now(), settings);
     const result: RetentionResult = {
       deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },

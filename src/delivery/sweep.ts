@@ -17,7 +17,7 @@ import type { Database } from '../ledger/schema.js';
 import { deleteSetAsideReceipts, expireParkedReceipts } from '../ledger/receipts.js';
 import { matchAllParkedReceipts, type ReceiptObservers } from './apply-receipts.js';
 import { querySilentMessages, resolveLostSends, type LookupOptions, type LookupSummary } from './lookups.js';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 
 export async function markTimedOutAsUnknown(db: Kysely<Database>, now: number, unknownAfterMs: number, observers: ReceiptObservers = {}): Promise<number> {
   const cutoff = now - unknownAfterMs;

@@ -18,6 +18,10 @@ import { runSweep, type SweepResult } from './sweep.js';
 
 export interface DeliveryTimerDeps {
   db: Kysely<Database>;
+  /** Ledger.spaceCheckpoints, for the retention pass. */
+  spaceCheckpoints?: (walBytes: number) => () => void;
+  /** Whether sends (and other grouped writes) wait for the ledger's writer: the pass gives way to them. */
+  writesWaiting?: () => boolean;
   now: () => number;
   logger: Logger;
   metrics: GatewayMetrics;
@@ -46,7 +50,15 @@ export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTime
   }, config.delivery.sweep_interval);
   sweepTimer.unref();
   // Old rows go off the request path, a small transaction at a time (retention.ts).
-  const retention = createRetention({ db, settings: config.retention, now, metrics, logger });
+  const retention = createRetention({
+    db,
+    spaceCheckpoints: deps.spaceCheckpoints,
+    writesWaiting: deps.writesWaiting,
+    settings: config.retention,
+    now,
+    metrics,
+    logger,
+  });
   const retentionTimer = setInterval(() => {
     retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
   }, config.retention.interval);

@@ -1,7 +1,7 @@
 /**
  * Accepting a relayed event: find the credit a bonus event refers to, apply the one-per-status rule (a player's, a
  * retry answered, another body refused: decideBonusRepeat), and commit the body to the outbox. Runs inside the caller's transaction; answers a value, never throws for a bad event, so a
- * refused event never fails the others sharing the commit (src/ledger/transaction-queue.ts).
+ * refused event never fails the others sharing the commit (src/ledger/engine/transaction-queue.ts).
  */
 import type { Transaction } from 'kysely';
 import { findCreditById, findLatestCreditForBonus, type CreditRow } from '../ledger/credits.js';

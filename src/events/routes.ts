@@ -6,7 +6,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route as entry, type ResponseDoc, type RouteDoc } from '../http/route-table.js';
-import type { Transact } from '../ledger/transaction-queue.js';
+import type { Transact } from '../ledger/engine/transaction-queue.js';
 import { requireApiKey } from '../auth/api-key.js';
 import { readJsonBody } from '../http/json-body.js';
 import { describeFirstIssue } from '../http/zod-issue.js';

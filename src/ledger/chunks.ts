@@ -8,7 +8,7 @@ export const IDS_PER_STATEMENT = 500;
 
 /**
  * The row counts a statement is given, about 1.5× apart. A statement's text, its query template (query-template.ts)
- * and its prepared statement (sqlite.ts) exist once per row count: were every count from 1 to 200 used, a long-running
+ * and its prepared statement (engine/sqlite.ts) exist once per row count: were every count from 1 to 200 used, a long-running
  * gateway would keep about 200 shapes of each hot statement. With these a group of any size needs at most a few
  * statements, and each statement has at most 17 shapes.
  */

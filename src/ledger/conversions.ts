@@ -1,7 +1,7 @@
 /** Repository for the conversion outbox: one query, one name (docs/design.md §8). */
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
-import type { DialectFlags } from './ledger.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';

@@ -5,7 +5,7 @@
  * workers never push the same credit at once, and a worker that died leaves its claim to expire.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import type { DialectFlags } from './ledger.js';
+import type { DialectFlags } from './engine/ledger.js';
 import type { Database, OperatorCreditsTable } from './schema.js';
 import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 

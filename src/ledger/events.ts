@@ -3,7 +3,7 @@
  * the database or a transaction first, so a data change and the event it causes commit together.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import type { DialectFlags } from './ledger.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';

@@ -8,7 +8,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { insertConversions } from './conversions.js';
-import type { DialectFlags } from './ledger.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { insertHeldMessageRows, type NewMessage } from './messages.js';
 import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 import type { Database, MessagesTable } from './schema.js';

@@ -13,7 +13,7 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type PgModule from 'pg';
-import { migrateToLatest, openLedger } from './db.js';
+import { migrateToLatest, openLedger } from './engine/db.js';
 import { PREFILL_TABLES, prefillRows, type PrefillBatch, type PrefillRowOptions, type PrefillTable } from './prefill-rows.js';
 
 export interface PrefillOptions extends Omit<PrefillRowOptions, 'from' | 'to'> {
@@ -97,7 +97,7 @@ function conflictTail(table: PrefillTable): string {
 function sqliteWriter(file: string): BatchWriter {
   const sqlite = new (createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3)(file);
   // A file being filled is no ledger yet: no journal, no fsync, and a page cache large enough for the random inserts
-  // into the indexes of numbers and provider ids. The served gateway sets its own (sqlite.ts).
+  // into the indexes of numbers and provider ids. The served gateway sets its own (engine/sqlite.ts).
   sqlite.pragma('journal_mode = OFF');
   sqlite.pragma('synchronous = OFF');
   sqlite.pragma('cache_size = -1000000');
@@ -141,7 +141,7 @@ function sqliteWriter(file: string): BatchWriter {
     async finish() {
       for (const index of dropped) sqlite.exec(index.sql);
       sqlite.exec('analyze');
-      // The gateway opens its ledger in WAL mode (sqlite.ts); a file left in it needs no change at the first open.
+      // The gateway opens its ledger in WAL mode (engine/sqlite.ts); a file left in it needs no change at the first open.
       sqlite.pragma('journal_mode = WAL');
     },
     close: async () => {

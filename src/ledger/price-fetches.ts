@@ -4,7 +4,7 @@
  * (several instances share the table), and finished or put off after each ask, which happens outside any transaction.
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectFlagsOf, inTransaction } from './db.js';
+import { dialectFlagsOf, inTransaction } from './engine/db.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import type { Database, PriceFetchesTable } from './schema.js';
 

@@ -5,7 +5,7 @@ import { errorAnswerSchema } from '../http/error-answer.js';
 import { mountRoutes, route } from '../http/route-table.js';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { pingDatabase } from '../ledger/db.js';
+import { pingDatabase } from '../ledger/engine/db.js';
 import { requestLogger } from './request-context.js';
 
 export function healthRoutes(db: Kysely<any>, logger?: Logger) {

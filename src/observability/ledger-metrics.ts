@@ -6,7 +6,7 @@ import type { Database } from '../ledger/schema.js';
 import { readBuildInfo } from './build-info.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 
-/** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/db.ts). */
+/** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/engine/db.ts). */
 export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>, readDb: Kysely<Database>): GatewayMetrics {
   return createGatewayMetrics(
     Object.keys(config.providers),

@@ -4,7 +4,7 @@
  * a big table (2026-11-24-60-console fills messages.user_id) shows as the one still running, with its time so far.
  */
 import { shortDuration, TTY_INTERVAL_MS, LOG_INTERVAL_MS, type ProgressOutput } from './progress.js';
-import type { MigrationStep } from '../ledger/db.js';
+import type { MigrationStep } from '../ledger/engine/db.js';
 
 export function reportMigrationProgress(output: ProgressOutput, now: () => number = Date.now) {
   let current: (MigrationStep & { startedAt: number }) | undefined;

@@ -30,7 +30,7 @@ export interface DeadListSpec<R, M> {
 /** What the descriptors read and write with. */
 export interface DeadListDeps {
   db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts): the lists read there. */
+  /** The ledger's read connection (src/ledger/engine/db.ts): the lists read there. */
   readDb: Kysely<Database>;
   now: () => number;
   /** The configured providers: the dead letters' filter offers them. */

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import { inTransaction } from '../ledger/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
 import type { FailedOutboxRow } from '../ledger/outbox.js';
 import type { Database } from '../ledger/schema.js';
 import { planFailure, type DeadReason, type FailurePlan, type RetryPolicy } from './decisions.js';

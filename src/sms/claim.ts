@@ -11,7 +11,7 @@
  *   its sms_id, and sent by the held sends outbox when its window opens (src/sms/held-sends.ts);
  * - a repeat of a send whose process died mid-call: its lease expired here, as the sweep expires it, and the claim
  *   names it `lostSend` for the dispatcher to resolve (its provider asked) before it is claimed again.
- * The claims of concurrent requests share one grouped write (src/ledger/transaction-queue.ts); a message whose
+ * The claims of concurrent requests share one grouped write (src/ledger/engine/transaction-queue.ts); a message whose
  * row cannot be written fails only itself.
  */
 import type { Transaction } from 'kysely';
@@ -32,8 +32,8 @@ import type { Database } from '../ledger/schema.js';
 import { holdReclaimedMessage, insertHeldMessages, type HoldRow } from '../ledger/held-sends.js';
 import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
 import { decideQuietHours, planHold } from './quiet-hours.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
-import { isRefusedValue } from '../ledger/write-errors.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
+import { isRefusedValue } from '../ledger/engine/write-errors.js';
 import { activityDimensions, chargeClaims, contributionOf, replaceContributions, subjectOf, type ChargeItem } from '../costs/charges.js';
 import { estimateColumns, type CostBook, type CostColumns } from '../costs/cost-book.js';
 import { toMicros } from '../kit/money.js';

@@ -4,13 +4,13 @@
  * 2. send (src/sms/send.ts): the claimed ones handed to their provider, with bounded concurrency, until the deadline;
  * 3. record (src/sms/record.ts): each answer written to its row as the message's SendOutcome (src/sms/outcome.ts).
  * Single and batch requests share it; the ledger writes of concurrent requests share commits through the ledger's
- * one grouping layer (src/ledger/transaction-queue.ts).
+ * one grouping layer (src/ledger/engine/transaction-queue.ts).
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { NOT_SENT_SHUTTING_DOWN } from '../../providers/types.js';
 import type { Database } from '../ledger/schema.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { TRACING_OFF, type TraceSpan, type Tracing } from '../observability/tracing.js';
 import { createClaimStep, type Claim } from './claim.js';

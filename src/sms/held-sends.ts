@@ -14,7 +14,7 @@ import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
 import { failHeldMessage, findHeldRecipient, holdAgain, takeHeldMessage, type DueHeldSend, type HeldMessage } from '../ledger/held-sends.js';
 import type { Database } from '../ledger/schema.js';
 import { decideRelease, releaseTime } from './quiet-hours.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
 import type { OutboxOutcome } from '../outbox/outcome.js';
 import type { Wake } from '../outbox/wake.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';

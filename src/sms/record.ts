@@ -1,13 +1,13 @@
 /**
  * The send path's last step: the provider's answer becomes the message's outcome (src/sms/outcome.ts), written to
- * its ledger row in a grouped write (src/ledger/transaction-queue.ts), counted and logged; a provider's opt-out is
+ * its ledger row in a grouped write (src/ledger/engine/transaction-queue.ts), counted and logged; a provider's opt-out is
  * handed on. The row was committed by the claim before the call, so a receipt can match it whatever happens here.
  */
 import type { ReceiptIntake } from '../delivery/intake.js';
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
 import { recordSendOutcomes, type SendOutcomeRecord } from '../ledger/messages.js';
-import type { TransactionQueue } from '../ledger/transaction-queue.js';
+import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
 import { maskPhoneNumber, maskPhoneNumbersIn } from '../observability/logger.js';
 import type { SendMetrics } from '../observability/metrics.js';
 import { outcomeOf, type DispatchResult } from './outcome.js';

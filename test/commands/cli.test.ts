@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { smsMessage, waitFor } from '../helpers/gateway.js';
-import { migrations } from '../../src/ledger/migrations.js';
+import { migrations } from '../../src/ledger/engine/migrations.js';
 
 const CLI = fileURLToPath(new URL('../../dist/src/cli.js', import.meta.url));
 /** The package's bin (package.json), as npx and cron run it. */

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
 import { runImportUsers } from '../../src/commands/import-users.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import { crmConsents, crmUserDetails, sampleUser } from '../helpers/crm-schemas.js';
 import { startTestGateway, testConfigDocument } from '../helpers/gateway.js';
 
@@ -23,7 +23,7 @@ function capture() {
 let dir: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-import-'));
-  // import users never migrates (src/ledger/schema-check.ts): the schema is brought up first, as `migrate` does.
+  // import users never migrates (src/ledger/engine/schema-check.ts): the schema is brought up first, as `migrate` does.
   const ledger = openLedger(parseConfig(testConfigDocument(dir), {}).database);
   await migrateToLatest(ledger.db);
   await ledger.close();

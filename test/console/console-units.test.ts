@@ -13,8 +13,8 @@ import { replayFormMatch } from '../../src/delivery/dead-letters-page.js';
 import { parseDeadLetterQuery } from '../../src/delivery/dead-letter-query.js';
 import { describeReceiptChecks } from '../../src/delivery/receipt-checks.js';
 import { buildTimeline, type StoryRows } from '../../src/delivery/timeline.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import { migrations } from '../../src/ledger/migrations.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { migrations } from '../../src/ledger/engine/migrations.js';
 
 const form = (entries: Array<[string, string]>) => {
   const data = new FormData();

@@ -5,7 +5,7 @@
  */
 import type { Insertable, Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { nextBlankStart, retentionCutoffs } from '../../src/delivery/retention.js';
+import { nextBlankStart, pauseAfterChunk, retentionCutoffs } from '../../src/delivery/retention.js';
 import { receiptsOverCap } from '../../src/delivery/receipt-cap.js';
 import { BLANKED, SCAN_START } from '../../src/ledger/retention.js';
 import type { Database, MessagesTable } from '../../src/ledger/schema.js';
@@ -352,6 +352,15 @@ describe('retention decisions', () => {
     ],
   ])('cutoffs: %s', (_label, settings, expected) => {
     expect(retentionCutoffs(NOW, settings)).toEqual(expected);
+  });
+
+  it.each([
+    ['no write waited for the writer: on at once', 120, false, 0.1, 0],
+    ['writes waited: a tenth of the writer', 120, true, 0.1, 1_080],
+    ['writes waited: half', 120, true, 0.5, 120],
+    ['a share of all of it never pauses', 120, true, 1, 0],
+  ])('pause after a chunk: %s', (_label, busyMs, waited, share, expected) => {
+    expect(pauseAfterChunk(busyMs, waited, share)).toBe(expected);
   });
 
   const a = { at: 10, key: 'a' };

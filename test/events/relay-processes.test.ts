@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLedger } from '../../src/ledger/db.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
 import amqp, { type ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { FakeIntegrationApi } from '../fakes/crm-integration.js';

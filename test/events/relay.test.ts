@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventPanel } from '../../src/events/dead-events-page.js';
-import { openLedger } from '../../src/ledger/db.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
 import { findEventById } from '../../src/ledger/events.js';
 import { dropTestDatabase, testDatabaseUrl } from '../helpers/database.js';
 import { FakeIntegrationApi } from '../fakes/crm-integration.js';

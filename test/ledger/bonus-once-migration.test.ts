@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bonusOnceKey } from '../../src/events/bonus-event.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { enqueueEventOnce } from '../../src/ledger/events.js';
-import { migrations } from '../../src/ledger/migrations.js';
+import { migrations } from '../../src/ledger/engine/migrations.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 const MIGRATION = '2026-11-28-40-bonus-once-per-player';

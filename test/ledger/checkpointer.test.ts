@@ -1,5 +1,5 @@
 /**
- * Background WAL checkpoints (src/ledger/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
+ * Background WAL checkpoints (src/ledger/engine/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
  * and a thread copies committed pages into the database file soon after.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 let dir: string;
 let ledger: Ledger | undefined;
@@ -18,7 +18,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function openWithRows(backgroundCheckpoints: boolean) {
+async function openWithRows(backgroundCheckpoints: boolean, spaceOut?: (ledger: Ledger) => void) {
   dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
   const file = join(dir, 'ledger.db');
   ledger = openLedger(
@@ -26,6 +26,7 @@ async function openWithRows(backgroundCheckpoints: boolean) {
     backgroundCheckpoints ? { backgroundCheckpoints: { logger: console } } : {},
   );
   await migrateToLatest(ledger.db);
+  spaceOut?.(ledger);
   // Settle what the migrations wrote, then measure what the inserts below add.
   await sql`pragma wal_checkpoint(truncate)`.execute(ledger.db);
   const before = statSync(file).size;
@@ -61,6 +62,28 @@ describe('background WAL checkpoints', () => {
     expect(autocheckpoint).toBe(1_000);
     // Under 1,000 pages nothing checkpoints yet: the rows are still only in the WAL.
     expect(await grows(file, before, 600)).toBe(false);
+  });
+
+  it('while spaced out (a retention pass), leaves the WAL alone until it reaches the spacing, and checkpoints once released', async () => {
+    let release = () => {};
+    const { file, before } = await openWithRows(true, (l) => {
+      release = l.spaceCheckpoints(1024 * 1024 * 1024);
+    });
+    // The thread starts within a second of the WAL passing 4 MiB and would copy the rows at once (the test above).
+    expect(await grows(file, before, 2_500)).toBe(false);
+    release();
+    expect(await grows(file, before, 5_000)).toBe(true);
+  });
+
+  it('spaced out without the thread (a command), commits checkpoint past the spacing instead of 1,000 pages, and at 1,000 again once released', async () => {
+    let release = () => {};
+    await openWithRows(false, (l) => {
+      release = l.spaceCheckpoints(64 * 1024 * 1024);
+    });
+    const pages = async () => (await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(ledger!.db)).rows[0]!.wal_autocheckpoint;
+    expect(await pages()).toBe(16_384);
+    release();
+    expect(await pages()).toBe(1_000);
   });
 
   it('cuts the WAL file back to nothing once writes stop (not at the next write)', async () => {

@@ -6,7 +6,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { countCreditBacklog, listDeadCredits } from '../../src/ledger/credit-delivery.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import { findEventsBySmsId, listEvents } from '../../src/ledger/events.js';
 import type { Database } from '../../src/ledger/schema.js';
 

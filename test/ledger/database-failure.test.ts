@@ -1,6 +1,6 @@
 /** The one line for a ledger that cannot be opened or reached: the key, where it points (never the password), why. */
 import { describe, expect, it } from 'vitest';
-import { databaseTarget, describeDatabaseFailure } from '../../src/ledger/database-failure.js';
+import { databaseTarget, describeDatabaseFailure } from '../../src/ledger/engine/database-failure.js';
 
 const coded = (message: string, code: string) => Object.assign(new Error(message), { code });
 

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRetention } from '../../src/delivery/retention.js';
-import { openLedger } from '../../src/ledger/db.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
 import { prefillLedger } from '../../src/ledger/prefill.js';
 import { dropPostgresDatabase, postgresDatabaseUrl } from '../helpers/database.js';
 import { smsMessage, startTestGateway } from '../helpers/gateway.js';

@@ -1,7 +1,7 @@
 /** What each command does with the schema it finds (judgeSchema), and the line a listener that cannot start gives. */
 import { describe, expect, it } from 'vitest';
 import { listenFailure } from '../../src/kit/command-error.js';
-import { judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/schema-check.js';
+import { judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/engine/schema-check.js';
 
 const CURRENT = { pending: [], unknown: [] };
 const STALE = { pending: ['2026-12-01-01-a', '2026-12-01-02-b'], unknown: [] };

@@ -1,5 +1,5 @@
 /**
- * The transaction queue (src/ledger/transaction-queue.ts), the ledger's one grouping layer: pieces of work and
+ * The transaction queue (src/ledger/engine/transaction-queue.ts), the ledger's one grouping layer: pieces of work and
  * writers' items queued together share one commit, their counter increments are written once at the end, and one
  * failing piece or item fails only itself.
  */
@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
-import { createTransactionQueue } from '../../src/ledger/transaction-queue.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import { createTransactionQueue } from '../../src/ledger/engine/transaction-queue.js';
 
 let dir: string;
 let ledger: Ledger;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLedgerUnavailable, isRefusedValue } from '../../src/ledger/write-errors.js';
+import { isLedgerUnavailable, isRefusedValue } from '../../src/ledger/engine/write-errors.js';
 
 const err = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 

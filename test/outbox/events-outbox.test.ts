@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userConsentsEvent } from '../../src/crm/user-events.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/db.js';
-import type { Ledger } from '../../src/ledger/ledger.js';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import {
   claimDueEvents,
   countEventBacklog,

@@ -240,7 +240,7 @@ describe.skipIf(Boolean(process.env.TEST_DATABASE_URL))('a process killed after 
     let lock: BetterSqlite3.Database | undefined;
     // The receipt beats the answer (posted while the create call is still open); then, before the fake answers, the
     // test takes SQLite's write lock, so the record of the answer cannot be committed: it gives up after the ledger's
-    // busy wait (src/ledger/sqlite.ts), the CRM hears its 200 all the same (the provider took the message), and the
+    // busy wait (src/ledger/engine/sqlite.ts), the CRM hears its 200 all the same (the provider took the message), and the
     // process is killed with the row still `dispatching`.
     const provider = await startTwilioFake({
       callbackStatuses: ['delivered'],

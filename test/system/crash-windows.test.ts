@@ -19,7 +19,7 @@ import { CLI, runCli, startServe, writeConfig } from '../helpers/child.js';
 import { sampleUser } from '../helpers/crm-schemas.js';
 import { dropTestDatabase, testDatabaseUrl } from '../helpers/database.js';
 import { runSendCrash } from '../../bench/send-crash.js';
-import { openLedger } from '../../src/ledger/db.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
 import { smsMessage, startTestGateway, testConfigDocument, TEST_API_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
 const crm = new FakeCrm();

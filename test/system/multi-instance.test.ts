@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLedger } from '../../src/ledger/db.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
 import { FakeCrm } from '../fakes/crm.js';
 import { runCli, startServe, writeConfig } from '../helpers/child.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';

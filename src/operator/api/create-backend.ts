@@ -1,12 +1,12 @@
 /**
  * Builds the backend operator.backend names. The http backend connects on its first call; the sql backend opens its
- * read-only scan connection (src/ledger/db.ts, openScanConnection) from the database config.
+ * read-only scan connection (src/ledger/engine/db.ts, openScanConnection) from the database config.
  */
 import type { Kysely } from 'kysely';
 import type { Config } from '../../config/schema.js';
 import type { Shutdown } from '../../kit/shutdown.js';
-import { openScanConnection } from '../../ledger/db.js';
-import type { Ledger } from '../../ledger/ledger.js';
+import { openScanConnection } from '../../ledger/engine/db.js';
+import type { Ledger } from '../../ledger/engine/ledger.js';
 import type { Database } from '../../ledger/schema.js';
 import type { OperatorBackend } from '../backend.js';
 import { createHttpBackend } from './http-backend.js';
@@ -15,7 +15,7 @@ import { createUpstream } from './upstream.js';
 
 export interface OperatorBackendOptions {
   db: Kysely<Database>;
-  /** The ledger's read connection (src/ledger/db.ts), for the sql backend's reads. */
+  /** The ledger's read connection (src/ledger/engine/db.ts), for the sql backend's reads. */
   readDb: Kysely<Database>;
   now: () => number;
   /** Where the sql backend opens its scan connection. */

@@ -24,11 +24,11 @@ import { consentEntryOf, consentRowOf } from '../players/consent-rows.js';
 import { newCreditRow } from '../credits/credit-rows.js';
 import { CONSENT_TYPES, RECONCILIATION_FIELDS, type ReconciliationField, userRecordSchema } from '../../crm/shapes.js';
 import { describeFirstIssue } from '../../http/zod-issue.js';
-import { inTransaction } from '../../ledger/db.js';
+import { inTransaction } from '../../ledger/engine/db.js';
 
 export interface SqlBackendOptions {
   db: Kysely<Database>;
-  /** Where the CRM's reads go (the ledger's read connection, src/ledger/db.ts); `db` when absent. */
+  /** Where the CRM's reads go (the ledger's read connection, src/ledger/engine/db.ts); `db` when absent. */
   readDb?: Kysely<Database>;
   /** Where reconciliation reads (a read-only connection on SQLite, see create-backend.ts); `db` when absent. */
   scanDb?: Kysely<Database>;

@@ -18,7 +18,7 @@ import { consentRowOf } from './consent-rows.js';
 import { saveLoadedUsers, toLoadedUser } from './load-players.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
 import { adminBonusesSchema, adminConsentsSchema, adminUserSchema, readBody } from '../requests.js';
-import { inTransaction } from '../../ledger/db.js';
+import { inTransaction } from '../../ledger/engine/db.js';
 
 /** The answers of these routes, for the OpenAPI document. */
 const userLoadedAnswerSchema = z.strictObject({ user_id: z.string(), created: z.boolean().describe('true (201) when the user was new') });

@@ -13,7 +13,7 @@ import { playerE164 } from './player-phone.js';
 import { consentRowOf } from './consent-rows.js';
 import type { AdminUser } from '../requests.js';
 import { findHeldSmsOptOuts, keepHeldSmsOptOut, restoreHeldSmsOptOuts } from './sms-opt-out-holds.js';
-import { inTransaction } from '../../ledger/db.js';
+import { inTransaction } from '../../ledger/engine/db.js';
 
 export interface LoadedUser {
   user: OperatorUserRow;

@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 /** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
 export interface DialectFlags {
@@ -22,6 +22,12 @@ export interface Ledger {
    */
   readDb: Kysely<Database>;
   flags: DialectFlags;
+  /**
+   * SQLite: until the returned function is called, the WAL is copied into the database file only once it has grown
+   * to `walBytes` (checkpointer.ts), so a bulk change such as retention writes each page it touches once per such
+   * checkpoint instead of once per commit. PostgreSQL and an in-memory database: nothing to space out.
+   */
+  spaceCheckpoints(walBytes: number): () => void;
   close(): Promise<void>;
 }
 

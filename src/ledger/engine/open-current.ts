@@ -1,12 +1,12 @@
 /**
  * `serve`'s ledger: opened with its background checkpoints, its schema brought up to date, or with `serve
  * --no-migrate` (a `migrate` Job ran first) checked to be, start-up failing with the pending migrations named
- * instead of running them under a liveness probe (the decision: judgeSchema, src/ledger/schema-check.ts). A newer
+ * instead of running them under a liveness probe (the decision: judgeSchema, src/ledger/engine/schema-check.ts). A newer
  * schema (a rollback) is logged once and served. It closes last at shutdown.
  */
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
-import type { Shutdown } from '../kit/shutdown.js';
+import type { Config } from '../../config/schema.js';
+import type { Shutdown } from '../../kit/shutdown.js';
 import type { Ledger } from './ledger.js';
 import { openCheckedLedger } from './schema-check.js';
 

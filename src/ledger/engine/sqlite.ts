@@ -8,10 +8,10 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import { startCheckpointer } from './checkpointer.js';
 import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 type SqliteConstructor = typeof BetterSqlite3;
 let driver: SqliteConstructor | undefined;
@@ -186,6 +186,15 @@ export function openSqliteLedger(config: Config['database'], options: LedgerOpti
     db,
     readDb: reader?.db ?? db,
     flags,
+    spaceCheckpoints(walBytes) {
+      if (file === ':memory:') return () => {};
+      if (checkpointer) return checkpointer.spaceOut(walBytes);
+      // Commits checkpoint (a short command): past this many pages instead of SQLite's 1,000, then as before.
+      sqlite.pragma(`wal_autocheckpoint = ${Math.max(1_000, Math.ceil(walBytes / 4_096))}`);
+      return () => {
+        if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+      };
+    },
     async close() {
       await reader?.close();
       await db.destroy();

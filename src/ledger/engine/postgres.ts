@@ -2,9 +2,9 @@
 import { createRequire } from 'node:module';
 import { Kysely, PostgresDialect } from 'kysely';
 import type PgModule from 'pg';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 export function openPostgresLedger(config: Config['database'], options: LedgerOptions, flags: DialectFlags): Ledger {
   const pg = createRequire(import.meta.url)('pg') as typeof PgModule;
@@ -23,5 +23,5 @@ export function openPostgresLedger(config: Config['database'], options: LedgerOp
   );
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // PostgreSQL reads take a connection of their own from the pool anyway.
-  return { db, readDb: db, flags, close: () => db.destroy() };
+  return { db, readDb: db, flags, spaceCheckpoints: () => () => {}, close: () => db.destroy() };
 }

@@ -6,11 +6,11 @@
  * columns and indexes and keep the old ones, so the older code still finds what it uses; they say so in one line
  * (docs/deployment.md "Rollback").
  */
-import type { Config } from '../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import { describeDatabaseFailure } from './database-failure.js';
 import { migrateToLatest, openLedger, readMigrationState, type MigrationState, type MigrationStep } from './db.js';
 import type { Ledger, LedgerOptions } from './ledger.js';
-import { CommandError } from '../kit/command-error.js';
+import { CommandError } from '../../kit/command-error.js';
 
 /** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */
 export type SchemaMode = 'migrate' | 'no-migrate' | 'job';

@@ -20,8 +20,8 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import { inTransaction } from './db.js';
-import { type StatsTally, withStatsTally } from './delivery-stats.js';
-import type { Database } from './schema.js';
+import { type StatsTally, withStatsTally } from '../delivery-stats.js';
+import type { Database } from '../schema.js';
 import { isLedgerUnavailable } from './write-errors.js';
 
 /** `tally`: where the work counts delivery stats; they are written when every piece of the transaction has run. */
@@ -41,6 +41,8 @@ export interface TransactionQueue {
   transact: Transact;
   /** `committed`: told of each group of this writer's items once its transaction has committed. */
   writer<I, O>(write: GroupWrite<I, O>, committed?: (items: I[], outputs: O[]) => void): GroupedWriter<I, O>;
+  /** Whether writes are queued or being written now: a bulk job (retention) that held the writer gives way then. */
+  busy(): boolean;
 }
 
 /**
@@ -219,5 +221,6 @@ export function createTransactionQueue(db: Kysely<Database>, maxItems = 1_000): 
       run: (items: readonly I[]) => run<O>(enqueue(write, items, committed)),
       settle: (items: readonly I[]) => settle<O>(enqueue(write, items, committed)),
     }),
+    busy: () => running,
   };
 }

@@ -15,12 +15,24 @@ import type { Logger } from 'pino';
 /** The worker's code, evaluated (a file would need its own build step for the TypeScript tests). */
 const WORKER_SOURCE = `
 const { workerData, parentPort } = require('node:worker_threads');
+const { statSync } = require('node:fs');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
 let lastFrames = -1;
+// While a bulk change runs (spaceOut), checkpoint only once the WAL file has grown to this many bytes. Nothing resets
+// the WAL meanwhile (only a checkpoint lets a writer start it again), so its file's size is what was written since.
+let spacedTo = workerData.spacedTo;
+const walBytes = () => {
+  try {
+    return statSync(workerData.file + '-wal').size;
+  } catch {
+    return 0;
+  }
+};
 const checkpoint = () => {
   try {
+    if (spacedTo !== null && walBytes() < spacedTo) return;
     const [done] = db.pragma('wal_checkpoint(PASSIVE)');
     // A burst is over when a whole interval added no frame and every frame is in the database file: cut the WAL
     // file to zero now, not at the next write. TRUNCATE holds the write lock while it waits for readers, so it
@@ -40,6 +52,10 @@ const checkpoint = () => {
 };
 const timer = setInterval(checkpoint, workerData.intervalMs);
 parentPort.on('message', (message) => {
+  if (typeof message === 'object') {
+    spacedTo = message.spacedTo;
+    return;
+  }
   if (message !== 'close') return;
   clearInterval(timer);
   checkpoint();
@@ -57,6 +73,12 @@ function leaveCheckpointsToAnotherThread(sqlite: BetterSqlite3.Database): void {
 export interface Checkpointer {
   /** Checkpoints once more and stops the thread. */
   close(): Promise<void>;
+  /**
+   * Until the returned function is called, checkpoints only once the WAL has grown to `walBytes`. A checkpoint copies
+   * every page committed since the one before; a bulk delete (retention) touches pages all over the file, hundreds
+   * per commit, so a checkpoint per commit wrote each of them again and again (bench/README.md "Retention on a prefilled ledger").
+   */
+  spaceOut(walBytes: number): () => void;
 }
 
 /** SQLite's own default: it checkpoints once the WAL holds 1,000 pages (4 MiB). */
@@ -68,14 +90,17 @@ const START_AT_WAL_BYTES = 1_000 * 4_096;
  */
 export function startCheckpointer(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs = 200): Checkpointer {
   leaveCheckpointsToAnotherThread(sqlite);
-  let thread: Checkpointer | undefined;
+  let thread: Thread | undefined;
   let closed = false;
+  // One entry per bulk change under way; the smallest spacing holds while several overlap. None: every interval.
+  const spacings = new Set<{ walBytes: number }>();
+  const spacedTo = () => (spacings.size === 0 ? null : Math.min(...[...spacings].map((s) => s.walBytes)));
   const watch = setInterval(() => {
     stat(`${file}-wal`).then(
       (wal) => {
         if (closed || thread || wal.size < START_AT_WAL_BYTES) return;
         clearInterval(watch);
-        thread = startThread(sqlite, file, logger, intervalMs);
+        thread = startThread(sqlite, file, logger, intervalMs, spacedTo());
       },
       () => {}, // no WAL file yet
     );
@@ -87,15 +112,29 @@ export function startCheckpointer(sqlite: BetterSqlite3.Database, file: string, 
       clearInterval(watch);
       await thread?.close();
     },
+    spaceOut(walBytes) {
+      const token = { walBytes };
+      spacings.add(token);
+      thread?.space(spacedTo());
+      return () => {
+        if (!spacings.delete(token)) return;
+        thread?.space(spacedTo());
+      };
+    },
   };
 }
 
-function startThread(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs: number): Checkpointer {
+interface Thread {
+  close(): Promise<void>;
+  space(spacedTo: number | null): void;
+}
+
+function startThread(sqlite: BetterSqlite3.Database, file: string, logger: Pick<Logger, 'warn'>, intervalMs: number, spacedTo: number | null): Thread {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   // A small heap: the thread holds one connection and a timer.
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { driver, file, intervalMs },
+    workerData: { driver, file, intervalMs, spacedTo },
     resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
   });
   worker.unref();
@@ -116,6 +155,9 @@ function startThread(sqlite: BetterSqlite3.Database, file: string, logger: Pick<
     }),
   );
   return {
+    space(to) {
+      if (!failed) worker.postMessage({ spacedTo: to });
+    },
     async close() {
       failed = true;
       worker.postMessage('close');

@@ -4,11 +4,11 @@
  */
 import { Migrator } from 'kysely/migration';
 import { type Kysely, PostgresAdapter, type Transaction, sql } from 'kysely';
-import type { Config } from '../config/schema.js';
+import type { Config } from '../../config/schema.js';
 import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
 import { migrations } from './migrations.js';
 import { openPostgresLedger } from './postgres.js';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
 
 const SQLITE_FLAGS: DialectFlags = { kind: 'sqlite', skipLocked: false };
