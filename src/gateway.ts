@@ -20,7 +20,7 @@ import { inboundAdminRoutes, inboundRoutes } from './consents/routes.js';
 import { createRecipientCheck } from './consents/suppression.js';
 import { costAdminRoutes } from './costs/admin-routes.js';
 import { createCostBook } from './costs/cost-book.js';
-import { startPriceFetch } from './costs/price-fetch.js';
+import { priceFetches } from './costs/price-fetches-outbox.js';
 import { consoleRoutes } from './console/routes.js';
 import { resolveCatalogue } from './crm/event-catalogue.js';
 import { deliveryAdminRoutes } from './delivery/admin-routes.js';
@@ -204,7 +204,13 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
     shutdown,
   );
   await started('dispatcher');
-  startPriceFetch(config, { db, book: costs, providers, now, logger }, shutdown);
+  // The price fetches' receiver: the providers' asks, now that they are built. Its asks end with the sends, before the
+  // providers close (the outboxes' stage, which stops its loop, comes after theirs); the rest are asked next time.
+  const priceAsks = outboxes.client(priceFetches);
+  if (priceAsks) {
+    priceAsks.bind({ providers, book: costs });
+    shutdown.add('sends', 'ending the price fetches\' asks', () => priceAsks.abort());
+  }
   const timers = startDeliveryTimers(
     config,
     { db, spaceCheckpoints: ledger.spaceCheckpoints, writesWaiting: ledgerWrites.busy, now, logger, metrics, providers, wake, costs },

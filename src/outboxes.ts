@@ -15,12 +15,13 @@ import type { Shutdown } from './kit/shutdown.js';
 import type { Database } from './ledger/schema.js';
 import type { Tracing } from './observability/tracing.js';
 import { credits } from './operator/credits/credits.js';
+import { priceFetches } from './costs/price-fetches-outbox.js';
 import { heldSends } from './sms/held-sends-outbox.js';
 import type { Backlog, OutboxDescriptor, Receiver } from './outbox/descriptor.js';
 import { drainOutbox, startOutbox, type Drained } from './outbox/outbox.js';
 import type { OutboxKindName, Wake } from './outbox/wake.js';
 
-export const OUTBOXES: readonly OutboxDescriptor[] = [conversions, crmEvents, credits, heldSends];
+export const OUTBOXES: readonly OutboxDescriptor[] = [conversions, crmEvents, credits, heldSends, priceFetches];
 
 export interface OutboxesDeps {
   db: Kysely<Database>;

@@ -1,18 +1,24 @@
 /**
  * The price fetch (docs/costs.md "Twilio"): Twilio reports no price in its status callbacks, so a message of a
  * provider with `fetchPrice` is queued in `price_fetches` when its final status arrives (src/costs/charges.ts), and
- * asked for later, a few at a time within costs.twilio_price_fetch.rate_per_second. The ask happens outside any
- * transaction; its price then replaces the estimate as a receipt's would. Self-contained: a claim of due rows, a
- * deliver step per row and a timer, so it can become one kind of the outboxes (src/outbox/) as it stands.
+ * asked for later, one ask at a time within costs.twilio_price_fetch.rate_per_second. The ask happens outside any
+ * transaction; its price then replaces the estimate as a receipt's would, in the transaction that ends the row.
+ * It is the `price-fetches` outbox kind (price-fetches-outbox.ts): the shared round (src/outbox/outbox.ts) claims,
+ * counts and dead-letters by its max_attempts, and this file's kind does the rest its own way (see priceFetchOutbox).
  */
 import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
 import type { PriceFetch, SmsProvider } from '../../providers/types.js';
-import type { Config } from '../config/schema.js';
-import type { Shutdown } from '../kit/shutdown.js';
 import { inTransaction } from '../ledger/engine/db.js';
-import { claimDuePriceFetches, deferPriceFetch, finishPriceFetch, type ClaimedPriceFetch } from '../ledger/price-fetches.js';
+import {
+  claimDuePriceFetches,
+  deferPriceFetch,
+  finishPriceFetch,
+  giveUpPriceFetch,
+  type ClaimedPriceFetch,
+} from '../ledger/price-fetches.js';
 import type { Database } from '../ledger/schema.js';
+import type { OutboxAttempt, OutboxKind, OutboxSettings } from '../outbox/outbox.js';
+import type { OutboxOutcome } from '../outbox/outcome.js';
 import { recordReceiptCosts } from './charges.js';
 import type { CostBook } from './cost-book.js';
 
@@ -28,34 +34,34 @@ export interface PriceFetchSettings {
   pollIntervalMs: number;
 }
 
-export interface PriceFetchDeps {
-  db: Kysely<Database>;
-  book: CostBook;
+/** What the asks are made with: the providers and the cost book of `serve`, bound once it has built them. */
+export interface PriceAsker {
   providers: readonly SmsProvider[];
-  now: () => number;
-  logger: Logger;
-  settings: PriceFetchSettings;
-  /** Waits between asks (the rate); tests may pass one that does not wait. */
-  pause?: (ms: number, signal: AbortSignal) => Promise<void>;
+  book: CostBook;
 }
 
-/** What the ask's answer means for the row: done, or asked again at `nextAt`. Pure, tested by table. */
+export type PriceFetchDecision = { done: true } | { dead: true; error: string } | { done: false; nextAt: number; error: string };
+
+/**
+ * What the ask's answer means for the row: done, asked again at `nextAt`, or dead (given up: the estimate stands until
+ * an operator replays it). Pure, tested by table.
+ */
 export function decidePriceFetch(
   answer: PriceFetch,
   attempts: number,
   now: number,
   settings: Pick<PriceFetchSettings, 'maxAttempts' | 'afterMs'>,
-): { done: true; error: string | null } | { done: false; nextAt: number; error: string } {
-  if (answer.answer === 'priced') return { done: true, error: null };
+): PriceFetchDecision {
+  if (answer.answer === 'priced') return { done: true };
   const error = answer.answer === 'not_yet' ? 'no price yet' : answer.reason;
-  if (attempts >= settings.maxAttempts) return { done: true, error: `${error}; gave up after ${attempts} asks` };
+  if (attempts >= settings.maxAttempts) return { dead: true, error: `${error}; gave up after ${attempts} asks` };
   const wait = Math.min(MAX_WAIT_MS, Math.max(1_000, settings.afterMs) * 2 ** Math.min(attempts, 20));
   return { done: false, nextAt: now + wait, error };
 }
 
 const pauseFor = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
+    if (ms <= 0 || signal.aborted) return resolve();
     const timer = setTimeout(resolve, ms);
     timer.unref();
     signal.addEventListener('abort', () => {
@@ -64,71 +70,103 @@ const pauseFor = (ms: number, signal: AbortSignal) =>
     });
   });
 
-/** Asks one claimed row's provider and writes what it answered. */
-async function deliverOne(deps: PriceFetchDeps, row: ClaimedPriceFetch, provider: SmsProvider | undefined, signal: AbortSignal): Promise<PriceFetch> {
+/** Asks one claimed row's provider and writes what it answered, with the price, in one transaction. */
+async function deliverOne(
+  db: Kysely<Database>,
+  asker: PriceAsker,
+  row: ClaimedPriceFetch,
+  settings: PriceFetchSettings,
+  now: () => number,
+  signal: AbortSignal,
+): Promise<{ answer: PriceFetch; decision: PriceFetchDecision; asked: boolean }> {
   const attempts = row.attempts + 1;
-  // A provider no longer configured (or one without prices) is asked no more: its row ends with the reason.
+  const provider = asker.providers.find((p) => p.name === row.provider);
+  // A provider no longer configured (or one without prices) is asked no more: its row is dead with the reason.
   const answer: PriceFetch = provider?.fetchPrice
     ? await provider.fetchPrice(row.provider_message_id, AbortSignal.any([signal, AbortSignal.timeout(ASK_TIMEOUT_MS)]))
     : { answer: 'failed', reason: `provider ${row.provider} is not configured or has no prices to ask` };
-  const decision = decidePriceFetch(answer, attempts, deps.now(), provider?.fetchPrice ? deps.settings : { ...deps.settings, maxAttempts: attempts });
-  await inTransaction(deps.db, async (trx) => {
-    if (answer.answer === 'priced') await recordReceiptCosts(trx, deps.book, [{ smsId: row.sms_id, deliveredNow: false, price: answer.price }]);
-    if (decision.done) await finishPriceFetch(trx, row.sms_id, attempts, decision.error);
+  const decision = decidePriceFetch(answer, attempts, now(), provider?.fetchPrice ? settings : { ...settings, maxAttempts: attempts });
+  await inTransaction(db, async (trx) => {
+    if (answer.answer === 'priced') await recordReceiptCosts(trx, asker.book, [{ smsId: row.sms_id, deliveredNow: false, price: answer.price }]);
+    if ('dead' in decision) await giveUpPriceFetch(trx, row.sms_id, attempts, decision.error);
+    else if (decision.done) await finishPriceFetch(trx, row.sms_id, attempts, null);
     else await deferPriceFetch(trx, row.sms_id, attempts, decision.nextAt, decision.error);
   });
-  return answer;
+  return { answer, decision, asked: provider?.fetchPrice !== undefined };
 }
 
-/** One round: the due rows an instance may ask within one poll interval at its rate, asked one after another. */
-export async function runPriceFetchRound(deps: PriceFetchDeps, signal: AbortSignal = new AbortController().signal) {
-  const { settings } = deps;
-  const limit = Math.max(1, Math.floor((settings.ratePerSecond * settings.pollIntervalMs) / 1_000));
-  const gapMs = 1_000 / settings.ratePerSecond;
-  // The lease outlives the round: every ask paced, each up to its timeout.
-  const claimed = await claimDuePriceFetches(deps.db, deps.now(), limit, limit * (gapMs + ASK_TIMEOUT_MS) + 1_000);
-  const byName = new Map(deps.providers.map((p) => [p.name, p]));
-  const counts = { priced: 0, not_yet: 0, failed: 0 };
-  const pause = deps.pause ?? pauseFor;
-  for (const [i, row] of claimed.entries()) {
-    if (signal.aborted) break; // the rest are asked when their lease ends
-    if (i > 0) await pause(gapMs, signal);
-    const answer = await deliverOne(deps, row, byName.get(row.provider), signal);
-    counts[answer.answer]++;
-    if (answer.answer === 'failed')
-      deps.logger.info({ sms_id: row.sms_id, provider: row.provider, reason: answer.reason }, 'price fetch failed; asked again later');
-  }
-  return counts;
-}
+/** A claimed fetch as the shared round counts it: `id` is its place in the claim (the table's key is sms_id). */
+export type PriceFetchRow = ClaimedPriceFetch & { id: number };
+
+/** How many asks one round makes: the rate over one poll interval, at least one. */
+export const priceFetchBatch = (s: Pick<PriceFetchSettings, 'ratePerSecond' | 'pollIntervalMs'>) =>
+  Math.max(1, Math.floor((s.ratePerSecond * s.pollIntervalMs) / 1_000));
 
 /**
- * `serve`'s price fetch, when a provider has prices to ask (costs.twilio_price_fetch): a round every poll_interval,
- * never two at once. Its stop step ends the round under way before the providers close.
+ * The price fetches as a kind of the shared round. The round's claim, drain, loop and counts fit; three things are
+ * the kind's own, so its marks are not the round's: the table has no claim token (a lease only, claimed_until), so
+ * each row is written by the ask's own transaction, where a price must be recorded together with the row's end; the
+ * next ask follows the fetch's back-off (doubling from costs.twilio_price_fetch.after: Twilio prices within minutes,
+ * not the receivers' seconds), decided by decidePriceFetch; and asks are paced across rounds at rate_per_second.
+ * So every row comes back to the round already written (`marked`, or a failure whose markFailed writes nothing) and the
+ * round's max_attempts is the fetch's, so its dead count is the rows given up.
  */
-export function startPriceFetch(
-  config: Readonly<Config>,
-  deps: Omit<PriceFetchDeps, 'settings'>,
-  shutdown: Shutdown,
-): { run: () => Promise<Awaited<ReturnType<typeof runPriceFetchRound>>> } | undefined {
-  if (!deps.book.priceFetch) return undefined;
-  const c = config.costs.twilio_price_fetch;
-  const settings: PriceFetchSettings = { ratePerSecond: c.rate_per_second, maxAttempts: c.max_attempts, afterMs: c.after, pollIntervalMs: c.poll_interval };
-  const stop = new AbortController();
-  let running: Promise<unknown> | undefined;
-  const run = () => runPriceFetchRound({ ...deps, settings }, stop.signal);
-  const timer = setInterval(() => {
-    if (running) return;
-    running = run()
-      .catch((error: unknown) => deps.logger.error({ err: error }, 'price fetch round failed'))
-      .finally(() => {
-        running = undefined;
-      });
-  }, c.poll_interval);
-  timer.unref();
-  shutdown.add('sends', 'stopping the price fetches', async () => {
-    clearInterval(timer);
-    stop.abort();
-    await running;
-  });
-  return { run };
+export function priceFetchOutbox(
+  settings: PriceFetchSettings,
+  asker: () => Promise<PriceAsker | undefined>,
+  deps: {
+    db: Kysely<Database>;
+    now: () => number;
+    signal: AbortSignal;
+    pause?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
+    onPriced?: ((count: number) => void) | undefined;
+    onDead?: ((count: number) => void) | undefined;
+  },
+): OutboxKind<PriceFetchRow> {
+  const gapMs = 1_000 / settings.ratePerSecond;
+  const limit = priceFetchBatch(settings);
+  // The lease outlives the round: every ask paced, each up to its timeout.
+  const lease = limit * (gapMs + ASK_TIMEOUT_MS) + 1_000;
+  const outboxSettings: OutboxSettings = {
+    batch_size: limit,
+    poll_interval: settings.pollIntervalMs,
+    retry_initial_ms: settings.afterMs,
+    retry_max_ms: MAX_WAIT_MS,
+    max_attempts: settings.maxAttempts,
+    lease,
+  };
+  const pause = deps.pause ?? pauseFor;
+  let lastAskAt = Number.NEGATIVE_INFINITY;
+  // Rows of the round under way the provider answered (priced or not yet): the provider is reachable.
+  let answered = 0;
+  return {
+    name: 'price fetches outbox',
+    settings: outboxSettings,
+    claim: async (db, max, now, leaseMs) => (await claimDuePriceFetches(db, now, max, leaseMs)).map((row, id) => ({ ...row, id })),
+    attemptsOf: (row) => row.attempts,
+    async send(rows) {
+      answered = 0;
+      const bound = await asker();
+      const attempts: OutboxAttempt<PriceFetchRow>[] = [];
+      for (const row of rows) {
+        // The rest are asked when their lease ends.
+        if (deps.signal.aborted || !bound) break;
+        await pause(lastAskAt + gapMs - deps.now(), deps.signal);
+        if (deps.signal.aborted) break;
+        lastAskAt = deps.now();
+        const { answer, decision, asked } = await deliverOne(deps.db, bound, row, settings, deps.now, deps.signal);
+        if (answer.answer !== 'failed') answered++;
+        // A provider that cannot be asked is dead at once, before max_attempts: `refused` tells the round so.
+        const outcome: OutboxOutcome =
+          'error' in decision ? { ok: false, status: null, error: decision.error, refused: !asked } : { ok: true, status: null };
+        attempts.push({ rows: [row], outcome, marked: outcome.ok });
+      }
+      return attempts;
+    },
+    markSent: async () => {},
+    markFailed: async () => {},
+    again: () => answered > 0,
+    report: (round) => deps.onPriced?.(round.sent.length),
+    onDead: (count) => deps.onDead?.(count),
+  };
 }
