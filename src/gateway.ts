@@ -209,7 +209,7 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   const priceAsks = outboxes.client(priceFetches);
   if (priceAsks) {
     priceAsks.bind({ providers, book: costs });
-    shutdown.add('sends', 'ending the price fetches\' asks', () => priceAsks.abort());
+    shutdown.add('sends', "ending the price fetches' asks", () => priceAsks.abort());
   }
   const timers = startDeliveryTimers(
     config,

@@ -9,13 +9,7 @@
 import type { Kysely } from 'kysely';
 import type { PriceFetch, SmsProvider } from '../../providers/types.js';
 import { inTransaction } from '../ledger/engine/db.js';
-import {
-  claimDuePriceFetches,
-  deferPriceFetch,
-  finishPriceFetch,
-  giveUpPriceFetch,
-  type ClaimedPriceFetch,
-} from '../ledger/price-fetches.js';
+import { claimDuePriceFetches, deferPriceFetch, finishPriceFetch, giveUpPriceFetch, type ClaimedPriceFetch } from '../ledger/price-fetches.js';
 import type { Database } from '../ledger/schema.js';
 import type { OutboxAttempt, OutboxKind, OutboxSettings } from '../outbox/outbox.js';
 import type { OutboxOutcome } from '../outbox/outcome.js';
@@ -157,8 +151,7 @@ export function priceFetchOutbox(
         const { answer, decision, asked } = await deliverOne(deps.db, bound, row, settings, deps.now, deps.signal);
         if (answer.answer !== 'failed') answered++;
         // A provider that cannot be asked is dead at once, before max_attempts: `refused` tells the round so.
-        const outcome: OutboxOutcome =
-          'error' in decision ? { ok: false, status: null, error: decision.error, refused: !asked } : { ok: true, status: null };
+        const outcome: OutboxOutcome = 'error' in decision ? { ok: false, status: null, error: decision.error, refused: !asked } : { ok: true, status: null };
         attempts.push({ rows: [row], outcome, marked: outcome.ok });
       }
       return attempts;

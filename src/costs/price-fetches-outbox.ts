@@ -9,12 +9,7 @@ import { html } from 'hono/html';
 import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { route } from '../http/route-table.js';
-import {
-  countPriceFetchBacklog,
-  listDeadPriceFetches,
-  replayDeadPriceFetches,
-  type PriceFetchBacklog,
-} from '../ledger/price-fetches.js';
+import { countPriceFetchBacklog, listDeadPriceFetches, replayDeadPriceFetches, type PriceFetchBacklog } from '../ledger/price-fetches.js';
 import { renderDeadList, when } from '../outbox/dead-list-frame.js';
 import { DEAD_LIST_PAGE } from '../outbox/dead-list.js';
 import type { OutboxDescriptor } from '../outbox/descriptor.js';
@@ -124,7 +119,10 @@ export const priceFetches: OutboxDescriptor<PriceAskerPort, PriceFetchMetrics> =
     registerOutboxMetrics(
       registry,
       {
-        sent: { name: 'sms_gateway_price_fetches_priced_total', help: "Messages whose price was asked of their provider and recorded in place of the estimate" },
+        sent: {
+          name: 'sms_gateway_price_fetches_priced_total',
+          help: 'Messages whose price was asked of their provider and recorded in place of the estimate',
+        },
         dead: { name: 'sms_gateway_price_fetches_dead_lettered_total', help: 'Price fetches given up (the estimate stands)' },
         backlog: {
           name: 'sms_gateway_price_fetches_outbox',

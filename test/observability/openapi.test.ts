@@ -191,7 +191,8 @@ const cases: Record<string, () => Promise<Answer>> = {
     call(gw, '/console/price-fetches/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'matching' } }),
   'POST /console/price-fetches/replay 400': () =>
     call(gw, '/console/price-fetches/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: session.csrf, action: 'selected' } }),
-  'POST /console/price-fetches/replay 401': () => call(gw, '/console/price-fetches/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
+  'POST /console/price-fetches/replay 401': () =>
+    call(gw, '/console/price-fetches/replay', { method: 'POST', form: { csrf: session.csrf, action: 'matching' } }),
   'POST /console/price-fetches/replay 403': () =>
     call(gw, '/console/price-fetches/replay', { method: 'POST', headers: { cookie: session.cookie }, form: { csrf: 'forged', action: 'matching' } }),
   'POST /console/login 303': () => call(gw, '/console/login', { method: 'POST', form: { key: TEST_ADMIN_KEY } }),
