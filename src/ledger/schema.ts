@@ -370,7 +370,7 @@ export interface BudgetSpendTable {
   spent_micros: number | string;
 }
 
-/** A message whose price is still to be asked of its provider (src/costs/price-fetch.ts). */
+/** A message whose price is still to be asked of its provider (the price fetches outbox, src/costs/price-fetch.ts). */
 export interface PriceFetchesTable {
   sms_id: string;
   provider: string;
@@ -378,7 +378,7 @@ export interface PriceFetchesTable {
   attempts: Generated<number>;
   next_attempt_at: number;
   claimed_until: Generated<number>;
-  /** 0 while owed, 1 once the price is recorded or the asks are given up. */
+  /** 0 while owed (or dead: next_attempt_at PRICE_FETCH_DEAD, src/ledger/price-fetches.ts), 1 once the price is recorded. */
   done: Generated<number>;
   last_error: string | null;
 }

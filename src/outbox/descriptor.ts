@@ -1,7 +1,8 @@
 /**
  * An outbox kind as one unit: everything the gateway does with the rows one receiver is owed, exported by the area
  * that owns the flow (conversions: src/delivery/conversions.ts, CRM events: src/events/crm-events.ts, credits:
- * src/operator/credits/credits.ts) and listed once in src/outboxes.ts. `serve` (src/gateway.ts), the cron `flush`
+ * src/operator/credits/credits.ts, held sends: src/sms/held-sends-outbox.ts, price fetches:
+ * src/costs/price-fetches-outbox.ts) and listed once in src/outboxes.ts. `serve` (src/gateway.ts), the cron `flush`
  * (src/commands/flush.ts), `/admin`, the console and `/metrics` iterate over that list, as providers/index.ts serves
  * the plugins: adding a kind is a descriptor in its area and one line of the list.
  */
