@@ -72,13 +72,15 @@ async function deliverOne(
   settings: PriceFetchSettings,
   now: () => number,
   signal: AbortSignal,
-): Promise<{ answer: PriceFetch; decision: PriceFetchDecision; asked: boolean }> {
+): Promise<{ answer: PriceFetch; decision: PriceFetchDecision; asked: boolean } | undefined> {
   const attempts = row.attempts + 1;
   const provider = asker.providers.find((p) => p.name === row.provider);
   // A provider no longer configured (or one without prices) is asked no more: its row is dead with the reason.
   const answer: PriceFetch = provider?.fetchPrice
     ? await provider.fetchPrice(row.provider_message_id, AbortSignal.any([signal, AbortSignal.timeout(ASK_TIMEOUT_MS)]))
     : { answer: 'failed', reason: `provider ${row.provider} is not configured or has no prices to ask` };
+  // An ask the stopping gateway cut off is not the provider's answer: the row is left to its lease, its asks uncounted.
+  if (signal.aborted && answer.answer !== 'priced') return undefined;
   const decision = decidePriceFetch(answer, attempts, now(), provider?.fetchPrice ? settings : { ...settings, maxAttempts: attempts });
   await inTransaction(db, async (trx) => {
     if (answer.answer === 'priced') await recordReceiptCosts(trx, asker.book, [{ smsId: row.sms_id, deliveredNow: false, price: answer.price }]);
@@ -93,7 +95,7 @@ async function deliverOne(
 export type PriceFetchRow = ClaimedPriceFetch & { id: number };
 
 /** How many asks one round makes: the rate over one poll interval, at least one. */
-export const priceFetchBatch = (s: Pick<PriceFetchSettings, 'ratePerSecond' | 'pollIntervalMs'>) =>
+const priceFetchBatch = (s: Pick<PriceFetchSettings, 'ratePerSecond' | 'pollIntervalMs'>) =>
   Math.max(1, Math.floor((s.ratePerSecond * s.pollIntervalMs) / 1_000));
 
 /**
@@ -148,7 +150,9 @@ export function priceFetchOutbox(
         await pause(lastAskAt + gapMs - deps.now(), deps.signal);
         if (deps.signal.aborted) break;
         lastAskAt = deps.now();
-        const { answer, decision, asked } = await deliverOne(deps.db, bound, row, settings, deps.now, deps.signal);
+        const delivered = await deliverOne(deps.db, bound, row, settings, deps.now, deps.signal);
+        if (!delivered) break;
+        const { answer, decision, asked } = delivered;
         if (answer.answer !== 'failed') answered++;
         // A provider that cannot be asked is dead at once, before max_attempts: `refused` tells the round so.
         const outcome: OutboxOutcome = 'error' in decision ? { ok: false, status: null, error: decision.error, refused: !asked } : { ok: true, status: null };
