@@ -18,6 +18,7 @@ import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
 import type { OutboxOutcome } from '../outbox/outcome.js';
 import type { Wake } from '../outbox/wake.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { Routing } from '../provider-wrappers/routing.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import type { SendAnswer } from './record.js';
@@ -31,6 +32,8 @@ export interface HeldSenderDeps {
   queue: TransactionQueue;
   /** quiet_hours: whether the window that held a message is open at its release. */
   quietHours: QuietHoursConfig;
+  /** Its `routing.zones` (the operator's zones by prefix), which place a recipient for quiet hours too. */
+  routing?: Pick<Routing, 'snapshot'> | undefined;
   logger: Logger;
   now: () => number;
   router: ProviderRouter;
@@ -101,7 +104,8 @@ export function createHeldSender(deps: HeldSenderDeps): HeldSender {
       return { ok: true, status: null };
     }
     const recipient = await findHeldRecipient(deps.db, row.sms_id);
-    const release = recipient === undefined ? undefined : decideRelease(now(), recipient, row.quiet_window, deps.quietHours);
+    const release =
+      recipient === undefined ? undefined : decideRelease(now(), recipient, row.quiet_window, deps.quietHours, deps.routing?.snapshot().calendar.zones);
     if (release?.action === 'hold') {
       const releaseAt = release.until === null ? row.expires_at : releaseTime(release.until, row.sms_id, deps.quietHours.spread);
       await deps.queue.transact((trx) => holdAgain(trx, row, releaseAt));
