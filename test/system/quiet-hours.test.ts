@@ -3,10 +3,10 @@
  * CRM's webhook fake: a message arriving inside its quiet hours is answered 200 with its sms_id and held; the CRM's
  * retry gets the same sms_id; `serve` is killed with SIGKILL while it is held; the gateway restarted on the same ledger
  * with a clock the test moves sends it once when its window opens, and the CRM gets its conversion. One held past
- * quiet_hours.max_wait is never sent and ends `failed`; a held message's route validity counts from its acceptance: released
- * with what is left, or, run out while held, never sent and `failed`. On PostgreSQL (TEST_DATABASE_URL), two instances sharing the
- * ledger send it once. The run decides the database (test/helpers/database.ts).
- */
+ * quiet_hours.max_wait is never sent and ends `failed`. `routing.zones` places a recipient for quiet hours as for route
+ * rules. A held message's route validity counts from its acceptance: released with what is left, or, run out while
+ * held, never sent and `failed`. On PostgreSQL (TEST_DATABASE_URL), two instances sharing the ledger send it once. The
+ * run decides the database (test/helpers/database.ts). */
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -172,6 +172,28 @@ describe('a message inside its quiet hours', () => {
     const smsId = answer.json.sms_id as string;
     time += 60 * 60_000;
     await expectFailedUnsent(gw, smsId, 'held_expired');
+  }, 30_000);
+});
+
+describe('routing.zones places a recipient for quiet hours too', () => {
+  it('+1212 said to be Honolulu is held at 09:00 in New York, until 08:00 in Honolulu', async () => {
+    const time = Date.parse('2026-12-01T14:00:00Z');
+    const gw = await startTestGateway(
+      {
+        quiet_hours: { spread: '0s', poll_interval: '20ms', windows: { us: { countries: ['US'], hours: '08:00-21:00' } } },
+        routing: { zones: { '+1212': 'Pacific/Honolulu' } },
+      },
+      { dir: newDir(), now: () => time },
+    );
+    gateways.push(gw);
+    const held = await gw.post('/channels/sms/single', smsMessage('quiet-zone', { recipient: '+12125550123' }));
+    expect((await gw.get(`/admin/messages/${held.json.sms_id}`, admin)).json.message).toMatchObject({
+      state: 'held',
+      held_until: Date.parse('2026-12-01T18:00:00Z'),
+    });
+    // Another New York area code, not in routing.zones: open at 09:00 there.
+    const sent = await gw.post('/channels/sms/single', smsMessage('quiet-zone-ny', { recipient: '+13475550123' }));
+    expect((await gw.get(`/admin/messages/${sent.json.sms_id}`, admin)).json.message.state).not.toBe('held');
   }, 30_000);
 });
 
