@@ -180,7 +180,7 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
     /** Infobip's validityPeriod: 1 minute to 48 hours (its SMS API; test/fakes/openapi/infobip.json ValidityPeriod). */
     function validityMinutes(req: SendRequest): number | undefined {
       const left = validityLeft(req.validUntil, deps.now(), { minMs: 60_000, maxMs: 2_880 * 60_000 });
-      return left === undefined ? config.validity_period_minutes : Math.round(left / 60_000);
+      return left === undefined ? config.validity_period_minutes : Math.floor(left / 60_000);
     }
 
     function bodyFor(req: SendRequest): string {

@@ -1,6 +1,8 @@
 /**
  * A message's validity (SendRequest.validUntil: a route's or rule's `validity`, docs/routing.md "Validity") as each
- * provider takes it: what is left of it when the plugin sends, within the provider's own bounds.
+ * provider takes it: what is left of it when the plugin sends, within the provider's own bounds. A provider whose unit
+ * is coarser (seconds, minutes) is given the whole units left, rounded down: never more than is left (a held message
+ * may reach its send with little left), except a provider's own minimum.
  */
 
 /** Milliseconds left of the validity at `now`, raised to `minMs` and cut to `maxMs`; undefined when none was asked. */
@@ -16,7 +18,7 @@ const two = (n: number) => String(n).padStart(2, '0');
  * a month as it likes), at most 99 of them.
  */
 export function smppRelativeTime(ms: number): string {
-  let seconds = Math.min(99 * 86_400, Math.max(1, Math.round(ms / 1_000)));
+  let seconds = Math.min(99 * 86_400, Math.max(1, Math.floor(ms / 1_000)));
   const days = Math.floor(seconds / 86_400);
   seconds -= days * 86_400;
   const hours = Math.floor(seconds / 3_600);

@@ -287,7 +287,7 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
       form.set('StatusCallback', statusCallbackWithRetries(req.callbackUrl, config.status_callback_retries));
       // Twilio's ValidityPeriod: seconds in its queue, 1 to 36000 (its Message resource; test/fakes/openapi/twilio.json).
       const left = validityLeft(req.validUntil, deps.now(), { minMs: 1_000, maxMs: 36_000_000 });
-      const validity = left === undefined ? config.validity_period : Math.round(left / 1_000);
+      const validity = left === undefined ? config.validity_period : Math.floor(left / 1_000);
       if (validity !== undefined) form.set('ValidityPeriod', String(validity));
       if (config.smart_encoded !== undefined) form.set('SmartEncoded', String(config.smart_encoded));
       return form.toString();

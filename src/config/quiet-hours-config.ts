@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { durationSchema } from '../kit/duration.js';
-import { hasKnownZones } from '../kit/recipient-zones.js';
+import { hasKnownZones, isKnownTimeZone } from '../kit/time-zones.js';
 
 export const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
@@ -17,15 +17,6 @@ function minutesOf(text: string): number | null {
   if (!match) return null;
   const minutes = Number(match[1]) * 60 + Number(match[2]);
   return minutes <= 24 * 60 ? minutes : null;
-}
-
-function isTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const hoursSchema = z
@@ -66,9 +57,11 @@ const windowSchema = z
     holidays: z.array(dateSchema).default([]).describe('Public holidays, `YYYY-MM-DD` in the local calendar: quiet all day.'),
     zone: z
       .string()
-      .refine(isTimeZone, 'not an IANA time zone Intl knows (e.g. Europe/Paris)')
+      .refine(isKnownTimeZone, 'not an IANA time zone Intl knows (e.g. Europe/Paris)')
       .optional()
-      .describe("The local time's zone, whatever the number; unset: the recipient's zone from its country and prefix (src/kit/recipient-zones.ts)."),
+      .describe(
+        "The local time's zone, whatever the number; unset: the recipient's zone from its country and prefix (src/kit/time-zones.ts; `routing.zones` first).",
+      ),
   })
   .superRefine((w, ctx) => {
     if (w.zone) return;

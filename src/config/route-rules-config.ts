@@ -185,7 +185,7 @@ export const routingSchema = z
       .record(prefix, z.string().refine(isKnownTimeZone, { error: 'is not a time zone this Node knows (IANA, e.g. America/Chicago)' }))
       .default({})
       .describe(
-        "The time zone of numbers starting with a prefix (`'+1907': America/Anchorage`), before the gateway's own table (src/kit/time-zones.ts); the longest prefix wins.",
+        "The time zone of numbers starting with a prefix (`'+1907': America/Anchorage`), before the gateway's own table (src/kit/time-zones.ts), for route rules and quiet hours alike; the longest prefix wins.",
       ),
     control_poll: durationSchema('2s', { positive: true }).describe(
       'How often each instance reads the admin changes of routing (suspensions, weights, rule members) from the ledger.',

@@ -168,7 +168,7 @@ export async function holdAgain(db: Db, row: Pick<DueHeldSend, 'id' | 'sms_id' |
 /** The message's fields the send path needs to send it again. */
 export type HeldMessage = Pick<
   MessagesTable,
-  'sms_id' | 'activity_key' | 'activity_json' | 'user_id' | 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments'
+  'sms_id' | 'activity_key' | 'activity_json' | 'user_id' | 'provider' | 'recipient' | 'sender' | 'encoding' | 'segments' | 'created_at'
 >;
 
 /**
@@ -185,24 +185,25 @@ export async function takeHeldMessage(db: Db, smsId: string, now: number): Promi
     .where('sms_id', '=', smsId)
     .where('state', 'in', ['held', 'retryable'])
     .where('delivery_status', 'is', null)
-    .returning(['sms_id', 'activity_key', 'activity_json', 'user_id', 'provider', 'recipient', 'sender', 'encoding', 'segments'])
+    .returning(['sms_id', 'activity_key', 'activity_json', 'user_id', 'provider', 'recipient', 'sender', 'encoding', 'segments', 'created_at'])
     .executeTakeFirst();
-  if (taken) return { outcome: 'taken', message: { ...taken, segments: Number(taken.segments) } };
+  if (taken) return { outcome: 'taken', message: { ...taken, segments: Number(taken.segments), created_at: Number(taken.created_at) } };
   const row = await db.selectFrom('messages').select(['state', 'delivery_status']).where('sms_id', '=', smsId).executeTakeFirst();
   if (!row || row.delivery_status !== null || row.state === 'submitted' || row.state === 'rejected') return { outcome: 'done' };
   return { outcome: 'wait', state: row.state };
 }
 
 /**
- * A held message past quiet_hours.max_wait (or refused by its provider once released): it ends `failed`, with its
- * conversion queued, in one transaction. Only a message not sent and not under way: answers whether it changed.
+ * A held message past quiet_hours.max_wait (or refused by its provider once released, or whose validity ran out while
+ * held): it ends `failed`, with its conversion queued, in one transaction. Only a message not sent and not under way,
+ * or, with `taken`, the one its caller took (takeHeldMessage) and did not send: answers whether it changed.
  */
-export async function failHeldMessage(db: Db, smsId: string, failure: { error: string; code: string }, now: number): Promise<boolean> {
+export async function failHeldMessage(db: Db, smsId: string, failure: { error: string; code: string }, now: number, taken = false): Promise<boolean> {
   const changed = await db
     .updateTable('messages')
     .set({ state: 'rejected', error: failure.error, error_code: failure.code, delivery_status: 'failed', completed_at: now, updated_at: now })
     .where('sms_id', '=', smsId)
-    .where('state', 'in', ['held', 'retryable', 'rejected'])
+    .where('state', 'in', taken ? ['dispatching'] : ['held', 'retryable', 'rejected'])
     .where('delivery_status', 'is', null)
     .executeTakeFirst();
   if (Number(changed.numUpdatedRows) !== 1) return false;

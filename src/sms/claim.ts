@@ -38,6 +38,7 @@ import { activityDimensions, chargeClaims, contributionOf, replaceContributions,
 import { estimateColumns, type CostBook, type CostColumns } from '../costs/cost-book.js';
 import { toMicros } from '../kit/money.js';
 import type { SendMetrics } from '../observability/metrics.js';
+import type { Routing } from '../provider-wrappers/routing.js';
 import { decideRepeat, type RepeatTimings } from './idempotency.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
@@ -85,6 +86,8 @@ export interface ClaimStepDeps {
   costs?: CostBook;
   /** quiet_hours: a message inside its window's quiet hours is held, not sent (absent or no windows: none is). */
   quietHours?: QuietHoursConfig;
+  /** Its `routing.zones` (the operator's zones by prefix), which place a recipient for quiet hours too. */
+  routing?: Pick<Routing, 'snapshot'>;
 }
 
 /** A message to claim and, when its player was looked up before the claim (http backend), that player's standing. */
@@ -137,7 +140,8 @@ function routeColumnsOf(m: PreparedMessage): Pick<NewMessage, 'route' | 'route_r
 function holdOf(deps: ClaimStepDeps, message: PreparedMessage, smsId: string, at: number): HoldRow | undefined {
   const quiet = deps.quietHours;
   if (!quiet) return undefined;
-  const decision = decideQuietHours(at, { e164: message.recipient, country: message.country }, message.brand, quiet);
+  const zones = deps.routing?.snapshot().calendar.zones;
+  const decision = decideQuietHours(at, { e164: message.recipient, country: message.country }, message.brand, quiet, zones);
   if (decision.action === 'send') return undefined;
   const plan = planHold(decision, at, smsId, quiet);
   return { quietWindow: plan.window, content: message.text, releaseAt: plan.releaseAt, expiresAt: plan.expiresAt };

@@ -4,7 +4,9 @@
  * to the send path every message takes: its row moved from `held` to `dispatching` (the claim's step, one conditional
  * UPDATE: of two instances only one sends it), then the send step and the record step of src/sms/dispatch.ts, with
  * the providers' throttles and failover routes. A message past quiet_hours.max_wait is never sent: it ends `failed`,
- * as does one its provider refuses once released, and the CRM gets that status as its conversion.
+ * as do one whose route's validity, counted from its acceptance, ran out while it was held and one its provider
+ * refuses once released, and the CRM gets that status as its conversion. One released in time goes with what is left
+ * of its validity.
  */
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
@@ -18,19 +20,24 @@ import type { TransactionQueue } from '../ledger/engine/transaction-queue.js';
 import type { OutboxOutcome } from '../outbox/outcome.js';
 import type { Wake } from '../outbox/wake.js';
 import type { ProviderRouter } from '../provider-wrappers/registry.js';
+import type { Routing } from '../provider-wrappers/routing.js';
 import type { DispatchResult } from './outcome.js';
 import type { PreparedMessage } from './prepare.js';
 import type { SendAnswer } from './record.js';
-import type { SendTimes } from './send.js';
+import { validUntilOf, type SendTimes } from './send.js';
 
 /** The error code of a held message never sent because it waited past quiet_hours.max_wait. */
 export const HELD_EXPIRED = 'held_expired';
+/** The error code of a held message never sent because its route's validity ran out while it was held. */
+export const HELD_VALIDITY_EXPIRED = 'held_validity_expired';
 
 export interface HeldSenderDeps {
   db: Kysely<Database>;
   queue: TransactionQueue;
   /** quiet_hours: whether the window that held a message is open at its release. */
   quietHours: QuietHoursConfig;
+  /** Its `routing.zones` (the operator's zones by prefix), which place a recipient for quiet hours too. */
+  routing?: Pick<Routing, 'snapshot'> | undefined;
   logger: Logger;
   now: () => number;
   router: ProviderRouter;
@@ -73,6 +80,7 @@ function preparedOf(message: HeldMessage, text: string, provider: PreparedMessag
     encoding: message.encoding,
     segments: message.segments,
     notes: [],
+    acceptedAt: message.created_at,
   };
 }
 
@@ -89,8 +97,8 @@ function brandOfActivity(activityJson: string): string | null {
 export function createHeldSender(deps: HeldSenderDeps): HeldSender {
   const { logger, now } = deps;
 
-  async function fail(smsId: string, failure: { error: string; code: string }): Promise<void> {
-    const failed = await deps.queue.transact((trx) => failHeldMessage(trx, smsId, failure, now()));
+  async function fail(smsId: string, failure: { error: string; code: string }, taken = false): Promise<void> {
+    const failed = await deps.queue.transact((trx) => failHeldMessage(trx, smsId, failure, now(), taken));
     if (failed) deps.wake('conversions');
   }
 
@@ -101,7 +109,8 @@ export function createHeldSender(deps: HeldSenderDeps): HeldSender {
       return { ok: true, status: null };
     }
     const recipient = await findHeldRecipient(deps.db, row.sms_id);
-    const release = recipient === undefined ? undefined : decideRelease(now(), recipient, row.quiet_window, deps.quietHours);
+    const release =
+      recipient === undefined ? undefined : decideRelease(now(), recipient, row.quiet_window, deps.quietHours, deps.routing?.snapshot().calendar.zones);
     if (release?.action === 'hold') {
       const releaseAt = release.until === null ? row.expires_at : releaseTime(release.until, row.sms_id, deps.quietHours.spread);
       await deps.queue.transact((trx) => holdAgain(trx, row, releaseAt));
@@ -118,6 +127,13 @@ export function createHeldSender(deps: HeldSenderDeps): HeldSender {
     const at = now();
     const taken = route.ok ? preparedOf(message, row.content ?? '', route.provider) : undefined;
     const prepared = taken && deps.decideRoute ? deps.decideRoute(taken) : taken;
+    const validity = prepared?.verdict?.ok ? prepared.verdict.choice?.validity : undefined;
+    if (validity !== undefined && validUntilOf(validity, message.created_at) <= at) {
+      const error = `held for its quiet hours past its route's validity (${validity} minutes from its acceptance): never sent`;
+      await fail(message.sms_id, { error, code: HELD_VALIDITY_EXPIRED }, true);
+      logger.info({ sms_id: message.sms_id }, 'held sms past its validity: never sent');
+      return { ok: true, status: null };
+    }
     const answer: SendResult = prepared
       ? await deps.send(prepared, message.sms_id, { deadline: at + deps.sendTimeoutMs, waitDeadline: at + deps.sendTimeoutMs })
       : { ok: false, kind: 'permanent', error: `provider ${message.provider} is no longer configured` };

@@ -44,6 +44,11 @@ export interface PreparedMessage {
    * there is nothing to decide (no country list, no route).
    */
   verdict?: RoutingVerdict;
+  /**
+   * When the message was accepted (its row's created_at), for a held message released later: its validity counts
+   * from then, so the time it was held is part of it (send.ts). Absent: it counts from the send.
+   */
+  acceptedAt?: number;
 }
 
 /** A field of the CRM's message read otherwise than sent, so that the message is not lost (docs/operator-api.md). */

@@ -6,7 +6,7 @@
 import type { QuietHoursConfig, QuietWindow, Weekday } from '../config/quiet-hours-config.js';
 import { WEEKDAYS } from '../config/quiet-hours-config.js';
 import { mainCountryOf, readWritten } from '../kit/phone-number.js';
-import { zonesOfRecipient } from '../kit/recipient-zones.js';
+import { zonesOfNumber } from '../kit/time-zones.js';
 
 export type QuietDecision =
   | { action: 'send' }
@@ -161,23 +161,27 @@ function mainCountryOfNumber(e164: string): string | undefined {
   return callingCode === undefined ? undefined : mainCountryOf(callingCode);
 }
 
-/** Send now, or hold until the window opens. A message whose country no window names goes out now. */
+/**
+ * Send now, or hold until the window opens. A message whose country no window names goes out now. `zones` are the
+ * operator's (`routing.zones`): a prefix there places the recipient for quiet hours as for route rules.
+ */
 export function decideQuietHours(
   now: number,
   recipient: { e164: string; country: string | undefined },
   brand: string | null,
   config: Pick<QuietHoursConfig, 'windows'>,
+  zones: ReadonlyMap<string, string> = new Map(),
 ): QuietDecision {
   // A number the metadata places in no country (a range it does not list, such as the UK's +44 7700 900…) is governed
   // as one of its calling code's main country: quiet hours must not lapse for want of a reading.
   const country = recipient.country ?? mainCountryOfNumber(recipient.e164);
   const chosen = chooseWindow(config.windows, country, brand);
   if (!chosen) return { action: 'send' };
-  return decideInWindow(now, recipient.e164, country!, chosen.name, chosen.window);
+  return decideInWindow(now, recipient.e164, country!, chosen.name, chosen.window, zones);
 }
 
-function decideInWindow(now: number, e164: string, country: string, name: string, window: QuietWindow): QuietDecision {
-  const zones = window.zone ? [window.zone] : zonesOfRecipient(e164, country);
+function decideInWindow(now: number, e164: string, country: string, name: string, window: QuietWindow, overrides: ReadonlyMap<string, string>): QuietDecision {
+  const zones = window.zone ? [window.zone] : zonesOfNumber(e164, country, overrides);
   const until = nextOpening(now, window, zones);
   return until === now ? { action: 'send' } : { action: 'hold', window: name, until };
 }
@@ -187,11 +191,17 @@ function decideInWindow(now: number, e164: string, country: string, name: string
  * through the whole window, or a send retried past its end, must not send it in the next quiet hours). A window no
  * longer configured holds nothing.
  */
-export function decideRelease(now: number, e164: string, windowName: string, config: Pick<QuietHoursConfig, 'windows'>): QuietDecision {
+export function decideRelease(
+  now: number,
+  e164: string,
+  windowName: string,
+  config: Pick<QuietHoursConfig, 'windows'>,
+  zones: ReadonlyMap<string, string> = new Map(),
+): QuietDecision {
   if (!Object.hasOwn(config.windows, windowName)) return { action: 'send' };
   const country = readWritten(e164.slice(1))?.country ?? mainCountryOfNumber(e164);
   if (country === undefined) return { action: 'send' };
-  return decideInWindow(now, e164, country, windowName, config.windows[windowName]!);
+  return decideInWindow(now, e164, country, windowName, config.windows[windowName]!, zones);
 }
 
 /**

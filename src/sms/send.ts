@@ -44,6 +44,11 @@ function createDeadlineSignals(now: () => number, abandon: AbortSignal) {
   };
 }
 
+/** The end of a validity of `minutes` counted from `from` (SendRequest.validUntil). */
+export function validUntilOf(minutes: number, from: number): number {
+  return from + minutes * 60_000;
+}
+
 export function createSendStep(deps: SendStepDeps) {
   const { now } = deps;
   /** Aborted by stopSending(): nothing more is handed to a provider, and capacity waits end. */
@@ -78,9 +83,9 @@ export function createSendStep(deps: SendStepDeps) {
         const signal = signalFor(Math.min(now() + deps.sendTimeoutMs, times.deadline));
         const choice = message.verdict?.ok ? message.verdict.choice : undefined;
         if (!choice) return await message.provider.send(request, signal);
-        // Counted from now, the moment it is handed over: a message that waited before its send (held for quiet
-        // hours) would count from when it was taken instead, so that the wait is part of its validity.
-        if (choice.validity !== undefined) request.validUntil = now() + choice.validity * 60_000;
+        // Counted from the moment it is handed over, or for a held message from when it was accepted: the time it was
+        // held is part of its validity (held-sends.ts does not send one whose validity ran out while held).
+        if (choice.validity !== undefined) request.validUntil = validUntilOf(choice.validity, message.acceptedAt ?? now());
         return await (message.provider as FailoverRoute).sendChosen(choice, request, signal);
       } catch (error) {
         // A plugin should answer with values, but a throw must not lose the message: treat it as transient.

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/load.js';
 import { numberTypeOf } from '../../src/kit/phone-number.js';
-import { localTimeIn, zoneOfNumber } from '../../src/kit/time-zones.js';
+import { localTimeIn } from '../../src/kit/time-zones.js';
 import { chooseRule, type MessageFacts } from '../../src/provider-wrappers/route-rules.js';
 import { routingSnapshotOf } from '../../src/provider-wrappers/routing.js';
 import { decideRoutingVerdict } from '../../src/sms/routing-verdict.js';
@@ -99,27 +99,6 @@ describe('the first matching rule wins', () => {
   it('hands back the local time it read, for a later check on the same rule', () => {
     const decision = chooseRule(rules, facts({ e164: '+33612345678', country: 'FR', at: at('2026-03-29T06:30:00Z') }), snapshot.calendar);
     expect(decision.local).toEqual({ zone: 'Europe/Paris', date: '2026-03-29', weekday: 6, minutes: 8 * 60 + 30 });
-  });
-});
-
-describe('the zone of a number', () => {
-  it.each([
-    ['+12125551234', 'US', 'America/New_York'],
-    ['+13125551234', 'US', 'America/Chicago'],
-    ['+16025551234', 'US', 'America/Phoenix'],
-    ['+16045551234', 'CA', 'America/Vancouver'],
-    ['+14165551234', 'CA', 'America/Toronto'],
-    ['+5565987654321', 'BR', 'America/Cuiaba'],
-    ['+5521987654321', 'BR', 'America/Sao_Paulo'],
-    ['+526641234567', 'MX', 'America/Tijuana'],
-    ['+33612345678', 'FR', 'Europe/Paris'],
-  ])('%s (%s) is in %s', (e164, country, zone) => {
-    expect(zoneOfNumber(e164, country)).toBe(zone);
-  });
-
-  it('Phoenix keeps its time over the US change', () => {
-    expect(localTimeIn('America/Phoenix', at('2026-03-07T10:30:00Z')).minutes).toBe(3 * 60 + 30);
-    expect(localTimeIn('America/Phoenix', at('2026-03-09T10:30:00Z')).minutes).toBe(3 * 60 + 30);
   });
 });
 

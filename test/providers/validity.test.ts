@@ -106,6 +106,8 @@ describe("each provider's form of a validity", () => {
     [90 * 60_000, '000000013000000R'],
     [25 * 3_600_000 + 61_000, '000001010101000R'],
     [500, '000000000001000R'],
+    // What is left is rounded down, never up: a held message may reach its send with little left.
+    [90_999, '000000000130000R'],
     [200 * 86_400_000, '000099000000000R'],
   ])('%i ms is SMPP relative time %s', (ms, text) => {
     expect(smppRelativeTime(ms)).toBe(text);
@@ -117,6 +119,7 @@ describe("each provider's form of a validity", () => {
     [30_000, 0, 30_000],
     [10 ** 12, 0, 604_800_000],
     [5_000, 10_000, 20_000],
+    [70_000, 40_000, 30_000],
   ])('validUntil %s at %i within Vonage bounds is %s ms', (until, now, left) => {
     expect(validityLeft(until, now, { minMs: 20_000, maxMs: 604_800_000 })).toBe(left);
   });

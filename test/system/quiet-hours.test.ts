@@ -3,9 +3,10 @@
  * CRM's webhook fake: a message arriving inside its quiet hours is answered 200 with its sms_id and held; the CRM's
  * retry gets the same sms_id; `serve` is killed with SIGKILL while it is held; the gateway restarted on the same ledger
  * with a clock the test moves sends it once when its window opens, and the CRM gets its conversion. One held past
- * quiet_hours.max_wait is never sent and ends `failed`. On PostgreSQL (TEST_DATABASE_URL), two instances sharing the
- * ledger send it once. The run decides the database (test/helpers/database.ts).
- */
+ * quiet_hours.max_wait is never sent and ends `failed`. `routing.zones` places a recipient for quiet hours as for route
+ * rules. A held message's route validity counts from its acceptance: released with what is left, or, run out while
+ * held, never sent and `failed`. On PostgreSQL (TEST_DATABASE_URL), two instances sharing the ledger send it once. The
+ * run decides the database (test/helpers/database.ts). */
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,6 +91,14 @@ async function consoleCookie(url: string): Promise<string> {
   return login.headers.get('set-cookie')!.split(';')[0]!;
 }
 
+/** A held message never sent: `failed` with `code`, nothing at Twilio, and its conversion posted `failed`. */
+async function expectFailedUnsent(gw: TestGateway, smsId: string, code: string): Promise<void> {
+  await waitFor(() => crm.conversions.some((c) => c.sms_id === smsId), 20_000, 'the conversion posted');
+  expect(crm.conversions.filter((c) => c.sms_id === smsId).map((c) => c.delivery_status)).toEqual(['failed']);
+  expect(twilio.creates).toHaveLength(0);
+  expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'rejected', error_code: code, delivery_status: 'failed' });
+}
+
 describe('a message inside its quiet hours', () => {
   it('is answered 200 and held, survives SIGKILL, and is sent once when its window opens, its conversion posted', async () => {
     const dir = newDir();
@@ -162,14 +171,64 @@ describe('a message inside its quiet hours', () => {
     expect(answer.status).toBe(200);
     const smsId = answer.json.sms_id as string;
     time += 60 * 60_000;
-    await waitFor(() => crm.conversions.some((c) => c.sms_id === smsId), 20_000, 'the conversion posted');
-    expect(crm.conversions.filter((c) => c.sms_id === smsId).map((c) => c.delivery_status)).toEqual(['failed']);
-    expect(twilio.creates).toHaveLength(0);
-    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({
-      state: 'rejected',
-      error_code: 'held_expired',
-      delivery_status: 'failed',
+    await expectFailedUnsent(gw, smsId, 'held_expired');
+  }, 30_000);
+});
+
+describe('routing.zones places a recipient for quiet hours too', () => {
+  it('+1212 said to be Honolulu is held at 09:00 in New York, until 08:00 in Honolulu', async () => {
+    const time = Date.parse('2026-12-01T14:00:00Z');
+    const gw = await startTestGateway(
+      {
+        quiet_hours: { spread: '0s', poll_interval: '20ms', windows: { us: { countries: ['US'], hours: '08:00-21:00' } } },
+        routing: { zones: { '+1212': 'Pacific/Honolulu' } },
+      },
+      { dir: newDir(), now: () => time },
+    );
+    gateways.push(gw);
+    const held = await gw.post('/channels/sms/single', smsMessage('quiet-zone', { recipient: '+12125550123' }));
+    expect((await gw.get(`/admin/messages/${held.json.sms_id}`, admin)).json.message).toMatchObject({
+      state: 'held',
+      held_until: Date.parse('2026-12-01T18:00:00Z'),
     });
+    // Another New York area code, not in routing.zones: open at 09:00 there.
+    const sent = await gw.post('/channels/sms/single', smsMessage('quiet-zone-ny', { recipient: '+13475550123' }));
+    expect((await gw.get(`/admin/messages/${sent.json.sms_id}`, admin)).json.message.state).not.toBe('held');
+  }, 30_000);
+});
+
+describe("a held message's validity counts from its acceptance", () => {
+  /** Held at 07:30 UTC under a 09:00-21:00 window, released at 09:00: 90 minutes held. */
+  async function heldThroughRoute(validityMinutes: number, id: string) {
+    let time = Date.parse('2026-12-02T07:30:00Z');
+    const config = configOf({
+      spread: '0s',
+      poll_interval: '20ms',
+      retry_initial_ms: 50,
+      windows: { gb: { countries: ['GB'], hours: '09:00-21:00', zone: 'UTC' } },
+    });
+    const providers = { ...config.providers, valid: { type: 'route', members: ['twilio'], validity: validityMinutes } };
+    const gw = await startTestGateway({ ...config, providers }, { dir: newDir(), now: () => time });
+    gateways.push(gw);
+    const answer = await gw.post('/channels/sms/single', smsMessage(id, { provider_name: 'valid', recipient: RECIPIENT, sender_name: null }));
+    expect(answer.status).toBe(200);
+    const smsId = answer.json.sms_id as string;
+    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'held', held_until: Date.parse('2026-12-02T09:00:00Z') });
+    time = Date.parse('2026-12-02T09:00:00Z');
+    return { gw, smsId };
+  }
+
+  it('is released with what is left of it: a 120-minute validity held 90 minutes reaches Twilio as 30 minutes', async () => {
+    const { gw, smsId } = await heldThroughRoute(120, 'quiet-valid');
+    await waitFor(() => createdFor(RECIPIENT) === 1, 20_000, 'the message made at Twilio');
+    expect(twilio.creates.find((c) => c.sid && c.form.To === RECIPIENT)!.form.ValidityPeriod).toBe(String(30 * 60));
+    await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.state === 'submitted', 10_000, 'submitted');
+  }, 30_000);
+
+  it('is never sent once it ran out while held: it ends failed, with its own code, and the CRM gets that as its conversion', async () => {
+    const { gw, smsId } = await heldThroughRoute(60, 'quiet-invalid');
+    await expectFailedUnsent(gw, smsId, 'held_validity_expired');
+    expect((await gw.get('/admin/held-sends', admin)).json).toMatchObject({ owed: 0 });
   }, 30_000);
 });
 
