@@ -5,10 +5,15 @@
  * may reach its send with little left), except a provider's own minimum.
  */
 
-/** Milliseconds left of the validity at `now`, raised to `minMs` and cut to `maxMs`; undefined when none was asked. */
+/**
+ * Milliseconds left of the validity at `now`, raised to `minMs` and cut to `maxMs`; undefined when none was asked.
+ * Rounded up to the whole second: the milliseconds between the send's start and the plugin's call would otherwise
+ * cost a fresh message a whole unit (a route's 90 minutes reaching Infobip as 89).
+ */
 export function validityLeft(validUntil: number | undefined, now: number, bounds: { minMs: number; maxMs: number }): number | undefined {
   if (validUntil === undefined) return undefined;
-  return Math.min(bounds.maxMs, Math.max(bounds.minMs, validUntil - now));
+  const left = Math.ceil((validUntil - now) / 1_000) * 1_000;
+  return Math.min(bounds.maxMs, Math.max(bounds.minMs, left));
 }
 
 const two = (n: number) => String(n).padStart(2, '0');
