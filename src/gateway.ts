@@ -136,7 +136,9 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   const { db, readDb } = ledger;
   // Loaded only when observability.tracing.enabled: otherwise no OpenTelemetry module is imported (docs/tracing.md).
   const tracing = await createTracing(config, logger);
-  shutdown.add('services', 'exporting the last spans', () => tracing.shutdown());
+  // A quarter of the shutdown's budget: the stages before it may have spent the rest, and spans are worth less than
+  // the ledger closing cleanly after them.
+  shutdown.add('services', 'exporting the last spans', () => tracing.shutdown(shutdown.budgetMs / 4));
   await started('tracing');
   const metrics = createLedgerMetrics(config, readDb);
   const metricsApp = metricsRoutes({ registry: metrics.registry, adminKey: config.admin.api_key, public: config.metrics.public });

@@ -28,7 +28,7 @@ export async function runFlush(config: Readonly<Config>, out: Writable, outboxes
   const flushable = flushableOutboxes(config, { logger, tracing }, outboxes);
   const release = async () => {
     await flushable.close();
-    await tracing.shutdown();
+    await tracing.shutdown(config.observability.tracing.export_timeout);
   };
   if (!flushable.any) {
     await release();

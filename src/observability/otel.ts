@@ -305,13 +305,19 @@ export function startOpenTelemetry(settings: TracingSettings, logger: Logger): T
       return startSpan(`send ${target.destination}`, undefined, { kind: 'producer', attributes, links: target.causes });
     },
     requests: (isTrustedProxy) => serverSpans(tracer, isTrustedProxy),
-    async shutdown() {
+    async shutdown(withinMs) {
       undici.disable();
       setLogTraceFields(undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the collector did not answer within ${withinMs} ms`)), withinMs);
+      });
       try {
-        await provider.shutdown();
+        await Promise.race([provider.shutdown(), late]);
       } catch (error) {
         logger.warn({ err: error }, 'tracing: the last spans could not be exported');
+      } finally {
+        clearTimeout(timer);
       }
       context.disable();
       propagation.disable();

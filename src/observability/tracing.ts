@@ -73,8 +73,11 @@ export interface Tracing {
    * X-Forwarded-For names the client (server.trusted_proxies).
    */
   requests(isTrustedProxy: (address: string) => boolean): MiddlewareHandler;
-  /** Exports what is still buffered and stops. */
-  shutdown(): Promise<void>;
+  /**
+   * Exports what is still buffered and stops, giving the collector at most `withinMs`: spans a collector that does not
+   * answer in time are dropped (and logged), so an unreachable collector never holds up the shutdown.
+   */
+  shutdown(withinMs: number): Promise<void>;
 }
 
 const NO_SPAN: TraceSpan = {

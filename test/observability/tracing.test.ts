@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Writable } from 'node:stream';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/logger.js';
 import { readPackageVersion } from '../../src/observability/openapi.js';
@@ -311,6 +312,37 @@ describe('with tracing on', () => {
     const put = await waitFor(() => otlp.spans.find((s) => s.parentSpanId === eventSpan.spanId), 10_000, 'the HTTP span of the event');
     expect(put).toMatchObject({ kind: KIND.client, attributes: { 'http.request.method': 'PUT', 'http.response.status_code': 200 } });
     expect(header).toBe(`00-${eventSpan.traceId}-${put.spanId}-01`);
+  });
+});
+
+describe('a collector that never answers', () => {
+  it('costs the last spans, logged, not the shutdown: the export gets a quarter of server.shutdown_timeout', async () => {
+    // Accepts the connection and never answers: what a collector behind a dead proxy or a black-holed address does.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const log = logLines();
+    try {
+      const gw = await startTestGateway(
+        {
+          server: { shutdown_timeout: '2s' },
+          observability: { tracing: { enabled: true, endpoint: `http://127.0.0.1:${port}`, export_timeout: '30s', export_interval: '1h' } },
+        },
+        { logger: createLogger('info', log.stream) },
+      );
+      expect((await gw.post('/channels/sms/single', smsMessage('silent-collector-1'))).status).toBe(200);
+      const began = performance.now();
+      await gw.close();
+      expect(performance.now() - began).toBeLessThan(2_000);
+      expect(log.lines.find((l) => l.msg === 'tracing: the last spans could not be exported')).toMatchObject({
+        err: { message: 'the collector did not answer within 500 ms' },
+      });
+      expect(sockets.size).toBeGreaterThan(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 });
 
