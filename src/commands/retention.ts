@@ -18,7 +18,7 @@ export async function runRetentionCommand(config: Readonly<Config>, out: Writabl
       logger,
     }).runPass();
     out.write(
-      `retention: deleted messages=${deleted.messages} receipts=${deleted.receipts} events=${deleted.crm_events} inbound=${deleted.inbound_messages}` +
+      `retention: deleted messages=${deleted.messages} receipts=${deleted.receipts} events=${deleted.crm_events} inbound=${deleted.inbound_messages} costs=${deleted.costs}` +
         ` blanked messages=${blanked.messages} inbound=${blanked.inbound_messages}\n`,
     );
     return 0;

@@ -417,6 +417,9 @@ const retention = z
     receipts: duration('90d').describe("Receipts this long after they arrived (a message's own go with it sooner when `retention.messages` is shorter)."),
     events: duration('90d').describe('CRM events (relay outbox) this long after they were accepted, once sent or dead-lettered.'),
     inbound: duration('90d').describe('Inbound SMS (STOP, START and any other text) this long after they arrived.'),
+    costs: duration('400d').describe(
+      'Spend per day (the rows behind /admin/costs) this long after the day, and the spend of budget periods that ended this long ago; kept beyond the messages, for invoices and year-on-year comparison, and holding no personal data.',
+    ),
     blank_personal_data_after: duration('30d').describe(
       'Text and phone numbers of final messages and inbound SMS are overwritten with a marker this long after they were created; the row stays, for counts and the console.',
     ),

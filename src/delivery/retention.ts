@@ -12,6 +12,7 @@ import {
   blankInboundMessages,
   deleteFinalMessages,
   deleteFinishedEvents,
+  deleteOldCosts,
   deleteOldInbound,
   deleteOldReceipts,
   SCAN_START,
@@ -21,7 +22,7 @@ import {
 import type { Database } from '../ledger/schema.js';
 import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
 
-export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'blank_personal_data_after'>;
+export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'costs' | 'blank_personal_data_after'>;
 
 /** The time before which rows of each kind go (or are blanked); absent where the setting is 0 (kept for ever). */
 export interface RetentionCutoffs {
@@ -29,8 +30,15 @@ export interface RetentionCutoffs {
   receipts?: number;
   events?: number;
   inbound?: number;
+  /** cost_daily's days before this go. */
+  costs?: number;
+  /** budget_spend's periods that began before this go: never a period still running. */
+  budgetPeriods?: number;
   blank?: number;
 }
+
+/** The longest budget period (a month) and a day: a period that began this long ago has ended. */
+const ENDED_PERIOD_MS = 32 * 24 * 60 * 60 * 1000;
 
 export function retentionCutoffs(now: number, settings: RetentionSettings): RetentionCutoffs {
   const before = (ms: number) => (ms > 0 ? now - ms : undefined);
@@ -39,6 +47,8 @@ export function retentionCutoffs(now: number, settings: RetentionSettings): Rete
     receipts: before(settings.receipts),
     events: before(settings.events),
     inbound: before(settings.inbound),
+    costs: before(settings.costs),
+    budgetPeriods: settings.costs > 0 ? now - Math.max(settings.costs, ENDED_PERIOD_MS) : undefined,
     blank: before(settings.blank_personal_data_after),
   };
 }
@@ -150,7 +160,7 @@ export function createRetention(deps: RetentionDeps) {
   async function deleteAndBlank(): Promise<RetentionResult> {
     const cut = retentionCutoffs(deps.now(), settings);
     const result: RetentionResult = {
-      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0, costs: 0 },
       blanked: { messages: 0, inbound_messages: 0 },
     };
     if (cut.messages !== undefined) {
@@ -168,6 +178,12 @@ export function createRetention(deps: RetentionDeps) {
     if (cut.inbound !== undefined) {
       const before = cut.inbound;
       result.deleted.inbound_messages = await deleteAll('inbound_messages', () => deleteOldInbound(db, before));
+    }
+    if (cut.costs !== undefined && cut.budgetPeriods !== undefined) {
+      const [days, periods] = [cut.costs, cut.budgetPeriods];
+      const n = await deleteOldCosts(db, days, periods);
+      if (n > 0) metrics?.retentionRows('costs', 'deleted', n);
+      result.deleted.costs = n;
     }
     if (cut.blank !== undefined) {
       const before = cut.blank;

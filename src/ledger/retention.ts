@@ -29,7 +29,8 @@ const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or me
 
 /**
  * Deletes up to `limit` final messages created before `createdBefore`, oldest first, with what belongs to them only
- * (parts, receipts, conversions and their attempts, held sends, search pairs left without a message). Run in a transaction.
+ * (parts, receipts, conversions and their attempts, held sends, price fetches, search pairs left without a message). Run in a
+ * transaction.
  */
 export async function deleteFinalMessages(trx: Transaction<Database>, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
   let select = trx
@@ -55,6 +56,8 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
     await trx.deleteFrom('receipts').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
+    // A price still to be asked of the provider, or given up on, is moot once its message goes.
+    await trx.deleteFrom('price_fetches').where('sms_id', 'in', ids).execute();
     await trx.deleteFrom('messages').where('sms_id', 'in', ids).execute();
   }
   await forgetSearchPairs(trx, rows);
@@ -191,4 +194,15 @@ export async function deleteOldInbound(db: Db, receivedBefore: number, limit = R
     .where('id', 'in', (eb) => eb.selectFrom('inbound_messages').select('id').where('received_at', '<', receivedBefore).orderBy('received_at').limit(limit))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/**
+ * Spend per day (cost_daily) of days that began before `dayBefore`, and the spend of budget periods that began before
+ * `periodBefore` (budget_spend): both are a few rows a day, so one statement each. The caller keeps `periodBefore`
+ * behind every period still running, so no cap starts again from zero.
+ */
+export async function deleteOldCosts(db: Db, dayBefore: number, periodBefore: number): Promise<number> {
+  const days = await db.deleteFrom('cost_daily').where('day', '<', dayBefore).executeTakeFirst();
+  const periods = await db.deleteFrom('budget_spend').where('period_start', '<', periodBefore).executeTakeFirst();
+  return Number(days.numDeletedRows) + Number(periods.numDeletedRows);
 }

@@ -49,7 +49,7 @@ export interface RetentionMetrics {
   retentionRows(table: RetentionTable, action: 'deleted' | 'blanked', count: number): void;
 }
 
-export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_messages';
+export type RetentionTable = 'messages' | 'receipts' | 'crm_events' | 'inbound_messages' | 'costs';
 
 export interface HttpMetrics {
   /** `limited`: refused by the failed-authentication limiter (src/auth/failure-limit.ts) with a 429 or a 503. */

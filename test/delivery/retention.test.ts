@@ -254,7 +254,7 @@ describe('finding 9: retention', () => {
     ]);
 
     expect(result).toEqual({
-      deleted: { messages: 5, receipts: 4, crm_events: 2, inbound_messages: 1 },
+      deleted: { messages: 5, receipts: 4, crm_events: 2, inbound_messages: 1, costs: 0 },
       blanked: { messages: 1, inbound_messages: 1 },
     });
     const counter = 'sms_gateway_retention_rows_total';
@@ -268,7 +268,7 @@ describe('finding 9: retention', () => {
     // Nothing more to do; then the message left waiting gets its receipt, and the next pass blanks it too (the pass
     // went on from where it had to leave a row, not past it).
     expect(await gw.gateway.retention()).toEqual({
-      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0, costs: 0 },
       blanked: { messages: 0, inbound_messages: 0 },
     });
     await db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', 'mid-awaiting').execute();
@@ -303,17 +303,64 @@ describe('finding 9: retention', () => {
   });
 
   it('a setting of 0 keeps rows for ever', async () => {
-    gw = await startTestGateway({ ...retentionConfig, retention: { messages: 0, receipts: 0, events: 0, inbound: 0, blank_personal_data_after: 0 } });
+    gw = await startTestGateway({ ...retentionConfig, retention: { messages: 0, receipts: 0, events: 0, inbound: 0, costs: 0, blank_personal_data_after: 0 } });
     const db = gw.gateway.ledger.db;
     await addMessage(db, message('ancient', 1_000), 'posted');
     await addInbound(db, 'in-ancient', 1_000);
     expect(await gw.gateway.retention()).toEqual({
-      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0 },
+      deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0, costs: 0 },
       blanked: { messages: 0, inbound_messages: 0 },
     });
     expect(await db.selectFrom('messages').select(['sms_id', 'recipient']).execute()).toEqual([
       { sms_id: 'ancient', recipient: message('ancient', 1_000).recipient },
     ]);
+  });
+});
+
+describe('retention of what messages cost', () => {
+  it("deletes a message's price fetch with it, and spend per day and budget periods past retention.costs", async () => {
+    gw = await startTestGateway({ ...retentionConfig, retention: { ...retentionConfig.retention, costs: '400d' } });
+    const db = gw.gateway.ledger.db;
+    await addMessage(db, message('priced-old', 100), 'posted');
+    await addMessage(db, message('priced-young', 1), 'posted');
+    for (const smsId of ['priced-old', 'priced-young'])
+      await db
+        .insertInto('price_fetches')
+        .values({ sms_id: smsId, provider: 'twilio', provider_message_id: `SM-${smsId}`, next_attempt_at: NOW, done: 1 })
+        .execute();
+    const day = (ageDays: number) => Math.floor((NOW - ageDays * DAY) / DAY) * DAY;
+    const spend = (ageDays: number) => ({
+      day: day(ageDays),
+      provider: 'twilio',
+      country: 'GB',
+      brand_id: '',
+      activity_id: '',
+      action_group_id: '',
+      currency: 'EUR',
+      messages: 1,
+      segments: 1,
+      delivered: 1,
+      cost_micros: 40_000,
+      reported_micros: 0,
+    });
+    await db
+      .insertInto('cost_daily')
+      .values([spend(401), spend(399)])
+      .execute();
+    await db
+      .insertInto('budget_spend')
+      .values([
+        { budget: 'gb-month', period_start: day(410), currency: 'EUR', spent_micros: 10 },
+        { budget: 'gb-month', period_start: day(20), currency: 'EUR', spent_micros: 20 },
+      ])
+      .execute();
+
+    const result = await gw.gateway.retention();
+    expect(result.deleted).toMatchObject({ messages: 1, costs: 2 });
+    expect(await db.selectFrom('price_fetches').select('sms_id').execute()).toEqual([{ sms_id: 'priced-young' }]);
+    expect((await db.selectFrom('cost_daily').select('day').execute()).map((r) => Number(r.day))).toEqual([day(399)]);
+    expect((await db.selectFrom('budget_spend').select('period_start').execute()).map((r) => Number(r.period_start))).toEqual([day(20)]);
+    expect(await metricValue('sms_gateway_retention_rows_total', 'costs', 'deleted')).toBe(2);
   });
 });
 
@@ -342,13 +389,26 @@ describe('retention decisions', () => {
   it.each([
     [
       'every setting on',
-      { messages: 90 * DAY, receipts: 60 * DAY, events: 90 * DAY, inbound: 90 * DAY, blank_personal_data_after: 30 * DAY },
-      { messages: NOW - 90 * DAY, receipts: NOW - 60 * DAY, events: NOW - 90 * DAY, inbound: NOW - 90 * DAY, blank: NOW - 30 * DAY },
+      { messages: 90 * DAY, receipts: 60 * DAY, events: 90 * DAY, inbound: 90 * DAY, costs: 400 * DAY, blank_personal_data_after: 30 * DAY },
+      {
+        messages: NOW - 90 * DAY,
+        receipts: NOW - 60 * DAY,
+        events: NOW - 90 * DAY,
+        inbound: NOW - 90 * DAY,
+        costs: NOW - 400 * DAY,
+        budgetPeriods: NOW - 400 * DAY,
+        blank: NOW - 30 * DAY,
+      },
+    ],
+    [
+      'costs kept a day: budget periods still kept until a month has surely ended',
+      { messages: 0, receipts: 0, events: 0, inbound: 0, costs: DAY, blank_personal_data_after: 0 },
+      { messages: undefined, receipts: undefined, events: undefined, inbound: undefined, costs: NOW - DAY, budgetPeriods: NOW - 32 * DAY, blank: undefined },
     ],
     [
       '0 keeps for ever',
-      { messages: 0, receipts: 0, events: 0, inbound: 0, blank_personal_data_after: 0 },
-      { messages: undefined, receipts: undefined, events: undefined, inbound: undefined, blank: undefined },
+      { messages: 0, receipts: 0, events: 0, inbound: 0, costs: 0, blank_personal_data_after: 0 },
+      { messages: undefined, receipts: undefined, events: undefined, inbound: undefined, costs: undefined, budgetPeriods: undefined, blank: undefined },
     ],
   ])('cutoffs: %s', (_label, settings, expected) => {
     expect(retentionCutoffs(NOW, settings)).toEqual(expected);
