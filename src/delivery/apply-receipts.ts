@@ -198,6 +198,9 @@ export async function applyReceipts(
     matched: messages[k] ? RECEIPT_MATCH.applied : RECEIPT_MATCH.parked,
     received_at: now,
     per_part: input.event.perPart ? 1 : 0,
+    // Only a parked receipt keeps its price: an applied one's is on its message at once.
+    price_micros: !messages[k] && input.event.price ? input.event.price.micros.toString() : null,
+    price_currency: !messages[k] && input.event.price ? input.event.price.currency : null,
   }));
   // The same receipt twice in one batch counts once, like a duplicate arriving later.
   const firstIndex = new Map<string, number>();
@@ -371,6 +374,7 @@ async function applyParked(
       status: r.mapped_status as ReceiptEvent['status'],
       errorCode: r.error_code ?? undefined,
       perPart: Number(r.per_part) === 1,
+      ...(r.price_micros !== null && r.price_currency !== null ? { price: { micros: BigInt(r.price_micros), currency: r.price_currency } } : {}),
     },
   }));
   const messages = await resolveMessages(trx, inputs);

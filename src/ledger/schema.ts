@@ -144,6 +144,9 @@ export interface ReceiptsTable {
   received_at: number;
   /** 1 when the receipt reports one part of a concatenated message (ReceiptEvent.perPart), else 0. */
   per_part: Generated<number>;
+  /** A parked receipt's reported price (micro-units of price_currency), applied when its message is found; else null. */
+  price_micros: number | string | null;
+  price_currency: string | null;
 }
 
 export interface ConversionsTable {

@@ -115,4 +115,23 @@ describe('reported prices through the gateway', () => {
     const row = (res.json.rows as Array<Record<string, unknown>>).find((r) => r.provider === 'infobip');
     expect(row).toMatchObject({ messages: 2, delivered: 2, spend: '0.046', reported_spend: '0.046' });
   });
+
+  it("keeps a parked receipt's price and applies it when its message is found", async () => {
+    expect((await gw.post('/channels/sms/single', smsMessage('v-2', { provider_name: 'vonage', recipient: GB }))).status).toBe(200);
+    await waitFor(async () => ((await costOf('v-2'))?.delivery === 'delivered' ? true : undefined));
+    const smsId = (await findMessageByActivityKey(gw.gateway.ledger.db, 'v-2'))!.sms_id;
+    const submit = vonage.submits.find((s) => s.fields['client-ref'] === smsId)!;
+    // A receipt for a message id nobody has recorded yet, without our client-ref: parked, with its price.
+    const { 'client-ref': _ours, ...fields } = vonage.receiptFields(submit, 0, 'delivered');
+    expect(await vonage.sendReceipt(submit.fields.callback!, { ...fields, messageId: 'vonage-parked-1', price: '0.04440000' }, { transport: 'form' })).toBe(
+      200,
+    );
+    const parked = await gw.gateway.ledger.db.selectFrom('receipts').selectAll().where('provider_message_id', '=', 'vonage-parked-1').execute();
+    expect(parked).toMatchObject([{ matched: 0, price_currency: 'EUR' }]);
+    expect(Number(parked[0]!.price_micros)).toBe(44_400);
+    // The message turns out to be that id's (recorded by hand, as a late provider answer would be): the sweep matches it.
+    await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'vonage-parked-1' }).where('sms_id', '=', smsId).execute();
+    await gw.gateway.sweep();
+    expect(await costOf('v-2')).toEqual({ micros: 44_400, currency: 'EUR', source: 'reported', delivery: 'delivered' });
+  });
 });

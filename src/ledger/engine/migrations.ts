@@ -628,4 +628,12 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('held_sends_due').on('held_sends').column('next_attempt_at').where(sql<boolean>`done_at is null and dead = 0`).execute();
     },
   },
+  '2026-11-29-80-parked-receipt-price': {
+    async up(db) {
+      // The price a parked receipt reported (docs/costs.md), so that it replaces its message's estimate when the
+      // message is found. Null on every other receipt: an applied receipt's price is on its message already.
+      await db.schema.alterTable('receipts').addColumn('price_micros', 'bigint').execute();
+      await db.schema.alterTable('receipts').addColumn('price_currency', 'text').execute();
+    },
+  },
 };
