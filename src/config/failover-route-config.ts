@@ -43,7 +43,6 @@ export const deliverySettingsSchema = z
   })
   .prefault({})
   .describe('`strategy: cheapest_delivering`: the recent delivery figures and the floor a member must keep (docs/routing.md).');
-export type DeliverySettingsConfig = z.output<typeof deliverySettingsSchema>;
 
 export const failoverRouteConfigSchema = z.strictObject({
   type: z.literal('route'),
@@ -62,13 +61,13 @@ export const failoverRouteConfigSchema = z.strictObject({
   strategy: routeStrategySchema
     .default('failover')
     .describe(
-      '`failover`: members in order; `weighted`: the first member drawn by `weights`, then the others by weight; `cheapest_delivering`: per country, the cheapest member (costs.rates) whose recent delivery is above `delivery.floor`.',
+      '`failover`: members in order; `weighted`: the first member drawn by `weights`, then the others by weight; `cheapest_delivering`: per country, the cheapest member (costs.rates) whose recent delivery is above `recent_delivery.floor`.',
     ),
   weights: z
     .record(providerName, z.number().min(0))
     .optional()
     .describe("`weighted`: each member's share of first attempts (1 each when unset; 0: only a fallback)."),
-  delivery: deliverySettingsSchema,
+  recent_delivery: deliverySettingsSchema,
   breaker: z
     .strictObject({
       failures: z.number().int().positive().default(5).describe("Consecutive failed sends (refused, throttled, 5xx, timed out) that open a member's circuit."),
@@ -129,12 +128,12 @@ export function checkCheapestDelivering(
         uses.push({ path: ['providers', name, 'rules', i, rule.strategy ? 'strategy' : 'members'], members: rule.members });
     });
     if (uses.length === 0) continue;
-    const d = route.delivery;
+    const d = route.recent_delivery;
     if (d.deadline >= d.window)
-      issue(['providers', name, 'delivery', 'deadline'], 'must be shorter than delivery.window: no message of the window could be judged late');
+      issue(['providers', name, 'recent_delivery', 'deadline'], 'must be shorter than recent_delivery.window: no message of the window could be judged late');
     if (d.floor + d.recover_margin > 1)
       issue(
-        ['providers', name, 'delivery', 'recover_margin'],
+        ['providers', name, 'recent_delivery', 'recover_margin'],
         `floor ${d.floor} + recover_margin ${d.recover_margin} is above 1: a stepped-down member could never come back by its figures`,
       );
     for (const use of uses) {

@@ -25,7 +25,7 @@ import {
 } from './cheapest-delivering.js';
 
 export function deliverySettingsOf(route: FailoverRouteConfig): DeliverySettings {
-  const d = route.delivery;
+  const d = route.recent_delivery;
   return {
     windowMs: d.window,
     deadlineMs: d.deadline,
@@ -104,7 +104,7 @@ export function createDeliveryChoice(deps: DeliveryChoiceDeps): DeliveryChoice {
   });
   new Gauge({
     name: 'sms_gateway_route_member_stepped_down',
-    help: "Route members stepped down for delivering below their route's delivery.floor, by route, country and member (1 stepped down, 0 delivering), as this instance last decided",
+    help: "Route members stepped down for delivering below their route's recent_delivery.floor, by route, country and member (1 stepped down, 0 delivering), as this instance last decided",
     labelNames: ['route', 'country', 'member'],
     registers,
     collect() {
@@ -128,8 +128,9 @@ export function createDeliveryChoice(deps: DeliveryChoiceDeps): DeliveryChoice {
       const was = before.get(`${country}|${view.member}`) ?? IN;
       if (was.kind === view.standing.kind) continue;
       const fields = { route, country: country || 'unknown', member: view.member, on_time: view.onTime, judged: view.judged, share: view.share };
-      if (view.standing.kind === 'stepped_down') deps.logger.warn(fields, `route member stepped down: ${view.why}`);
-      else deps.logger.info(fields, `route member back: ${view.why}`);
+      // `why` starts with what happened: "stepped down: 70 of 100 on time …", "back: …".
+      if (view.standing.kind === 'stepped_down') deps.logger.warn(fields, `route member ${view.why}`);
+      else deps.logger.info(fields, `route member ${view.why}`);
     }
   };
 

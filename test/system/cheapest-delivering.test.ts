@@ -36,7 +36,7 @@ describe('a route that weighs price against delivery', () => {
           members: ['vonage', 'infobip'],
           strategy: 'cheapest_delivering',
           // Notify's 15 minutes, 5 minutes and 85%, shortened so that the test runs in seconds.
-          delivery: { window: '3s', deadline: '400ms', floor: 0.85, min_sample: 4, recover_margin: 0.05, cool_down: '1s' },
+          recent_delivery: { window: '3s', deadline: '400ms', floor: 0.85, min_sample: 4, recover_margin: 0.05, cool_down: '1s' },
         },
       },
       costs: {
@@ -107,8 +107,8 @@ describe('a route that weighs price against delivery', () => {
     const { gb, member } = await infobipGB();
     expect(member).toMatchObject({ price: '0.02', currency: 'EUR', state: 'stepped_down', counted: true });
     expect(member!.share).toBeLessThan(0.85);
-    expect(gb.last_decision).toMatchObject({ rule: 'catch-all', order: ['vonage', 'infobip'], reason: 'cheaper_stepped_down' });
-    expect(gb.last_decision.members.find((m: { member: string }) => m.member === 'vonage')).toMatchObject({ price: '0.05', state: 'in' });
+    expect(gb!.last_decision).toMatchObject({ rule: 'catch-all', order: ['vonage', 'infobip'], reason: 'cheaper_stepped_down' });
+    expect(gb!.last_decision.members.find((m: { member: string }) => m.member === 'vonage')).toMatchObject({ price: '0.05', state: 'in' });
     const login = await fetch(`${gw.url}/console/login`, { method: 'POST', redirect: 'manual', body: new URLSearchParams({ key: TEST_ADMIN_KEY }) });
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
     const page = await (await fetch(`${gw.url}/console/routing`, { headers: { cookie } })).text();
