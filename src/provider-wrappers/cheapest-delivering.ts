@@ -77,8 +77,9 @@ const pct = (share: number | null) => (share === null ? '—' : `${(share * 100)
 /**
  * A member's standing after reading its figures at `now`. It steps down when enough of its messages are judged and
  * too few were delivered on time. It comes back once `cool_down` has passed since, when its share reaches
- * floor + recover_margin, or when too few of its messages are left in the window to judge it (it took no traffic
- * while stepped down: fresh messages then show whether it recovered).
+ * floor + recover_margin, or when fewer than min_sample of its messages are judged in the window and so few of them
+ * were late that min_sample judged on the whole would still reach the floor if the rest were on time (it took no
+ * traffic while stepped down, and its late messages have left the window: fresh ones then show whether it recovered).
  */
 export function standingAfter(before: Standing, figures: DeliveryFigures, now: number, s: DeliverySettings): { standing: Standing; why: string } {
   const share = figures.judged > 0 ? figures.onTime / figures.judged : null;
@@ -91,7 +92,14 @@ export function standingAfter(before: Standing, figures: DeliveryFigures, now: n
   }
   if (now - before.since < s.coolDownMs) return { standing: before, why: `stepped down, cooling down: ${seen}` };
   const back = Math.min(1, s.floor + s.recoverMargin);
-  if (!enough) return { standing: IN, why: `back: ${seen}, fewer than ${s.minSample} judged since it stepped down` };
+  if (!enough) {
+    // Its late messages still in the window would step it down again by themselves once fresh ones (on time) bring
+    // the judged count to min_sample: it waits until few enough are left.
+    const late = figures.judged - figures.onTime;
+    if (late <= (1 - s.floor) * s.minSample + 1e-9)
+      return { standing: IN, why: `back: ${seen}, fewer than ${s.minSample} judged and too few late to hold it down` };
+    return { standing: before, why: `stepped down: ${seen}, ${late} late still in the window` };
+  }
   if (share! >= back) return { standing: IN, why: `back: ${seen}, at or above ${pct(back)}` };
   return { standing: before, why: `stepped down: ${seen}, below ${pct(back)} to come back` };
 }

@@ -207,7 +207,9 @@ describe('standingAfter', () => {
     ['down, cooled, at floor + margin: back', down(T - 5 * MIN), figures(100, 90), T, 'in'],
     ['down, cooled, just under floor + margin: stays down', down(T - 5 * MIN), figures(100, 89), T, 'stepped_down'],
     ['down, a millisecond short of the cool-down: stays down', down(T - 5 * MIN + 1), figures(100, 100), T, 'stepped_down'],
-    ['down, cooled, too few judged: back', down(T - 5 * MIN), figures(5, 0), T, 'in'],
+    ['down, cooled, too few judged, 3 of them late (at most 15% of min_sample): back', down(T - 5 * MIN), figures(5, 2), T, 'in'],
+    ['down, cooled, too few judged but 4 of them late: stays down, they would step it down again', down(T - 5 * MIN), figures(5, 1), T, 'stepped_down'],
+    ['down, cooled, nothing judged: back', down(T - 5 * MIN), figures(0, 0), T, 'in'],
   ])('%s', (_label, before, f, now, kind) => {
     expect(standingAfter(before, f, now, settings).standing.kind).toBe(kind);
   });
@@ -243,14 +245,14 @@ describe('traffic over an hour as Notify describes it', () => {
   it('moves away from the cheap member once its late messages pass the floor, and back once its window has emptied', () => {
     const moves = switches(simulate(20, 40));
     // Minute 20's messages are judged late from minute 25 on; the share falls under 85% at minute 27 (80 of 101 on
-    // time). Back at minute 41: fewer than min_sample of its messages are left in the 15-minute window, and it is
-    // fast again by then, so it stays.
-    expect(moves).toEqual(['0:cheap', '27:dear', '41:cheap']);
+    // time). Back at minute 42: its last late messages (minute 26's) have left the 15-minute window, and it is fast
+    // again by then, so it stays.
+    expect(moves).toEqual(['0:cheap', '27:dear', '42:cheap']);
   });
 
   it('steps the cheap member down again when it is still slow after it came back', () => {
     const moves = switches(simulate(20, 90));
-    // Each return costs 7 minutes of slow messages (5 before they are late, 2 to pass the floor), every 21 minutes.
-    expect(moves).toEqual(['0:cheap', '27:dear', '41:cheap', '48:dear', '62:cheap', '69:dear', '83:cheap']);
+    // Each return costs 7 minutes of slow messages (5 before they are late, 2 to pass the floor), every 22 minutes.
+    expect(moves).toEqual(['0:cheap', '27:dear', '42:cheap', '49:dear', '64:cheap', '71:dear', '86:cheap']);
   });
 });

@@ -114,7 +114,7 @@ describe('a route that weighs price against delivery', () => {
     const page = await (await fetch(`${gw.url}/console/routing`, { headers: { cookie } })).text();
     expect(page).toContain('Cheapest member that delivers: route promo');
     expect(page).toMatch(/<tr data-country="GB" data-member="infobip">.*0\.02 EUR.*stepped down since/s);
-    expect(page).toMatch(/vonage → infobip \(cheaper stepped down\); used vonage 0\.05, [\d.]+% of \d+; infobip 0\.02, [\d.]+% of \d+, stepped down/);
+    expect(page).toMatch(/vonage → infobip \(cheaper stepped down\); used vonage 0\.05, (?:[\d.]+%|—) of \d+; infobip 0\.02, [\d.]+% of \d+, stepped down/);
 
     // Its receipts come at last, late: they do not bring it back.
     for (const smsId of silent) await deliverAtInfobip(smsId);
@@ -122,7 +122,7 @@ describe('a route that weighs price against delivery', () => {
   });
 
   it('comes back to the cheaper member once its late messages have left the window, and stays while its receipts are fast', async () => {
-    // The cool-down (1 s) is over and fewer than 4 of its messages are left in the 3 s window: back, to be judged afresh.
+    // The cool-down (1 s) is over and its late messages have left the 3 s window: back, to be judged afresh.
     await waitFor(async () => (await infobipGB()).member?.state === 'in', 8_000, 'infobip back in GB');
     for (let i = 0; i < 6; i++) {
       const { smsId, provider } = await send();
