@@ -179,7 +179,11 @@ async function startParts(config: Readonly<Config>, options: GatewayOptions, log
   await started('operator backend');
   // What a plugin receives over its own connection (SMPP deliver_sm) joins the same intakes as /dlr and /mo.
   const pushed = { receipts: receipts.storePushed, inbound: receiveInbound };
-  const routing = await startRouting(config, { db, readDb, logger, now, registry: metrics.registry }, shutdown);
+  const routing = await startRouting(
+    config,
+    { db, readDb, logger, now, registry: metrics.registry, priceOf: (provider, country) => costs.rates.perSegment(provider, country) },
+    shutdown,
+  );
   const providerDeps = { logger, now, clock: options.clock, processSecret, health: providerHealth, callbackUrl, pushed, routing };
   const { providers, router } = startProviders(config, providerDeps, shutdown);
   await started('providers');

@@ -123,7 +123,9 @@ export const ruleMatchSchema = z
   .describe('What a message must have for the rule to match; every key given must match, an absent key matches anything.');
 export type RuleMatch = z.output<typeof ruleMatchSchema>;
 
-const strategy = z.enum(['failover', 'weighted']);
+/** How a route (or one rule) orders its members for a message (src/provider-wrappers/failover.ts, cheapest-delivering.ts). */
+export const routeStrategySchema = z.enum(['failover', 'weighted', 'cheapest_delivering']);
+const strategy = routeStrategySchema;
 const weights = z.record(providerName, z.number().min(0));
 
 /** Minutes a provider keeps trying to deliver (Twilio ValidityPeriod, Infobip validityPeriod, Vonage ttl, SMPP validity_period, Sinch expire_at). */
@@ -189,6 +191,9 @@ export const routingSchema = z
       ),
     control_poll: durationSchema('2s', { positive: true }).describe(
       'How often each instance reads the admin changes of routing (suspensions, weights, rule members) from the ledger.',
+    ),
+    delivery_refresh: durationSchema('30s', { positive: true }).describe(
+      "How often each instance reads its routes' recent delivery figures from the ledger (`strategy: cheapest_delivering`); read at start.",
     ),
   })
   .describe(

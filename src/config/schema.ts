@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { providerPlugins } from '../../providers/index.js';
-import { checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
+import { checkCheapestDelivering, checkFailoverRouteMembers, failoverRouteConfigSchema } from './failover-route-config.js';
 import { routingSchema } from './route-rules-config.js';
 import { checkRouteRules } from './route-rules-checks.js';
 import { countriesOfCallingCode } from '../kit/phone-number.js';
@@ -670,6 +670,7 @@ export const configSchema = z
       }
     }
     checkFailoverRouteMembers(c.providers, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
+    checkCheapestDelivering(c.providers, c.costs.rates, (path, message) => ctx.addIssue({ code: 'custom', path, message }));
     for (const name of Object.keys(c.costs.rates)) {
       if (!Object.hasOwn(c.providers, name))
         ctx.addIssue({ code: 'custom', path: ['costs', 'rates', name], message: `"${name}" is not a configured provider` });

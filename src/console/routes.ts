@@ -178,6 +178,7 @@ function routingPages(routing: Routing, door: ReturnType<typeof createConsoleDoo
   const show = async (c: Context, session: Session, notice?: { error: boolean; text: string }, status: 200 | 400 = 200) => {
     const [stored, audit, refusals] = await Promise.all([routing.storedControls(), routing.audit(50), routing.refusalCounts()]);
     const body = renderRoutingPage({
+      delivery: routing.delivery.view(routing.snapshot().routes),
       snapshot: routing.snapshot(),
       controls: routing.controls(),
       stored,

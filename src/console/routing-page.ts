@@ -12,6 +12,9 @@ import type { RoutingAuditRow, RoutingControlRow } from '../ledger/routing-contr
 import { CATCH_ALL, ruleKey } from '../provider-wrappers/route-rules.js';
 import { planMembers, type ControlState } from '../provider-wrappers/routing-controls.js';
 import type { RoutingSnapshot } from '../provider-wrappers/routing.js';
+import type { RouteDeliveryView } from '../provider-wrappers/delivery-choice.js';
+import type { MemberView } from '../provider-wrappers/cheapest-delivering.js';
+import { formatMicros } from '../kit/money.js';
 import { when } from '../outbox/dead-list-frame.js';
 
 /** The actor of a change made on the console: a hash of the session's nonce (never the nonce, which the cookie carries). */
@@ -78,7 +81,43 @@ function renderRoute(name: string, route: FailoverRouteConfig, controls: Control
   })}</tbody></table></div>`;
 }
 
+const pct = (share: number | null) => (share === null ? '—' : `${(share * 100).toFixed(1)}%`);
+const priceText = (m: MemberView) => (m.price ? `${formatMicros(m.price.micros, m.price.currency)} ${m.price.currency}` : 'no rate (ranked last)');
+const mins = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms / 1000} s`);
+
+/**
+ * A cheapest_delivering route's panel: per country, each member's price, delivered share, sample and standing now, and
+ * the last decision with the figures it used.
+ */
+function renderDelivery(view: RouteDeliveryView) {
+  const s = view.settings;
+  return html`<h4>Cheapest member that delivers: route ${view.route}</h4>
+<p class="muted">Delivered on time: a delivered receipt within ${mins(s.deadlineMs)} of the send, over the messages of the last ${mins(s.windowMs)}; floor ${pct(s.floor)}, judged from ${s.minSample} messages, back at ${pct(Math.min(1, s.floor + s.recoverMargin))} after ${mins(s.coolDownMs)}. Figures read ${view.figuresAt === null ? 'not yet' : when(view.figuresAt)}.</p>
+<div class="scroll"><table data-delivery="${view.route}"><thead><tr><th>country</th><th>member</th><th>price / segment</th><th>delivered on time</th><th>judged (sent)</th><th>state</th><th>why</th></tr></thead>
+<tbody>${view.countries.map((c) =>
+    c.members
+      .map(
+        (m, i) =>
+          html`<tr data-country="${c.country || 'unknown'}" data-member="${m.member}">${i === 0 ? html`<td rowspan="${c.members.length + 1}">${c.country || 'unknown'}</td>` : ''}<td>${m.member}</td><td>${priceText(m)}</td><td data-field="share">${pct(m.share)}</td><td>${m.judged} (${m.sent})</td><td data-field="state">${m.standing.kind === 'in' ? 'in' : html`stepped down since ${when(m.standing.since)}`}</td><td class="text">${m.why}</td></tr>`,
+      )
+      .concat(
+        html`<tr data-country="${c.country || 'unknown'}" data-field="last-decision"><td colspan="6" class="text">${
+          c.last
+            ? `last decision ${new Date(c.last.at).toISOString()}, rule ${c.last.rule}: ${c.last.order.join(' → ')} (${c.last.reason.replaceAll('_', ' ')}); used ${c.last.members
+                .map(
+                  (m) =>
+                    `${m.member} ${m.price ? formatMicros(m.price.micros, m.price.currency) : 'no rate'}, ${pct(m.share)} of ${m.judged}${m.standing.kind === 'in' ? '' : ', stepped down'}`,
+                )
+                .join('; ')}`
+            : 'no message decided on this instance yet'
+        }</td></tr>`,
+      ),
+  )}</tbody></table></div>`;
+}
+
 export interface RoutingPageView {
+  /** The cheapest_delivering routes' figures on this instance (delivery-choice.ts). */
+  delivery: RouteDeliveryView[];
   snapshot: RoutingSnapshot;
   controls: ControlState;
   stored: RoutingControlRow[];
@@ -108,7 +147,10 @@ ${view.notice ? html`<p class="notice${view.notice.error ? ' error' : ''}" role=
       suspended ? 'Resume' : 'Suspend',
     )}</td></tr>`;
   })}</tbody></table></div>
-${[...snapshot.routes].map(([name, route]) => renderRoute(name, route, view.controls))}
+${[...snapshot.routes].map(([name, route]) => {
+  const delivery = view.delivery.find((d) => d.route === name);
+  return html`${renderRoute(name, route, view.controls)}${delivery ? renderDelivery(delivery) : ''}`;
+})}
 <h3>Change a route</h3>
 ${form(
   html`<label>route <input name="route" required size="12"></label> <label>member <input name="member" size="10"></label> <select name="action"><option value="suspend">suspend member</option><option value="resume">resume member</option></select> `,

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { errorAnswerSchema } from '../http/error-answer.js';
 import { readJsonBody } from '../http/json-body.js';
 import { route, type MountableRoute, type ResponseDoc } from '../http/route-table.js';
+import { deliveryViewsJson } from './delivery-choice.js';
 import type { Routing } from './routing.js';
 
 /** The actor of a change made with the admin key: a hash of the key, so a rotation shows in the audit. */
@@ -37,6 +38,49 @@ export const controlRequestSchema = z
     members: z.array(z.string()).optional().describe('set_members: providers, in failover order'),
   })
   .describe('One change; it lasts across restarts until cleared (resume, clear_weights, clear_members)');
+
+const deliveryMemberSchema = z.strictObject({
+  member: z.string(),
+  price: z.string().nullable().describe("One segment's price to the country (costs.rates), decimal text; null: no rate, ranked last"),
+  currency: z.string().nullable(),
+  sent: z.number().int().describe('Messages the member took, created in the window'),
+  judged: z.number().int().describe('Of those, with a final status or without a receipt past the deadline'),
+  on_time: z.number().int().describe('Of those, delivered within the deadline by a receipt'),
+  share: z.number().nullable().describe('on_time / judged; null with none judged'),
+  counted: z.boolean().describe('judged reached min_sample: the share counts'),
+  state: z.enum(['in', 'stepped_down']),
+  since: z.number().int().nullable().describe('stepped_down: epoch ms it stepped down'),
+  why: z.string(),
+});
+const deliverySchema = z
+  .strictObject({
+    route: z.string(),
+    settings: z.strictObject({
+      window_ms: z.number().int(),
+      deadline_ms: z.number().int(),
+      floor: z.number(),
+      min_sample: z.number().int(),
+      recover_margin: z.number(),
+      cool_down_ms: z.number().int(),
+    }),
+    figures_at: z.number().int().nullable().describe('When this instance last read the figures from the ledger'),
+    countries: z.array(
+      z.strictObject({
+        country: z.string(),
+        members: z.array(deliveryMemberSchema).describe('Each member now, as the next message would see it'),
+        last_decision: z
+          .strictObject({
+            at: z.number().int(),
+            rule: z.string(),
+            order: z.array(z.string()),
+            reason: z.enum(['cheapest', 'cheaper_stepped_down', 'all_stepped_down', 'no_price']),
+            members: z.array(deliveryMemberSchema).describe('The figures the decision used'),
+          })
+          .nullable(),
+      }),
+    ),
+  })
+  .describe("A `strategy: cheapest_delivering` route on this instance: per country, its members' prices and recent delivery, and its last decision");
 
 const controlSchema = z.strictObject({ target: z.string(), value: z.unknown(), set_by: z.string(), set_at: z.number().int() });
 const auditSchema = z.strictObject({
@@ -73,6 +117,7 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
               controls: z.array(controlSchema),
               audit: z.array(auditSchema),
               refusals: z.array(z.strictObject({ country: z.string(), code: z.string(), count: z.number() })),
+              delivery: z.array(deliverySchema),
             }),
           },
           ...adminRefusals,
@@ -96,6 +141,7 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
               to: a.to_value === null ? null : (JSON.parse(a.to_value) as unknown),
             })),
             refusals,
+            delivery: deliveryViewsJson(routing.delivery.view(snapshot.routes)),
           });
         },
       ],

@@ -14,7 +14,8 @@ import type { FailoverRouteConfig } from '../config/failover-route-config.js';
 import type { BreakerSettings } from './circuit-breaker.js';
 import { judgeMemberAnswer, orderMembers } from './failover.js';
 import type { FailoverHealth } from './breakers.js';
-import type { RuleDecision } from './route-rules.js';
+import type { DeliveryChoice } from './delivery-choice.js';
+import { ruleKey, type RuleDecision } from './route-rules.js';
 import { NO_CONTROLS as NO_STATE, planMembers, type ControlState } from './routing-controls.js';
 
 export function breakerSettings(config: FailoverRouteConfig): BreakerSettings {
@@ -32,6 +33,8 @@ export interface FailoverRouteDeps {
   config?: () => FailoverRouteConfig;
   /** The admin changes in force (suspensions, weights, members); none when absent. */
   controls?: () => ControlState;
+  /** Orders `strategy: cheapest_delivering` members by price and recent delivery; the configured order when absent. */
+  delivery?: Pick<DeliveryChoice, 'order'> | undefined;
 }
 
 /** A route: any provider's send (its catch-all members), and the send of a message whose rule was chosen. */
@@ -73,7 +76,10 @@ export function createFailoverRoute(name: string, built: FailoverRouteConfig, de
       };
     }
     const passed: string[] = plan.suspended.map((m) => `${m}: suspended`);
-    const order = orderMembers(plan.members, plan.strategy, plan.weights, random());
+    const order =
+      plan.strategy === 'cheapest_delivering' && deps.delivery
+        ? deps.delivery.order(name, config, ruleKey(choice), plan.members, request.country)
+        : orderMembers(plan.members, plan.strategy, plan.weights, random());
     for (const [i, memberName] of order.entries()) {
       const member = deps.members.get(memberName);
       const last = i === order.length - 1;

@@ -35,15 +35,17 @@ export function judgeMemberAnswer(answer: SendResult, timedOut: boolean): Member
   return { tryNext: !timedOut, breaker: { kind: 'failed', reason: answer.error } };
 }
 
-export type RouteStrategy = 'failover' | 'weighted';
+export type RouteStrategy = 'failover' | 'weighted' | 'cheapest_delivering';
 
 /**
  * The order in which a message tries the members. `failover`: as configured. `weighted`: the first member drawn
  * with probability proportional to its weight (`random` in [0, 1)), then the others by descending weight, ties
- * in configured order; a member with weight 0 only ever serves as a fallback.
+ * in configured order; a member with weight 0 only ever serves as a fallback. `cheapest_delivering`: as configured
+ * here (src/provider-wrappers/cheapest-delivering.ts orders it when the route has its figures).
  */
 export function orderMembers(members: readonly string[], strategy: RouteStrategy, weights: ReadonlyMap<string, number>, random: number): string[] {
-  if (strategy === 'failover' || members.length < 2) return [...members];
+  // cheapest_delivering is ordered by cheapest-delivering.ts; without its figures, the configured order stands.
+  if (strategy !== 'weighted' || members.length < 2) return [...members];
   const weightOf = (m: string) => weights.get(m) ?? 1;
   const total = members.reduce((sum, m) => sum + weightOf(m), 0);
   // Rounding can leave the draw past the last weight: the heaviest member is the fallback.

@@ -50,7 +50,7 @@ export interface ProviderBuildOptions {
   /** The live instances on the database, which split each provider's limits (shared-limits.ts). */
   instances?: (() => number) | undefined;
   /** The routes' rules and the admin changes in force (routing.ts); the configuration as built, unchanged, when absent. */
-  routing?: Pick<Routing, 'snapshot' | 'controls'> | undefined;
+  routing?: (Pick<Routing, 'snapshot' | 'controls'> & Partial<Pick<Routing, 'delivery'>>) | undefined;
 }
 
 /**
@@ -114,7 +114,7 @@ export function createProviders(config: Readonly<Config>, options: ProviderBuild
         members: built,
         health: failover.health,
         callbackUrl: failover.callbackUrl,
-        ...(routing ? { config: () => routing.snapshot().routes.get(name) ?? providerConfig, controls: routing.controls } : {}),
+        ...(routing ? { config: () => routing.snapshot().routes.get(name) ?? providerConfig, controls: routing.controls, delivery: routing.delivery } : {}),
       }),
     );
   }

@@ -42,6 +42,9 @@ function ruleOf(route: FailoverRouteConfig, key: string): { key: string; members
   return { key: ruleKey({ rule: index + 1, name: rule.name }), members: rule.members, weighted: (rule.strategy ?? route.strategy) === 'weighted' };
 }
 
+/** The strategy a rule (by its key) sets of its own, if any. */
+const ruleStrategy = (route: FailoverRouteConfig, key: string) => (route.rules ?? []).find((r, i) => ruleKey({ rule: i + 1, name: r.name }) === key)?.strategy;
+
 /**
  * Reads an admin request (`{action, provider | route, member, rule, weights, members}`) into the change it asks for,
  * checked against the configuration, or a refusal naming the field. Pure.
@@ -86,7 +89,11 @@ export function readControlChange(body: unknown, providers: ProvidersConfig): Co
     if (action === 'clear_weights') return { ok: true, target, value: null, text: `clear the weights of ${where}` };
     // Weights only order a weighted rule's members: on a failover one they would be stored and never read.
     const weighted = rule ? rule.weighted : found.route.strategy === 'weighted' || (found.route.rules ?? []).some((r) => r.strategy === 'weighted');
-    if (!weighted) return refuse(`weights: ${where} uses strategy failover (members in order); weights apply to strategy weighted`, 'not_weighted');
+    if (!weighted) {
+      const strategy = rule && rule.key !== CATCH_ALL ? (ruleStrategy(found.route, rule.key) ?? found.route.strategy) : found.route.strategy;
+      const means = strategy === 'cheapest_delivering' ? 'members by price and delivery' : 'members in order';
+      return refuse(`weights: ${where} uses strategy ${strategy} (${means}); weights apply to strategy weighted`, 'not_weighted');
+    }
     const w = b.weights;
     if (w === null || typeof w !== 'object' || Array.isArray(w) || Object.keys(w).length === 0)
       return refuse('weights: required, an object of member names to weights (numbers, 0 or more)');

@@ -14,6 +14,7 @@ import type { Shutdown } from '../kit/shutdown.js';
 import { changeRoutingControl, listRoutingAudit, listRoutingControls, type RoutingAuditRow, type RoutingControlRow } from '../ledger/routing-controls.js';
 import type { Database } from '../ledger/schema.js';
 import type { RuleCalendar } from './route-rules.js';
+import { createDeliveryChoice, type DeliveryChoice, type DeliveryChoiceDeps } from './delivery-choice.js';
 import { controlStateOf, NO_CONTROLS, readControlChange, type ControlState, type ProvidersConfig } from './routing-controls.js';
 
 /** The part of the configuration a reload may change without a restart. */
@@ -65,6 +66,8 @@ export interface Routing {
   countRefusal(country: string | undefined, code: string): void;
   /** This process's refusal counts since start, for the console. */
   refusalCounts(): Promise<Array<{ country: string; code: string; count: number }>>;
+  /** `strategy: cheapest_delivering`: the figures, standings and decisions of this process (delivery-choice.ts). */
+  delivery: DeliveryChoice;
 }
 
 /** The non-route providers' blocks, and every provider's name and aliases, as JSON: a reload may not change them. */
@@ -81,6 +84,8 @@ export interface RoutingDeps {
   logger: Logger;
   now: () => number;
   registry?: Registry;
+  /** A member's price of one segment to a country (costs.rates), for `strategy: cheapest_delivering`. */
+  priceOf?: DeliveryChoiceDeps['priceOf'];
 }
 
 export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Routing {
@@ -105,7 +110,10 @@ export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Rout
     controls = state;
   };
 
+  const delivery = createDeliveryChoice({ readDb: deps.readDb, now: deps.now, logger: deps.logger, registry: deps.registry, priceOf: deps.priceOf });
+
   return {
+    delivery,
     snapshot: () => current,
     controls: () => controls,
     reload(next) {
@@ -169,5 +177,38 @@ export async function startRouting(config: Readonly<Config>, deps: RoutingDeps, 
   }, config.routing.control_poll);
   timer.unref();
   shutdown.add('services', 'stopping the routing poll', () => clearInterval(timer));
+  await startDeliveryRefresh(routing, config, deps, shutdown);
   return routing;
+}
+
+/**
+ * The delivery figures of the routes that use `strategy: cheapest_delivering`, read before the first message and then
+ * every routing.delivery_refresh (a reload that adds such a route is read at the next tick). A read that fails is
+ * logged and tried again at the next tick: the figures read last stay.
+ */
+async function startDeliveryRefresh(routing: Routing, config: Readonly<Config>, deps: RoutingDeps, shutdown: Shutdown): Promise<void> {
+  let failing = false;
+  const tick = () =>
+    routing.delivery.refresh(routing.snapshot().routes).then(
+      () => {
+        if (failing) deps.logger.info('route delivery figures read again');
+        failing = false;
+      },
+      (error: unknown) => {
+        if (!failing) deps.logger.error({ err: error }, 'route delivery figures could not be read: the last ones read stay');
+        failing = true;
+      },
+    );
+  await tick();
+  let busy = false;
+  const timer = setInterval(() => {
+    // A slow ledger never stacks reads: a tick that finds the last still running skips.
+    if (busy) return;
+    busy = true;
+    void tick().finally(() => {
+      busy = false;
+    });
+  }, config.routing.delivery_refresh);
+  timer.unref();
+  shutdown.add('services', 'stopping the route delivery figures', () => clearInterval(timer));
 }

@@ -36,6 +36,47 @@ describe('route and senders config', () => {
     expect(() => parseConfig(base(providers), {})).toThrow(message);
   });
 
+  describe('strategy cheapest_delivering', () => {
+    const rates = (r: Record<string, string>) => Object.fromEntries(Object.entries(r).map(([p, currency]) => [p, { currency, per_segment: { '*': '0.05' } }]));
+    const load = (route: Record<string, unknown>, r: Record<string, string> = { a: 'EUR', b: 'EUR' }) =>
+      parseConfig({ ...base({ a: sandbox, b: sandbox, r: { type: 'route', members: ['a', 'b'], ...route } }), costs: { rates: rates(r) } }, {});
+    it.each<[string, Record<string, unknown>, Record<string, string> | undefined, RegExp]>([
+      ['members with no rate at all', { strategy: 'cheapest_delivering' }, {}, /providers\.r\.strategy.*none of a, b has a rate table in costs\.rates/],
+      ['members priced in two currencies', { strategy: 'cheapest_delivering' }, { a: 'EUR', b: 'USD' }, /providers\.r\.strategy.*one currency: a EUR, b USD/],
+      [
+        "a rule's members priced in two currencies",
+        { rules: [{ match: { countries: ['GB'] }, members: ['a', 'b'], strategy: 'cheapest_delivering' }] },
+        { a: 'EUR', b: 'USD' },
+        /providers\.r\.rules\.0\.strategy/,
+      ],
+      [
+        'a deadline as long as the window',
+        { strategy: 'cheapest_delivering', recent_delivery: { window: '5m', deadline: '5m' } },
+        undefined,
+        /providers\.r\.recent_delivery\.deadline/,
+      ],
+      ['a floor out of range', { strategy: 'cheapest_delivering', recent_delivery: { floor: 1.2 } }, undefined, /providers\.r\.recent_delivery\.floor/],
+      [
+        'a recovery above 100%',
+        { strategy: 'cheapest_delivering', recent_delivery: { floor: 0.98, recover_margin: 0.05 } },
+        undefined,
+        /providers\.r\.recent_delivery\.recover_margin/,
+      ],
+      ['a sample of none', { strategy: 'cheapest_delivering', recent_delivery: { min_sample: 0 } }, undefined, /providers\.r\.recent_delivery\.min_sample/],
+      ['a window without a unit', { strategy: 'cheapest_delivering', recent_delivery: { window: 15 } }, undefined, /providers\.r\.recent_delivery\.window/],
+    ])('refuses %s, naming the key', (_label, route, r, message) => {
+      expect(() => load(route, r)).toThrow(message);
+    });
+    it("defaults Notify's figures", () => {
+      const config = load({ strategy: 'cheapest_delivering' }, { a: 'EUR' });
+      expect(config.providers.r).toMatchObject({
+        strategy: 'cheapest_delivering',
+        recent_delivery: { window: 900_000, deadline: 300_000, floor: 0.85, min_sample: 20, recover_margin: 0.05, cool_down: 300_000 },
+      });
+      expect(config.routing.delivery_refresh).toBe(30_000);
+    });
+  });
+
   it('accepts a weighted route with breaker settings and defaults the rest', () => {
     const config = parseConfig(
       base({ a: sandbox, b: sandbox, r: { type: 'route', members: ['a', 'b'], strategy: 'weighted', weights: { a: 3 }, breaker: { open_for: '1m' } } }),

@@ -25,9 +25,11 @@ const config = parseConfig(
         rules: [
           { name: 'brazil', match: { countries: ['BR'] }, members: ['sinch', 'infobip'] },
           { match: { countries: ['MX'] }, members: ['infobip'], strategy: 'failover' },
+          { name: 'gb', match: { countries: ['GB'] }, members: ['sinch', 'twilio'], strategy: 'cheapest_delivering' },
         ],
       },
     },
+    costs: { rates: { sinch: { currency: 'EUR', per_segment: { '*': '0.05' } } } },
   },
   {},
 );
@@ -62,7 +64,7 @@ describe('an admin request', () => {
     ['provider and route together', { action: 'suspend', provider: 'sinch', route: 'promo', member: 'sinch' }, 'provider: give either'],
     ['no route', { action: 'set_weights', weights: { sinch: 1 } }, 'route: required'],
     ['a provider as the route', { action: 'set_weights', route: 'sinch', weights: { sinch: 1 } }, 'route: "sinch"'],
-    ['a rule past the last', { action: 'set_members', route: 'promo', rule: 3, members: ['sinch'] }, 'rule: "3"'],
+    ['a rule past the last', { action: 'set_members', route: 'promo', rule: 4, members: ['sinch'] }, 'rule: "4"'],
     ['members without a rule', { action: 'set_members', route: 'promo', members: ['sinch'] }, 'rule: required'],
     ['a route as a member', { action: 'set_members', route: 'promo', rule: 1, members: ['promo'] }, 'members[0]:'],
     ['a member twice', { action: 'set_members', route: 'promo', rule: 1, members: ['sinch', 'sinch'] }, 'members: a provider is listed twice'],
@@ -73,6 +75,11 @@ describe('an admin request', () => {
       'weights for a failover rule',
       { action: 'set_weights', route: 'promo', rule: 2, weights: { infobip: 1 } },
       'weights: rule 2 of route promo uses strategy failover',
+    ],
+    [
+      'weights for a cheapest_delivering rule',
+      { action: 'set_weights', route: 'promo', rule: 'gb', weights: { sinch: 1 } },
+      'weights: rule gb of route promo uses strategy cheapest_delivering (members by price and delivery)',
     ],
   ])('refuses %s, naming the field', (_, body, start) => {
     const change = readControlChange(body, providers);
