@@ -163,6 +163,8 @@ describe('a message timeline', () => {
     matched: 1,
     per_part: 0,
     received_at: 3_000,
+    price_micros: null,
+    price_currency: null,
   };
   const conversion = {
     id: 9,

@@ -122,7 +122,7 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
         const cutoff = now - 5 * DAY_MS;
         const older = rows.filter((r) => Number(r.created_at) < cutoff);
         expect(older.length).toBeGreaterThan(0);
-        const settings = { messages: 5 * DAY_MS, receipts: 0, events: 0, inbound: 0, blank_personal_data_after: 0 };
+        const settings = { messages: 5 * DAY_MS, receipts: 0, events: 0, inbound: 0, costs: 0, blank_personal_data_after: 0 };
         const pass = await createRetention({ db: check.db, settings, now: () => now, logger: pino({ level: 'silent' }) }).runPass();
         expect(pass.deleted.messages).toBe(older.length);
         const left = await check.db.selectFrom('messages').select('created_at').orderBy('created_at').execute();
