@@ -628,4 +628,20 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('held_sends_due').on('held_sends').column('next_attempt_at').where(sql<boolean>`done_at is null and dead = 0`).execute();
     },
   },
+  '2026-11-29-70-time-keys': {
+    async up(db) {
+      // A number and a provider's message id arrive in no order: keyed by them alone, each message went on a random
+      // page of a tree as large as the table, a page read and a page written to the WAL each at 5 million messages,
+      // nearly all of what a send cost more on a full ledger than on an empty one (bench/README.md, 2026-11-29). Led
+      // by the message's UTC day, each insert lands in today's part of the tree, and retention deletes whole old days.
+      // The queries name the days they look in (src/ledger/time-buckets.ts); the expression is spelled exactly so
+      // there. Plain `create index`: the migrator runs in one transaction on PostgreSQL, where `concurrently` cannot,
+      // so inserts into messages wait while each builds (docs/deployment.md); the old indexes are dropped last, so
+      // the drop's exclusive lock is held only from there to the commit.
+      await db.schema.createIndex('messages_recipient_time').on('messages').expression(sql`(created_at / 86400000), recipient, created_at`).execute();
+      await db.schema.createIndex('messages_provider_id_time').on('messages').expression(sql`(created_at / 86400000), provider, provider_message_id`).execute();
+      await db.schema.dropIndex('messages_recipient').execute();
+      await db.schema.dropIndex('messages_provider_message_id').execute();
+    },
+  },
 };
