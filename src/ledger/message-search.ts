@@ -12,7 +12,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
-import { bucketOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 /**
  * The status words operators search by, and what each is in the ledger: the terminal delivery status once known,
@@ -148,7 +148,7 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     if (buckets.length === 0) return { rows: [], more: false };
     // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
     // that the index yields it, so it sorts only the ties within a day and stops at the limit.
-    query = query.where(bucketOf(), 'in', buckets).orderBy(bucketOf(), 'desc');
+    query = query.where(dayOf(), 'in', buckets).orderBy(dayOf(), 'desc');
   }
   const rows = await query
     .orderBy('created_at', 'desc')

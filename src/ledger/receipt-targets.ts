@@ -6,7 +6,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
-import { bucketOf, findCreatedSpan, recentBuckets, searchBuckets } from './time-buckets.js';
+import { dayOf, findCreatedSpan, recentBuckets, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -100,7 +100,7 @@ function targetsByProviderIdIn(db: Db, provider: string, ids: string[], buckets:
   return db
     .selectFrom('messages')
     .select([...TARGET_COLUMNS, 'provider_message_id'])
-    .where(bucketOf(), 'in', buckets)
+    .where(dayOf(), 'in', buckets)
     .where('provider', '=', provider)
     .where('provider_message_id', 'in', ids)
     .execute();

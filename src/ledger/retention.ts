@@ -7,7 +7,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import type { Database } from './schema.js';
-import { bucketOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -81,7 +81,7 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   const remaining =
     days.length === 0
       ? sql`false`
-      : sql`exists (select 1 from messages m where ${bucketOf('m')} in (${sql.join(days)})
+      : sql`exists (select 1 from messages m where ${dayOf('m')} in (${sql.join(days)})
         and m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients

@@ -5,7 +5,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
-import { bucketOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -70,7 +70,7 @@ export async function findOtherProviderIds(db: Db, recipient: string, smsId: str
   const rows = await db
     .selectFrom('messages')
     .select('provider_message_id')
-    .where(bucketOf(), 'in', buckets)
+    .where(dayOf(), 'in', buckets)
     .where('recipient', '=', recipient)
     .where('sms_id', '<>', smsId)
     .where('dispatched_at', '>=', from)

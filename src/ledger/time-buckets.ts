@@ -11,11 +11,14 @@ import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-/** One UTC day. Spelled as a literal in BUCKET below: an index on an expression is used only for that expression. */
+/** One UTC day. */
 export const BUCKET_MS = 86_400_000;
 
-/** The index expression, as the migration wrote it; `table` when the query names messages by an alias. */
-export function bucketOf(table?: string): RawBuilder<number> {
+/**
+ * The day, as the migration wrote it in both indexes (an index on an expression serves only that expression);
+ * `table` when the query names messages by an alias.
+ */
+export function dayOf(table?: string): RawBuilder<number> {
   return table === undefined ? sql<number>`created_at / 86400000` : sql<number>`${sql.ref(`${table}.created_at`)} / 86400000`;
 }
 
