@@ -70,7 +70,7 @@ export function receiptDedupKey({ provider, event }: ReceiptInput): string {
 }
 
 /** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
-async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<MessageState | undefined>> {
+async function resolveMessages(trx: Trx, inputs: ReceiptInput[], now: number): Promise<Array<MessageState | undefined>> {
   const smsIds = [...new Set(inputs.flatMap((i) => (i.event.smsId ? [i.event.smsId] : [])))];
   const bySmsId = new Map((await findReceiptTargetsBySmsId(trx, smsIds)).map((m) => [m.sms_id, m]));
   const found: Array<MessageState | undefined> = inputs.map((i) => {
@@ -83,7 +83,7 @@ async function resolveMessages(trx: Trx, inputs: ReceiptInput[]): Promise<Array<
   const missing = inputs.filter((i, k) => !found[k] && i.event.providerMessageId);
   for (const provider of new Set(missing.map((i) => i.provider))) {
     const ids = missing.filter((i) => i.provider === provider).map((i) => i.event.providerMessageId!);
-    for (const m of await findReceiptTargetsByProviderId(trx, provider, ids)) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
+    for (const m of await findReceiptTargetsByProviderId(trx, provider, ids, now)) byProviderId.set(`${provider}|${m.provider_message_id}`, m);
   }
   return inputs.map((i, k) => found[k] ?? (i.event.providerMessageId ? byProviderId.get(`${i.provider}|${i.event.providerMessageId}`) : undefined));
 }
@@ -186,7 +186,7 @@ export async function applyReceipts(
   maxPerMessage?: number,
 ): Promise<ReceiptSummary> {
   const startedAt = observers.tracing?.enabled ? Date.now() : 0;
-  const messages = await resolveMessages(trx, inputs);
+  const messages = await resolveMessages(trx, inputs, now);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
     provider: input.provider,
     dedup_key: receiptDedupKey(input),
@@ -377,7 +377,7 @@ async function applyParked(
       ...(r.price_micros !== null && r.price_currency !== null ? { price: { micros: BigInt(r.price_micros), currency: r.price_currency } } : {}),
     },
   }));
-  const messages = await resolveMessages(trx, inputs);
+  const messages = await resolveMessages(trx, inputs, now);
   const matched = parked.flatMap((r, k) => (messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, k }] : []));
   await markReceiptsMatched(trx, matched);
   return applyEvents(

@@ -3,12 +3,16 @@
  * first, keyset-paged on (created_at, sms_id). Each filter has an index ending in created_at (migration
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
- * The player's filter is the exception (migration 2026-11-24-81-search-keys): it reads the player's numbers from
- * message_user_recipients and then messages_recipient, in order for a player with one number; the messages to
- * several numbers are sorted, so that page costs as many rows as were sent to them.
+ * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys)
+ * and then, as the number's filter, messages_recipient_time (migration 2026-11-29-70-time-keys), whose key is led by
+ * the message's day: the days from the newest message's (or the range's end, or the cursor's) back to the oldest's are
+ * named in an IN list that each database walks newest day first, each day's rows in created_at order, so a page still
+ * stops at its limit; only ties on created_at within a day (and, for a player with several numbers, one day's rows
+ * of those numbers) are sorted.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 /**
  * The status words operators search by, and what each is in the ledger: the terminal delivery status once known,
@@ -100,6 +104,7 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   if (filter.smsId !== undefined) query = query.where('sms_id', '=', filter.smsId);
   if (filter.activityKey !== undefined) query = query.where('activity_key', '=', filter.activityKey);
   if (filter.recipient !== undefined) query = query.where('recipient', '=', filter.recipient);
+  const byNumber = filter.recipient !== undefined || filter.userId !== undefined;
   if (filter.userId !== undefined) {
     const numbers = (await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', filter.userId).execute()).map((r) => r.recipient);
     // Every message with a player was stored with its (player, number) pair: no pair, no message.
@@ -136,6 +141,14 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     const { createdAt, smsId } = filter.after;
     // The range on created_at alone is what the index can seek to; the tie-break on sms_id filters within it.
     query = query.where('created_at', '<=', createdAt).where((eb) => eb.or([eb('created_at', '<', createdAt), eb('sms_id', '<', smsId)]));
+  }
+  if (byNumber) {
+    const span = await findCreatedSpan(db);
+    const buckets = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
+    if (buckets.length === 0) return { rows: [], more: false };
+    // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
+    // that the index yields it, so it sorts only the ties within a day and stops at the limit.
+    query = query.where(dayOf(), 'in', buckets).orderBy(dayOf(), 'desc');
   }
   const rows = await query
     .orderBy('created_at', 'desc')

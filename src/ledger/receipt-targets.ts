@@ -6,6 +6,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
+import { dayOf, findCreatedSpan, recentBuckets, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -70,15 +71,13 @@ export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promi
 
 /**
  * The messages one provider knows by these ids: a whole message's id, or one of its parts' ids. Each row carries
- * the id it was found by in `provider_message_id`.
+ * the id it was found by in `provider_message_id`. messages_provider_id_time is led by the message's day
+ * (src/ledger/time-buckets.ts): today's and yesterday's are looked in first, in one statement, and the older days
+ * back to the oldest message only for the ids not found there, so a receipt finds its message however old it is.
  */
-export async function findReceiptTargetsByProviderId(db: Db, provider: string, ids: string[]): Promise<ReceiptTargetWithId[]> {
-  const direct = await db
-    .selectFrom('messages')
-    .select([...TARGET_COLUMNS, 'provider_message_id'])
-    .where('provider', '=', provider)
-    .where('provider_message_id', 'in', ids)
-    .execute();
+export async function findReceiptTargetsByProviderId(db: Db, provider: string, ids: string[], now: number): Promise<ReceiptTargetWithId[]> {
+  const recent = recentBuckets(now);
+  const direct = await targetsByProviderIdIn(db, provider, ids, recent);
   const parts = await db
     .selectFrom('message_parts')
     .innerJoin('messages', 'messages.sms_id', 'message_parts.sms_id')
@@ -86,7 +85,25 @@ export async function findReceiptTargetsByProviderId(db: Db, provider: string, i
     .where('message_parts.provider', '=', provider)
     .where('message_parts.provider_message_id', 'in', ids)
     .execute();
+  const found = new Set([...direct, ...parts].map((m) => m.provider_message_id));
+  const missing = [...new Set(ids.filter((id) => !found.has(id)))];
+  if (missing.length > 0) {
+    const span = await findCreatedSpan(db);
+    // The newest day too: a message stamped by a clock ahead of this one's may be in a day after today.
+    const older = span ? searchBuckets(span, {}).filter((b) => !recent.includes(b)) : [];
+    if (older.length > 0) direct.push(...(await targetsByProviderIdIn(db, provider, missing, older)));
+  }
   return [...direct, ...parts];
+}
+
+function targetsByProviderIdIn(db: Db, provider: string, ids: string[], buckets: number[]): Promise<ReceiptTargetWithId[]> {
+  return db
+    .selectFrom('messages')
+    .select([...TARGET_COLUMNS, 'provider_message_id'])
+    .where(dayOf(), 'in', buckets)
+    .where('provider', '=', provider)
+    .where('provider_message_id', 'in', ids)
+    .execute();
 }
 
 export interface DeliveryUpdate {

@@ -7,6 +7,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import type { Database } from './schema.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -72,15 +73,23 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   const pairs = new Map<string, { user_id: string; recipient: string }>();
   for (const r of rows)
     if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
+  if (pairs.size === 0) return;
+  // A remaining message of the pair may be of any day still kept: messages_recipient_time is led by the day
+  // (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to seek in.
+  const span = await findCreatedSpan(trx);
+  const days = span ? searchBuckets(span, {}) : [];
   // One statement per few hundred pairs, not one each: on PostgreSQL each statement is a round trip, and a chunk of
   // 500 messages has nearly as many pairs (bench/README.md "Retention on a prefilled ledger"). Both dialects find
-  // each pair by the primary key and each remaining message by messages_recipient.
+  // each pair by the primary key and each remaining message by messages_recipient_time, one seek a day.
+  const remaining =
+    days.length === 0
+      ? sql`false`
+      : sql`exists (select 1 from messages m where ${dayOf('m')} in (${sql.join(days)})
+        and m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
-      and not exists (select 1 from messages m where m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`.execute(
-      trx,
-    );
+      and not ${remaining}`.execute(trx);
   }
 }
 

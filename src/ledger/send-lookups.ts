@@ -5,6 +5,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -57,11 +58,19 @@ export async function markStatusQueried(db: Db, smsIds: string[], now: number): 
   await db.updateTable('messages').set({ status_queried_at: now }).where('sms_id', 'in', smsIds).execute();
 }
 
-/** The provider ids of our other messages to `recipient` dispatched in the window (a lookup must not take them for this one). */
+/**
+ * The provider ids of our other messages to `recipient` dispatched in the window (a lookup must not take them for this
+ * one). A message may be dispatched long after it was created (held, retried), and by another process's clock, so every day of messages_recipient_time
+ * is looked in, from the oldest message's to the newest's (src/ledger/time-buckets.ts); lookups are rare.
+ */
 export async function findOtherProviderIds(db: Db, recipient: string, smsId: string, from: number, to: number): Promise<string[]> {
+  const span = await findCreatedSpan(db);
+  const buckets = span ? searchBuckets(span, {}) : [];
+  if (buckets.length === 0) return [];
   const rows = await db
     .selectFrom('messages')
     .select('provider_message_id')
+    .where(dayOf(), 'in', buckets)
     .where('recipient', '=', recipient)
     .where('sms_id', '<>', smsId)
     .where('dispatched_at', '>=', from)

@@ -74,6 +74,31 @@ describe('send → receipt → conversion', () => {
     expect(conversionsFor(sent.json.sms_id)[0]!.delivery_status).toBe('delivered');
   });
 
+  // messages_provider_id_time is led by the message's day: a receipt looks in today's and yesterday's first, then in
+  // every older day back to the oldest message (src/ledger/receipt-targets.ts).
+  it("applies a receipt carrying only the provider id (as SMPP's do) to a message created 80 days ago", async () => {
+    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
+    const old = await gw.post('/channels/sms/single', smsMessage('eighty-days-old'));
+    const recent = await gw.post('/channels/sms/single', smsMessage('sent-today'));
+    const at = Date.now() - 80 * 86_400_000;
+    await gw.gateway.ledger.db
+      .updateTable('messages')
+      .set({ provider_message_id: 'pm-80-days', created_at: at, updated_at: at, dispatched_at: at, submitted_at: at })
+      .where('sms_id', '=', old.json.sms_id)
+      .execute();
+    await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'pm-today' }).where('sms_id', '=', recent.json.sms_id).execute();
+    expect((await gw.postReceipt([{ message_id: 'pm-today', status: 'delivered' }])).status).toBe(200);
+    expect((await gw.postReceipt([{ message_id: 'pm-80-days', status: 'undelivered' }])).status).toBe(200);
+    await waitFor(() => conversionsFor(old.json.sms_id).length > 0 && conversionsFor(recent.json.sms_id).length > 0);
+    expect(conversionsFor(old.json.sms_id)).toMatchObject([{ delivery_status: 'undelivered' }]);
+    expect(conversionsFor(recent.json.sms_id)).toMatchObject([{ delivery_status: 'delivered' }]);
+    const receipts = await gw.gateway.ledger.db.selectFrom('receipts').select(['provider_message_id', 'sms_id']).orderBy('id').execute();
+    expect(receipts).toEqual([
+      { provider_message_id: 'pm-today', sms_id: recent.json.sms_id },
+      { provider_message_id: 'pm-80-days', sms_id: old.json.sms_id },
+    ]);
+  });
+
   it('matches again every parked receipt, not only the oldest thousand', async () => {
     gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
     // Receipts for messages this gateway never sent (another system on the same provider account).

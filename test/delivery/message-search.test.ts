@@ -188,10 +188,23 @@ describe('query plans (SQLite)', () => {
     for (const step of plan) if (/^(SCAN|SEARCH) messages/.test(step)) expect(step).toMatch(/USING (COVERING )?INDEX|USING PRIMARY KEY/);
   });
 
-  it('user_id with several numbers: reads messages_recipient for each, then sorts only those rows', async () => {
+  it("user_id with several numbers: reads messages_recipient_time for each, then sorts only a day's rows", async () => {
     const plan = (await planOf({ userId: 'player-2', limit: 50 })).join('\n');
-    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient \(recipient=\?/);
+    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient_time \(<expr>=\? AND recipient=\?/);
+    expect(plan).toMatch(/USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY/);
     expect(plan).not.toMatch(/^SCAN messages$/m);
+  });
+
+  // The days are named newest first and each day's rows come in created_at order: only ties are sorted, and the
+  // page stops at its limit however many messages the number has.
+  it.each<[string, Omit<MessageFilter, 'limit'>]>([
+    ['recipient', { recipient: '+447700900123' }],
+    ['user_id', { userId: 'player-1' }],
+    ['recipient, a later page in a range', { recipient: '+447700900123', from: Date.now() - 2 * 86_400_000, after: { createdAt: Date.now(), smsId: 'x' } }],
+  ])('%s: seeks messages_recipient_time day by day, sorting only ties', async (_label, filter) => {
+    const plan = (await planOf({ ...filter, limit: 50 })).join('\n');
+    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient_time \(<expr>=\? AND recipient=\?/);
+    expect(plan).toMatch(/USE TEMP B-TREE FOR LAST TERM OF ORDER BY/);
   });
 
   // A ledger grown by sends has no statistics (the gateway never runs ANALYZE): the planner took every index equality
@@ -233,15 +246,15 @@ describe('query plans (SQLite)', () => {
 const MILLIONS_STAT1: ReadonlyArray<[string, string]> = [
   ['messages_status', '5000000 1250000 1'],
   ['messages_provider_created', '5000000 1666667 1'],
-  ['messages_recipient', '5000000 8 1'],
+  ['messages_recipient_time', '5000000 166667 1 1'],
   ['messages_created_sms_id', '5000000 1 1'],
-  ['messages_provider_message_id', '5000000 1666667 1'],
+  ['messages_provider_id_time', '5000000 166667 55556 1'],
   ['sqlite_autoindex_messages_2', '5000000 1'],
   ['sqlite_autoindex_messages_1', '5000000 1'],
 ];
 
 /**
- * On a SQLite ledger of its own (the gateway above may be PostgreSQL): migrated, never analysed, with no messages;
+ * On a SQLite ledger of its own (the gateway above may be PostgreSQL): migrated, never analysed, with two messages;
  * player-1 has one number and player-2 two, so the search by player reaches its messages query. The plan is the
  * last query's (the search by player first reads the player's numbers).
  */
@@ -263,6 +276,13 @@ async function planOf(filter: MessageFilter, stat1: ReadonlyArray<[string, strin
       { user_id: 'player-2', recipient: '+447700900002' },
     ])
     .execute();
+  // Messages a few days apart, so that a search by number has days to name (none when the ledger is empty).
+  for (const [k, createdAt] of [Date.now() - 3 * 86_400_000, Date.now()].entries()) {
+    await sql`insert into messages (sms_id, activity_key, activity_json, provider, recipient, encoding, segments, state, created_at, updated_at, dispatched_at)
+      values (${`plan-${k}`}, ${`plan-${k}`}, '{}', 'sandbox', '+447700900999', 'gsm7', 1, 'submitted', ${createdAt}, ${createdAt}, ${createdAt})`.execute(
+      ledger.db,
+    );
+  }
   await ledger.close();
   const sqlite = new BetterSqlite3(file, { readonly: true });
   const captured: CompiledQuery[] = [];

@@ -628,6 +628,30 @@ export const migrations: Record<string, Migration> = {
       await db.schema.createIndex('held_sends_due').on('held_sends').column('next_attempt_at').where(sql<boolean>`done_at is null and dead = 0`).execute();
     },
   },
+  '2026-11-29-70-time-keys': {
+    async up(db) {
+      // A number and a provider's message id arrive in no order: keyed by them alone, each message went on a random
+      // page of a tree as large as the table, a page read and a page written to the WAL each at 5 million messages,
+      // nearly all of what a send cost more on a full ledger than on an empty one (bench/README.md, 2026-11-29). Led
+      // by the message's UTC day, each insert lands in today's part of the tree, and retention deletes whole old days.
+      // The queries name the days they look in (src/ledger/time-buckets.ts), spelled exactly as here. Plain `create
+      // index`: the migrator runs in one transaction on PostgreSQL, where `concurrently` cannot, so writes to messages
+      // wait while each builds (docs/deployment.md); the old indexes are dropped last, so the drop's exclusive lock
+      // (which stops reads too) is held only from there to the commit.
+      await db.schema.createIndex('messages_recipient_time').on('messages').expression(sql`(created_at / 86400000), recipient, created_at`).execute();
+      await db.schema.createIndex('messages_provider_id_time').on('messages').expression(sql`(created_at / 86400000), provider, provider_message_id`).execute();
+      // No statistics on the day (PostgreSQL): autovacuum analyses a large table every few days, and a day newer than
+      // its last figures was taken for an empty one, so a receipt's lookup of today and yesterday read them through
+      // messages_recipient_time, checking every row of both days for the provider id (125 ms for 20,000 rows).
+      // Without figures the planner takes a day for a common value and uses the index whose other keys match.
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        await sql`alter index messages_recipient_time alter column 1 set statistics 0`.execute(db);
+        await sql`alter index messages_provider_id_time alter column 1 set statistics 0`.execute(db);
+      }
+      await db.schema.dropIndex('messages_recipient').execute();
+      await db.schema.dropIndex('messages_provider_message_id').execute();
+    },
+  },
   '2026-11-29-80-parked-receipt-price': {
     async up(db) {
       // The price a parked receipt reported (docs/costs.md), so that it replaces its message's estimate when the
