@@ -99,6 +99,11 @@ const storedReceiptSchema = z.strictObject({
   matched: z.number().int().describe('1 once applied to its message; 0 while parked; 2 when set aside after delivery.parked_receipt_ttl'),
   received_at: epochMs,
   per_part: z.number().int().describe('1 when the receipt reports one part of a concatenated message (rolled up with the other parts)'),
+  price: z
+    .string()
+    .nullable()
+    .describe('The price a receipt parked before its message was known reported, exact decimal text in price_currency (docs/costs.md); else null'),
+  price_currency: z.string().nullable(),
 });
 
 const conversionAttemptSchema = z.strictObject({

@@ -43,7 +43,11 @@ export async function messageStory(
       cost: cost_micros === null ? null : formatMicros(toMicros(cost_micros), rest.cost_currency ?? ''),
       activity: new RawJson(activity_json),
     },
-    receipts,
+    // A receipt's price, kept where it was parked (docs/costs.md), as exact decimal text like the message's cost.
+    receipts: receipts.map(({ price_micros, ...r }) => ({
+      ...r,
+      price: price_micros === null ? null : formatMicros(toMicros(price_micros), r.price_currency ?? ''),
+    })),
     conversions,
     events,
     timeline: buildTimeline({ message: rest, receipts, conversions, events }, receiptCheck, shownError),

@@ -150,7 +150,7 @@ describe('retention', () => {
     db.close();
     const run = start(['retention', '--config', config]);
     expect(await run.exit).toEqual({ code: 0, signal: null });
-    expect(run.stdout()).toBe('retention: deleted messages=0 receipts=0 events=0 inbound=1 blanked messages=0 inbound=1\n');
+    expect(run.stdout()).toBe('retention: deleted messages=0 receipts=0 events=0 inbound=1 costs=0 blanked messages=0 inbound=1\n');
     const after = new BetterSqlite3(join(dir, 'retention.yaml.db'), { readonly: true });
     const rows = after.prepare('select provider_message_id as id, from_number from inbound_messages order by id').all();
     after.close();

@@ -33,7 +33,15 @@ import { startReceiptCapture, type ReceiptCapture } from '../helpers/receipt-cap
 const TEXTS = [
   { text: 'Your bonus is waiting', encoding: 'gsm7' as const, segments: 1 },
   { text: 'Ваш бонус ждёт 🎰', encoding: 'ucs2' as const, segments: 1 },
-  { text: 'A'.repeat(300), encoding: 'gsm7' as const, segments: 2, validUntil: Date.now() + 90 * 60_000 },
+  {
+    text: 'A'.repeat(300),
+    encoding: 'gsm7' as const,
+    segments: 2,
+    // Read when each request is built (sendRequest spreads it), not when the file loads: a slow start cost a minute.
+    get validUntil() {
+      return Date.now() + 90 * 60_000;
+    },
+  },
 ];
 
 function expectConforming(proxy: ValidatingProxy, operations: string[]): void {
