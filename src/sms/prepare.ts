@@ -46,6 +46,12 @@ export interface PreparedMessage {
    */
   verdict?: RoutingVerdict;
   /**
+   * Its recipient was read with its player's record before the claim, for a routing verdict decided on that reading
+   * (dispatch.ts): the claim keeps it rather than read it again with the record its own statement sees, so the
+   * recipient sent is the one the verdict allowed.
+   */
+  recordRead?: true;
+  /**
    * When the message was accepted (its row's created_at), for a held message released later: its validity counts
    * from then, so the time it was held is part of it (send.ts). Absent: it counts from the send.
    */
