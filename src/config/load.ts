@@ -273,6 +273,7 @@ const YAML_PROBLEMS: ReadonlyMap<string, string> = new Map([
   ['TAG_RESOLVE_FAILED', 'a value starts with ! and is read as an unknown tag: quote it'],
   ['UNEXPECTED_TOKEN', 'something stands where YAML expects no more on the line, or a value that starts with a reserved character is unquoted'],
   ['BAD_COLLECTION_TYPE', 'a tag does not fit its value'],
+  ['INTEGER_BEYOND_DOUBLE', 'an integer beyond 2^53 (a 64-bit id) would be read as a neighbouring number, another brand or id: write it in quotes'],
 ]);
 
 /** The dotted key path of the mapping entries around `offset`, leaving out a key that does not end before it (it may be the value misread). */
@@ -323,14 +324,24 @@ function readYaml(text: string, file: string): unknown {
   const first = document.errors[0] ?? document.warnings[0];
   if (first) throw problem(first.code, first.pos[0]);
   let unresolved: YAML.Alias | undefined;
+  let rounded: YAML.Scalar | undefined;
   YAML.visit(document, {
     Alias(_, alias) {
       if (alias.resolve(document) !== undefined) return undefined;
       unresolved = alias;
       return YAML.visit.BREAK;
     },
+    // A plain 9007199254740993 (a brand id as a key of routing.brands, or in a list) reads as the double
+    // 9007199254740992 and would match another brand's messages; quoted, it is the text the CRM's ids are compared as.
+    Scalar(_, scalar) {
+      if (typeof scalar.value !== 'number' || !Number.isInteger(scalar.value) || Number.isSafeInteger(scalar.value)) return undefined;
+      if (!/^[-+]?\d+$/.test(scalar.source ?? '')) return undefined;
+      rounded = scalar;
+      return YAML.visit.BREAK;
+    },
   });
   if (unresolved) throw problem('BAD_ALIAS', unresolved.range?.[0] ?? 0);
+  if (rounded) throw problem('INTEGER_BEYOND_DOUBLE', rounded.range?.[0] ?? 0);
   try {
     return document.toJS({ maxAliasCount: 100 });
   } catch (error) {

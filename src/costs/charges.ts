@@ -20,6 +20,7 @@ import {
 } from '../ledger/costs.js';
 import type { CostSource, Database } from '../ledger/schema.js';
 import { queuePriceFetches } from '../ledger/price-fetches.js';
+import { storedIdentifiers } from '../http/exact-json.js';
 import { formatMicros, toMicros } from '../kit/money.js';
 import { budgetRefusal, budgetsFor, decideBudgetFits, periodKey, type Budget, type FitItem } from './budgets.js';
 import type { CostBook } from './cost-book.js';
@@ -36,26 +37,15 @@ export interface ActivityDimensions {
   action_group_id: string;
 }
 
+const DIMENSIONS = ['brand_id', 'activity_id', 'action_group_id'] as const;
+
 /**
- * Read from the activity as stored. An integer beyond 2^53 is taken from the text as received, since the parsed double
- * may be another number.
+ * Read from the activity as stored, as the send path reads its brand (storedIdentifiers): an integer beyond 2^53 by the
+ * digits as received, since the parsed double may be another number.
  */
 export function activityDimensions(activityJson: string): ActivityDimensions {
-  let parsed: Record<string, unknown> = {};
-  try {
-    const value = JSON.parse(activityJson) as unknown;
-    if (value && typeof value === 'object' && !Array.isArray(value)) parsed = value as Record<string, unknown>;
-  } catch {
-    // Stored by the claim from a parsed body: never unreadable, but a report is no place to fail.
-  }
-  const field = (name: keyof ActivityDimensions): string => {
-    const v = parsed[name];
-    if (typeof v === 'string') return v;
-    if (typeof v !== 'number') return '';
-    if (Number.isSafeInteger(v)) return String(v);
-    return new RegExp(`"${name}"\\s*:\\s*(-?\\d+)`).exec(activityJson)?.[1] ?? String(v);
-  };
-  return { brand_id: field('brand_id'), activity_id: field('activity_id'), action_group_id: field('action_group_id') };
+  const ids = storedIdentifiers(activityJson, DIMENSIONS);
+  return { brand_id: ids.brand_id ?? '', activity_id: ids.activity_id ?? '', action_group_id: ids.action_group_id ?? '' };
 }
 
 /** What a message adds to the figures: its carrier, its amount (null when none is known) and where that came from. */

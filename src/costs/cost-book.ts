@@ -31,10 +31,18 @@ export function estimateColumns(book: CostBook, provider: string, country: strin
     : { cost_micros: null, cost_currency: null, cost_source: 'none' };
 }
 
-/** Each route's members (a route without rates of its own is estimated at its dearest member). */
+/**
+ * Each route's members (a route without rates of its own is estimated at its dearest member): its catch-all members and
+ * every rule's, since a rule may hand the message to a member the catch-all does not list (a budget estimated at the
+ * catch-all alone would count nothing for a rule's member that alone has a rate).
+ */
 function routeMembersOf(providers: Config['providers']): Map<string, readonly string[]> {
   const members = new Map<string, readonly string[]>();
-  for (const [name, p] of Object.entries(providers)) if (p.type === 'route') members.set(name, (p as { members: string[] }).members);
+  for (const [name, p] of Object.entries(providers)) {
+    if (p.type !== 'route') continue;
+    const route = p as { members: string[]; rules?: Array<{ members: string[] }> };
+    members.set(name, [...new Set([...route.members, ...(route.rules ?? []).flatMap((rule) => rule.members)])]);
+  }
   return members;
 }
 

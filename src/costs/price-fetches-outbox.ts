@@ -240,7 +240,8 @@ export const priceFetches: OutboxDescriptor<PriceAskerPort, PriceFetchMetrics> =
         replayRoute({
           read: (c) =>
             readReplayJson(c, replayBodySchema, (issue) => {
-              if (issue.code === 'unrecognized_keys') return 'body: only sms_ids is accepted';
+              if (issue.code === 'unrecognized_keys')
+                return `body: only sms_ids is accepted, not ${issue.keys.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')}`;
               const field = issue.path.length ? String(issue.path[0]) : 'body';
               return `${field}: ${field === 'sms_ids' ? 'must be an array of at most 10000 sms_ids' : 'must be a JSON object'}`;
             }),

@@ -19,8 +19,8 @@ const INEXACT_NUMBER = /^-?(?:\d[\d.]{15}|\d[\d.]*[eE])/;
 export interface ActivitySource {
   /** The activity object's JSON text, as received. */
   json: string;
-  /** activity.id's text as received, when it is a number. */
-  idText?: string;
+  /** The text as received of each of the activity's own members that is a number (id, brand_id, user_id, …), by key. */
+  numberTexts: Record<string, string>;
 }
 
 /**
@@ -36,9 +36,55 @@ export function activitySources(body: string): Array<ActivitySource | undefined>
   return messages.map((message) => {
     const activity = message.type === 'object' ? findNodeAtLocation(message, ['activity']) : undefined;
     if (activity?.type !== 'object') return undefined;
-    const id = findNodeAtLocation(activity, ['id']);
-    return { json: text(activity), idText: id?.type === 'number' ? text(id) : undefined };
+    return { json: text(activity), numberTexts: numberTexts(activity, text) };
   });
+}
+
+/** The text of each member of an object node whose value is a number; a key given twice keeps its last, as JSON.parse. */
+function numberTexts(object: Node, text: (node: Node) => string): Record<string, string> {
+  const texts: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const member of object.children ?? []) {
+    const [key, value] = member.children ?? [];
+    if (key?.type === 'string' && value?.type === 'number') texts[key.value as string] = text(value);
+  }
+  return texts;
+}
+
+/**
+ * An activity identifier (id, brand_id, user_id, activity_id, action_group_id) as the text that routing rules,
+ * quiet-hours windows, budgets and the cost rollup compare: a string as it is, an integer in decimal. An integer a
+ * double cannot hold (a 64-bit id) is written as the CRM sent it (`text`, from the body), since the double may be a
+ * neighbouring id: 9007199254740993 parses to 9007199254740992.
+ */
+export function identifierText(value: string | number, text: string | undefined): string {
+  if (typeof value === 'string' || Number.isSafeInteger(value)) return String(value);
+  return text ?? String(value);
+}
+
+/**
+ * The identifiers named in `keys` of an activity stored as JSON text (its row's activity_json, written as received),
+ * by identifierText: a string or a number, else null (absent, or not a string or number; not an object: all null).
+ */
+export function storedIdentifiers<K extends string>(activityJson: string, keys: readonly K[]): Record<K, string | null> {
+  const out = {} as Record<K, string | null>;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(activityJson);
+  } catch {
+    // Stored by the claim from a parsed body, so never unreadable; a reader of it is no place to fail.
+  }
+  const activity = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  let texts: Record<string, string> | undefined;
+  for (const key of keys) {
+    const value = Object.hasOwn(activity, key) ? activity[key] : undefined;
+    // Only an id a double rounds costs the second read, of the text's tree.
+    if (typeof value === 'number' && !Number.isSafeInteger(value) && texts === undefined) {
+      const root = parseTree(activityJson);
+      texts = root?.type === 'object' ? numberTexts(root, (node) => activityJson.slice(node.offset, node.offset + node.length)) : {};
+    }
+    out[key] = typeof value === 'string' || typeof value === 'number' ? identifierText(value, texts?.[key]) : null;
+  }
+  return out;
 }
 
 export { RawJson };

@@ -46,9 +46,9 @@ export async function readReplayJson<S extends z.ZodType>(
   try {
     body = text ? JSON.parse(text) : {};
   } catch {
-    return { ok: false, status: 400, answer: { error: 'body is not valid JSON' } };
+    return { ok: false, status: 400, answer: { error: 'body is not valid JSON', code: 400 } };
   }
   const parsed = schema.safeParse(body);
-  if (!parsed.success) return { ok: false, status: 400, answer: { error: problem(parsed.error.issues[0]!) } };
+  if (!parsed.success) return { ok: false, status: 400, answer: { error: problem(parsed.error.issues[0]!), code: 400 } };
   return { ok: true, value: parsed.data };
 }

@@ -172,8 +172,9 @@ export function routingAdminRoutes(deps: RoutingAdminDeps): MountableRoute[] {
       },
       handlers: [
         async (c) => {
-          const body = await readJsonBody(c);
-          if (!body.ok) return c.json({ error: body.error }, body.status);
+          // A key every object inherits names no control: refused by name rather than handed to the change's reader.
+          const body = await readJsonBody(c, { refusePrototypeKeys: true });
+          if (!body.ok) return c.json({ error: body.error, code: body.status }, body.status);
           const result = await routing.change(body.value, adminKeyActor(deps.adminKey));
           if (!result.ok) return c.json({ error: result.error, code: result.code }, 400);
           return c.json({ target: result.target, from: result.before, to: result.after, ...(result.unchanged ? { unchanged: true } : {}) }, 200);

@@ -25,7 +25,7 @@ export function smsAdminRoutes(deps: PreviewDeps): MountableRoute[] {
       },
       handlers: [
         async (c) => {
-          const body = await readJsonBody(c);
+          const body = await readJsonBody(c, { refusePrototypeKeys: true });
           if (!body.ok) return c.json({ error: body.error, code: body.status }, body.status);
           const parsed = previewRequestSchema.safeParse(body.value);
           if (!parsed.success) return c.json({ error: describeFirstIssue(parsed.error, body.value), code: 400 }, 400);

@@ -152,7 +152,8 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
   const at = deps.now();
   const standings = await refusalsInClaim(deps.recipients, items, trx);
   // The sql backend's standings carry the player's record: the recipient is read with it here, not in a read before.
-  const messages = items.map((item, i) => readWithPlayerRecord(item.message, standings[i]!.place, deps.defaultRegion));
+  // Unless it was read with it before the claim, for its routing verdict (dispatch.ts): that reading stands.
+  const messages = items.map(({ message }, i) => (message.recordRead ? message : readWithPlayerRecord(message, standings[i]!.place, deps.defaultRegion)));
   const refusals = messages.map((m, i) => refusalOf(m, standings[i]!.refusal));
   const rows: NewMessage[] = items.map(({ requestId, traceparent }, i) => {
     const m = messages[i]!;

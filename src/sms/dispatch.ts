@@ -198,8 +198,15 @@ export function createDispatcher(deps: DispatcherDeps) {
     try {
       // A claim that reads the players' standings in its transaction (sql backend) reads their records there too,
       // unless where a message may go is decided before the claim: that needs the recipient as its player's record reads it.
-      const readInClaim = deps.recipients?.inClaim && !(deps.routing && routingApplies(prepared, deps.routing.snapshot()));
-      toClaim = readInClaim ? prepared : await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
+      // Then the record is read here once, and the claim keeps that reading (recordRead): its standings statement still
+      // sees the record (one statement with the consents, no read of its own), but a reading taken there could differ
+      // from the one the verdict allowed, were the record changed in between.
+      const routed = deps.routing !== undefined && routingApplies(prepared, deps.routing.snapshot());
+      if (deps.recipients?.inClaim && !routed) toClaim = prepared;
+      else {
+        toClaim = await readWithPlayerRecords(prepared, deps.playerCountries, deps.defaultRegion);
+        if (deps.recipients?.inClaim) toClaim = toClaim.map((m): PreparedMessage => ({ ...m, recordRead: true }));
+      }
     } catch (error) {
       // The players' records could not be read: nothing is claimed, so the CRM's retry finds these ids untouched.
       deps.logger.error({ err: error, count: prepared.length, request_id: options.requestId }, "players' records unavailable: nothing sent");

@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type { SendResult } from '../../providers/types.js';
+import { storedIdentifiers } from '../http/exact-json.js';
 import { readWritten } from '../kit/phone-number.js';
 import type { Kysely } from 'kysely';
 import type { QuietHoursConfig } from '../config/quiet-hours-config.js';
@@ -67,7 +68,7 @@ function preparedOf(message: HeldMessage, text: string, provider: PreparedMessag
     activityKey: message.activity_key,
     activityJson: message.activity_json,
     // What a rule matches on: the activity's brand, and the provider_name as the route it picked (its alias is gone).
-    brand: brandOfActivity(message.activity_json),
+    brand: storedIdentifiers(message.activity_json, ['brand_id']).brand_id,
     providerName: message.provider.toLowerCase(),
     userId: message.user_id,
     provider,
@@ -82,16 +83,6 @@ function preparedOf(message: HeldMessage, text: string, provider: PreparedMessag
     notes: [],
     acceptedAt: message.created_at,
   };
-}
-
-/** activity.brand_id of a stored activity, as text; null when it has none (or the text is not an activity). */
-function brandOfActivity(activityJson: string): string | null {
-  try {
-    const brand = (JSON.parse(activityJson) as { brand_id?: unknown }).brand_id;
-    return typeof brand === 'string' || typeof brand === 'number' ? String(brand) : null;
-  } catch {
-    return null;
-  }
 }
 
 export function createHeldSender(deps: HeldSenderDeps): HeldSender {

@@ -1,6 +1,6 @@
 /** Turns one SMS message object from the CRM into a message ready to dispatch, or an error naming the field. */
 import type { Config } from '../config/schema.js';
-import { activitySources, RawJson, type ActivitySource } from '../http/exact-json.js';
+import { activitySources, identifierText, RawJson, type ActivitySource } from '../http/exact-json.js';
 import type { SmsProvider } from '../../providers/types.js';
 import type { DispatchResult } from './outcome.js';
 import { parseRequestedEncoding, planEncoding, type Encoding, type RequestedEncoding } from './encoding.js';
@@ -13,9 +13,10 @@ import type { RoutingVerdict } from './routing-verdict.js';
 
 /** A message checked and planned (provider, recipient, encoding, segments): what the send path takes. */
 export interface PreparedMessage {
+  /** The idempotency key: activity.id as text, an integer beyond 2^53 by its digits as received (identifierText). */
   activityKey: string;
   activityJson: string;
-  /** activity.user_id as text, or null: the player sms.suppression looks up. */
+  /** activity.user_id as text (identifierText), or null: the player sms.suppression looks up. */
   userId: string | null;
   provider: SmsProvider;
   /** E.164, as read by recipient-reading.ts; for a refused reading, its first reading (stored on the refused row). */
@@ -35,7 +36,7 @@ export interface PreparedMessage {
   segments: number;
   /** What was read otherwise than sent (a sender no SMS can carry, an unknown encoding): stored for the timeline. */
   notes: IntakeNote[];
-  /** activity.brand_id as text, or null: what `routing.brands` and a rule's `match.brands` read. */
+  /** activity.brand_id as text (identifierText), or null: what `routing.brands`, a rule's `match.brands`, quiet-hours windows and budgets read. */
   brand: string | null;
   /** The provider_name the CRM sent (else sms.default_provider), lower case: what a rule's `match.provider_names` reads. */
   providerName: string | null;
@@ -44,6 +45,12 @@ export interface PreparedMessage {
    * there is nothing to decide (no country list, no route).
    */
   verdict?: RoutingVerdict;
+  /**
+   * Its recipient was read with its player's record before the claim, for a routing verdict decided on that reading
+   * (dispatch.ts): the claim keeps it rather than read it again with the record its own statement sees, so the
+   * recipient sent is the one the verdict allowed.
+   */
+  recordRead?: true;
   /**
    * When the message was accepted (its row's created_at), for a held message released later: its validity counts
    * from then, so the time it was held is part of it (send.ts). Absent: it counts from the send.
@@ -140,11 +147,14 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
   const plan = planEncoding(m.content, encoding.requested, { smartEncoding: sms.smart_encoding, maxSegments: sms.max_segments });
   if (!plan.ok) return plan;
 
-  const userId = m.activity.user_id === undefined || m.activity.user_id === '' ? null : String(m.activity.user_id);
+  // Ids as text with every digit the CRM sent: a 64-bit id parsed to a double may read as its neighbour (identifierText).
+  const texts = source?.numberTexts;
+  const { id, user_id, brand_id } = m.activity;
+  const userId = user_id === undefined || user_id === '' ? null : identifierText(user_id, texts?.user_id);
   return {
     ok: true,
     message: {
-      activityKey: activityKey(m.activity.id, source),
+      activityKey: identifierText(id, texts?.id),
       // The activity exactly as it arrived (keys, JSON types and every digit), for the conversion webhook.
       activityJson: source?.json ?? JSON.stringify((input as { activity: unknown }).activity),
       // The player the suppression check looks up (suppression.ts); "" names nobody.
@@ -157,26 +167,18 @@ function prepareChecked(m: CheckedMessage, input: unknown, router: ProviderRoute
       encoding: plan.plan.encoding,
       segments: plan.plan.segments,
       notes: [encoding.note, sender.note].filter((n) => n !== undefined),
-      brand: m.activity.brand_id === undefined ? null : String(m.activity.brand_id),
+      brand: brand_id === undefined ? null : identifierText(brand_id, texts?.brand_id),
       providerName: (m.provider_name?.trim() || sms.default_provider)?.toLowerCase() ?? null,
     },
   };
-}
-
-/**
- * The idempotency key of an activity id: the string itself, or the integer in decimal. An integer beyond 2^53
- * keys by its text as received, since distinct ids of that size can parse to the same double.
- */
-function activityKey(id: string | number, source: ActivitySource | undefined): string {
-  if (typeof id === 'string' || Number.isSafeInteger(id)) return String(id);
-  return source?.idText ?? String(id);
 }
 
 /** The id to echo in a batch answer: activity.id with the JSON type and text it arrived with, or null when absent. */
 export function echoedActivityId(input: unknown, source?: ActivitySource): string | number | RawJson | null {
   const activity = (input as { activity?: { id?: unknown } } | null)?.activity;
   const id = activity && typeof activity === 'object' ? activity.id : undefined;
-  if (typeof id === 'number' && source?.idText !== undefined) return new RawJson(source.idText);
+  const idText = source?.numberTexts.id;
+  if (typeof id === 'number' && idText !== undefined) return new RawJson(idText);
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 

@@ -6,7 +6,7 @@
 import type { QuietHoursConfig, QuietWindow, Weekday } from '../config/quiet-hours-config.js';
 import { WEEKDAYS } from '../config/quiet-hours-config.js';
 import { mainCountryOf, readWritten } from '../kit/phone-number.js';
-import { zonesOfNumber } from '../kit/time-zones.js';
+import { localTimeIn, utcOffsetAt, zonesOfNumber } from '../kit/time-zones.js';
 
 export type QuietDecision =
   | { action: 'send' }
@@ -22,62 +22,15 @@ interface Wall {
   minutes: number;
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-function formatterOf(zone: string): Intl.DateTimeFormat {
-  let f = formatters.get(zone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: zone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-    });
-    formatters.set(zone, f);
-  }
-  return f;
-}
-
-const QUARTER_MS = 15 * 60_000;
-/** Each zone's UTC offset by quarter hour, as read: Intl's formatToParts costs microseconds a call. */
-const offsets = new Map<string, number>();
-
-/**
- * The zone's offset from UTC at `t`. Every offset in use today is a whole number of quarter hours, and so is the local
- * time at which one changes: a change falls on a quarter hour of UTC, so the offset at the quarter's start holds for
- * the whole quarter, and the same night's messages share their readings. (A decision held by a table of
- * formatToParts calls cost 53–403 µs; with this, 12–38 µs: see the commit.)
- */
-function offsetAt(t: number, zone: string): number {
-  const quarter = Math.floor(t / QUARTER_MS) * QUARTER_MS;
-  const key = `${zone} ${quarter}`;
-  let offset = offsets.get(key);
-  if (offset === undefined) {
-    const parts: Record<string, number> = {};
-    for (const p of formatterOf(zone).formatToParts(quarter)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-    offset = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!) - quarter;
-    if (offsets.size >= 100_000) offsets.clear();
-    offsets.set(key, offset);
-  }
-  return offset;
-}
-
-/** The zone's wall clock at `t` as epoch ms read as if UTC. */
+/** The zone's wall clock at `t` as epoch ms read as if UTC (src/kit/time-zones.ts reads the offset, as for route rules). */
 function wallAsUtc(t: number, zone: string): number {
-  return t + offsetAt(t, zone);
+  return t + utcOffsetAt(zone, t);
 }
 
 function wallOf(t: number, zone: string): Wall {
-  const local = new Date(wallAsUtc(t, zone));
-  return {
-    date: local.toISOString().slice(0, 10),
-    weekday: WEEKDAYS[local.getUTCDay()]!,
-    minutes: local.getUTCHours() * 60 + local.getUTCMinutes(),
-  };
+  const local = localTimeIn(zone, t);
+  // LocalTime counts weekdays from Monday; WEEKDAYS from Sunday.
+  return { date: local.date, weekday: WEEKDAYS[(local.weekday + 1) % 7]!, minutes: local.minutes };
 }
 
 /** The instant the zone's clock reads `date` at `minutes`; in a DST gap, the first instant after it. */

@@ -295,6 +295,16 @@ describe('loadConfig', () => {
     ['a secret starting with *, read as an alias', `admin:\n  api_key: *${SECRET}\n`, /at line 2, column 12 \(in admin\.api_key\): an alias/],
     ['a secret starting with !, read as a tag', `admin:\n  api_key: !${SECRET}\n`, /at line 2, column 12 \(in admin\.api_key\): .*unknown tag/],
     ['a key written twice', `admin:\n  api_key: ${SECRET}\n  api_key: ${SECRET}\n`, /at line 3, column 3 \(in admin\): a key is written twice/],
+    [
+      'a brand id beyond 2^53 as a key, which YAML reads rounded',
+      `routing:\n  brands:\n    9007199254740993:\n      countries: [FR]\nadmin:\n  api_key: ${SECRET}\n`,
+      /at line 3, column 5 \(in routing\.brands[.\d]*\): an integer beyond 2\^53 .*write it in quotes/,
+    ],
+    [
+      'an id beyond 2^53 in a list',
+      `quiet_hours:\n  windows:\n    - countries: [FR]\n      brands: [12, -12345678901234567890]\n`,
+      /at line 4, column 20 \(in quiet_hours\.windows\.0\.brands[.\d]*\): an integer beyond 2\^53/,
+    ],
   ])('names the line, the column and the key path of %s, never the text there', async (_label, text, expected) => {
     const error = await loadConfig(write('secret.yaml', text), {}).then(
       () => undefined,

@@ -102,6 +102,11 @@ describe("the activity's dimensions", () => {
       { brand_id: '', activity_id: '12345678901234567891', action_group_id: '' },
     ],
     ['objects are no identifier', '{"id":1,"brand_id":{"x":1}}', { brand_id: '', activity_id: '', action_group_id: '' }],
+    [
+      'a 64-bit brand by its digits, not a nested key of the same name',
+      '{"id":1,"meta":{"brand_id":5},"brand_id":9007199254740993}',
+      { brand_id: '9007199254740993', activity_id: '', action_group_id: '' },
+    ],
   ])('%s', (_label, json, dims) => {
     expect(activityDimensions(json)).toEqual(dims);
   });

@@ -153,7 +153,7 @@ describe('a price fetch that gives up', () => {
 
     const refused = await gw.post('/admin/price-fetches/replay', { sms_ids: 'all' }, admin);
     expect(refused.status).toBe(400);
-    expect(refused.json).toEqual({ error: 'sms_ids: must be an array of at most 10000 sms_ids' });
+    expect(refused.json).toEqual({ error: 'sms_ids: must be an array of at most 10000 sms_ids', code: 400 });
     const replayed = await gw.post('/admin/price-fetches/replay', { sms_ids: [smsId] }, admin);
     expect(replayed.json).toEqual({ replayed: 1 });
     expect(await waitFor(async () => ((await costOf(gw, 'g-1'))?.source === 'reported' ? costOf(gw, 'g-1') : undefined), 10_000)).toMatchObject({

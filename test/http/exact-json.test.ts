@@ -1,6 +1,6 @@
 /** exact-json: which bodies need the exact parse, and what it keeps. */
 import { describe, expect, it } from 'vitest';
-import { activitySources, indentJson, parseExact, RawJson, stringifyExact } from '../../src/http/exact-json.js';
+import { activitySources, identifierText, indentJson, parseExact, RawJson, storedIdentifiers, stringifyExact } from '../../src/http/exact-json.js';
 
 describe('activitySources', () => {
   it.each([
@@ -12,17 +12,61 @@ describe('activitySources', () => {
   });
 
   it.each([
-    ['an integer beyond 2^53', '{"activity":{"id":9007199254740993}}', { json: '{"id":9007199254740993}', idText: '9007199254740993' }],
-    ['a negative one', '{"activity": {"id": -12345678901234567}}', { json: '{"id": -12345678901234567}', idText: '-12345678901234567' }],
-    ['an exponent', '{"activity":{"id":"x","n":1e3}}', { json: '{"id":"x","n":1e3}', idText: undefined }],
-    ['a long decimal', '{"activity":{"id":7,"p":0.12345678901234567}}', { json: '{"id":7,"p":0.12345678901234567}', idText: '7' }],
+    ['an integer beyond 2^53', '{"activity":{"id":9007199254740993}}', { json: '{"id":9007199254740993}', numberTexts: { id: '9007199254740993' } }],
+    ['a negative one', '{"activity": {"id": -12345678901234567}}', { json: '{"id": -12345678901234567}', numberTexts: { id: '-12345678901234567' } }],
+    ['an exponent', '{"activity":{"id":"x","n":1e3}}', { json: '{"id":"x","n":1e3}', numberTexts: { n: '1e3' } }],
+    [
+      'a long decimal',
+      '{"activity":{"id":7,"p":0.12345678901234567}}',
+      { json: '{"id":7,"p":0.12345678901234567}', numberTexts: { id: '7', p: '0.12345678901234567' } },
+    ],
+    [
+      'the other ids, not nested ones',
+      '{"activity":{"id":"a","brand_id":9007199254740993,"user_id":18446744073709551615,"meta":{"brand_id":1}}}',
+      {
+        json: '{"id":"a","brand_id":9007199254740993,"user_id":18446744073709551615,"meta":{"brand_id":1}}',
+        numberTexts: { brand_id: '9007199254740993', user_id: '18446744073709551615' },
+      },
+    ],
   ])('keeps the text of %s', (_label, body, expected) => {
-    expect(activitySources(body)).toEqual([expected]);
+    expect(activitySources(body)).toEqual([{ ...expected, numberTexts: expect.objectContaining(expected.numberTexts) }]);
+    expect({ ...activitySources(body)![0]!.numberTexts }).toEqual(expected.numberTexts);
   });
 
   it('gives one source per batch element, undefined where there is no activity object', () => {
     const body = '[{"activity":{"id":12345678901234567890}},{"content":"x"},{"activity":"not an object"}]';
-    expect(activitySources(body)).toEqual([{ json: '{"id":12345678901234567890}', idText: '12345678901234567890' }, undefined, undefined]);
+    const sources = activitySources(body);
+    expect(sources).toEqual([{ json: '{"id":12345678901234567890}', numberTexts: expect.anything() }, undefined, undefined]);
+    expect({ ...sources![0]!.numberTexts }).toEqual({ id: '12345678901234567890' });
+  });
+});
+
+describe('identifierText', () => {
+  it.each([
+    ['a string as it is', 'casino-7', undefined, 'casino-7'],
+    ['a safe integer in decimal', 42, '42', '42'],
+    // The double JSON.parse makes of 9007199254740993 (written as a literal, it would be rounded the same way).
+    ['an integer past 2^53 by its digits as sent', 2 ** 53, '9007199254740993', '9007199254740993'],
+    ['a negative one', -(2 ** 53), '-9007199254740993', '-9007199254740993'],
+    ['one whose text is not known, as the double writes it', 2 ** 53, undefined, '9007199254740992'],
+  ])('%s', (_label, value, text, expected) => {
+    expect(identifierText(value, text)).toBe(expected);
+  });
+});
+
+describe('storedIdentifiers', () => {
+  it.each([
+    ['strings and small integers', '{"id":"a","brand_id":7,"user_id":"p-1"}', { brand_id: '7', user_id: 'p-1', activity_id: null }],
+    [
+      'integers past 2^53 by their digits, a nested key of the same name left alone',
+      '{"meta":{"brand_id":1},"brand_id":9007199254740993,"activity_id":-18446744073709551615}',
+      { brand_id: '9007199254740993', user_id: null, activity_id: '-18446744073709551615' },
+    ],
+    ['no identifier in an object or a list', '{"brand_id":{"x":1},"user_id":[1]}', { brand_id: null, user_id: null, activity_id: null }],
+    ['text that is not an object', '[1,2]', { brand_id: null, user_id: null, activity_id: null }],
+    ['text that is not JSON', '{"brand_id":', { brand_id: null, user_id: null, activity_id: null }],
+  ])('%s', (_label, json, expected) => {
+    expect(storedIdentifiers(json, ['brand_id', 'user_id', 'activity_id'])).toEqual(expected);
   });
 });
 

@@ -4,7 +4,7 @@
  * be in), by country, by prefix, for a straddling area code and an unknown prefix, with `routing.zones` first for both.
  */
 import { describe, expect, it } from 'vitest';
-import { hasKnownZones, localTimeIn, zoneOfNumber, zonesOfNumber } from '../../src/kit/time-zones.js';
+import { hasKnownZones, localTimeIn, utcOffsetAt, zoneOfNumber, zonesOfNumber } from '../../src/kit/time-zones.js';
 
 const at = (iso: string) => Date.parse(iso);
 const ANCHORAGE = new Map([['+1907', 'America/Anchorage']]);
@@ -96,5 +96,28 @@ describe('localTimeIn', () => {
   it('Phoenix keeps its time over the US change', () => {
     expect(localTimeIn('America/Phoenix', at('2026-03-07T10:30:00Z')).minutes).toBe(3 * 60 + 30);
     expect(localTimeIn('America/Phoenix', at('2026-03-09T10:30:00Z')).minutes).toBe(3 * 60 + 30);
+  });
+
+  it.each([
+    ['London the minute before its spring change', 'Europe/London', '2026-03-29T00:59:00Z', { date: '2026-03-29', weekday: 6, minutes: 59 }],
+    ['London at its spring change', 'Europe/London', '2026-03-29T01:00:00Z', { date: '2026-03-29', weekday: 6, minutes: 120 }],
+    ['London the minute before its autumn change', 'Europe/London', '2026-10-25T00:59:00Z', { date: '2026-10-25', weekday: 6, minutes: 119 }],
+    ['London at its autumn change', 'Europe/London', '2026-10-25T01:00:00Z', { date: '2026-10-25', weekday: 6, minutes: 60 }],
+    ['Kathmandu, a quarter past', 'Asia/Kathmandu', '2026-12-31T18:14:00Z', { date: '2026-12-31', weekday: 3, minutes: 23 * 60 + 59 }],
+    ['Kathmandu, the new year', 'Asia/Kathmandu', '2026-12-31T18:15:00Z', { date: '2027-01-01', weekday: 4, minutes: 0 }],
+  ])('%s', (_label, zone, iso, expected) => {
+    expect(localTimeIn(zone, at(iso))).toEqual({ zone, ...expected });
+  });
+});
+
+describe('utcOffsetAt', () => {
+  it.each([
+    ['London in winter', 'Europe/London', '2026-01-15T12:00:00Z', 0],
+    ['London in summer', 'Europe/London', '2026-07-15T12:00:00Z', 60],
+    ['Kathmandu', 'Asia/Kathmandu', '2026-07-15T12:00:00Z', 5 * 60 + 45],
+    ['New York the minute before its spring change', 'America/New_York', '2026-03-08T06:59:00Z', -5 * 60],
+    ['New York at its spring change', 'America/New_York', '2026-03-08T07:00:00Z', -4 * 60],
+  ])('%s', (_label, zone, iso, minutes) => {
+    expect(utcOffsetAt(zone, at(iso))).toBe(minutes * 60_000);
   });
 });

@@ -190,6 +190,42 @@ describe('Twilio against twilio-oai twilio_api_v2010.json', () => {
   });
 });
 
+describe("Twilio's price fetch against twilio_api_v2010.json", () => {
+  const doc = loadOpenApiExtract('twilio');
+  // Unpriced for the first two fetches (price null, as Twilio answers until it has priced the message), then priced.
+  const setup = behindValidatingProxy<TwilioFake>(
+    doc,
+    () => startTwilioFake({ price: { value: '-0.00750', unit: 'USD', afterFetches: 2 } }),
+    (fake, base_url) => createPlugin('twilio', { account_sid: fake.accountSid, auth_token: fake.authToken, base_url, from: '+15005550006' }),
+  );
+  const checkMessage = openApiSchemaChecker(doc, 'api.v2010.account.message');
+
+  it('asks by FetchMessage as the document describes, and reads the Message resources the fake answers, unpriced then priced', async () => {
+    setup.proxy.checked.length = 0;
+    const sent = await setup.provider!.send(sendRequest(capture.url, 'twilio'), noAbort());
+    expect(sent.ok).toBe(true);
+    const sid = sent.ok ? sent.providerMessageIds[0]! : '';
+    // The resource as the fake answers it, read through the proxy as the plugin reads it.
+    const resource = async () => {
+      const auth = Buffer.from(`${setup.fake.accountSid}:${setup.fake.authToken}`).toString('base64');
+      const res = await fetch(`${setup.proxy.url}/2010-04-01/Accounts/${setup.fake.accountSid}/Messages/${sid}.json`, {
+        headers: { authorization: `Basic ${auth}` },
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { price: unknown; price_unit: unknown };
+    };
+    const unpriced = await resource();
+    expect(checkMessage(unpriced)).toEqual([]);
+    expect(unpriced.price).toBeNull();
+    expect(await setup.provider!.fetchPrice!(sid, noAbort())).toEqual({ answer: 'not_yet' });
+    const priced = await resource();
+    expect(checkMessage(priced)).toEqual([]);
+    expect([priced.price, priced.price_unit]).toEqual(['-0.00750', 'USD']);
+    expect(await setup.provider!.fetchPrice!(sid, noAbort())).toEqual({ answer: 'priced', price: { micros: 7_500n, currency: 'USD' } });
+    expectConforming(setup.proxy, ['CreateMessage', 'FetchMessage']);
+  });
+});
+
 describe('Vonage against the SMS API document (sms.yml 1.2.0)', () => {
   const doc = loadOpenApiExtract('vonage');
   const setup = behindValidatingProxy(

@@ -359,8 +359,16 @@ describe('a CRM retry of a transient failure', () => {
       held_until: Date.parse('2026-12-02T09:00:00Z'),
     });
     time = Date.parse('2026-12-02T09:00:01Z');
-    await waitFor(async () => (await gw.get(`/admin/messages/${smsId}`, admin)).json.message.attempts === 2, 10_000, 'the second attempt');
-    expect((await gw.get(`/admin/messages/${smsId}`, admin)).json.message).toMatchObject({ state: 'retryable' });
+    // The attempt is counted when the send is claimed (`dispatching`), before the sandbox's answer makes it `retryable`.
+    const tried = await waitFor(
+      async () => {
+        const m = (await gw.get(`/admin/messages/${smsId}`, admin)).json.message;
+        return m.attempts === 2 && m.state !== 'dispatching' ? m : undefined;
+      },
+      10_000,
+      'the second attempt answered',
+    );
+    expect(tried).toMatchObject({ state: 'retryable' });
     expect((await gw.get('/admin/held-sends', admin)).json).toMatchObject({ owed: 1, retrying: 1 });
   }, 30_000);
 });
