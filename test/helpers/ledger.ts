@@ -4,6 +4,7 @@
  * through the gateway's own Kysely instance instead, which still sees only committed rows.
  */
 import BetterSqlite3 from 'better-sqlite3';
+import type { Insertable } from 'kysely';
 import type { MessagesTable } from '../../src/ledger/schema.js';
 import type { TestGateway } from './gateway.js';
 
@@ -64,4 +65,38 @@ export async function countMessages(gw: TestGateway): Promise<number> {
   } finally {
     db.close();
   }
+}
+
+/**
+ * A message row as a send leaves it: submitted to `provider` at `at`, waiting for its receipt; `fields` changes any
+ * column. For tests that fill the ledger directly.
+ */
+export function submittedMessageRow(id: string, provider: string, at: number, fields: Partial<Insertable<MessagesTable>> = {}): Insertable<MessagesTable> {
+  return {
+    sms_id: id,
+    activity_key: `act-${id}`,
+    activity_json: JSON.stringify({ id: `act-${id}` }),
+    user_id: null,
+    request_id: null,
+    provider,
+    provider_message_id: `pm-${id}`,
+    recipient: '+447700900123',
+    sender: null,
+    encoding: 'gsm7',
+    segments: 1,
+    content: null,
+    state: 'submitted',
+    error: null,
+    error_code: null,
+    attempts: 1,
+    provider_status: null,
+    delivery_status: null,
+    delivery_source: null,
+    created_at: at,
+    updated_at: at,
+    dispatched_at: at,
+    submitted_at: at,
+    completed_at: null,
+    ...fields,
+  };
 }

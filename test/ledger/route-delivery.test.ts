@@ -15,6 +15,7 @@ import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { listRecentDelivery } from '../../src/ledger/route-delivery.js';
 import type { Database, MessagesTable } from '../../src/ledger/schema.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { submittedMessageRow } from '../helpers/ledger.js';
 
 const MIN = 60_000;
 const NOW = 1_800_000_000_000;
@@ -23,36 +24,7 @@ const DEADLINE = 5 * MIN;
 
 let n = 0;
 function message(provider: string, country: string | null, ageMin: number, fields: Partial<Insertable<MessagesTable>> = {}): Insertable<MessagesTable> {
-  const at = NOW - ageMin * MIN;
-  const id = `rd-${String(++n).padStart(4, '0')}`;
-  return {
-    sms_id: id,
-    activity_key: `act-${id}`,
-    activity_json: JSON.stringify({ id: `act-${id}` }),
-    user_id: null,
-    request_id: null,
-    provider,
-    provider_message_id: `pm-${id}`,
-    recipient: '+447700900123',
-    sender: null,
-    encoding: 'gsm7',
-    segments: 1,
-    content: null,
-    state: 'submitted',
-    error: null,
-    error_code: null,
-    attempts: 1,
-    provider_status: null,
-    delivery_status: null,
-    delivery_source: null,
-    created_at: at,
-    updated_at: at,
-    dispatched_at: at,
-    submitted_at: at,
-    completed_at: null,
-    country,
-    ...fields,
-  };
+  return submittedMessageRow(`rd-${String(++n).padStart(4, '0')}`, provider, NOW - ageMin * MIN, { country, ...fields });
 }
 const delivered = (afterMin: number, ageMin: number) => ({
   delivery_status: 'delivered' as const,

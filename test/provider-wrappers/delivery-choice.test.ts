@@ -16,6 +16,7 @@ import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { createDeliveryChoice, deliveryViewsJson, type DeliveryChoice } from '../../src/provider-wrappers/delivery-choice.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { submittedMessageRow } from '../helpers/ledger.js';
 
 const MIN = 60_000;
 const NOW = 1_800_000_000_000;
@@ -46,34 +47,10 @@ const promo = routes.get('promo')!;
 let n = 0;
 function sent(provider: string, country: string, ageMin: number, receiptAfterMin: number | null) {
   const at = NOW - ageMin * MIN;
-  const id = `dc-${String(++n).padStart(4, '0')}`;
-  return {
-    sms_id: id,
-    activity_key: `act-${id}`,
-    activity_json: '{}',
-    user_id: null,
-    request_id: null,
-    provider,
-    provider_message_id: `pm-${id}`,
-    recipient: '+447700900123',
-    sender: null,
-    encoding: 'gsm7' as const,
-    segments: 1,
-    content: null,
-    state: 'submitted' as const,
-    error: null,
-    error_code: null,
-    attempts: 1,
-    provider_status: null,
-    delivery_status: receiptAfterMin === null ? null : ('delivered' as const),
-    delivery_source: receiptAfterMin === null ? null : ('receipt' as const),
-    created_at: at,
-    updated_at: at,
-    dispatched_at: at,
-    submitted_at: at,
-    completed_at: receiptAfterMin === null ? null : at + receiptAfterMin * MIN,
+  return submittedMessageRow(`dc-${String(++n).padStart(4, '0')}`, provider, at, {
     country,
-  };
+    ...(receiptAfterMin === null ? {} : { delivery_status: 'delivered', delivery_source: 'receipt', completed_at: at + receiptAfterMin * MIN }),
+  });
 }
 
 describe('the delivery choice of a process', () => {
