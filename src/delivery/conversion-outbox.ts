@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
-import { inTransaction } from '../ledger/engine/db.js';
+import { dialectFlagsOf, inTransaction } from '../ledger/engine/db.js';
 import type { WebhookMetrics } from './conversion-metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxDeps, OutboxKind, OutboxRound } from '../outbox/outbox.js';
@@ -72,7 +72,8 @@ export function conversionOutbox(deps: ConversionOutboxDeps): OutboxKind<Claimed
     // A round's claim and marks are transactions of their own, not queued with the sends' and receipts' groups
     // (src/ledger/engine/transaction-queue.ts): sharing those commits saved no measurable CPU and doubled the conversion lag
     // of a batch burst (bench/run.ts --mode e2e, p50 150 → 300 ms), every round waiting for the groups ahead of it.
-    claim: (db, limit, now, lease, token) => inTransaction(db, (trx) => claimDueConversions(trx, { limit, now, leaseMs: lease, token }, deps.tracing?.enabled)),
+    claim: (db, limit, now, lease, token) =>
+      inTransaction(db, (trx) => claimDueConversions(trx, dialectFlagsOf(trx), limit, now, lease, token, deps.tracing?.enabled)),
     attemptsOf: (r) => r.attempts,
     async send(rows, { claimedAt, markSent }) {
       // Rows an earlier claim already put in a post (its process died before marking them) go out in that post's

@@ -10,6 +10,7 @@ import type { Config } from '../config/schema.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type ClaimedEvent } from '../ledger/events.js';
 import type { DeadReason } from '../outbox/decisions.js';
 import { sendEach, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
+import { dialectFlagsOf } from '../ledger/engine/db.js';
 import { destinationOf, type Destinations } from './destination.js';
 import { decideFailure, type EventTransport } from './transport.js';
 
@@ -31,7 +32,7 @@ export function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
   return {
     name: 'event outbox',
     settings: relay,
-    claim: (db, limit, now, lease, token) => claimDueEvents(db, { limit, now, leaseMs: lease, token }),
+    claim: (db, limit, now, lease, token) => claimDueEvents(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (e) => e.attempts,
     send: sendEach(async (e) => {
       const destined = destinationOf(e, deps.destinations);

@@ -1,10 +1,11 @@
 /** Repository for the conversion outbox: one query, one name (docs/design.md §8). */
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { DeliveryStatus } from '../../providers/types.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
-import { outboxStatements, type ClaimRequest, type FailedOutboxRow } from './outbox.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -44,20 +45,33 @@ export interface ClaimedConversion {
 }
 
 /**
- * Reserves up to `limit` due rows for `token` until now + lease (outbox.ts, claim: one statement, so two claimers
- * never take the same row), earliest due first. The message's activity comes back with each row (a lookup by primary key each), not from a second statement.
+ * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
+ * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
+ * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
  * A row keeps the post_group of the first claim that took it, so the conversion outbox can post it with the same rows again.
  */
-export async function claimDueConversions(db: Db, request: ClaimRequest, withTraceparent = false): Promise<ClaimedConversion[]> {
+export async function claimDueConversions(
+  db: Db,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+  withTraceparent = false,
+): Promise<ClaimedConversion[]> {
+  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
-  const claimed = await outbox.claim<ClaimedConversion>(db, request, {
-    order: 'next_attempt_at, id',
-    set: sql`, post_group = coalesce(post_group, ${request.token})`,
-    returning: sql`id, sms_id, delivery_status, attempts, post_group,
+  const claimed = await sql<ClaimedConversion>`
+    update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
+    where id in (
+      select id from conversions
+      where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
+      order by next_attempt_at, id limit ${limit}${lock}
+    ) and claimed_until <= ${now}
+    returning id, sms_id, delivery_status, attempts, post_group,
       (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
-      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`,
-  });
-  return claimed.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
+      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
 }
 
 /** The conversion outbox as src/ledger/outbox.ts describes a table. */
@@ -67,7 +81,6 @@ const outbox = outboxStatements({
   sent: (now) => ({ posted_at: now }),
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and posted_at is null',
-  owedWhere: 'posted_at is null and dead = 0',
   clearsToken: false,
 });
 

@@ -5,8 +5,9 @@
  * workers never push the same credit at once, and a worker that died leaves its claim to expire.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DialectFlags } from './engine/ledger.js';
 import type { Database, OperatorCreditsTable } from './schema.js';
-import { outboxStatements, type ClaimRequest, type FailedOutboxRow } from './outbox.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type DueCredit = Pick<
@@ -18,14 +19,26 @@ export type DueCredit = Pick<
     'crm_id' | 'crm_action_id' | 'crm_action_group_id' | 'crm_action_communication_profile_id' | 'crm_activity_id' | 'crm_trigger_hash' | 'crm_player_origin_id'
   >;
 
-/** Reserves up to `limit` due credits for `token` until now + lease, oldest first (outbox.ts, claim). */
-export async function claimDueCredits(db: Kysely<Database>, request: ClaimRequest): Promise<DueCredit[]> {
-  const claimed = await outbox.claim<DueCredit>(db, request, {
-    order: 'id',
-    returning: sql`id, kind, user_id, bonus_code, amount, currency, request_json, created_at, delivery_attempts,
-      crm_id, crm_action_id, crm_action_group_id, crm_action_communication_profile_id, crm_activity_id, crm_trigger_hash, crm_player_origin_id`,
-  });
-  return claimed
+/** Reserves up to `limit` due credits for `token` until now + lease, oldest first. */
+export async function claimDueCredits(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<DueCredit[]> {
+  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const claimed = await sql<DueCredit>`
+    update operator_credits set delivery_claimed_until = ${now + leaseMs}, delivery_claim_token = ${token}
+    where id in (
+      select id from operator_credits
+      where delivery = 'due' and next_delivery_at <= ${now} and delivery_claimed_until <= ${now}
+      order by id limit ${limit}${lock}
+    ) and delivery = 'due' and delivery_claimed_until <= ${now}
+    returning id, kind, user_id, bonus_code, amount, currency, request_json, created_at, delivery_attempts,
+      crm_id, crm_action_id, crm_action_group_id, crm_action_communication_profile_id, crm_activity_id, crm_trigger_hash, crm_player_origin_id`.execute(db);
+  return claimed.rows
     .map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at), amount: r.amount === null ? null : Number(r.amount) }))
     .sort((a, b) => a.id - b.id);
 }
@@ -43,7 +56,6 @@ const outbox = outboxStatements({
   sent: (now) => ({ delivery: 'delivered', delivered_at: now }),
   state: (dead) => ({ delivery: dead ? 'dead' : 'due' }),
   deadWhere: "delivery = 'dead'",
-  owedWhere: "delivery = 'due'",
   clearsToken: true,
   errorLimit: 500,
 });

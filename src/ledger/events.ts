@@ -3,11 +3,12 @@
  * the database or a transaction first, so a data change and the event it causes commit together.
  */
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import type { DialectFlags } from './engine/ledger.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT } from './chunks.js';
-import { outboxStatements, type ClaimRequest, type FailedOutboxRow } from './outbox.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
 import type { NewEvent } from '../crm/user-events.js';
 
 export type { NewEvent };
@@ -96,22 +97,34 @@ export type ClaimedEvent = Pick<
  * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
  * is due and unclaimed. Only a user's head is ever claimed, so a user's events go out one after another in the
  * order accepted, while different users go out in parallel. A dead event no longer holds its user's later events.
- * One statement (outbox.ts, claim), so two claimers never take the same row; a later event cannot be claimed while
- * an earlier one is unsent, whoever holds it.
+ * One statement, so two claimers (serve and a cron flush, or two instances) never take the same row; a later
+ * event cannot be claimed while an earlier one is unsent, whoever holds it. PostgreSQL skips rows another
+ * claimer has locked.
  */
-export async function claimDueEvents(db: Kysely<Database>, request: ClaimRequest): Promise<ClaimedEvent[]> {
+export async function claimDueEvents(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<ClaimedEvent[]> {
+  const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
   // Each user's head is min(id) over the (user_id, id) partial index, read in one pass and grouped; a correlated
-  // probe per candidate row cost a probe for every unsent row on each round.
-  const claimed = await outbox.claim<ClaimedEvent>(db, request, {
-    heads: ({ limit, now }, skipLocked) => sql`
+  // probe per candidate row cost a probe for every unsent row on each round. The candidates are materialised
+  // first, so the UPDATE cannot re-run the search for each row it looks at.
+  const claimed = await sql<ClaimedEvent>`
+    with heads as materialized (
       select e.id from (
         select min(id) as id from crm_events where sent_at is null and dead = 0 group by user_id
       ) h join crm_events e on e.id = h.id
       where e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
-      order by e.id limit ${limit}${skipLocked ? sql` for update of e skip locked` : sql``}`,
-    returning: sql`id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`,
-  });
-  return claimed.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
+      order by e.id limit ${limit}${lock}
+    )
+    update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
+    where id in (select id from heads) and claimed_until <= ${now} and sent_at is null and dead = 0
+    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(db);
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
 /** The CRM event outbox as src/ledger/outbox.ts describes a table. */
@@ -121,7 +134,6 @@ const outbox = outboxStatements({
   sent: (now, status) => ({ sent_at: now, http_status: status }),
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and sent_at is null',
-  owedWhere: 'sent_at is null and dead = 0',
   failed: (status) => ({ http_status: status }),
   clearsToken: false,
   errorLimit: 500,

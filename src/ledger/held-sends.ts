@@ -6,11 +6,12 @@
  * taken over after a lease, only one sends it; from there the send path's own crash handling applies
  * (docs/crash-windows.md).
  */
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { insertConversions } from './conversions.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { insertHeldMessageRows, type NewMessage } from './messages.js';
-import { outboxStatements, type ClaimRequest, type FailedOutboxRow } from './outbox.js';
-import type { Database, HeldSendsTable, MessagesTable } from './schema.js';
+import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import type { Database, MessagesTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -86,16 +87,35 @@ export async function holdReclaimedMessage(db: Db, smsId: string, hold: HoldRow,
     .execute();
 }
 
-/** What a claim hands the held sends outbox: the row's columns it needs, typed from the table itself. */
-export type DueHeldSend = Pick<Selectable<HeldSendsTable>, 'id' | 'sms_id' | 'quiet_window' | 'content' | 'release_at' | 'expires_at' | 'attempts'>;
+export interface DueHeldSend {
+  id: number;
+  sms_id: string;
+  quiet_window: string;
+  content: string | null;
+  release_at: number;
+  expires_at: number;
+  attempts: number;
+}
 
-/** Reserves up to `limit` held messages whose time has come for `token` until now + lease, soonest first (outbox.ts, claim). */
-export async function claimDueHeldSends(db: Kysely<Database>, request: ClaimRequest): Promise<DueHeldSend[]> {
-  const claimed = await outbox.claim<DueHeldSend>(db, request, {
-    order: 'next_attempt_at',
-    returning: sql`id, sms_id, quiet_window, content, release_at, expires_at, attempts`,
-  });
-  return claimed
+/** Reserves up to `limit` held messages whose time has come for `token` until now + lease, soonest first. */
+export async function claimDueHeldSends(
+  db: Kysely<Database>,
+  flags: DialectFlags,
+  limit: number,
+  now: number,
+  leaseMs: number,
+  token: string,
+): Promise<DueHeldSend[]> {
+  const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
+  const claimed = await sql<DueHeldSend>`
+    update held_sends set claimed_until = ${now + leaseMs}, claim_token = ${token}
+    where id in (
+      select id from held_sends
+      where done_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
+      order by next_attempt_at limit ${limit}${lock}
+    ) and done_at is null and dead = 0 and claimed_until <= ${now}
+    returning id, sms_id, quiet_window, content, release_at, expires_at, attempts`.execute(db);
+  return claimed.rows
     .map((r) => ({ ...r, id: Number(r.id), release_at: Number(r.release_at), expires_at: Number(r.expires_at), attempts: Number(r.attempts) }))
     .sort((a, b) => a.release_at - b.release_at);
 }
@@ -108,7 +128,6 @@ const outbox = outboxStatements({
   sent: (now) => ({ done_at: now, content: null }),
   state: (dead) => ({ dead: dead ? 1 : 0 }),
   deadWhere: 'dead = 1 and done_at is null',
-  owedWhere: 'done_at is null and dead = 0',
   clearsToken: true,
   errorLimit: 500,
 });

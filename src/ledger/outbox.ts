@@ -1,14 +1,13 @@
 /**
- * The statements every outbox table shares (conversions, crm_events, operator_credits, held_sends): claim due rows,
- * mark rows sent, back a row off or dead-letter it, and make dead rows due again. Each table is described once (its
- * column names and how it writes "sent", "due" and "dead"); what its claim hands back, its lists and counts stay in
- * its own file (conversions.ts, events.ts, credit-delivery.ts, held-sends.ts), because that is where the kinds differ
- * (per-player heads, post groups, claim order). Marks only touch rows still held by the round's token: a claim that
- * expired and was taken over is the new holder's to mark.
+ * The statements every outbox table shares (conversions, crm_events, operator_credits): mark rows sent, back a row
+ * off or dead-letter it, and make dead rows due again. Each table is described once (its column names and how it
+ * writes "sent", "due" and "dead"); its claim, lists and counts stay in its own file (conversions.ts, events.ts,
+ * credit-delivery.ts), because that is where the kinds differ (per-player heads, post groups, claim order).
+ * Marks only touch rows still held by the round's token: a claim that expired and was taken over is the new
+ * holder's to mark.
  */
-import { sql, type Kysely, type RawBuilder, type Transaction, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import { sql, type Kysely, type Transaction, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database } from './schema.js';
 
@@ -23,8 +22,6 @@ export interface OutboxTable<T extends keyof Database> {
   state: (dead: boolean) => Record<string, unknown>;
   /** Rows that are dead and not sent, as SQL a partial index can see (a literal, not a parameter). */
   deadWhere: string;
-  /** Rows still owed (neither sent nor dead), as SQL a partial index can see (a literal, not a parameter). */
-  owedWhere: string;
   /** What "failed" writes besides the back-off (the receiver's HTTP status). */
   failed?: (status: number | null) => Record<string, unknown>;
   /** The claim token is cleared by a mark (else it stays, and the lease alone frees the row). */
@@ -40,30 +37,6 @@ export interface FailedOutboxRow {
   error: string;
   dead: boolean;
   nextAttemptAt: number;
-}
-
-/** What one claim asks for: up to `limit` rows, reserved for `token` until now + lease. */
-export interface ClaimRequest {
-  limit: number;
-  now: number;
-  leaseMs: number;
-  token: string;
-}
-
-/** How a kind's claim differs from the others': which rows come first, what else it writes and what it hands back. */
-export interface ClaimShape {
-  /** The candidates' order (SQL, a literal): the first `limit` owed rows whose next attempt has come are taken. */
-  order?: string;
-  /**
-   * The kind's own candidates instead (the events' per-player heads): a query of the `id`s of at most `limit` owed
-   * rows due by `now`, locking what it reads when `skipLocked` (PostgreSQL). It is run first, as a materialised
-   * `heads`, so the update does not search again for each row it looks at.
-   */
-  heads?: (request: ClaimRequest, skipLocked: boolean) => RawBuilder<unknown>;
-  /** Columns the claim writes besides the lease and the token (SQL, starting with a comma). */
-  set?: RawBuilder<unknown>;
-  /** The RETURNING list. */
-  returning: RawBuilder<unknown>;
 }
 
 export function outboxStatements<T extends 'conversions' | 'crm_events' | 'operator_credits' | 'held_sends'>(t: OutboxTable<T>) {
@@ -86,36 +59,7 @@ export function outboxStatements<T extends 'conversions' | 'crm_events' | 'opera
         .where(c.claimToken, '=', token),
   );
 
-  const table = sql.table(t.table as string);
-  const column = (name: string) => sql.ref(name);
-
   return {
-    /**
-     * Reserves up to `limit` owed rows whose next attempt has come, for `token` until now + lease. One statement, so
-     * two claimers (serve and a cron flush, or two instances) never take the same row: the candidates are read and
-     * each is taken only if it is still owed and unclaimed. PostgreSQL skips rows another claimer has locked.
-     */
-    async claim<R>(db: Db, request: ClaimRequest, shape: ClaimShape): Promise<R[]> {
-      const { limit, now, leaseMs, token } = request;
-      const flags = dialectFlagsOf(db);
-      const owed = sql.raw(t.owedWhere);
-      const claimedUntil = column(c.claimedUntil);
-      const update = (candidates: RawBuilder<unknown>) => sql`
-        update ${table} set ${claimedUntil} = ${now + leaseMs}, ${column(c.claimToken)} = ${token}${shape.set ?? sql``}
-        where id in (${candidates}) and ${owed} and ${claimedUntil} <= ${now}
-        returning ${shape.returning}`;
-      let statement: RawBuilder<unknown>;
-      if (shape.heads) statement = sql`with heads as materialized (${shape.heads(request, flags.skipLocked)}) ${update(sql`select id from heads`)}`;
-      else {
-        const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
-        statement = update(sql`
-          select id from ${table}
-          where ${owed} and ${column(c.nextAttemptAt)} <= ${now} and ${claimedUntil} <= ${now}
-          order by ${sql.raw(shape.order ?? 'id')} limit ${limit}${lock}`);
-      }
-      return (await (statement as RawBuilder<R>).execute(db)).rows;
-    },
-
     async markSent(db: Db, ids: number[], token: string, now: number, status: number | null): Promise<void> {
       for (const chunk of idChunks(ids, IDS_PER_STATEMENT)) await markSentTemplate(db, { ids: chunk, token, now, status });
     },

@@ -10,6 +10,7 @@
 import { html } from 'hono/html';
 import { z } from 'zod';
 import { route } from '../http/route-table.js';
+import { dialectFlagsOf } from '../ledger/engine/db.js';
 import {
   claimDueHeldSends,
   countHeldBacklog,
@@ -79,7 +80,7 @@ function heldOutbox(
   return {
     name: 'held sends outbox',
     settings,
-    claim: (db, limit, now, leaseMs, token) => claimDueHeldSends(db, { limit, now, leaseMs, token }),
+    claim: (db, limit, now, leaseMs, token) => claimDueHeldSends(db, dialectFlagsOf(db), limit, now, leaseMs, token),
     attemptsOf: (row) => row.attempts,
     send: (rows, context) => {
       heldAgain.clear();

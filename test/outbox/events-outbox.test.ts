@@ -77,16 +77,16 @@ describe('event outbox', () => {
       await enqueueEvent(ledger.db, ev('a', n), 10);
       await enqueueEvent(ledger.db, ev('b', n), 10);
     }
-    const first = await claimDueEvents(ledger.db, { limit: 100, now: 20, leaseMs: 60_000, token: 't1' });
+    const first = await claimDueEvents(ledger.db, ledger.flags, 100, 20, 60_000, 't1');
     expect(first.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([
       ['a', 1],
       ['b', 1],
     ]);
     // While a's head is claimed (or backing off), nobody may take a's second event.
-    expect(await claimDueEvents(ledger.db, { limit: 100, now: 21, leaseMs: 60_000, token: 't2' })).toEqual([]);
+    expect(await claimDueEvents(ledger.db, ledger.flags, 100, 21, 60_000, 't2')).toEqual([]);
     await markEventsSent(ledger.db, [first[0]!.id], 't1', 22, 200);
     await markEventsFailed(ledger.db, [{ id: first[1]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: 503, error: 'HTTP 503' }], 't1');
-    const second = await claimDueEvents(ledger.db, { limit: 100, now: 23, leaseMs: 60_000, token: 't3' });
+    const second = await claimDueEvents(ledger.db, ledger.flags, 100, 23, 60_000, 't3');
     expect(second.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([['a', 2]]);
     expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 5, retrying: 1, notRouted: 0, dead: 0, oldestUnsentAt: 10 });
     // A broker that routed the event nowhere: still owed and retrying, and counted apart by its error's prefix.
@@ -103,9 +103,9 @@ describe('event outbox', () => {
     const ev = (n: number) => ({ type: 'CUSTOM', method: 'POST' as const, path: '/v1/integration/custom', userId: 'd', payload: { n } });
     const deadId = await enqueueEvent(ledger.db, ev(1), 10);
     await enqueueEvent(ledger.db, ev(2), 10);
-    const [head] = await claimDueEvents(ledger.db, { limit: 10, now: 20, leaseMs: 60_000, token: 'd1' });
+    const [head] = await claimDueEvents(ledger.db, ledger.flags, 10, 20, 60_000, 'd1');
     await markEventsFailed(ledger.db, [{ id: head!.id, nextAttemptAt: 30, dead: true, httpStatus: null, error: 'refused' }], 'd1');
-    const next = await claimDueEvents(ledger.db, { limit: 10, now: 40, leaseMs: 60_000, token: 'd2' });
+    const next = await claimDueEvents(ledger.db, ledger.flags, 10, 40, 60_000, 'd2');
     expect(next.map((e) => JSON.parse(e.payload_json).n)).toEqual([2]);
     expect(await replayDeadEvents(ledger.db, 50, [deadId])).toBe(1);
     expect(await findEventById(ledger.db, deadId)).toMatchObject({ dead: 0, attempts: 0, next_attempt_at: 50 });

@@ -12,6 +12,7 @@ import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type
 import { splitUrl, type OutboundPool } from '../../http/outbound.js';
 import { sendEachCommitted, type OutboxDeps, type OutboxKind } from '../../outbox/outbox.js';
 import { outcomeOfAnswer, type OutboxOutcome } from '../../outbox/outcome.js';
+import { dialectFlagsOf } from '../../ledger/engine/db.js';
 import { referencesOfCredit } from '../../events/bonus-event.js';
 import { RawJson, stringifyExact } from '../../http/exact-json.js';
 import { exactAmount } from './credit-rows.js';
@@ -71,7 +72,7 @@ export function creditOutbox(deps: CreditOutboxDeps): OutboxKind<DueCredit> {
   return {
     name: 'credit outbox',
     settings: credits,
-    claim: (db, limit, now, lease, token) => claimDueCredits(db, { limit, now, leaseMs: lease, token }),
+    claim: (db, limit, now, lease, token) => claimDueCredits(db, dialectFlagsOf(db), limit, now, lease, token),
     attemptsOf: (c) => c.delivery_attempts,
     // Not all of a round at once with one mark at its end: a kill then pushed the whole round again (docs/crash-windows.md).
     send: sendEachCommitted((c) => push(credits, target, deps.pool, c), { lanes: credits.concurrency, leaseMs: credits.lease, now: deps.now }),
