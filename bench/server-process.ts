@@ -11,6 +11,23 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 
 export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../src/bin.js', import.meta.url));
+
+/**
+ * How the package's bin starts the gateway (its first line, src/bin.ts: the environment and the V8 flags operators
+ * run with), so the server under benchmark uses the same memory settings: without them a single-mode run peaked at
+ * 261–275 MiB where the bin's process, measured by ../shared/bench (which starts the bin), peaked at 181–188 MiB.
+ */
+function binStart(): { env: Record<string, string>; nodeArgs: string[] } {
+  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
+  const words = first
+    .replace(/^#!\S*env\s+-S\s+/, '')
+    .split(/\s+/)
+    .filter(Boolean);
+  const node = words.indexOf('node');
+  const env = Object.fromEntries(words.slice(0, Math.max(node, 0)).map((w) => w.split('=', 2) as [string, string]));
+  return { env, nodeArgs: node < 0 ? [] : words.slice(node + 1) };
+}
 export const BENCH_API_KEY = 'bench-crm-key';
 
 /** USER_HZ: the unit of /proc/<pid>/stat times, 100 on every mainstream Linux build. */
@@ -107,11 +124,16 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
   const configFile = join(dir, 'config.yaml');
   writeFileSync(configFile, YAML.stringify(options.config(dir)));
 
-  const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
+  const bin = binStart();
+  const nodeArgs = [...bin.nodeArgs, ...(options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [])];
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', configFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
     // BENCH_SERVER_NODE_OPTIONS: node options for the server alone (a --require'd tracer, say), never the client's.
-    env: { PATH: process.env.PATH ?? '', ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...bin.env,
+      ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
+    },
   });
   let stderr = '';
   child.stdout!.setEncoding('utf8');
