@@ -33,13 +33,25 @@ function postgresPids(): number[] {
 /**
  * `seed`: a prefilled ledger (bench/prefill.ts) the run starts from a copy of, so the original serves every run: a
  * SQLite file, or with a server URL the name of a database there, copied with `create database … template`.
+ * `ledger`: a ledger served as it is, for ledgers too large to copy for each run (30 million messages are 40 GB):
+ * a SQLite file, or with a server URL a database's name. Each run adds its messages to it, a few thousandths of such
+ * a ledger.
  */
-export async function createBenchDatabase(serverUrl: string | undefined, seed?: string): Promise<BenchDatabase> {
+export async function createBenchDatabase(serverUrl: string | undefined, seed?: string, ledger?: string): Promise<BenchDatabase> {
+  if (ledger && !serverUrl) return { url: `sqlite:${ledger}`, kind: 'sqlite', cpuMs: () => null, drop: async () => {} };
   if (!serverUrl) {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-bench-ledger-'));
     // A prefilled file is closed in WAL mode with its log checkpointed away: the file alone is the ledger.
     if (seed) copyFileSync(seed, join(dir, 'ledger.db'));
     return { url: `sqlite:${join(dir, 'ledger.db')}`, kind: 'sqlite', cpuMs: () => null, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  // Backends come and go with connections; those alive during the run hold nearly all of its work.
+  const cpuMs = () => postgresPids().reduce((sum, pid) => sum + (procCpuMs(pid) ?? 0), 0);
+  const url = new URL(serverUrl);
+  if (ledger) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(ledger)) throw new Error(`--ledger with --database names a database (got "${ledger}")`);
+    url.pathname = `/${ledger}`;
+    return { url: url.toString(), kind: 'postgres', cpuMs, drop: async () => {} };
   }
   const name = `gw_bench_${Date.now().toString(36)}`;
   const admin = async (statement: string) => {
@@ -53,13 +65,11 @@ export async function createBenchDatabase(serverUrl: string | undefined, seed?: 
   };
   if (seed && !/^[a-z_][a-z0-9_]*$/.test(seed)) throw new Error(`--seed with --database names a database (got "${seed}")`);
   await admin(seed ? `create database ${name} template ${seed}` : `create database ${name}`);
-  const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     kind: 'postgres',
-    // Backends come and go with connections; those alive during the run hold nearly all of its work.
-    cpuMs: () => postgresPids().reduce((sum, pid) => sum + (procCpuMs(pid) ?? 0), 0),
+    cpuMs,
     drop: () => admin(`drop database if exists ${name} with (force)`),
   };
 }

@@ -7,6 +7,9 @@
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
  *   --seed FILE                                 each run's ledger a copy of this SQLite ledger (with --database: the
  *                                               database of that name on the server, copied as a template)
+ *   --ledger FILE                               the run's ledger is this SQLite file itself, not a copy (a ledger too
+ *                                               large to copy each run; the run's messages stay in it; with
+ *                                               --database: the database of that name)
  *   --retention DURATION                        the gateway runs retention passes (retention.messages DURATION, every
  *                                               second) while the mode is measured; the line adds the messages they
  *                                               deleted meanwhile (with --seed, so that there are old ones to delete)
@@ -59,6 +62,8 @@ interface Options {
   database: string | undefined;
   /** A prefilled ledger (bench/prefill.ts) each run starts from a copy of: a SQLite file, or a database's name with `database`. */
   seed: string | undefined;
+  /** A ledger served in place (a SQLite file, or a database's name with `database`): the runs' messages are added to it. */
+  ledger: string | undefined;
   /** Gateway processes sharing the ledger, requests spread over them. */
   instances: number;
   /** retention.messages of the measured gateway, its pass run every second: sends measured while it deletes. */
@@ -249,7 +254,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     return mode.config?.(withRetention, options) ?? withRetention;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
-  const database = await createBenchDatabase(options.database, options.seed);
+  const database = await createBenchDatabase(options.database, options.seed, options.ledger);
   const servers: ServerProcess[] = [];
   try {
     for (let i = 0; i < options.instances; i++) {
@@ -274,12 +279,16 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     const { user, system } = process.cpuUsage();
     return (user + system) / 1000;
   };
+  // Activity ids unique to this run: a ledger served in place (--ledger) keeps every earlier run's, and a repeat would
+  // be answered from its first row instead of sent.
+  const runTag = Date.now().toString(36);
   try {
     const urls = servers.map((s) => s.url);
-    if (options.warmup > 0) await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-warmup` }, options.warmup);
+    if (options.warmup > 0)
+      await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-${runTag}-warmup` }, options.warmup);
     const deletedBefore = options.retention ? await retentionDeleted(urls) : 0;
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
-    const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-run` }, options.messages);
+    const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-${runTag}-run` }, options.messages);
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const retention = options.retention
       ? { retention: options.retention, retention_deleted_per_s: Math.round(((await retentionDeleted(urls)) - deletedBefore) / measured.seconds) }
@@ -341,6 +350,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider: { type: 'string', default: 'sandbox' },
       database: { type: 'string' },
       seed: { type: 'string' },
+      ledger: { type: 'string' },
       instances: { type: 'string', default: '1' },
       retention: { type: 'string' },
       window: { type: 'string', default: '10' },
@@ -369,6 +379,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       provider,
       database: values.database,
       seed: values.seed,
+      ledger: values.ledger,
       instances: int('instances', values.instances, 1),
       retention: values.retention,
       window: int('window', values.window, 1),
