@@ -3,15 +3,10 @@
  * through the outboxes' partial indexes of owed rows, which would scan every owed conversion for each message looked
  * at (EXPLAIN QUERY PLAN; src/ledger/retention.ts, isFinalMessage).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
+import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import { blankFinalMessages, deleteFinalMessages, SCAN_START } from '../../src/ledger/retention.js';
-import type { Database } from '../../src/ledger/schema.js';
+import { sqlitePlanOf } from '../helpers/query-plans.js';
 
 /** What `ANALYZE` wrote on a prefilled ledger of 30 million messages whose conversions were all posted. */
 const ANALYSED = [
@@ -21,30 +16,14 @@ const ANALYSED = [
   ['messages', 'messages_created_sms_id', '30000000 2 1'],
 ];
 
-async function planOfFirstStatement(statistics: string[][] | undefined, run: (db: Kysely<Database>) => Promise<unknown>): Promise<string> {
-  const file = join(mkdtempSync(join(tmpdir(), 'crm-retention-plans-')), 'ledger.db');
-  const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
-  await migrateToLatest(ledger.db);
-  await ledger.close();
-  const sqlite = new BetterSqlite3(file);
-  if (statistics) {
+function withStatistics(statistics: string[][]) {
+  return (sqlite: BetterSqlite3.Database) => {
     sqlite.exec('analyze');
     sqlite.exec(`delete from sqlite_stat1 where tbl in ('conversions', 'messages')`);
     const insert = sqlite.prepare('insert into sqlite_stat1 (tbl, idx, stat) values (?, ?, ?)');
     for (const row of statistics) insert.run(...row);
     sqlite.exec('analyze sqlite_schema');
-  }
-  const captured: CompiledQuery[] = [];
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
-  try {
-    await run(db);
-    const first = captured.find((q) => q.sql.startsWith('select'))!;
-    return (sqlite.prepare(`explain query plan ${first.sql}`).all(...(first.parameters as unknown[])) as Array<{ detail: string }>)
-      .map((p) => p.detail)
-      .join('\n');
-  } finally {
-    await db.destroy();
-  }
+  };
 }
 
 describe('retention query plans on SQLite', () => {
@@ -54,12 +33,14 @@ describe('retention query plans on SQLite', () => {
     ['blanking, on a ledger grown by sends (no statistics)', undefined, 'blank'],
     ['blanking, on an analysed ledger', ANALYSED, 'blank'],
   ] as const)('%s: conversions and held sends by sms_id', async (_name, statistics, pass) => {
-    const plan = await planOfFirstStatement(statistics as string[][] | undefined, (db) =>
-      db
-        .transaction()
-        .execute((trx) =>
-          pass === 'delete' ? deleteFinalMessages(trx, Date.now()) : blankFinalMessages(trx, Date.now(), SCAN_START).then((chunk) => chunk.blanked),
-        ),
+    const plan = await sqlitePlanOf(
+      (db) =>
+        db
+          .transaction()
+          .execute((trx) =>
+            pass === 'delete' ? deleteFinalMessages(trx, Date.now()) : blankFinalMessages(trx, Date.now(), SCAN_START).then((chunk) => chunk.blanked),
+          ),
+      { prepare: statistics ? withStatistics(statistics as unknown as string[][]) : undefined, which: (q) => q.sql.startsWith('select') },
     );
     expect(plan).toContain('SEARCH c USING INDEX conversions_sms_id (sms_id=?)');
     expect(plan).toContain('SEARCH h USING INDEX sqlite_autoindex_held_sends_1 (sms_id=?)');

@@ -7,15 +7,15 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, type CompiledQuery, type Insertable } from 'kysely';
+import type { Insertable } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { listRecentDelivery } from '../../src/ledger/route-delivery.js';
-import type { Database, MessagesTable } from '../../src/ledger/schema.js';
+import type { MessagesTable } from '../../src/ledger/schema.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
+import { sqlitePlanOf } from '../helpers/query-plans.js';
 
 const MIN = 60_000;
 const NOW = 1_800_000_000_000;
@@ -86,21 +86,7 @@ describe('listRecentDelivery', () => {
 
 describe('its plan on SQLite', () => {
   it('reads messages_provider_created, a range per provider', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'route-delivery-plan-')), 'ledger.db');
-    const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
-    await migrateToLatest(ledger.db);
-    await ledger.close();
-    const sqlite = new BetterSqlite3(file, { readonly: true });
-    const captured: CompiledQuery[] = [];
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), log: (event) => void captured.push(event.query) });
-    try {
-      await listRecentDelivery(db, { providers: ['cheap', 'dear'], since: NOW - WINDOW, deadlineMs: DEADLINE, now: NOW });
-      const plan = (sqlite.prepare(`explain query plan ${captured[0]!.sql}`).all(...(captured[0]!.parameters as unknown[])) as Array<{ detail: string }>)
-        .map((p) => p.detail)
-        .join('\n');
-      expect(plan).toContain('messages_provider_created (provider=? AND created_at>?)');
-    } finally {
-      await db.destroy();
-    }
+    const plan = await sqlitePlanOf((db) => listRecentDelivery(db, { providers: ['cheap', 'dear'], since: NOW - WINDOW, deadlineMs: DEADLINE, now: NOW }));
+    expect(plan).toContain('messages_provider_created (provider=? AND created_at>?)');
   });
 });
