@@ -222,6 +222,8 @@ export const infobip: ProviderPlugin<typeof configSchema> = {
     return {
       name,
       type: 'infobip',
+      // A report is taken only through the tokenised URL of its send, and its callbackData must be that sms_id.
+      receiptsNameSmsId: true,
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         const send = { type: 'infobip', pool, path: '/sms/3/messages', headers, body: bodyFor(req) };
         const posted = await postMessage(send, signal, classifyInfobipFailure);

@@ -42,6 +42,12 @@ const configSchema = z.strictObject({
     ),
   early_receipts: z.boolean().default(false).describe('Post the receipt before the send call answers.'),
   duplicate_receipts: z.boolean().default(false).describe('Post every receipt twice.'),
+  receipts_name_sms_id: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Whether the receipts carry the sms_id of their send. false: only the sandbox's message id, as SMPP's receipts do, so the gateway finds their messages by it (and keeps those messages in its index of providers' message ids, docs/ledger.md).",
+    ),
 });
 type SandboxConfig = z.infer<typeof configSchema>;
 
@@ -74,7 +80,7 @@ export function mapSandboxStatus(status: string): MappedStatus {
 }
 
 interface SandboxReceipt {
-  sms_id: string;
+  sms_id?: string;
   message_id: string;
   status: string;
 }
@@ -154,6 +160,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
     return {
       name,
       type: 'sandbox',
+      receiptsNameSmsId: config.receipts_name_sms_id,
       async send(req: SendRequest): Promise<SendResult> {
         const outcome = sandboxOutcome(req.to);
         if (outcome === 'reject') {
@@ -164,7 +171,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
         }
         const messageId = `sbx-${randomUUID()}`;
         if (outcome !== 'silent' && !closed) {
-          const receipt = { sms_id: req.smsId, message_id: messageId, status: outcome };
+          const receipt = { ...(config.receipts_name_sms_id ? { sms_id: req.smsId } : {}), message_id: messageId, status: outcome };
           if (config.early_receipts) await post(callbackEndpoint(req.callbackUrl), config.duplicate_receipts ? [receipt, receipt] : [receipt]);
           else schedule(req.callbackUrl, receipt);
         }

@@ -215,6 +215,8 @@ export const sinch: ProviderPlugin<typeof configSchema> = {
     return {
       name,
       type: 'sinch',
+      // A report is taken only through the tokenised URL of its send, and its client_reference must be that sms_id.
+      receiptsNameSmsId: true,
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         const posted = await postMessage({ type: 'sinch', pool, path, headers, body: bodyFor(req) }, signal, classifySinchFailure);
         if (!posted.ok) return posted.result;

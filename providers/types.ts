@@ -211,6 +211,14 @@ export interface SmsProvider {
   /** Asks the provider what one message (by its provider message id) cost (PriceFetch). Absent: none to ask. Never throws. */
   fetchPrice?(providerMessageId: string, signal: AbortSignal): Promise<PriceFetch>;
   /**
+   * True when the provider's receipts for a message name the `sms_id` the plugin was handed (SendRequest.smsId): in
+   * the receipt URL it gave the provider, or in a reference the provider echoes. The ledger then finds their messages
+   * by the sms_id alone and keeps no entry for them in its index of providers' message ids, one random write less a
+   * send (docs/ledger.md). A receipt that lacks it finds only messages sent before migration 2026-11-29-90 (still in
+   * that index), else it is parked. Absent (SMPP): receipts are found by the provider's message id.
+   */
+  readonly receiptsNameSmsId?: boolean;
+  /**
    * The largest body the provider really sends to `/dlr/{name}` (receipts) and `/mo/{name}` (players' messages), in
    * bytes: a larger one cannot be the provider's and is answered 413 before it is read or verified, so a forged
    * callback never makes the plugin hash more than this (docs/public-doors.md). Absent: server.callback_body_limit.

@@ -298,6 +298,8 @@ export const twilio: ProviderPlugin<typeof configSchema> = {
     return {
       name,
       type: 'twilio',
+      // Every send names its own StatusCallback, `…/dlr/{name}?sms_id=…`, and Twilio signs the URL it calls.
+      receiptsNameSmsId: true,
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         const posted = await postMessage({ type: 'twilio', pool, path, headers, body: formFor(req) }, signal, classifyTwilioFailure);
         if (!posted.ok) return posted.result;

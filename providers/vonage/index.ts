@@ -249,6 +249,8 @@ export const vonage: ProviderPlugin<typeof configSchema> = {
     return {
       name,
       type: 'vonage',
+      // Every send carries `client-ref`, which Vonage echoes in each receipt (its DLRs and the Messages API's `client_ref`).
+      receiptsNameSmsId: true,
       async send(req: SendRequest, signal: AbortSignal): Promise<SendResult> {
         const from = req.from ?? config.from;
         if (!from) return failure('permanent', 'no sender: the message has no sender_name and the provider has no `from`', 'no_sender');

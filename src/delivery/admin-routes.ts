@@ -85,6 +85,10 @@ const storedMessageSchema = z.strictObject({
   held_until: epochMs
     .nullable()
     .describe('When its quiet hours end and it is released to its provider (docs/routing.md "Quiet hours"); null unless it was held'),
+  receipts_name_sms_id: z
+    .number()
+    .int()
+    .describe("1 when its provider's receipts name this sms_id and find it by it; 0 when they may carry only provider_message_id (docs/ledger.md)"),
 });
 
 const storedReceiptSchema = z.strictObject({

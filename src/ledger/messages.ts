@@ -148,6 +148,7 @@ export async function reclaimMessageForRetry(
   changes: Pick<
     MessagesTable,
     | 'provider'
+    | 'receipts_name_sms_id'
     | 'recipient'
     | 'sender'
     | 'encoding'
@@ -168,6 +169,7 @@ export async function reclaimMessageForRetry(
     .updateTable('messages')
     .set((eb) => ({
       provider: changes.provider,
+      receipts_name_sms_id: changes.receipts_name_sms_id,
       recipient: changes.recipient,
       sender: changes.sender,
       encoding: changes.encoding,
@@ -213,6 +215,8 @@ export interface SendOutcomeRecord {
    * value stays the same, which doubled the cost of recording an answer.
    */
   rerouted: boolean;
+  /** Written with the member's name when rerouted (the claim wrote the claimed provider's): MessagesTable.receipts_name_sms_id. */
+  receiptsNameSmsId: boolean;
   state: SendOutcome;
   providerMessageIds: string[];
   providerStatus: string | null;
@@ -234,7 +238,7 @@ const recordOutcomeTemplate = createQueryTemplate(
     }: {
       rows: Array<{ smsId: string; providerMessageId: string | null }>;
       set: {
-        carrier: [string] | [];
+        carrier: [{ name: string; receiptsNameSmsId: boolean }] | [];
         state: SendState;
         providerStatus: string | null;
         error: string | null;
@@ -246,7 +250,7 @@ const recordOutcomeTemplate = createQueryTemplate(
   ) => {
     const answers = sql.join(rows.map((r) => sql`(${r.smsId}, ${r.providerMessageId})`));
     // A template decides nothing from values; whether the provider is written is part of the input's shape.
-    const carrier = set.carrier.map((name) => sql`provider = ${name}, `);
+    const carrier = set.carrier.map((c) => sql`provider = ${c.name}, receipts_name_sms_id = ${c.receiptsNameSmsId ? 1 : 0}, `);
     const statement = sql`with answers (sms_id, provider_message_id) as (values ${answers})
       update messages set ${sql.join(carrier, sql``)}state = ${set.state}, provider_message_id = answers.provider_message_id,
         provider_status = ${set.providerStatus}, error = ${set.error}, error_code = ${set.errorCode}, updated_at = ${set.now},
@@ -261,6 +265,7 @@ function sameAnswer(a: SendOutcomeRecord, b: SendOutcomeRecord): boolean {
   return (
     a.provider === b.provider &&
     a.rerouted === b.rerouted &&
+    a.receiptsNameSmsId === b.receiptsNameSmsId &&
     a.state === b.state &&
     a.providerStatus === b.providerStatus &&
     a.error === b.error &&
@@ -286,7 +291,7 @@ export async function recordSendOutcomes(db: Db, tally: StatsTally, records: Sen
       continue;
     }
     keyed ??= new Map();
-    const key = JSON.stringify([r.provider, r.rerouted, r.state, r.providerStatus, r.error, r.errorCode]);
+    const key = JSON.stringify([r.provider, r.rerouted, r.receiptsNameSmsId, r.state, r.providerStatus, r.error, r.errorCode]);
     last = keyed.get(key);
     if (last) last.push(r);
     else {
@@ -295,12 +300,20 @@ export async function recordSendOutcomes(db: Db, tally: StatsTally, records: Sen
     }
   }
   for (const group of groups) {
-    const { provider, rerouted, state, providerStatus, error, errorCode } = group[0]!;
+    const { provider, rerouted, receiptsNameSmsId, state, providerStatus, error, errorCode } = group[0]!;
     for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
       const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
       await recordOutcomeTemplate(db, {
         rows,
-        set: { carrier: rerouted ? [provider] : [], state, providerStatus, error, errorCode, now, submittedAt: state === 'submitted' ? now : null },
+        set: {
+          carrier: rerouted ? [{ name: provider, receiptsNameSmsId }] : [],
+          state,
+          providerStatus,
+          error,
+          errorCode,
+          now,
+          submittedAt: state === 'submitted' ? now : null,
+        },
       });
     }
   }

@@ -29,7 +29,8 @@ export const PREFILL_TABLES = {
   messages: {
     name: 'messages',
     columns: cols(`sms_id activity_key activity_json user_id request_id provider provider_message_id recipient sender encoding #segments state
-      #attempts provider_status delivery_status delivery_source #created_at #updated_at #dispatched_at #submitted_at #completed_at`),
+      #attempts provider_status delivery_status delivery_source #created_at #updated_at #dispatched_at #submitted_at #completed_at
+      #receipts_name_sms_id`),
   },
   receipts: {
     name: 'receipts',
@@ -248,6 +249,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       createdAt,
       submittedAt,
       completedAt,
+      shape.echoesSmsId ? 1 : 0,
     ]);
     const id = i + 1;
     count(submittedAt, provider, 'submitted');

@@ -2,7 +2,7 @@
  * Queries of the receipt path (src/delivery/apply-receipts.ts, src/delivery/parts.ts): finding the message a receipt is
  * about, moving its delivery status forward, and reading its parts' receipts for the multipart roll-up.
  */
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
@@ -71,7 +71,8 @@ export async function findReceiptTargetsBySmsId(db: Db, smsIds: string[]): Promi
 
 /**
  * The messages one provider knows by these ids: a whole message's id, or one of its parts' ids. Each row carries
- * the id it was found by in `provider_message_id`. messages_provider_id_time is led by the message's day
+ * the id it was found by in `provider_message_id`; only the messages whose receipts may lack their sms_id are looked
+ * in (messages_provider_id_only). That index is led by the message's day
  * (src/ledger/time-buckets.ts): today's and yesterday's are looked in first, in one statement, and the older days
  * back to the oldest message only for the ids not found there, so a receipt finds its message however old it is.
  */
@@ -97,13 +98,19 @@ export async function findReceiptTargetsByProviderId(db: Db, provider: string, i
 }
 
 function targetsByProviderIdIn(db: Db, provider: string, ids: string[], buckets: number[]): Promise<ReceiptTargetWithId[]> {
-  return db
-    .selectFrom('messages')
-    .select([...TARGET_COLUMNS, 'provider_message_id'])
-    .where(dayOf(), 'in', buckets)
-    .where('provider', '=', provider)
-    .where('provider_message_id', 'in', ids)
-    .execute();
+  return (
+    db
+      .selectFrom('messages')
+      .select([...TARGET_COLUMNS, 'provider_message_id'])
+      .where(dayOf(), 'in', buckets)
+      .where('provider', '=', provider)
+      .where('provider_message_id', 'in', ids)
+      // A literal, as messages_provider_id_only's condition is written, so the index is usable by a plan made without
+      // the bound values (PostgreSQL's generic plans). The other messages' receipts name their sms_id, and
+      // findReceiptTargetsBySmsId finds them.
+      .where('receipts_name_sms_id', '=', sql.lit(0))
+      .execute()
+  );
 }
 
 export interface DeliveryUpdate {

@@ -90,6 +90,11 @@ export interface MessagesTable {
   route_rule_name: string | null;
   /** When its quiet hours end and the held sends outbox releases it (src/sms/quiet-hours.ts); null unless it was held. */
   held_until: number | null;
+  /**
+   * 1 when its provider's receipts name its sms_id (SmsProvider.receiptsNameSmsId), so they find it by its id; 0 when
+   * they may carry only the provider's message id, and the message has an entry in messages_provider_id_only.
+   */
+  receipts_name_sms_id: number;
 }
 
 /** An admin change to routing in force (src/ledger/routing-controls.ts): its target, as a key, and its value as JSON. */

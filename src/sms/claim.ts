@@ -164,6 +164,8 @@ async function claimInTransaction(deps: ClaimStepDeps, trx: Transaction<Database
       user_id: m.userId,
       request_id: requestId,
       provider: m.provider.name,
+      // A route's member is known at the record (record.ts); until then a route's message keeps its index entry.
+      receipts_name_sms_id: m.provider.receiptsNameSmsId ? 1 : 0,
       recipient: m.recipient,
       sender: m.sender,
       encoding: m.encoding,

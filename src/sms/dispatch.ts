@@ -79,6 +79,8 @@ export interface DispatcherDeps {
   routing?: Pick<Routing, 'snapshot' | 'countRefusal'>;
   /** quiet_hours: messages inside their quiet hours are held at the claim (claim.ts, quiet-hours.ts). */
   quietHours?: QuietHoursConfig;
+  /** Whether a route's member names the sms_id in its receipts, by name (record.ts). */
+  receiptsNameSmsId?: (provider: string) => boolean;
 }
 
 export interface DispatchOptions {
@@ -362,6 +364,7 @@ export function startDispatcher(
     defaultRegion: config.sms.default_region,
     onRecipientOptedOut: createProviderOptOuts({ db: deps.db, backend, recipients: deps.recipients, now: deps.now, logger: deps.logger }),
     quietHours: config.quiet_hours,
+    receiptsNameSmsId: (provider) => router.byName(provider)?.receiptsNameSmsId === true,
   });
   heldSends?.bind(dispatcher.heldSender({ router, wake, quietHours: config.quiet_hours }));
   shutdown.add('sends', 'stopping the sends', () => dispatcher.stopSending());

@@ -32,6 +32,11 @@ export interface RecordStepDeps {
   onRecipientOptedOut?: (optOut: { userId: string; recipient: string; provider: string; smsId: string }) => Promise<void>;
   /** What messages cost (src/costs/): the answer's price, the carrier's rate, or nothing for a send that sent nothing. */
   costs?: CostBook;
+  /**
+   * Whether a route's member names the sms_id in its receipts (SmsProvider.receiptsNameSmsId), by the member's name.
+   * Absent: taken as not, so a route's messages keep their entry in the index of providers' message ids.
+   */
+  receiptsNameSmsId?: (provider: string) => boolean;
 }
 
 /** One provider call's facts, as the send step left them. */
@@ -50,20 +55,32 @@ function cut(text: string | undefined, max: number): string | null {
 }
 
 /** The ledger row's new fields; a provider's answer is outside text, stored (and logged) cut to a length that still shows what it said. */
-export function recordOf(smsId: string, provider: string, answer: SendResult, rerouted: boolean): SendOutcomeRecord {
+export function recordOf(smsId: string, carrier: { provider: string; receiptsNameSmsId: boolean }, answer: SendResult, rerouted: boolean): SendOutcomeRecord {
   const state = outcomeOf(answer);
+  const { provider, receiptsNameSmsId } = carrier;
   return answer.ok
     ? {
         smsId,
         provider,
         rerouted,
+        receiptsNameSmsId,
         state,
         providerMessageIds: answer.providerMessageIds,
         providerStatus: cut(answer.providerStatus, 64),
         error: null,
         errorCode: null,
       }
-    : { smsId, provider, rerouted, state, providerMessageIds: [], providerStatus: null, error: cut(answer.error, 500), errorCode: cut(answer.code, 64) };
+    : {
+        smsId,
+        provider,
+        rerouted,
+        receiptsNameSmsId,
+        state,
+        providerMessageIds: [],
+        providerStatus: null,
+        error: cut(answer.error, 500),
+        errorCode: cut(answer.code, 64),
+      };
 }
 
 export function createRecordStep(deps: RecordStepDeps) {
@@ -91,7 +108,9 @@ export function createRecordStep(deps: RecordStepDeps) {
   return async function record({ message, smsId, answer, seconds, requestId }: SendAnswer): Promise<DispatchResult> {
     // A route answers with the member that carried the message: its receipts come to /dlr/{member}.
     const provider = answer.carrier ?? message.provider.name;
-    const row = recordOf(smsId, provider, answer, provider !== message.provider.name);
+    const rerouted = provider !== message.provider.name;
+    const receiptsNameSmsId = rerouted ? deps.receiptsNameSmsId?.(provider) === true : message.provider.receiptsNameSmsId === true;
+    const row = recordOf(smsId, { provider, receiptsNameSmsId }, answer, rerouted);
     const cost: SentCost = {
       smsId,
       claimedProvider: message.provider.name,

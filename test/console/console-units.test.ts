@@ -122,6 +122,7 @@ describe('a message timeline', () => {
     request_id: 'r-1',
     provider: 'sandbox',
     provider_message_id: 'pm-1',
+    receipts_name_sms_id: 1,
     recipient: '+447700900123',
     sender: null,
     encoding: 'gsm7',

@@ -60,8 +60,11 @@ describe('send → receipt → conversion', () => {
     expect(conversionsFor(smsId)).toHaveLength(1);
   });
 
+  // The sandbox's receipts without the sms_id, as SMPP's: their messages are found by the provider's id.
+  const idOnlySandbox = { providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000, receipts_name_sms_id: false } } };
+
   it('parks a receipt whose provider id is not known yet and applies it once the message appears', async () => {
-    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
+    gw = await gatewayWith(idOnlySandbox);
     const early = await gw.postReceipt([{ message_id: 'not-yet-known', status: 'delivered' }]);
     expect(early.status).toBe(200);
     const rows = await gw.gateway.ledger.db.selectFrom('receipts').selectAll().where('provider_message_id', '=', 'not-yet-known').execute();
@@ -74,10 +77,10 @@ describe('send → receipt → conversion', () => {
     expect(conversionsFor(sent.json.sms_id)[0]!.delivery_status).toBe('delivered');
   });
 
-  // messages_provider_id_time is led by the message's day: a receipt looks in today's and yesterday's first, then in
+  // messages_provider_id_only is led by the message's day: a receipt looks in today's and yesterday's first, then in
   // every older day back to the oldest message (src/ledger/receipt-targets.ts).
   it("applies a receipt carrying only the provider id (as SMPP's do) to a message created 80 days ago", async () => {
-    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
+    gw = await gatewayWith(idOnlySandbox);
     const old = await gw.post('/channels/sms/single', smsMessage('eighty-days-old'));
     const recent = await gw.post('/channels/sms/single', smsMessage('sent-today'));
     const at = Date.now() - 80 * 86_400_000;
@@ -100,7 +103,7 @@ describe('send → receipt → conversion', () => {
   });
 
   it('matches again every parked receipt, not only the oldest thousand', async () => {
-    gw = await gatewayWith({ providers: { sandbox: { type: 'sandbox', dlr_delay_ms: 60_000 } } });
+    gw = await gatewayWith(idOnlySandbox);
     // Receipts for messages this gateway never sent (another system on the same provider account).
     const orphans = Array.from({ length: 1_200 }, (_, k) => ({ message_id: `someone-else-${k}`, status: 'delivered' }));
     // Two requests: one holds at most delivery.max_receipt_events (1,000).

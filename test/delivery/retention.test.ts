@@ -30,6 +30,7 @@ function message(smsId: string, ageDays: number, fields: Partial<Insertable<Mess
     request_id: null,
     provider: 'sandbox',
     provider_message_id: `pm-${smsId}`,
+    receipts_name_sms_id: 1,
     recipient: `+4477009${String([...smsId].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 100_000, 7)).padStart(5, '0')}`,
     sender: 'Casino',
     encoding: 'gsm7',

@@ -80,6 +80,8 @@ export function submittedMessageRow(id: string, provider: string, at: number, fi
     request_id: null,
     provider,
     provider_message_id: `pm-${id}`,
+    // Found by its provider id too, as a message of a provider whose receipts may lack the sms_id.
+    receipts_name_sms_id: 0,
     recipient: '+447700900123',
     sender: null,
     encoding: 'gsm7',

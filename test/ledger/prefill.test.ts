@@ -105,9 +105,10 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
       const retry = await gw.post('/channels/sms/single', smsMessage(Number(old.activity_key)));
       expect(retry).toMatchObject({ status: 200, json: { sms_id: old.sms_id } });
 
-      // A late receipt carrying only the provider's id finds its message by that id.
+      // A late receipt finds its message: the sandbox's name its sms_id (test/ledger/receipt-targets.test.ts finds
+      // messages by the provider's id).
       const late = rows[1_234]!;
-      expect((await gw.postReceipt([{ message_id: late.provider_message_id, status: 'failed' }])).status).toBe(200);
+      expect((await gw.postReceipt([{ sms_id: late.sms_id, message_id: late.provider_message_id, status: 'failed' }])).status).toBe(200);
       const check = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 2 });
       try {
         const stored = await check.db

@@ -1,7 +1,7 @@
 /**
  * PostgreSQL and the indexes led by the day (migration 2026-11-29-70-time-keys, docs/ledger.md): a day newer than the
  * table's last ANALYZE was taken for an empty one, and a receipt's lookup of today and yesterday then read both days
- * through messages_recipient_time. With no statistics on the day, the lookup keeps to messages_provider_id_time with
+ * through messages_recipient_time. With no statistics on the day, the lookup keeps to its index (messages_provider_id_only) with
  * all three keys, whether the planner has seen the days or not. Runs on PostgreSQL in every run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,10 +37,10 @@ describe('PostgreSQL: the day has no statistics', () => {
     const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 2 });
     await migrateToLatest(ledger.db);
     const targets = await sql<{ idx: string; target: number }>`select c.relname as idx, a.attstattarget as target from pg_attribute a
-      join pg_class c on c.oid = a.attrelid where c.relname in ('messages_recipient_time', 'messages_provider_id_time') and a.attnum = 1
+      join pg_class c on c.oid = a.attrelid where c.relname in ('messages_recipient_time', 'messages_provider_id_only') and a.attnum = 1
       order by 1`.execute(ledger.db);
     expect(targets.rows).toEqual([
-      { idx: 'messages_provider_id_time', target: 0 },
+      { idx: 'messages_provider_id_only', target: 0 },
       { idx: 'messages_recipient_time', target: 0 },
     ]);
     // Thirty days the statistics know, then today and yesterday that they do not.
@@ -62,7 +62,7 @@ describe('PostgreSQL: the day has no statistics', () => {
       const found = await findReceiptTargetsByProviderId(db, 'twilio', ['not-stored-1', 'not-stored-2'], Date.now());
       const receipt = captured.find((q) => /provider_message_id" in/.test(q.sql) && !/message_parts/.test(q.sql))!;
       const receiptPlan = await planOf(receipt);
-      expect(receiptPlan).toMatch(/Index Scan using messages_provider_id_time/);
+      expect(receiptPlan).toMatch(/Index Scan using messages_provider_id_only/);
       expect(receiptPlan).toMatch(/Index Cond: .*provider_message_id/);
       expect(found).toEqual([]);
 
