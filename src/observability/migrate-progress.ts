@@ -11,20 +11,23 @@ export function reportMigrationProgress(output: ProgressOutput, now: () => numbe
   const startedAt = now();
   const line = (final: boolean) => {
     if (!current) return;
-    const text = `migrate: ${current.index} of ${current.total}, ${current.name}, ${shortDuration(now() - current.startedAt)} (all: ${shortDuration(now() - startedAt)})`;
+    const took = shortDuration(now() - current.startedAt);
+    // In a log, the end gets a line of its own: what an operator times an upgrade by (docs/deployment.md).
+    const time = final && !output.isTTY ? `done in ${took}` : took;
+    const text = `migrate: ${current.index} of ${current.total}, ${current.name}, ${time} (all: ${shortDuration(now() - startedAt)})`;
     output.write(output.isTTY ? `\r\x1b[2K${text}${final ? '\n' : ''}` : `${text}\n`);
   };
   const timer = setInterval(() => line(false), output.isTTY ? TTY_INTERVAL_MS : LOG_INTERVAL_MS);
   timer.unref();
   return {
     step: (step: MigrationStep) => {
-      if (current && output.isTTY) line(true);
+      line(true);
       current = { ...step, startedAt: now() };
       line(false);
     },
     stop: () => {
       clearInterval(timer);
-      if (current && output.isTTY) line(true);
+      line(true);
       current = undefined;
     },
   };

@@ -116,10 +116,12 @@ describe('migrate', () => {
     const first = start(['migrate', '--config', config]);
     expect(await first.exit).toEqual({ code: 0, signal: null });
     expect(first.stdout()).toMatch(/applied \d+ migration\(s\): 2026-11-23-01-messages, 2026-11-23-02-delivery/);
-    // Not a terminal: one progress line per migration as it starts (and every few seconds while it runs).
+    // Not a terminal: one progress line per migration as it starts (and every few seconds while it runs), and one
+    // with its time when it ends.
     expect(first.stderr()).toMatch(/^migrate: 1 of \d+, 2026-11-23-01-messages, \d+ s \(all: \d+ s\)$/m);
+    expect(first.stderr()).toMatch(/^migrate: 1 of \d+, 2026-11-23-01-messages, done in \d+ s \(all: \d+ s\)$/m);
     const last = Object.keys(migrations).sort().at(-1)!;
-    expect(first.stderr()).toMatch(new RegExp(`^migrate: (\\d+) of \\1, ${last}, `, 'm'));
+    expect(first.stderr()).toMatch(new RegExp(`^migrate: (\\d+) of \\1, ${last}, done in `, 'm'));
 
     const db = new BetterSqlite3(join(dir, 'migrate.yaml.db'), { readonly: true });
     const tables = (db.prepare("select name from sqlite_master where type = 'table' order by name").all() as Array<{ name: string }>).map((t) => t.name);
