@@ -663,8 +663,8 @@ export const migrations: Record<string, Migration> = {
   '2026-11-29-90-provider-id-only': {
     async up(db) {
       // Within its day a provider's message id still arrives in no order: the last random write of a send, and what a
-      // batch on a full ledger cost more than on an empty one (bench/README.md, "Only the messages found by the
-      // provider's id"). The messages of providers whose receipts name our sms_id (SmsProvider.receiptsNameSmsId)
+      // batch on a full ledger cost more than on an empty one (bench/README.md, "2026-11-29 (day): only the messages
+      // found by the provider's id"). The messages of providers whose receipts name our sms_id (SmsProvider.receiptsNameSmsId)
       // are found by it and need no entry. The column's default, 0, keeps every message sent before this in the
       // index (adding a column with a constant default rewrites no row, on either database); the claim and the
       // record write 1 for the others. The lookup spells `= 0` as a literal too (receipt-targets.ts), so a plan made
