@@ -13,7 +13,9 @@
  * The layout is read from the ledger: `messages_recipient` (keys by number and provider id alone), or
  * `messages_recipient_time` with its bucket (`created_at / 86400000` as migrated; `--hour` on a copy builds the same
  * two indexes with hour buckets, `created_at / 3600000`, to compare). The rows it adds stay in the file: run it on a
- * copy.
+ * copy. It compares the layouts before migration 2026-11-29-90-provider-id-only, whose partial index its lookup
+ * does not name: a ledger migrated past it is refused (bench/README.md "2026-11-29 (day): only the messages found
+ * by the provider's id" measures that one with the served gateway).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -39,6 +41,9 @@ db.pragma('synchronous = NORMAL');
 // The writer's cache as `serve` sets it (src/ledger/engine/sqlite.ts); checkpoints run off the commit path there.
 db.pragma('cache_size = -4000');
 db.pragma('wal_autocheckpoint = 0');
+
+if (db.prepare("select 1 from sqlite_master where name = 'messages_provider_id_only'").get() !== undefined)
+  throw new Error('this ledger is past migration 2026-11-29-90-provider-id-only: time-keys compares the layouts before it');
 
 if (values.hour) {
   const t = performance.now();
