@@ -113,6 +113,11 @@ async function load(file: string, rows: number, now: number): Promise<number> {
     'insert into message_user_recipients (user_id, recipient) select distinct user_id, recipient from messages where user_id is not null on conflict do nothing',
   );
   process.stderr.write(`filled message_user_recipients in ${Math.round((performance.now() - pairs) / 1000)} s\n`);
+  // Each message's number entry (migration 2026-11-29-95-recipient-messages), which the claim writes with it, in key order.
+  const numbers = performance.now();
+  sqlite.exec(`insert into recipient_messages (day, recipient, created_at, sms_id)
+    select created_at / 86400000, recipient, created_at, sms_id from messages order by 1, 2, 3, 4`);
+  process.stderr.write(`filled recipient_messages in ${Math.round((performance.now() - numbers) / 1000)} s\n`);
   // A few hundred dead conversions among the newest delivered messages, for status=dead.
   const dead =
     sqlite.prepare(`insert into conversions (sms_id, delivery_status, attempts, next_attempt_at, claimed_until, posted_at, last_error, dead, created_at)

@@ -15,12 +15,15 @@ import {
   deleteOldCosts,
   deleteOldInbound,
   deleteOldReceipts,
+  type EntryPosition,
+  purgeRecipientEntries,
   SCAN_START,
   type BlankChunk,
   type ScanPosition,
 } from '../ledger/retention.js';
 import type { Database } from '../ledger/schema.js';
 import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
+import { bucketAt } from '../ledger/time-buckets.js';
 
 export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'costs' | 'blank_personal_data_after'>;
 
@@ -151,6 +154,23 @@ export function createRetention(deps: RetentionDeps) {
     return { total, next: nextBlankStart(start, seen) };
   }
 
+  /**
+   * The numbers' entries (recipient_messages) of the days wholly before `before`, those of messages deleted or blanked:
+   * read in key order from the first each pass, so an entry left because its message was not final yet is read again
+   * until it goes too.
+   */
+  async function purgeEntries(before: number): Promise<number> {
+    let total = 0;
+    for (let from: EntryPosition | undefined; ; ) {
+      const started = performance.now();
+      const chunk = await inTransaction(db, (trx) => purgeRecipientEntries(trx, bucketAt(before), from));
+      total += chunk.purged;
+      if (!chunk.last) return total;
+      from = chunk.last;
+      await yieldToRequests(pauseAfterChunk(performance.now() - started, deps.writesWaiting?.() ?? false));
+    }
+  }
+
   async function pass(): Promise<RetentionResult> {
     const release = deps.spaceCheckpoints?.(RETENTION_CHECKPOINT_SPACING);
     try {
@@ -197,8 +217,11 @@ export function createRetention(deps: RetentionDeps) {
       inboundFrom = inbound.next;
       result.blanked.inbound_messages = inbound.total;
     }
+    // After both: an entry goes once its message is deleted or blanked, and only with the rest of its day.
+    const entriesBefore = Math.max(cut.messages ?? -1, cut.blank ?? -1);
+    const entries = entriesBefore < 0 ? 0 : await purgeEntries(entriesBefore);
     const removed = Object.values(result.deleted).reduce((a, b) => a + b, 0) + result.blanked.messages + result.blanked.inbound_messages;
-    if (removed > 0) logger?.info({ deleted: result.deleted, blanked: result.blanked }, 'retention pass');
+    if (removed + entries > 0) logger?.info({ deleted: result.deleted, blanked: result.blanked, number_entries: entries }, 'retention pass');
     return result;
   }
 

@@ -4,15 +4,15 @@
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
  * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys)
- * and then, as the number's filter, messages_recipient_time (migration 2026-11-29-70-time-keys), whose key is led by
- * the message's day: the days from the newest message's (or the range's end, or the cursor's) back to the oldest's are
- * named in an IN list that each database walks newest day first, each day's rows in created_at order, so a page still
- * stops at its limit; only ties on created_at within a day (and, for a player with several numbers, one day's rows
- * of those numbers) are sorted.
+ * and then, as the number's filter, the numbers' entries in recipient_messages (migration
+ * 2026-11-29-95-recipient-messages), keyed by the message's day, number and time: the days from the newest message's
+ * (or the range's end, or the cursor's) back to the oldest's are named in an IN list that each database walks newest day
+ * first, each day's entries in created_at order, each joined to its message, so a page still stops at its limit; only
+ * ties on created_at within a day (and, for a player with several numbers, one day's rows of those numbers) are sorted.
  */
-import { sql, type Kysely } from 'kysely';
-import type { Database, MessagesTable } from './schema.js';
-import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import type { Database, MessagesTable, RecipientMessagesTable } from './schema.js';
+import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 /**
  * The status words operators search by, and what each is in the ledger: the terminal delivery status once known,
@@ -98,21 +98,31 @@ const SUMMARY_COLUMNS = [
   'route_rule_name',
 ] as const;
 
+/** The query a search builds: messages, joined to its number's entries (recipient_messages as `r`) when a number is named. */
+type SearchQuery = SelectQueryBuilder<Database & { r: RecipientMessagesTable }, 'messages' | 'r', object>;
+
 /** Up to `limit` messages, newest first, and whether more follow. */
 export async function searchMessages(db: Kysely<Database>, filter: MessageFilter): Promise<{ rows: MessageSummary[]; more: boolean }> {
-  let query = db.selectFrom('messages').select(SUMMARY_COLUMNS);
-  if (filter.smsId !== undefined) query = query.where('sms_id', '=', filter.smsId);
-  if (filter.activityKey !== undefined) query = query.where('activity_key', '=', filter.activityKey);
-  if (filter.recipient !== undefined) query = query.where('recipient', '=', filter.recipient);
-  const byNumber = filter.recipient !== undefined || filter.userId !== undefined;
+  // The numbers to look under: the one named, or the player's from message_user_recipients (every message with a
+  // player was stored with its (player, number) pair: no pair, no message).
+  let numbers: string[] | undefined = filter.recipient === undefined ? undefined : [filter.recipient];
   if (filter.userId !== undefined) {
-    const numbers = (await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', filter.userId).execute()).map((r) => r.recipient);
-    // Every message with a player was stored with its (player, number) pair: no pair, no message.
-    const wanted = filter.recipient === undefined ? numbers : numbers.filter((n) => n === filter.recipient);
-    if (wanted.length === 0) return { rows: [], more: false };
-    query = query.where('user_id', '=', filter.userId);
-    if (filter.recipient === undefined) query = wanted.length === 1 ? query.where('recipient', '=', wanted[0]!) : query.where('recipient', 'in', wanted);
+    const own = (await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', filter.userId).execute()).map((r) => r.recipient);
+    numbers = filter.recipient === undefined ? own : own.filter((n) => n === filter.recipient);
+    if (numbers.length === 0) return { rows: [], more: false };
   }
+  // With a number, the page is read in the order of its entries (day, number, created_at, sms_id), each joined to its
+  // message; the message must still have that number (an entry outlives a blanked or changed number until its day
+  // goes, src/ledger/retention.ts). `t` names the table whose created_at and sms_id the range and the cursor seek in.
+  const t = numbers === undefined ? 'messages' : 'r';
+  let query: SearchQuery =
+    numbers === undefined
+      ? (db.selectFrom('messages') as unknown as SearchQuery)
+      : db.selectFrom('recipient_messages as r').innerJoin('messages', 'messages.sms_id', 'r.sms_id').whereRef('messages.recipient', '=', 'r.recipient');
+  query = query.select(SUMMARY_COLUMNS.map((c) => `messages.${c}` as const));
+  if (filter.smsId !== undefined) query = query.where('messages.sms_id', '=', filter.smsId);
+  if (filter.activityKey !== undefined) query = query.where('messages.activity_key', '=', filter.activityKey);
+  if (filter.userId !== undefined) query = query.where('messages.user_id', '=', filter.userId);
   // A key (sms_id, activity.id, number, player) finds a handful of rows, and dead letters are few: provider and status
   // are then checked on those rows, written so that no index can serve them (`|| ''`). Otherwise the planner may walk
   // messages_provider_created or messages_status in created_at order to skip a sort of a few rows, and check the key on
@@ -121,40 +131,41 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   const keyed =
     filter.smsId !== undefined ||
     filter.activityKey !== undefined ||
-    filter.recipient !== undefined ||
-    filter.userId !== undefined ||
+    numbers !== undefined ||
     (filter.status !== undefined && SEARCH_STATUSES.get(filter.status) === null);
-  if (filter.provider !== undefined) query = query.where(keyed ? sql<string>`provider || ''` : sql.ref('provider'), '=', filter.provider);
+  if (filter.provider !== undefined) query = query.where(keyed ? sql<string>`messages.provider || ''` : sql.ref('messages.provider'), '=', filter.provider);
   if (filter.status !== undefined) {
     const stored = SEARCH_STATUSES.get(filter.status);
     // Dead letters are few and conversions_unposted leads with `dead`: the planner starts from them.
     if (stored === null) {
-      query = query.where('sms_id', 'in', (eb) => eb.selectFrom('conversions').select('sms_id').where('dead', '=', 1).where('posted_at', 'is', null));
+      query = query.where('messages.sms_id', 'in', (eb) => eb.selectFrom('conversions').select('sms_id').where('dead', '=', 1).where('posted_at', 'is', null));
     } else if (stored !== undefined) {
       // Spelled exactly as the index expression, or neither database would use the index.
-      query = query.where(keyed ? sql<string>`coalesce(delivery_status, state) || ''` : sql<string>`coalesce(delivery_status, state)`, '=', stored);
+      const status = sql<string>`coalesce(messages.delivery_status, messages.state)`;
+      query = query.where(keyed ? sql<string>`${status} || ''` : status, '=', stored);
     }
   }
-  if (filter.from !== undefined) query = query.where('created_at', '>=', filter.from);
-  if (filter.to !== undefined) query = query.where('created_at', '<', filter.to);
+  if (filter.from !== undefined) query = query.where(`${t}.created_at`, '>=', filter.from);
+  if (filter.to !== undefined) query = query.where(`${t}.created_at`, '<', filter.to);
   if (filter.after) {
     const { createdAt, smsId } = filter.after;
     // The range on created_at alone is what the index can seek to; the tie-break on sms_id filters within it.
-    query = query.where('created_at', '<=', createdAt).where((eb) => eb.or([eb('created_at', '<', createdAt), eb('sms_id', '<', smsId)]));
+    query = query.where(`${t}.created_at`, '<=', createdAt).where((eb) => eb.or([eb(`${t}.created_at`, '<', createdAt), eb(`${t}.sms_id`, '<', smsId)]));
   }
-  if (byNumber) {
+  if (numbers !== undefined) {
     const span = await findCreatedSpan(db);
-    const buckets = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
-    if (buckets.length === 0) return { rows: [], more: false };
+    const days = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
+    if (days.length === 0) return { rows: [], more: false };
+    query = query.where('r.day', 'in', days).where('r.recipient', 'in', numbers);
     // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
-    // that the index yields it, so it sorts only the ties within a day and stops at the limit.
-    query = query.where(dayOf(), 'in', buckets).orderBy(dayOf(), 'desc');
+    // that the table's key yields it, so it sorts only the ties within a day and stops at the limit.
+    query = query.orderBy('r.day', 'desc');
   }
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('sms_id', 'desc')
+  const rows = (await query
+    .orderBy(`${t}.created_at`, 'desc')
+    .orderBy(`${t}.sms_id`, 'desc')
     .limit(filter.limit + 1)
-    .execute();
+    .execute()) as unknown as MessageSummary[];
   const more = rows.length > filter.limit;
   return { rows: more ? rows.slice(0, filter.limit) : rows, more };
 }

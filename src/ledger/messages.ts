@@ -3,7 +3,8 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessagesTable, MessageUserRecipientsTable, SendOutcome, SendState } from './schema.js';
+import type { Database, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
+import { bucketAt } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -59,6 +60,25 @@ async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage,
   for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) await insertPairsTemplate(db, part);
 }
 
+const insertRecipientMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecipientMessagesTable[]) =>
+  db
+    .insertInto('recipient_messages')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['day', 'recipient', 'created_at', 'sms_id']).doNothing()),
+);
+
+/** Each inserted message's number by its day (recipient_messages), in the transaction that stores the messages. */
+async function recordRecipientMessages(
+  db: Db,
+  rows: ReadonlyArray<Pick<NewMessage, 'activity_key' | 'sms_id' | 'recipient' | 'created_at'>>,
+  inserted: Set<string>,
+): Promise<void> {
+  const entries: RecipientMessagesTable[] = [];
+  for (const r of rows)
+    if (inserted.has(r.activity_key)) entries.push({ day: bucketAt(r.created_at), recipient: r.recipient, created_at: r.created_at, sms_id: r.sms_id });
+  for (const part of statementChunks(entries, ROWS_PER_STATEMENT)) await insertRecipientMessagesTemplate(db, part);
+}
+
 /** Inserts the rows whose activity_key is new; returns the keys that were inserted. */
 export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set<string>> {
   const inserted = new Set<string>();
@@ -68,6 +88,7 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
     for (const r of result.rows) inserted.add(r.activity_key);
   }
   await recordUserRecipients(db, rows);
+  await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
 
@@ -84,6 +105,7 @@ export async function insertHeldMessageRows(db: Db, rows: Array<NewMessage & Pic
     for (const r of result) inserted.add(r.activity_key);
   }
   await recordUserRecipients(db, rows);
+  await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
 
@@ -101,6 +123,7 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
     for (const r of result) inserted.add(r.activity_key);
   }
   await recordUserRecipients(db, rows);
+  await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
 
@@ -202,7 +225,12 @@ export async function reclaimMessageForRetry(
       ]),
     )
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  if (Number(result.numUpdatedRows) !== 1) return false;
+  // A retry may carry another number: it gets its entry (the old one is skipped by readers, src/ledger/time-buckets.ts).
+  await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
+    select created_at / 86400000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
+    on conflict do nothing`.execute(db);
+  return true;
 }
 
 export interface SendOutcomeRecord {

@@ -42,6 +42,7 @@ export const PREFILL_TABLES = {
   },
   conversion_attempts: { name: 'conversion_attempts', columns: cols('#id #conversion_id #attempted_at #ok #http_status') },
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
+  recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id') },
   delivery_stats: {
     name: 'delivery_stats',
     columns: cols('period #bucket_start provider outcome #n'),
@@ -182,11 +183,20 @@ const BRANDS = [
 
 /**
  * The rows of messages [start, end): each message with its receipt (a message that ended delivery_unknown got none:
- * the sweep settled it), its posted conversion, the one webhook attempt that posted it, and its (player, number) pair.
+ * the sweep settled it), its posted conversion, the one webhook attempt that posted it, its (player, number) pair and
+ * its number's entry.
  * Ids of receipts, conversions and attempts are the message's index + 1.
  */
 export function prefillRows(options: PrefillRowOptions, start: number, end: number): PrefillBatch {
-  const batch: PrefillBatch = { messages: [], receipts: [], conversions: [], conversion_attempts: [], message_user_recipients: [], delivery_stats: [] };
+  const batch: PrefillBatch = {
+    messages: [],
+    receipts: [],
+    conversions: [],
+    conversion_attempts: [],
+    message_user_recipients: [],
+    recipient_messages: [],
+    delivery_stats: [],
+  };
   const stats = new Map<string, Value[]>();
   // The console's counters (delivery-stats.ts): hour buckets for every message, minute buckets only for the last
   // two days, since the sweep deletes older ones (MINUTE_STATS_RETENTION_MS).
@@ -251,6 +261,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       completedAt,
       shape.echoesSmsId ? 1 : 0,
     ]);
+    batch.recipient_messages.push([Math.floor(createdAt / 86_400_000), recipient, createdAt, smsId]);
     const id = i + 1;
     count(submittedAt, provider, 'submitted');
     count(completedAt, provider, status);

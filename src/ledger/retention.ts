@@ -7,7 +7,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import type { Database } from './schema.js';
-import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -82,23 +82,77 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   for (const r of rows)
     if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
   if (pairs.size === 0) return;
-  // A remaining message of the pair may be of any day still kept: messages_recipient_time is led by the day
-  // (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to seek in.
+  // A remaining message of the pair may be of any day still kept: the number's entries (recipient_messages) are led by
+  // the day (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to
+  // seek in. An entry counts only while its message still has that number (it may be gone or blanked already, its
+  // entry not yet purged: purgeRecipientEntries).
   const span = await findCreatedSpan(trx);
   const days = span ? searchBuckets(span, {}) : [];
   // One statement per few hundred pairs, not one each: on PostgreSQL each statement is a round trip, and a chunk of
   // 500 messages has nearly as many pairs (bench/README.md "Retention on a prefilled ledger"). Both dialects find
-  // each pair by the primary key and each remaining message by messages_recipient_time, one seek a day.
+  // each pair by the primary key and each remaining message by its entry, one seek a day.
   const remaining =
     days.length === 0
       ? sql`false`
-      : sql`exists (select 1 from messages m where ${dayOf('m')} in (${sql.join(days)})
-        and m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`;
+      : sql`exists (select 1 from recipient_messages r join messages m on m.sms_id = r.sms_id
+        where r.day in (${sql.join(days)}) and r.recipient = message_user_recipients.recipient
+        and m.recipient = r.recipient and m.user_id = message_user_recipients.user_id)`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
       and not ${remaining}`.execute(trx);
   }
+}
+
+/** An entry of recipient_messages, by its key: where a purge goes on from. */
+export interface EntryPosition {
+  day: number;
+  recipient: string;
+  createdAt: number;
+  smsId: string;
+}
+
+export interface PurgeChunk {
+  purged: number;
+  /** The last entry looked at: the next chunk starts after it. Undefined when no entry was left to look at. */
+  last?: EntryPosition;
+}
+
+/**
+ * Reads up to `limit` entries of recipient_messages of days before `dayBefore`, in key order after `from`, and deletes
+ * those whose message is gone or no longer has that number (deleted, blanked, or retried to another number); an entry
+ * whose message still has it stays. A message's entry is not deleted with the message: a day's entries lie in no time
+ * order, so deleting them message by message, oldest first, wrote a page of the tree each (bench/README.md "Retention:
+ * the number's entries by the day"); read here in key order, a chunk's deletes share their pages. Run in a transaction.
+ */
+export async function purgeRecipientEntries(
+  trx: Transaction<Database>,
+  dayBefore: number,
+  from: EntryPosition | undefined,
+  limit = RETENTION_CHUNK,
+): Promise<PurgeChunk> {
+  let select = trx
+    .selectFrom('recipient_messages as r')
+    .select([
+      'r.day',
+      'r.recipient',
+      'r.created_at',
+      'r.sms_id',
+      sql<number | boolean>`exists (select 1 from messages m where m.sms_id = r.sms_id and m.recipient = r.recipient)`.as('kept'),
+    ])
+    .where('r.day', '<', dayBefore);
+  if (from)
+    select = select.where(sql<boolean>`(r.day, r.recipient, r.created_at, r.sms_id) > (${from.day}, ${from.recipient}, ${from.createdAt}, ${from.smsId})`);
+  const rows = await select.orderBy('r.day').orderBy('r.recipient').orderBy('r.created_at').orderBy('r.sms_id').limit(limit).execute();
+  if (rows.length === 0) return { purged: 0 };
+  const stale = rows.filter((r) => !Number(r.kept));
+  if (stale.length > 0) {
+    // Typed: PostgreSQL reads a VALUES list's parameters as text, and compares no text to a number.
+    await sql`delete from recipient_messages where (day, recipient, created_at, sms_id) in
+      (values ${sql.join(stale.map((r) => sql`(cast(${r.day} as integer), ${r.recipient}, cast(${r.created_at} as bigint), ${r.sms_id})`))})`.execute(trx);
+  }
+  const last = rows[rows.length - 1]!;
+  return { purged: stale.length, last: { day: Number(last.day), recipient: last.recipient, createdAt: Number(last.created_at), smsId: last.sms_id } };
 }
 
 /** Where a blanking scan goes on from: the last row it looked at, in time order then key order. */

@@ -351,6 +351,19 @@ export interface MessageUserRecipientsTable {
 }
 
 /**
+ * Each message's number by its UTC day (migration 2026-11-29-95-recipient-messages): the search by number and by
+ * player. Rows are written with their message and deleted a day at a time by retention, so one whose message is gone
+ * or whose number was blanked or changed may remain until its day goes: readers join the message and check its number.
+ */
+export interface RecipientMessagesTable {
+  /** created_at / 86400000 */
+  day: number;
+  recipient: string;
+  created_at: number;
+  sms_id: string;
+}
+
+/**
  * Spend per UTC day and dimension (docs/costs.md), kept in the transactions that change a message's cost or delivery.
  * '' stands for none in a dimension; amounts in micro-units (PostgreSQL's driver reads BIGINT as text).
  */
@@ -421,6 +434,7 @@ export interface Database {
   gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;
+  recipient_messages: RecipientMessagesTable;
   message_parts: MessagePartsTable;
   receipts: ReceiptsTable;
   conversions: ConversionsTable;

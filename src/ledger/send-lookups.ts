@@ -5,7 +5,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, MessagesTable } from './schema.js';
-import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -60,22 +60,25 @@ export async function markStatusQueried(db: Db, smsIds: string[], now: number): 
 
 /**
  * The provider ids of our other messages to `recipient` dispatched in the window (a lookup must not take them for this
- * one). A message may be dispatched long after it was created (held, retried), and by another process's clock, so every day of messages_recipient_time
- * is looked in, from the oldest message's to the newest's (src/ledger/time-buckets.ts); lookups are rare.
+ * one). A message may be dispatched long after it was created (held, retried), and by another process's clock, so every
+ * day of the number's entries (recipient_messages) is looked in, from the oldest message's to the newest's
+ * (src/ledger/time-buckets.ts); lookups are rare.
  */
 export async function findOtherProviderIds(db: Db, recipient: string, smsId: string, from: number, to: number): Promise<string[]> {
   const span = await findCreatedSpan(db);
-  const buckets = span ? searchBuckets(span, {}) : [];
-  if (buckets.length === 0) return [];
+  const days = span ? searchBuckets(span, {}) : [];
+  if (days.length === 0) return [];
   const rows = await db
-    .selectFrom('messages')
-    .select('provider_message_id')
-    .where(dayOf(), 'in', buckets)
-    .where('recipient', '=', recipient)
-    .where('sms_id', '<>', smsId)
-    .where('dispatched_at', '>=', from)
-    .where('dispatched_at', '<=', to)
-    .where('provider_message_id', 'is not', null)
+    .selectFrom('recipient_messages as r')
+    .innerJoin('messages as m', 'm.sms_id', 'r.sms_id')
+    .select('m.provider_message_id')
+    .where('r.day', 'in', days)
+    .where('r.recipient', '=', recipient)
+    .whereRef('m.recipient', '=', 'r.recipient')
+    .where('m.sms_id', '<>', smsId)
+    .where('m.dispatched_at', '>=', from)
+    .where('m.dispatched_at', '<=', to)
+    .where('m.provider_message_id', 'is not', null)
     .execute();
   return rows.map((r) => r.provider_message_id!);
 }

@@ -1,10 +1,11 @@
 /**
- * The time buckets that lead the keys of messages_recipient_time and messages_provider_id_time (migration
- * 2026-11-29-70-time-keys, docs/ledger.md). A number or a provider's message id arrives in no order, so an index keyed
- * by it alone puts each new message on a random page of a tree as large as the table; led by the message's UTC day
- * (`created_at / 86400000`, integer division on both databases) each insert lands in today's part of the tree, which
- * stays in the page cache however large the ledger, and retention deletes whole old days. A query by number or
- * provider id then names the days it looks in: an `IN` list on the leading key, newest day first.
+ * The time buckets that lead the number's entries (recipient_messages, migration 2026-11-29-95-recipient-messages) and
+ * the key of messages_provider_id_only (migrations 2026-11-29-70-time-keys and 2026-11-29-90-provider-id-only,
+ * docs/ledger.md). A number or a provider's message id arrives in no order, so a tree keyed by it alone puts each new
+ * message on a random page of a tree as large as the table; led by the message's UTC day (`created_at / 86400000`,
+ * integer division on both databases) each insert lands in today's part of the tree, which stays in the page cache
+ * however large the ledger, and retention takes a day's entries together. A query by number or provider id then names
+ * the days it looks in: an `IN` list on the leading key, newest day first.
  */
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
@@ -15,7 +16,7 @@ type Db = Kysely<Database> | Transaction<Database>;
 export const BUCKET_MS = 86_400_000;
 
 /**
- * The day, as the migration wrote it in both indexes (an index on an expression serves only that expression);
+ * The day, as the migration wrote it in messages_provider_id_only (an index on an expression serves only that expression);
  * `table` when the query names messages by an alias.
  */
 export function dayOf(table?: string): RawBuilder<number> {

@@ -188,23 +188,30 @@ describe('query plans (SQLite)', () => {
     for (const step of plan) if (/^(SCAN|SEARCH) messages/.test(step)) expect(step).toMatch(/USING (COVERING )?INDEX|USING PRIMARY KEY/);
   });
 
-  it("user_id with several numbers: reads messages_recipient_time for each, then sorts only a day's rows", async () => {
+  it("user_id with several numbers: reads each number's entries, then sorts only a day's rows", async () => {
     const plan = (await planOf({ userId: 'player-2', limit: 50 })).join('\n');
-    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient_time \(<expr>=\? AND recipient=\?/);
+    expect(plan).toMatch(/SEARCH r USING PRIMARY KEY \(day=\? AND recipient=\?\)/);
+    expect(plan).toMatch(/SEARCH messages USING INDEX sqlite_autoindex_messages_1 \(sms_id=\?\)/);
     expect(plan).toMatch(/USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY/);
     expect(plan).not.toMatch(/^SCAN messages$/m);
   });
 
-  // The days are named newest first and each day's rows come in created_at order: only ties are sorted, and the
-  // page stops at its limit however many messages the number has.
-  it.each<[string, Omit<MessageFilter, 'limit'>]>([
-    ['recipient', { recipient: '+447700900123' }],
-    ['user_id', { userId: 'player-1' }],
-    ['recipient, a later page in a range', { recipient: '+447700900123', from: Date.now() - 2 * 86_400_000, after: { createdAt: Date.now(), smsId: 'x' } }],
-  ])('%s: seeks messages_recipient_time day by day, sorting only ties', async (_label, filter) => {
+  // The days are named newest first and each day's entries of a number come in (created_at, sms_id) order, the
+  // page's: nothing is sorted, and the page stops at its limit however many messages the number has. Each entry
+  // finds its message by the primary key.
+  it.each<[string, Omit<MessageFilter, 'limit'>, RegExp]>([
+    ['recipient', { recipient: '+447700900123' }, /SEARCH r USING PRIMARY KEY \(day=\? AND recipient=\?\)/],
+    ['user_id', { userId: 'player-1' }, /SEARCH r USING PRIMARY KEY \(day=\? AND recipient=\?\)/],
+    [
+      'recipient, a later page in a range',
+      { recipient: '+447700900123', from: Date.now() - 2 * 86_400_000, after: { createdAt: Date.now(), smsId: 'x' } },
+      /SEARCH r USING PRIMARY KEY \(day=\? AND recipient=\? AND created_at>\? AND created_at<\?\)/,
+    ],
+  ])("%s: seeks the number's entries day by day, in the page's order", async (_label, filter, seek) => {
     const plan = (await planOf({ ...filter, limit: 50 })).join('\n');
-    expect(plan).toMatch(/SEARCH messages USING INDEX messages_recipient_time \(<expr>=\? AND recipient=\?/);
-    expect(plan).toMatch(/USE TEMP B-TREE FOR LAST TERM OF ORDER BY/);
+    expect(plan).toMatch(seek);
+    expect(plan).toMatch(/SEARCH messages USING INDEX sqlite_autoindex_messages_1 \(sms_id=\?\)/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
   });
 
   // A ledger grown by sends has no statistics (the gateway never runs ANALYZE): the planner took every index equality
@@ -243,15 +250,15 @@ describe('query plans (SQLite)', () => {
 });
 
 /** sqlite_stat1 of the messages indexes as ANALYZE wrote it on a prefilled ledger of 5 million messages. */
-const MILLIONS_STAT1: ReadonlyArray<[string, string]> = [
-  ['messages_status', '5000000 1250000 1'],
-  ['messages_provider_created', '5000000 1666667 1'],
-  ['messages_recipient_time', '5000000 166667 1 1'],
-  ['messages_created_sms_id', '5000000 1 1'],
+const MILLIONS_STAT1: ReadonlyArray<[string, string, string]> = [
+  ['messages', 'messages_status', '5000000 1250000 1'],
+  ['messages', 'messages_provider_created', '5000000 1666667 1'],
+  ['messages', 'messages_created_sms_id', '5000000 1 1'],
   // A partial index: the tenth of the messages whose receipts carry only the provider's id (SMPP).
-  ['messages_provider_id_only', '500000 16667 5556 1'],
-  ['sqlite_autoindex_messages_2', '5000000 1'],
-  ['sqlite_autoindex_messages_1', '5000000 1'],
+  ['messages', 'messages_provider_id_only', '500000 16667 5556 1'],
+  ['messages', 'sqlite_autoindex_messages_2', '5000000 1'],
+  ['messages', 'sqlite_autoindex_messages_1', '5000000 1'],
+  ['recipient_messages', 'sqlite_autoindex_recipient_messages_1', '5000000 166667 1 1 1'],
 ];
 
 /**
@@ -259,14 +266,14 @@ const MILLIONS_STAT1: ReadonlyArray<[string, string]> = [
  * player-1 has one number and player-2 two, so the search by player reaches its messages query. The plan is the
  * last query's (the search by player first reads the player's numbers).
  */
-async function planOf(filter: MessageFilter, stat1: ReadonlyArray<[string, string]> = []): Promise<string[]> {
+async function planOf(filter: MessageFilter, stat1: ReadonlyArray<[string, string, string]> = []): Promise<string[]> {
   const file = join(mkdtempSync(join(tmpdir(), 'crm-sms-search-plans-')), 'ledger.db');
   const ledger = openLedger({ url: `sqlite:${file}`, sqlite_synchronous: 'normal', pool_size: 1 });
   await migrateToLatest(ledger.db);
   if (stat1.length > 0) {
     // ANALYZE of the empty tables creates sqlite_stat1; the figures written into it are read again by `analyze sqlite_master`.
     await sql`analyze`.execute(ledger.db);
-    for (const [idx, stat] of stat1) await sql`insert into sqlite_stat1 (tbl, idx, stat) values ('messages', ${idx}, ${stat})`.execute(ledger.db);
+    for (const [tbl, idx, stat] of stat1) await sql`insert into sqlite_stat1 (tbl, idx, stat) values (${tbl}, ${idx}, ${stat})`.execute(ledger.db);
     await sql`analyze sqlite_master`.execute(ledger.db);
   }
   await ledger.db
@@ -291,7 +298,7 @@ async function planOf(filter: MessageFilter, stat1: ReadonlyArray<[string, strin
   try {
     await searchMessages(db, filter);
     const query = captured.at(-1)!;
-    expect(query.sql).toMatch(/from "messages"/);
+    expect(query.sql).toMatch(/from "(messages|recipient_messages)"/);
     return (sqlite.prepare(`explain query plan ${query.sql}`).all(...(query.parameters as unknown[])) as Array<{ detail: string }>).map((p) => p.detail);
   } finally {
     await db.destroy();

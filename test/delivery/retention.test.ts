@@ -55,6 +55,10 @@ function message(smsId: string, ageDays: number, fields: Partial<Insertable<Mess
 async function addMessage(db: Kysely<Database>, row: Insertable<MessagesTable>, conversion?: 'posted' | 'dead' | 'unposted') {
   await db.insertInto('messages').values(row).execute();
   await db
+    .insertInto('recipient_messages')
+    .values({ day: Math.floor(row.created_at / DAY), recipient: row.recipient, created_at: row.created_at, sms_id: row.sms_id })
+    .execute();
+  await db
     .insertInto('message_user_recipients')
     .values({ user_id: row.user_id!, recipient: row.recipient })
     .onConflict((oc) => oc.doNothing())
@@ -244,6 +248,9 @@ describe('finding 9: retention', () => {
       { sms_id: 'young', content: 'hello young', recipient: message('young', 10).recipient, delivery_status: 'delivered' },
     ]);
     expect(await db.selectFrom('message_user_recipients').select('user_id').where('user_id', '=', 'user-mid-final').execute()).toEqual([]);
+    // The numbers' entries of the days past both ages go with their messages or numbers; the unfinished keep theirs.
+    const entries = async () => ids(await db.selectFrom('recipient_messages').select('sms_id').execute());
+    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-awaiting', 'young'].sort());
     const inbound = await db
       .selectFrom('inbound_messages')
       .select(['provider_message_id', 'content', 'from_number', 'action'])
@@ -279,6 +286,7 @@ describe('finding 9: retention', () => {
       recipient: BLANKED,
     });
     expect(await metricValue(counter, 'messages', 'blanked')).toBe(2);
+    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'young'].sort());
   });
 
   it('deletes more rows than one chunk holds, in several chunks', async () => {

@@ -1,0 +1,102 @@
+/**
+ * The numbers' entries (recipient_messages, migration 2026-11-29-95-recipient-messages): written with each message by
+ * the claim, one more when a retry carries another number; a search finds a message through an entry only while the
+ * message still has that number; retention deletes an entry once its message is gone or blanked, and only with the
+ * rest of its day. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { inTransaction, migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import { searchMessages } from '../../src/ledger/message-search.js';
+import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
+import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
+import { bucketAt } from '../../src/ledger/time-buckets.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { submittedMessageRow } from '../helpers/ledger.js';
+
+const DAY = 86_400_000;
+// Noon UTC: the messages below a few hours apart share their day.
+const NOON = Math.floor(Date.now() / DAY) * DAY - 2 * DAY + DAY / 2;
+
+let database: TestDatabase;
+let ledger: Ledger;
+beforeEach(async () => {
+  database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'recipient-entries-')));
+  ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
+  await migrateToLatest(ledger.db);
+});
+afterEach(async () => {
+  await ledger.close();
+  await database.drop();
+});
+
+/** A message as the claim stores it (insertNewMessages), to `recipient` at `at`. */
+async function claim(id: string, recipient: string, at: number): Promise<void> {
+  const row = submittedMessageRow(id, 'sandbox', at, { recipient }) as unknown as NewMessage;
+  await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [row]));
+}
+
+const entries = async () =>
+  (await ledger.db.selectFrom('recipient_messages').select(['day', 'recipient', 'sms_id']).orderBy('sms_id').orderBy('recipient').execute()).map((e) => ({
+    ...e,
+    day: Number(e.day),
+  }));
+
+const found = async (recipient: string) => (await searchMessages(ledger.db, { recipient, limit: 10 })).rows.map((r) => r.sms_id);
+
+/** Purges as a pass does, in chunks of `limit`, the days before `dayBefore`; returns how many went. */
+async function purge(dayBefore: number, limit: number): Promise<number> {
+  let total = 0;
+  for (let from: EntryPosition | undefined; ; ) {
+    const chunk = await inTransaction(ledger.db, (trx) => purgeRecipientEntries(trx, dayBefore, from, limit));
+    total += chunk.purged;
+    if (!chunk.last) return total;
+    from = chunk.last;
+  }
+}
+
+describe("a message's number entries", () => {
+  it('are written by the claim, one more for a retry to another number; only the number the message has finds it', async () => {
+    await claim('m1', '+447700900001', NOON);
+    expect(await entries()).toEqual([{ day: bucketAt(NOON), recipient: '+447700900001', sms_id: 'm1' }]);
+    expect(await found('+447700900001')).toEqual(['m1']);
+
+    // A CRM retry of a send that failed for a while carries another number.
+    await ledger.db.updateTable('messages').set({ state: 'retryable' }).where('sms_id', '=', 'm1').execute();
+    const retry = { ...(submittedMessageRow('m1', 'sandbox', NOON, { recipient: '+447700900002' }) as unknown as NewMessage) };
+    expect(await inTransaction(ledger.db, (trx) => reclaimMessageForRetry(trx, 'm1', retry, NOON + 60_000, { uncertainCutoff: NOON }))).toBe(true);
+    expect(await entries()).toEqual([
+      { day: bucketAt(NOON), recipient: '+447700900001', sms_id: 'm1' },
+      { day: bucketAt(NOON), recipient: '+447700900002', sms_id: 'm1' },
+    ]);
+    expect(await found('+447700900002')).toEqual(['m1']);
+    expect(await found('+447700900001')).toEqual([]);
+  });
+
+  it('go in key order once their message is deleted or blanked, only for the days asked, a chunk at a time', async () => {
+    const day = bucketAt(NOON);
+    // Day one: two messages deleted, one blanked, one kept (not final yet). Day two: one deleted.
+    for (const [id, n, at] of [
+      ['gone-1', 1, NOON],
+      ['gone-2', 2, NOON + 1_000],
+      ['blanked', 3, NOON + 2_000],
+      ['kept', 4, NOON + 3_000],
+      ['gone-next-day', 5, NOON + DAY],
+    ] as const)
+      await claim(id, `+44770090000${n}`, at);
+    await ledger.db.deleteFrom('messages').where('sms_id', 'in', ['gone-1', 'gone-2', 'gone-next-day']).execute();
+    await ledger.db.updateTable('messages').set({ recipient: BLANKED }).where('sms_id', '=', 'blanked').execute();
+    expect(await found('+447700900003')).toEqual([]);
+
+    expect(await purge(day + 1, 2)).toBe(3);
+    expect((await entries()).map((e) => e.sms_id)).toEqual(['gone-next-day', 'kept']);
+    expect(await found('+447700900004')).toEqual(['kept']);
+    // The next day's goes once its day is asked for too; the kept one stays.
+    expect(await purge(day + 2, 2)).toBe(1);
+    expect((await entries()).map((e) => e.sms_id)).toEqual(['kept']);
+    expect(await purge(day + 2, 2)).toBe(0);
+  });
+});
