@@ -60,7 +60,17 @@ async function dropDatabases(pattern: string, base = process.env.TEST_DATABASE_U
   await client.connect();
   try {
     const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [pattern]);
-    for (const { datname } of rows) await client.query(`drop database if exists ${datname} with (force)`);
+    for (const { datname } of rows) {
+      // A pool's end() resolves before its connections' sessions have ended on the server; one still ending when
+      // the forced drop terminates it reports the termination as an error no test listens for. Wait for them first
+      // (a second at most), then force out whatever a test left open.
+      for (let waited = 0; waited < 1_000; waited += 20) {
+        const open = await client.query<{ n: string }>('select count(*) as n from pg_stat_activity where datname = $1', [datname]);
+        if (Number(open.rows[0]!.n) === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await client.query(`drop database if exists ${datname} with (force)`);
+    }
   } finally {
     await client.end();
   }

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRetention } from '../../src/delivery/retention.js';
 import { openLedger } from '../../src/ledger/engine/db.js';
 import { prefillLedger } from '../../src/ledger/prefill.js';
+import { bucketAt } from '../../src/ledger/time-buckets.js';
 import { dropPostgresDatabase, postgresDatabaseUrl } from '../helpers/database.js';
 import { smsMessage, startTestGateway } from '../helpers/gateway.js';
 
@@ -139,6 +140,18 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
           )
           .execute();
         expect(orphans).toEqual([]);
+        // Their numbers' entries go with their days: none is left of a day wholly before the cutoff.
+        expect(await check.db.selectFrom('recipient_messages').select('sms_id').where('day', '<', bucketAt(cutoff)).execute()).toEqual([]);
+        expect(
+          Number(
+            (
+              await check.db
+                .selectFrom('recipient_messages')
+                .select((eb) => eb.fn.countAll().as('n'))
+                .executeTakeFirstOrThrow()
+            ).n,
+          ),
+        ).toBeGreaterThanOrEqual(MESSAGES - older.length);
       } finally {
         await check.close();
       }
