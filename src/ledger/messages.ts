@@ -2,6 +2,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
+import { dialectFlagsOf } from './engine/db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
 import { bucketAt } from './time-buckets.js';
@@ -73,6 +74,7 @@ async function recordRecipientMessages(
   rows: ReadonlyArray<Pick<NewMessage, 'activity_key' | 'sms_id' | 'recipient' | 'created_at'>>,
   inserted: Set<string>,
 ): Promise<void> {
+  if (!dialectFlagsOf(db).writesNumberEntries) return;
   const entries: RecipientMessagesTable[] = [];
   for (const r of rows)
     if (inserted.has(r.activity_key)) entries.push({ day: bucketAt(r.created_at), recipient: r.recipient, created_at: r.created_at, sms_id: r.sms_id });
@@ -226,7 +228,9 @@ export async function reclaimMessageForRetry(
     )
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return false;
-  // A retry may carry another number: it gets its entry (the old one is skipped by readers, src/ledger/time-buckets.ts).
+  if (!dialectFlagsOf(db).writesNumberEntries) return true;
+  // A retry may carry another number: it gets its entry too (readers skip the old one, which no longer matches the
+  // message's number).
   await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
     select created_at / 86400000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
     on conflict do nothing`.execute(db);

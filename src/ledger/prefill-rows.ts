@@ -19,6 +19,8 @@ export interface PrefillTable {
   ignoreConflicts?: boolean;
   /** `on conflict (key) do update` adding this column (delivery_stats: a bucket spans batches). */
   addOnConflict?: { key: string[]; column: string };
+  /** Written on SQLite only (recipient_messages: a view on PostgreSQL, DialectFlags.writesNumberEntries). */
+  sqliteOnly?: boolean;
 }
 
 const cols = (spec: string): PrefillColumn[] =>
@@ -42,7 +44,7 @@ export const PREFILL_TABLES = {
   },
   conversion_attempts: { name: 'conversion_attempts', columns: cols('#id #conversion_id #attempted_at #ok #http_status') },
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
-  recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id') },
+  recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id'), sqliteOnly: true },
   delivery_stats: {
     name: 'delivery_stats',
     columns: cols('period #bucket_start provider outcome #n'),

@@ -42,6 +42,7 @@ const MESSAGES_PER_BATCH = 2_500;
 /** Rows per SQLite statement: within its 32,766 bound variables for the widest table (messages, 21 columns). */
 const SQLITE_ROWS_PER_STATEMENT = 500;
 const TABLES = Object.values(PREFILL_TABLES) as PrefillTable[];
+const POSTGRES_TABLES = TABLES.filter((t) => !t.sqliteOnly);
 
 /** Writes generated batches, several to a transaction; `finish` makes the ledger ready to serve. */
 interface BatchWriter {
@@ -64,7 +65,8 @@ export async function prefillLedger(url: string, options: PrefillOptions): Promi
     await ledger.close();
   }
   const started = performance.now();
-  const writer = url.startsWith('sqlite:') ? sqliteWriter(url.slice('sqlite:'.length)) : await postgresWriter(url);
+  const sqlite = url.startsWith('sqlite:');
+  const writer = sqlite ? sqliteWriter(url.slice('sqlite:'.length)) : await postgresWriter(url);
   let rows = 0;
   try {
     if (options.indexes === 'after') await writer.dropIndexes();
@@ -74,7 +76,7 @@ export async function prefillLedger(url: string, options: PrefillOptions): Promi
       await writer.begin();
       for (let from = start; from < end; from += MESSAGES_PER_BATCH) {
         const batch = prefillRows(rowOptions, from, Math.min(end, from + MESSAGES_PER_BATCH));
-        for (const table of TABLES) rows += batch[table.name as keyof PrefillBatch].length;
+        for (const table of sqlite ? TABLES : POSTGRES_TABLES) rows += batch[table.name as keyof PrefillBatch].length;
         await writer.write(batch);
       }
       await writer.commit();
@@ -167,7 +169,7 @@ async function postgresWriter(url: string): Promise<BatchWriter> {
       await client.query('begin');
     },
     async write(batch) {
-      for (const table of TABLES) {
+      for (const table of POSTGRES_TABLES) {
         const rows = batch[table.name as keyof PrefillBatch];
         for (let i = 0; i < rows.length; i += POSTGRES_ROWS_PER_STATEMENT) {
           const part = rows.slice(i, i + POSTGRES_ROWS_PER_STATEMENT);
@@ -184,7 +186,7 @@ async function postgresWriter(url: string): Promise<BatchWriter> {
       const { rows } = await client.query<{ indexname: string; indexdef: string }>(
         `select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = any($1)
            and indexname not in (select conname from pg_constraint)`,
-        [TABLES.map((t) => t.name)],
+        [POSTGRES_TABLES.map((t) => t.name)],
       );
       dropped = rows;
       for (const index of rows) await client.query(`drop index ${index.indexname}`);

@@ -352,8 +352,9 @@ export interface MessageUserRecipientsTable {
 
 /**
  * Each message's number by its UTC day (migration 2026-11-29-95-recipient-messages): the search by number and by
- * player. Rows are written with their message and deleted a day at a time by retention, so one whose message is gone
- * or whose number was blanked or changed may remain until its day goes: readers join the message and check its number.
+ * player. On SQLite a table whose rows are written with their message and deleted a day at a time by retention, so one
+ * whose message is gone or whose number was blanked or changed may remain until its day goes: readers join the message
+ * and check its number. On PostgreSQL a view over messages and messages_recipient_time.
  */
 export interface RecipientMessagesTable {
   /** created_at / 86400000 */

@@ -1,14 +1,15 @@
 /**
- * The numbers' entries (recipient_messages, migration 2026-11-29-95-recipient-messages): written with each message by
- * the claim, one more when a retry carries another number; a search finds a message through an entry only while the
- * message still has that number; retention deletes an entry once its message is gone or blanked, and only with the
- * rest of its day. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
+ * The numbers' entries (recipient_messages, migration 2026-11-29-95-recipient-messages). On SQLite a table: written with
+ * each message by the claim, one more when a retry carries another number; a search finds a message through an entry
+ * only while the message still has that number; retention deletes an entry once its message is gone or blanked, and
+ * only with the rest of its day. On PostgreSQL a view over messages: each message's own number, nothing to delete.
+ * Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inTransaction, migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { dialectFlagsOf, inTransaction, migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
@@ -45,6 +46,8 @@ const entries = async () =>
     day: Number(e.day),
   }));
 
+const writes = () => dialectFlagsOf(ledger.db).writesNumberEntries;
+
 const found = async (recipient: string) => (await searchMessages(ledger.db, { recipient, limit: 10 })).rows.map((r) => r.sms_id);
 
 /** Purges as a pass does, in chunks of `limit`, the days before `dayBefore`; returns how many went. */
@@ -68,10 +71,8 @@ describe("a message's number entries", () => {
     await ledger.db.updateTable('messages').set({ state: 'retryable' }).where('sms_id', '=', 'm1').execute();
     const retry = { ...(submittedMessageRow('m1', 'sandbox', NOON, { recipient: '+447700900002' }) as unknown as NewMessage) };
     expect(await inTransaction(ledger.db, (trx) => reclaimMessageForRetry(trx, 'm1', retry, NOON + 60_000, { uncertainCutoff: NOON }))).toBe(true);
-    expect(await entries()).toEqual([
-      { day: bucketAt(NOON), recipient: '+447700900001', sms_id: 'm1' },
-      { day: bucketAt(NOON), recipient: '+447700900002', sms_id: 'm1' },
-    ]);
+    const now = { day: bucketAt(NOON), recipient: '+447700900002', sms_id: 'm1' };
+    expect(await entries()).toEqual(writes() ? [{ day: bucketAt(NOON), recipient: '+447700900001', sms_id: 'm1' }, now] : [now]);
     expect(await found('+447700900002')).toEqual(['m1']);
     expect(await found('+447700900001')).toEqual([]);
   });
@@ -90,6 +91,15 @@ describe("a message's number entries", () => {
     await ledger.db.deleteFrom('messages').where('sms_id', 'in', ['gone-1', 'gone-2', 'gone-next-day']).execute();
     await ledger.db.updateTable('messages').set({ recipient: BLANKED }).where('sms_id', '=', 'blanked').execute();
     expect(await found('+447700900003')).toEqual([]);
+    if (!writes()) {
+      // The view has each remaining message's number as it is now; nothing to purge.
+      expect(await purge(day + 2, 2)).toBe(0);
+      expect(await entries()).toEqual([
+        { day, recipient: BLANKED, sms_id: 'blanked' },
+        { day, recipient: '+447700900004', sms_id: 'kept' },
+      ]);
+      return;
+    }
 
     expect(await purge(day + 1, 2)).toBe(3);
     expect((await entries()).map((e) => e.sms_id)).toEqual(['gone-next-day', 'kept']);

@@ -12,6 +12,11 @@ export interface DialectFlags {
   kind: 'sqlite' | 'postgres';
   /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
   skipLocked: boolean;
+  /**
+   * recipient_messages is a table the ledger writes and retention empties a day at a time (SQLite), not a view over
+   * messages and its index messages_recipient_time (PostgreSQL): migration 2026-11-29-95-recipient-messages.
+   */
+  writesNumberEntries: boolean;
 }
 
 export interface Ledger {
