@@ -22,8 +22,8 @@ import {
   type ScanPosition,
 } from '../ledger/retention.js';
 import type { Database } from '../ledger/schema.js';
-import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
 import { bucketAt } from '../ledger/time-buckets.js';
+import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
 
 export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'costs' | 'blank_personal_data_after'>;
 

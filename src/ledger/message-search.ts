@@ -7,8 +7,9 @@
  * and then, as the number's filter, the numbers' entries in recipient_messages (migration
  * 2026-11-29-95-recipient-messages), keyed by the message's day, number and time: the days from the newest message's
  * (or the range's end, or the cursor's) back to the oldest's are named in an IN list that each database walks newest day
- * first, each day's entries in created_at order, each joined to its message, so a page still stops at its limit; only
- * ties on created_at within a day (and, for a player with several numbers, one day's rows of those numbers) are sorted.
+ * first, each day's entries in the page's order, each joined to its message, so a page still stops at its limit; only
+ * one day's rows of a player's several numbers are sorted (and on PostgreSQL, where the entries are a view over an
+ * index ending in created_at, the ties on it).
  */
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import type { Database, MessagesTable, RecipientMessagesTable } from './schema.js';
@@ -158,7 +159,7 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     if (days.length === 0) return { rows: [], more: false };
     query = query.where('r.day', 'in', days).where('r.recipient', 'in', numbers);
     // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
-    // that the table's key yields it, so it sorts only the ties within a day and stops at the limit.
+    // that the table's key yields it, so it sorts nothing for one number and stops at the limit.
     query = query.orderBy('r.day', 'desc');
   }
   const rows = (await query
