@@ -5,7 +5,7 @@ import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
-import { bucketAt } from './time-buckets.js';
+import { bucketAt, dayOf } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -232,7 +232,7 @@ export async function reclaimMessageForRetry(
   // A retry may carry another number: it gets its entry too (readers skip the old one, which no longer matches the
   // message's number).
   await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
-    select created_at / 86400000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
+    select ${dayOf()}, recipient, created_at, sms_id from messages where sms_id = ${smsId}
     on conflict do nothing`.execute(db);
   return true;
 }

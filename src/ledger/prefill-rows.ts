@@ -5,6 +5,7 @@
  * indexes on those keys fill the way a grown ledger's do.
  */
 import { randomFillSync } from 'node:crypto';
+import { bucketAt } from './time-buckets.js';
 
 /** One column of a prefilled table: its name, and whether PostgreSQL binds it as text or bigint. */
 export interface PrefillColumn {
@@ -263,7 +264,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       completedAt,
       shape.echoesSmsId ? 1 : 0,
     ]);
-    batch.recipient_messages.push([Math.floor(createdAt / 86_400_000), recipient, createdAt, smsId]);
+    batch.recipient_messages.push([bucketAt(createdAt), recipient, createdAt, smsId]);
     const id = i + 1;
     count(submittedAt, provider, 'submitted');
     count(completedAt, provider, status);

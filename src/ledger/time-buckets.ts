@@ -16,7 +16,8 @@ type Db = Kysely<Database> | Transaction<Database>;
 export const BUCKET_MS = 86_400_000;
 
 /**
- * The day, as the migration wrote it in messages_provider_id_only (an index on an expression serves only that expression);
+ * The day, as the migrations wrote it in messages_provider_id_only (an index on an expression serves only that
+ * expression) and recipient_messages;
  * `table` when the query names messages by an alias.
  */
 export function dayOf(table?: string): RawBuilder<number> {
