@@ -12,6 +12,8 @@ import YAML from 'yaml';
 
 export const CLI = fileURLToPath(new URL('../src/cli.js', import.meta.url));
 const BIN = fileURLToPath(new URL('../src/bin.js', import.meta.url));
+/** The environment that tells a probe preloaded through BENCH_SERVER_NODE_OPTIONS where to write. */
+const PROBE_OUTPUTS = ['MEMORY_PROBE_OUT', 'STATEMENT_PROBE_OUT'];
 
 /**
  * How the package's bin starts the gateway (its first line, src/bin.ts: the environment and the V8 flags operators
@@ -128,11 +130,13 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
   const nodeArgs = [...bin.nodeArgs, ...(options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [])];
   const child = spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', configFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    // BENCH_SERVER_NODE_OPTIONS: node options for the server alone (a --require'd tracer, say), never the client's.
+    // BENCH_SERVER_NODE_OPTIONS: node options for the server alone (a --require'd tracer, say), never the client's;
+    // the preloaded probes' output files with them (memory-probe.ts, statement-probe.ts).
     env: {
       PATH: process.env.PATH ?? '',
       ...bin.env,
       ...(process.env.BENCH_SERVER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS } : {}),
+      ...Object.fromEntries(PROBE_OUTPUTS.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
     },
   });
   let stderr = '';
