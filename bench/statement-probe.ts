@@ -34,6 +34,7 @@ function install(file: string): void {
   const prototype = Object.getPrototypeOf(probe.prepare('select 1')) as Record<string, (...args: unknown[]) => unknown>;
   probe.close();
   const totals = new Map<string, { calls: number; ns: bigint }>();
+  const shapes = new WeakMap<BetterSqlite3.Statement, string>();
   for (const method of ['run', 'get', 'all', 'iterate']) {
     const original = prototype[method]!;
     prototype[method] = function (this: BetterSqlite3.Statement, ...args: unknown[]) {
@@ -41,10 +42,12 @@ function install(file: string): void {
       try {
         return original.apply(this, args);
       } finally {
-        const shape = statementShape(this.source);
+        const ns = process.hrtime.bigint() - started;
+        let shape = shapes.get(this);
+        if (shape === undefined) shapes.set(this, (shape = statementShape(this.source)));
         const entry = totals.get(shape) ?? { calls: 0, ns: 0n };
         entry.calls++;
-        entry.ns += process.hrtime.bigint() - started;
+        entry.ns += ns;
         totals.set(shape, entry);
       }
     };
