@@ -9,6 +9,7 @@ import { nextBlankStart, pauseAfterChunk, retentionCutoffs } from '../../src/del
 import { receiptsOverCap } from '../../src/delivery/receipt-cap.js';
 import { dialectFlagsOf } from '../../src/ledger/engine/db.js';
 import { BLANKED, SCAN_START } from '../../src/ledger/retention.js';
+import { bucketAt } from '../../src/ledger/time-buckets.js';
 import type { Database, MessagesTable } from '../../src/ledger/schema.js';
 import { smsMessage, startTestGateway, TEST_ADMIN_KEY, waitFor, type TestGateway } from '../helpers/gateway.js';
 
@@ -59,7 +60,7 @@ async function addMessage(db: Kysely<Database>, row: Insertable<MessagesTable>, 
   if (dialectFlagsOf(db).writesNumberEntries)
     await db
       .insertInto('recipient_messages')
-      .values({ day: Math.floor(row.created_at / DAY), recipient: row.recipient, created_at: row.created_at, sms_id: row.sms_id })
+      .values({ day: bucketAt(row.created_at), recipient: row.recipient, created_at: row.created_at, sms_id: row.sms_id })
       .execute();
   await db
     .insertInto('message_user_recipients')
