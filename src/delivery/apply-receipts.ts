@@ -8,7 +8,15 @@ import type { Logger } from 'pino';
 import type { ReceiptEvent } from '../../providers/types.js';
 import { insertConversions } from '../ledger/conversions.js';
 import { type StatsTally, withStatsTally } from '../ledger/delivery-stats.js';
-import { countReceiptsBySmsId, findParkedReceipts, insertNewReceipts, markReceiptsMatched, RECEIPT_MATCH, type NewReceipt } from '../ledger/receipts.js';
+import {
+  countReceiptsBySmsId,
+  findParkedReceipts,
+  findStoredDedupKeys,
+  insertNewReceipts,
+  markReceiptsMatched,
+  RECEIPT_MATCH,
+  type NewReceipt,
+} from '../ledger/receipts.js';
 import {
   confirmSubmitted,
   findReceiptTargetsByProviderId,
@@ -24,6 +32,7 @@ import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
 import { inTransaction } from '../ledger/engine/db.js';
+import { smsIdClock } from '../ledger/ids.js';
 import { recordReceiptCosts } from '../costs/charges.js';
 import type { CostBook } from '../costs/cost-book.js';
 
@@ -65,8 +74,26 @@ export interface ReceiptSummary {
   capped: number;
 }
 
-export function receiptDedupKey({ provider, event }: ReceiptInput): string {
-  return [provider, event.smsId ?? '', event.providerMessageId ?? '', event.providerStatus, event.errorCode ?? ''].join('|');
+/**
+ * The key that makes a receipt delivered twice count once: provider, message, provider id, status, error. What stands for
+ * the message:
+ * - a receipt that names our sms_id and was matched by it: that sms_id;
+ * - a receipt matched by the provider's id alone (SMPP's): its message's clock (`smsIdClock`). Its key is then led by
+ *   time like the others, so it lands at the growing edge of the unique index and a day's receipts leave it together
+ *   (docs/ledger.md "Beside messages"); the clock, not the whole id, keeps it 24 characters narrower;
+ * - a receipt parked without a message: the sms_id it named, if any (`unmatchedReceiptKey`).
+ * The same receipt always reaches the same message, so it gets the same key, except when it was parked first or stored
+ * by a build that keyed every receipt as unmatched: `applyReceipts` looks for that key too.
+ */
+export function receiptDedupKey({ provider, event }: ReceiptInput, matchedSmsId: string | undefined): string {
+  const named = event.smsId ?? '';
+  const message = matchedSmsId === undefined || matchedSmsId === named ? named : smsIdClock(matchedSmsId);
+  return [provider, message, event.providerMessageId ?? '', event.providerStatus, event.errorCode ?? ''].join('|');
+}
+
+/** The key of the same receipt while parked. */
+function unmatchedReceiptKey(input: ReceiptInput): string {
+  return receiptDedupKey(input, undefined);
 }
 
 /** Finds the message of each receipt: by our sms_id first, else by the provider's message (or part) id. */
@@ -189,7 +216,7 @@ export async function applyReceipts(
   const messages = await resolveMessages(trx, inputs, now);
   const rows: NewReceipt[] = inputs.map((input, k) => ({
     provider: input.provider,
-    dedup_key: receiptDedupKey(input),
+    dedup_key: receiptDedupKey(input, messages[k]?.sms_id),
     sms_id: messages[k]?.sms_id ?? input.event.smsId ?? null,
     provider_message_id: input.event.providerMessageId ?? null,
     provider_status: input.event.providerStatus,
@@ -205,7 +232,20 @@ export async function applyReceipts(
   // The same receipt twice in one batch counts once, like a duplicate arriving later.
   const firstIndex = new Map<string, number>();
   rows.forEach((r, k) => firstIndex.has(r.dedup_key) || firstIndex.set(r.dedup_key, k));
-  let unique = [...firstIndex.values()];
+  // A receipt matched now by the provider's id may have been stored before under its unmatched key: parked while its
+  // message was not known yet, or stored by a build that keyed every receipt so. (On PostgreSQL a copy that another
+  // instance is parking in a transaction not committed yet is not seen: both are stored, and the sweep applies the
+  // parked one later to no effect, its status being the message's already.)
+  const unmatchedKeys = new Map<number, string>();
+  for (const k of firstIndex.values()) {
+    const key = unmatchedReceiptKey(inputs[k]!);
+    if (key !== rows[k]!.dedup_key) unmatchedKeys.set(k, key);
+  }
+  const storedUnmatched = await findStoredDedupKeys(trx, [...unmatchedKeys.values()]);
+  let unique = [...firstIndex.values()].filter((k) => {
+    const key = unmatchedKeys.get(k);
+    return key === undefined || !storedUnmatched.has(key);
+  });
   const capped = new Set<number>();
   if (maxPerMessage !== undefined) {
     const named = unique.map((k) => ({ smsId: rows[k]!.sms_id ?? null, limit: maxPerMessage * Math.max(1, messages[k]?.segments ?? 1) }));

@@ -40,6 +40,15 @@ export async function insertNewReceipts(db: Db, rows: NewReceipt[]): Promise<Set
   return fresh;
 }
 
+/** Which of these dedup keys are stored already (a receipt's key before it was matched: src/delivery/apply-receipts.ts). */
+export async function findStoredDedupKeys(db: Db, keys: readonly string[]): Promise<Set<string>> {
+  const stored = new Set<string>();
+  for (const chunk of idChunks([...new Set(keys)], IDS_PER_STATEMENT)) {
+    for (const r of await db.selectFrom('receipts').select('dedup_key').where('dedup_key', 'in', chunk).execute()) stored.add(r.dedup_key);
+  }
+  return stored;
+}
+
 const anyParkedTemplate = createQueryTemplate((db: Kysely<Database>, _input: Record<string, never>) =>
   db.selectFrom('receipts').select(sql<number>`1`.as('one')).where(isParked).limit(1),
 );

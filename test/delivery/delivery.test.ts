@@ -77,6 +77,59 @@ describe('send → receipt → conversion', () => {
     expect(conversionsFor(sent.json.sms_id)[0]!.delivery_status).toBe('delivered');
   });
 
+  // A receipt found by the provider's id is keyed by its message's clock (receiptDedupKey), so that an SMPP receipt's key
+  // is led by time too; the key it had while parked, or under a build that keyed it without, still makes it a duplicate.
+  it('stores a receipt found by the provider id once, under its message, however it was first stored', async () => {
+    gw = await gatewayWith(idOnlySandbox);
+    const receiptsOf = (pm: string) =>
+      gw.gateway.ledger.db.selectFrom('receipts').select(['dedup_key', 'sms_id', 'matched']).where('provider_message_id', '=', pm).orderBy('id').execute();
+    const known = await gw.post('/channels/sms/single', smsMessage('keyed-by-message'));
+    const parked = await gw.post('/channels/sms/single', smsMessage('parked-first'));
+    const legacy = await gw.post('/channels/sms/single', smsMessage('stored-by-an-older-build'));
+    for (const [sent, pm] of [
+      [known, 'pm-known'],
+      [legacy, 'pm-legacy'],
+    ] as const) {
+      await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: pm }).where('sms_id', '=', sent.json.sms_id).execute();
+    }
+    // An older build's row: matched, its key without the sms_id.
+    await gw.gateway.ledger.db
+      .insertInto('receipts')
+      .values({
+        provider: 'sandbox',
+        dedup_key: 'sandbox||pm-legacy|delivered|',
+        sms_id: legacy.json.sms_id,
+        provider_message_id: 'pm-legacy',
+        provider_status: 'delivered',
+        mapped_status: 'delivered',
+        error_code: null,
+        matched: 1,
+        received_at: Date.now(),
+        price_micros: null,
+        price_currency: null,
+      })
+      .execute();
+    expect((await gw.postReceipt([{ message_id: 'pm-parked', status: 'delivered' }])).status).toBe(200);
+    await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'pm-parked' }).where('sms_id', '=', parked.json.sms_id).execute();
+    await gw.gateway.sweep();
+    for (let round = 0; round < 2; round++) {
+      const body = ['pm-known', 'pm-parked', 'pm-legacy'].map((pm) => ({ message_id: pm, status: 'delivered' }));
+      expect((await gw.postReceipt(body)).status).toBe(200);
+    }
+    const clock = (smsId: string) => smsId.replaceAll('-', '').slice(0, 12);
+    expect(await receiptsOf('pm-known')).toEqual([
+      { dedup_key: `sandbox|${clock(known.json.sms_id)}|pm-known|delivered|`, sms_id: known.json.sms_id, matched: 1 },
+    ]);
+    expect(await receiptsOf('pm-parked')).toEqual([{ dedup_key: 'sandbox||pm-parked|delivered|', sms_id: parked.json.sms_id, matched: 1 }]);
+    expect(await receiptsOf('pm-legacy')).toHaveLength(1);
+    await waitFor(() => conversionsFor(known.json.sms_id).length > 0 && conversionsFor(parked.json.sms_id).length > 0);
+    await gw.gateway.sweep();
+    expect(conversionsFor(known.json.sms_id)).toHaveLength(1);
+    expect(conversionsFor(parked.json.sms_id)).toHaveLength(1);
+    // The older build's row was applied by that build: this one counted its repeats as duplicates, so none was posted.
+    expect(conversionsFor(legacy.json.sms_id)).toHaveLength(0);
+  });
+
   // messages_provider_id_only is led by the message's day: a receipt looks in today's and yesterday's first, then in
   // every older day back to the oldest message (src/ledger/receipt-targets.ts).
   it("applies a receipt carrying only the provider id (as SMPP's do) to a message created 80 days ago", async () => {
