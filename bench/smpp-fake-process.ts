@@ -63,7 +63,9 @@ export async function startSmppFakeProcess(options: { receipts: boolean }): Prom
 
 async function runChild(receipts: boolean): Promise<void> {
   const { startSmppFake } = (await import('../test/fakes/smpp.js')) as typeof import('../test/fakes/smpp.js');
-  const fake = await startSmppFake({ receipts: receipts ? 'after' : 'none' });
+  // Ids that no earlier run gave, as a real SMSC's never repeat: a run on a ledger that earlier runs filled (--ledger)
+  // must not find their messages by its receipts' ids.
+  const fake = await startSmppFake({ receipts: receipts ? 'after' : 'none', firstMessageId: Date.now() * 1_000 });
   const stats: SmppFakeStats = { submits: 0, receiptsAnswered: 0, receiptsRefused: 0, maxOutstanding: 0, bound: 0 };
   fake.submits.push = () => ++stats.submits;
   fake.receiptAnswers.push = (...statuses) => {

@@ -7,12 +7,15 @@ export interface Measurement {
   latenciesMs: number[];
 }
 
-/** An SMS message object as the CRM sends it. Sandbox recipients end in ≥ 1000, so none hits the 0001–0005 outcome rules. */
+/**
+ * An SMS message object as the CRM sends it. Recipients end in 1000–8999, so none hits the sandbox's 0001–0005 outcome
+ * rules nor the fake SMSC's refused destinations (SMPP_MAGIC_DESTINATIONS, test/fakes/smpp.ts: 99xx).
+ */
 export function singleMessage(id: string, i: number, provider: string) {
   return {
     activity: { id, brand_id: 7, user_id: `u-${i}`, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
     content: 'Your weekly bonus is waiting: 20 free spins on Starburst. Reply STOP to opt out.',
-    recipient: `+4477009${Math.floor(i / 9_000) % 10}${1_000 + (i % 9_000)}`,
+    recipient: `+4477009${Math.floor(i / 8_000) % 10}${1_000 + (i % 8_000)}`,
     sender_name: 'Casino',
     provider_name: provider,
     encoding: 'auto',

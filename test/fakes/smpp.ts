@@ -42,6 +42,8 @@ export interface SmppFakeOptions {
   /** Serve SMPP over TLS with this key and certificate (PEM). */
   tls?: { key: string; cert: string };
   port?: number;
+  /** The message_id of the first accepted submit_sm, counted up from there (default 0x10000). */
+  firstMessageId?: number;
 }
 
 export interface SmppFake {
@@ -119,7 +121,7 @@ export async function startSmppFake(options: SmppFakeOptions = {}): Promise<Smpp
   const origin = new Map<string, smpp.Session>();
   const held: Array<() => void> = [];
   let outstanding = 0;
-  let nextId = 0x10000;
+  let nextId = options.firstMessageId ?? 0x10000;
 
   function receiptPdu(messageId: string, stat: string, as: 'text' | 'tlv'): Record<string, unknown> {
     const base = { source_addr: '447700900123', destination_addr: 'Casino', esm_class: 0x04 };
