@@ -81,9 +81,10 @@ export interface ReceiptSummary {
  * - a receipt matched by the provider's id alone (SMPP's): its message's clock (`smsIdClock`). Its key is then led by
  *   time like the others, so it lands at the growing edge of the unique index and a day's receipts leave it together
  *   (docs/ledger.md "Beside messages"); the clock, not the whole id, keeps it 24 characters narrower;
- * - a receipt parked without a message: the sms_id it named, if any (`unmatchedReceiptKey`).
- * The same receipt always reaches the same message, so it gets the same key, except when it was parked first or stored
- * by a build that keyed every receipt as unmatched: `applyReceipts` looks for that key too.
+ * - a receipt parked without a message: the sms_id it named, if any (`unmatchedReceiptKey`), until it is matched
+ *   (`markReceiptsMatched` gives it the key above).
+ * The same receipt always reaches the same message, so it gets the same key, except while it is parked, or when it was
+ * stored by a build that keyed every receipt as unmatched: `applyReceipts` looks for that key too.
  */
 export function receiptDedupKey({ provider, event }: ReceiptInput, matchedSmsId: string | undefined): string {
   const named = event.smsId ?? '';
@@ -418,7 +419,9 @@ async function applyParked(
     },
   }));
   const messages = await resolveMessages(trx, inputs, now);
-  const matched = parked.flatMap((r, k) => (messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, k }] : []));
+  const matched = parked.flatMap((r, k) =>
+    messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, dedupKey: receiptDedupKey(inputs[k]!, messages[k]!.sms_id), k }] : [],
+  );
   await markReceiptsMatched(trx, matched);
   return applyEvents(
     trx,

@@ -3,6 +3,7 @@ import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
 import { IDS_PER_STATEMENT, ROWS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
+import { isUniqueViolation } from './engine/write-errors.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type NewReceipt = Insertable<ReceiptsTable>;
@@ -122,10 +123,28 @@ export async function deleteSetAsideReceipts(db: Db, receivedBefore: number, lim
   return Number(result.numDeletedRows);
 }
 
-export async function markReceiptsMatched(db: Db, matches: Array<{ id: number; smsId: string }>): Promise<void> {
-  for (const m of matches) {
-    await db.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId }).where('id', '=', m.id).execute();
+/**
+ * Marks parked receipts applied to their message, each given the dedup key it would have had if matched on arrival
+ * (`dedupKey`, led by its message's time: src/delivery/apply-receipts.ts) unless a receipt stored meanwhile holds it.
+ * On PostgreSQL a copy that another instance stores at the same moment is not seen by that check, and the update
+ * breaks the unique key: the savepoint takes the batch back, and it is marked again with the keys it had.
+ */
+export async function markReceiptsMatched(trx: Transaction<Database>, matches: Array<{ id: number; smsId: string; dedupKey: string }>): Promise<void> {
+  if (matches.length === 0) return;
+  await sql`savepoint mark_matched`.execute(trx);
+  try {
+    for (const m of matches) {
+      const dedupKey = sql<string>`case when exists (select 1 from receipts where dedup_key = ${m.dedupKey}) then dedup_key else ${m.dedupKey} end`;
+      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId, dedup_key: dedupKey }).where('id', '=', m.id).execute();
+    }
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    await sql`rollback to savepoint mark_matched`.execute(trx);
+    for (const m of matches) {
+      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId }).where('id', '=', m.id).execute();
+    }
   }
+  await sql`release savepoint mark_matched`.execute(trx);
 }
 
 export async function findReceiptsBySmsId(db: Db, smsId: string) {

@@ -78,7 +78,8 @@ describe('send → receipt → conversion', () => {
   });
 
   // A receipt found by the provider's id is keyed by its message's clock (receiptDedupKey), so that an SMPP receipt's key
-  // is led by time too; the key it had while parked, or under a build that keyed it without, still makes it a duplicate.
+  // is led by time too, and a parked one is given that key when it is matched; the key it had while parked, or under a
+  // build that keyed it without, still makes it a duplicate.
   it('stores a receipt found by the provider id once, under its message, however it was first stored', async () => {
     gw = await gatewayWith(idOnlySandbox);
     const receiptsOf = (pm: string) =>
@@ -93,35 +94,47 @@ describe('send → receipt → conversion', () => {
       await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: pm }).where('sms_id', '=', sent.json.sms_id).execute();
     }
     // An older build's row: matched, its key without the sms_id.
+    const olderBuildRow = (smsId: string, pm: string) => ({
+      provider: 'sandbox',
+      dedup_key: `sandbox||${pm}|delivered|`,
+      sms_id: smsId,
+      provider_message_id: pm,
+      provider_status: 'delivered',
+      mapped_status: 'delivered',
+      error_code: null,
+      matched: 1,
+      received_at: Date.now(),
+      price_micros: null,
+      price_currency: null,
+    });
+    await gw.gateway.ledger.db.insertInto('receipts').values(olderBuildRow(legacy.json.sms_id, 'pm-legacy')).execute();
+    const clock = (smsId: string) => smsId.replaceAll('-', '').slice(0, 12);
+    expect((await gw.postReceipt([{ message_id: 'pm-parked', status: 'delivered' }])).status).toBe(200);
+    // Parked too, while a copy matched by another instance already holds the key it would be given (PostgreSQL's race).
+    const taken = await gw.post('/channels/sms/single', smsMessage('parked-and-taken'));
+    expect((await gw.postReceipt([{ message_id: 'pm-taken', status: 'delivered' }])).status).toBe(200);
     await gw.gateway.ledger.db
       .insertInto('receipts')
-      .values({
-        provider: 'sandbox',
-        dedup_key: 'sandbox||pm-legacy|delivered|',
-        sms_id: legacy.json.sms_id,
-        provider_message_id: 'pm-legacy',
-        provider_status: 'delivered',
-        mapped_status: 'delivered',
-        error_code: null,
-        matched: 1,
-        received_at: Date.now(),
-        price_micros: null,
-        price_currency: null,
-      })
+      .values({ ...olderBuildRow(taken.json.sms_id, 'pm-taken'), dedup_key: `sandbox|${clock(taken.json.sms_id)}|pm-taken|delivered|` })
       .execute();
-    expect((await gw.postReceipt([{ message_id: 'pm-parked', status: 'delivered' }])).status).toBe(200);
+    await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'pm-taken' }).where('sms_id', '=', taken.json.sms_id).execute();
     await gw.gateway.ledger.db.updateTable('messages').set({ provider_message_id: 'pm-parked' }).where('sms_id', '=', parked.json.sms_id).execute();
     await gw.gateway.sweep();
     for (let round = 0; round < 2; round++) {
       const body = ['pm-known', 'pm-parked', 'pm-legacy'].map((pm) => ({ message_id: pm, status: 'delivered' }));
       expect((await gw.postReceipt(body)).status).toBe(200);
     }
-    const clock = (smsId: string) => smsId.replaceAll('-', '').slice(0, 12);
     expect(await receiptsOf('pm-known')).toEqual([
       { dedup_key: `sandbox|${clock(known.json.sms_id)}|pm-known|delivered|`, sms_id: known.json.sms_id, matched: 1 },
     ]);
-    expect(await receiptsOf('pm-parked')).toEqual([{ dedup_key: 'sandbox||pm-parked|delivered|', sms_id: parked.json.sms_id, matched: 1 }]);
+    expect(await receiptsOf('pm-parked')).toEqual([
+      { dedup_key: `sandbox|${clock(parked.json.sms_id)}|pm-parked|delivered|`, sms_id: parked.json.sms_id, matched: 1 },
+    ]);
     expect(await receiptsOf('pm-legacy')).toHaveLength(1);
+    expect((await receiptsOf('pm-taken')).map((r) => r.dedup_key)).toEqual([
+      'sandbox||pm-taken|delivered|',
+      `sandbox|${clock(taken.json.sms_id)}|pm-taken|delivered|`,
+    ]);
     await waitFor(() => conversionsFor(known.json.sms_id).length > 0 && conversionsFor(parked.json.sms_id).length > 0);
     await gw.gateway.sweep();
     expect(conversionsFor(known.json.sms_id)).toHaveLength(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLedgerUnavailable, isRefusedValue } from '../../src/ledger/engine/write-errors.js';
+import { isLedgerUnavailable, isRefusedValue, isUniqueViolation } from '../../src/ledger/engine/write-errors.js';
 
 const err = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -23,5 +23,19 @@ describe('classifying a failed ledger write', () => {
   ])('%s: unavailable %s, refused value %s', (_label, error, unavailable, refused) => {
     expect(isLedgerUnavailable(error)).toBe(unavailable);
     expect(isRefusedValue(error)).toBe(refused);
+  });
+});
+
+describe('isUniqueViolation', () => {
+  it.each([
+    ['PostgreSQL unique violation', err('23505'), true],
+    ['SQLite unique constraint', err('SQLITE_CONSTRAINT_UNIQUE'), true],
+    ['SQLite primary key', err('SQLITE_CONSTRAINT_PRIMARYKEY'), true],
+    ['PostgreSQL foreign key violation', err('23503'), false],
+    ['SQLite check constraint', err('SQLITE_CONSTRAINT_CHECK'), false],
+    ['SQLite busy', err('SQLITE_BUSY'), false],
+    ['not an error at all', 'boom', false],
+  ])('%s: %s', (_label, error, unique) => {
+    expect(isUniqueViolation(error)).toBe(unique);
   });
 });

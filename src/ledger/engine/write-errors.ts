@@ -32,3 +32,9 @@ export function isRefusedValue(error: unknown): boolean {
   const code = codeOf(error);
   return /^22[0-9A-Z]{3}$/.test(code) || code === '54000' || code === 'SQLITE_TOOBIG' || code === 'SQLITE_MISMATCH';
 }
+
+/** A unique key already held by another row: PostgreSQL's 23505, SQLite's CONSTRAINT_UNIQUE (and PRIMARYKEY). */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = codeOf(error);
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
