@@ -32,7 +32,7 @@ import type { ReceiptMetrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { decideTransition } from './status.js';
 import { inTransaction } from '../ledger/engine/db.js';
-import { smsIdClock } from '../ledger/ids.js';
+import { receiptKey, smsIdClock } from '../ledger/ids.js';
 import { recordReceiptCosts } from '../costs/charges.js';
 import type { CostBook } from '../costs/cost-book.js';
 
@@ -89,7 +89,7 @@ export interface ReceiptSummary {
 export function receiptDedupKey({ provider, event }: ReceiptInput, matchedSmsId: string | undefined): string {
   const named = event.smsId ?? '';
   const message = matchedSmsId === undefined || matchedSmsId === named ? named : smsIdClock(matchedSmsId);
-  return [provider, message, event.providerMessageId ?? '', event.providerStatus, event.errorCode ?? ''].join('|');
+  return receiptKey(provider, message, event.providerMessageId ?? '', event.providerStatus, event.errorCode ?? '');
 }
 
 /** The key of the same receipt while parked. */

@@ -30,3 +30,11 @@ export function newSmsId(): string {
 export function smsIdClock(smsId: string): string {
   return smsId.slice(0, 8) + smsId.slice(9, 13);
 }
+
+/**
+ * A receipt's dedup key (receipts.dedup_key) from its parts, '|' between them: the one way it is written, by the intake
+ * (receiptDedupKey, src/delivery/apply-receipts.ts, which says what stands for the message) and by the prefill.
+ */
+export function receiptKey(provider: string, message: string, providerMessageId: string, providerStatus: string, errorCode: string): string {
+  return [provider, message, providerMessageId, providerStatus, errorCode].join('|');
+}

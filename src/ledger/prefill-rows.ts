@@ -6,7 +6,7 @@
  */
 import { randomFillSync } from 'node:crypto';
 import { bucketAt } from './time-buckets.js';
-import { smsIdClock } from './ids.js';
+import { receiptKey, smsIdClock } from './ids.js';
 
 /** One column of a prefilled table: its name, and whether PostgreSQL binds it as text or bigint. */
 export interface PrefillColumn {
@@ -270,10 +270,9 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     count(submittedAt, provider, 'submitted');
     count(completedAt, provider, status);
     if (status !== 'delivery_unknown') {
-      // The intake's dedup key of a matched receipt (receiptDedupKey, src/delivery/apply-receipts.ts):
-      // provider|message|provider id|status|error; the message is its sms_id, or its clock when found by the provider id.
-      const message = shape.echoesSmsId ? smsId : smsIdClock(smsId);
-      const dedupKey = [provider, message, providerMessageId, rawStatus, errorCode ?? ''].join('|');
+      // The intake's dedup key of a matched receipt (receiptDedupKey, src/delivery/apply-receipts.ts): the message is
+      // its sms_id, or its clock when found by the provider id.
+      const dedupKey = receiptKey(provider, shape.echoesSmsId ? smsId : smsIdClock(smsId), providerMessageId, rawStatus, errorCode ?? '');
       batch.receipts.push([id, provider, dedupKey, smsId, providerMessageId, rawStatus, status, errorCode, 1, completedAt, 0]);
     }
     const postedAt = completedAt + 20 + Math.floor(next() * 500);
