@@ -244,7 +244,7 @@ export interface ProviderDeps {
    * so the plugin acknowledges only what is stored. The plugin must have authenticated where they came from.
    * Absent in processes that take in nothing (tools, benchmarks of the plugin alone): such a plugin refuses them.
    * `maxParked`: the most of this provider's receipts left parked (matching no message yet); past it the oldest are
-   * set aside and counted (sms_gateway_parked_receipts_dropped_total).
+   * set aside and counted (sms_gateway_parked_receipts_dropped_total), checked once per tenth of it parked.
    */
   deliverReceipts?: (events: ReceiptEvent[], limits?: { maxParked?: number }) => Promise<void>;
   /**

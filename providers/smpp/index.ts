@@ -87,7 +87,7 @@ const configSchema = z.strictObject({
     .max(10_000_000)
     .default(10_000)
     .describe(
-      "This provider's receipts left parked (no message known for their id) at most; past it the oldest are set aside and counted in sms_gateway_parked_receipts_dropped_total.",
+      "This provider's receipts left parked (no message known for their id) at most; past it the oldest are set aside and counted in sms_gateway_parked_receipts_dropped_total. Checked each time an instance has parked a tenth of it, so the pile may pass it by that much.",
     ),
 });
 export type SmppConfig = z.infer<typeof configSchema>;

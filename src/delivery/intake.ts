@@ -41,12 +41,23 @@ export interface ReceiptIntake {
   /** Stores a request's receipts, batched with other requests' into one transaction. */
   store(inputs: ReceiptInput[]): Promise<ReceiptSummary>;
   /**
-   * Stores receipts a plugin pushed over its own connection (SMPP), then keeps at most `maxParked` of that provider's
-   * receipts parked, setting the oldest aside: a source that reports ids we never issued cannot grow the pile forever.
+   * Stores receipts a plugin pushed over its own connection (SMPP), then keeps about `maxParked` of that provider's
+   * receipts parked, setting the oldest aside (parkedCheckInterval): a source that reports ids we never issued cannot
+   * grow the pile forever.
    */
   storePushed(provider: string, events: ReceiptEvent[], limits?: { maxParked?: number }): Promise<ReceiptSummary>;
   /** Receipts that beat the provider's answer and carry only its message id wait parked until the send is recorded. */
   rematchAfterSend(trx: Transaction<Database>, tally: StatsTally, records: SendOutcomeRecord[]): Promise<void>;
+}
+
+/**
+ * How many receipts a process parks between two enforcements of a provider's `max_parked_receipts`. Enforcing reads
+ * up to that many parked entries (setAsideParkedBeyond), so doing it on every receipt would make each receipt of a
+ * flood of unknown ids cost the whole bound; once per tenth of the bound costs about ten entries a receipt, and lets
+ * the pile pass the bound by less than a tenth of it (per instance) before the oldest are set aside.
+ */
+export function parkedCheckInterval(maxParked: number): number {
+  return Math.max(1, Math.floor(maxParked / 10));
 }
 
 export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
@@ -69,6 +80,9 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       reported(summary.reported);
     },
   );
+
+  // Receipts this process parked per provider since it last enforced the bound (absent: not yet, so the first enforces).
+  const parkedSinceCheck = new Map<string, number>();
 
   const intake: ReceiptIntake = {
     /**
@@ -95,6 +109,12 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
       const summary = await intake.store(events.map((event) => ({ provider, event })));
       const keep = limits?.maxParked;
       if (keep !== undefined && summary.parked > 0) {
+        const since = (parkedSinceCheck.get(provider) ?? Number.POSITIVE_INFINITY) + summary.parked;
+        if (since < parkedCheckInterval(keep)) {
+          parkedSinceCheck.set(provider, since);
+          return summary;
+        }
+        parkedSinceCheck.set(provider, 0);
         const dropped = await queue.transact((trx) => setAsideParkedBeyond(trx, provider, keep));
         if (dropped > 0) {
           deps.metrics?.parkedReceiptsDropped(provider, dropped);
