@@ -1,15 +1,17 @@
 /**
- * What SQLite's planner makes of a ledger function's statement: the function runs against a freshly migrated, empty
- * ledger file, its statements are captured as Kysely compiles them, and the first one `which` picks is explained
- * (EXPLAIN QUERY PLAN), one step a line.
+ * What a planner makes of a ledger function's statement: the function runs against a freshly migrated, empty ledger
+ * (a SQLite file, or a PostgreSQL database of its own), its statements are captured as Kysely compiles them, and the
+ * first one `which` picks is explained (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN), one step a line.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect, type CompiledQuery } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type CompiledQuery } from 'kysely';
+import pg from 'pg';
 import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Database } from '../../src/ledger/schema.js';
+import { dropPostgresDatabase, postgresDatabaseUrl } from './database.js';
 
 export interface PlanOptions {
   /** Run on the migrated file before the function (statistics, rows). */
@@ -35,5 +37,26 @@ export async function sqlitePlanOf(run: (db: Kysely<Database>) => Promise<unknow
       .join('\n');
   } finally {
     await db.destroy();
+  }
+}
+
+/** The same on PostgreSQL, in a database of its own (on the SQLite run too: the machine's server); `prepare` is not taken. */
+export async function postgresPlanOf(run: (db: Kysely<Database>) => Promise<unknown>, options: Pick<PlanOptions, 'which'> = {}): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'crm-query-plans-'));
+  const url = postgresDatabaseUrl(dir);
+  const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
+  await migrateToLatest(ledger.db);
+  await ledger.close();
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const captured: CompiledQuery[] = [];
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: (event) => void captured.push(event.query) });
+  try {
+    await run(db);
+    const statement = captured.find(options.which ?? (() => true))!;
+    const plan = await pool.query<{ 'QUERY PLAN': string }>(`explain ${statement.sql}`, statement.parameters as unknown[]);
+    return plan.rows.map((row) => row['QUERY PLAN']).join('\n');
+  } finally {
+    await db.destroy();
+    await dropPostgresDatabase(dir);
   }
 }

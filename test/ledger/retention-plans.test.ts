@@ -1,12 +1,13 @@
 /**
- * Retention's choice of final messages on SQLite finds each message's conversions and held sends by its sms_id, not
- * through the outboxes' partial indexes of owed rows, which would scan every owed conversion for each message looked
- * at (EXPLAIN QUERY PLAN; src/ledger/retention.ts, isFinalMessage).
+ * Retention's choice of final messages finds each message's conversions and held sends by its sms_id (src/ledger/retention.ts,
+ * isFinalMessage): on SQLite not through the outboxes' partial indexes of owed rows, which would scan every owed
+ * conversion for each message looked at (EXPLAIN QUERY PLAN); on PostgreSQL as a lookup for each message, never a
+ * join, which it may plan as a scan of every conversion for each chunk (EXPLAIN).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { blankFinalMessages, deleteFinalMessages, SCAN_START } from '../../src/ledger/retention.js';
-import { sqlitePlanOf } from '../helpers/query-plans.js';
+import { postgresPlanOf, sqlitePlanOf } from '../helpers/query-plans.js';
 
 /** What `ANALYZE` wrote on a prefilled ledger of 30 million messages whose conversions were all posted. */
 const ANALYSED = [
@@ -45,5 +46,21 @@ describe('retention query plans on SQLite', () => {
     expect(plan).toContain('SEARCH c USING INDEX conversions_sms_id (sms_id=?)');
     expect(plan).toContain('SEARCH h USING INDEX sqlite_autoindex_held_sends_1 (sms_id=?)');
     expect(plan).not.toMatch(/conversions_unposted|conversions_due|held_sends_due/);
+  });
+});
+
+describe('retention query plans on PostgreSQL', () => {
+  it.each(['delete', 'blank'] as const)('%s: conversions and held sends looked up for each message, never joined', async (pass) => {
+    const plan = await postgresPlanOf(
+      (db) =>
+        db
+          .transaction()
+          .execute((trx) =>
+            pass === 'delete' ? deleteFinalMessages(trx, Date.now()) : blankFinalMessages(trx, Date.now(), SCAN_START).then((chunk) => chunk.blanked),
+          ),
+      { which: (q) => q.sql.startsWith('select') },
+    );
+    expect(plan).toMatch(/SubPlan[^]*SubPlan/);
+    expect(plan).not.toMatch(/Join/);
   });
 });
