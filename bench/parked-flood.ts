@@ -3,10 +3,10 @@
  *
  * A source pushing receipts for ids we never issued, as an SMSC may over its bind: each receipt goes through the
  * receipt intake's `storePushed` on its own, as a deliver_sm does (src/delivery/intake.ts), against a new migrated
- * ledger (a SQLite file in a temporary folder, or a new PostgreSQL database named by --database, dropped after). The
- * pile grows to the provider's bound and stays there while the oldest are set aside. Prints one JSON line: receipts a
- * second, the process's CPU a receipt over all of them and over the last tenth (the pile at its bound), and the
- * parked and set-aside counts at the end.
+ * ledger (a SQLite file in a temporary folder, or on the server --database names a new database NAME_<pid>, dropped
+ * after). The pile grows to the provider's bound and stays there while the oldest are set aside. Prints one JSON
+ * line: receipts a second and the process's CPU a receipt, over all of them and over the last tenth (the pile at its
+ * bound), and the parked and set-aside counts at the end. On PostgreSQL the server's CPU is not in these figures.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,20 +32,21 @@ const folder = mkdtempSync(join(tmpdir(), 'parked-flood-'));
 let url = `sqlite:${join(folder, 'ledger.db')}`;
 let dropDatabase = async () => {};
 if (values.database) {
+  // The URL names the server and a prefix: the run creates NAME_<pid> through the server's own `postgres` database.
   const server = new URL(values.database);
   const name = `${server.pathname.slice(1) || 'parked_flood'}_${process.pid}`;
-  const admin = new pg.Client({ connectionString: values.database });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  server.pathname = '/postgres';
+  const adminUrl = server.toString();
+  const onServer = async (statement: string) => {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(statement);
+    await admin.end();
+  };
+  await onServer(`create database ${name}`);
+  dropDatabase = () => onServer(`drop database ${name}`);
   server.pathname = `/${name}`;
   url = server.toString();
-  dropDatabase = async () => {
-    const again = new pg.Client({ connectionString: values.database });
-    await again.connect();
-    await again.query(`drop database ${name}`);
-    await again.end();
-  };
 }
 
 const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 2 });
