@@ -3,17 +3,13 @@
  * ids we never issued keeps at most about `max_parked_receipts` of them parked. Real ledger: SQLite, or PostgreSQL
  * when TEST_DATABASE_URL is set.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReceiptIntake, parkedCheckInterval, type ReceiptIntake } from '../../src/delivery/intake.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { createTransactionQueue } from '../../src/ledger/engine/transaction-queue.js';
 import { RECEIPT_MATCH } from '../../src/ledger/receipts.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 
 describe('parkedCheckInterval', () => {
   it.each([
@@ -29,7 +25,7 @@ describe('parkedCheckInterval', () => {
 });
 
 describe('receipts pushed for ids we never issued', () => {
-  let database: TestDatabase;
+  let opened: TestLedger | undefined;
   let ledger: Ledger;
   let clock = 1_800_000_000_000;
   const intakeOn = (l: Ledger): ReceiptIntake =>
@@ -59,13 +55,11 @@ describe('receipts pushed for ids we never issued', () => {
     );
 
   beforeAll(async () => {
-    database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'intake-')));
-    ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-    await migrateToLatest(ledger.db);
+    opened = await openTestLedger('intake');
+    ledger = opened.ledger;
   });
   afterAll(async () => {
-    await ledger?.close();
-    await database?.drop();
+    await opened?.close();
   });
 
   it('keeps the newest within a tenth of the bound past it, setting the oldest aside', async () => {

@@ -7,8 +7,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 const created = new Set<string>();
 
@@ -91,4 +95,26 @@ export interface TestDatabase {
 
 export async function createTestDatabase(dir: string): Promise<TestDatabase> {
   return { url: testDatabaseUrl(dir), drop: () => dropTestDatabase(dir) };
+}
+
+/** A migrated ledger of a test file's own, opened as a process opens it; `close` closes it and drops its database. */
+export interface TestLedger {
+  ledger: Ledger;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** `name` names the temp dir (and so the PostgreSQL database): one per test file. */
+export async function openTestLedger(name: string, poolSize = 2): Promise<TestLedger> {
+  const database = await createTestDatabase(mkdtempSync(join(tmpdir(), `${name}-`)));
+  const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: poolSize });
+  await migrateToLatest(ledger.db);
+  return {
+    ledger,
+    url: database.url,
+    async close() {
+      await ledger.close();
+      await database.drop();
+    },
+  };
 }

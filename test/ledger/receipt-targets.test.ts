@@ -4,14 +4,10 @@
  * messages_provider_id_only holds; migration 2026-11-29-90-provider-id-only). Runs on SQLite, and on PostgreSQL
  * when TEST_DATABASE_URL is set; the plan is SQLite's.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { findReceiptTargetsByProviderId, findReceiptTargetsBySmsId } from '../../src/ledger/receipt-targets.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 import { sqlitePlanOf } from '../helpers/query-plans.js';
 
@@ -19,12 +15,11 @@ const DAY = 86_400_000;
 const NOW = 1_800_000_000_000;
 
 describe('finding a receipt’s message', () => {
-  let database: TestDatabase;
+  let opened: TestLedger | undefined;
   let ledger: Ledger;
   beforeAll(async () => {
-    database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'receipt-targets-')));
-    ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-    await migrateToLatest(ledger.db);
+    opened = await openTestLedger('receipt-targets');
+    ledger = opened.ledger;
     await ledger.db
       .insertInto('messages')
       .values([
@@ -39,8 +34,7 @@ describe('finding a receipt’s message', () => {
       .execute();
   });
   afterAll(async () => {
-    await ledger?.close();
-    await database?.drop();
+    await opened?.close();
   });
 
   it('finds a message whose receipts may lack its sms_id by the provider’s id, however old', async () => {

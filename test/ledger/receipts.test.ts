@@ -3,15 +3,11 @@
  * unless another receipt holds it. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set; the race with
  * another instance's uncommitted copy exists on PostgreSQL only (SQLite has one writer).
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { markReceiptsMatched, type NewReceipt } from '../../src/ledger/receipts.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 
 const parkedRow = (pm: string, dedupKey = `smsc||${pm}|DELIVRD|`): NewReceipt => ({
   provider: 'smsc',
@@ -28,16 +24,14 @@ const parkedRow = (pm: string, dedupKey = `smsc||${pm}|DELIVRD|`): NewReceipt =>
 });
 
 describe('markReceiptsMatched', () => {
-  let database: TestDatabase;
+  let opened: TestLedger | undefined;
   let ledger: Ledger;
   beforeAll(async () => {
-    database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'receipts-')));
-    ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-    await migrateToLatest(ledger.db);
+    opened = await openTestLedger('receipts');
+    ledger = opened.ledger;
   });
   afterAll(async () => {
-    await ledger?.close();
-    await database?.drop();
+    await opened?.close();
   });
 
   const keysOf = async (pm: string) =>
@@ -66,7 +60,7 @@ describe('markReceiptsMatched', () => {
 
   it.runIf(Boolean(process.env.TEST_DATABASE_URL))('keeps the parked keys when another instance stores the same key meanwhile, and fails nothing', async () => {
     const parked = await park(parkedRow('P3'));
-    const other = new pg.Client({ connectionString: database.url });
+    const other = new pg.Client({ connectionString: opened!.url });
     await other.connect();
     try {
       // Another instance's copy, stored in a transaction still open: the check in the update cannot see it.

@@ -5,33 +5,28 @@
  * only with the rest of its day. On PostgreSQL a view over messages: each message's own number, nothing to delete.
  * Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { dialectFlagsOf, inTransaction, migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { dialectFlagsOf, inTransaction } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
 import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
 import { bucketAt } from '../../src/ledger/time-buckets.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 
 const DAY = 86_400_000;
 // Noon UTC: the messages below a few hours apart share their day.
 const NOON = Math.floor(Date.now() / DAY) * DAY - 2 * DAY + DAY / 2;
 
-let database: TestDatabase;
+let opened: TestLedger | undefined;
 let ledger: Ledger;
 beforeEach(async () => {
-  database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'recipient-entries-')));
-  ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-  await migrateToLatest(ledger.db);
+  opened = await openTestLedger('recipient-entries');
+  ledger = opened.ledger;
 });
 afterEach(async () => {
-  await ledger.close();
-  await database.drop();
+  await opened?.close();
 });
 
 /** A message as the claim stores it (insertNewMessages), to `recipient` at `at`. */

@@ -4,16 +4,12 @@
  * and country, messages created in the window and taken, those judged, those delivered on time by a receipt. Runs on
  * SQLite, and on PostgreSQL when TEST_DATABASE_URL is set; on SQLite the statement reads messages_provider_created.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Insertable } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { listRecentDelivery } from '../../src/ledger/route-delivery.js';
 import type { MessagesTable } from '../../src/ledger/schema.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 import { sqlitePlanOf } from '../helpers/query-plans.js';
 
@@ -33,12 +29,11 @@ const delivered = (afterMin: number, ageMin: number) => ({
 });
 
 describe('listRecentDelivery', () => {
-  let database: TestDatabase;
+  let opened: TestLedger | undefined;
   let ledger: Ledger;
   beforeAll(async () => {
-    database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'route-delivery-')));
-    ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-    await migrateToLatest(ledger.db);
+    opened = await openTestLedger('route-delivery');
+    ledger = opened.ledger;
     const rows = [
       // cheap in GB: 3 on time, 1 delivered late, 1 undelivered, 1 late without a receipt, 1 too young to judge.
       message('cheap', 'GB', 14, delivered(1, 14)),
@@ -64,8 +59,7 @@ describe('listRecentDelivery', () => {
     await ledger.db.insertInto('messages').values(rows).execute();
   });
   afterAll(async () => {
-    await ledger?.close();
-    await database?.drop();
+    await opened?.close();
   });
 
   it('counts, per provider and country, what was taken, judged, and delivered on time', async () => {

@@ -4,18 +4,14 @@
  * counted by reason, and the view /admin/routing and the console show. Runs on SQLite, and on PostgreSQL when
  * TEST_DATABASE_URL is set.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FailoverRouteConfig } from '../../src/config/failover-route-config.js';
 import { parseConfig } from '../../src/config/load.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { createDeliveryChoice, deliveryViewsJson, type DeliveryChoice } from '../../src/provider-wrappers/delivery-choice.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 
 const MIN = 60_000;
@@ -54,15 +50,14 @@ function sent(provider: string, country: string, ageMin: number, receiptAfterMin
 }
 
 describe('the delivery choice of a process', () => {
-  let database: TestDatabase;
+  let opened: TestLedger | undefined;
   let ledger: Ledger;
   let choice: DeliveryChoice;
   const registry = new Registry();
 
   beforeAll(async () => {
-    database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'delivery-choice-')));
-    ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 });
-    await migrateToLatest(ledger.db);
+    opened = await openTestLedger('delivery-choice');
+    ledger = opened.ledger;
     await ledger.db
       .insertInto('messages')
       .values([
@@ -87,8 +82,7 @@ describe('the delivery choice of a process', () => {
     await choice.refresh(routes);
   });
   afterAll(async () => {
-    await ledger?.close();
-    await database?.drop();
+    await opened?.close();
   });
 
   it('orders each country by its own prices and figures, and counts each decision', async () => {
