@@ -7,7 +7,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import type { Database } from './schema.js';
-import { findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -89,21 +89,29 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   for (const r of rows)
     if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
   if (pairs.size === 0) return;
-  // A remaining message of the pair may be of any day still kept: the number's entries (recipient_messages) are led by
-  // the day (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to
-  // seek in. An entry counts only while its message still has that number (it may be gone or blanked already, its
-  // entry not yet purged: purgeRecipientEntries).
+  // A remaining message of the pair may be of any day still kept: the number's entries are led by the day
+  // (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to seek in.
   const span = await findCreatedSpan(trx);
   const days = span ? searchBuckets(span, {}) : [];
   // One statement per few hundred pairs, not one each: on PostgreSQL each statement is a round trip, and a chunk of
   // 500 messages has nearly as many pairs (bench/README.md "Retention on a prefilled ledger"). Both dialects find
-  // each pair by the primary key and each remaining message by its entry, one seek a day.
+  // each pair by the primary key and each remaining message by its number's entry, one seek a day.
+  // - SQLite: the entries are a table of their own (recipient_messages), joined to their message by sms_id; an entry
+  //   counts only while its message still has that number (it may be gone or blanked already, its entry not yet
+  //   purged: purgeRecipientEntries).
+  // - PostgreSQL: the entries are messages' own index (recipient_messages is a view of messages there), so an entry
+  //   found is its message's row. Joined to messages through the view, each remaining message was read a second time
+  //   through the primary key: at 30 million messages that doubled the rows read from the disk, and the statement
+  //   of 250 pairs took 100–130 ms against 40–60 (bench/README.md "Sends while PostgreSQL retention runs, traced").
   const remaining =
     days.length === 0
       ? sql`false`
-      : sql`exists (select 1 from recipient_messages r join messages m on m.sms_id = r.sms_id
-        where r.day in (${sql.join(days)}) and r.recipient = message_user_recipients.recipient
-        and m.recipient = r.recipient and m.user_id = message_user_recipients.user_id)`;
+      : dialectFlagsOf(trx).writesNumberEntries
+        ? sql`exists (select 1 from recipient_messages r join messages m on m.sms_id = r.sms_id
+          where r.day in (${sql.join(days)}) and r.recipient = message_user_recipients.recipient
+          and m.recipient = r.recipient and m.user_id = message_user_recipients.user_id)`
+        : sql`exists (select 1 from messages m where ${dayOf('m')} in (${sql.join(days)})
+          and m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})

@@ -186,6 +186,9 @@ describe('finding 9: retention', () => {
     await addMessage(db, message('mid-awaiting', 40, { delivery_status: null, delivery_source: null, completed_at: null }));
     // Young: untouched.
     await addMessage(db, message('young', 10), 'posted');
+    // A player's number used again since: the old message goes, the (player, number) pair stays for the young one.
+    await addMessage(db, message('old-shared', 100), 'posted');
+    await addMessage(db, message('young-shared', 10, { user_id: 'user-old-shared', recipient: message('old-shared', 100).recipient }), 'posted');
     // A parked receipt (no message yet) old enough to go by age: the sweep's business, not retention's.
     await db
       .insertInto('receipts')
@@ -212,7 +215,7 @@ describe('finding 9: retention', () => {
     const result = await gw.gateway.retention();
 
     expect(ids(await db.selectFrom('messages').select('sms_id').execute())).toEqual(
-      ['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-final', 'mid-awaiting', 'young'].sort(),
+      ['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-final', 'mid-awaiting', 'young', 'young-shared'].sort(),
     );
     const gone = ['old-delivered', 'old-dead-conv', 'old-rejected', 'old-retryable', 'old-settled'];
     for (const table of ['message_parts', 'conversions'] as const) {
@@ -232,9 +235,12 @@ describe('finding 9: retention', () => {
         )
         .execute(),
     ).toEqual([]);
+    const pairsOf = async (users: string[]) =>
+      (await db.selectFrom('message_user_recipients').select('user_id').where('user_id', 'in', users).orderBy('user_id').execute()).map((r) => r.user_id);
+    expect(await pairsOf(['user-old-shared', 'user-old-awaiting', 'user-young'])).toEqual(['user-old-awaiting', 'user-old-shared', 'user-young']);
     // Receipts: older than 60 days go unless parked; the 40- and 10-day-old ones stay.
     const receipts = await db.selectFrom('receipts').select(['dedup_key']).orderBy('dedup_key').execute();
-    expect(receipts.map((r) => r.dedup_key)).toEqual(['parked-old', 'r-mid-awaiting', 'r-mid-final', 'r-young']);
+    expect(receipts.map((r) => r.dedup_key)).toEqual(['parked-old', 'r-mid-awaiting', 'r-mid-final', 'r-young', 'r-young-shared']);
     expect((await db.selectFrom('crm_events').select('event_id').orderBy('event_id').execute()).map((r) => r.event_id)).toEqual([
       'ev-old-unsent',
       'ev-young-sent',
@@ -255,7 +261,7 @@ describe('finding 9: retention', () => {
     // The numbers' entries of the days past both ages go with their messages or numbers; the unfinished keep theirs.
     // (On PostgreSQL the view has every remaining message's number as it is now, '[blanked]' for the blanked.)
     const entries = async () => ids(await db.selectFrom('recipient_messages').select('sms_id').where('recipient', '<>', BLANKED).execute());
-    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-awaiting', 'young'].sort());
+    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'mid-awaiting', 'young', 'young-shared'].sort());
     const inbound = await db
       .selectFrom('inbound_messages')
       .select(['provider_message_id', 'content', 'from_number', 'action'])
@@ -267,11 +273,11 @@ describe('finding 9: retention', () => {
     ]);
 
     expect(result).toEqual({
-      deleted: { messages: 5, receipts: 4, crm_events: 2, inbound_messages: 1, costs: 0 },
+      deleted: { messages: 6, receipts: 4, crm_events: 2, inbound_messages: 1, costs: 0 },
       blanked: { messages: 1, inbound_messages: 1 },
     });
     const counter = 'sms_gateway_retention_rows_total';
-    expect(await metricValue(counter, 'messages', 'deleted')).toBe(5);
+    expect(await metricValue(counter, 'messages', 'deleted')).toBe(6);
     expect(await metricValue(counter, 'receipts', 'deleted')).toBe(4);
     expect(await metricValue(counter, 'crm_events', 'deleted')).toBe(2);
     expect(await metricValue(counter, 'inbound_messages', 'deleted')).toBe(1);
@@ -291,7 +297,7 @@ describe('finding 9: retention', () => {
       recipient: BLANKED,
     });
     expect(await metricValue(counter, 'messages', 'blanked')).toBe(2);
-    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'young'].sort());
+    expect(await entries()).toEqual(['old-awaiting', 'old-dispatching', 'old-uncertain', 'old-unposted', 'young', 'young-shared'].sort());
   });
 
   it('deletes more rows than one chunk holds, in several chunks', async () => {

@@ -2,11 +2,13 @@
  * Retention's choice of final messages finds each message's conversions and held sends by its sms_id (src/ledger/retention.ts,
  * isFinalMessage): on SQLite not through the outboxes' partial indexes of owed rows, which would scan every owed
  * conversion for each message looked at (EXPLAIN QUERY PLAN); on PostgreSQL as a lookup for each message, never a
- * join, which it may plan as a scan of every conversion for each chunk (EXPLAIN).
+ * join, which it may plan as a scan of every conversion for each chunk (EXPLAIN). And on PostgreSQL, forgetting a deleted
+ * message's (player, number) pair reads each remaining message once, by its number's entry.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { blankFinalMessages, deleteFinalMessages, SCAN_START } from '../../src/ledger/retention.js';
+import { submittedMessageRow } from '../helpers/ledger.js';
 import { postgresPlanOf, sqlitePlanOf } from '../helpers/query-plans.js';
 
 /** What `ANALYZE` wrote on a prefilled ledger of 30 million messages whose conversions were all posted. */
@@ -62,5 +64,24 @@ describe('retention query plans on PostgreSQL', () => {
     );
     expect(plan).toMatch(/SubPlan[^]*SubPlan/);
     expect(plan).not.toMatch(/Join/);
+  });
+
+  it("a deleted message's (player, number) pair: a remaining message is found by its number's entry and read once", async () => {
+    const day = 86_400_000;
+    const plan = await postgresPlanOf(
+      async (db) => {
+        const old = submittedMessageRow('old', 'sandbox', Date.now() - 40 * day, { user_id: 'p1', delivery_status: 'delivered' });
+        await db
+          .insertInto('messages')
+          .values([old, { ...old, sms_id: 'young', activity_key: 'act-young', created_at: Date.now() - day }])
+          .execute();
+        await db.insertInto('message_user_recipients').values({ user_id: 'p1', recipient: old.recipient }).execute();
+        await db.transaction().execute((trx) => deleteFinalMessages(trx, Date.now() - 30 * day));
+      },
+      { which: (q) => q.sql.startsWith('delete from message_user_recipients') },
+    );
+    expect(plan).toContain('messages_recipient_time');
+    // Through the view recipient_messages, each message found was joined to itself by sms_id and read a second time.
+    expect(plan.match(/ on messages\b/g)).toHaveLength(1);
   });
 });
