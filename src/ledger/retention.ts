@@ -100,9 +100,10 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   //   counts only while its message still has that number (it may be gone or blanked already, its entry not yet
   //   purged: purgeRecipientEntries).
   // - PostgreSQL: the entries are messages' own index (recipient_messages is a view of messages there), so an entry
-  //   found is its message's row. Joined to messages through the view, each remaining message was read a second time
-  //   through the primary key: at 30 million messages that doubled the rows read from the disk, and the statement
-  //   of 250 pairs took 100–130 ms against 40–60 (bench/README.md "Sends while PostgreSQL retention runs, traced").
+  //   found is its message's row. Joined to messages through the view, each remaining message was looked up a second
+  //   time through the primary key: at 30 million messages the statement of 250 pairs took 100–130 ms against 40–60
+  //   from cold pages, and 110–130 against 16–20 from warm ones (bench/README.md "Sends while PostgreSQL retention
+  //   runs, traced").
   const remaining =
     days.length === 0
       ? sql`false`
