@@ -104,7 +104,7 @@ export interface TestLedger {
   close(): Promise<void>;
 }
 
-/** `name` names the temp dir (and so the PostgreSQL database): one per test file. */
+/** `name` begins the temp dir's name (the PostgreSQL database is named after that dir): one per test file. */
 export async function openTestLedger(name: string, poolSize = 2): Promise<TestLedger> {
   const database = await createTestDatabase(mkdtempSync(join(tmpdir(), `${name}-`)));
   const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: poolSize });
