@@ -13,6 +13,9 @@
  *   --retention DURATION                        the gateway runs retention passes (retention.messages DURATION, every
  *                                               second) while the mode is measured; the line adds the messages they
  *                                               deleted meanwhile (with --seed, so that there are old ones to delete)
+ *   --scrape-every DURATION                     GET /metrics at this interval while the mode is measured, as Prometheus
+ *                                               does; the line adds the scrapes' time (on a seed with a backlog owed,
+ *                                               what a scrape costs the sends beside it)
  *   node dist/bench/run.js --prefill N --days D --out FILE   writes such a ledger and exits (--database URL: on
  *                                               PostgreSQL; bench/prefill.ts)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
@@ -39,6 +42,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { parseDuration } from '../src/kit/duration.js';
 import { PROVIDERS, startBenchProvider, type BenchProvider, type ProviderChoice } from './providers.js';
 import { createBenchDatabase } from './database.js';
 import { forgedMode } from './forged.js';
@@ -68,6 +72,8 @@ interface Options {
   instances: number;
   /** retention.messages of the measured gateway, its pass run every second: sends measured while it deletes. */
   retention: string | undefined;
+  /** /metrics is read at this interval (ms) while the mode is measured. */
+  scrapeEveryMs: number | undefined;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
   /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
@@ -250,7 +256,8 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const config = (dir: string) => {
     const initial = baseConfig(dir);
     const base = { ...initial, providers: provider.providers };
-    const withRetention = options.retention ? { ...base, retention: { messages: options.retention, interval: '1s' }, metrics: { public: true } } : base;
+    const scraped = options.retention || options.scrapeEveryMs ? { ...base, metrics: { public: true } } : base;
+    const withRetention = options.retention ? { ...scraped, retention: { messages: options.retention, interval: '1s' } } : scraped;
     return mode.config?.(withRetention, options) ?? withRetention;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
@@ -288,7 +295,9 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-${runTag}-warmup` }, options.warmup);
     const deletedBefore = options.retention ? await retentionDeleted(urls) : 0;
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
+    const scrapes = options.scrapeEveryMs ? startScrapes(urls[0]!, options.scrapeEveryMs) : undefined;
     const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-${runTag}-run` }, options.messages);
+    const scraped = scrapes ? await scrapes.stop() : undefined;
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const retention = options.retention
       ? { retention: options.retention, retention_deleted_per_s: Math.round(((await retentionDeleted(urls)) - deletedBefore) / measured.seconds) }
@@ -302,6 +311,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...(name === 'e2e' ? { latency: 'conversion lag from batch submit' } : name === 'e2e-single' ? { latency: 'conversion lag from submit' } : {}),
       ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
       ...retention,
+      ...(scraped ? { scrapes: scraped.length, scrape_ms: latencySummary(scraped) } : {}),
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,
@@ -321,6 +331,37 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     await Promise.all(servers.map((s) => s.stop()));
     await database.drop();
   }
+}
+
+/**
+ * Reads `url`/metrics every `everyMs` until stopped, as Prometheus scrapes a target: a tick that finds the last read
+ * still running is skipped, never stacked on it. `stop` answers each read's time in ms; a failed read fails the run.
+ */
+function startScrapes(url: string, everyMs: number): { stop: () => Promise<number[]> } {
+  const times: number[] = [];
+  let running: Promise<void> | undefined;
+  let failure: unknown;
+  const timer = setInterval(() => {
+    if (running) return;
+    const started = performance.now();
+    running = fetch(`${url}/metrics`)
+      .then((response) => response.text())
+      .then(
+        () => void times.push(performance.now() - started),
+        (error: unknown) => void (failure ??= error),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+      if (failure !== undefined) throw failure;
+      return times;
+    },
+  };
 }
 
 /** Messages the gateways' retention passes deleted so far (their /metrics, public in a --retention run). */
@@ -353,6 +394,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       ledger: { type: 'string' },
       instances: { type: 'string', default: '1' },
       retention: { type: 'string' },
+      'scrape-every': { type: 'string' },
       window: { type: 'string', default: '10' },
       'relay-batch-size': { type: 'string' },
       'relay-connections': { type: 'string' },
@@ -362,6 +404,11 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
     const n = Number(text);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer ≥ ${min} (got ${text})`);
     return n;
+  };
+  const positiveDuration = (name: string, text: string) => {
+    const ms = parseDuration(text);
+    if (ms === null || ms <= 0) throw new Error(`--${name} must be a duration such as 15s (got ${text})`);
+    return ms;
   };
   const modes = values.mode ?? ['single', 'batch', 'e2e'];
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode "${m}" (modes: ${Object.keys(MODES).join(', ')})`);
@@ -382,6 +429,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       ledger: values.ledger,
       instances: int('instances', values.instances, 1),
       retention: values.retention,
+      scrapeEveryMs: values['scrape-every'] === undefined ? undefined : positiveDuration('scrape-every', values['scrape-every']),
       window: int('window', values.window, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
       relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),

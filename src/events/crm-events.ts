@@ -4,7 +4,7 @@
  * event-outbox.ts when relay.worker is on, with its /metrics series (metrics.ts), its console panel and dead list
  * (dead-events-page.ts) and its /admin routes (admin-routes.ts). Listed in src/outboxes.ts.
  */
-import { countEventBacklog } from '../ledger/events.js';
+import { countEventBacklog, countNotRoutedEvents, oldestUnsentEvent } from '../ledger/events.js';
 import type { OutboxDescriptor } from '../outbox/descriptor.js';
 import { eventAdminRoutes } from './admin-routes.js';
 import { createEventTransport } from './create-transport.js';
@@ -46,10 +46,11 @@ export const crmEvents: OutboxDescriptor<{ transport: EventTransport; destinatio
       onNotRouted: deps.metrics?.eventsNotRouted,
     }),
   async backlog(db) {
-    const { unsent, notRouted, dead } = await countEventBacklog(db);
-    return { left: unsent, dead, counts: { not_routed: notRouted } };
+    const { unsent, dead } = await countEventBacklog(db);
+    return { left: unsent, dead, counts: { not_routed: await countNotRoutedEvents(db) } };
   },
-  metrics: (registry, { readDb, now }) => registerEventMetrics(registry, () => countEventBacklog(readDb), now),
+  metrics: (registry, { readDb, now }) =>
+    registerEventMetrics(registry, { countBacklog: () => countEventBacklog(readDb), oldestUnsent: () => oldestUnsentEvent(readDb) }, now),
   panel: () => eventPanel,
   deadList: deadEventsList,
   adminRoutes: eventAdminRoutes,

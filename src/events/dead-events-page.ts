@@ -6,7 +6,16 @@
 import { html } from 'hono/html';
 import { z } from 'zod';
 import { EVENT_TYPES, parseEventQuery } from './event-query.js';
-import { countEventBacklog, listEvents, replayDeadEvents, type DeadEventMatch, type EventBacklog, type EventRow } from '../ledger/events.js';
+import {
+  countEventBacklog,
+  countNotRoutedEvents,
+  listEvents,
+  oldestUnsentEvent,
+  replayDeadEvents,
+  type DeadEventMatch,
+  type EventBacklog,
+  type EventRow,
+} from '../ledger/events.js';
 import { renderOwedRow, type OutboxPanel } from '../outbox/panel.js';
 import { keysetPage } from '../outbox/list-query.js';
 import { maskPhoneNumbersIn } from '../observability/logger.js';
@@ -132,10 +141,14 @@ export function deadEventsList(deps: DeadListDeps): DeadListSpec<EventRow, DeadE
 }
 
 /** The CRM event outbox on the dashboard: owed, of which retrying and not routed, dead, and how long the oldest has waited. */
-export const eventPanel: OutboxPanel<EventBacklog> = {
+export const eventPanel: OutboxPanel<EventBacklog & { notRouted: number; oldestUnsentAt: number | null }> = {
   section: 'crm-events',
   heading: 'CRM event outbox',
-  load: (readDb) => countEventBacklog(readDb),
+  load: async (readDb) => ({
+    ...(await countEventBacklog(readDb)),
+    notRouted: await countNotRoutedEvents(readDb),
+    oldestUnsentAt: await oldestUnsentEvent(readDb),
+  }),
   render: (events, at) =>
     renderOwedRow(
       at,

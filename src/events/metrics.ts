@@ -9,7 +9,13 @@ import { registerOutboxMetrics } from '../outbox/metrics.js';
 
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600];
 
-export function registerEventMetrics(registry: Registry, countBacklog: () => Promise<EventBacklog>, now: () => number) {
+export interface EventBacklogSources {
+  countBacklog: () => Promise<EventBacklog>;
+  /** Acceptance time of the oldest unsent event, null when none is owed. */
+  oldestUnsent: () => Promise<number | null>;
+}
+
+export function registerEventMetrics(registry: Registry, sources: EventBacklogSources, now: () => number) {
   const registers = [registry];
   const series = registerOutboxMetrics(
     registry,
@@ -26,7 +32,7 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
         states: (backlog) => ({ pending: backlog.unsent - backlog.retrying, retrying: backlog.retrying, dead: backlog.dead }),
       },
     },
-    countBacklog,
+    sources.countBacklog,
   );
   const latency = new Histogram({
     name: 'sms_gateway_crm_event_delivery_seconds',
@@ -39,8 +45,8 @@ export function registerEventMetrics(registry: Registry, countBacklog: () => Pro
     help: 'Age of the oldest event not yet sent (dead ones excluded); 0 when none is owed',
     registers,
     async collect() {
-      const { oldestUnsentAt } = await countBacklog();
-      this.set(oldestUnsentAt === null ? 0 : Math.max(0, (now() - oldestUnsentAt) / 1000));
+      const oldest = await sources.oldestUnsent();
+      this.set(oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000));
     },
   });
   const notRouted = new Counter({

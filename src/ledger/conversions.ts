@@ -6,6 +6,7 @@ import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -194,28 +195,20 @@ export async function listDeadConversions(db: Db, match: Omit<DeadLetterMatch, '
   return rows.map((r) => ({ ...r, id: Number(r.id), last_http_status: r.last_http_status ?? null, last_attempt_at: r.last_attempt_at ?? null }));
 }
 
+const OWED_CONVERSIONS: OwedIndex = { table: 'conversions', done: 'posted_at' };
+
 /** The oldest conversion still owed to the CRM (due, retrying or dead): how far behind the outbox is. */
 export async function oldestUnpostedConversion(db: Db): Promise<number | null> {
-  const row = await db
-    .selectFrom('conversions')
-    .select((eb) => eb.fn.min('created_at').as('oldest'))
-    .where('posted_at', 'is', null)
-    .executeTakeFirst();
-  return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+  const oldest = [await oldestOwed(db, OWED_CONVERSIONS, 0), await oldestOwed(db, OWED_CONVERSIONS, 1)].filter((at) => at !== null);
+  return oldest.length === 0 ? null : Math.min(...oldest);
 }
 
 /**
  * The oldest conversion the workers still try to post (due or retrying; dead ones wait for a replay instead): how long
- * the CRM has been waiting on the outbox. Reads the same unposted rows as oldestUnpostedConversion.
+ * the CRM has been waiting on the outbox.
  */
-export async function oldestPendingConversion(db: Db): Promise<number | null> {
-  const row = await db
-    .selectFrom('conversions')
-    .select((eb) => eb.fn.min('created_at').as('oldest'))
-    .where('posted_at', 'is', null)
-    .where('dead', '=', 0)
-    .executeTakeFirst();
-  return row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest);
+export function oldestPendingConversion(db: Db): Promise<number | null> {
+  return oldestOwed(db, OWED_CONVERSIONS, 0);
 }
 
 export interface OutboxBacklog {
@@ -224,18 +217,11 @@ export interface OutboxBacklog {
   dead: number;
 }
 
-/** Reads only unposted rows: the partial index conversions_unposted covers this count. */
+/** Counted in conversions_unposted alone, a slice at a time (owed-backlog.ts). */
 export async function countOutboxBacklog(db: Db): Promise<OutboxBacklog> {
-  const row = await db
-    .selectFrom('conversions')
-    .select((eb) => [
-      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '=', 0).as('due'),
-      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
-      eb.fn.countAll<number>().filterWhere('dead', '=', 1).as('dead'),
-    ])
-    .where('posted_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return { due: Number(row.due), retrying: Number(row.retrying), dead: Number(row.dead) };
+  const owed = await countOwed(db, OWED_CONVERSIONS, 0);
+  const dead = await countOwed(db, OWED_CONVERSIONS, 1);
+  return { due: owed.rows - owed.retrying, retrying: owed.retrying, dead: dead.rows };
 }
 
 export async function findConversionsBySmsId(db: Db, smsId: string) {

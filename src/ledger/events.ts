@@ -9,6 +9,7 @@ import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT } from './chunks.js';
 import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 import type { NewEvent } from '../crm/user-events.js';
 
 export type { NewEvent };
@@ -177,32 +178,37 @@ export interface EventBacklog {
   unsent: number;
   /** Of those, the ones that failed at least once. */
   retrying: number;
-  /** Of those, the ones whose last attempt the broker routed to no queue or partition (NOT_ROUTED_ERROR_PREFIX). */
-  notRouted: number;
   dead: number;
-  /** Acceptance time of the oldest unsent event, or null when none is owed. */
-  oldestUnsentAt: number | null;
 }
 
+const OWED_EVENTS: OwedIndex = { table: 'crm_events', done: 'sent_at' };
+
+/** Counted in crm_events_unsent_state alone, a slice at a time (owed-backlog.ts). */
 export async function countEventBacklog(db: Db): Promise<EventBacklog> {
+  const owed = await countOwed(db, OWED_EVENTS, 0);
+  const dead = await countOwed(db, OWED_EVENTS, 1);
+  return { unsent: owed.rows, retrying: owed.retrying, dead: dead.rows };
+}
+
+/** Acceptance time of the oldest unsent event (dead ones excluded), or null when none is owed (owed-backlog.ts). */
+export function oldestUnsentEvent(db: Db): Promise<number | null> {
+  return oldestOwed(db, OWED_EVENTS, 0);
+}
+
+/**
+ * Owed events whose last attempt the broker routed to no queue or partition (NOT_ROUTED_ERROR_PREFIX). Reads each
+ * retrying event's row, so the console and `flush` ask for it, never a /metrics scrape.
+ */
+export async function countNotRoutedEvents(db: Db): Promise<number> {
   const row = await db
     .selectFrom('crm_events')
-    .select((eb) => [
-      eb.fn.countAll<number>().filterWhere('dead', '=', 0).as('unsent'),
-      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
-      eb.fn.countAll<number>().filterWhere('dead', '=', 0).filterWhere('last_error', 'like', `${NOT_ROUTED_ERROR_PREFIX}%`).as('not_routed'),
-      eb.fn.countAll<number>().filterWhere('dead', '=', 1).as('dead'),
-      sql<number | null>`min(case when dead = 0 then created_at end)`.as('oldest'),
-    ])
+    .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('sent_at', 'is', null)
+    .where('dead', '=', 0)
+    .where('attempts', '>', 0)
+    .where('last_error', 'like', `${NOT_ROUTED_ERROR_PREFIX}%`)
     .executeTakeFirstOrThrow();
-  return {
-    unsent: Number(row.unsent),
-    retrying: Number(row.retrying),
-    notRouted: Number(row.not_routed),
-    dead: Number(row.dead),
-    oldestUnsentAt: row.oldest === null ? null : Number(row.oldest),
-  };
+  return Number(row.n);
 }
 
 export type EventStatus = 'pending' | 'sent' | 'dead';

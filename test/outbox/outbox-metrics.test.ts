@@ -25,7 +25,7 @@ describe('outbox metrics', () => {
     const registry = new Registry();
     const events = registerEventMetrics(
       registry,
-      async () => ({ unsent: 5, retrying: 2, notRouted: 1, dead: 1, oldestUnsentAt: 1_000 }),
+      { countBacklog: async () => ({ unsent: 5, retrying: 2, dead: 1 }), oldestUnsent: async () => 1_000 },
       () => 11_000,
     );
     events.eventsSent(2, [0.1]);

@@ -17,6 +17,12 @@ export interface DialectFlags {
    * messages and its index messages_recipient_time (PostgreSQL): migration 2026-11-29-95-recipient-messages.
    */
   writesNumberEntries: boolean;
+  /**
+   * Each statement runs on the process's own thread and the event loop waits for it (better-sqlite3 is synchronous),
+   * so a read that grows with the data is cut into slices with the loop free between them (owed-backlog.ts). Elsewhere
+   * it runs in the server, and slices would only add statements.
+   */
+  stopsEventLoop: boolean;
 }
 
 export interface Ledger {
