@@ -5,7 +5,7 @@ import type { DialectFlags } from './engine/ledger.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
-import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -65,7 +65,7 @@ export async function claimDueConversions(
   const claimed = await sql<ClaimedConversion>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
-      select id from conversions
+      select id from conversions ${indexedBy(flags, 'conversions_due')}
       where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at, id limit ${limit}${lock}
     ) and claimed_until <= ${now}

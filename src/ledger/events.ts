@@ -8,7 +8,7 @@ import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { ROWS_PER_STATEMENT } from './chunks.js';
-import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 import type { NewEvent } from '../crm/user-events.js';
 
@@ -117,13 +117,13 @@ export async function claimDueEvents(
   const claimed = await sql<ClaimedEvent>`
     with heads as materialized (
       select e.id from (
-        select min(id) as id from crm_events where sent_at is null and dead = 0 group by user_id
+        select min(id) as id from crm_events ${indexedBy(flags, 'crm_events_unsent_user')} where sent_at is null and dead = 0 group by user_id
       ) h join crm_events e on e.id = h.id
       where e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
       order by e.id limit ${limit}${lock}
     )
     update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
-    where id in (select id from heads) and claimed_until <= ${now} and sent_at is null and dead = 0
+    where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
     returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(db);
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }

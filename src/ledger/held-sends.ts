@@ -8,9 +8,11 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { insertConversions } from './conversions.js';
+import { dialectFlagsOf } from './engine/db.js';
 import type { DialectFlags } from './engine/ledger.js';
 import { insertHeldMessageRows, type NewMessage } from './messages.js';
-import { outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
+import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 import type { Database, MessagesTable } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -110,10 +112,10 @@ export async function claimDueHeldSends(
   const claimed = await sql<DueHeldSend>`
     update held_sends set claimed_until = ${now + leaseMs}, claim_token = ${token}
     where id in (
-      select id from held_sends
+      select id from held_sends ${indexedBy(flags, 'held_sends_due')}
       where done_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at limit ${limit}${lock}
-    ) and done_at is null and dead = 0 and claimed_until <= ${now}
+    ) and +done_at is null and +dead = 0 and claimed_until <= ${now}
     returning id, sms_id, quiet_window, content, release_at, expires_at, attempts`.execute(db);
   return claimed.rows
     .map((r) => ({ ...r, id: Number(r.id), release_at: Number(r.release_at), expires_at: Number(r.expires_at), attempts: Number(r.attempts) }))
@@ -223,20 +225,21 @@ export interface HeldBacklog {
   nextAt: number | null;
 }
 
+const OWED_HELD: OwedIndex = { table: 'held_sends', done: 'done_at' };
+
+/** Counted and dated in held_sends_owed alone (owed-backlog.ts); the next time to look, the first entry of held_sends_due. */
 export async function countHeldBacklog(db: Db): Promise<HeldBacklog> {
-  const row = await db
-    .selectFrom('held_sends')
-    .select((eb) => [
-      eb.fn.countAll<number | string>().filterWhere('dead', '=', 0).as('owed'),
-      eb.fn.countAll<number | string>().filterWhere('dead', '=', 0).filterWhere('attempts', '>', 0).as('retrying'),
-      eb.fn.countAll<number | string>().filterWhere('dead', '=', 1).as('dead'),
-      eb.fn.min<number | string | null>('created_at').filterWhere('dead', '=', 0).as('oldest'),
-      eb.fn.min<number | string | null>('next_attempt_at').filterWhere('dead', '=', 0).as('next'),
-    ])
-    .where('done_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  const orNull = (v: number | string | null) => (v === null ? null : Number(v));
-  return { owed: Number(row.owed), retrying: Number(row.retrying), dead: Number(row.dead), oldestAt: orNull(row.oldest), nextAt: orNull(row.next) };
+  const owed = await countOwed(db, OWED_HELD, 0);
+  const dead = await countOwed(db, OWED_HELD, 1);
+  const next = await sql<{ next_attempt_at: number | string }>`select next_attempt_at from held_sends
+    ${indexedBy(dialectFlagsOf(db), 'held_sends_due')} where done_at is null and dead = 0 order by next_attempt_at limit 1`.execute(db);
+  return {
+    owed: owed.rows,
+    retrying: owed.retrying,
+    dead: dead.rows,
+    oldestAt: await oldestOwed(db, OWED_HELD, 0),
+    nextAt: next.rows[0] === undefined ? null : Number(next.rows[0].next_attempt_at),
+  };
 }
 
 /** Dead held messages, newest first (none while every failure is retried until quiet_hours.max_wait). */

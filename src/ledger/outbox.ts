@@ -6,8 +6,9 @@
  * Marks only touch rows still held by the round's token: a claim that expired and was taken over is the new
  * holder's to mark.
  */
-import { sql, type Kysely, type Transaction, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
+import type { DialectFlags } from './engine/ledger.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database } from './schema.js';
 
@@ -28,6 +29,15 @@ export interface OutboxTable<T extends keyof Database> {
   clearsToken: boolean;
   /** Stored errors are cut to this many characters. */
   errorLimit?: number;
+}
+
+/**
+ * After a table's name in a claim: the index of its due rows, where the dialect lets a statement name one
+ * (DialectFlags.namesIndexes). A claim reads the due rows in their index's order up to its limit, whatever the
+ * backlog; a plan from another index reads every owed row.
+ */
+export function indexedBy(flags: Pick<DialectFlags, 'namesIndexes'>, index: string): RawBuilder<unknown> {
+  return flags.namesIndexes ? sql`indexed by ${sql.id(index)}` : sql``;
 }
 
 /** One row a round failed to send, with its plan (src/outbox/decisions.ts). */

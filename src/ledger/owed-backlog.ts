@@ -1,6 +1,6 @@
 /**
  * The backlog of the outboxes whose owed rows sit in a partial index led by (dead, created_at) with `attempts` in its
- * key: conversions_unposted and crm_events_unsent_state (migration 2026-11-30-10-owed-by-age). The oldest owed row of
+ * key: conversions_unposted, crm_events_unsent_state and held_sends_owed (migration 2026-11-30-10-owed-by-age). The oldest owed row of
  * a state is the first entry of that state's part, a seek however many are owed. A count reads
  * every owed entry, and on SQLite a statement stops the event loop for as long as it runs: at a backlog of a million
  * one statement took 100–120 ms, every scrape (bench/README.md "The outboxes' gauges at a backlog of a million"). So
@@ -17,8 +17,8 @@ type Db = Kysely<Database> | Transaction<Database>;
 
 /** One outbox's index of owed rows: its table and the column that is null until the receiver took the row. */
 export interface OwedIndex {
-  table: 'conversions' | 'crm_events';
-  done: 'posted_at' | 'sent_at';
+  table: 'conversions' | 'crm_events' | 'held_sends';
+  done: 'posted_at' | 'sent_at' | 'done_at';
 }
 
 export interface OwedCount {

@@ -1,6 +1,7 @@
 /**
- * What a /metrics scrape and the console read of the conversion and event outboxes (src/ledger/conversions.ts,
- * src/ledger/events.ts): the backlog by state and the oldest owed row's age. Runs on SQLite, and on PostgreSQL when
+ * What a /metrics scrape and the console read of the conversion, event and held sends outboxes
+ * (src/ledger/conversions.ts, src/ledger/events.ts, src/ledger/held-sends.ts): the backlog by state and the oldest
+ * owed row's age. Runs on SQLite, and on PostgreSQL when
  * TEST_DATABASE_URL is set. The ages are each the first entry of a partial index led by (dead, created_at), a seek
  * however many rows are owed, and the counts read nothing but those indexes, a slice of rows at a time (migration
  * 2026-11-30-10-owed-by-age, src/ledger/owed-backlog.ts): on SQLite the event loop waits for every statement a scrape runs.
@@ -10,8 +11,9 @@ import type { Insertable } from 'kysely';
 import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from '../../src/ledger/conversions.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { countEventBacklog, countNotRoutedEvents, NOT_ROUTED_ERROR_PREFIX, oldestUnsentEvent } from '../../src/ledger/events.js';
-import { countOwed, sliceEnd } from '../../src/ledger/owed-backlog.js';
-import type { ConversionsTable, CrmEventsTable } from '../../src/ledger/schema.js';
+import { countOwed, oldestOwed, sliceEnd } from '../../src/ledger/owed-backlog.js';
+import { countHeldBacklog } from '../../src/ledger/held-sends.js';
+import type { ConversionsTable, CrmEventsTable, HeldSendsTable } from '../../src/ledger/schema.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 import { postgresPlanOf, sqlitePlanOf } from '../helpers/query-plans.js';
@@ -50,6 +52,22 @@ function event(n: number, createdAt: number, state: { attempts?: number; dead?: 
   };
 }
 
+function held(smsId: string, createdAt: number, state: { attempts?: number; dead?: 1; done?: true; next?: number } = {}): Insertable<HeldSendsTable> {
+  return {
+    sms_id: smsId,
+    quiet_window: 'GB',
+    content: 'hello',
+    release_at: createdAt + 3_600_000,
+    expires_at: createdAt + 86_400_000,
+    attempts: state.attempts ?? 0,
+    next_attempt_at: state.next ?? createdAt + 3_600_000,
+    claimed_until: 0,
+    dead: state.dead ?? 0,
+    done_at: state.done ? createdAt + 3_600_000 : null,
+    created_at: createdAt,
+  };
+}
+
 describe('the outboxes’ backlog and ages', () => {
   let opened: TestLedger | undefined;
   let ledger: Ledger;
@@ -67,6 +85,21 @@ describe('the outboxes’ backlog and ages', () => {
     expect(await oldestPendingConversion(ledger.db)).toBeNull();
     expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 0, retrying: 0, dead: 0 });
     expect(await oldestUnsentEvent(ledger.db)).toBeNull();
+    expect(await countHeldBacklog(ledger.db)).toEqual({ owed: 0, retrying: 0, dead: 0, oldestAt: null, nextAt: null });
+  });
+
+  it('counts held sends by state, dates the oldest held and finds the next to look at, the done ones aside', async () => {
+    await ledger.db
+      .insertInto('held_sends')
+      .values([
+        held('held-done', NOW - 9_000, { done: true, next: NOW - 9_000 }),
+        held('held-dead', NOW - 8_000, { attempts: 4, dead: 1, next: NOW - 7_000 }),
+        held('held-retrying', NOW - 2_000, { attempts: 1, next: NOW + 60_000 }),
+        held('held-a', NOW - 5_000, { next: NOW + 30_000 }),
+        held('held-b', NOW - 1_000, { next: NOW + 90_000 }),
+      ])
+      .execute();
+    expect(await countHeldBacklog(ledger.db)).toEqual({ owed: 3, retrying: 1, dead: 1, oldestAt: NOW - 5_000, nextAt: NOW + 30_000 });
   });
 
   it('counts conversions by state and dates the oldest owed with and without the dead', async () => {
@@ -150,10 +183,12 @@ const AGES = [
   ['the oldest pending conversion', (db: Ledger['db']) => oldestPendingConversion(db), 'conversions', 'conversions_unposted'],
   ['the oldest owed conversion', (db: Ledger['db']) => oldestUnpostedConversion(db), 'conversions', 'conversions_unposted'],
   ['the oldest unsent event', (db: Ledger['db']) => oldestUnsentEvent(db), 'crm_events', 'crm_events_unsent_state'],
+  ['the oldest held send', (db: Ledger['db']) => oldestOwed(db, { table: 'held_sends', done: 'done_at' }, 0), 'held_sends', 'held_sends_owed'],
 ] as const;
 const COUNTS = [
   ['the conversions’ backlog', (db: Ledger['db']) => countOutboxBacklog(db), 'conversions', 'conversions_unposted'],
   ['the events’ backlog', (db: Ledger['db']) => countEventBacklog(db), 'crm_events', 'crm_events_unsent_state'],
+  ['the held sends’ backlog', (db: Ledger['db']) => countHeldBacklog(db), 'held_sends', 'held_sends_owed'],
 ] as const;
 
 describe('the gauges’ plans on SQLite', () => {
@@ -169,6 +204,11 @@ describe('the gauges’ plans on SQLite', () => {
         expect(plan).toBe(`SEARCH ${table} USING COVERING INDEX ${index} (dead=?)`);
       }
     }
+  });
+
+  it('the next held send to look at is the first entry of held_sends_due', async () => {
+    const plan = await sqlitePlanOf((db) => countHeldBacklog(db), { which: (q) => q.sql.includes('next_attempt_at') });
+    expect(plan).toBe('SCAN held_sends USING INDEX held_sends_due');
   });
 
   it('a slice after the first reads a range of creation times in the partial index', async () => {

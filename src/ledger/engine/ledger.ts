@@ -23,6 +23,13 @@ export interface DialectFlags {
    * it runs in the server, and slices would only add statements.
    */
   stopsEventLoop: boolean;
+  /**
+   * A statement may name the index it reads (SQLite's INDEXED BY; indexedBy, src/ledger/outbox.ts). The ledger keeps
+   * no planner statistics on SQLite (nothing runs ANALYZE), and without them SQLite took an index of the owed rows led
+   * by `dead` for an outbox's claim, read every owed row and sorted them, each round. PostgreSQL plans from the
+   * statistics autovacuum keeps.
+   */
+  namesIndexes: boolean;
 }
 
 export interface Ledger {

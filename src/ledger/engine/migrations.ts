@@ -737,6 +737,22 @@ export const migrations: Record<string, Migration> = {
         .columns(['dead', 'created_at', 'attempts', 'sent_at'])
         .where(sql.ref('sent_at'), 'is', null)
         .execute();
+      // The event claim's heads, min(id) of each player's unsent events: SQLite reads a row for a column only the
+      // partial index's predicate names, so with `dead` and `sent_at` in the key the heads come from the index alone.
+      await db.schema.dropIndex('crm_events_unsent_user').execute();
+      await db.schema
+        .createIndex('crm_events_unsent_user')
+        .on('crm_events')
+        .columns(['user_id', 'id', 'dead', 'sent_at'])
+        .where(sql<boolean>`sent_at is null and dead = 0`)
+        .execute();
+      // The held sends' backlog read the whole table, the rows done long ago included, every scrape: the same index.
+      await db.schema
+        .createIndex('held_sends_owed')
+        .on('held_sends')
+        .columns(['dead', 'created_at', 'attempts', 'done_at'])
+        .where(sql.ref('done_at'), 'is', null)
+        .execute();
     },
   },
 };
