@@ -1,7 +1,7 @@
 /**
  * The backlog of the outboxes whose owed rows sit in a partial index led by (dead, created_at) with `attempts` in its
- * key: conversions_unposted, crm_events_unsent_state and held_sends_owed (migration 2026-11-30-10-owed-by-age). The oldest owed row of
- * a state is the first entry of that state's part, a seek however many are owed. A count reads
+ * key: conversions_unposted, crm_events_unsent_state and held_sends_owed (migration 2026-11-30-10-owed-by-age). The
+ * oldest owed row of a state is the first entry of that state's part, a seek however many are owed. A count reads
  * every owed entry, and on SQLite a statement stops the event loop for as long as it runs: at a backlog of a million
  * one statement took 100–120 ms, every scrape (bench/README.md "The outboxes' gauges at a backlog of a million"). So
  * there the part of one state is counted a slice of OWED_ROWS_PER_READ entries at a time, each slice a range of
