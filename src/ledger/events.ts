@@ -7,7 +7,8 @@ import type { DialectFlags } from './engine/ledger.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT } from './chunks.js';
+import { IDS_PER_STATEMENT, idChunks, ROWS_PER_STATEMENT } from './chunks.js';
+import { dialectFlagsOf } from './engine/db.js';
 import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 import type { NewEvent } from '../crm/user-events.js';
@@ -95,12 +96,70 @@ export type ClaimedEvent = Pick<
 >;
 
 /**
- * Reserves for `token` until now + lease the oldest unsent event of up to `limit` users whose oldest unsent event
- * is due and unclaimed. Only a user's head is ever claimed, so a user's events go out one after another in the
- * order accepted, while different users go out in parallel. A dead event no longer holds its user's later events.
- * One statement, so two claimers (serve and a cron flush, or two instances) never take the same row; a later
- * event cannot be claimed while an earlier one is unsent, whoever holds it. PostgreSQL skips rows another
- * claimer has locked.
+ * The key of the lock the heads' writers take in turn on PostgreSQL (pg_advisory_xact_lock): "crmh" as four bytes.
+ * Nothing else in the ledger takes an advisory lock.
+ */
+const HEADS_LOCK = 0x63726d68;
+
+/**
+ * Runs `work` in a transaction (the caller's, or one of its own) that holds the heads' lock where writers run at once
+ * (DialectFlags.concurrentWriters). Deciding a new event, claiming a head and promoting the event after a head each
+ * read the player's other owed events. Run at once on PostgreSQL, each could miss what the other has not committed: a
+ * new event decided to wait behind a head being sent, while the send's search for the next head did not see the new
+ * event yet. That player's events would then wait for ever. Enqueueing takes no lock: a new event waits undecided
+ * until a round decides it under the lock.
+ */
+async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  const locked = async (trx: Transaction<Database>) => {
+    if (flags.concurrentWriters) await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)})`.execute(trx);
+    return work(trx);
+  };
+  return db.isTransaction ? locked(db as Transaction<Database>) : (db as Kysely<Database>).transaction().execute(locked);
+}
+
+/** Owed events decided per round, oldest first: a burst larger than this is decided over the next rounds. */
+const DECIDED_PER_ROUND = 5_000;
+
+/**
+ * Decides the owed events not decided yet (`head` null: new ones, and dead ones replayed that died before the heads
+ * were kept): each is its player's head unless an older event of the player is owed. One probe of
+ * crm_events_unsent_user each, so a round's cost follows what arrived, not the backlog.
+ */
+async function decideEventHeads(trx: Db, flags: DialectFlags): Promise<void> {
+  await sql`update crm_events set head = case when exists (
+      select 1 from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
+      where p.user_id = crm_events.user_id and p.id < crm_events.id and p.sent_at is null and p.dead = 0
+    ) then 0 else 1 end
+    where id in (
+      select id from crm_events ${indexedBy(flags, 'crm_events_undecided')} where head is null and sent_at is null and dead = 0
+      order by id limit ${DECIDED_PER_ROUND}
+    )`.execute(trx);
+}
+
+/**
+ * After events left the outbox (sent, or dead): each one's player's oldest owed event becomes its head, unless it is
+ * still undecided (the next round decides it) or already the head.
+ */
+async function promoteNextHeads(trx: Db, flags: DialectFlags, ids: number[]): Promise<void> {
+  for (const chunk of idChunks(ids, IDS_PER_STATEMENT))
+    await sql`update crm_events set head = 1 where head = 0 and id in (
+        select (
+          select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
+          where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
+        ) from crm_events s where s.id in (${sql.join(chunk)})
+      )`.execute(trx);
+}
+
+/**
+ * Reserves for `token` until now + lease up to `limit` heads that are due and unclaimed, the earliest due first:
+ * each player's oldest owed event, so a player's events go out one after another in the order accepted while
+ * players go out in parallel. A dead event no longer holds its player's later events. The heads are read by when they
+ * are due (crm_events_due_heads), so a round reads what it claims, not the backlog. Each is checked once more against
+ * the player's owed events: a dead event was its player's head when it died and is one again when replayed, so it
+ * goes before the head promoted while it was dead, which waits its turn behind it. One statement after
+ * the round's decisions, so two claimers (serve and a cron flush, or two instances) never take the same row; a later
+ * event cannot be claimed while an earlier one is owed, whoever holds it. PostgreSQL skips rows another claimer has
+ * locked.
  */
 export async function claimDueEvents(
   db: Kysely<Database>,
@@ -111,20 +170,24 @@ export async function claimDueEvents(
   token: string,
 ): Promise<ClaimedEvent[]> {
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
-  // Each user's head is min(id) over the (user_id, id) partial index, read in one pass and grouped; a correlated
-  // probe per candidate row cost a probe for every unsent row on each round. The candidates are materialised
-  // first, so the UPDATE cannot re-run the search for each row it looks at.
-  const claimed = await sql<ClaimedEvent>`
-    with heads as materialized (
-      select e.id from (
-        select min(id) as id from crm_events ${indexedBy(flags, 'crm_events_unsent_user')} where sent_at is null and dead = 0 group by user_id
-      ) h join crm_events e on e.id = h.id
-      where e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
-      order by e.id limit ${limit}${lock}
-    )
-    update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
-    where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
-    returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(db);
+  const claimed = await withHeadsLock(db, flags, async (trx) => {
+    await decideEventHeads(trx, flags);
+    // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at. The
+    // check is a scalar min(), one seek a candidate: PostgreSQL may plan a NOT EXISTS as a join over every owed row.
+    return sql<ClaimedEvent>`
+      with heads as materialized (
+        select e.id from crm_events e ${indexedBy(flags, 'crm_events_due_heads')}
+        where e.head = 1 and e.sent_at is null and e.dead = 0 and e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
+          and e.id = (
+            select min(p.id) from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
+            where p.user_id = e.user_id and p.sent_at is null and p.dead = 0
+          )
+        order by e.next_attempt_at, e.id limit ${limit}${lock}
+      )
+      update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
+      where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
+      returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(trx);
+  });
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
@@ -140,11 +203,23 @@ const outbox = outboxStatements({
   errorLimit: 500,
 });
 
-export const markEventsSent = outbox.markSent;
+/** Marks events the CRM took, and makes each one's player's next owed event its head. */
+export async function markEventsSent(db: Db, ids: number[], token: string, now: number, status: number | null): Promise<void> {
+  const flags = dialectFlagsOf(db);
+  await withHeadsLock(db, flags, async (trx) => {
+    await outbox.markSent(trx, ids, token, now, status);
+    await promoteNextHeads(trx, flags, ids);
+  });
+}
 
-/** Backs an event off until `nextAttemptAt`, or dead-letters it (refused, or relay.max_attempts spent). */
+/** Backs an event off until `nextAttemptAt`, or dead-letters it (refused, or relay.max_attempts spent) and promotes the next. */
 export async function markEventsFailed(db: Db, rows: FailedOutboxRow[], token: string): Promise<void> {
-  await outbox.markFailed(db, rows, token);
+  const flags = dialectFlagsOf(db);
+  await withHeadsLock(db, flags, async (trx) => {
+    await outbox.markFailed(trx, rows, token);
+    const dead = rows.filter((r) => r.dead).map((r) => r.id);
+    if (dead.length > 0) await promoteNextHeads(trx, flags, dead);
+  });
 }
 
 /** Which dead events a replay takes: the given event_ids, or every one of a type and/or user (all when empty). */

@@ -335,6 +335,11 @@ export interface CrmEventsTable {
   sms_id: string | null;
   /** W3C traceparent of the request (or send) that queued it when tracing was on; sent with the event. */
   traceparent: string | null;
+  /**
+   * Whether the event is its player's oldest owed (1) or waits behind one (0); null until the relay decided it
+   * (decideEventHeads in src/ledger/events.ts). Only an owed row's value means anything.
+   */
+  head: number | null;
 }
 
 /** One gateway process on this database (docs/shared-limits.md): alive while its heartbeat is recent. */

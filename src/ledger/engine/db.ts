@@ -11,8 +11,22 @@ import { openPostgresLedger } from './postgres.js';
 import type { Database } from '../schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
 
-const SQLITE_FLAGS: DialectFlags = { kind: 'sqlite', skipLocked: false, writesNumberEntries: true, stopsEventLoop: true, namesIndexes: true };
-const POSTGRES_FLAGS: DialectFlags = { kind: 'postgres', skipLocked: true, writesNumberEntries: false, stopsEventLoop: false, namesIndexes: false };
+const SQLITE_FLAGS: DialectFlags = {
+  kind: 'sqlite',
+  skipLocked: false,
+  writesNumberEntries: true,
+  stopsEventLoop: true,
+  namesIndexes: true,
+  concurrentWriters: false,
+};
+const POSTGRES_FLAGS: DialectFlags = {
+  kind: 'postgres',
+  skipLocked: true,
+  writesNumberEntries: false,
+  stopsEventLoop: false,
+  namesIndexes: false,
+  concurrentWriters: true,
+};
 
 /** The flags of the dialect a connection (or transaction) speaks, for query functions given only the database. */
 export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectFlags {

@@ -30,6 +30,13 @@ export interface DialectFlags {
    * statistics autovacuum keeps.
    */
   namesIndexes: boolean;
+  /**
+   * Several write transactions run at once, each reading what was committed when its statement began (PostgreSQL's
+   * read committed). A decision that reads other rows and writes its own, taken in two such transactions, can miss
+   * what the other writes: those decisions take a lock of their own (the event heads, src/ledger/events.ts). SQLite
+   * writes one transaction at a time.
+   */
+  concurrentWriters: boolean;
 }
 
 export interface Ledger {

@@ -755,4 +755,30 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-30-20-event-heads': {
+    async up(db) {
+      // The event claim found each player's oldest owed event by grouping every owed event, each round: at a million
+      // owed, a third of a second a round with SQLite's event loop stopped, every relay.poll_interval (bench/README.md
+      // "The event claim at a backlog of a million"). Each owed row now says whether it is its player's head, decided
+      // once when it is new or when the head before it leaves (src/ledger/events.ts), and the claim reads the heads
+      // by when they are due. The rows owed now are decided here; rows sent or dead keep null, which nothing reads.
+      await db.schema.alterTable('crm_events').addColumn('head', 'integer').execute();
+      await sql`update crm_events set head = case when id = (
+          select min(u.id) from crm_events u where u.user_id = crm_events.user_id and u.sent_at is null and u.dead = 0
+        ) then 1 else 0 end
+        where sent_at is null and dead = 0`.execute(db);
+      await db.schema
+        .createIndex('crm_events_due_heads')
+        .on('crm_events')
+        .columns(['next_attempt_at', 'id'])
+        .where(sql<boolean>`head = 1 and sent_at is null and dead = 0`)
+        .execute();
+      await db.schema
+        .createIndex('crm_events_undecided')
+        .on('crm_events')
+        .column('id')
+        .where(sql<boolean>`head is null and sent_at is null and dead = 0`)
+        .execute();
+    },
+  },
 };
