@@ -16,6 +16,9 @@
  *   --scrape-every DURATION                     GET /metrics at this interval while the mode is measured, as Prometheus
  *                                               does; the line adds the scrapes' time (on a seed with a backlog owed,
  *                                               what a scrape costs the sends beside it)
+ *   --crm-down                                  the gateway relays CRM events to an Integration API that answers 503 to
+ *                                               each: on a seed with events owed, the relay retries them while the mode
+ *                                               is measured, as through a CRM outage; the line adds the requests refused
  *   node dist/bench/run.js --prefill N --days D --out FILE   writes such a ledger and exits (--database URL: on
  *                                               PostgreSQL; bench/prefill.ts)
  *   node dist/bench/run.js --mode search        message search at 10M messages (--rows N --runs N; bench/message-search.ts)
@@ -74,6 +77,8 @@ interface Options {
   retention: string | undefined;
   /** /metrics is read at this interval (ms) while the mode is measured. */
   scrapeEveryMs: number | undefined;
+  /** The relay sends to an Integration API that answers 503 to every event. */
+  crmDown: boolean;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
   /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
@@ -123,6 +128,25 @@ const crm = {
       const at = performance.now();
       for (const c of JSON.parse(Buffer.concat(chunks).toString('utf8')) as Array<{ sms_id: string }>) crm.arrivals.set(c.sms_id, at);
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"message":"success"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.unref();
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  },
+};
+
+/** The CRM's Integration API through an outage: every event refused with a 503, counted. */
+const downCrm = {
+  url: '',
+  refused: 0,
+  async start() {
+    if (this.url) return;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        downCrm.refused++;
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance');
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     server.unref();
@@ -252,13 +276,15 @@ const cpuUsPerMsg = (before: number | null, after: number | null, messages: numb
 
 async function runMode(name: string, mode: Mode, options: Options): Promise<Record<string, unknown>> {
   await mode.prepare?.();
+  if (options.crmDown) await downCrm.start();
   const provider = await startBenchProvider(options.provider, mode.receipts ?? false, { window: options.window });
   const config = (dir: string) => {
     const initial = baseConfig(dir);
     const base = { ...initial, providers: provider.providers };
     const scraped = options.retention || options.scrapeEveryMs ? { ...base, metrics: { public: true } } : base;
     const withRetention = options.retention ? { ...scraped, retention: { messages: options.retention, interval: '1s' } } : scraped;
-    return mode.config?.(withRetention, options) ?? withRetention;
+    const relayed = options.crmDown ? { ...withRetention, crm: { integration: { url: downCrm.url } } } : withRetention;
+    return mode.config?.(relayed, options) ?? relayed;
   };
   // Every instance serves the same ledger; the client spreads requests over them like a load balancer.
   const database = await createBenchDatabase(options.database, options.seed, options.ledger);
@@ -296,6 +322,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
     const deletedBefore = options.retention ? await retentionDeleted(urls) : 0;
     const [cpuBefore, providerCpuBefore, dbCpuBefore, clientCpuBefore] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
     const scrapes = options.scrapeEveryMs ? startScrapes(urls[0]!, options.scrapeEveryMs) : undefined;
+    const refusedBefore = downCrm.refused;
     const measured = await mode.run({ client, options, provider, urls, serverCpuMs: serversCpuMs, idPrefix: `${name}-${runTag}-run` }, options.messages);
     const scraped = scrapes ? await scrapes.stop() : undefined;
     const [cpuAfter, providerCpuAfter, dbCpuAfter, clientCpuAfter] = [serversCpuMs(), provider.cpuMs(), database.cpuMs(), clientCpuMs()];
@@ -312,6 +339,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
       ...retention,
       ...(scraped ? { scrapes: scraped.length, scrape_ms: latencySummary(scraped) } : {}),
+      ...(options.crmDown ? { crm_down: true, crm_events_refused: downCrm.refused - refusedBefore } : {}),
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
       instances: servers.length,
@@ -395,6 +423,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       instances: { type: 'string', default: '1' },
       retention: { type: 'string' },
       'scrape-every': { type: 'string' },
+      'crm-down': { type: 'boolean', default: false },
       window: { type: 'string', default: '10' },
       'relay-batch-size': { type: 'string' },
       'relay-connections': { type: 'string' },
@@ -430,6 +459,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       instances: int('instances', values.instances, 1),
       retention: values.retention,
       scrapeEveryMs: values['scrape-every'] === undefined ? undefined : positiveDuration('scrape-every', values['scrape-every']),
+      crmDown: values['crm-down'],
       window: int('window', values.window, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
       relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),

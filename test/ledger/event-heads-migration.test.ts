@@ -1,0 +1,110 @@
+/**
+ * Migration 2026-11-30-20-event-heads on a ledger holding events of the version before it (SQLite, or PostgreSQL under
+ * TEST_DATABASE_URL): each player's oldest owed event becomes its head and the player's other owed events wait behind
+ * it; the relay then sends each player's owed events in order, and a dead event replayed goes before them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Migrator } from 'kysely/migration';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import { migrations } from '../../src/ledger/engine/migrations.js';
+import { claimDueEvents, markEventsSent, replayDeadEvents } from '../../src/ledger/events.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+
+const MIGRATION = '2026-11-30-20-event-heads';
+const NOW = 10_000;
+/** Each player's events in the order accepted: s sent, o owed, d dead. */
+const HISTORIES: Record<string, string> = { p1: 'sooo', p2: 'dooso', p3: 'ss', p4: 'o', p5: 'dd' };
+
+let dir: string;
+let database: TestDatabase;
+let ledger: Ledger;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'event-heads-migration-'));
+  database = await createTestDatabase(dir);
+  ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
+  const names = Object.keys(migrations);
+  const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
+  expect((await migrator.migrateTo(names[names.indexOf(MIGRATION) - 1]!)).error).toBeUndefined();
+  // Accepted interleaved across players, as a relay's traffic is: the k-th event of every player, then the k+1-th.
+  let n = 0;
+  for (let k = 0; k < 5; k++)
+    for (const [player, history] of Object.entries(HISTORIES)) {
+      const state = history[k];
+      if (state === undefined) continue;
+      n++;
+      await ledger.db
+        .insertInto('crm_events')
+        .values({
+          event_id: `${player}-${k}`,
+          type: 'CUSTOM',
+          method: 'POST',
+          path: '/v1/integration/custom',
+          user_id: player,
+          payload_json: '{}',
+          source: 'relay',
+          attempts: state === 'o' ? 0 : 1,
+          next_attempt_at: 1_000 + n,
+          claimed_until: 0,
+          sent_at: state === 's' ? 2_000 + n : null,
+          dead: state === 'd' ? 1 : 0,
+          created_at: 1_000 + n,
+        } as never)
+        .execute();
+    }
+  await migrateToLatest(ledger.db);
+});
+
+afterAll(async () => {
+  await ledger.close();
+  await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe(`migration ${MIGRATION}`, () => {
+  it('makes each player’s oldest owed event its head and the others wait; sent and dead events are not decided', async () => {
+    const rows = await ledger.db.selectFrom('crm_events').select(['event_id', 'head']).orderBy('id').execute();
+    expect(Object.fromEntries(rows.map((r) => [r.event_id, r.head]))).toEqual({
+      'p1-0': null,
+      'p1-1': 1,
+      'p1-2': 0,
+      'p1-3': 0,
+      'p2-0': null,
+      'p2-1': 1,
+      'p2-2': 0,
+      'p2-3': null,
+      'p2-4': 0,
+      'p3-0': null,
+      'p3-1': null,
+      'p4-0': 1,
+      'p5-0': null,
+      'p5-1': null,
+    });
+  });
+
+  it('then sends each player’s owed events in order, a replayed dead one first', async () => {
+    expect(await replayDeadEvents(ledger.db, NOW, ['p2-0'])).toBe(1);
+    const sent: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const claimed = await claimDueEvents(ledger.db, ledger.flags, 100, NOW, 60_000, `t${round}`);
+      if (claimed.length === 0) break;
+      sent.push(...claimed.map((e) => e.event_id));
+      await markEventsSent(
+        ledger.db,
+        claimed.map((e) => e.id),
+        `t${round}`,
+        NOW,
+        200,
+      );
+    }
+    const order = (player: string) => sent.filter((id) => id.startsWith(`${player}-`));
+    expect(order('p1')).toEqual(['p1-1', 'p1-2', 'p1-3']);
+    expect(order('p2')).toEqual(['p2-0', 'p2-1', 'p2-2', 'p2-4']);
+    expect(order('p4')).toEqual(['p4-0']);
+    expect(sent).toHaveLength(8);
+  });
+});
