@@ -4,15 +4,17 @@
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
  * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys)
- * and then, as the number's filter, the numbers' entries in recipient_messages (migration
- * 2026-11-29-95-recipient-messages), keyed by the message's day, number and time: the days from the newest message's
- * (or the range's end, or the cursor's) back to the oldest's are named in an IN list that each database walks newest day
- * first, each day's entries in the page's order, each joined to its message, so a page still stops at its limit; only
- * one day's rows of a player's several numbers are sorted (and on PostgreSQL, where the entries are a view over an
- * index ending in created_at, the ties on it).
+ * and then, as the number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on
+ * SQLite the numbers' entries in recipient_messages, migration 2026-11-29-95-recipient-messages, each joined to its
+ * message; on PostgreSQL messages through its index messages_recipient_time), keyed by the message's day, number and
+ * time: the days from the newest message's (or the range's end, or the cursor's) back to the oldest's are named in an
+ * IN list that each database walks newest day first, each day's entries in the page's order, so a page still stops at
+ * its limit; only one day's rows of a player's several numbers are sorted (and on PostgreSQL, whose index ends in
+ * created_at, the ties on it).
  */
-import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
-import type { Database, MessagesTable, RecipientMessagesTable } from './schema.js';
+import { type Expression, type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import { selectMessagesOfNumbers } from './number-messages.js';
+import type { Database, MessagesTable } from './schema.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 /**
@@ -99,9 +101,6 @@ const SUMMARY_COLUMNS = [
   'route_rule_name',
 ] as const;
 
-/** The query a search builds: messages, joined to its number's entries (recipient_messages as `r`) when a number is named. */
-type SearchQuery = SelectQueryBuilder<Database & { r: RecipientMessagesTable }, 'messages' | 'r', object>;
-
 /** Up to `limit` messages, newest first, and whether more follow. */
 export async function searchMessages(db: Kysely<Database>, filter: MessageFilter): Promise<{ rows: MessageSummary[]; more: boolean }> {
   // The numbers to look under: the one named, or the player's from message_user_recipients (every message with a
@@ -112,15 +111,23 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     numbers = filter.recipient === undefined ? own : own.filter((n) => n === filter.recipient);
     if (numbers.length === 0) return { rows: [], more: false };
   }
-  // With a number, the page is read in the order of its entries (day, number, created_at, sms_id), each joined to its
-  // message; the message must still have that number (an entry outlives a blanked or changed number until its day
-  // goes, src/ledger/retention.ts). `t` names the table whose created_at and sms_id the range and the cursor seek in.
-  const t = numbers === undefined ? 'messages' : 'r';
-  let query: SearchQuery =
-    numbers === undefined
-      ? (db.selectFrom('messages') as unknown as SearchQuery)
-      : db.selectFrom('recipient_messages as r').innerJoin('messages', 'messages.sms_id', 'r.sms_id').whereRef('messages.recipient', '=', 'r.recipient');
-  query = query.select(SUMMARY_COLUMNS.map((c) => `messages.${c}` as const));
+  // With a number, the page is read in the order of the number's index (day, number, created_at, sms_id), and the
+  // message must still have that number (on SQLite an entry outlives a blanked or changed number until its day goes,
+  // src/ledger/retention.ts). `key` names the columns the range, the cursor and the order are on: the index's, on
+  // SQLite the entries' own, so that the planner knows the index yields the page's order.
+  let query: SelectQueryBuilder<Database, 'messages', object>;
+  let key: { day?: Expression<number>; createdAt: Expression<number>; smsId: Expression<string> };
+  if (numbers === undefined) {
+    query = db.selectFrom('messages');
+    key = { createdAt: sql.ref<number>('messages.created_at'), smsId: sql.ref<string>('messages.sms_id') };
+  } else {
+    const span = await findCreatedSpan(db);
+    const days = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
+    if (days.length === 0) return { rows: [], more: false };
+    const own = selectMessagesOfNumbers(db, days, numbers);
+    query = own.query;
+    key = own;
+  }
   if (filter.smsId !== undefined) query = query.where('messages.sms_id', '=', filter.smsId);
   if (filter.activityKey !== undefined) query = query.where('messages.activity_key', '=', filter.activityKey);
   if (filter.userId !== undefined) query = query.where('messages.user_id', '=', filter.userId);
@@ -146,25 +153,20 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
       query = query.where(keyed ? sql<string>`${status} || ''` : status, '=', stored);
     }
   }
-  if (filter.from !== undefined) query = query.where(`${t}.created_at`, '>=', filter.from);
-  if (filter.to !== undefined) query = query.where(`${t}.created_at`, '<', filter.to);
+  if (filter.from !== undefined) query = query.where(key.createdAt, '>=', filter.from);
+  if (filter.to !== undefined) query = query.where(key.createdAt, '<', filter.to);
   if (filter.after) {
     const { createdAt, smsId } = filter.after;
     // The range on created_at alone is what the index can seek to; the tie-break on sms_id filters within it.
-    query = query.where(`${t}.created_at`, '<=', createdAt).where((eb) => eb.or([eb(`${t}.created_at`, '<', createdAt), eb(`${t}.sms_id`, '<', smsId)]));
+    query = query.where(key.createdAt, '<=', createdAt).where((eb) => eb.or([eb(key.createdAt, '<', createdAt), eb(key.smsId, '<', smsId)]));
   }
-  if (numbers !== undefined) {
-    const span = await findCreatedSpan(db);
-    const days = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
-    if (days.length === 0) return { rows: [], more: false };
-    query = query.where('r.day', 'in', days).where('r.recipient', 'in', numbers);
-    // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
-    // that the table's key yields it, so it sorts nothing for one number and stops at the limit.
-    query = query.orderBy('r.day', 'desc');
-  }
+  // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
+  // that the table's key yields it, so it sorts nothing for one number and stops at the limit.
+  if (key.day !== undefined) query = query.orderBy(key.day, 'desc');
   const rows = (await query
-    .orderBy(`${t}.created_at`, 'desc')
-    .orderBy(`${t}.sms_id`, 'desc')
+    .select(SUMMARY_COLUMNS.map((c) => `messages.${c}` as const))
+    .orderBy(key.createdAt, 'desc')
+    .orderBy(key.smsId, 'desc')
     .limit(filter.limit + 1)
     .execute()) as unknown as MessageSummary[];
   const more = rows.length > filter.limit;

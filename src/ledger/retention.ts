@@ -6,8 +6,9 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
+import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database } from './schema.js';
-import { dayOf, findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -94,25 +95,19 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
   const span = await findCreatedSpan(trx);
   const days = span ? searchBuckets(span, {}) : [];
   // One statement per few hundred pairs, not one each: on PostgreSQL each statement is a round trip, and a chunk of
-  // 500 messages has nearly as many pairs (bench/README.md "Retention on a prefilled ledger"). Both dialects find
-  // each pair by the primary key and each remaining message by its number's entry, one seek a day.
-  // - SQLite: the entries are a table of their own (recipient_messages), joined to their message by sms_id; an entry
-  //   counts only while its message still has that number (it may be gone or blanked already, its entry not yet
-  //   purged: purgeRecipientEntries).
-  // - PostgreSQL: the entries are messages' own index (recipient_messages is a view of messages there), so an entry
-  //   found is its message's row. Joined to messages through the view, each remaining message was looked up a second
-  //   time through the primary key: at 30 million messages the statement of 250 pairs took 100–130 ms against 40–60
-  //   from cold pages, and 110–130 against 16–20 from warm ones (bench/README.md "Sends while PostgreSQL retention
-  //   runs, traced").
+  // 500 messages has nearly as many pairs (bench/README.md "Retention on a prefilled ledger"). Each pair is found by
+  // the primary key and each remaining message by its number's index, one seek a day, and read once on PostgreSQL
+  // (src/ledger/number-messages.ts): through the view recipient_messages joined back to messages, each remaining
+  // message was looked up a second time through the primary key, and at 30 million messages the statement of 250
+  // pairs took 100–130 ms against 40–60 from cold pages, and 110–130 against 16–20 from warm ones (bench/README.md
+  // "Sends while PostgreSQL retention runs, traced"). On SQLite an entry counts only while its message still has
+  // that number (it may be gone or blanked already, its entry not yet purged: purgeRecipientEntries).
   const remaining =
     days.length === 0
       ? sql`false`
-      : dialectFlagsOf(trx).writesNumberEntries
-        ? sql`exists (select 1 from recipient_messages r join messages m on m.sms_id = r.sms_id
-          where r.day in (${sql.join(days)}) and r.recipient = message_user_recipients.recipient
-          and m.recipient = r.recipient and m.user_id = message_user_recipients.user_id)`
-        : sql`exists (select 1 from messages m where ${dayOf('m')} in (${sql.join(days)})
-          and m.recipient = message_user_recipients.recipient and m.user_id = message_user_recipients.user_id)`;
+      : sql`exists ${selectMessagesOfNumbers(trx, days, sql.ref<string>('message_user_recipients.recipient'))
+          .query.select(sql<number>`1`.as('one'))
+          .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))}`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})

@@ -4,6 +4,7 @@
  * retry or a receipt that moved the message meanwhile wins over a late answer.
  */
 import type { Kysely, Transaction } from 'kysely';
+import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database, MessagesTable } from './schema.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
@@ -61,24 +62,19 @@ export async function markStatusQueried(db: Db, smsIds: string[], now: number): 
 /**
  * The provider ids of our other messages to `recipient` dispatched in the window (a lookup must not take them for this
  * one). A message may be dispatched long after it was created (held, retried), and by another process's clock, so every
- * day of the number's entries (recipient_messages) is looked in, from the oldest message's to the newest's
+ * day of the number's messages (src/ledger/number-messages.ts) is looked in, from the oldest message's to the newest's
  * (src/ledger/time-buckets.ts); lookups are rare.
  */
 export async function findOtherProviderIds(db: Db, recipient: string, smsId: string, from: number, to: number): Promise<string[]> {
   const span = await findCreatedSpan(db);
   const days = span ? searchBuckets(span, {}) : [];
   if (days.length === 0) return [];
-  const rows = await db
-    .selectFrom('recipient_messages as r')
-    .innerJoin('messages as m', 'm.sms_id', 'r.sms_id')
-    .select('m.provider_message_id')
-    .where('r.day', 'in', days)
-    .where('r.recipient', '=', recipient)
-    .whereRef('m.recipient', '=', 'r.recipient')
-    .where('m.sms_id', '<>', smsId)
-    .where('m.dispatched_at', '>=', from)
-    .where('m.dispatched_at', '<=', to)
-    .where('m.provider_message_id', 'is not', null)
+  const rows = await selectMessagesOfNumbers(db, days, [recipient])
+    .query.select('messages.provider_message_id')
+    .where('messages.sms_id', '<>', smsId)
+    .where('messages.dispatched_at', '>=', from)
+    .where('messages.dispatched_at', '<=', to)
+    .where('messages.provider_message_id', 'is not', null)
     .execute();
   return rows.map((r) => r.provider_message_id!);
 }
