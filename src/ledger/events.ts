@@ -2,7 +2,7 @@
  * Repository for the CRM event outbox (`crm_events`): one query, one name (docs/design.md §8). Every function takes
  * the database or a transaction first, so a data change and the event it causes commit together.
  */
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Selectable, type Transaction } from 'kysely';
 import type { DialectFlags } from './engine/ledger.js';
 import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
@@ -111,55 +111,81 @@ const HEADS_LOCK = 0x63726d68;
  */
 async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   const locked = async (trx: Transaction<Database>) => {
-    if (flags.concurrentWriters) await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)})`.execute(trx);
+    // JIT off for the transaction, in the same statement: PostgreSQL's statistics are a column's, not the due heads',
+    // so it may take every head for due, cost the claim past jit_above_cost and compile it each round (20-40 ms a
+    // claim at a million owed, for a statement that reads at most its limit; bench/README.md "The event claim at a
+    // backlog of a million").
+    if (flags.concurrentWriters) await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)}), set_config('jit', 'off', true)`.execute(trx);
     return work(trx);
   };
   return db.isTransaction ? locked(db as Transaction<Database>) : (db as Kysely<Database>).transaction().execute(locked);
 }
 
 /** Owed events decided per round, oldest first: a burst larger than this is decided over the next rounds. */
-const DECIDED_PER_ROUND = 5_000;
+const DECIDED_PER_ROUND = 2_000;
 
 /**
  * Decides the owed events not decided yet (`head` null: new ones, and dead ones replayed that died before the heads
- * were kept): each is its player's head unless an older event of the player is owed. One probe of
- * crm_events_unsent_user each, so a round's cost follows what arrived, not the backlog.
+ * were kept), those not claimed: each is its player's head unless an older event of the player is owed. One probe of
+ * crm_events_unsent_user each, so a round's cost follows what arrived, not the backlog. An event claimed undecided is
+ * decided only if it is still owed once its claim is over (backed off, or its claimer lost).
  */
-async function decideEventHeads(trx: Db, flags: DialectFlags): Promise<void> {
+async function decideEventHeads(trx: Db, flags: DialectFlags, now: number): Promise<void> {
   await sql`update crm_events set head = case when exists (
       select 1 from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
       where p.user_id = crm_events.user_id and p.id < crm_events.id and p.sent_at is null and p.dead = 0
     ) then 0 else 1 end
     where id in (
-      select id from crm_events ${indexedBy(flags, 'crm_events_undecided')} where head is null and sent_at is null and dead = 0
+      select id from crm_events ${indexedBy(flags, 'crm_events_undecided')}
+      where head is null and sent_at is null and dead = 0 and claimed_until <= ${now}
       order by id limit ${DECIDED_PER_ROUND}
     )`.execute(trx);
 }
 
 /**
  * After events left the outbox (sent, or dead): each one's player's oldest owed event becomes its head, unless it is
- * still undecided (the next round decides it) or already the head.
+ * still undecided (the next round decides it) or already the head. The next events are read first, by the ids
+ * given, and written only when there are some: a player with nothing more owed, as most are when the relay keeps
+ * up, costs one seek and no write. (One UPDATE with the search inside was planned by PostgreSQL as a scan of the
+ * whole table for `head = 0`.)
  */
 async function promoteNextHeads(trx: Db, flags: DialectFlags, ids: number[]): Promise<void> {
-  for (const chunk of idChunks(ids, IDS_PER_STATEMENT))
-    await sql`update crm_events set head = 1 where head = 0 and id in (
-        select (
-          select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
-          where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
-        ) from crm_events s where s.id in (${sql.join(chunk)})
-      )`.execute(trx);
+  for (const chunk of idChunks(ids, IDS_PER_STATEMENT)) {
+    const next = await sql<{ id: number | null }>`
+      select (
+        select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
+        where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
+      ) as id from crm_events s where s.id in (${sql.join(chunk)})`.execute(trx);
+    const heads = next.rows.flatMap((r) => (r.id === null ? [] : [Number(r.id)]));
+    if (heads.length > 0) await trx.updateTable('crm_events').set({ head: 1 }).where('id', 'in', heads).where('head', '=', 0).execute();
+  }
 }
 
+/** A player's oldest owed event: the SQL of "`e` is it", one seek into crm_events_unsent_user. */
+function isOldestOwed(flags: DialectFlags, e: string): RawBuilder<boolean> {
+  // A scalar min(), not NOT EXISTS: PostgreSQL may plan a NOT EXISTS as a join over every owed row.
+  return sql<boolean>`${sql.ref(`${e}.id`)} = (
+    select min(p.id) from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
+    where p.user_id = ${sql.ref(`${e}.user_id`)} and p.sent_at is null and p.dead = 0
+  )`;
+}
+
+const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`;
+
 /**
- * Reserves for `token` until now + lease up to `limit` heads that are due and unclaimed, the earliest due first:
- * each player's oldest owed event, so a player's events go out one after another in the order accepted while
- * players go out in parallel. A dead event no longer holds its player's later events. The heads are read by when they
- * are due (crm_events_due_heads), so a round reads what it claims, not the backlog. Each is checked once more against
- * the player's owed events: a dead event was its player's head when it died and is one again when replayed, so it
- * goes before the head promoted while it was dead, which waits its turn behind it. One statement after
- * the round's decisions, so two claimers (serve and a cron flush, or two instances) never take the same row; a later
- * event cannot be claimed while an earlier one is owed, whoever holds it. PostgreSQL skips rows another claimer has
- * locked.
+ * Reserves for `token` until now + lease up to `limit` heads that are due and unclaimed: each player's oldest owed
+ * event, so a player's events go out one after another in the order accepted while players go out in parallel. A
+ * dead event no longer holds its player's later events. One statement claims, from two indexes:
+ * - the heads already decided, earliest due first, by when they are due (crm_events_due_heads);
+ * - then, up to the limit, the new events that are their player's oldest owed, oldest first, claimed undecided: an
+ *   event sent at once is never decided, so it is written no more often than before the heads were kept, and its
+ *   claim changes no indexed column (PostgreSQL can update it in place).
+ * The other new events are then decided (decideEventHeads), in the same transaction.
+ * A round so reads what it claims and what arrived, not the backlog. Each candidate is checked against the player's
+ * owed events (isOldestOwed): a dead event was its player's head when it died and is one again when replayed, so it
+ * goes before the head promoted while it was dead, which waits its turn behind it. Two claimers (serve and a cron
+ * flush, or two instances) never take the same row; a later event cannot be claimed while an earlier one is owed,
+ * whoever holds it.
  */
 export async function claimDueEvents(
   db: Kysely<Database>,
@@ -169,26 +195,38 @@ export async function claimDueEvents(
   leaseMs: number,
   token: string,
 ): Promise<ClaimedEvent[]> {
+  // Row locks on the decided heads only: they are what the round claims. The new events' slice may hold many a round
+  // does not claim, and locking each would write it; the UPDATE's own checks keep a row from being claimed twice.
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
-  const claimed = await withHeadsLock(db, flags, async (trx) => {
-    await decideEventHeads(trx, flags);
-    // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at. The
-    // check is a scalar min(), one seek a candidate: PostgreSQL may plan a NOT EXISTS as a join over every owed row.
-    return sql<ClaimedEvent>`
+  const rows = await withHeadsLock(db, flags, async (trx) => {
+    // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
+    const claimed = await sql<ClaimedEvent>`
       with heads as materialized (
-        select e.id from crm_events e ${indexedBy(flags, 'crm_events_due_heads')}
-        where e.head = 1 and e.sent_at is null and e.dead = 0 and e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
-          and e.id = (
-            select min(p.id) from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
-            where p.user_id = e.user_id and p.sent_at is null and p.dead = 0
-          )
-        order by e.next_attempt_at, e.id limit ${limit}${lock}
+        select id from (
+          select e.id from crm_events e ${indexedBy(flags, 'crm_events_due_heads')}
+          where e.head = 1 and e.sent_at is null and e.dead = 0 and e.next_attempt_at <= ${now} and e.claimed_until <= ${now}
+            and ${isOldestOwed(flags, 'e')}
+          order by e.next_attempt_at, e.id limit ${limit}${lock}
+        ) due
+        union all
+        select id from (
+          select n.id from (
+            select e.id, e.user_id, e.next_attempt_at, e.claimed_until from crm_events e ${indexedBy(flags, 'crm_events_undecided')}
+            where e.head is null and e.sent_at is null and e.dead = 0
+            order by e.id limit ${DECIDED_PER_ROUND}
+          ) n
+          where n.next_attempt_at <= ${now} and n.claimed_until <= ${now} and ${isOldestOwed(flags, 'n')}
+          order by n.id limit ${limit}
+        ) fresh
+        limit ${limit}
       )
       update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
       where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
-      returning id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`.execute(trx);
+      returning ${CLAIMED_COLUMNS}`.execute(trx);
+    await decideEventHeads(trx, flags, now);
+    return claimed.rows;
   });
-  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
+  return rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
 /** The CRM event outbox as src/ledger/outbox.ts describes a table. */

@@ -1,7 +1,8 @@
 /**
  * Migration 2026-11-30-20-event-heads on a ledger holding events of the version before it (SQLite, or PostgreSQL under
- * TEST_DATABASE_URL): each player's oldest owed event becomes its head and the player's other owed events wait behind
- * it; the relay then sends each player's owed events in order, and a dead event replayed goes before them.
+ * TEST_DATABASE_URL): the owed events are left undecided, and the relay's first round makes each player's oldest owed
+ * event its head, the player's other owed events waiting behind it (sent and dead ones stay undecided); the relay then
+ * sends each player's owed events in order, and a dead event replayed goes before them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,7 +67,11 @@ afterAll(async () => {
 });
 
 describe(`migration ${MIGRATION}`, () => {
-  it('makes each player’s oldest owed event its head and the others wait; sent and dead events are not decided', async () => {
+  it('leaves every event undecided; the first round makes each player’s oldest owed event its head and the others wait', async () => {
+    const undecided = await ledger.db.selectFrom('crm_events').select('head').distinct().execute();
+    expect(undecided).toEqual([{ head: null }]);
+    // A round at a time before any is due: it decides, and claims nothing.
+    expect(await claimDueEvents(ledger.db, ledger.flags, 100, 0, 60_000, 'early')).toEqual([]);
     const rows = await ledger.db.selectFrom('crm_events').select(['event_id', 'head']).orderBy('id').execute();
     expect(Object.fromEntries(rows.map((r) => [r.event_id, r.head]))).toEqual({
       'p1-0': null,
