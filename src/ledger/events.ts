@@ -111,12 +111,7 @@ const HEADS_LOCK = 0x63726d68;
  */
 async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   const locked = async (trx: Transaction<Database>) => {
-    // JIT off for the transaction, in the same statement: PostgreSQL's statistics are a column's, not the due heads',
-    // so it may take every head for due, cost the claim past jit_above_cost and compile it each round (20-40 ms a
-    // claim at a million owed, for a statement that reads at most its limit; bench/README.md "The event claim at a
-    // backlog of a million").
-    if (flags.concurrentWriters && !process.env.NOLOCK)
-      await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)}), set_config('jit', 'off', true)`.execute(trx);
+    if (flags.concurrentWriters) await sql`select pg_advisory_xact_lock(${sql.lit(HEADS_LOCK)})`.execute(trx);
     return work(trx);
   };
   return db.isTransaction ? locked(db as Transaction<Database>) : (db as Kysely<Database>).transaction().execute(locked);
