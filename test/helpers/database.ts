@@ -10,8 +10,10 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Migrator } from 'kysely/migration';
 import pg from 'pg';
 import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { migrations } from '../../src/ledger/engine/migrations.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 const created = new Set<string>();
@@ -106,9 +108,25 @@ export interface TestLedger {
 
 /** `name` begins the temp dir's name (the PostgreSQL database is named after that dir): one per test file. */
 export async function openTestLedger(name: string, poolSize = 2): Promise<TestLedger> {
+  return openLedgerUpTo(name, poolSize, (db) => migrateToLatest(db));
+}
+
+/**
+ * The same, migrated only up to the migration before `migration`: a test of that migration fills it with rows as
+ * the version before wrote them, then runs migrateToLatest.
+ */
+export async function openTestLedgerBefore(migration: string, name: string): Promise<TestLedger> {
+  const names = Object.keys(migrations);
+  return openLedgerUpTo(name, 1, async (db) => {
+    const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(names[names.indexOf(migration) - 1]!);
+    if (error) throw error;
+  });
+}
+
+async function openLedgerUpTo(name: string, poolSize: number, migrate: (db: Ledger['db']) => Promise<unknown>): Promise<TestLedger> {
   const database = await createTestDatabase(mkdtempSync(join(tmpdir(), `${name}-`)));
   const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: poolSize });
-  await migrateToLatest(ledger.db);
+  await migrate(ledger.db);
   return {
     ledger,
     url: database.url,

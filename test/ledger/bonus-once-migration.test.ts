@@ -3,24 +3,18 @@
  * PostgreSQL under TEST_DATABASE_URL): every bonus key gets its row's player, every row keeps its data, and the keys
  * then tell players apart.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bonusOnceKey } from '../../src/events/bonus-event.js';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { migrateToLatest } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { enqueueEventOnce } from '../../src/ledger/events.js';
-import { migrations } from '../../src/ledger/engine/migrations.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedgerBefore, type TestLedger } from '../helpers/database.js';
 
 const MIGRATION = '2026-11-28-40-bonus-once-per-player';
 /** More keyed rows than the migration reads at once, so it pages. */
 const KEYED = 2_345;
 
-let dir: string;
-let database: TestDatabase;
+let opened: TestLedger;
 let ledger: Ledger;
 
 /** A crm_events row as the version before the migration wrote it. */
@@ -44,12 +38,8 @@ function oldRow(n: number, dedupKey: string | null) {
 }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'bonus-once-migration-'));
-  database = await createTestDatabase(dir);
-  ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
-  const names = Object.keys(migrations);
-  const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
-  expect((await migrator.migrateTo(names[names.indexOf(MIGRATION) - 1]!)).error).toBeUndefined();
+  opened = await openTestLedgerBefore(MIGRATION, 'bonus-once-migration');
+  ledger = opened.ledger;
   const rows = [
     ...Array.from({ length: KEYED }, (_v, n) => oldRow(n, JSON.stringify(['bonus', `ub-${n}`, 'Created']))),
     // A status change whose ids hold the key's own punctuation, and events without a key (Ongoing, other kinds).
@@ -65,11 +55,7 @@ beforeAll(async () => {
   await migrateToLatest(ledger.db);
 });
 
-afterAll(async () => {
-  await ledger.close();
-  await database.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => opened.close());
 
 describe(`migration ${MIGRATION}`, () => {
   it('gives every stored bonus key its row’s player, in the form bonusOnceKey writes, and changes nothing else', async () => {

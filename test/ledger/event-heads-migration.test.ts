@@ -4,33 +4,23 @@
  * event its head, the player's other owed events waiting behind it (sent and dead ones stay undecided); the relay then
  * sends each player's owed events in order, and a dead event replayed goes before them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Migrator } from 'kysely/migration';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
+import { migrateToLatest } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
-import { migrations } from '../../src/ledger/engine/migrations.js';
 import { claimDueEvents, markEventsSent, replayDeadEvents } from '../../src/ledger/events.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { openTestLedgerBefore, type TestLedger } from '../helpers/database.js';
 
 const MIGRATION = '2026-11-30-20-event-heads';
 const NOW = 10_000;
 /** Each player's events in the order accepted: s sent, o owed, d dead. */
 const HISTORIES: Record<string, string> = { p1: 'sooo', p2: 'dooso', p3: 'ss', p4: 'o', p5: 'dd' };
 
-let dir: string;
-let database: TestDatabase;
+let opened: TestLedger;
 let ledger: Ledger;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'event-heads-migration-'));
-  database = await createTestDatabase(dir);
-  ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
-  const names = Object.keys(migrations);
-  const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });
-  expect((await migrator.migrateTo(names[names.indexOf(MIGRATION) - 1]!)).error).toBeUndefined();
+  opened = await openTestLedgerBefore(MIGRATION, 'event-heads-migration');
+  ledger = opened.ledger;
   // Accepted interleaved across players, as a relay's traffic is: the k-th event of every player, then the k+1-th.
   let n = 0;
   for (let k = 0; k < 5; k++)
@@ -60,11 +50,7 @@ beforeAll(async () => {
   await migrateToLatest(ledger.db);
 });
 
-afterAll(async () => {
-  await ledger.close();
-  await database.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => opened.close());
 
 describe(`migration ${MIGRATION}`, () => {
   it('leaves every event undecided; the first round makes each player’s oldest owed event its head and the others wait', async () => {
