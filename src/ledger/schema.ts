@@ -337,7 +337,8 @@ export interface CrmEventsTable {
   traceparent: string | null;
   /**
    * Whether the event is its player's oldest owed (1) or waits behind one (0); null until the relay decided it
-   * (decideEventHeads in src/ledger/events.ts). Only an owed row's value means anything.
+   * (src/ledger/events.ts), and for good for one claimed as soon as it came and sent. Only an owed row's value means
+   * anything.
    */
   head: number | null;
 }

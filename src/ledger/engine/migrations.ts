@@ -759,9 +759,9 @@ export const migrations: Record<string, Migration> = {
     async up(db) {
       // The event claim found each player's oldest owed event by grouping every owed event, each round: at a million
       // owed, a third of a second a round with SQLite's event loop stopped, every relay.poll_interval (bench/README.md
-      // "The event claim at a backlog of a million"). Each owed row now says whether it is its player's head, decided
-      // once when it is new or when the head before it leaves (src/ledger/events.ts), and the claim reads the heads
-      // by when they are due. The events owed now are left undecided: the relay decides them, oldest first, a slice a
+      // "The event claim at a backlog of a million"). An owed row now says whether it is its player's head, once the
+      // relay has decided it or the head before it has left (src/ledger/events.ts), and the claim reads the heads by
+      // when they are due. The events owed now are left undecided: the relay decides them, oldest first, a slice a
       // round. Deciding them here wrote every owed row in the migration's transaction: 46 s at a million owed on
       // PostgreSQL, with the table locked by the new column all that time.
       await db.schema.alterTable('crm_events').addColumn('head', 'integer').execute();
