@@ -121,43 +121,37 @@ async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transac
 const DECIDED_PER_ROUND = 2_000;
 
 /**
- * Decides the new owed events (`head` null: new ones, and dead ones replayed that died before the heads were kept)
- * that the claim will not take as they are: an event with an older event of its player owed waits behind it (0); an
- * event that is its player's oldest owed but backing off is a head (1), due by its time. One that is its player's
- * oldest owed and due stays undecided, for the next claim to take at once (claimDueEvents), and one claimed is left
- * alone. One probe of crm_events_unsent_user each, so the cost follows what arrived, not the backlog.
+ * Settles the heads after a round's marks (or a round that claimed nothing), in one statement:
+ * - each player whose event left the outbox (`left`: sent, or dead) gets its next owed event as head, where that was
+ *   waiting (0);
+ * - the new owed events (`head` null: new ones, and dead ones replayed that died before the heads were kept) that the
+ *   claim will not take as they are, the first DECIDED_PER_ROUND not claimed: one behind an older owed event of its
+ *   player waits (0); one that is its player's oldest owed but backing off is a head (1), due by its time.
+ * A new event that is its player's oldest owed and due stays undecided, for the next claim to take at once
+ * (claimDueEvents). One seek into crm_events_unsent_user for each row looked at, so the cost follows what arrived and
+ * what left, not the backlog.
  */
-async function decideEventHeads(trx: Db, flags: DialectFlags, now: number): Promise<void> {
+async function settleEventHeads(trx: Db, flags: DialectFlags, now: number, left: number[]): Promise<void> {
   const waits = sql<boolean>`exists (
       select 1 from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
       where p.user_id = crm_events.user_id and p.id < crm_events.id and p.sent_at is null and p.dead = 0
     )`;
-  // `head is null` on the row itself: PostgreSQL checks it again on a row changed since the statement began, so a
-  // head promoted meanwhile is not set back.
-  await sql`update crm_events set head = case when ${waits} then 0 else 1 end
-    where head is null and (${waits} or next_attempt_at > ${now}) and id in (
-      select id from crm_events ${indexedBy(flags, 'crm_events_undecided')}
-      where head is null and sent_at is null and dead = 0 and claimed_until <= ${now}
-      order by id limit ${DECIDED_PER_ROUND}
-    )`.execute(trx);
-}
-
-/**
- * After events left the outbox (sent, or dead): each one's player's oldest owed event becomes its head, unless it is
- * still undecided (the next round decides it) or already the head. The next events are read first, by the ids
- * given, and written only when there are some: a player with nothing more owed, as most are when the relay keeps
- * up, costs one seek and no write. (One UPDATE with the search inside was planned by PostgreSQL as a scan of the
- * whole table for `head = 0`.)
- */
-async function promoteNextHeads(trx: Db, flags: DialectFlags, ids: number[]): Promise<void> {
-  for (const chunk of idChunks(ids, IDS_PER_STATEMENT)) {
-    const next = await sql<{ id: number | null }>`
-      select (
-        select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
-        where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
-      ) as id from crm_events s where s.id in (${sql.join(chunk)})`.execute(trx);
-    const heads = next.rows.flatMap((r) => (r.id === null ? [] : [Number(r.id)]));
-    if (heads.length > 0) await trx.updateTable('crm_events').set({ head: 1 }).where('id', 'in', heads).where('head', '=', 0).execute();
+  const undecided = sql`select id from crm_events ${indexedBy(flags, 'crm_events_undecided')}
+    where head is null and sent_at is null and dead = 0 and claimed_until <= ${now}
+    order by id limit ${DECIDED_PER_ROUND}`;
+  const next = (ids: number[]) => sql`select (
+      select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
+      where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
+    ) as id from crm_events s where s.id in (${sql.join(ids)})`;
+  const chunks = idChunks(left, IDS_PER_STATEMENT);
+  for (const [i, chunk] of (chunks.length > 0 ? chunks : [[]]).entries()) {
+    // The first statement also decides; a round's further chunks (more than IDS_PER_STATEMENT left) only promote.
+    const rows = chunk.length === 0 ? undecided : i === 0 ? sql`select id from (${undecided}) d union ${next(chunk)}` : next(chunk);
+    // The state checks are on the row itself: PostgreSQL checks them again on a row changed since the statement began,
+    // so a head promoted meanwhile is not set back.
+    await sql`update crm_events set head = case when ${waits} then 0 else 1 end
+      where id in (${rows})
+        and ((head is null and (${waits} or next_attempt_at > ${now})) or (head = 0 and not ${waits}))`.execute(trx);
   }
 }
 
@@ -181,7 +175,7 @@ const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_j
  *   event sent at once is never decided, so it is written no more often than before the heads were kept, and its
  *   claim changes no indexed column (PostgreSQL can update it in place).
  * It takes no lock: what it writes decides nothing. The other new events are decided by the marks of the round
- * (markEventsSent, markEventsFailed), or here when the round claimed nothing (decideEventHeads).
+ * (markEventsSent, markEventsFailed), or here when the round claimed nothing (settleEventHeads).
  * A round so reads what it claims and what arrived, not the backlog. Each candidate is checked against the player's
  * owed events (isOldestOwed): a dead event was its player's head when it died and is one again when replayed, so it
  * goes before the head promoted while it was dead, which waits its turn behind it. Two claimers (serve and a cron
@@ -224,7 +218,7 @@ export async function claimDueEvents(
       where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
       returning ${CLAIMED_COLUMNS}`.execute(db);
   // The marks of what was claimed decide what arrived meanwhile; a round that claimed nothing decides it here.
-  if (claimed.rows.length === 0) await withHeadsLock(db, flags, (trx) => decideEventHeads(trx, flags, now));
+  if (claimed.rows.length === 0) await withHeadsLock(db, flags, (trx) => settleEventHeads(trx, flags, now, []));
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);
 }
 
@@ -245,8 +239,7 @@ export async function markEventsSent(db: Db, ids: number[], token: string, now: 
   const flags = dialectFlagsOf(db);
   await withHeadsLock(db, flags, async (trx) => {
     await outbox.markSent(trx, ids, token, now, status);
-    await promoteNextHeads(trx, flags, ids);
-    await decideEventHeads(trx, flags, now);
+    await settleEventHeads(trx, flags, now, ids);
   });
 }
 
@@ -258,9 +251,12 @@ export async function markEventsFailed(db: Db, rows: FailedOutboxRow[], token: s
   const flags = dialectFlagsOf(db);
   await withHeadsLock(db, flags, async (trx) => {
     await outbox.markFailed(trx, rows, token);
-    const dead = rows.filter((r) => r.dead).map((r) => r.id);
-    if (dead.length > 0) await promoteNextHeads(trx, flags, dead);
-    await decideEventHeads(trx, flags, now);
+    await settleEventHeads(
+      trx,
+      flags,
+      now,
+      rows.filter((r) => r.dead).map((r) => r.id),
+    );
   });
 }
 

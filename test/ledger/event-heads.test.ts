@@ -63,27 +63,24 @@ describe('the event heads', () => {
         await ledger.db.deleteFrom('crm_events').execute();
         let now = 1_000;
         let n = 0;
-        let held: { token: string; rows: ClaimedEvent[] } | undefined;
+        // The claims not settled yet, each with its token, as a relay's rounds hold them until it marks.
+        let held: Array<{ token: string; row: ClaimedEvent }> = [];
         for (const s of steps) {
           now += 1;
           if (s.op === 'enqueue') await ledger.db.transaction().execute((trx) => enqueueEvent(trx, event(s.user, ++n), now));
           if (s.op === 'wait') now += s.ms;
           if (s.op === 'replay') await replayDeadEvents(ledger.db, now, s.user === undefined ? {} : { userId: s.user });
-          if (s.op === 'settle' && held) {
+          if (s.op === 'settle') {
             // 'lost': the claimer died; nothing is marked and the lease runs out.
-            const { token, rows } = held;
             const outcome = (i: number) => s.outcomes[i] ?? 'lost';
-            const sent = rows.filter((_, i) => outcome(i) === 'sent').map((r) => r.id);
-            const failed = rows.flatMap((r, i) =>
-              outcome(i) === 'retry' || outcome(i) === 'dead'
-                ? [{ id: r.id, nextAttemptAt: now + 300, dead: outcome(i) === 'dead', httpStatus: 503, error: 'HTTP 503' }]
-                : [],
-            );
-            await ledger.db.transaction().execute(async (trx) => {
-              if (sent.length > 0) await markEventsSent(trx, sent, token, now, 200);
-              if (failed.length > 0) await markEventsFailed(trx, failed, token, now);
-            });
-            held = undefined;
+            for (const [i, { token, row }] of held.entries()) {
+              const failed = { id: row.id, nextAttemptAt: now + 300, dead: outcome(i) === 'dead', httpStatus: 503, error: 'HTTP 503' };
+              await ledger.db.transaction().execute(async (trx) => {
+                if (outcome(i) === 'sent') await markEventsSent(trx, [row.id], token, now, 200);
+                if (outcome(i) === 'retry' || outcome(i) === 'dead') await markEventsFailed(trx, [failed], token, now);
+              });
+            }
+            held = [];
           }
           if (s.op === 'claim') {
             const before = await oldestOwed();
@@ -94,7 +91,7 @@ describe('the event heads', () => {
               const free = [...before].filter(([, o]) => o.due <= now && o.claimedUntil <= now).map(([u]) => u);
               expect(claimed.map((r) => r.user_id).sort()).toEqual(free.sort());
             }
-            held = { token, rows: claimed };
+            held.push(...claimed.map((row) => ({ token, row })));
           }
         }
       }),
@@ -106,6 +103,8 @@ describe('the event heads', () => {
             [
               { op: 'enqueue', user: 'd' },
               { op: 'enqueue', user: 'd' },
+              { op: 'claim', limit: 1 },
+              // Nothing to claim: the round decides that the second event waits behind the first.
               { op: 'claim', limit: 1 },
               { op: 'settle', outcomes: ['dead'] },
               { op: 'claim', limit: 2 },
