@@ -121,6 +121,12 @@ const database = z
       .default('normal')
       .describe("SQLite's `synchronous` pragma: `normal` survives a process crash, `full` a power loss too, at a cost per commit."),
     pool_size: z.number().int().positive().default(10).describe('PostgreSQL connections per process.'),
+    prepared_statements: z
+      .boolean()
+      .default(true)
+      .describe(
+        "PostgreSQL: send the statements that cost more to plan than to run (the event relay's claim and its decisions) as named prepared statements, parsed once per connection and planned once where a generic plan is as good. Turn off behind a pooler in transaction mode that does not keep them for the session (PgBouncer, unless 1.21 or later with `max_prepared_statements` set).",
+      ),
   })
   .describe('The ledger: every message, receipt, conversion and event is committed here before it is acknowledged.');
 

@@ -9,6 +9,7 @@ import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks, ROWS_PER_STATEMENT } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
+import { named } from './engine/statement-names.js';
 import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 import type { NewEvent } from '../crm/user-events.js';
@@ -117,6 +118,20 @@ async function withHeadsLock<T>(db: Db, flags: DialectFlags, work: (trx: Transac
   return db.isTransaction ? locked(db as Transaction<Database>) : (db as Kysely<Database>).transaction().execute(locked);
 }
 
+/** The id of the oldest owed event of the player `userId` names: one seek into crm_events_unsent_user. */
+function oldestOwedOf(flags: DialectFlags, userId: string): RawBuilder<number> {
+  // A scalar min(), not NOT EXISTS: PostgreSQL may plan a NOT EXISTS as a join over every owed row.
+  return sql<number>`(
+    select min(o.id) from crm_events o ${indexedBy(flags, 'crm_events_unsent_user')}
+    where o.user_id = ${sql.ref(userId)} and o.sent_at is null and o.dead = 0
+  )`;
+}
+
+/** "`e` is its player's oldest owed event". */
+function isOldestOwed(flags: DialectFlags, e: string): RawBuilder<boolean> {
+  return sql<boolean>`${sql.ref(`${e}.id`)} = ${oldestOwedOf(flags, `${e}.user_id`)}`;
+}
+
 /** Owed events decided per round, oldest first: a burst larger than this is decided over the next rounds. */
 const DECIDED_PER_ROUND = 2_000;
 
@@ -129,7 +144,8 @@ const DECIDED_PER_ROUND = 2_000;
  *   player waits (0); one that is its player's oldest owed but backing off is a head (1), due by its time.
  * A new event that is its player's oldest owed and due stays undecided, for the next claim to take at once
  * (claimDueEvents). One seek into crm_events_unsent_user for each row looked at, so the cost follows what arrived and
- * what left, not the backlog.
+ * what left, not the backlog. Sent named on PostgreSQL, as the claim is (engine/statement-names.ts): planned anew each
+ * round, each cost more to plan than to run.
  */
 async function settleEventHeads(trx: Db, flags: DialectFlags, now: number, left: number[]): Promise<void> {
   const waits = sql<boolean>`exists (
@@ -139,29 +155,17 @@ async function settleEventHeads(trx: Db, flags: DialectFlags, now: number, left:
   const undecided = sql`select id from crm_events ${indexedBy(flags, 'crm_events_undecided')}
     where head is null and sent_at is null and dead = 0 and claimed_until <= ${now}
     order by id limit ${DECIDED_PER_ROUND}`;
-  const next = (ids: number[]) => sql`select (
-      select min(u.id) from crm_events u ${indexedBy(flags, 'crm_events_unsent_user')}
-      where u.user_id = s.user_id and u.sent_at is null and u.dead = 0
-    ) as id from crm_events s where s.id in (${sql.join(ids)})`;
+  const next = (ids: number[]) => sql`select ${oldestOwedOf(flags, 's.user_id')} as id from crm_events s where s.id in (${sql.join(ids)})`;
   const chunks = idChunks(left, IDS_PER_STATEMENT);
   for (const [i, chunk] of (chunks.length > 0 ? chunks : [[]]).entries()) {
     // The first statement also decides; a round's further chunks (more than IDS_PER_STATEMENT left) only promote.
     const rows = chunk.length === 0 ? undecided : i === 0 ? sql`select id from (${undecided}) d union ${next(chunk)}` : next(chunk);
     // The state checks are on the row itself: PostgreSQL checks them again on a row changed since the statement began,
     // so a head promoted meanwhile is not set back.
-    await sql`update crm_events set head = case when ${waits} then 0 else 1 end
+    await named(sql`update crm_events set head = case when ${waits} then 0 else 1 end
       where id in (${rows})
-        and ((head is null and (${waits} or next_attempt_at > ${now})) or (head = 0 and not ${waits}))`.execute(trx);
+        and ((head is null and (${waits} or next_attempt_at > ${now})) or (head = 0 and not ${waits}))`).execute(trx);
   }
-}
-
-/** A player's oldest owed event: the SQL of "`e` is it", one seek into crm_events_unsent_user. */
-function isOldestOwed(flags: DialectFlags, e: string): RawBuilder<boolean> {
-  // A scalar min(), not NOT EXISTS: PostgreSQL may plan a NOT EXISTS as a join over every owed row.
-  return sql<boolean>`${sql.ref(`${e}.id`)} = (
-    select min(p.id) from crm_events p ${indexedBy(flags, 'crm_events_unsent_user')}
-    where p.user_id = ${sql.ref(`${e}.user_id`)} and p.sent_at is null and p.dead = 0
-  )`;
 }
 
 const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_json, attempts, created_at, traceparent`;
@@ -194,7 +198,7 @@ export async function claimDueEvents(
   // does not claim, and locking each would write it; the UPDATE's own checks keep a row from being claimed twice.
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
   // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
-  const claimed = await sql<ClaimedEvent>`
+  const claimed = await named(sql<ClaimedEvent>`
       with heads as materialized (
         select id from (
           select e.id from crm_events e ${indexedBy(flags, 'crm_events_due_heads')}
@@ -216,7 +220,7 @@ export async function claimDueEvents(
       )
       update crm_events set claimed_until = ${now + leaseMs}, claim_token = ${token}
       where id in (select id from heads) and claimed_until <= ${now} and +sent_at is null and +dead = 0
-      returning ${CLAIMED_COLUMNS}`.execute(db);
+      returning ${CLAIMED_COLUMNS}`).execute(db);
   // The marks of what was claimed decide what arrived meanwhile; a round that claimed nothing decides it here.
   if (claimed.rows.length === 0) await withHeadsLock(db, flags, (trx) => settleEventHeads(trx, flags, now, []));
   return claimed.rows.map((r) => ({ ...r, id: Number(r.id), created_at: Number(r.created_at) })).sort((a, b) => a.id - b.id);

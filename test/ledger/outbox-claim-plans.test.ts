@@ -48,10 +48,10 @@ describe('the outboxes’ claims on SQLite without statistics', () => {
 
   it('CRM events: each candidate and each next head is one seek into its player’s owed events', async () => {
     const seek = 'USING COVERING INDEX crm_events_unsent_user (user_id=?';
-    expect(await sqlitePlanOf(claimEvents, { which: statement('claimed_until') })).toContain(`SEARCH p ${seek}`);
+    expect(await sqlitePlanOf(claimEvents, { which: statement('claimed_until') })).toContain(`SEARCH o ${seek}`);
     expect(await sqlitePlanOf(claimEvents, { which: statement('set head = case') })).toContain(`SEARCH p ${seek} AND id<?)`);
     const promote = await sqlitePlanOf((db) => markEventsSent(db, [1, 2], 'token', NOW, 200), { which: statement('set head = case') });
-    expect(promote).toContain(`SEARCH u ${seek})`);
+    expect(promote).toContain(`SEARCH o ${seek})`);
     expect(promote).toContain('SEARCH s USING INTEGER PRIMARY KEY');
   });
 });

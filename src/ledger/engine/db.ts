@@ -5,7 +5,7 @@
 import { Migrator } from 'kysely/migration';
 import { type Kysely, PostgresAdapter, type Transaction, sql } from 'kysely';
 import type { Config } from '../../config/schema.js';
-import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
+import type { DialectFlags, Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
 import { migrations } from './migrations.js';
 import { openPostgresLedger } from './postgres.js';
 import type { Database } from '../schema.js';
@@ -33,7 +33,7 @@ export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): Diale
   return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS;
 }
 
-export function openLedger(config: Config['database'], options: LedgerOptions = {}): Ledger {
+export function openLedger(config: LedgerSettings, options: LedgerOptions = {}): Ledger {
   // Each dialect's driver is loaded by its own module, when a ledger of that dialect opens: a SQLite process never
   // loads pg, a PostgreSQL one never loads better-sqlite3.
   return config.url.startsWith('sqlite:') ? openSqliteLedger(config, options, SQLITE_FLAGS) : openPostgresLedger(config, options, POSTGRES_FLAGS);

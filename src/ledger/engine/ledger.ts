@@ -5,7 +5,11 @@
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import type { Config } from '../../config/schema.js';
 import type { Database } from '../schema.js';
+
+/** The `database` settings a ledger opens with: a setting left out (tests, the bench's fill) takes its default. */
+export type LedgerSettings = Omit<Config['database'], 'prepared_statements'> & Partial<Pick<Config['database'], 'prepared_statements'>>;
 
 /** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
 export interface DialectFlags {

@@ -1,12 +1,12 @@
 /** The PostgreSQL ledger: a pool of connections. pg is loaded when a PostgreSQL ledger opens, so a SQLite process never loads it. */
 import { createRequire } from 'node:module';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type PgModule from 'pg';
-import type { Config } from '../../config/schema.js';
-import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
+import type { DialectFlags, Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
+import { StatementNames } from './statement-names.js';
 import type { Database } from '../schema.js';
 
-export function openPostgresLedger(config: Config['database'], options: LedgerOptions, flags: DialectFlags): Ledger {
+export function openPostgresLedger(config: LedgerSettings, options: LedgerOptions, flags: DialectFlags): Ledger {
   const pg = createRequire(import.meta.url)('pg') as typeof PgModule;
   const pool = new pg.Pool({
     connectionString: config.url,
@@ -26,7 +26,29 @@ export function openPostgresLedger(config: Config['database'], options: LedgerOp
   pool.on('error', (error: Error & { code?: string }) =>
     options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
   );
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.prepared_statements === false ? pool : namingPool(pool) }) });
   // PostgreSQL reads take a connection of their own from the pool anyway.
   return { db, readDb: db, flags, spaceCheckpoints: () => () => {}, close: () => db.destroy() };
+}
+
+/**
+ * The pool as Kysely sees it, sending the statements marked `named` under their names (statement-names.ts). pg
+ * prepares a name on a connection the first time it is sent there, and only binds and runs it after that.
+ */
+function namingPool(pool: PgModule.Pool): PostgresPool {
+  const names = new StatementNames();
+  // One face per connection, so that Kysely, which keys its own state by the client it is given, sees the same one.
+  const faces = new WeakMap<PgModule.PoolClient, PostgresPoolClient>();
+  const faceOf = (client: PgModule.PoolClient) => {
+    let face = faces.get(client);
+    if (face === undefined) {
+      face = {
+        query: (text: string, values: unknown[]) => client.query({ name: names.nameOf(text), text, values }),
+        release: (destroy?: boolean) => client.release(destroy),
+      } as unknown as PostgresPoolClient;
+      faces.set(client, face);
+    }
+    return face;
+  };
+  return { options: pool.options, connect: async () => faceOf(await pool.connect()), end: () => pool.end() };
 }

@@ -8,9 +8,8 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type SqliteDialectConfig } from 'kysely';
-import type { Config } from '../../config/schema.js';
 import { startCheckpointer } from './checkpointer.js';
-import type { DialectFlags, Ledger, LedgerOptions } from './ledger.js';
+import type { DialectFlags, Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
 import type { Database } from '../schema.js';
 
 type SqliteConstructor = typeof BetterSqlite3;
@@ -162,7 +161,7 @@ function withStatementCache(sqlite: BetterSqlite3.Database, capacity = 1_024, ma
   };
 }
 
-export function openSqliteLedger(config: Config['database'], options: LedgerOptions, flags: DialectFlags): Ledger {
+export function openSqliteLedger(config: LedgerSettings, options: LedgerOptions, flags: DialectFlags): Ledger {
   const file = config.url.slice('sqlite:'.length);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new (Sqlite())(file);
