@@ -84,6 +84,28 @@ describe('the ledger’s PostgreSQL connections', () => {
     }
   });
 
+  it('send every statement unnamed, and say so once, after the server lost one a connection prepared (a pooler in transaction mode)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'postgres-named-'));
+    const url = postgresDatabaseUrl(dir);
+    const warnings: unknown[] = [];
+    const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 }, { logger: { warn: (...args: unknown[]) => warnings.push(args) } });
+    const claim = (round: number) => claimDueEvents(ledger.db, ledger.flags, 10, Date.now(), 60_000, `round-${round}`);
+    try {
+      await migrateToLatest(ledger.db);
+      for (let i = 0; i < 3; i++) expect(await claim(i)).toEqual([]);
+      // What a pooler does when it runs the next statement on another server connection: pg still takes the name for
+      // prepared on this one, the server does not know it.
+      await sql`deallocate all`.execute(ledger.db);
+      await expect(claim(3)).rejects.toMatchObject({ code: '26000' });
+      for (let i = 4; i < 7; i++) expect(await claim(i)).toEqual([]);
+      expect(await preparedOn(ledger.db)).toEqual([]);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await ledger.close();
+      await dropPostgresDatabase(dir);
+    }
+  });
+
   it('keep serving named statements that list their columns, and the others, when their table gains a column (a newer version’s migration)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'postgres-named-'));
     const url = postgresDatabaseUrl(dir);

@@ -35,4 +35,12 @@ describe('StatementNames', () => {
     expect(names.nameOf(text('select 3'))).toBeUndefined();
     expect(names.nameOf(text('select 1'))).toBe(first);
   });
+
+  it('names nothing once stopped, and says the first time that it stopped', () => {
+    const names = new StatementNames();
+    expect(names.nameOf(text('select 1'))).toBeDefined();
+    expect(names.stop()).toBe(true);
+    expect(names.stop()).toBe(false);
+    expect(names.nameOf(text('select 1'))).toBeUndefined();
+  });
 });

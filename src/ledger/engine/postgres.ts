@@ -26,16 +26,28 @@ export function openPostgresLedger(config: LedgerSettings, options: LedgerOption
   pool.on('error', (error: Error & { code?: string }) =>
     options.logger?.warn({ reason: error.message, code: error.code }, 'PostgreSQL closed an idle connection; reconnecting on next use'),
   );
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: config.prepared_statements === false ? pool : namingPool(pool) }) });
+  const lostNames = () =>
+    options.logger?.warn(
+      'PostgreSQL does not know a statement this connection prepared (a pooler in transaction mode?): the ledger sends its statements unnamed from now on; set database.prepared_statements: false',
+    );
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: config.prepared_statements === false ? pool : namingPool(pool, lostNames) }),
+  });
   // PostgreSQL reads take a connection of their own from the pool anyway.
   return { db, readDb: db, flags, spaceCheckpoints: () => () => {}, close: () => db.destroy() };
 }
 
+/** SQLSTATE invalid_sql_statement_name: "prepared statement … does not exist". */
+const UNKNOWN_STATEMENT = '26000';
+
 /**
  * The pool as Kysely sees it, sending the statements marked `named` under their names (statement-names.ts). pg
- * prepares a name on a connection the first time it is sent there, and only binds and runs it after that.
+ * prepares a name on a connection the first time it is sent there, and only binds and runs it after that. Where the
+ * server does not know a name pg prepared (26000: a pooler in transaction mode put the statement on another server
+ * connection), that statement fails and every later one goes unnamed, so the relay goes on instead of failing round
+ * after round (docs/deployment.md).
  */
-function namingPool(pool: PgModule.Pool): PostgresPool {
+function namingPool(pool: PgModule.Pool, lostNames: () => void): PostgresPool {
   const names = new StatementNames();
   // One face per connection, so that Kysely, which keys its own state by the client it is given, sees the same one.
   const faces = new WeakMap<PgModule.PoolClient, PostgresPoolClient>();
@@ -43,7 +55,15 @@ function namingPool(pool: PgModule.Pool): PostgresPool {
     let face = faces.get(client);
     if (face === undefined) {
       face = {
-        query: (text: string, values: unknown[]) => client.query({ name: names.nameOf(text), text, values }),
+        query: async (text: string, values: unknown[]) => {
+          const name = names.nameOf(text);
+          try {
+            return await client.query({ name, text, values });
+          } catch (error) {
+            if (name !== undefined && (error as { code?: string }).code === UNKNOWN_STATEMENT && names.stop()) lostNames();
+            throw error;
+          }
+        },
         release: (destroy?: boolean) => client.release(destroy),
       } as unknown as PostgresPoolClient;
       faces.set(client, face);

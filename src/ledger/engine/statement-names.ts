@@ -27,17 +27,25 @@ export function named<T>(query: RawBuilder<T>): RawBuilder<T> {
 
 export class StatementNames {
   private readonly names = new Map<string, string>();
+  private stopped = false;
 
   /** `maxTexts` bounds what a connection keeps on the server should a named text ever carry a value. */
   constructor(private readonly maxTexts = 200) {}
 
   /** The name to send `text` under, the same for the same text; undefined to send it unnamed. */
   nameOf(text: string): string | undefined {
-    if (!text.startsWith(MARK)) return undefined;
+    if (this.stopped || !text.startsWith(MARK)) return undefined;
     const known = this.names.get(text);
     if (known !== undefined || this.names.size >= this.maxTexts) return known;
     const name = `ledger_${this.names.size}`;
     this.names.set(text, name);
     return name;
+  }
+
+  /** From now on every text goes unnamed; true the first time. */
+  stop(): boolean {
+    const naming = !this.stopped;
+    this.stopped = true;
+    return naming;
   }
 }
