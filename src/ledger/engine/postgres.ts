@@ -11,6 +11,11 @@ export function openPostgresLedger(config: LedgerSettings, options: LedgerOption
   const pool = new pg.Pool({
     connectionString: config.url,
     max: config.pool_size,
+    // A connection's named statements keep the generic plans made there, and only an ANALYZE makes PostgreSQL plan them
+    // again: on a server without autovacuum, a plan made while a table was empty would stay as long as the connection.
+    // A connection retired after ten minutes (when given back, never in the middle of a transaction) takes its plans
+    // with it, and the next plans see the table's size then.
+    maxLifetimeSeconds: config.prepared_statements === false ? 0 : 600,
     // JIT off, unless the URL's own `options` say otherwise. The ledger's statements read a few rows by an index, but
     // PostgreSQL's statistics describe a column, not the rows a partial index holds: with a million events owed it
     // costed the event claim, which reads at most its limit, past jit_above_cost and compiled it every round, 20 to

@@ -4,7 +4,8 @@
  * spent more time planning their statements than running them (bench/README.md "Named statements on PostgreSQL").
  *
  * Naming is chosen statement by statement (`named`), not for every statement: a generic plan is made from the
- * statistics of its moment and kept until they change (an ANALYZE, which autovacuum runs as a table grows). Named on a
+ * statistics of its moment and kept until they change (an ANALYZE, which autovacuum runs as a table grows) or its
+ * connection ends (the pool retires each after ten minutes, src/ledger/engine/postgres.ts). Named on a
  * server without autovacuum, the send path's update of its answers kept a plan made while its table was empty and ran
  * six times slower than planned afresh, for no saving (its planning is a small part of its time).
  * A statement to name:
