@@ -69,7 +69,14 @@ describe.runIf(old)(`the bin on the machine's Node ${old?.version ?? '(none olde
       ].join('\n'),
     );
     // npm_config_cache: npx's cache of its own, so no earlier run's link to another bin path is reused.
-    env = { ...process.env, PATH: `${dirname(old!.path)}${delimiter}${process.env.PATH}`, npm_config_cache: join(dir, 'npm-cache') };
+    // npm_config_ignore_scripts: with a fresh cache, npx installs this package from its folder and runs its `prepare`
+    // script, which rebuilt dist/ under the other test files' running CLIs (a CI run failed on a half-written module).
+    env = {
+      ...process.env,
+      PATH: `${dirname(old!.path)}${delimiter}${process.env.PATH}`,
+      npm_config_cache: join(dir, 'npm-cache'),
+      npm_config_ignore_scripts: 'true',
+    };
     // A fresh clone whose tests run on a Node 24 from elsewhere has no .node24/ yet: the shim's one-time install (and
     // its lines on stderr) happens here, not in the first command a test asserts on, whichever file ran first.
     await run('sh', [join(ROOT, '.ci', 'node24'), '--env'], env);
