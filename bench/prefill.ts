@@ -1,11 +1,12 @@
 /**
  * npm run bench -- --prefill N --days D --out FILE [--indexes in-place|after] [--providers sandbox:70,twilio:20,smpp:10]
- * npm run bench -- --prefill N --days D --database postgres://…/DB
+ * npm run bench -- --prefill N --days D --database postgres://…/DB [--partition-by-day]
  *
  * Writes a migrated ledger holding N messages spread over the last D days, each with its receipt, posted conversion,
  * webhook attempt and (player, number) pair (src/ledger/prefill.ts), then exits; prints one JSON line. The file (or
  * database) is a seed: `--seed FILE` (or `--seed DB` with `--database`) starts every bench mode on a copy of it, and
- * `SEED_DB=FILE ../shared/bench/gateway/run.mjs` the peer benchmark.
+ * `SEED_DB=FILE ../shared/bench/gateway/run.mjs` the peer benchmark. `--partition-by-day` lays the PostgreSQL ledger
+ * out as `crm-sms-gateway partition` does before filling it (src/ledger/partitions.ts).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -54,6 +55,7 @@ export async function runPrefill(argv: string[]): Promise<void> {
       database: { type: 'string' },
       indexes: { type: 'string', default: 'in-place' },
       providers: { type: 'string', default: DEFAULT_PROVIDERS },
+      'partition-by-day': { type: 'boolean', default: false },
     },
   });
   const messages = Number(values.prefill);
@@ -62,6 +64,7 @@ export async function runPrefill(argv: string[]): Promise<void> {
   if (!(days > 0)) throw new Error(`--days must be a number > 0 (got ${values.days})`);
   if (values.indexes !== 'in-place' && values.indexes !== 'after') throw new Error(`--indexes must be in-place or after (got ${values.indexes})`);
   if (!values.out === !values.database) throw new Error('--prefill needs one of --out FILE (SQLite) or --database URL (PostgreSQL)');
+  if (values['partition-by-day'] && !values.database) throw new Error('--partition-by-day is for PostgreSQL (--database URL)');
   const providers = values.providers.split(',').map((entry): [string, number] => {
     const [name, share] = entry.split(':');
     if (!name || !(Number(share) > 0)) throw new Error(`--providers takes name:share,… (got "${entry}")`);
@@ -81,6 +84,7 @@ export async function runPrefill(argv: string[]): Promise<void> {
     now: Date.now(),
     providers,
     indexes: values.indexes,
+    partitionByDay: values['partition-by-day'],
     onProgress: (written) => {
       if (written % 200_000 === 0) process.stderr.write(`prefill: ${written} messages\n`);
     },
@@ -97,6 +101,7 @@ export async function runPrefill(argv: string[]): Promise<void> {
       bench: 'prefill',
       database: values.out ? 'sqlite' : 'postgres',
       indexes: values.indexes,
+      ...(values['partition-by-day'] ? { layout: 'day-partitions' } : {}),
       messages: result.messages,
       days,
       rows: result.rows,

@@ -242,7 +242,11 @@ export async function applyReceipts(
     const key = unmatchedReceiptKey(inputs[k]!);
     if (key !== rows[k]!.dedup_key) unmatchedKeys.set(k, key);
   }
-  const storedUnmatched = await findStoredDedupKeys(trx, [...unmatchedKeys.values()]);
+  const storedUnmatched = await findStoredDedupKeys(
+    trx,
+    [...unmatchedKeys.values()],
+    [...unmatchedKeys.keys()].flatMap((k) => (rows[k]!.sms_id ? [rows[k]!.sms_id] : [])),
+  );
   let unique = [...firstIndex.values()].filter((k) => {
     const key = unmatchedKeys.get(k);
     return key === undefined || !storedUnmatched.has(key);

@@ -125,7 +125,13 @@ export function createReceiptIntake(deps: ReceiptIntakeDeps): ReceiptIntake {
     },
 
     async rematchAfterSend(trx, tally, records) {
-      if (!(await anyParkedReceipts(trx))) return;
+      if (
+        !(await anyParkedReceipts(
+          trx,
+          records.map((r) => r.smsId),
+        ))
+      )
+        return;
       for (const provider of new Set(records.map((r) => r.provider))) {
         const providerMessageIds = records.filter((r) => r.provider === provider).flatMap((r) => r.providerMessageIds);
         if (providerMessageIds.length > 0) reported(await matchParkedReceipts(trx, tally, now(), { provider, providerMessageIds }, observers));

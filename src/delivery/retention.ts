@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { inTransaction } from '../ledger/engine/db.js';
+import { dialectFlagsOf, inTransaction } from '../ledger/engine/db.js';
+import { DAY_MS, ensureDayPartitions } from '../ledger/partitions.js';
 import {
   blankFinalMessages,
   blankInboundMessages,
@@ -15,6 +16,8 @@ import {
   deleteOldCosts,
   deleteOldInbound,
   deleteOldReceipts,
+  dropFinishedDay,
+  findDaysToDrop,
   type EntryPosition,
   purgeRecipientEntries,
   SCAN_START,
@@ -24,6 +27,9 @@ import {
 import type { Database } from '../ledger/schema.js';
 import { bucketAt } from '../ledger/time-buckets.js';
 import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
+
+const startOfDay = (at: number) => Math.floor(at / DAY_MS) * DAY_MS;
+const dayName = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
 export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'costs' | 'blank_personal_data_after'>;
 
@@ -138,6 +144,22 @@ export function createRetention(deps: RetentionDeps) {
     }
   }
 
+  /** PostgreSQL: each day's tables that ended before `before` and hold no message still open, dropped whole. */
+  async function dropFinishedDays(before: number): Promise<number> {
+    let total = 0;
+    for (const day of await findDaysToDrop(db, before)) {
+      const outcome = await dropFinishedDay(db, day);
+      if (!outcome.dropped) {
+        if (outcome.reason === 'lock not granted') logger?.info({ day: dayName(day) }, "retention: the day's tables were in use; dropped on a later pass");
+        continue;
+      }
+      total += outcome.messages;
+      if (outcome.messages > 0) metrics?.retentionRows('messages', 'deleted', outcome.messages);
+      logger?.info({ day: dayName(day), messages: outcome.messages }, 'retention: dropped a day');
+    }
+    return total;
+  }
+
   async function blankAll(table: 'messages' | 'inbound_messages', start: ScanPosition, chunk: (from: ScanPosition) => Promise<BlankChunk>) {
     const seen: BlankChunk[] = [];
     let total = 0;
@@ -186,9 +208,15 @@ export function createRetention(deps: RetentionDeps) {
       deleted: { messages: 0, receipts: 0, crm_events: 0, inbound_messages: 0, costs: 0 },
       blanked: { messages: 0, inbound_messages: 0 },
     };
+    // PostgreSQL: the coming days' tables first, whatever is kept: a send needs its day's table.
+    const partitions = await ensureDayPartitions(db, deps.now());
+    if (partitions.gaveUp) logger?.info({ reason: partitions.gaveUp }, 'day partitions: gave up for now');
     if (cut.messages !== undefined) {
-      const before = cut.messages;
-      result.deleted.messages = await deleteAll('messages', () => inTransaction(db, (trx) => deleteFinalMessages(trx, before)));
+      const days = await dropFinishedDays(cut.messages);
+      // Then row by row what is left before the cutoff's day (the default partition, and days a message kept): never
+      // the rows of a day's table still to be dropped whole. SQLite: the cutoff as it is.
+      const before = dialectFlagsOf(db).partitionsByDay ? startOfDay(cut.messages) : cut.messages;
+      result.deleted.messages = days + (await deleteAll('messages', () => inTransaction(db, (trx) => deleteFinalMessages(trx, before))));
     }
     if (cut.receipts !== undefined) {
       const before = cut.receipts;

@@ -13,6 +13,7 @@
  * created_at, the ties on it).
  */
 import { type Expression, type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import { findSmsIdOfActivityKey } from './messages.js';
 import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database, MessagesTable } from './schema.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
@@ -129,7 +130,12 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     key = own;
   }
   if (filter.smsId !== undefined) query = query.where('messages.sms_id', '=', filter.smsId);
-  if (filter.activityKey !== undefined) query = query.where('messages.activity_key', '=', filter.activityKey);
+  if (filter.activityKey !== undefined) {
+    // PostgreSQL: messages has no index on activity_key (DialectFlags.partitionsByDay); message_keys gives the sms_id.
+    const smsId = await findSmsIdOfActivityKey(db, filter.activityKey);
+    if (smsId === null) return { rows: [], more: false };
+    query = smsId === undefined ? query.where('messages.activity_key', '=', filter.activityKey) : query.where('messages.sms_id', '=', smsId);
+  }
   if (filter.userId !== undefined) query = query.where('messages.user_id', '=', filter.userId);
   // A key (sms_id, activity.id, number, player) finds a handful of rows, and dead letters are few: provider and status
   // are then checked on those rows, written so that no index can serve them (`|| ''`). Otherwise the planner may walk

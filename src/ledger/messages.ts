@@ -4,7 +4,7 @@ import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
+import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
 import { bucketAt, dayOf } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -26,6 +26,8 @@ export type NewMessage = Omit<
   | 'held_until'
 >;
 
+type MessageInsert = NewMessage & Pick<MessagesTable, 'state' | 'attempts'> & Partial<Pick<MessagesTable, 'held_until' | 'error' | 'error_code'>>;
+
 const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
   db
     .insertInto('messages')
@@ -33,6 +35,92 @@ const insertMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
     .onConflict((oc) => oc.column('activity_key').doNothing())
     .returning('activity_key'),
 );
+
+/**
+ * PostgreSQL: messages is partitioned by day (DialectFlags.partitionsByDay) and holds no unique key on activity_key;
+ * the rows given here are the ones whose key claimMessageKeys just took. No conflict target: the legacy partition
+ * still has its unique key on activity_key, and a conflict on it changes nothing here either.
+ */
+const insertClaimedMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: Array<NewMessage & Pick<MessagesTable, 'state' | 'attempts'>>) =>
+  db
+    .insertInto('messages')
+    .values(rows)
+    .onConflict((oc) => oc.doNothing())
+    .returning('activity_key'),
+);
+
+const claimKeysTemplate = createQueryTemplate((db: Kysely<Database>, rows: MessageKeysTable[]) =>
+  db
+    .insertInto('message_keys')
+    .values(rows)
+    .onConflict((oc) => oc.column('activity_key').doNothing())
+    .returning(['activity_key', 'sms_id']),
+);
+
+/**
+ * PostgreSQL: takes each row's activity key in message_keys, and returns the rows that took theirs (a key stored
+ * already, or a second row of the same key in the batch, is a repeat). Run in the transaction that inserts the rows.
+ */
+async function claimMessageKeys<T extends Pick<NewMessage, 'activity_key' | 'sms_id'>>(db: Db, rows: T[]): Promise<T[]> {
+  const result = await claimKeysTemplate(
+    db,
+    rows.map((r) => ({ activity_key: r.activity_key, sms_id: r.sms_id })),
+  );
+  const taken = new Set(result.rows.map((r) => `${r.activity_key}\u0000${r.sms_id}`));
+  return rows.filter((r) => taken.has(`${r.activity_key}\u0000${r.sms_id}`));
+}
+
+/**
+ * Inserts one statement's rows whose activity key is new; returns the keys inserted. SQLite: the unique key on
+ * activity_key decides; PostgreSQL: message_keys does (claimMessageKeys).
+ */
+async function insertMessageRows(db: Db, rows: MessageInsert[]): Promise<string[]> {
+  // A template knows its input's shape by the number of values, not by their names: only the sends' rows (all of one
+  // set of columns, the hot path) go through one; held and refused rows have columns of their own.
+  const sends = rows.every((r) => r.held_until === undefined && r.error === undefined);
+  if (!dialectFlagsOf(db).partitionsByDay) {
+    if (sends) return (await insertMessagesTemplate(db, rows)).rows.map((r) => r.activity_key);
+    const result = await db
+      .insertInto('messages')
+      .values(rows)
+      .onConflict((oc) => oc.column('activity_key').doNothing())
+      .returning('activity_key')
+      .execute();
+    return result.map((r) => r.activity_key);
+  }
+  const claimed = await claimMessageKeys(db, rows);
+  if (claimed.length === 0) return [];
+  const inserted = sends
+    ? (await insertClaimedMessagesTemplate(db, claimed)).rows.map((r) => r.activity_key)
+    : (
+        await db
+          .insertInto('messages')
+          .values(claimed)
+          .onConflict((oc) => oc.doNothing())
+          .returning('activity_key')
+          .execute()
+      ).map((r) => r.activity_key);
+  if (inserted.length < claimed.length) {
+    // A key taken for a message that the legacy partition's own unique key then refused (a message of that activity
+    // without its key: none is stored so by this version) would name a message that does not exist: it is given back.
+    const stored = new Set(inserted);
+    const refused = claimed.filter((r) => !stored.has(r.activity_key));
+    await db
+      .deleteFrom('message_keys')
+      .where(
+        'activity_key',
+        'in',
+        refused.map((r) => r.activity_key),
+      )
+      .where(
+        'sms_id',
+        'in',
+        refused.map((r) => r.sms_id),
+      )
+      .execute();
+  }
+  return inserted;
+}
 
 const insertPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: MessageUserRecipientsTable[]) =>
   db
@@ -86,8 +174,7 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
   const inserted = new Set<string>();
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
     const chunk = part.map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
-    const result = await insertMessagesTemplate(db, chunk);
-    for (const r of result.rows) inserted.add(r.activity_key);
+    for (const key of await insertMessageRows(db, chunk)) inserted.add(key);
   }
   await recordUserRecipients(db, rows);
   await recordRecipientMessages(db, rows, inserted);
@@ -98,13 +185,11 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
 export async function insertHeldMessageRows(db: Db, rows: Array<NewMessage & Pick<MessagesTable, 'held_until'>>): Promise<Set<string>> {
   const inserted = new Set<string>();
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
-    const result = await db
-      .insertInto('messages')
-      .values(part.map((r) => ({ ...r, state: 'held' as const, attempts: 0 })))
-      .onConflict((oc) => oc.column('activity_key').doNothing())
-      .returning('activity_key')
-      .execute();
-    for (const r of result) inserted.add(r.activity_key);
+    for (const key of await insertMessageRows(
+      db,
+      part.map((r) => ({ ...r, state: 'held' as const, attempts: 0 })),
+    ))
+      inserted.add(key);
   }
   await recordUserRecipients(db, rows);
   await recordRecipientMessages(db, rows, inserted);
@@ -116,13 +201,7 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
   const inserted = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
-    const result = await db
-      .insertInto('messages')
-      .values(chunk)
-      .onConflict((oc) => oc.column('activity_key').doNothing())
-      .returning('activity_key')
-      .execute();
-    for (const r of result) inserted.add(r.activity_key);
+    for (const key of await insertMessageRows(db, chunk)) inserted.add(key);
   }
   await recordUserRecipients(db, rows);
   await recordRecipientMessages(db, rows, inserted);
@@ -147,9 +226,22 @@ export async function markMessageRefused(db: Db, smsId: string, refusal: Pick<Me
     .execute();
 }
 
+/**
+ * PostgreSQL: the messages of these activity keys by their sms_ids (message_keys), so each is read from its own day's
+ * table; messages has no index on activity_key (DialectFlags.partitionsByDay). SQLite: undefined (read by the key).
+ */
+async function smsIdsOfKeys(db: Db, keys: string[]): Promise<string[] | undefined> {
+  if (!dialectFlagsOf(db).partitionsByDay) return undefined;
+  const rows = await db.selectFrom('message_keys').select('sms_id').where('activity_key', 'in', keys).execute();
+  return rows.map((r) => r.sms_id);
+}
+
 export async function findMessagesByActivityKeys(db: Db, keys: string[]): Promise<MessageRow[]> {
   if (keys.length === 0) return [];
-  return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();
+  const smsIds = await smsIdsOfKeys(db, keys);
+  if (smsIds === undefined) return db.selectFrom('messages').selectAll().where('activity_key', 'in', keys).execute();
+  if (smsIds.length === 0) return [];
+  return db.selectFrom('messages').selectAll().where('sms_id', 'in', smsIds).execute();
 }
 
 export async function findMessageBySmsId(db: Db, smsId: string): Promise<MessageRow | undefined> {
@@ -157,7 +249,16 @@ export async function findMessageBySmsId(db: Db, smsId: string): Promise<Message
 }
 
 export async function findMessageByActivityKey(db: Db, key: string): Promise<MessageRow | undefined> {
-  return db.selectFrom('messages').selectAll().where('activity_key', '=', key).executeTakeFirst();
+  const smsIds = await smsIdsOfKeys(db, [key]);
+  if (smsIds === undefined) return db.selectFrom('messages').selectAll().where('activity_key', '=', key).executeTakeFirst();
+  if (smsIds.length === 0) return undefined;
+  return db.selectFrom('messages').selectAll().where('sms_id', '=', smsIds[0]!).executeTakeFirst();
+}
+
+/** The sms_id an activity key was stored under on PostgreSQL (message_keys); undefined on SQLite or for an unknown key. */
+export async function findSmsIdOfActivityKey(db: Db, key: string): Promise<string | null | undefined> {
+  const smsIds = await smsIdsOfKeys(db, [key]);
+  return smsIds === undefined ? undefined : (smsIds[0] ?? null);
 }
 
 /**
@@ -259,7 +360,9 @@ export interface SendOutcomeRecord {
 /**
  * One UPDATE for many answers that differ only in the provider's message id: the ids arrive as a VALUES list joined
  * on sms_id. (A `CASE sms_id WHEN … THEN …` over the same rows costs a comparison per row and branch: quadratic in
- * the group, and the most expensive statement of a batch before this.)
+ * the group, and the most expensive statement of a batch before this.) The ids are named again as an IN list: PostgreSQL
+ * prunes a table partitioned by day (DialectFlags.partitionsByDay) only by values it can see beside the column, not
+ * through the join, and planned the update over every day's table (single sends lost a quarter of their rate).
  */
 const recordOutcomeTemplate = createQueryTemplate(
   (
@@ -287,7 +390,7 @@ const recordOutcomeTemplate = createQueryTemplate(
       update messages set ${sql.join(carrier, sql``)}state = ${set.state}, provider_message_id = answers.provider_message_id,
         provider_status = ${set.providerStatus}, error = ${set.error}, error_code = ${set.errorCode}, updated_at = ${set.now},
         submitted_at = ${set.submittedAt}
-      from answers where messages.sms_id = answers.sms_id`;
+      from answers where messages.sms_id = answers.sms_id and messages.sms_id in (${sql.join(rows.map((r) => sql`${r.smsId}`))})`;
     return { compile: () => statement.compile(db) };
   },
 );

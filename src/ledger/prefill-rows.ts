@@ -23,6 +23,8 @@ export interface PrefillTable {
   addOnConflict?: { key: string[]; column: string };
   /** Written on SQLite only (recipient_messages: a view on PostgreSQL, DialectFlags.writesNumberEntries). */
   sqliteOnly?: boolean;
+  /** Written on a PostgreSQL ledger partitioned by day only (message_keys: DialectFlags.partitionsByDay). */
+  partitionsOnly?: boolean;
 }
 
 const cols = (spec: string): PrefillColumn[] =>
@@ -47,6 +49,7 @@ export const PREFILL_TABLES = {
   conversion_attempts: { name: 'conversion_attempts', columns: cols('#id #conversion_id #attempted_at #ok #http_status') },
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
   recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id'), sqliteOnly: true },
+  message_keys: { name: 'message_keys', columns: cols('activity_key sms_id'), partitionsOnly: true },
   delivery_stats: {
     name: 'delivery_stats',
     columns: cols('period #bucket_start provider outcome #n'),
@@ -199,6 +202,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     conversion_attempts: [],
     message_user_recipients: [],
     recipient_messages: [],
+    message_keys: [],
     delivery_stats: [],
   };
   const stats = new Map<string, Value[]>();
@@ -266,6 +270,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       shape.echoesSmsId ? 1 : 0,
     ]);
     batch.recipient_messages.push([bucketAt(createdAt), recipient, createdAt, smsId]);
+    batch.message_keys.push([String(activityId), smsId]);
     const id = i + 1;
     count(submittedAt, provider, 'submitted');
     count(completedAt, provider, status);

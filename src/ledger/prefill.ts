@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type PgModule from 'pg';
 import { migrateToLatest, openLedger } from './engine/db.js';
+import { DAY_MS, DAYS_AHEAD, ensureDayPartitions, partitionByDay } from './partitions.js';
 import { PREFILL_TABLES, prefillRows, type PrefillBatch, type PrefillRowOptions, type PrefillTable } from './prefill-rows.js';
 
 export interface PrefillOptions extends Omit<PrefillRowOptions, 'from' | 'to'> {
@@ -21,6 +22,8 @@ export interface PrefillOptions extends Omit<PrefillRowOptions, 'from' | 'to'> {
   days: number;
   now: number;
   indexes?: 'in-place' | 'after';
+  /** PostgreSQL: lay the ledger out as `crm-sms-gateway partition` does, with the day tables of the whole span, first. */
+  partitionByDay?: boolean;
   /** Told after each transaction: messages written so far. */
   onProgress?: (written: number) => void;
 }
@@ -41,8 +44,10 @@ const MESSAGES_PER_TRANSACTION = 50_000;
 const MESSAGES_PER_BATCH = 2_500;
 /** Rows per SQLite statement: within its 32,766 bound variables for the widest table (messages, 21 columns). */
 const SQLITE_ROWS_PER_STATEMENT = 500;
-const TABLES = Object.values(PREFILL_TABLES) as PrefillTable[];
-const POSTGRES_TABLES = TABLES.filter((t) => !t.sqliteOnly);
+const ALL_TABLES = Object.values(PREFILL_TABLES) as PrefillTable[];
+const TABLES = ALL_TABLES.filter((t) => !t.partitionsOnly);
+const POSTGRES_TABLES = ALL_TABLES.filter((t) => !t.sqliteOnly && !t.partitionsOnly);
+const DAY_PARTITIONED_TABLES = ALL_TABLES.filter((t) => !t.sqliteOnly);
 
 /** Writes generated batches, several to a transaction; `finish` makes the ledger ready to serve. */
 interface BatchWriter {
@@ -61,12 +66,21 @@ export async function prefillLedger(url: string, options: PrefillOptions): Promi
     await migrateToLatest(ledger.db);
     const any = await ledger.db.selectFrom('messages').select('sms_id').limit(1).executeTakeFirst();
     if (any) throw new Error(`${url.split('@').pop()} already holds messages: prefill writes only into an empty ledger`);
+    if (options.partitionByDay) {
+      if (ledger.flags.kind !== 'postgres') throw new Error('day partitions are for PostgreSQL');
+      // The days' tables of the whole span, as a ledger that grew day by day on this layout has them (the default
+      // partition is empty, so each is made without a scan).
+      await partitionByDay(ledger.db, options.now);
+      const made = await ensureDayPartitions(ledger.db, options.now, DAYS_AHEAD, Math.floor((options.now - options.days * DAY_MS) / DAY_MS));
+      if (made.gaveUp || made.created.length === 0) throw new Error(`day partitions: ${made.gaveUp ?? 'none made'}`);
+    }
   } finally {
     await ledger.close();
   }
   const started = performance.now();
   const sqlite = url.startsWith('sqlite:');
-  const writer = sqlite ? sqliteWriter(url.slice('sqlite:'.length)) : await postgresWriter(url);
+  const tables = sqlite ? TABLES : options.partitionByDay ? DAY_PARTITIONED_TABLES : POSTGRES_TABLES;
+  const writer = sqlite ? sqliteWriter(url.slice('sqlite:'.length)) : await postgresWriter(url, tables);
   let rows = 0;
   try {
     if (options.indexes === 'after') await writer.dropIndexes();
@@ -76,7 +90,7 @@ export async function prefillLedger(url: string, options: PrefillOptions): Promi
       await writer.begin();
       for (let from = start; from < end; from += MESSAGES_PER_BATCH) {
         const batch = prefillRows(rowOptions, from, Math.min(end, from + MESSAGES_PER_BATCH));
-        for (const table of sqlite ? TABLES : POSTGRES_TABLES) rows += batch[table.name as keyof PrefillBatch].length;
+        for (const table of tables) rows += batch[table.name as keyof PrefillBatch].length;
         await writer.write(batch);
       }
       await writer.commit();
@@ -155,7 +169,7 @@ function sqliteWriter(file: string): BatchWriter {
 /** Rows per PostgreSQL statement: one array per column, so the count is bounded by memory only. */
 const POSTGRES_ROWS_PER_STATEMENT = 5_000;
 
-async function postgresWriter(url: string): Promise<BatchWriter> {
+async function postgresWriter(url: string, tables: PrefillTable[]): Promise<BatchWriter> {
   const pg = createRequire(import.meta.url)('pg') as typeof PgModule;
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -169,7 +183,7 @@ async function postgresWriter(url: string): Promise<BatchWriter> {
       await client.query('begin');
     },
     async write(batch) {
-      for (const table of POSTGRES_TABLES) {
+      for (const table of tables) {
         const rows = batch[table.name as keyof PrefillBatch];
         for (let i = 0; i < rows.length; i += POSTGRES_ROWS_PER_STATEMENT) {
           const part = rows.slice(i, i + POSTGRES_ROWS_PER_STATEMENT);
@@ -182,17 +196,27 @@ async function postgresWriter(url: string): Promise<BatchWriter> {
       await client.query('commit');
     },
     async dropIndexes() {
-      // Secondary indexes only: those behind a primary key or unique constraint share its name and stay.
-      const { rows } = await client.query<{ indexname: string; indexdef: string }>(
-        `select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = any($1)
+      // Secondary indexes only: those behind a primary key or unique constraint share its name and stay. A partitioned
+      // table's (DialectFlags.partitionsByDay) are read with its partitions' (named as partitionByDay named them), and
+      // dropped with the parent's.
+      const { rows } = await client.query<{ indexname: string; indexdef: string; partition: boolean }>(
+        `select indexname, indexdef, exists (select 1 from pg_inherits where inhrelid = (quote_ident(indexname))::regclass) as partition
+           from pg_indexes where schemaname = current_schema()
+           and (tablename = any($1) or tablename in (select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+             join pg_class p on p.oid = i.inhparent where p.relname = any($1)))
            and indexname not in (select conname from pg_constraint)`,
-        [POSTGRES_TABLES.map((t) => t.name)],
+        [tables.map((t) => t.name)],
       );
-      dropped = rows;
-      for (const index of rows) await client.query(`drop index ${index.indexname}`);
+      // The partitions' indexes first when made again, so that the parent's takes them (and their names) instead of
+      // building its own.
+      dropped = [...rows.filter((r) => r.partition), ...rows.filter((r) => !r.partition)];
+      for (const index of rows.filter((r) => !r.partition)) await client.query(`drop index if exists ${index.indexname}`);
+      for (const index of rows.filter((r) => r.partition)) await client.query(`drop index if exists ${index.indexname}`);
     },
     async finish() {
-      for (const index of dropped) await client.query(index.indexdef);
+      // A partitioned table's index reads back as `ON ONLY` the parent: made so, it would index no partition; made on
+      // the parent, it takes each partition's matching index.
+      for (const index of dropped) await client.query(index.indexdef.replace(' ON ONLY ', ' ON '));
       // Ids were written as given: the sequences go on after them, as they would after the sends.
       for (const table of ['receipts', 'conversions', 'conversion_attempts'])
         await client.query(`select setval(pg_get_serial_sequence('${table}', 'id'), coalesce((select max(id) from ${table}), 1))`);

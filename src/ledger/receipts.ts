@@ -3,6 +3,7 @@ import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
 import { IDS_PER_STATEMENT, ROWS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
+import { dialectFlagsOf } from './engine/db.js';
 import { isUniqueViolation } from './engine/write-errors.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -31,21 +32,43 @@ const insertReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: 
     .returning('dedup_key'),
 );
 
+/**
+ * PostgreSQL: receipts is partitioned by day (DialectFlags.partitionsByDay), and its key is (dedup_key, sms_id) with
+ * nulls not distinct; without a target the conflict is found in whichever key the row's partition has.
+ */
+const insertPartitionedReceiptsTemplate = createQueryTemplate((db: Kysely<Database>, rows: NewReceipt[]) =>
+  db
+    .insertInto('receipts')
+    .values(rows)
+    .onConflict((oc) => oc.doNothing())
+    .returning('dedup_key'),
+);
+
 /** Inserts receipts not seen before; returns the dedup keys that were new (duplicates change nothing). */
 export async function insertNewReceipts(db: Db, rows: NewReceipt[]): Promise<Set<string>> {
   const fresh = new Set<string>();
+  const insert = dialectFlagsOf(db).partitionsByDay ? insertPartitionedReceiptsTemplate : insertReceiptsTemplate;
   for (const part of statementChunks(rows, ROWS_PER_STATEMENT)) {
-    const result = await insertReceiptsTemplate(db, part);
+    const result = await insert(db, part);
     for (const r of result.rows) fresh.add(r.dedup_key);
   }
   return fresh;
 }
 
-/** Which of these dedup keys are stored already (a receipt's key before it was matched: src/delivery/apply-receipts.ts). */
-export async function findStoredDedupKeys(db: Db, keys: readonly string[]): Promise<Set<string>> {
+/**
+ * Which of these dedup keys are stored already (a receipt's key before it was matched: src/delivery/apply-receipts.ts).
+ * `smsIds`: the messages the receipts were matched to now. Such a key is held by a parked receipt (no sms_id) or by one
+ * applied to that message since; on PostgreSQL only those days' tables and the default partition are read
+ * (DialectFlags.partitionsByDay).
+ */
+export async function findStoredDedupKeys(db: Db, keys: readonly string[], smsIds: readonly string[] = []): Promise<Set<string>> {
   const stored = new Set<string>();
+  const prune = dialectFlagsOf(db).partitionsByDay;
+  const messages = [...new Set(smsIds)];
   for (const chunk of idChunks([...new Set(keys)], IDS_PER_STATEMENT)) {
-    for (const r of await db.selectFrom('receipts').select('dedup_key').where('dedup_key', 'in', chunk).execute()) stored.add(r.dedup_key);
+    let query = db.selectFrom('receipts').select('dedup_key').where('dedup_key', 'in', chunk);
+    if (prune) query = query.where((eb) => eb.or([eb('sms_id', 'is', null), ...(messages.length > 0 ? [eb('sms_id', 'in', messages)] : [])]));
+    for (const r of await query.execute()) stored.add(r.dedup_key);
   }
   return stored;
 }
@@ -54,9 +77,29 @@ const anyParkedTemplate = createQueryTemplate((db: Kysely<Database>, _input: Rec
   db.selectFrom('receipts').select(sql<number>`1`.as('one')).where(isParked).limit(1),
 );
 
-/** Whether any receipt waits for its message: one index probe, so the send path can skip the search when none does. */
-export async function anyParkedReceipts(db: Db): Promise<boolean> {
-  return (await anyParkedTemplate(db, {})).rows.length > 0;
+/**
+ * PostgreSQL: only the parked receipts without an sms_id (all in the default partition) or naming one of the messages
+ * just recorded (in their days' tables). Without it the probe looked in every day's table
+ * (DialectFlags.partitionsByDay), and single sends paid for it. A receipt parked with another message's sms_id (one
+ * this ledger does not hold, or whose provider it did not name) is not for these sends.
+ */
+const anyParkedForTemplate = createQueryTemplate((db: Kysely<Database>, smsIds: string[]) =>
+  db
+    .selectFrom('receipts')
+    .select(sql<number>`1`.as('one'))
+    .where(isParked)
+    .where((eb) => eb.or([eb('sms_id', 'is', null), eb('sms_id', 'in', smsIds)]))
+    .limit(1),
+);
+
+/**
+ * Whether any receipt waits for its message and could be found by the sends of `smsIds`, recorded now: an index
+ * probe, so the send path can skip the search when none does (SQLite: any parked receipt at all).
+ */
+export async function anyParkedReceipts(db: Db, smsIds: readonly string[]): Promise<boolean> {
+  if (!dialectFlagsOf(db).partitionsByDay || smsIds.length === 0) return (await anyParkedTemplate(db, {})).rows.length > 0;
+  for (const chunk of idChunks([...new Set(smsIds)], IDS_PER_STATEMENT)) if ((await anyParkedForTemplate(db, chunk)).rows.length > 0) return true;
+  return false;
 }
 
 /** Parked receipts in id order: all of them page by page (`afterId`), or those of some provider message ids. */
@@ -134,7 +177,9 @@ export async function markReceiptsMatched(trx: Transaction<Database>, matches: A
   await sql`savepoint mark_matched`.execute(trx);
   try {
     for (const m of matches) {
-      const dedupKey = sql<string>`case when exists (select 1 from receipts where dedup_key = ${m.dedupKey}) then dedup_key else ${m.dedupKey} end`;
+      // Held by a receipt of this message or by a parked one: named so, PostgreSQL looks in that day's table and the
+      // default partition only (DialectFlags.partitionsByDay).
+      const dedupKey = sql<string>`case when exists (select 1 from receipts where dedup_key = ${m.dedupKey} and (sms_id = ${m.smsId} or sms_id is null)) then dedup_key else ${m.dedupKey} end`;
       await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId, dedup_key: dedupKey }).where('id', '=', m.id).execute();
     }
   } catch (error) {

@@ -8,6 +8,7 @@ import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database } from './schema.js';
+import { DAY_MS, dayBound, PARTITIONED_TABLES, partitionName, planDayPartitions, readPartitionState } from './partitions.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -52,7 +53,7 @@ const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or me
 export async function deleteFinalMessages(trx: Transaction<Database>, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
   let select = trx
     .selectFrom('messages')
-    .select(['sms_id', 'user_id', 'recipient'])
+    .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
     .where('created_at', '<', createdBefore)
     .where(isFinalMessage)
     .orderBy('created_at')
@@ -61,6 +62,14 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
   if (dialectFlagsOf(trx).kind === 'postgres') select = select.forUpdate();
   const rows = await select.execute();
   if (rows.length === 0) return 0;
+  // PostgreSQL: an activity's key goes with its message, so a retry of it after that is a new message, as on SQLite.
+  if (dialectFlagsOf(trx).partitionsByDay) {
+    for (const keys of idChunks(
+      rows.map((r) => r.activity_key),
+      IDS_PER_STATEMENT,
+    ))
+      await trx.deleteFrom('message_keys').where('activity_key', 'in', keys).execute();
+  }
   for (const ids of idChunks(
     rows.map((r) => r.sms_id),
     IDS_PER_STATEMENT,
@@ -85,7 +94,11 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
  * A (player, number) pair (message_user_recipients) is kept while a message of that player to that number is: once
  * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number.
  */
-async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_id: string | null; recipient: string }>): Promise<void> {
+async function forgetSearchPairs(
+  trx: Transaction<Database>,
+  rows: Array<{ user_id: string | null; recipient: string }>,
+  going?: { from: string; to: string },
+): Promise<void> {
   const pairs = new Map<string, { user_id: string; recipient: string }>();
   for (const r of rows)
     if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
@@ -107,12 +120,98 @@ async function forgetSearchPairs(trx: Transaction<Database>, rows: Array<{ user_
       ? sql`false`
       : sql`exists ${selectMessagesOfNumbers(trx, days, sql.ref<string>('message_user_recipients.recipient'))
           .query.select(sql<number>`1`.as('one'))
-          .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))}`;
+          .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))
+          .where(going ? sql<boolean>`not (messages.sms_id >= ${going.from} and messages.sms_id < ${going.to})` : sql<boolean>`true`)}`;
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
       and not ${remaining}`.execute(trx);
   }
+}
+
+/** Messages a day's drop reads (and whose dependents it deletes) per statement. */
+const DAY_DROP_PAGE = 5_000;
+
+export type DayDrop = { dropped: true; messages: number } | { dropped: false; reason: 'not final' | 'lock not granted' };
+
+/**
+ * PostgreSQL (DialectFlags.partitionsByDay): drops UTC day `day`'s tables of messages and receipts when every message
+ * in it is final (isFinalMessage), with what belongs to its messages in the tables that are not partitioned (keys,
+ * conversions and their attempts, parts, held sends, price fetches, and the search pairs left without a message),
+ * deleted by statements. One transaction: its messages are locked against change first (SHARE on the day's table,
+ * which only a late retry or receipt of such an old message writes), and each lock waits at most `lockTimeout`; the
+ * drop at the end waits at most `dropLockTimeout` for the parents (while it waits, sends queue behind it). A lock not
+ * granted drops nothing (the next pass tries again). Answers how many messages went.
+ */
+export async function dropFinishedDay(db: Kysely<Database>, day: number, lockTimeout = '2s', dropLockTimeout = '500ms'): Promise<DayDrop> {
+  const from = dayBound(day);
+  const to = dayBound(day + 1);
+  const messagesOfDay = partitionName('messages', day);
+  try {
+    return await db.transaction().execute(async (trx): Promise<DayDrop> => {
+      await sql`select set_config('lock_timeout', ${lockTimeout}, true)`.execute(trx);
+      await sql`lock table ${sql.table(messagesOfDay)} in share mode`.execute(trx);
+      const open = await trx
+        .selectFrom('messages')
+        .select(sql<number>`1`.as('one'))
+        .where('sms_id', '>=', from)
+        .where('sms_id', '<', to)
+        .where((eb) => eb.not(isFinalMessage))
+        .limit(1)
+        .execute();
+      if (open.length > 0) return { dropped: false, reason: 'not final' };
+      let count = 0;
+      for (let after = ''; ; ) {
+        const rows = await trx
+          .selectFrom('messages')
+          .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
+          .where('sms_id', '>=', from)
+          .where('sms_id', '<', to)
+          .where('sms_id', '>', after)
+          .orderBy('sms_id')
+          .limit(DAY_DROP_PAGE)
+          .execute();
+        if (rows.length === 0) break;
+        count += rows.length;
+        after = rows[rows.length - 1]!.sms_id;
+        for (const part of idChunks(rows, IDS_PER_STATEMENT)) {
+          const ids = part.map((r) => r.sms_id);
+          await trx
+            .deleteFrom('message_keys')
+            .where(
+              'activity_key',
+              'in',
+              part.map((r) => r.activity_key),
+            )
+            .execute();
+          await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
+          await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
+          await trx.deleteFrom('price_fetches').where('sms_id', 'in', ids).execute();
+          await trx
+            .deleteFrom('conversion_attempts')
+            .where('conversion_id', 'in', (eb) => eb.selectFrom('conversions').select('id').where('sms_id', 'in', ids))
+            .execute();
+          await trx.deleteFrom('conversions').where('sms_id', 'in', ids).execute();
+        }
+        await forgetSearchPairs(trx, rows, { from, to });
+      }
+      await sql`select set_config('lock_timeout', ${dropLockTimeout}, true)`.execute(trx);
+      for (const table of PARTITIONED_TABLES) await sql`drop table if exists ${sql.table(partitionName(table, day))}`.execute(trx);
+      return { dropped: true, messages: count };
+    });
+  } catch (error) {
+    // 55P03 lock_not_available: the lock timeout.
+    if ((error as { code?: string }).code === '55P03') return { dropped: false, reason: 'lock not granted' };
+    throw error;
+  }
+}
+
+/** The days whose tables may go: those that ended before `createdBefore` (dropFinishedDay decides each). None on SQLite. */
+export async function findDaysToDrop(db: Kysely<Database>, createdBefore: number): Promise<number[]> {
+  const state = await readPartitionState(db);
+  if (!state) return [];
+  return planDayPartitions({ existing: state.existing, legacyEnd: state.legacyEnd, today: Math.floor(createdBefore / DAY_MS), ahead: 0, cutoff: createdBefore })
+    .drop;
 }
 
 /** An entry of recipient_messages, by its key: where a purge goes on from. */

@@ -357,6 +357,16 @@ export interface MessageUserRecipientsTable {
 }
 
 /**
+ * PostgreSQL, partitioned by day only (`crm-sms-gateway partition`, src/ledger/partitions.ts): each activity's message, so an activity is stored once
+ * (messages, partitioned by day, can hold no unique key on activity_key) and is found by its key without reading every
+ * day's table.
+ */
+export interface MessageKeysTable {
+  activity_key: string;
+  sms_id: string;
+}
+
+/**
  * Each message's number by its UTC day (migration 2026-11-29-95-recipient-messages): the search by number and by
  * player. On SQLite a table whose rows are written with their message and deleted a day at a time by retention, so one
  * whose message is gone or whose number was blanked or changed may remain until its day goes: readers join the message
@@ -442,6 +452,7 @@ export interface Database {
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;
   recipient_messages: RecipientMessagesTable;
+  message_keys: MessageKeysTable;
   message_parts: MessagePartsTable;
   receipts: ReceiptsTable;
   conversions: ConversionsTable;

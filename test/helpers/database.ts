@@ -4,6 +4,9 @@
  * running in parallel never see each other's rows, and gateways given the same dir share one database, as
  * instances sharing a ledger do). Databases are created synchronously with psql so that config documents can
  * be built synchronously; the run's global teardown drops whatever a test left behind.
+ *
+ * TEST_PG_LAYOUT=day-partitions migrates each such database and lays it out by day (`crm-sms-gateway partition`,
+ * src/ledger/partitions.ts) as it is created, so the suite, or part of it, runs on that layout (.ci/run).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,15 +21,36 @@ import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 const created = new Set<string>();
 
+/** `flat`: the tables the migrations make, whatever TEST_PG_LAYOUT says (a test of the conversion itself). */
+export type TestLayout = 'as-configured' | 'flat';
+
 function databaseName(dir: string): string {
   const run = process.env.GW_TEST_RUN ?? 'adhoc';
   return `gw_test_${run}_${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`;
 }
 
-export function testDatabaseUrl(dir: string): string {
+export function testDatabaseUrl(dir: string, layout: TestLayout = 'as-configured'): string {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return `sqlite:${join(dir, 'ledger.db')}`;
-  return createdDatabaseUrl(base, dir);
+  const fresh = !created.has(databaseName(dir));
+  const url = createdDatabaseUrl(base, dir);
+  if (fresh && layout === 'as-configured' && process.env.TEST_PG_LAYOUT === 'day-partitions') partitionSync(url);
+  return url;
+}
+
+/** Migrates the database at `url` and partitions it by day, in a process of its own: config documents are built synchronously. */
+function partitionSync(url: string): void {
+  const dist = (path: string) => new URL(`../../dist/src/ledger/${path}`, import.meta.url).href;
+  const script = `
+    const { openLedger, migrateToLatest } = await import(${JSON.stringify(dist('engine/db.js'))});
+    const { partitionByDay, ensureDayPartitions } = await import(${JSON.stringify(dist('partitions.js'))});
+    const ledger = openLedger({ url: process.argv[1], pool_size: 1 });
+    await migrateToLatest(ledger.db);
+    await partitionByDay(ledger.db, Date.now());
+    const made = await ensureDayPartitions(ledger.db, Date.now());
+    await ledger.close();
+    if (made.gaveUp) throw new Error(made.gaveUp);`;
+  execFileSync(process.execPath, ['--input-type=module', '-e', script, url], { stdio: 'pipe' });
 }
 
 /** The PostgreSQL server of the runs with no TEST_DATABASE_URL (.ci/run starts it before either run). */
@@ -95,8 +119,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(dir: string): Promise<TestDatabase> {
-  return { url: testDatabaseUrl(dir), drop: () => dropTestDatabase(dir) };
+export async function createTestDatabase(dir: string, layout: TestLayout = 'as-configured'): Promise<TestDatabase> {
+  return { url: testDatabaseUrl(dir, layout), drop: () => dropTestDatabase(dir) };
 }
 
 /** A migrated ledger of a test file's own, opened as a process opens it; `close` closes it and drops its database. */
@@ -107,8 +131,8 @@ export interface TestLedger {
 }
 
 /** `name` begins the temp dir's name (the PostgreSQL database is named after that dir): one per test file. */
-export async function openTestLedger(name: string, poolSize = 2): Promise<TestLedger> {
-  return openLedgerUpTo(name, poolSize, (db) => migrateToLatest(db));
+export async function openTestLedger(name: string, poolSize = 2, layout: TestLayout = 'as-configured'): Promise<TestLedger> {
+  return openLedgerUpTo(name, poolSize, (db) => migrateToLatest(db), layout);
 }
 
 /**
@@ -117,14 +141,19 @@ export async function openTestLedger(name: string, poolSize = 2): Promise<TestLe
  */
 export async function openTestLedgerBefore(migration: string, name: string): Promise<TestLedger> {
   const names = Object.keys(migrations);
-  return openLedgerUpTo(name, 1, async (db) => {
-    const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(names[names.indexOf(migration) - 1]!);
-    if (error) throw error;
-  });
+  return openLedgerUpTo(
+    name,
+    1,
+    async (db) => {
+      const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(names[names.indexOf(migration) - 1]!);
+      if (error) throw error;
+    },
+    'flat',
+  );
 }
 
-async function openLedgerUpTo(name: string, poolSize: number, migrate: (db: Ledger['db']) => Promise<unknown>): Promise<TestLedger> {
-  const database = await createTestDatabase(mkdtempSync(join(tmpdir(), `${name}-`)));
+async function openLedgerUpTo(name: string, poolSize: number, migrate: (db: Ledger['db']) => Promise<unknown>, layout: TestLayout): Promise<TestLedger> {
+  const database = await createTestDatabase(mkdtempSync(join(tmpdir(), `${name}-`)), layout);
   const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: poolSize });
   await migrate(ledger.db);
   return {

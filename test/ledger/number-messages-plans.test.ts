@@ -57,10 +57,12 @@ describe('the messages of a number on PostgreSQL', () => {
       },
       { which: reading },
     );
-    expect(plan).toMatch(/Index Scan (Backward )?using messages_recipient_time on messages/);
+    // messages is partitioned by day (DialectFlags.partitionsByDay): the index and the table are named as the partition
+    // holding these rows names them (the default partition, messages_legacy, here).
+    expect(plan).toMatch(/Index Scan (Backward )?using messages_recipient_time\w* on messages\w*/);
     expect(plan).toMatch(/Index Cond: .*recipient = /);
     // Through the view recipient_messages, each message found was joined to itself by sms_id and read a second time.
-    expect(plan.match(/ on messages\b/g)).toHaveLength(1);
+    expect(plan.match(/ on messages\w*/g)).toHaveLength(1);
     expect(plan).not.toMatch(/messages_pkey|Seq Scan/);
   });
 });

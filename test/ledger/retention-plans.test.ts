@@ -82,6 +82,7 @@ describe('retention query plans on PostgreSQL', () => {
     );
     expect(plan).toContain('messages_recipient_time');
     // Through the view recipient_messages, each message found was joined to itself by sms_id and read a second time.
-    expect(plan.match(/ on messages\b/g)).toHaveLength(1);
+    // (messages is partitioned by day: the rows here are in its default partition, messages_legacy.)
+    expect(plan.match(/ on messages\w*/g)).toHaveLength(1);
   });
 });

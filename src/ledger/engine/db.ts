@@ -11,32 +11,47 @@ import { openPostgresLedger } from './postgres.js';
 import type { Database } from '../schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
 
-const SQLITE_FLAGS: DialectFlags = {
+// Frozen: a ledger's own flags are a copy (openLedger), and only those change.
+const SQLITE_FLAGS: DialectFlags = Object.freeze({
   kind: 'sqlite',
   skipLocked: false,
   writesNumberEntries: true,
   stopsEventLoop: true,
   namesIndexes: true,
   concurrentWriters: false,
-};
-const POSTGRES_FLAGS: DialectFlags = {
+  partitionsByDay: false,
+});
+const POSTGRES_FLAGS: DialectFlags = Object.freeze({
   kind: 'postgres',
   skipLocked: true,
   writesNumberEntries: false,
   stopsEventLoop: false,
   namesIndexes: false,
   concurrentWriters: true,
-};
+  // Read off the database when the ledger first connects (postgres.ts): a layout the operator chooses.
+  partitionsByDay: false,
+});
 
-/** The flags of the dialect a connection (or transaction) speaks, for query functions given only the database. */
+/**
+ * Each open ledger's flags, by the adapter its connection and every transaction of it share: a PostgreSQL ledger's
+ * layout is its database's, not its dialect's.
+ */
+const flagsByAdapter = new WeakMap<object, DialectFlags>();
+
+/** The flags of the ledger a connection (or transaction) belongs to, for query functions given only the database. */
 export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectFlags {
-  return db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS;
+  const adapter = db.getExecutor().adapter;
+  return flagsByAdapter.get(adapter) ?? (adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS);
 }
 
 export function openLedger(config: LedgerSettings, options: LedgerOptions = {}): Ledger {
   // Each dialect's driver is loaded by its own module, when a ledger of that dialect opens: a SQLite process never
   // loads pg, a PostgreSQL one never loads better-sqlite3.
-  return config.url.startsWith('sqlite:') ? openSqliteLedger(config, options, SQLITE_FLAGS) : openPostgresLedger(config, options, POSTGRES_FLAGS);
+  const ledger = config.url.startsWith('sqlite:')
+    ? openSqliteLedger(config, options, SQLITE_FLAGS)
+    : openPostgresLedger(config, options, { ...POSTGRES_FLAGS });
+  flagsByAdapter.set(ledger.db.getExecutor().adapter, ledger.flags);
+  return ledger;
 }
 
 export interface MigrationStep {

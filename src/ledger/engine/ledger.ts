@@ -41,6 +41,13 @@ export interface DialectFlags {
    * writes one transaction at a time.
    */
   concurrentWriters: boolean;
+  /**
+   * PostgreSQL, after `crm-sms-gateway partition`: messages and receipts are partitioned by the UTC day of their sms_id,
+   * with the tables from before as each one's default partition (src/ledger/partitions.ts); an activity's one message
+   * is kept by message_keys, and retention drops whole days. Read off the database when the ledger first connects
+   * (postgres.ts). False on SQLite, which has one table each.
+   */
+  partitionsByDay: boolean;
 }
 
 export interface Ledger {

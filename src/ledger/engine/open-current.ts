@@ -13,11 +13,13 @@ import { openCheckedLedger } from './schema-check.js';
 export async function openCurrentLedger(config: Config['database'], options: { logger: Logger; migrate: boolean }, shutdown: Shutdown): Promise<Ledger> {
   const { logger } = options;
   const mode = options.migrate ? 'migrate' : 'no-migrate';
-  const { ledger, notice } = await openCheckedLedger(config, mode, options.migrate ? 'serve' : 'serve --no-migrate', {
+  const { ledger, notice, partitions } = await openCheckedLedger(config, mode, options.migrate ? 'serve' : 'serve --no-migrate', {
     logger,
     backgroundCheckpoints: { logger },
   });
   if (notice) logger.warn(notice);
+  if (partitions?.created.length) logger.info({ created: partitions.created }, 'day partitions made');
+  if (partitions?.gaveUp) logger.warn({ reason: partitions.gaveUp }, 'day partitions: gave up for now; the next retention pass tries again');
   shutdown.add('ledger', 'closing the ledger', () => ledger.close());
   return ledger;
 }

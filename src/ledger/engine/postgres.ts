@@ -36,10 +36,41 @@ export function openPostgresLedger(config: LedgerSettings, options: LedgerOption
       'PostgreSQL does not know a statement this connection prepared (a pooler in transaction mode?): the ledger sends its statements unnamed from now on; set database.prepared_statements: false',
     );
   const db = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: config.prepared_statements === false ? pool : namingPool(pool, lostNames) }),
+    dialect: new PostgresDialect({ pool: readingLayout(config.prepared_statements === false ? pool : namingPool(pool, lostNames), flags) }),
   });
   // PostgreSQL reads take a connection of their own from the pool anyway.
   return { db, readDb: db, flags, spaceCheckpoints: () => () => {}, close: () => db.destroy() };
+}
+
+/**
+ * The pool, reading the ledger's layout on its first connection, before any statement of the ledger's runs there:
+ * whether `partition` made messages a partitioned table (src/ledger/partitions.ts). Every command connects before it
+ * sends (its schema check reads the migrations first), and `partition` refuses while another connection is open, so a
+ * process never sees the layout change under it.
+ */
+function readingLayout(pool: PostgresPool, flags: DialectFlags): PostgresPool {
+  let read: Promise<void> | undefined;
+  const readOn = async (client: PostgresPoolClient) => {
+    const { rows } = await client.query<{ relkind: string }>("select relkind from pg_class where oid = to_regclass('messages')", []);
+    flags.partitionsByDay = rows[0]?.relkind === 'p';
+  };
+  return {
+    options: pool.options,
+    connect: async () => {
+      const client = await pool.connect();
+      try {
+        await (read ??= readOn(client).catch((error: unknown) => {
+          read = undefined;
+          throw error;
+        }));
+      } catch (error) {
+        client.release();
+        throw error;
+      }
+      return client;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /** SQLSTATE invalid_sql_statement_name: "prepared statement … does not exist". */

@@ -10,6 +10,7 @@ import type { Config } from '../../config/schema.js';
 import { describeDatabaseFailure } from './database-failure.js';
 import { migrateToLatest, openLedger, readMigrationState, type MigrationState, type MigrationStep } from './db.js';
 import type { Ledger, LedgerOptions } from './ledger.js';
+import { ensureDayPartitions, type EnsureResult } from '../partitions.js';
 import { CommandError } from '../../kit/command-error.js';
 
 /** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */
@@ -52,6 +53,11 @@ export interface CheckedLedger {
   ledger: Ledger;
   /** The migrations applied now (mode `migrate`). */
   applied: string[];
+  /**
+   * PostgreSQL, `serve` and `migrate`: the day tables made now (src/ledger/partitions.ts), and why it stopped early if
+   * it did (a lock not granted within its timeout: the next retention pass goes on).
+   */
+  partitions?: EnsureResult;
   /** A line to log once (a newer schema), or undefined. */
   notice?: string;
 }
@@ -64,7 +70,7 @@ export async function openCheckedLedger(
   database: Config['database'],
   mode: SchemaMode,
   command: string,
-  options: LedgerOptions & { onStep?: (step: MigrationStep) => void } = {},
+  options: LedgerOptions & { onStep?: (step: MigrationStep) => void; now?: () => number } = {},
 ): Promise<CheckedLedger> {
   let ledger: Ledger;
   try {
@@ -89,7 +95,10 @@ export async function openCheckedLedger(
         throw new CommandError(`${command}: ${(error as Error).message}`);
       }
     }
-    return { ledger, applied, ...(verdict.notice ? { notice: verdict.notice } : {}) };
+    // After the migrations' transaction, each table in a short one of its own: the check that lets a day's table be
+    // made without scanning the old one is validated here, and the coming days' tables made before anything is sent.
+    const partitions = mode === 'job' ? undefined : await ensureDayPartitions(ledger.db, (options.now ?? Date.now)());
+    return { ledger, applied, ...(partitions ? { partitions } : {}), ...(verdict.notice ? { notice: verdict.notice } : {}) };
   } catch (error) {
     await ledger.close().catch(() => {});
     throw error;

@@ -1,0 +1,109 @@
+/**
+ * `crm-sms-gateway partition` (src/commands/partition.ts) as an operator runs it: refused on SQLite and while an
+ * instance is connected; with every instance stopped it lays a PostgreSQL ledger out by day, once, and the gateway
+ * served on it after keeps its messages: a CRM retry answers the first sms_id, and a new send lands in its day's table.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FakeCrm } from '../fakes/crm.js';
+import { runCli, startServe, writeConfig } from '../helpers/child.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { smsMessage, TEST_API_KEY, testConfigDocument, waitFor } from '../helpers/gateway.js';
+
+let dir: string;
+let crm: FakeCrm;
+let database: TestDatabase;
+const children: Array<{ kill: (signal?: NodeJS.Signals) => boolean; exitCode: number | null }> = [];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'crm-sms-partition-'));
+  database = await createTestDatabase(dir, 'flat');
+  crm = await new FakeCrm().start();
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  await crm.stop();
+  await database.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const config = () =>
+  writeConfig(
+    dir,
+    testConfigDocument(dir, { database: { url: database.url }, crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, log: { level: 'info' } }),
+  );
+
+async function send(url: string, id: string): Promise<{ status: number; sms_id: string }> {
+  const res = await fetch(`${url}/channels/sms/single`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': TEST_API_KEY },
+    body: JSON.stringify(smsMessage(id)),
+  });
+  return { status: res.status, sms_id: ((await res.json()) as { sms_id: string }).sms_id };
+}
+
+describe.runIf(!process.env.TEST_DATABASE_URL)('crm-sms-gateway partition on SQLite', () => {
+  it('refuses, naming why, and leaves the ledger as it was', async () => {
+    const file = config();
+    expect((await runCli(['migrate', '--config', file])).code).toBe(0);
+    const run = await runCli(['partition', '--config', file]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/partition: the SQLite ledger has no partitions/);
+  });
+});
+
+describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partition on PostgreSQL', () => {
+  it('refuses while an instance is connected; then partitions once, and the gateway serves the ledger as before', async () => {
+    const file = config();
+    const first = await startServe(file);
+    children.push(first.child);
+    const before = await send(first.url, 'part-1');
+    expect(before.status).toBe(200);
+    await waitFor(() => crm.conversions.some((c) => c.sms_id === before.sms_id), 10_000, 'the conversion');
+
+    const refused = await runCli(['partition', '--config', file]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/partition: \d+ other session\(s\) connected to the database .*stop every instance/);
+
+    first.child.kill('SIGTERM');
+    await waitFor(() => first.child.exitCode !== null, 15_000, 'serve to stop');
+    const done = await runCli(['partition', '--config', file]);
+    expect(done.stderr).toBe('');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d s$/m);
+    // From the day after tomorrow to a week ahead, both tables.
+    expect(done.stdout).toMatch(/^partition: made 12 day table\(s\): messages_d\d{8}, receipts_d\d{8}, /m);
+
+    const again = await runCli(['partition', '--config', file]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^partition: messages and receipts are partitioned by day already$/m);
+    expect(again.stdout).toMatch(/^partition: made 0 day table\(s\)$/m);
+
+    const second = await startServe(file);
+    children.push(second.child);
+    // The CRM's retry of the activity sent before is answered with its first sms_id, from the default partition.
+    expect(await send(second.url, 'part-1')).toEqual({ status: 200, sms_id: before.sms_id });
+    const after = await send(second.url, 'part-2');
+    expect(after.status).toBe(200);
+    expect(after.sms_id).not.toBe(before.sms_id);
+    await waitFor(() => crm.conversions.some((c) => c.sms_id === after.sms_id), 10_000, 'the new message’s conversion');
+
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ sms_id: string; t: string }>('select sms_id, tableoid::regclass::text as t from messages order by sms_id');
+      // Today's sends sort before the first day table (the day after tomorrow): they stay in the default partition.
+      expect(rows).toEqual([
+        { sms_id: before.sms_id, t: 'messages_legacy' },
+        { sms_id: after.sms_id, t: 'messages_legacy' },
+      ]);
+      const keys = await client.query<{ activity_key: string; sms_id: string }>('select activity_key, sms_id from message_keys order by sms_id');
+      expect(keys.rows.map((r) => r.sms_id)).toEqual([before.sms_id, after.sms_id]);
+    } finally {
+      await client.end();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,337 @@
+/**
+ * PostgreSQL's day partitions (src/ledger/partitions.ts, made by `crm-sms-gateway partition`): which day tables are
+ * made and which days may go (a table, on both databases); and, on PostgreSQL under TEST_DATABASE_URL, the partitioned
+ * tables have the flat tables' columns and indexes, a ledger written before keeps its rows and its activities' first
+ * messages, a new message lands in its day's table, retention drops a finished day with everything of its messages
+ * and leaves the others, and making the tables is idempotent and gives up, without an error, on a lock it is not
+ * granted.
+ */
+import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inTransaction } from '../../src/ledger/engine/db.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import { findMessagesByActivityKeys, insertNewMessages, type NewMessage } from '../../src/ledger/messages.js';
+import {
+  DAY_MS,
+  dayBound,
+  dayOfSmsId,
+  ensureDayPartitions,
+  parsePartitionName,
+  partitionByDay,
+  partitionName,
+  planDayPartitions,
+} from '../../src/ledger/partitions.js';
+import { dropFinishedDay, findDaysToDrop } from '../../src/ledger/retention.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
+import { submittedMessageRow } from '../helpers/ledger.js';
+
+const D = 20_500; // 2026-02-16
+const names = (day: number, tables: ReadonlyArray<'messages' | 'receipts'> = ['messages', 'receipts']) => tables.map((t) => partitionName(t, day));
+
+describe('day bounds and names', () => {
+  it('writes a day as the lowest sms_id of its milliseconds, and reads it back', () => {
+    expect(dayBound(0)).toBe('00000000-0000-0000-0000-000000000000');
+    expect(dayBound(D)).toBe(
+      `${(D * DAY_MS).toString(16).padStart(12, '0').slice(0, 8)}-${(D * DAY_MS).toString(16).padStart(12, '0').slice(8)}-0000-0000-000000000000`,
+    );
+    expect(dayOfSmsId(dayBound(D))).toBe(D);
+    expect(dayOfSmsId(uuidv7({ msecs: (D + 1) * DAY_MS - 1 }))).toBe(D);
+    expect(partitionName('messages', D)).toBe('messages_d20260216');
+    expect(parsePartitionName('receipts_d20260216')).toEqual({ table: 'receipts', day: D });
+    expect(parsePartitionName('conversions_d20260216')).toBeUndefined();
+    expect(parsePartitionName('messages_legacy')).toBeUndefined();
+    expect(parsePartitionName('message_parts_d20260217')).toBeUndefined();
+  });
+});
+
+describe('planDayPartitions', () => {
+  it.each([
+    {
+      case: 'a fresh migration makes the days from the legacy bound to today + ahead, messages first',
+      input: { existing: [], legacyEnd: D + 2, today: D, ahead: 3 },
+      create: [D + 2, D + 3].flatMap((day) => names(day)),
+      drop: [],
+    },
+    {
+      case: 'days that exist are not made again',
+      input: { existing: names(D + 2), legacyEnd: D + 2, today: D, ahead: 3 },
+      create: names(D + 3),
+      drop: [],
+    },
+    {
+      case: 'a table missing from a day is made alone',
+      input: { existing: names(D + 2, ['messages']), legacyEnd: D + 2, today: D + 2, ahead: 0 },
+      create: [partitionName('receipts', D + 2)],
+      drop: [],
+    },
+    {
+      case: 'nothing before today is made: a day retention dropped stays dropped',
+      input: { existing: names(D + 5), legacyEnd: D + 2, today: D + 5, ahead: 1 },
+      create: names(D + 6),
+      drop: [],
+    },
+    {
+      case: 'no day from where the default partition holds sms_ids again',
+      input: { existing: [], legacyEnd: D + 2, legacyFrom: D + 4, today: D + 2, ahead: 7 },
+      create: [D + 2, D + 3].flatMap((day) => names(day)),
+      drop: [],
+    },
+    {
+      case: 'a day goes once it ended before the cutoff, not the day the cutoff is in',
+      input: { existing: [...names(D), ...names(D + 1), 'messages_legacy'], legacyEnd: D, today: D + 1, ahead: 0, cutoff: (D + 1) * DAY_MS + 5 },
+      create: [],
+      drop: [D],
+    },
+    {
+      case: 'a day ending exactly at the cutoff goes',
+      input: { existing: [...names(D), ...names(D + 1)], legacyEnd: D, today: D + 1, ahead: 0, cutoff: (D + 2) * DAY_MS },
+      create: [],
+      drop: [D, D + 1],
+    },
+  ])('$case', ({ input, create, drop }) => {
+    const plan = planDayPartitions(input);
+    expect(plan.create.map((c) => partitionName(c.table, c.day))).toEqual(create);
+    expect(plan.drop).toEqual(drop);
+  });
+});
+
+const postgres = Boolean(process.env.TEST_DATABASE_URL);
+
+describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => {
+  let opened: TestLedger;
+  let ledger: Ledger;
+  const now = Date.now();
+  const today = Math.floor(now / DAY_MS);
+  const oldId = uuidv7({ msecs: now - 60_000 });
+
+  const message = (smsId: string, at: number, fields: Record<string, unknown> = {}) =>
+    submittedMessageRow(smsId, 'sandbox', at, { user_id: `u-${smsId}`, recipient: `+4477009${smsId.slice(-5)}`, ...fields }) as unknown as NewMessage;
+  const partitionOf = async (table: string, smsId: string) =>
+    (
+      await ledger.db.executeQuery<{ t: string }>({
+        sql: `select tableoid::regclass::text as t from ${table} where sms_id = $1`,
+        parameters: [smsId],
+        query: {} as never,
+        queryId: {} as never,
+      })
+    ).rows.map((r) => r.t);
+  const count = async (table: string, where: string, value: unknown) =>
+    Number(
+      (
+        await ledger.db.executeQuery<{ n: string }>({
+          sql: `select count(*) as n from ${table} where ${where}`,
+          parameters: [value],
+          query: {} as never,
+          queryId: {} as never,
+        })
+      ).rows[0]!.n,
+    );
+
+  beforeAll(async () => {
+    opened = await openTestLedger('day-partitions', 2, 'flat');
+    ledger = opened.ledger;
+    // A ledger written before the conversion: a message with a receipt, a posted conversion and its attempt.
+    await ledger.db
+      .insertInto('messages')
+      .values(message(oldId, now - 60_000, { delivery_status: 'delivered', delivery_source: 'receipt' }) as never)
+      .execute();
+    await ledger.db
+      .insertInto('receipts')
+      .values({
+        provider: 'sandbox',
+        dedup_key: `k-${oldId}`,
+        sms_id: oldId,
+        provider_message_id: `pm-${oldId}`,
+        provider_status: 'DELIVRD',
+        mapped_status: 'delivered',
+        error_code: null,
+        matched: 1,
+        received_at: now - 50_000,
+      } as never)
+      .execute();
+    const conversion = await ledger.db
+      .insertInto('conversions')
+      .values({
+        sms_id: oldId,
+        delivery_status: 'delivered',
+        attempts: 1,
+        next_attempt_at: now,
+        claimed_until: 0,
+        dead: 0,
+        created_at: now,
+        posted_at: now,
+      } as never)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await ledger.db
+      .insertInto('conversion_attempts')
+      .values({ conversion_id: conversion.id, attempted_at: now, ok: 1, http_status: 200, error: null } as never)
+      .execute();
+    expect(ledger.flags.partitionsByDay).toBe(false);
+    await partitionByDay(ledger.db, now);
+    expect(ledger.flags.partitionsByDay).toBe(true);
+  });
+  afterAll(() => opened?.close());
+
+  it('gives each parent the columns and indexes of the table it replaced (now its default partition), and nothing else', async () => {
+    const rows = async <T>(text: string, values: unknown[]) =>
+      (await ledger.db.executeQuery<T>({ sql: text, parameters: values, query: {} as never, queryId: {} as never })).rows;
+    for (const table of ['messages', 'receipts']) {
+      const columns = (name: string) =>
+        rows<{ c: string }>(
+          `select column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '') as c
+             from information_schema.columns where table_schema = current_schema() and table_name = $1 order by ordinal_position`,
+          [name],
+        );
+      expect(await columns(table)).toEqual(await columns(`${table}_legacy`));
+    }
+    // Each index as defined, its name and table without the _legacy of the old table's.
+    const indexes = async (name: string) =>
+      (await rows<{ d: string }>('select indexdef as d from pg_indexes where schemaname = current_schema() and tablename = $1', [name]))
+        .map((r) => r.d.replaceAll('_legacy', '').replace(' ON ONLY ', ' ON '))
+        .sort();
+    const diff = async (table: string) => {
+      const [parent, old] = [await indexes(table), await indexes(`${table}_legacy`)];
+      return { added: parent.filter((d) => !old.includes(d)), gone: old.filter((d) => !parent.includes(d)) };
+    };
+    // The keys a partition key must be part of: the activity's key moved to message_keys, receipts' to (dedup_key, sms_id).
+    expect(await diff('messages')).toEqual({
+      added: [],
+      gone: ['CREATE UNIQUE INDEX messages_activity_key_key ON public.messages USING btree (activity_key)'],
+    });
+    expect(await diff('receipts')).toEqual({
+      added: [
+        'CREATE INDEX receipts_id ON public.receipts USING btree (id)',
+        'CREATE UNIQUE INDEX receipts_dedup_key_sms_id ON public.receipts USING btree (dedup_key, sms_id) NULLS NOT DISTINCT',
+      ],
+      // Attaching the old table built the parent's two new indexes on it too (inside the conversion: most of its time).
+      gone: [
+        'CREATE INDEX receipts_id_idx ON public.receipts USING btree (id)',
+        'CREATE UNIQUE INDEX receipts_dedup_key_key ON public.receipts USING btree (dedup_key)',
+        'CREATE UNIQUE INDEX receipts_dedup_key_sms_id_key ON public.receipts USING btree (dedup_key, sms_id) NULLS NOT DISTINCT',
+        'CREATE UNIQUE INDEX receipts_pkey ON public.receipts USING btree (id)',
+      ],
+    });
+  });
+
+  it('keeps the rows written before it, in the default partition, and a retry of such an activity gets its first message', async () => {
+    expect(await partitionOf('messages', oldId)).toEqual(['messages_legacy']);
+    expect(await partitionOf('receipts', oldId)).toEqual(['receipts_legacy']);
+    // The conversion outbox and its attempts are not partitioned.
+    expect(await count('pg_class', "relkind = 'p' and relname = $1", 'conversions')).toBe(0);
+    expect(await count('conversion_attempts', 'attempted_at = $1', now)).toBe(1);
+    const retry = message(uuidv7(), now, { activity_key: `act-${oldId}` });
+    expect(await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [retry]))).toEqual(new Set());
+    expect((await findMessagesByActivityKeys(ledger.db, [`act-${oldId}`])).map((m) => m.sms_id)).toEqual([oldId]);
+    expect(await count('messages', 'activity_key = $1', `act-${oldId}`)).toBe(1);
+  });
+
+  it('makes the day tables once: a second call makes none', async () => {
+    const first = await ensureDayPartitions(ledger.db, now);
+    expect(first.gaveUp).toBeUndefined();
+    // From the day after tomorrow (the default partition's bound) to a week ahead.
+    expect(first.created).toEqual([today + 2, today + 3, today + 4, today + 5, today + 6, today + 7].flatMap((d) => names(d)));
+    expect(await ensureDayPartitions(ledger.db, now)).toEqual({ created: [] });
+  });
+
+  it('puts a new message in its day table, and a batch holding one activity twice stores it once', async () => {
+    const day = today + 3;
+    const a = uuidv7({ msecs: day * DAY_MS + 1_000 });
+    const b = uuidv7({ msecs: day * DAY_MS + 2_000 });
+    const inserted = await inTransaction(ledger.db, (trx) =>
+      insertNewMessages(trx, [message(a, day * DAY_MS + 1_000), message(b, day * DAY_MS + 2_000, { activity_key: `act-${a}` })]),
+    );
+    expect(inserted).toEqual(new Set([`act-${a}`]));
+    expect(await partitionOf('messages', a)).toEqual([partitionName('messages', day)]);
+    expect(await partitionOf('messages', b)).toEqual([]);
+    expect((await findMessagesByActivityKeys(ledger.db, [`act-${a}`])).map((m) => m.sms_id)).toEqual([a]);
+  });
+
+  it('drops a finished day with its receipts, conversions, attempts, keys and search pairs, and leaves the other days', async () => {
+    const day = today + 5;
+    const gone = uuidv7({ msecs: day * DAY_MS + 5_000 });
+    const kept = uuidv7({ msecs: (day + 1) * DAY_MS + 5_000 });
+    for (const [id, at] of [
+      [gone, day * DAY_MS + 5_000],
+      [kept, (day + 1) * DAY_MS + 5_000],
+    ] as const) {
+      await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [message(id, at)]));
+      await ledger.db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', id).execute();
+      await ledger.db
+        .insertInto('receipts')
+        .values({
+          provider: 'sandbox',
+          dedup_key: `k-${id}`,
+          sms_id: id,
+          provider_message_id: `pm-${id}`,
+          provider_status: 'DELIVRD',
+          mapped_status: 'delivered',
+          error_code: null,
+          matched: 1,
+          received_at: at,
+        } as never)
+        .execute();
+      const conversion = await ledger.db
+        .insertInto('conversions')
+        .values({
+          sms_id: id,
+          delivery_status: 'delivered',
+          attempts: 1,
+          next_attempt_at: at,
+          claimed_until: 0,
+          dead: 0,
+          created_at: at,
+          posted_at: at,
+        } as never)
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      await ledger.db
+        .insertInto('conversion_attempts')
+        .values({ conversion_id: conversion.id, attempted_at: at, ok: 1, http_status: 200, error: null } as never)
+        .execute();
+    }
+    expect(await count('message_user_recipients', 'user_id = $1', `u-${gone}`)).toBe(1);
+    expect(await findDaysToDrop(ledger.db, (day + 1) * DAY_MS)).toEqual([today + 2, today + 3, today + 4, day]);
+    expect(await dropFinishedDay(ledger.db, day)).toEqual({ dropped: true, messages: 1 });
+    expect(await count('messages', 'sms_id = $1', gone)).toBe(0);
+    expect(await count('message_keys', 'activity_key = $1', `act-${gone}`)).toBe(0);
+    expect(await count('message_user_recipients', 'user_id = $1', `u-${gone}`)).toBe(0);
+    for (const table of ['messages', 'receipts'] as const) expect(await count('pg_class', 'relname = $1', partitionName(table, day))).toBe(0);
+    expect(await count('conversions', 'sms_id = $1', gone)).toBe(0);
+    expect(await count('conversion_attempts', 'conversion_id in (select id from conversions where sms_id = $1)', kept)).toBe(1);
+    expect(await count('conversion_attempts', 'attempted_at = $1', day * DAY_MS + 5_000)).toBe(0);
+    // The next day keeps everything.
+    for (const table of ['messages', 'receipts', 'conversions']) expect(await count(table, 'sms_id = $1', kept)).toBe(1);
+    expect(await count('message_keys', 'activity_key = $1', `act-${kept}`)).toBe(1);
+    expect(await count('message_user_recipients', 'user_id = $1', `u-${kept}`)).toBe(1);
+  });
+
+  it('keeps a day that holds a message not final yet', async () => {
+    const day = today + 6;
+    const open = uuidv7({ msecs: day * DAY_MS + 7_000 });
+    await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [message(open, day * DAY_MS + 7_000)]));
+    expect(await dropFinishedDay(ledger.db, day)).toEqual({ dropped: false, reason: 'not final' });
+    expect(await count('messages', 'sms_id = $1', open)).toBe(1);
+  });
+
+  it('gives up without an error when another connection holds a lock on a parent, and makes the tables later', async () => {
+    const other = new pg.Client({ connectionString: opened.url });
+    await other.connect();
+    const later = now + 3 * DAY_MS;
+    try {
+      await other.query('begin');
+      await other.query('lock table receipts in access share mode');
+      const started = Date.now();
+      const result = await ensureDayPartitions(ledger.db, later);
+      expect(result.gaveUp).toMatch(/receipts_d\d{8}: lock on receipts not granted/);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await other.query('rollback');
+    } finally {
+      await other.end();
+    }
+    const after = await ensureDayPartitions(ledger.db, later);
+    expect(after.gaveUp).toBeUndefined();
+    expect(after.created).toEqual(expect.arrayContaining(names(today + 10)));
+  });
+});
