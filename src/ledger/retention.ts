@@ -62,14 +62,7 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
   if (dialectFlagsOf(trx).kind === 'postgres') select = select.forUpdate();
   const rows = await select.execute();
   if (rows.length === 0) return 0;
-  // PostgreSQL: an activity's key goes with its message, so a retry of it after that is a new message, as on SQLite.
-  if (dialectFlagsOf(trx).partitionsByDay) {
-    for (const keys of idChunks(
-      rows.map((r) => r.activity_key),
-      IDS_PER_STATEMENT,
-    ))
-      await trx.deleteFrom('message_keys').where('activity_key', 'in', keys).execute();
-  }
+  if (dialectFlagsOf(trx).partitionsByDay) await forgetActivityKeys(trx, rows);
   for (const ids of idChunks(
     rows.map((r) => r.sms_id),
     IDS_PER_STATEMENT,
@@ -129,6 +122,18 @@ async function forgetSearchPairs(
   }
 }
 
+/**
+ * Partitioned by day (DialectFlags.partitionsByDay): the activities' keys go with their messages (message_keys), so
+ * a retry of one after that is a new message, as on the flat tables.
+ */
+async function forgetActivityKeys(trx: Transaction<Database>, rows: ReadonlyArray<{ activity_key: string }>): Promise<void> {
+  for (const keys of idChunks(
+    rows.map((r) => r.activity_key),
+    IDS_PER_STATEMENT,
+  ))
+    await trx.deleteFrom('message_keys').where('activity_key', 'in', keys).execute();
+}
+
 /** Messages a day's drop reads (and whose dependents it deletes) per statement. */
 const DAY_DROP_PAGE = 5_000;
 
@@ -174,16 +179,9 @@ export async function dropFinishedDay(db: Kysely<Database>, day: number, lockTim
         if (rows.length === 0) break;
         count += rows.length;
         after = rows[rows.length - 1]!.sms_id;
+        await forgetActivityKeys(trx, rows);
         for (const part of idChunks(rows, IDS_PER_STATEMENT)) {
           const ids = part.map((r) => r.sms_id);
-          await trx
-            .deleteFrom('message_keys')
-            .where(
-              'activity_key',
-              'in',
-              part.map((r) => r.activity_key),
-            )
-            .execute();
           await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
           await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
           await trx.deleteFrom('price_fetches').where('sms_id', 'in', ids).execute();

@@ -313,7 +313,7 @@ describe('the schema: jobs never migrate, serve and migrate run on a newer one',
   ];
 
   beforeAll(async () => {
-    database = await createTestDatabase(join(dir, 'schema'));
+    database = await createTestDatabase(join(dir, 'schema'), 'flat');
     file = config('schema', ['operator:\n  backend: sql'], database.url);
   });
   afterAll(() => database.drop());

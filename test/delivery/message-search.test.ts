@@ -362,7 +362,7 @@ describe('the search by player, through the numbers each player was sent to (mig
 
   it('gives the messages stored before it their (player, number) pairs', async () => {
     // A ledger of its own, SQLite or (with TEST_DATABASE_URL) PostgreSQL.
-    const database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'crm-sms-migrate-')));
+    const database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'crm-sms-migrate-')), 'flat');
     const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
     try {
       const migrator = new Migrator({ db: ledger.db, provider: { getMigrations: async () => migrations } });

@@ -21,7 +21,10 @@ import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
 const created = new Set<string>();
 
-/** `flat`: the tables the migrations make, whatever TEST_PG_LAYOUT says (a test of the conversion itself). */
+/**
+ * `flat`: the database as created, whatever TEST_PG_LAYOUT says: for a test of the conversion itself, or of a schema
+ * before its migrations.
+ */
 export type TestLayout = 'as-configured' | 'flat';
 
 function databaseName(dir: string): string {

@@ -128,6 +128,42 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       ).rows[0]!.n,
     );
 
+  /** A delivered message's receipt, its posted conversion and the conversion's attempt, at `at`. */
+  const storeDelivery = async (smsId: string, at: number) => {
+    await ledger.db
+      .insertInto('receipts')
+      .values({
+        provider: 'sandbox',
+        dedup_key: `k-${smsId}`,
+        sms_id: smsId,
+        provider_message_id: `pm-${smsId}`,
+        provider_status: 'DELIVRD',
+        mapped_status: 'delivered',
+        error_code: null,
+        matched: 1,
+        received_at: at,
+      } as never)
+      .execute();
+    const conversion = await ledger.db
+      .insertInto('conversions')
+      .values({
+        sms_id: smsId,
+        delivery_status: 'delivered',
+        attempts: 1,
+        next_attempt_at: at,
+        claimed_until: 0,
+        dead: 0,
+        created_at: at,
+        posted_at: at,
+      } as never)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    await ledger.db
+      .insertInto('conversion_attempts')
+      .values({ conversion_id: conversion.id, attempted_at: at, ok: 1, http_status: 200, error: null } as never)
+      .execute();
+  };
+
   beforeAll(async () => {
     opened = await openTestLedger('day-partitions', 2, 'flat');
     ledger = opened.ledger;
@@ -136,38 +172,7 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       .insertInto('messages')
       .values(message(oldId, now - 60_000, { delivery_status: 'delivered', delivery_source: 'receipt' }) as never)
       .execute();
-    await ledger.db
-      .insertInto('receipts')
-      .values({
-        provider: 'sandbox',
-        dedup_key: `k-${oldId}`,
-        sms_id: oldId,
-        provider_message_id: `pm-${oldId}`,
-        provider_status: 'DELIVRD',
-        mapped_status: 'delivered',
-        error_code: null,
-        matched: 1,
-        received_at: now - 50_000,
-      } as never)
-      .execute();
-    const conversion = await ledger.db
-      .insertInto('conversions')
-      .values({
-        sms_id: oldId,
-        delivery_status: 'delivered',
-        attempts: 1,
-        next_attempt_at: now,
-        claimed_until: 0,
-        dead: 0,
-        created_at: now,
-        posted_at: now,
-      } as never)
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    await ledger.db
-      .insertInto('conversion_attempts')
-      .values({ conversion_id: conversion.id, attempted_at: now, ok: 1, http_status: 200, error: null } as never)
-      .execute();
+    await storeDelivery(oldId, now);
     expect(ledger.flags.partitionsByDay).toBe(false);
     await partitionByDay(ledger.db, now);
     expect(ledger.flags.partitionsByDay).toBe(true);
@@ -258,38 +263,7 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     ] as const) {
       await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [message(id, at)]));
       await ledger.db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', id).execute();
-      await ledger.db
-        .insertInto('receipts')
-        .values({
-          provider: 'sandbox',
-          dedup_key: `k-${id}`,
-          sms_id: id,
-          provider_message_id: `pm-${id}`,
-          provider_status: 'DELIVRD',
-          mapped_status: 'delivered',
-          error_code: null,
-          matched: 1,
-          received_at: at,
-        } as never)
-        .execute();
-      const conversion = await ledger.db
-        .insertInto('conversions')
-        .values({
-          sms_id: id,
-          delivery_status: 'delivered',
-          attempts: 1,
-          next_attempt_at: at,
-          claimed_until: 0,
-          dead: 0,
-          created_at: at,
-          posted_at: at,
-        } as never)
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      await ledger.db
-        .insertInto('conversion_attempts')
-        .values({ conversion_id: conversion.id, attempted_at: at, ok: 1, http_status: 200, error: null } as never)
-        .execute();
+      await storeDelivery(id, at);
     }
     expect(await count('message_user_recipients', 'user_id = $1', `u-${gone}`)).toBe(1);
     expect(await findDaysToDrop(ledger.db, (day + 1) * DAY_MS)).toEqual([today + 2, today + 3, today + 4, day]);
