@@ -6,7 +6,7 @@
  * webhook attempt and (player, number) pair (src/ledger/prefill.ts), then exits; prints one JSON line. The file (or
  * database) is a seed: `--seed FILE` (or `--seed DB` with `--database`) starts every bench mode on a copy of it, and
  * `SEED_DB=FILE ../shared/bench/gateway/run.mjs` the peer benchmark. `--partition-by-day` lays the PostgreSQL ledger
- * out as `crm-sms-gateway partition` does before filling it (src/ledger/partitions.ts).
+ * out as `crm-sms-gateway partition` does before filling it (src/ledger/engine/partitions.ts).
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * `crm-sms-gateway partition`, PostgreSQL: lays messages and receipts out by UTC day (src/ledger/partitions.ts), once,
+ * `crm-sms-gateway partition`, PostgreSQL: lays messages and receipts out by UTC day (src/ledger/engine/partitions.ts), once,
  * with every instance stopped. Refuses on SQLite, on a schema that is not this version's, and while any other session
  * is connected to the database.
  */
@@ -7,7 +7,7 @@ import type { Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
 import { CommandError } from '../kit/command-error.js';
 import { openCheckedLedger } from '../ledger/engine/schema-check.js';
-import { ensureDayPartitions, otherSessions, partitionByDay } from '../ledger/partitions.js';
+import { ensureDayPartitions, otherSessions, partitionByDay } from '../ledger/engine/partitions.js';
 
 export async function runPartition(config: Readonly<Config>, out: Writable, now: () => number = Date.now): Promise<number> {
   if (config.database.url.startsWith('sqlite:')) {

@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { dialectFlagsOf, inTransaction } from '../ledger/engine/db.js';
-import { DAY_MS, ensureDayPartitions } from '../ledger/partitions.js';
+import { DAY_MS, ensureDayPartitions } from '../ledger/engine/partitions.js';
 import {
   blankFinalMessages,
   blankInboundMessages,

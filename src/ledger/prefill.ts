@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type PgModule from 'pg';
 import { migrateToLatest, openLedger } from './engine/db.js';
-import { DAY_MS, DAYS_AHEAD, ensureDayPartitions, partitionByDay } from './partitions.js';
+import { DAY_MS, DAYS_AHEAD, ensureDayPartitions, partitionByDay } from './engine/partitions.js';
 import { PREFILL_TABLES, prefillRows, type PrefillBatch, type PrefillRowOptions, type PrefillTable } from './prefill-rows.js';
 
 export interface PrefillOptions extends Omit<PrefillRowOptions, 'from' | 'to'> {

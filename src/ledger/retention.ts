@@ -8,7 +8,7 @@ import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/db.js';
 import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database } from './schema.js';
-import { DAY_MS, dayBound, PARTITIONED_TABLES, partitionName, planDayPartitions, readPartitionState } from './partitions.js';
+import { DAY_MS, dayBound, PARTITIONED_TABLES, partitionName, planDayPartitions, readPartitionState } from './engine/partitions.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;

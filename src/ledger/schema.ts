@@ -357,7 +357,7 @@ export interface MessageUserRecipientsTable {
 }
 
 /**
- * PostgreSQL, partitioned by day only (`crm-sms-gateway partition`, src/ledger/partitions.ts): each activity's message, so an activity is stored once
+ * PostgreSQL, partitioned by day only (`crm-sms-gateway partition`, src/ledger/engine/partitions.ts): each activity's message, so an activity is stored once
  * (messages, partitioned by day, can hold no unique key on activity_key) and is found by its key without reading every
  * day's table.
  */

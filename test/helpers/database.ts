@@ -6,7 +6,7 @@
  * be built synchronously; the run's global teardown drops whatever a test left behind.
  *
  * TEST_PG_LAYOUT=day-partitions migrates each such database and lays it out by day (`crm-sms-gateway partition`,
- * src/ledger/partitions.ts) as it is created, so the suite, or part of it, runs on that layout (.ci/run).
+ * src/ledger/engine/partitions.ts) as it is created, so the suite, or part of it, runs on that layout (.ci/run).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -46,7 +46,7 @@ function partitionSync(url: string): void {
   const dist = (path: string) => new URL(`../../dist/src/ledger/${path}`, import.meta.url).href;
   const script = `
     const { openLedger, migrateToLatest } = await import(${JSON.stringify(dist('engine/db.js'))});
-    const { partitionByDay, ensureDayPartitions } = await import(${JSON.stringify(dist('partitions.js'))});
+    const { partitionByDay, ensureDayPartitions } = await import(${JSON.stringify(dist('engine/partitions.js'))});
     const ledger = openLedger({ url: process.argv[1], pool_size: 1 });
     await migrateToLatest(ledger.db);
     await partitionByDay(ledger.db, Date.now());

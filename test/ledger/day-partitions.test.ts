@@ -1,5 +1,5 @@
 /**
- * PostgreSQL's day partitions (src/ledger/partitions.ts, made by `crm-sms-gateway partition`): which day tables are
+ * PostgreSQL's day partitions (src/ledger/engine/partitions.ts, made by `crm-sms-gateway partition`): which day tables are
  * made and which days may go (a table, on both databases); and, on PostgreSQL under TEST_DATABASE_URL, the partitioned
  * tables have the flat tables' columns and indexes, a ledger written before keeps its rows and its activities' first
  * messages, a new message lands in its day's table, retention drops a finished day with everything of its messages
@@ -21,7 +21,7 @@ import {
   partitionByDay,
   partitionName,
   planDayPartitions,
-} from '../../src/ledger/partitions.js';
+} from '../../src/ledger/engine/partitions.js';
 import { dropFinishedDay, findDaysToDrop } from '../../src/ledger/retention.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';

@@ -43,7 +43,7 @@ export interface DialectFlags {
   concurrentWriters: boolean;
   /**
    * PostgreSQL, after `crm-sms-gateway partition`: messages and receipts are partitioned by the UTC day of their sms_id,
-   * with the tables from before as each one's default partition (src/ledger/partitions.ts); an activity's one message
+   * with the tables from before as each one's default partition (src/ledger/engine/partitions.ts); an activity's one message
    * is kept by message_keys, and retention drops whole days. Read off the database when the ledger first connects
    * (postgres.ts). False on SQLite, which has one table each.
    */

@@ -44,7 +44,7 @@ export function openPostgresLedger(config: LedgerSettings, options: LedgerOption
 
 /**
  * The pool, reading the ledger's layout on its first connection, before any statement of the ledger's runs there:
- * whether `partition` made messages a partitioned table (src/ledger/partitions.ts). Every command connects before it
+ * whether `partition` made messages a partitioned table (src/ledger/engine/partitions.ts). Every command connects before it
  * sends (its schema check reads the migrations first), and `partition` refuses while another connection is open, so a
  * process never sees the layout change under it.
  */

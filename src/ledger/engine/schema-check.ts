@@ -10,7 +10,7 @@ import type { Config } from '../../config/schema.js';
 import { describeDatabaseFailure } from './database-failure.js';
 import { migrateToLatest, openLedger, readMigrationState, type MigrationState, type MigrationStep } from './db.js';
 import type { Ledger, LedgerOptions } from './ledger.js';
-import { ensureDayPartitions, type EnsureResult } from '../partitions.js';
+import { ensureDayPartitions, type EnsureResult } from './partitions.js';
 import { CommandError } from '../../kit/command-error.js';
 
 /** `serve` and `migrate` bring the schema forward; `no-migrate` is `serve --no-migrate`; `job` is flush, retention, import users. */
@@ -54,7 +54,7 @@ export interface CheckedLedger {
   /** The migrations applied now (mode `migrate`). */
   applied: string[];
   /**
-   * PostgreSQL, `serve` and `migrate`: the day tables made now (src/ledger/partitions.ts), and why it stopped early if
+   * PostgreSQL, `serve` and `migrate`: the day tables made now (src/ledger/engine/partitions.ts), and why it stopped early if
    * it did (a lock not granted within its timeout: the next retention pass goes on).
    */
   partitions?: EnsureResult;

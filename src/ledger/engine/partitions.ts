@@ -7,8 +7,8 @@
  * row needs its day's table, so the tables are made a week ahead, and retention drops them (src/ledger/retention.ts).
  */
 import { sql, type Kysely } from 'kysely';
-import { dialectFlagsOf } from './engine/db.js';
-import type { Database } from './schema.js';
+import { dialectFlagsOf } from './db.js';
+import type { Database } from '../schema.js';
 
 export const DAY_MS = 86_400_000;
 
