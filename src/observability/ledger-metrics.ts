@@ -1,6 +1,7 @@
 /** `serve`'s metrics: the gateway's registry with its ledger gauges read at scrape time on the read connection. */
 import type { Kysely } from 'kysely';
 import type { Config } from '../config/schema.js';
+import { readDayTablesEnd } from '../ledger/engine/partitions.js';
 import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import { readBuildInfo } from './build-info.js';
@@ -12,6 +13,7 @@ export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>,
     Object.keys(config.providers),
     {
       countParkedReceipts: () => countParkedReceiptsByProvider(readDb),
+      dayTablesEnd: () => readDayTablesEnd(readDb, Date.now()),
     },
     readBuildInfo(),
   );

@@ -63,6 +63,8 @@ export interface HttpMetrics {
 /** Ledger reads behind the scrape-time gauges. */
 export interface LedgerGaugeSources {
   countParkedReceipts(): Promise<Array<{ provider: string; parked: number }>>;
+  /** PostgreSQL partitioned by day: where each table's day tables end (epoch ms); undefined on any other ledger. */
+  dayTablesEnd?(): Promise<Record<string, number> | undefined>;
 }
 
 export const FAST_CALL_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -230,6 +232,18 @@ export function createGatewayMetrics(providers: readonly string[], ledger: Ledge
       this.reset();
       for (const provider of providers) this.set({ provider }, 0);
       for (const row of parked) this.set({ provider: row.provider }, row.parked);
+    },
+  });
+
+  new Gauge({
+    name: 'sms_gateway_day_tables_ahead_seconds',
+    help: 'PostgreSQL laid out by day (crm-sms-gateway partition): how far past now each table has its day tables; a send into a day without one fails (no series on other ledgers)',
+    labelNames: ['table'],
+    registers,
+    async collect() {
+      const ends = await ledger.dayTablesEnd?.();
+      this.reset();
+      for (const [table, end] of Object.entries(ends ?? {})) this.set({ table }, (end - Date.now()) / 1000);
     },
   });
 

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeCrm } from '../fakes/crm.js';
 import { runCli, startServe, writeConfig } from '../helpers/child.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
-import { smsMessage, TEST_API_KEY, testConfigDocument, waitFor } from '../helpers/gateway.js';
+import { smsMessage, TEST_ADMIN_KEY, TEST_API_KEY, testConfigDocument, waitFor } from '../helpers/gateway.js';
 
 let dir: string;
 let crm: FakeCrm;
@@ -45,6 +45,13 @@ async function send(url: string, id: string): Promise<{ status: number; sms_id: 
   return { status: res.status, sms_id: ((await res.json()) as { sms_id: string }).sms_id };
 }
 
+/** The gauge of how far the day tables reach, by table, in days; {} where the ledger has none. */
+async function daysAhead(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_KEY}` } })).text();
+  const samples = [...text.matchAll(/^sms_gateway_day_tables_ahead_seconds\{table="(\w+)"\} (\S+)$/gm)];
+  return Object.fromEntries(samples.map((m) => [m[1]!, Number(m[2]) / 86_400]));
+}
+
 describe.runIf(!process.env.TEST_DATABASE_URL)('crm-sms-gateway partition on SQLite', () => {
   it('refuses, naming why, and leaves the ledger as it was', async () => {
     const file = config();
@@ -63,6 +70,7 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     const before = await send(first.url, 'part-1');
     expect(before.status).toBe(200);
     await waitFor(() => crm.conversions.some((c) => c.sms_id === before.sms_id), 10_000, 'the conversion');
+    expect(await daysAhead(first.url)).toEqual({});
 
     const refused = await runCli(['partition', '--config', file]);
     expect(refused.code).toBe(1);
@@ -86,6 +94,10 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     children.push(second.child);
     // The CRM's retry of the activity sent before is answered with its first sms_id, from the default partition.
     expect(await send(second.url, 'part-1')).toEqual({ status: 200, sms_id: before.sms_id });
+    // Tables to a week after today: the first day without one begins between seven and eight days from now.
+    const ahead = await daysAhead(second.url);
+    expect(Object.keys(ahead).sort()).toEqual(['messages', 'receipts']);
+    for (const days of Object.values(ahead)) expect(days > 7 && days <= 8, String(days)).toBe(true);
     const after = await send(second.url, 'part-2');
     expect(after.status).toBe(200);
     expect(after.sms_id).not.toBe(before.sms_id);

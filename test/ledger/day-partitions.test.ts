@@ -17,6 +17,7 @@ import {
   dayBound,
   dayOfSmsId,
   ensureDayPartitions,
+  firstDayWithout,
   parsePartitionName,
   partitionByDay,
   partitionName,
@@ -93,6 +94,17 @@ describe('planDayPartitions', () => {
     const plan = planDayPartitions(input);
     expect(plan.create.map((c) => partitionName(c.table, c.day))).toEqual(create);
     expect(plan.drop).toEqual(drop);
+  });
+});
+
+describe('firstDayWithout', () => {
+  it.each([
+    { case: 'the day after the last of a run from today', existing: [...names(D), ...names(D + 1)], legacyEnd: D, today: D, first: D + 2 },
+    { case: 'today, when today has no table', existing: names(D + 1), legacyEnd: D, today: D, first: D },
+    { case: 'from the legacy bound while the default partition holds today', existing: names(D + 2), legacyEnd: D + 2, today: D, first: D + 3 },
+    { case: 'one table of two: the other is counted alone', existing: [...names(D), partitionName('messages', D + 1)], legacyEnd: D, today: D, first: D + 1 },
+  ])('$case', ({ existing, legacyEnd, today, first }) => {
+    expect(firstDayWithout(existing, 'receipts', legacyEnd, today)).toBe(first);
   });
 });
 

@@ -83,6 +83,17 @@ export function planDayPartitions(input: {
   return { create, drop: [...days].sort((a, b) => a - b) };
 }
 
+/**
+ * The first day, from today (or from `legacyEnd`, the first day the default partition does not hold, if later), that
+ * has no `table` day table: sends into that day fail, so the layout's tables reach up to it. Pure.
+ */
+export function firstDayWithout(existing: readonly string[], table: PartitionedTable, legacyEnd: number, today: number): number {
+  const have = new Set(existing);
+  let day = Math.max(today, legacyEnd);
+  while (have.has(partitionName(table, day))) day++;
+  return day;
+}
+
 export interface PartitionState {
   /** The names of the two tables' day partitions. */
   existing: string[];
@@ -113,6 +124,18 @@ export async function readPartitionState(db: Kysely<Database>): Promise<Partitio
     legacyFrom: dayOfSmsId(literals[1]!),
     validated: checks.rows.length === PARTITIONED_TABLES.length && checks.rows.every((r) => r.convalidated),
   };
+}
+
+/**
+ * How far each table's day tables reach (epoch ms: the start of the first day without one, firstDayWithout), for the
+ * gauge an alert watches (src/observability/metrics.ts); undefined where the ledger is not partitioned by day.
+ */
+export async function readDayTablesEnd(db: Kysely<Database>, now: number): Promise<Record<PartitionedTable, number> | undefined> {
+  const state = await readPartitionState(db);
+  if (!state) return undefined;
+  const today = Math.floor(now / DAY_MS);
+  const end = (table: PartitionedTable) => firstDayWithout(state.existing, table, state.legacyEnd, today) * DAY_MS;
+  return { messages: end('messages'), receipts: end('receipts') };
 }
 
 /**
