@@ -148,7 +148,10 @@ export function createRetention(deps: RetentionDeps) {
   async function dropFinishedDays(before: number): Promise<number> {
     let total = 0;
     for (const day of await findDaysToDrop(db, before)) {
-      const outcome = await dropFinishedDay(db, day);
+      // Paced as the row deletes are: while sends wait for the ledger, the drop takes a twentieth of it.
+      const outcome = await dropFinishedDay(db, day, {
+        afterPage: (busyMs) => yieldToRequests(pauseAfterChunk(busyMs, deps.writesWaiting?.() ?? false)),
+      });
       if (!outcome.dropped) {
         if (outcome.reason === 'lock not granted') logger?.info({ day: dayName(day) }, "retention: the day's tables were in use; dropped on a later pass");
         continue;

@@ -140,59 +140,93 @@ const DAY_DROP_PAGE = 5_000;
 export type DayDrop = { dropped: true; messages: number } | { dropped: false; reason: 'not final' | 'lock not granted' };
 
 /**
+ * What belongs to these messages in the tables that are not partitioned (parts, held sends, price fetches, conversions
+ * and their attempts), deleted by statements.
+ */
+async function deleteDependents(trx: Transaction<Database>, smsIds: readonly string[]): Promise<void> {
+  for (const ids of idChunks([...smsIds], IDS_PER_STATEMENT)) {
+    await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
+    await trx.deleteFrom('price_fetches').where('sms_id', 'in', ids).execute();
+    await trx
+      .deleteFrom('conversion_attempts')
+      .where('conversion_id', 'in', (eb) => eb.selectFrom('conversions').select('id').where('sms_id', 'in', ids))
+      .execute();
+    await trx.deleteFrom('conversions').where('sms_id', 'in', ids).execute();
+  }
+}
+
+/**
  * PostgreSQL (DialectFlags.partitionsByDay): drops UTC day `day`'s tables of messages and receipts when every message
  * in it is final (isFinalMessage), with what belongs to its messages in the tables that are not partitioned (keys,
- * conversions and their attempts, parts, held sends, price fetches, and the search pairs left without a message),
- * deleted by statements. One transaction: its messages are locked against change first (SHARE on the day's table,
- * which only a late retry or receipt of such an old message writes), and each lock waits at most `lockTimeout`; the
- * drop at the end waits at most `dropLockTimeout` for the parents (while it waits, sends queue behind it). A lock not
- * granted drops nothing (the next pass tries again). Answers how many messages went.
+ * parts, held sends, price fetches, conversions and their attempts, and the search pairs left without a message).
+ *
+ * Those are deleted first, a page of messages per transaction, as the row deletes are: each holds its rows for a
+ * moment only (a send of the same player and number waits for a pair being deleted), and `afterPage`, awaited after
+ * each with the time the page took, is the pass's pacing (src/delivery/retention.ts). Then one transaction locks the
+ * day's messages against change (SHARE on that day's table, waiting at most `lockTimeout`), checks again that all are
+ * final, deletes what a late receipt added meanwhile, and drops the two tables, waiting at most `dropLockTimeout` for
+ * the parents (while it waits, sends queue behind it). A day found not final then keeps its messages, without the
+ * dependents already deleted: they were final and past retention. A lock not granted drops nothing (the next pass
+ * tries again). Answers how many messages went.
  */
-export async function dropFinishedDay(db: Kysely<Database>, day: number, lockTimeout = '2s', dropLockTimeout = '500ms'): Promise<DayDrop> {
+export async function dropFinishedDay(
+  db: Kysely<Database>,
+  day: number,
+  options: { afterPage?: (busyMs: number) => Promise<void>; lockTimeout?: string; dropLockTimeout?: string } = {},
+): Promise<DayDrop> {
+  const { afterPage, lockTimeout = '2s', dropLockTimeout = '500ms' } = options;
   const from = dayBound(day);
   const to = dayBound(day + 1);
-  const messagesOfDay = partitionName('messages', day);
-  try {
-    return await db.transaction().execute(async (trx): Promise<DayDrop> => {
-      await sql`select set_config('lock_timeout', ${lockTimeout}, true)`.execute(trx);
-      await sql`lock table ${sql.table(messagesOfDay)} in share mode`.execute(trx);
-      const open = await trx
+  const anyOpen = async (trx: Kysely<Database>) =>
+    (
+      await trx
         .selectFrom('messages')
         .select(sql<number>`1`.as('one'))
         .where('sms_id', '>=', from)
         .where('sms_id', '<', to)
         .where((eb) => eb.not(isFinalMessage))
         .limit(1)
+        .execute()
+    ).length > 0;
+  if (await anyOpen(db)) return { dropped: false, reason: 'not final' };
+  let count = 0;
+  for (let after = ''; ; ) {
+    const started = performance.now();
+    const rows = await db.transaction().execute(async (trx) => {
+      const page = await trx
+        .selectFrom('messages')
+        .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
+        .where('sms_id', '>=', from)
+        .where('sms_id', '<', to)
+        .where('sms_id', '>', after)
+        .orderBy('sms_id')
+        .limit(DAY_DROP_PAGE)
         .execute();
-      if (open.length > 0) return { dropped: false, reason: 'not final' };
-      let count = 0;
-      for (let after = ''; ; ) {
-        const rows = await trx
-          .selectFrom('messages')
-          .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
-          .where('sms_id', '>=', from)
-          .where('sms_id', '<', to)
-          .where('sms_id', '>', after)
-          .orderBy('sms_id')
-          .limit(DAY_DROP_PAGE)
-          .execute();
-        if (rows.length === 0) break;
-        count += rows.length;
-        after = rows[rows.length - 1]!.sms_id;
-        await forgetActivityKeys(trx, rows);
-        for (const part of idChunks(rows, IDS_PER_STATEMENT)) {
-          const ids = part.map((r) => r.sms_id);
-          await trx.deleteFrom('message_parts').where('sms_id', 'in', ids).execute();
-          await trx.deleteFrom('held_sends').where('sms_id', 'in', ids).execute();
-          await trx.deleteFrom('price_fetches').where('sms_id', 'in', ids).execute();
-          await trx
-            .deleteFrom('conversion_attempts')
-            .where('conversion_id', 'in', (eb) => eb.selectFrom('conversions').select('id').where('sms_id', 'in', ids))
-            .execute();
-          await trx.deleteFrom('conversions').where('sms_id', 'in', ids).execute();
-        }
-        await forgetSearchPairs(trx, rows, { from, to });
-      }
+      await forgetActivityKeys(trx, page);
+      await deleteDependents(
+        trx,
+        page.map((r) => r.sms_id),
+      );
+      await forgetSearchPairs(trx, page, { from, to });
+      return page;
+    });
+    if (rows.length === 0) break;
+    count += rows.length;
+    after = rows[rows.length - 1]!.sms_id;
+    await afterPage?.(performance.now() - started);
+  }
+  try {
+    return await db.transaction().execute(async (trx): Promise<DayDrop> => {
+      await sql`select set_config('lock_timeout', ${lockTimeout}, true)`.execute(trx);
+      await sql`lock table ${sql.table(partitionName('messages', day))} in share mode`.execute(trx);
+      if (await anyOpen(trx)) return { dropped: false, reason: 'not final' };
+      // A receipt that came for one of them since its page (a repeat of a final status) may have added a conversion.
+      const late = await trx.selectFrom('conversions').select('sms_id').where('sms_id', '>=', from).where('sms_id', '<', to).execute();
+      await deleteDependents(
+        trx,
+        late.map((r) => r.sms_id),
+      );
       await sql`select set_config('lock_timeout', ${dropLockTimeout}, true)`.execute(trx);
       for (const table of PARTITIONED_TABLES) await sql`drop table if exists ${sql.table(partitionName(table, day))}`.execute(trx);
       return { dropped: true, messages: count };

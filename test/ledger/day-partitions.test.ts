@@ -301,6 +301,29 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     expect(await count('messages', 'sms_id = $1', open)).toBe(1);
   });
 
+  it('deletes the dependents a page at a time, pacing between pages, and keeps a day a message of which became open before the drop', async () => {
+    const day = today + 4;
+    const smsId = uuidv7({ msecs: day * DAY_MS + 9_000 });
+    await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [message(smsId, day * DAY_MS + 9_000)]));
+    await ledger.db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', smsId).execute();
+    await storeDelivery(smsId, day * DAY_MS + 9_000);
+    const pages: number[] = [];
+    const outcome = await dropFinishedDay(ledger.db, day, {
+      afterPage: async (busyMs) => {
+        pages.push(busyMs);
+        // A receipt reopens the message while the pass pauses: the drop must see it under its lock.
+        await ledger.db.updateTable('messages').set({ delivery_status: null }).where('sms_id', '=', smsId).execute();
+      },
+    });
+    expect(outcome).toEqual({ dropped: false, reason: 'not final' });
+    expect(pages).toHaveLength(1);
+    expect(await count('messages', 'sms_id = $1', smsId)).toBe(1);
+    for (const table of ['messages', 'receipts'] as const) expect(await count('pg_class', 'relname = $1', partitionName(table, day))).toBe(1);
+    // Its page's dependents went before the pause: final then, and past retention.
+    expect(await count('conversions', 'sms_id = $1', smsId)).toBe(0);
+    expect(await count('message_keys', 'activity_key = $1', `act-${smsId}`)).toBe(0);
+  });
+
   it('gives up without an error when another connection holds a lock on a parent, and makes the tables later', async () => {
     const other = new pg.Client({ connectionString: opened.url });
     await other.connect();
