@@ -15,6 +15,7 @@ import {
   insertNewReceipts,
   markReceiptsMatched,
   RECEIPT_MATCH,
+  storableNamedSmsIds,
   type NewReceipt,
 } from '../ledger/receipts.js';
 import {
@@ -230,6 +231,13 @@ export async function applyReceipts(
     price_micros: !messages[k] && input.event.price ? input.event.price.micros.toString() : null,
     price_currency: !messages[k] && input.event.price ? input.event.price.currency : null,
   }));
+  const named = rows.flatMap((r, k) => (!messages[k] && typeof r.sms_id === 'string' ? [r.sms_id] : []));
+  if (named.length > 0) {
+    const storable = await storableNamedSmsIds(trx, named);
+    rows.forEach((r, k) => {
+      if (!messages[k] && typeof r.sms_id === 'string' && !storable.has(r.sms_id)) r.sms_id = null;
+    });
+  }
   // The same receipt twice in one batch counts once, like a duplicate arriving later.
   const firstIndex = new Map<string, number>();
   rows.forEach((r, k) => firstIndex.has(r.dedup_key) || firstIndex.set(r.dedup_key, k));

@@ -102,6 +102,22 @@ export async function anyParkedReceipts(db: Db, smsIds: readonly string[]): Prom
   return false;
 }
 
+/**
+ * Of the sms_ids that receipts parked without a message name, those their rows may keep. Partitioned by day
+ * (DialectFlags.partitionsByDay), a receipt's row goes to the day of the sms_id it holds, and a day without a table (one
+ * retention dropped, for a late report; one ahead of the tables made, for a forged id or another system's) takes no
+ * row: only an sms_id a message holds is sure to have its day. The others are parked without one, their named id kept
+ * in their key (receiptDedupKey). The flat tables keep every one, without a query.
+ */
+export async function storableNamedSmsIds(db: Db, smsIds: readonly string[]): Promise<Set<string>> {
+  if (!dialectFlagsOf(db).partitionsByDay) return new Set(smsIds);
+  const held = new Set<string>();
+  for (const ids of idChunks([...new Set(smsIds)], IDS_PER_STATEMENT)) {
+    for (const r of await db.selectFrom('messages').select('sms_id').where('sms_id', 'in', ids).execute()) held.add(r.sms_id);
+  }
+  return held;
+}
+
 /** Parked receipts in id order: all of them page by page (`afterId`), or those of some provider message ids. */
 export async function findParkedReceipts(db: Db, limit: number, filter: { provider?: string; providerMessageIds?: string[]; afterId?: number } = {}) {
   let query = db.selectFrom('receipts').selectAll().where(isParked);
