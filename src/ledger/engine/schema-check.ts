@@ -70,7 +70,7 @@ export async function openCheckedLedger(
   database: Config['database'],
   mode: SchemaMode,
   command: string,
-  options: LedgerOptions & { onStep?: (step: MigrationStep) => void; now?: () => number } = {},
+  options: LedgerOptions & { onStep?: (step: MigrationStep) => void } = {},
 ): Promise<CheckedLedger> {
   let ledger: Ledger;
   try {
@@ -97,7 +97,7 @@ export async function openCheckedLedger(
     }
     // After the migrations' transaction, each table in a short one of its own: the check that lets a day's table be
     // made without scanning the old one is validated here, and the coming days' tables made before anything is sent.
-    const partitions = mode === 'job' ? undefined : await ensureDayPartitions(ledger.db, (options.now ?? Date.now)());
+    const partitions = mode === 'job' ? undefined : await ensureDayPartitions(ledger.db, Date.now());
     return { ledger, applied, ...(partitions ? { partitions } : {}), ...(verdict.notice ? { notice: verdict.notice } : {}) };
   } catch (error) {
     await ledger.close().catch(() => {});
