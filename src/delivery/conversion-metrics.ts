@@ -1,13 +1,15 @@
 /**
  * /metrics series of the conversion outbox (conversion-outbox.ts), registered by its descriptor (conversions.ts) on
  * the gateway's registry: posts and their latency, failures by status class, conversions acknowledged and
- * dead-lettered, the backlog by state and the ages of the oldest owed, read at scrape time.
+ * dead-lettered, the backlog by state (paced by its cost: pacedRead) and the ages of the oldest owed (one index entry
+ * each), read at scrape time.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Kysely } from 'kysely';
 import { countOutboxBacklog, oldestPendingConversion, oldestUnpostedConversion } from '../ledger/conversions.js';
 import type { Database } from '../ledger/schema.js';
 import { FAST_CALL_BUCKETS, statusClass } from '../observability/metrics.js';
+import { pacedRead } from '../observability/paced-read.js';
 
 export interface WebhookMetrics {
   webhookPosted(seconds: number, result: { ok: true; conversions: number } | { ok: false; status: number | null }): void;
@@ -37,13 +39,14 @@ export function registerConversionMetrics(registry: Registry, sources: { readDb:
     help: 'Conversions dead-lettered after their retry budget',
     registers,
   });
+  const readBacklog = pacedRead(() => countOutboxBacklog(readDb));
   new Gauge({
     name: 'sms_gateway_conversion_outbox',
     help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',
     labelNames: ['state'],
     registers,
     async collect() {
-      const backlog = await countOutboxBacklog(readDb);
+      const backlog = await readBacklog();
       for (const state of ['due', 'retrying', 'dead'] as const) this.set({ state }, backlog[state]);
     },
   });

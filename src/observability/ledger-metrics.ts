@@ -6,13 +6,14 @@ import { countParkedReceiptsByProvider } from '../ledger/receipts.js';
 import type { Database } from '../ledger/schema.js';
 import { readBuildInfo } from './build-info.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import { pacedRead } from './paced-read.js';
 
 /** `readDb`: the ledger's read connection, so a scrape never waits behind a write (src/ledger/engine/db.ts). */
 export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>, readDb: Kysely<Database>): GatewayMetrics {
   return createGatewayMetrics(
     Object.keys(config.providers),
     {
-      countParkedReceipts: () => countParkedReceiptsByProvider(readDb),
+      countParkedReceipts: pacedRead(() => countParkedReceiptsByProvider(readDb)),
       dayTablesEnd: () => readDayTablesEnd(readDb, Date.now()),
     },
     readBuildInfo(),

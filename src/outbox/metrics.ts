@@ -1,9 +1,10 @@
 /**
  * The /metrics series every outbox kind has, named by the kind (the names are the deployment kit's, checked by
  * test/deploy/deploy-kit.test.ts): rows the receiver took, rows dead-lettered (by reason where the kind dead-letters for
- * more than one), and the backlog by state, read at scrape time.
+ * more than one), and the backlog by state, read at scrape time and paced by its cost (pacedRead).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { pacedRead } from '../observability/paced-read.js';
 import type { DeadReason } from './decisions.js';
 
 export interface OutboxMetricNames<B> {
@@ -19,13 +20,14 @@ export function registerOutboxMetrics<B>(registry: Registry, names: OutboxMetric
   const sent = new Counter({ ...names.sent, registers });
   const { byReason, ...deadName } = names.dead;
   const dead = new Counter({ ...deadName, ...(byReason ? { labelNames: ['reason'] } : {}), registers });
+  const readBacklog = pacedRead(countBacklog);
   new Gauge({
     name: names.backlog.name,
     help: names.backlog.help,
     labelNames: ['state'],
     registers,
     async collect() {
-      for (const [state, count] of Object.entries(names.backlog.states(await countBacklog()))) this.set({ state }, count);
+      for (const [state, count] of Object.entries(names.backlog.states(await readBacklog()))) this.set({ state }, count);
     },
   });
   return {
