@@ -12,10 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { findMessagesByActivityKeys, insertNewMessages, type NewMessage } from '../../src/ledger/messages.js';
+import { anyParkedReceipts } from '../../src/ledger/receipts.js';
 import {
   DAY_MS,
   dayBound,
   dayOfSmsId,
+  dayRangeOf,
   ensureDayPartitions,
   firstDayWithout,
   parsePartitionName,
@@ -105,6 +107,26 @@ describe('firstDayWithout', () => {
     { case: 'one table of two: the other is counted alone', existing: [...names(D), partitionName('messages', D + 1)], legacyEnd: D, today: D, first: D + 1 },
   ])('$case', ({ existing, legacyEnd, today, first }) => {
     expect(firstDayWithout(existing, 'receipts', legacyEnd, today)).toBe(first);
+  });
+});
+
+describe('dayRangeOf', () => {
+  const at = (day: number, ms = 1) => uuidv7({ msecs: day * DAY_MS + ms });
+  it.each([
+    { case: 'one day', ids: [at(D), at(D, DAY_MS - 1)], range: [dayBound(D), dayBound(D + 1)] },
+    { case: 'two days, in any order', ids: [at(D + 1), at(D)], range: [dayBound(D), dayBound(D + 2)] },
+    { case: 'days apart: the days between too', ids: [at(D + 3), at(D)], range: [dayBound(D), dayBound(D + 4)] },
+    { case: 'an id a day cannot be read from', ids: [at(D), 'sms-1'], range: undefined },
+    { case: 'upper-case hex (not an id of ours)', ids: [at(D).toUpperCase()], range: undefined },
+    { case: 'no ids', ids: [], range: undefined },
+  ])('$case', ({ ids, range }) => {
+    expect(dayRangeOf(ids)).toEqual(range);
+  });
+
+  it('puts every id inside its range, as text sorts', () => {
+    const ids = [at(D), at(D, DAY_MS - 1), at(D + 1, 0)];
+    const [from, to] = dayRangeOf(ids)!;
+    for (const id of ids) expect(from <= id && id < to).toBe(true);
   });
 });
 
@@ -250,6 +272,45 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     // From the day after tomorrow (the default partition's bound) to a week ahead.
     expect(first.created).toEqual([today + 2, today + 3, today + 4, today + 5, today + 6, today + 7].flatMap((d) => names(d)));
     expect(await ensureDayPartitions(ledger.db, now)).toEqual({ created: [] });
+  });
+
+  it("finds a parked receipt for a send by its sends' days: one naming a message of that day, or none; not one of another day", async () => {
+    const parked = (smsId: string | null, key: string) =>
+      ledger.db
+        .insertInto('receipts')
+        .values({
+          provider: 'sandbox',
+          dedup_key: key,
+          sms_id: smsId,
+          provider_message_id: `pm-${key}`,
+          provider_status: 'DELIVRD',
+          mapped_status: 'delivered',
+          error_code: null,
+          matched: 0,
+          received_at: now,
+        } as never)
+        .execute();
+    const sent = uuidv7({ msecs: now });
+    const sameDay = uuidv7({ msecs: now + 1 });
+    await ledger.db.insertInto('messages').values([message(sent, now), message(sameDay, now)] as never).execute();
+    expect(await anyParkedReceipts(ledger.db, [sent])).toBe(false);
+    // Parked naming a message two days on: in that day's table, outside the span of the sends'.
+    const later = uuidv7({ msecs: now + 2 * DAY_MS });
+    await parked(later, 'parked-later');
+    expect(await partitionOf('receipts', later)).toEqual([partitionName('receipts', today + 2)]);
+    expect(await anyParkedReceipts(ledger.db, [sent])).toBe(false);
+    expect(await anyParkedReceipts(ledger.db, [later])).toBe(true);
+    expect(await anyParkedReceipts(ledger.db, [sent, later])).toBe(true);
+    await parked(sameDay, 'parked-today');
+    expect(await anyParkedReceipts(ledger.db, [sent])).toBe(true);
+    // Ids a day is not read from are looked for by themselves.
+    expect(await anyParkedReceipts(ledger.db, ['sms-1'])).toBe(false);
+    expect(await anyParkedReceipts(ledger.db, ['sms-1', sameDay])).toBe(true);
+    await ledger.db.deleteFrom('receipts').where('dedup_key', 'in', ['parked-later', 'parked-today']).execute();
+    await parked(null, 'parked-without');
+    expect(await anyParkedReceipts(ledger.db, [sent])).toBe(true);
+    await ledger.db.deleteFrom('receipts').where('dedup_key', '=', 'parked-without').execute();
+    await ledger.db.deleteFrom('messages').where('sms_id', 'in', [sent, sameDay]).execute();
   });
 
   it('puts a new message in its day table, and a batch holding one activity twice stores it once', async () => {

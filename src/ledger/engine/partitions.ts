@@ -30,6 +30,25 @@ export function dayOfSmsId(smsId: string): number {
   return Math.floor(Number.parseInt(smsId.slice(0, 8) + smsId.slice(9, 13), 16) / DAY_MS);
 }
 
+/**
+ * The whole days, as [from, to) bounds, from the first to the last of these sms_ids' days. A predicate on them prunes
+ * to those days' tables (or to the default partition, for days before the conversion) with two values, where an IN
+ * list of the ids costs the planner a step for each. Undefined when an id is not of the shape a day is read from
+ * (lowercase hex up to its second dash, as every sms_id this gateway makes), or when there is none: then only the ids
+ * themselves say where they are.
+ */
+export function dayRangeOf(smsIds: readonly string[]): [string, string] | undefined {
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const id of smsIds) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-/.test(id)) return undefined;
+    const day = dayOfSmsId(id);
+    first = Math.min(first, day);
+    last = Math.max(last, day);
+  }
+  return smsIds.length === 0 ? undefined : [dayBound(first), dayBound(last + 1)];
+}
+
 /** `<table>_dYYYYMMDD`. */
 export function partitionName(table: PartitionedTable, day: number): string {
   return `${table}_d${new Date(day * DAY_MS).toISOString().slice(0, 10).replaceAll('-', '')}`;
