@@ -292,7 +292,10 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
         .execute();
     const sent = uuidv7({ msecs: now });
     const sameDay = uuidv7({ msecs: now + 1 });
-    await ledger.db.insertInto('messages').values([message(sent, now), message(sameDay, now)] as never).execute();
+    await ledger.db
+      .insertInto('messages')
+      .values([message(sent, now), message(sameDay, now)] as never)
+      .execute();
     expect(await anyParkedReceipts(ledger.db, [sent])).toBe(false);
     // Parked naming a message two days on: in that day's table, outside the span of the sends'.
     const later = uuidv7({ msecs: now + 2 * DAY_MS });
