@@ -40,7 +40,7 @@ export async function startBenchProvider(choice: ProviderChoice, receipts: boole
     return {
       name: 'sandbox',
       // Without receipts they are due an hour after the send: none is posted while the send path is measured.
-      providers: { sandbox: { type: 'sandbox', dlr_delay_ms: receipts ? 0 : 3_600_000 } },
+      providers: { sandbox: { type: 'sandbox', ...(receipts ? { dlr_delay_ms: 0 } : { receipts: false }) } },
       cpuMs: () => null,
       stats: async () => null,
       stop: async () => {},

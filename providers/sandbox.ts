@@ -40,6 +40,10 @@ const configSchema = z.strictObject({
     .describe(
       'Key of the HMAC-SHA256 of the body that the sandbox sends in X-Sandbox-Signature and checks on every receipt (and inbound SMS); unsigned or wrongly signed ones get 403. Unset: a random key of the process.',
     ),
+  receipts: z
+    .boolean()
+    .default(true)
+    .describe('false: no receipt is posted for any send, as for a number ending 0003, and none is held for later: the send path measured alone (the bench).'),
   early_receipts: z.boolean().default(false).describe('Post the receipt before the send call answers.'),
   duplicate_receipts: z.boolean().default(false).describe('Post every receipt twice.'),
   receipts_name_sms_id: z
@@ -170,7 +174,7 @@ export const sandbox: ProviderPlugin<typeof configSchema> = {
           return { ok: false, kind: 'transient', error: 'sandbox simulates a temporary provider outage', code: 'unavailable' };
         }
         const messageId = `sbx-${randomUUID()}`;
-        if (outcome !== 'silent' && !closed) {
+        if (outcome !== 'silent' && config.receipts && !closed) {
           const receipt = { ...(config.receipts_name_sms_id ? { sms_id: req.smsId } : {}), message_id: messageId, status: outcome };
           if (config.early_receipts) await post(callbackEndpoint(req.callbackUrl), config.duplicate_receipts ? [receipt, receipt] : [receipt]);
           else schedule(req.callbackUrl, receipt);
