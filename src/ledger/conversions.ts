@@ -4,7 +4,7 @@ import type { DeliveryStatus } from '../../providers/types.js';
 import type { DialectFlags } from './engine/ledger.js';
 import { createQueryTemplate } from './query-template.js';
 import type { ConversionAttemptsTable, ConversionsTable, Database } from './schema.js';
-import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
+import { IDS_PER_STATEMENT, ROWS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
 import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';
 
@@ -48,7 +48,11 @@ export interface ClaimedConversion {
 /**
  * Reserves up to `limit` due rows for `token` until now + lease, in one statement so two claimers (serve and a
  * cron flush, or two instances) never take the same row. PostgreSQL skips rows another claimer has locked. The
- * message's activity comes back with each row (a lookup by primary key each), not from a second statement.
+ * message's activity comes back with each row (a lookup by primary key each), not from a second statement, except
+ * where messages is partitioned by day (DialectFlags.partitionsByDay): a lookup by a column of another table is
+ * planned over every day's table, twice a claim, and that planning cost the claim six times the flat layout's
+ * (bench/README.md "Day partitions: the conversion claim"). There the claim's messages are read after it, by their
+ * ids, which prunes to their days, in the claim's transaction.
  * A row keeps the post_group of the first claim that took it, so the conversion outbox can post it with the same rows again.
  */
 export async function claimDueConversions(
@@ -62,6 +66,11 @@ export async function claimDueConversions(
 ): Promise<ClaimedConversion[]> {
   const lock = flags.skipLocked ? sql` for update skip locked` : sql``;
   const traceparent = withTraceparent ? sql`, (select traceparent from messages where messages.sms_id = conversions.sms_id) as traceparent` : sql``;
+  const messageFields = flags.partitionsByDay
+    ? sql``
+    : sql`,
+      (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
+      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`;
   const claimed = await sql<ClaimedConversion>`
     update conversions set claimed_until = ${now + leaseMs}, claim_token = ${token}, post_group = coalesce(post_group, ${token})
     where id in (
@@ -69,10 +78,27 @@ export async function claimDueConversions(
       where posted_at is null and dead = 0 and next_attempt_at <= ${now} and claimed_until <= ${now}
       order by next_attempt_at, id limit ${limit}${lock}
     ) and claimed_until <= ${now}
-    returning id, sms_id, delivery_status, attempts, post_group,
-      (select activity_json from messages where messages.sms_id = conversions.sms_id) as activity_json,
-      (select activity_key from messages where messages.sms_id = conversions.sms_id) as activity_key${traceparent}`.execute(db);
-  return claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
+    returning id, sms_id, delivery_status, attempts, post_group${messageFields}`.execute(db);
+  const rows = claimed.rows.map((r) => ({ ...r, id: Number(r.id) })).sort((a, b) => a.id - b.id);
+  return flags.partitionsByDay ? withTheirMessages(db, rows, withTraceparent) : rows;
+}
+
+type MessageFields = Pick<ClaimedConversion, 'activity_json' | 'activity_key' | 'traceparent'>;
+
+/** What a conversion whose message is gone reads: nulls, as the flat layout's subqueries read them. */
+const GONE = { activity_json: null, activity_key: null, traceparent: null } as unknown as MessageFields;
+
+/** The claimed rows with their messages' activity (and send span), read by the messages' ids. */
+async function withTheirMessages(db: Db, rows: ClaimedConversion[], withTraceparent: boolean): Promise<ClaimedConversion[]> {
+  const messages = new Map<string, MessageFields>();
+  for (const ids of idChunks([...new Set(rows.map((r) => r.sms_id))], IDS_PER_STATEMENT)) {
+    const found = await db.selectFrom('messages').select(['sms_id', 'activity_json', 'activity_key', 'traceparent']).where('sms_id', 'in', ids).execute();
+    for (const m of found) messages.set(m.sms_id, m);
+  }
+  return rows.map((r) => {
+    const { activity_json, activity_key, traceparent } = messages.get(r.sms_id) ?? GONE;
+    return { ...r, activity_json, activity_key, ...(withTraceparent ? { traceparent } : {}) };
+  });
 }
 
 /** The conversion outbox as src/ledger/outbox.ts describes a table. */

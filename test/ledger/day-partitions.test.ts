@@ -13,6 +13,7 @@ import { inTransaction } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { findMessagesByActivityKeys, insertNewMessages, type NewMessage } from '../../src/ledger/messages.js';
 import { anyParkedReceipts } from '../../src/ledger/receipts.js';
+import { claimDueConversions, insertConversions } from '../../src/ledger/conversions.js';
 import {
   DAY_MS,
   dayBound,
@@ -314,6 +315,28 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     expect(await anyParkedReceipts(ledger.db, [sent])).toBe(true);
     await ledger.db.deleteFrom('receipts').where('dedup_key', '=', 'parked-without').execute();
     await ledger.db.deleteFrom('messages').where('sms_id', 'in', [sent, sameDay]).execute();
+  });
+
+  it("claims conversions with their messages' activity, each read from its own day's table, and nulls for a message gone", async () => {
+    const today1 = uuidv7({ msecs: now + 2 });
+    const gone = uuidv7({ msecs: now + 3 });
+    await ledger.db
+      .insertInto('messages')
+      .values(message(today1, now) as never)
+      .execute();
+    await insertConversions(
+      ledger.db,
+      [oldId, today1, gone].map((smsId) => ({ smsId, status: 'delivered' as const })),
+      now,
+    );
+    const claimed = await claimDueConversions(ledger.db, ledger.flags, 10, now + 1, 60_000, 'claim-token', true);
+    const bySms = new Map(claimed.map((c) => [c.sms_id, c]));
+    expect(bySms.get(oldId)).toMatchObject({ activity_json: JSON.stringify({ id: `act-${oldId}` }), traceparent: null });
+    expect(bySms.get(today1)).toMatchObject({ activity_json: JSON.stringify({ id: `act-${today1}` }) });
+    expect(bySms.get(today1)?.activity_key).toEqual(expect.any(String));
+    expect(bySms.get(gone)).toMatchObject({ activity_json: null, activity_key: null, traceparent: null });
+    await ledger.db.deleteFrom('conversions').where('claim_token', '=', 'claim-token').execute();
+    await ledger.db.deleteFrom('messages').where('sms_id', '=', today1).execute();
   });
 
   it('puts a new message in its day table, and a batch holding one activity twice stores it once', async () => {
