@@ -51,8 +51,8 @@ export interface ClaimedConversion {
  * message's activity comes back with each row (a lookup by primary key each), not from a second statement, except
  * where messages is partitioned by day (DialectFlags.partitionsByDay): a lookup by a column of another table is
  * planned over every day's table, twice a claim, and that planning cost the claim six times the flat layout's
- * (bench/README.md "Day partitions: the conversion claim"). There the claim's messages are read after it, by their
- * ids, which prunes to their days, in the claim's transaction.
+ * (bench/README.md "Day partitions: the parked-receipts probe and the conversion claim"). There the claim's messages
+ * are read after it, by their ids, which prunes to their days, in the claim's transaction.
  * A row keeps the post_group of the first claim that took it, so the conversion outbox can post it with the same rows again.
  */
 export async function claimDueConversions(
