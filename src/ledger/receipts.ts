@@ -85,7 +85,7 @@ const anyParkedTemplate = createQueryTemplate((db: Kysely<Database>, _input: Rec
  * table (DialectFlags.partitionsByDay), and single sends paid for it; naming each id instead cost a batch's planning a
  * step per id. A receipt parked with an sms_id of another day (one this ledger does not hold, or whose provider it did
  * not name) is not for these sends; one of the same days is a false alarm, which costs one search by the providers'
- * ids. Named (src/ledger/engine/statement-names.ts): planned over the partitions, the probe took three times as long as
+ * ids. Named (src/ledger/engine/statement-names.ts): planned over the partitions, the probe took four times as long as
  * on the flat tables; its one text reads a partial index by two bounds, a plan that serves every run.
  */
 function anyParkedOnDays([from, to]: [string, string]) {
