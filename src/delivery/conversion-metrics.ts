@@ -39,7 +39,10 @@ export function registerConversionMetrics(registry: Registry, sources: { readDb:
     help: 'Conversions dead-lettered after their retry budget',
     registers,
   });
-  const readBacklog = pacedRead(() => countOutboxBacklog(readDb));
+  const readBacklog = pacedRead(
+    () => countOutboxBacklog(readDb),
+    (b) => b.due + b.retrying + b.dead,
+  );
   new Gauge({
     name: 'sms_gateway_conversion_outbox',
     help: 'Conversions not yet posted: due (never tried), retrying (backing off), dead (needs a replay)',

@@ -13,7 +13,10 @@ export function createLedgerMetrics(config: Pick<Readonly<Config>, 'providers'>,
   return createGatewayMetrics(
     Object.keys(config.providers),
     {
-      countParkedReceipts: pacedRead(() => countParkedReceiptsByProvider(readDb)),
+      countParkedReceipts: pacedRead(
+        () => countParkedReceiptsByProvider(readDb),
+        (rows) => rows.reduce((sum, r) => sum + r.parked, 0),
+      ),
       dayTablesEnd: () => readDayTablesEnd(readDb, Date.now()),
     },
     readBuildInfo(),

@@ -1,11 +1,12 @@
 /**
  * A gauge's count read from the ledger at scrape time, paced by what it costs. Such a count grows with what it
  * counts: a backlog of a million owed conversions takes a few hundred milliseconds to count, more under load
- * (bench/README.md, "The outboxes' gauges at a backlog of a million"). A paced read runs again only once the time since
- * its last run began is its duration divided by `share`, and answers that run's value meanwhile. So its reads take at
- * most `share` of the gateway's time whatever the backlog, a count that took under `freshUnderMs` (a backlog of a few
- * thousand rows) is read afresh at every scrape, and no value is older than `maxAgeMs`, well inside the `for:` of the
- * alerts that read these gauges (deploy/prometheus/alerts.yml).
+ * (bench/README.md, "The outboxes' gauges at a backlog of a million"). A paced read of a large count runs again only
+ * once the time since its last run began is its duration divided by `share`, and answers that run's value meanwhile.
+ * So its reads take at most `share` of the gateway's time whatever the backlog, and no value is older than
+ * `maxAgeMs`, well inside the `for:` of the alerts that read these gauges (deploy/prometheus/alerts.yml). A count of
+ * fewer than `freshBelow` rows (a few milliseconds of reading) is read afresh at every scrape: it is decided by the
+ * rows counted, not by the time taken, so a busy machine does not make a small count stale.
  */
 
 export interface PacedReadOptions {
@@ -13,33 +14,34 @@ export interface PacedReadOptions {
   share?: number;
   /** The oldest a value answered may be, however long its read takes. */
   maxAgeMs?: number;
-  /** A read that took less is run again at every call: at one scrape a second, under 2.5% of one core. */
-  freshUnderMs?: number;
+  /** A count of fewer rows is read again at every call. */
+  freshBelow?: number;
   now?: () => number;
 }
 
-export const PACED_READ_DEFAULTS = { share: 0.01, maxAgeMs: 120_000, freshUnderMs: 25 } as const;
+export const PACED_READ_DEFAULTS = { share: 0.01, maxAgeMs: 120_000, freshBelow: 10_000 } as const;
 
 type Pace = Required<Omit<PacedReadOptions, 'now'>>;
 
-/** The last completed run: when it began and how long it took. */
+/** The last completed run: when it began, how long it took and how many rows it counted. */
 export interface LastRead {
   startedAt: number;
   tookMs: number;
+  rows: number;
 }
 
 /** Whether the read runs again at `now`, or its last value is answered. */
 export function readIsDue(last: LastRead | undefined, now: number, pace: Pace): boolean {
-  if (!last || last.tookMs < pace.freshUnderMs) return true;
+  if (!last || last.rows < pace.freshBelow) return true;
   const wait = Math.min(last.tookMs / pace.share, pace.maxAgeMs);
   return now - last.startedAt >= wait;
 }
 
 /**
- * Wraps `read`: concurrent callers (two Prometheus servers scraping at once) share one run, and a run that fails is
- * not remembered, so the next scrape reads again.
+ * Wraps `read`, whose value counts `rowsOf(value)` rows: concurrent callers (two Prometheus servers scraping at once)
+ * share one run, and a run that fails is not remembered, so the next scrape reads again.
  */
-export function pacedRead<T>(read: () => Promise<T>, options: PacedReadOptions = {}): () => Promise<T> {
+export function pacedRead<T>(read: () => Promise<T>, rowsOf: (value: T) => number, options: PacedReadOptions = {}): () => Promise<T> {
   const { now = Date.now, ...given } = options;
   const pace: Pace = { ...PACED_READ_DEFAULTS, ...given };
   let last: (LastRead & { value: T }) | undefined;
@@ -50,7 +52,7 @@ export function pacedRead<T>(read: () => Promise<T>, options: PacedReadOptions =
     const startedAt = now();
     running = read()
       .then((value) => {
-        last = { startedAt, tookMs: now() - startedAt, value };
+        last = { startedAt, tookMs: now() - startedAt, rows: rowsOf(value), value };
         return value;
       })
       .finally(() => {

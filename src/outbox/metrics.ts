@@ -20,7 +20,8 @@ export function registerOutboxMetrics<B>(registry: Registry, names: OutboxMetric
   const sent = new Counter({ ...names.sent, registers });
   const { byReason, ...deadName } = names.dead;
   const dead = new Counter({ ...deadName, ...(byReason ? { labelNames: ['reason'] } : {}), registers });
-  const readBacklog = pacedRead(countBacklog);
+  const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+  const readBacklog = pacedRead(countBacklog, (backlog) => sum(names.backlog.states(backlog)));
   new Gauge({
     name: names.backlog.name,
     help: names.backlog.help,
