@@ -27,6 +27,16 @@ describe('refused configurations name the key', () => {
       { ...minimal(), providers: { sandbox: { type: 'sandbox', dlr_delay: 5 } } },
       /unknown key providers\.sandbox\.dlr_delay\b/,
     ],
+    [
+      "the sandbox's receipts switch as a string",
+      { ...minimal(), providers: { sandbox: { type: 'sandbox', receipts: 'no' } } },
+      /providers\.sandbox\.receipts: .*boolean/,
+    ],
+    [
+      'a __proto__ key inside a provider (from YAML, an own key)',
+      { ...minimal(), providers: { sandbox: JSON.parse('{"type":"sandbox","__proto__":{"receipts":false}}') } },
+      /unknown key providers\.sandbox\.__proto__\b/,
+    ],
     ['a port written as words', minimal({ server: { port: 'eighty' } }), /server\.port: .*number/],
     ['a port out of range', minimal({ server: { port: 70_000 } }), /server\.port: /],
     [
