@@ -779,4 +779,66 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-11-30-30-byte-order-text': {
+    async up(db) {
+      // PostgreSQL compares text by the database's collation unless a column names its own. A database made with a
+      // language's locale (en_US.UTF-8: the official image's default, and Debian's initdb under that LANG) then
+      // compares every key of every index through the C library's collation, which cost batches 22% of their rate
+      // and the database half again its CPU a message against a database in the C locale (bench/README.md "Text
+      // compared byte by byte on PostgreSQL"). Every key the ledger holds is an identifier, a number, a status or
+      // a provider's text, none ordered for a reader: each text column compares byte by byte from here on, as
+      // SQLite's do, whatever locale the database was made in. Every table's, so that a column compared with
+      // another (a join on sms_id, a number with a number) has its collation and can use its index; a later
+      // migration's text columns say `collate "C"` for the same reason (test/ledger/byte-order-text.test.ts).
+      // A column's new collation rebuilds the indexes on it, not its rows.
+      // SQLite compares text byte by byte already.
+      if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+      const { rows: layout } = await sql<{ partitioned: boolean }>`
+        select exists (select 1 from pg_partitioned_table p join pg_class c on c.oid = p.partrelid
+          where c.relname = 'messages' and c.relnamespace = current_schema()::regnamespace) as partitioned`.execute(db);
+      // A ledger partitioned by day before this migration: sms_id is the partition key of messages and receipts, and
+      // a partition key's collation cannot change; every other table's sms_id keeps the same collation, so that it is
+      // compared as messages.sms_id is and finds messages by its index. A ledger partitioned after it takes its
+      // tables' collations over (partitionByDay).
+      const keep = layout[0]?.partitioned ? ['sms_id'] : [];
+      const { rows } = await sql<{ table: string; column: string }>`
+        select c.relname as table, a.attname as column from pg_attribute a join pg_class c on c.oid = a.attrelid
+        where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+          and c.relname not like 'kysely_migration%' and a.attnum > 0 and not a.attisdropped
+          and a.atttypid = 'text'::regtype and a.attcollation <> 'pg_catalog."C"'::regcollation
+        order by c.relname, a.attnum`.execute(db);
+      const byTable = new Map<string, string[]>();
+      for (const { table, column } of rows) if (!keep.includes(column)) byTable.set(table, [...(byTable.get(table) ?? []), column]);
+      // An index built again forgets its columns' statistics targets (the day's 0 of 2026-11-29-70-time-keys), and a
+      // partition's index its name too: each table's or parent's target is read first, and set again after on it and
+      // on every index of its partitions (each day's table was given its parent's: partitions.ts).
+      const { rows: targets } = await sql<{ index: string; column: number; target: number }>`
+        select c.relname as index, a.attnum as column, a.attstattarget as target from pg_attribute a join pg_class c on c.oid = a.attrelid
+        where c.relnamespace = current_schema()::regnamespace and c.relkind in ('i', 'I') and not c.relispartition
+          and a.attstattarget >= 0`.execute(db);
+      // A view's column cannot change type under it: recipient_messages is made again over the same expression.
+      await sql`drop view if exists recipient_messages`.execute(db);
+      for (const [table, columns] of byTable) {
+        // One statement a table, so its indexes are built once.
+        const changes = columns.map((column) => sql`alter column ${sql.id(column)} type text collate "C"`);
+        await sql`alter table ${sql.table(table)} ${sql.join(changes)}`.execute(db);
+      }
+      await sql`create view recipient_messages as select created_at / 86400000 as day, recipient, created_at, sms_id from messages`.execute(db);
+      for (const { index, column, target } of targets) {
+        const { rows: tree } = await sql<{ name: string }>`
+          select relname as name from pg_class where oid = ${index}::regclass
+          union select c.relname from pg_partition_tree(${index}::regclass) t join pg_class c on c.oid = t.relid`.execute(db);
+        for (const { name } of tree) {
+          await sql`alter index ${sql.table(name)} alter column ${sql.raw(String(Number(column)))} set statistics ${sql.raw(String(Number(target)))}`.execute(
+            db,
+          );
+        }
+      }
+      // A column's new type takes its statistics with it (without this, 25 of messages' 37 columns had none after the
+      // migration at 5 million messages), and the planner would read those columns blind until autovacuum next
+      // analyses the table: after a tenth of it changed, or never where it is off. A sample of each table, seconds at
+      // that size.
+      for (const table of byTable.keys()) await sql`analyze ${sql.table(table)}`.execute(db);
+    },
+  },
 };

@@ -311,7 +311,9 @@ export async function partitionByDay(db: Kysely<Database>, now: number): Promise
       await run(`alter table ${table} attach partition ${table}_legacy default`);
     }
 
-    await run('create table message_keys (activity_key text primary key, sms_id text not null)');
+    // Text compared byte by byte, as every text column of the ledger (migration 2026-11-30-30-byte-order-text); the
+    // parents took their tables' collations over with their columns.
+    await run('create table message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
     await run('insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy');
     await run('create view recipient_messages as select created_at / 86400000 as day, recipient, created_at, sms_id from messages');
   });
