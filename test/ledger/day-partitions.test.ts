@@ -6,12 +6,13 @@
  * and leaves the others, and making the tables is idempotent and gives up, without an error, on a lock it is not
  * granted.
  */
+import type { CompiledQuery } from 'kysely';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
-import { findMessagesByActivityKeys, insertNewMessages, type NewMessage } from '../../src/ledger/messages.js';
+import { findMessagesByActivityKeys, insertNewMessages, recordSendOutcomes, type NewMessage, type SendOutcomeRecord } from '../../src/ledger/messages.js';
 import { anyParkedReceipts } from '../../src/ledger/receipts.js';
 import { claimDueConversions, insertConversions } from '../../src/ledger/conversions.js';
 import {
@@ -350,6 +351,68 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     expect(await partitionOf('messages', a)).toEqual([partitionName('messages', day)]);
     expect(await partitionOf('messages', b)).toEqual([]);
     expect((await findMessagesByActivityKeys(ledger.db, [`act-${a}`])).map((m) => m.sms_id)).toEqual([a]);
+  });
+
+  it("records providers' answers in the days' tables of their messages only, and in the default partition for a message of before", async () => {
+    const day = today + 4;
+    const ids = [1_000, 2_000, 3_000].map((ms) => uuidv7({ msecs: day * DAY_MS + ms }));
+    await inTransaction(ledger.db, (trx) =>
+      insertNewMessages(
+        trx,
+        ids.map((id, i) => message(id, day * DAY_MS + (i + 1) * 1_000)),
+      ),
+    );
+    const answer = (smsId: string): SendOutcomeRecord => ({
+      smsId,
+      provider: 'sandbox',
+      rerouted: false,
+      receiptsNameSmsId: true,
+      state: 'submitted',
+      providerMessageIds: [`pm-${smsId}`],
+      providerStatus: null,
+      error: null,
+      errorCode: null,
+    });
+    // The ledger's own transaction, its statements kept as they are run (the flags are the ledger's: its adapter).
+    const statements: CompiledQuery[] = [];
+    const seen = <T extends object>(trx: T): T =>
+      new Proxy(trx, {
+        get: (target, key) => {
+          const value = Reflect.get(target, key) as unknown;
+          if (key === 'executeQuery') return (query: CompiledQuery) => (statements.push(query), Reflect.apply(value as () => unknown, target, [query]));
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    const update = async (smsIds: string[]) => {
+      statements.length = 0;
+      await inTransaction(ledger.db, (trx) => recordSendOutcomes(seen(trx), [], smsIds.map(answer), now));
+      const statement = statements.find((q) => q.sql.includes('update messages'))!;
+      const plan = await ledger.db.executeQuery<{ 'QUERY PLAN': string }>({ ...statement, sql: `explain ${statement.sql}` });
+      return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    };
+
+    try {
+      const plan = await update(ids);
+      const tablesOf = (text: string) => [...new Set(text.match(/messages_(?:d\d{8}|legacy)/g))].sort();
+      expect(tablesOf(plan)).toEqual([partitionName('messages', day)]);
+      for (const id of ids) {
+        expect(await ledger.db.selectFrom('messages').select(['state', 'provider_message_id']).where('sms_id', '=', id).executeTakeFirst()).toEqual({
+          state: 'submitted',
+          provider_message_id: `pm-${id}`,
+        });
+      }
+
+      // A message of before the conversion (the default partition) with one of today: both days, and both rows written.
+      const mixed = await update([oldId, ids[0]!]);
+      expect(tablesOf(mixed)).toContain('messages_legacy');
+      expect(tablesOf(mixed)).toContain(partitionName('messages', day));
+      expect(tablesOf(mixed).filter((t) => (parsePartitionName(t)?.day ?? today) > day)).toEqual([]);
+      expect(await ledger.db.selectFrom('messages').select('provider_message_id').where('sms_id', '=', oldId).executeTakeFirst()).toEqual({
+        provider_message_id: `pm-${oldId}`,
+      });
+    } finally {
+      await ledger.db.deleteFrom('messages').where('sms_id', 'in', ids).execute();
+    }
   });
 
   it('drops a finished day with its receipts, conversions, attempts, keys and search pairs, and leaves the other days', async () => {
