@@ -6,14 +6,16 @@
  * and leaves the others, and making the tables is idempotent and gives up, without an error, on a lock it is not
  * granted.
  */
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Kysely, KyselyPlugin } from 'kysely';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import type { Database } from '../../src/ledger/schema.js';
 import { findMessagesByActivityKeys, insertNewMessages, recordSendOutcomes, type NewMessage, type SendOutcomeRecord } from '../../src/ledger/messages.js';
 import { anyParkedReceipts } from '../../src/ledger/receipts.js';
+import { findReceiptTargetsByProviderId } from '../../src/ledger/receipt-targets.js';
 import { claimDueConversions, insertConversions } from '../../src/ledger/conversions.js';
 import {
   DAY_MS,
@@ -200,6 +202,26 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       .execute();
   };
 
+  // The ledger's own connection or transaction, its statements kept as they are run (the flags are the ledger's: its
+  // adapter): a builder's through a plugin, compiled again; a template's, compiled already, as it is given (the last:
+  // a template's first call compiles its shape with markers for values).
+  const statements: CompiledQuery[] = [];
+  const keep: KyselyPlugin = {
+    transformQuery: ({ node, queryId }) => (statements.push(ledger.db.getExecutor().compileQuery(node, queryId)), node),
+    transformResult: async ({ result }) => result,
+  };
+  const seen = <T extends Kysely<Database>>(db: T): T =>
+    new Proxy(db.withPlugin(keep) as T, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key) as unknown;
+        if (key === 'executeQuery') return (query: CompiledQuery) => (statements.push(query), Reflect.apply(value as () => unknown, target, [query]));
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  const explained = async (statement: CompiledQuery) =>
+    (await ledger.db.executeQuery<{ 'QUERY PLAN': string }>({ ...statement, sql: `explain ${statement.sql}` })).rows.map((r) => r['QUERY PLAN']).join('\n');
+  const tablesOf = (text: string) => [...new Set(text.match(/messages_(?:d\d{8}|legacy)/g))].sort();
+
   beforeAll(async () => {
     opened = await openTestLedger('day-partitions', 2, 'flat');
     ledger = opened.ledger;
@@ -373,27 +395,14 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       error: null,
       errorCode: null,
     });
-    // The ledger's own transaction, its statements kept as they are run (the flags are the ledger's: its adapter).
-    const statements: CompiledQuery[] = [];
-    const seen = <T extends object>(trx: T): T =>
-      new Proxy(trx, {
-        get: (target, key) => {
-          const value = Reflect.get(target, key) as unknown;
-          if (key === 'executeQuery') return (query: CompiledQuery) => (statements.push(query), Reflect.apply(value as () => unknown, target, [query]));
-          return typeof value === 'function' ? value.bind(target) : value;
-        },
-      });
     const update = async (smsIds: string[]) => {
       statements.length = 0;
       await inTransaction(ledger.db, (trx) => recordSendOutcomes(seen(trx), [], smsIds.map(answer), now));
-      const statement = statements.find((q) => q.sql.includes('update messages'))!;
-      const plan = await ledger.db.executeQuery<{ 'QUERY PLAN': string }>({ ...statement, sql: `explain ${statement.sql}` });
-      return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+      return explained(statements.findLast((q) => q.sql.includes('update messages'))!);
     };
 
     try {
       const plan = await update(ids);
-      const tablesOf = (text: string) => [...new Set(text.match(/messages_(?:d\d{8}|legacy)/g))].sort();
       expect(tablesOf(plan)).toEqual([partitionName('messages', day)]);
       for (const id of ids) {
         expect(await ledger.db.selectFrom('messages').select(['state', 'provider_message_id']).where('sms_id', '=', id).executeTakeFirst()).toEqual({
@@ -412,6 +421,40 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       });
     } finally {
       await ledger.db.deleteFrom('messages').where('sms_id', 'in', ids).execute();
+    }
+  });
+
+  it("finds a message by its provider's id in the days around today's only, one stamped by a clock set elsewhere all the same, and a part's message", async () => {
+    const id = uuidv7({ msecs: now + 5 });
+    // Its sms_id in a day table four days on, its created_at now: as a clock set apart from the sms_ids' would stamp it.
+    const skewed = uuidv7({ msecs: (today + 4) * DAY_MS + 5_000 });
+    const multipart = uuidv7({ msecs: now + 6 });
+    await ledger.db
+      .insertInto('messages')
+      .values([id, skewed, multipart].map((smsId) => message(smsId, now, { provider: 'smpp' })) as never)
+      .execute();
+    await ledger.db
+      .insertInto('message_parts')
+      .values(
+        ['part-1', 'part-2'].map((part, part_index) => ({ provider: 'smpp', provider_message_id: part, sms_id: multipart, part_index, status: null })) as never,
+      )
+      .execute();
+    try {
+      statements.length = 0;
+      const found = await findReceiptTargetsByProviderId(seen(ledger.db), 'smpp', [`pm-${id}`], now);
+      expect(found.map((m) => [m.sms_id, m.provider_message_id])).toEqual([[id, `pm-${id}`]]);
+      // Today's messages are in the default partition here (the conversion's bound is the day after tomorrow): the
+      // first search reads it alone, no day table.
+      expect(tablesOf(await explained(statements.find((q) => q.sql.startsWith('select') && q.sql.includes('from "messages"'))!))).toEqual(['messages_legacy']);
+
+      const late = await findReceiptTargetsByProviderId(ledger.db, 'smpp', [`pm-${skewed}`], now);
+      expect(late.map((m) => m.sms_id)).toEqual([skewed]);
+
+      const parts = await findReceiptTargetsByProviderId(ledger.db, 'smpp', ['part-2', 'part-9'], now);
+      expect(parts.map((m) => [m.sms_id, m.provider_message_id, m.provider])).toEqual([[multipart, 'part-2', 'smpp']]);
+    } finally {
+      await ledger.db.deleteFrom('message_parts').where('sms_id', '=', multipart).execute();
+      await ledger.db.deleteFrom('messages').where('sms_id', 'in', [id, skewed, multipart]).execute();
     }
   });
 
