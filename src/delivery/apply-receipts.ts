@@ -432,7 +432,7 @@ async function applyParked(
   }));
   const messages = await resolveMessages(trx, inputs, now);
   const matched = parked.flatMap((r, k) =>
-    messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, dedupKey: receiptDedupKey(inputs[k]!, messages[k]!.sms_id), k }] : [],
+    messages[k] ? [{ id: Number(r.id), smsId: messages[k]!.sms_id, dedupKey: receiptDedupKey(inputs[k]!, messages[k]!.sms_id), parkedSmsId: r.sms_id, k }] : [],
   );
   await markReceiptsMatched(trx, matched);
   return applyEvents(

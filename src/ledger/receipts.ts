@@ -163,15 +163,13 @@ export async function expireParkedReceipts(db: Db, receivedBefore: number): Prom
  * `keep`-th newest parked receipt, then everything parked before it.
  */
 export async function setAsideParkedBeyond(db: Db, provider: string, keep: number): Promise<number> {
-  const boundary = await db
-    .selectFrom('receipts')
-    .select('id')
-    .where(isParked)
-    .where('provider', '=', provider)
-    .orderBy('id', 'desc')
-    .limit(1)
-    .offset(keep - 1)
-    .executeTakeFirst();
+  // Named (src/ledger/engine/statement-names.ts): on a ledger partitioned by day, parked receipts may be in any day's
+  // table, and the statement was planned over all of them at each call (6 ms with 97 tables).
+  const boundary = (
+    await named(sql<{ id: number }>`select id from receipts where ${isParked} and provider = ${provider} order by id desc limit 1 offset ${keep - 1}`).execute(
+      db,
+    )
+  ).rows[0];
   if (!boundary) return 0;
   const result = await db
     .updateTable('receipts')
@@ -201,21 +199,30 @@ export async function deleteSetAsideReceipts(db: Db, receivedBefore: number, lim
  * On PostgreSQL a copy that another instance stores at the same moment is not seen by that check, and the update
  * breaks the unique key: the savepoint takes the batch back, and it is marked again with the keys it had.
  */
-export async function markReceiptsMatched(trx: Transaction<Database>, matches: Array<{ id: number; smsId: string; dedupKey: string }>): Promise<void> {
+export async function markReceiptsMatched(
+  trx: Transaction<Database>,
+  matches: Array<{ id: number; smsId: string; dedupKey: string; parkedSmsId: string | null }>,
+): Promise<void> {
   if (matches.length === 0) return;
+  // PostgreSQL partitioned by day (DialectFlags.partitionsByDay): a receipt is found by its id, which is no partition
+  // key, so each update was planned over every day's table of receipts (3.5 ms a receipt with 97 of them). Naming the
+  // sms_id it is parked under (none: the default partition) plans it over that table alone.
+  const where = dialectFlagsOf(trx).partitionsByDay
+    ? (m: (typeof matches)[number]) => sql<boolean>`id = ${m.id} and ${m.parkedSmsId === null ? sql`sms_id is null` : sql`sms_id = ${m.parkedSmsId}`}`
+    : (m: (typeof matches)[number]) => sql<boolean>`id = ${m.id}`;
   await sql`savepoint mark_matched`.execute(trx);
   try {
     for (const m of matches) {
       // Held by a receipt of this message or by a parked one: named so, PostgreSQL looks in that day's table and the
       // default partition only (DialectFlags.partitionsByDay).
       const dedupKey = sql<string>`case when exists (select 1 from receipts where dedup_key = ${m.dedupKey} and (sms_id = ${m.smsId} or sms_id is null)) then dedup_key else ${m.dedupKey} end`;
-      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId, dedup_key: dedupKey }).where('id', '=', m.id).execute();
+      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId, dedup_key: dedupKey }).where(where(m)).execute();
     }
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await sql`rollback to savepoint mark_matched`.execute(trx);
     for (const m of matches) {
-      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId }).where('id', '=', m.id).execute();
+      await trx.updateTable('receipts').set({ matched: RECEIPT_MATCH.applied, sms_id: m.smsId }).where(where(m)).execute();
     }
   }
   await sql`release savepoint mark_matched`.execute(trx);

@@ -8,6 +8,7 @@
  * the days it looks in: an `IN` list on the leading key, newest day first.
  */
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { named } from './engine/statement-names.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -39,8 +40,12 @@ export function bucketsNewestFirst(oldest: number, newest: number): number[] {
 /** The oldest and newest created_at of all messages; undefined when there are none. Two seeks of messages_created_sms_id. */
 export async function findCreatedSpan(db: Db): Promise<{ oldest: number; newest: number } | undefined> {
   // Two scalar subqueries, not min() and max() in one select: SQLite reads an index's end for a lone min or max only.
-  const { rows } = await sql<{ oldest: number | string | null; newest: number | string | null }>`select
-    (select min(created_at) from messages) as oldest, (select max(created_at) from messages) as newest`.execute(db);
+  // Named (src/ledger/engine/statement-names.ts): on a ledger partitioned by day it was planned over every day's table
+  // at each call (39 ms with 97 of them); without values, its one plan serves every call.
+  const { rows } = await named(
+    sql<{ oldest: number | string | null; newest: number | string | null }>`select
+    (select min(created_at) from messages) as oldest, (select max(created_at) from messages) as newest`,
+  ).execute(db);
   const row = rows[0];
   if (row?.oldest === null || row?.oldest === undefined || row.newest === null) return undefined;
   return { oldest: Number(row.oldest), newest: Number(row.newest) };

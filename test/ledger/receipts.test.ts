@@ -4,6 +4,7 @@
  * another instance's uncommitted copy exists on PostgreSQL only (SQLite has one writer).
  */
 import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { markReceiptsMatched, type NewReceipt } from '../../src/ledger/receipts.js';
@@ -47,8 +48,8 @@ describe('markReceiptsMatched', () => {
     await ledger.db.insertInto('receipts').values(parkedRow('P2', 'smsc|CLOCK-B|P2|DELIVRD|')).execute();
     await ledger.db.transaction().execute((trx) =>
       markReceiptsMatched(trx, [
-        { id: free, smsId: 'sms-a', dedupKey: 'smsc|CLOCK-A|P1|DELIVRD|' },
-        { id: taken, smsId: 'sms-b', dedupKey: 'smsc|CLOCK-B|P2|DELIVRD|' },
+        { id: free, smsId: 'sms-a', dedupKey: 'smsc|CLOCK-A|P1|DELIVRD|', parkedSmsId: null },
+        { id: taken, smsId: 'sms-b', dedupKey: 'smsc|CLOCK-B|P2|DELIVRD|', parkedSmsId: null },
       ]),
     );
     expect(await keysOf('P1')).toEqual([['smsc|CLOCK-A|P1|DELIVRD|', 1]]);
@@ -56,6 +57,15 @@ describe('markReceiptsMatched', () => {
       ['smsc||P2|DELIVRD|', 1],
       ['smsc|CLOCK-B|P2|DELIVRD|', 0],
     ]);
+  });
+
+  it("marks a receipt parked under the sms_id it named (on PostgreSQL by day: in that day's table, not the default one)", async () => {
+    const named = uuidv7({ msecs: Date.now() + 3 * 86_400_000 });
+    const parked = await park({ ...parkedRow('P4'), sms_id: named });
+    await ledger.db
+      .transaction()
+      .execute((trx) => markReceiptsMatched(trx, [{ id: parked, smsId: named, dedupKey: `smsc|${named}|P4|DELIVRD|`, parkedSmsId: named }]));
+    expect(await keysOf('P4')).toEqual([[`smsc|${named}|P4|DELIVRD|`, 1]]);
   });
 
   it.runIf(Boolean(process.env.TEST_DATABASE_URL))('keeps the parked keys when another instance stores the same key meanwhile, and fails nothing', async () => {
@@ -71,7 +81,7 @@ describe('markReceiptsMatched', () => {
       );
       const marking = ledger.db
         .transaction()
-        .execute((trx) => markReceiptsMatched(trx, [{ id: parked, smsId: 'sms-c', dedupKey: 'smsc|CLOCK-C|P3|DELIVRD|' }]));
+        .execute((trx) => markReceiptsMatched(trx, [{ id: parked, smsId: 'sms-c', dedupKey: 'smsc|CLOCK-C|P3|DELIVRD|', parkedSmsId: null }]));
       // The update waits on the open copy's key; the copy commits, and the update breaks the unique key.
       await new Promise((resolve) => setTimeout(resolve, 200));
       await other.query('commit');
