@@ -163,13 +163,10 @@ export async function expireParkedReceipts(db: Db, receivedBefore: number): Prom
  * `keep`-th newest parked receipt, then everything parked before it.
  */
 export async function setAsideParkedBeyond(db: Db, provider: string, keep: number): Promise<number> {
-  // Named (src/ledger/engine/statement-names.ts): on a ledger partitioned by day, parked receipts may be in any day's
+  const statement = sql<{ id: number }>`select id from receipts where ${isParked} and provider = ${provider} order by id desc limit 1 offset ${keep - 1}`;
+  // Named on a ledger partitioned by day (src/ledger/engine/statement-names.ts): parked receipts may be in any day's
   // table, and the statement was planned over all of them at each call (6 ms with 97 tables).
-  const boundary = (
-    await named(sql<{ id: number }>`select id from receipts where ${isParked} and provider = ${provider} order by id desc limit 1 offset ${keep - 1}`).execute(
-      db,
-    )
-  ).rows[0];
+  const boundary = (await (dialectFlagsOf(db).partitionsByDay ? named(statement) : statement).execute(db)).rows[0];
   if (!boundary) return 0;
   const result = await db
     .updateTable('receipts')
