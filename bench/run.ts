@@ -4,6 +4,7 @@
  *   node dist/bench/run.js                      single, then batch, then e2e
  *   node dist/bench/run.js --mode batch         one mode (repeat --mode for several)
  *   --database postgres://…/postgres            ledger in a fresh PostgreSQL database (reports the database's CPU)
+ *   --layout flat                               that fresh database's layout (database.layout; default by_day)
  *   --instances 2                               gateway processes sharing the ledger, requests balanced over them
  *   --seed FILE                                 each run's ledger a copy of this SQLite ledger (with --database: the
  *                                               database of that name on the server, copied as a template)
@@ -67,6 +68,8 @@ interface Options {
   provider: ProviderChoice;
   /** A PostgreSQL server URL: the run's ledger is a fresh database there (default: a SQLite file). */
   database: string | undefined;
+  /** The layout of that fresh database (database.layout): a seed or a served ledger keeps its own. */
+  layout: 'by_day' | 'flat';
   /** A prefilled ledger (bench/prefill.ts) each run starts from a copy of: a SQLite file, or a database's name with `database`. */
   seed: string | undefined;
   /** A ledger served in place (a SQLite file, or a database's name with `database`): the runs' messages are added to it. */
@@ -291,7 +294,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
   const servers: ServerProcess[] = [];
   try {
     for (let i = 0; i < options.instances; i++) {
-      const shared = (dir: string) => ({ ...config(dir), database: { url: database.url } });
+      const shared = (dir: string) => ({ ...config(dir), database: { url: database.url, layout: options.layout } });
       servers.push(await startServer({ config: shared, cpuProfDir: options.cpuProfDir }));
     }
   } catch (error) {
@@ -418,6 +421,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       'cpu-prof': { type: 'string' },
       provider: { type: 'string', default: 'sandbox' },
       database: { type: 'string' },
+      layout: { type: 'string', default: 'by_day' },
       seed: { type: 'string' },
       ledger: { type: 'string' },
       instances: { type: 'string', default: '1' },
@@ -441,6 +445,8 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
   };
   const modes = values.mode ?? ['single', 'batch', 'e2e'];
   for (const m of modes) if (!(m in MODES)) throw new Error(`unknown mode "${m}" (modes: ${Object.keys(MODES).join(', ')})`);
+  const layout = values.layout;
+  if (layout !== 'by_day' && layout !== 'flat') throw new Error(`--layout is by_day or flat (got "${layout}")`);
   const provider = values.provider as ProviderChoice;
   if (!PROVIDERS.includes(provider)) throw new Error(`unknown provider "${provider}" (providers: ${PROVIDERS.join(', ')})`);
   return {
@@ -454,6 +460,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       cpuProfDir: values['cpu-prof'],
       provider,
       database: values.database,
+      layout,
       seed: values.seed,
       ledger: values.ledger,
       instances: int('instances', values.instances, 1),

@@ -121,6 +121,12 @@ const database = z
       .default('normal')
       .describe("SQLite's `synchronous` pragma: `normal` survives a process crash, `full` a power loss too, at a cost per commit."),
     pool_size: z.number().int().positive().default(10).describe('PostgreSQL connections per process.'),
+    layout: z
+      .enum(['by_day', 'flat'])
+      .default('by_day')
+      .describe(
+        'PostgreSQL 15 or later: how a new ledger keeps its messages and receipts. `by_day`: a table per UTC day, which retention drops whole; `flat`: one table each, which retention deletes from row by row. Read only when the first migration makes the ledger; a ledger keeps its layout, and `crm-sms-gateway partition` converts a flat one (docs/deployment.md "Partitioning by day"). SQLite has one table each.',
+      ),
     prepared_statements: z
       .boolean()
       .default(true)

@@ -7,7 +7,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { claimDueConversions, markFailed, markPosted, type ClaimedConversion } from '../ledger/conversions.js';
-import { dialectFlagsOf, inTransaction } from '../ledger/engine/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
+import { dialectFlagsOf } from '../ledger/engine/flags.js';
 import type { WebhookMetrics } from './conversion-metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { OutboxDeps, OutboxKind, OutboxRound } from '../outbox/outbox.js';

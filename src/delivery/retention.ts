@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { dialectFlagsOf, inTransaction } from '../ledger/engine/db.js';
+import { inTransaction } from '../ledger/engine/db.js';
+import { dialectFlagsOf } from '../ledger/engine/flags.js';
 import { DAY_MS, ensureDayPartitions } from '../ledger/engine/partitions.js';
 import {
   blankFinalMessages,

@@ -10,7 +10,7 @@ import type { Config } from '../config/schema.js';
 import { claimDueEvents, markEventsFailed, markEventsSent, type ClaimedEvent } from '../ledger/events.js';
 import type { DeadReason } from '../outbox/decisions.js';
 import { sendEach, type OutboxDeps, type OutboxKind } from '../outbox/outbox.js';
-import { dialectFlagsOf } from '../ledger/engine/db.js';
+import { dialectFlagsOf } from '../ledger/engine/flags.js';
 import { destinationOf, type Destinations } from './destination.js';
 import { decideFailure, type EventTransport } from './transport.js';
 

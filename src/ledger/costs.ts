@@ -4,7 +4,7 @@
  * spend `budget_spend` (locked, read and added to in the claim's transaction, so every instance sees one figure).
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import type { CostDailyTable, CostSource, Database, MessagesTable } from './schema.js';
 

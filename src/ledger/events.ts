@@ -8,7 +8,7 @@ import { newSmsId } from './ids.js';
 import { createQueryTemplate } from './query-template.js';
 import type { CrmEventsTable, Database } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks, ROWS_PER_STATEMENT } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { named } from './engine/statement-names.js';
 import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';
 import { countOwed, oldestOwed, type OwedIndex } from './owed-backlog.js';

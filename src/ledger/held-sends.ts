@@ -8,7 +8,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { insertConversions } from './conversions.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import type { DialectFlags } from './engine/ledger.js';
 import { insertHeldMessageRows, type NewMessage } from './messages.js';
 import { indexedBy, outboxStatements, type FailedOutboxRow } from './outbox.js';

@@ -2,7 +2,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { dayRangeOf } from './engine/partitions.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';

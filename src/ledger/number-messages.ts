@@ -14,7 +14,7 @@
  *   a number on PostgreSQL, read once").
  */
 import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import type { Database } from './schema.js';
 import { dayOf } from './time-buckets.js';
 

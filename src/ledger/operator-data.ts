@@ -1,6 +1,6 @@
 /** Repository for the sql operator backend's player data: users, consents, bonuses. Functions take `db` first. */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, OperatorBonusesTable, OperatorUsersTable } from './schema.js';

@@ -10,7 +10,7 @@
  * server, and slices made a count four times as long there (250 against 62 ms at half a million owed).
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import type { Database } from './schema.js';
 
 type Db = Kysely<Database> | Transaction<Database>;

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type PgModule from 'pg';
 import { migrateToLatest, openLedger } from './engine/db.js';
-import { DAY_MS, DAYS_AHEAD, ensureDayPartitions, partitionByDay } from './engine/partitions.js';
+import { DAY_MS, DAYS_AHEAD, ensureDayPartitions } from './engine/partitions.js';
 import { PREFILL_TABLES, prefillRows, type PrefillBatch, type PrefillRowOptions, type PrefillTable } from './prefill-rows.js';
 
 export interface PrefillOptions extends Omit<PrefillRowOptions, 'from' | 'to'> {
@@ -63,14 +63,20 @@ interface BatchWriter {
 export async function prefillLedger(url: string, options: PrefillOptions): Promise<PrefillResult> {
   const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
   try {
-    await migrateToLatest(ledger.db);
+    // A ledger made new here takes the layout asked for; one that exists keeps its own, checked below.
+    await migrateToLatest(ledger.db, { layout: options.partitionByDay ? 'by_day' : 'flat', now: options.now });
     const any = await ledger.db.selectFrom('messages').select('sms_id').limit(1).executeTakeFirst();
     if (any) throw new Error(`${url.split('@').pop()} already holds messages: prefill writes only into an empty ledger`);
+    if ((options.partitionByDay ?? false) !== ledger.flags.partitionsByDay) {
+      throw new Error(
+        options.partitionByDay
+          ? 'day partitions are for a new PostgreSQL ledger, on PostgreSQL 15 or later'
+          : 'this ledger is laid out by day: ask for day partitions, or give a new database',
+      );
+    }
     if (options.partitionByDay) {
-      if (ledger.flags.kind !== 'postgres') throw new Error('day partitions are for PostgreSQL');
       // The days' tables of the whole span, as a ledger that grew day by day on this layout has them (the default
       // partition is empty, so each is made without a scan).
-      await partitionByDay(ledger.db, options.now);
       const made = await ensureDayPartitions(ledger.db, options.now, DAYS_AHEAD, Math.floor((options.now - options.days * DAY_MS) / DAY_MS));
       if (made.gaveUp || made.created.length === 0) throw new Error(`day partitions: ${made.gaveUp ?? 'none made'}`);
     }

@@ -7,7 +7,8 @@
  * the partial index price_fetches_due, and a replay makes it due again (no column was needed for the state).
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { dialectFlagsOf, inTransaction } from './engine/db.js';
+import { inTransaction } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import type { Database, PriceFetchesTable } from './schema.js';
 

@@ -6,7 +6,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessagesTable } from './schema.js';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { dayBound } from './engine/partitions.js';
 import { dayOf, findCreatedSpan, recentBuckets, searchBuckets } from './time-buckets.js';
 

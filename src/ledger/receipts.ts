@@ -3,7 +3,7 @@ import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, ReceiptsTable } from './schema.js';
 import { IDS_PER_STATEMENT, ROWS_PER_STATEMENT, idChunks, statementChunks } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { dayRangeOf } from './engine/partitions.js';
 import { named } from './engine/statement-names.js';
 import { isUniqueViolation } from './engine/write-errors.js';

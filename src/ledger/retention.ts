@@ -5,7 +5,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { IDS_PER_STATEMENT, idChunks } from './chunks.js';
-import { dialectFlagsOf } from './engine/db.js';
+import { dialectFlagsOf } from './engine/flags.js';
 import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database } from './schema.js';
 import { DAY_MS, dayBound, PARTITIONED_TABLES, partitionName, planDayPartitions, readPartitionState } from './engine/partitions.js';

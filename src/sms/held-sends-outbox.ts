@@ -10,7 +10,7 @@
 import { html } from 'hono/html';
 import { z } from 'zod';
 import { route } from '../http/route-table.js';
-import { dialectFlagsOf } from '../ledger/engine/db.js';
+import { dialectFlagsOf } from '../ledger/engine/flags.js';
 import {
   claimDueHeldSends,
   countHeldBacklog,

@@ -34,7 +34,11 @@ afterEach(async () => {
 const config = () =>
   writeConfig(
     dir,
-    testConfigDocument(dir, { database: { url: database.url }, crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' }, log: { level: 'info' } }),
+    testConfigDocument(dir, {
+      database: { url: database.url, layout: 'flat' },
+      crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
+      log: { level: 'info' },
+    }),
   );
 
 async function send(url: string, id: string): Promise<{ status: number; sms_id: string }> {

@@ -7,7 +7,7 @@ import type { Insertable, Kysely } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nextBlankStart, pauseAfterChunk, retentionCutoffs } from '../../src/delivery/retention.js';
 import { receiptsOverCap } from '../../src/delivery/receipt-cap.js';
-import { dialectFlagsOf } from '../../src/ledger/engine/db.js';
+import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import { BLANKED, SCAN_START } from '../../src/ledger/retention.js';
 import { bucketAt } from '../../src/ledger/time-buckets.js';
 import type { Database, MessagesTable } from '../../src/ledger/schema.js';

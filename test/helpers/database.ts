@@ -5,8 +5,10 @@
  * instances sharing a ledger do). Databases are created synchronously with psql so that config documents can
  * be built synchronously; the run's global teardown drops whatever a test left behind.
  *
- * TEST_PG_LAYOUT=day-partitions migrates each such database and lays it out by day (`crm-sms-gateway partition`,
- * src/ledger/engine/partitions.ts) as it is created, so the suite, or part of it, runs on that layout (.ci/run).
+ * A new PostgreSQL ledger is laid out by day, as the gateway makes one (database.layout). TEST_PG_LAYOUT=flat makes the
+ * test ledgers flat instead (testLayout: the gateways' config and openTestLedger), and TEST_PG_LAYOUT=converted migrates
+ * each database flat and converts it as `crm-sms-gateway partition` does (src/ledger/engine/partitions.ts), so that the
+ * default partition holds the days around today, as it does on an operator's converted ledger (.ci/run).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -22,10 +24,15 @@ import type { Ledger } from '../../src/ledger/engine/ledger.js';
 const created = new Set<string>();
 
 /**
- * `flat`: the database as created, whatever TEST_PG_LAYOUT says: for a test of the conversion itself, or of a schema
- * before its migrations.
+ * `flat`: the database as created, whatever TEST_PG_LAYOUT says, and migrated flat by openTestLedger: for a test of the
+ * conversion itself, or of a schema before its migrations.
  */
 export type TestLayout = 'as-configured' | 'flat';
+
+/** The layout a test's new PostgreSQL ledger is made with (database.layout), by TEST_PG_LAYOUT. */
+export function testLayout(): 'by_day' | 'flat' {
+  return process.env.TEST_PG_LAYOUT === 'flat' || process.env.TEST_PG_LAYOUT === 'converted' ? 'flat' : 'by_day';
+}
 
 function databaseName(dir: string): string {
   const run = process.env.GW_TEST_RUN ?? 'adhoc';
@@ -37,18 +44,18 @@ export function testDatabaseUrl(dir: string, layout: TestLayout = 'as-configured
   if (!base) return `sqlite:${join(dir, 'ledger.db')}`;
   const fresh = !created.has(databaseName(dir));
   const url = createdDatabaseUrl(base, dir);
-  if (fresh && layout === 'as-configured' && process.env.TEST_PG_LAYOUT === 'day-partitions') partitionSync(url);
+  if (fresh && layout === 'as-configured' && process.env.TEST_PG_LAYOUT === 'converted') partitionSync(url);
   return url;
 }
 
-/** Migrates the database at `url` and partitions it by day, in a process of its own: config documents are built synchronously. */
+/** Migrates the database at `url` flat and converts it by day, in a process of its own: config documents are built synchronously. */
 function partitionSync(url: string): void {
   const dist = (path: string) => new URL(`../../dist/src/ledger/${path}`, import.meta.url).href;
   const script = `
     const { openLedger, migrateToLatest } = await import(${JSON.stringify(dist('engine/db.js'))});
     const { partitionByDay, ensureDayPartitions } = await import(${JSON.stringify(dist('engine/partitions.js'))});
     const ledger = openLedger({ url: process.argv[1], pool_size: 1 });
-    await migrateToLatest(ledger.db);
+    await migrateToLatest(ledger.db, { layout: 'flat' });
     await partitionByDay(ledger.db, Date.now());
     const made = await ensureDayPartitions(ledger.db, Date.now());
     await ledger.close();
@@ -135,7 +142,7 @@ export interface TestLedger {
 
 /** `name` begins the temp dir's name (the PostgreSQL database is named after that dir): one per test file. */
 export async function openTestLedger(name: string, poolSize = 2, layout: TestLayout = 'as-configured'): Promise<TestLedger> {
-  return openLedgerUpTo(name, poolSize, (db) => migrateToLatest(db), layout);
+  return openLedgerUpTo(name, poolSize, (db) => migrateToLatest(db, { layout: layout === 'flat' ? 'flat' : testLayout() }), layout);
 }
 
 /**

@@ -12,7 +12,7 @@ import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import type { Clock } from '../../src/kit/clock.js';
-import { dropTestDatabase, testDatabaseUrl } from './database.js';
+import { dropTestDatabase, testDatabaseUrl, testLayout } from './database.js';
 
 export const TEST_API_KEY = 'test-crm-key';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789';
@@ -39,7 +39,7 @@ export function testConfigDocument(dir: string, overrides: Doc = {}): Doc {
   const base: Doc = {
     // Test keys are short and URLs loopback: development warns about them instead of refusing to start.
     server: { environment: 'development', host: '127.0.0.1', port: 0 },
-    database: { url: testDatabaseUrl(dir) },
+    database: { url: testDatabaseUrl(dir), layout: testLayout() },
     // A budget no functional test reaches from 127.0.0.1; test/system/hostile-input.test.ts sets a small one.
     auth: { mode: 'api_key', api_keys: [TEST_API_KEY], failure_budget: 100_000 },
     providers: { sandbox: { type: 'sandbox', aliases: ['test'], dlr_delay_ms: 0, receipt_secret: TEST_SANDBOX_SECRET } },

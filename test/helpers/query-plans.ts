@@ -1,7 +1,9 @@
 /**
  * What a planner makes of a ledger function's statement: the function runs against a freshly migrated, empty ledger
- * (a SQLite file, or a PostgreSQL database of its own), its statements are captured as Kysely compiles them, and the
- * first one `which` picks is explained (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN), one step a line.
+ * (a SQLite file, or a PostgreSQL database of its own, flat: the Kysely given to the function carries no ledger's
+ * flags, so its statements are the flat tables'; test/ledger/day-partitions.test.ts reads the layout by day's plans),
+ * its statements are captured as Kysely compiles them, and the first one `which` picks is explained (SQLite's EXPLAIN
+ * QUERY PLAN, PostgreSQL's EXPLAIN), one step a line.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +47,7 @@ export async function postgresPlanOf(run: (db: Kysely<Database>) => Promise<unkn
   const dir = mkdtempSync(join(tmpdir(), 'crm-query-plans-'));
   const url = postgresDatabaseUrl(dir);
   const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
-  await migrateToLatest(ledger.db);
+  await migrateToLatest(ledger.db, { layout: 'flat' });
   await ledger.close();
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   const captured: CompiledQuery[] = [];

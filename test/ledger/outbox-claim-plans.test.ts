@@ -7,7 +7,7 @@
 import type { CompiledQuery, Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { claimDueConversions } from '../../src/ledger/conversions.js';
-import { dialectFlagsOf } from '../../src/ledger/engine/db.js';
+import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import { claimDueEvents, markEventsSent } from '../../src/ledger/events.js';
 import { claimDueHeldSends } from '../../src/ledger/held-sends.js';
 import type { Database } from '../../src/ledger/schema.js';

@@ -6,7 +6,8 @@
  * Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { dialectFlagsOf, inTransaction } from '../../src/ledger/engine/db.js';
+import { inTransaction } from '../../src/ledger/engine/db.js';
+import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';

@@ -3,46 +3,15 @@
  * the migrations.
  */
 import { Migrator } from 'kysely/migration';
-import { type Kysely, PostgresAdapter, type Transaction, sql } from 'kysely';
+import { type Kysely, type Transaction, sql } from 'kysely';
 import type { Config } from '../../config/schema.js';
-import type { DialectFlags, Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
+import { dialectFlagsOf, LAYOUT_QUERY, POSTGRES_FLAGS, registerFlags, SQLITE_FLAGS } from './flags.js';
+import type { Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
 import { migrations } from './migrations.js';
+import { layOutNewLedger } from './partitions.js';
 import { openPostgresLedger } from './postgres.js';
 import type { Database } from '../schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
-
-// Frozen: a ledger's own flags are a copy (openLedger), and only those change.
-const SQLITE_FLAGS: DialectFlags = Object.freeze({
-  kind: 'sqlite',
-  skipLocked: false,
-  writesNumberEntries: true,
-  stopsEventLoop: true,
-  namesIndexes: true,
-  concurrentWriters: false,
-  partitionsByDay: false,
-});
-const POSTGRES_FLAGS: DialectFlags = Object.freeze({
-  kind: 'postgres',
-  skipLocked: true,
-  writesNumberEntries: false,
-  stopsEventLoop: false,
-  namesIndexes: false,
-  concurrentWriters: true,
-  // Read off the database when the ledger first connects (postgres.ts): a layout the operator chooses.
-  partitionsByDay: false,
-});
-
-/**
- * Each open ledger's flags, by the adapter its connection and every transaction of it share: a PostgreSQL ledger's
- * layout is its database's, not its dialect's.
- */
-const flagsByAdapter = new WeakMap<object, DialectFlags>();
-
-/** The flags of the ledger a connection (or transaction) belongs to, for query functions given only the database. */
-export function dialectFlagsOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectFlags {
-  const adapter = db.getExecutor().adapter;
-  return flagsByAdapter.get(adapter) ?? (adapter instanceof PostgresAdapter ? POSTGRES_FLAGS : SQLITE_FLAGS);
-}
 
 export function openLedger(config: LedgerSettings, options: LedgerOptions = {}): Ledger {
   // Each dialect's driver is loaded by its own module, when a ledger of that dialect opens: a SQLite process never
@@ -50,7 +19,7 @@ export function openLedger(config: LedgerSettings, options: LedgerOptions = {}):
   const ledger = config.url.startsWith('sqlite:')
     ? openSqliteLedger(config, options, SQLITE_FLAGS)
     : openPostgresLedger(config, options, { ...POSTGRES_FLAGS });
-  flagsByAdapter.set(ledger.db.getExecutor().adapter, ledger.flags);
+  registerFlags(ledger.db, ledger.flags);
   return ledger;
 }
 
@@ -61,12 +30,54 @@ export interface MigrationStep {
   total: number;
 }
 
+export interface MigrateOptions {
+  /**
+   * Told before each pending migration runs (the `migrate` command's progress). On a ledger that exists, each then runs
+   * in its own transaction instead of all in one.
+   */
+  onStep?: (step: MigrationStep) => void;
+  /**
+   * PostgreSQL: the layout a new ledger is made with (`database.layout`; by day when left out). A ledger that exists
+   * keeps its own: `crm-sms-gateway partition` converts a flat one.
+   */
+  layout?: Config['database']['layout'];
+  /** The clock the day tables of a new ledger are made from. */
+  now?: number;
+}
+
 /**
- * `onStep`: told before each pending migration runs (the `migrate` command's progress). Each then runs on its
- * own (in its own transaction where the database has transactional DDL) instead of all in one.
+ * Kysely's Migrator takes this advisory lock on PostgreSQL (its PostgresAdapter's key); a session that holds it
+ * already is granted it again, so the Migrator runs inside the transaction that took it here.
  */
-export async function migrateToLatest(db: Kysely<Database>, onStep?: (step: MigrationStep) => void): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+const MIGRATION_LOCK = BigInt('3853314791062309107');
+
+/**
+ * Applies the pending migrations and answers their names. On PostgreSQL, a new ledger (no migration applied yet) is
+ * migrated and, unless `layout` is flat or the server is older than 15 (the layout's keys need `nulls not distinct`),
+ * laid out by day (layOutNewLedger), all in one transaction under the migration lock: a second instance starting on the
+ * same empty database waits for it and finds a ledger with every migration and its layout, and a job that reads the
+ * schema meanwhile finds every migration pending and refuses, so no process ever reads the flat layout of a ledger that
+ * is about to change. The layout flag is read again after, for the process that waited with it read before.
+ */
+export async function migrateToLatest(db: Kysely<Database>, options: MigrateOptions = {}): Promise<string[]> {
+  const migrator = (on: Kysely<Database>) => new Migrator({ db: on, provider: { getMigrations: async () => migrations } });
+  if (dialectFlagsOf(db).kind === 'sqlite') return runMigrations(migrator(db), options.onStep);
+  const made = await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK)})`.execute(trx);
+    const { rows } = await sql<{ table: string | null }>`select to_regclass('kysely_migration')::text as table`.execute(trx);
+    if (rows[0]?.table && (await sql`select from kysely_migration limit 1`.execute(trx)).rows.length > 0) return undefined;
+    const applied = await runMigrations(migrator(trx), options.onStep);
+    const { rows: version } = await sql<{ n: number }>`select current_setting('server_version_num')::int as n`.execute(trx);
+    if (options.layout !== 'flat' && version[0]!.n >= 150_000) await layOutNewLedger(trx, options.now ?? Date.now());
+    return applied;
+  });
+  const applied = made ?? (await runMigrations(migrator(db), options.onStep));
+  const { rows } = await sql<{ relkind: string }>`${sql.raw(LAYOUT_QUERY)}`.execute(db);
+  dialectFlagsOf(db).partitionsByDay = rows[0]?.relkind === 'p';
+  return applied;
+}
+
+async function runMigrations(migrator: Migrator, onStep: MigrateOptions['onStep']): Promise<string[]> {
   if (!onStep) {
     const { error, results } = await migrator.migrateToLatest();
     if (error) throw new Error(`migration failed: ${error instanceof Error ? error.message : String(error)}`);

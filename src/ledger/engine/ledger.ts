@@ -9,7 +9,7 @@ import type { Config } from '../../config/schema.js';
 import type { Database } from '../schema.js';
 
 /** The `database` settings a ledger opens with: a setting left out (tests, the bench's fill) takes its default. */
-export type LedgerSettings = Omit<Config['database'], 'prepared_statements'> & Partial<Pick<Config['database'], 'prepared_statements'>>;
+export type LedgerSettings = Omit<Config['database'], 'prepared_statements' | 'layout'> & Partial<Pick<Config['database'], 'prepared_statements' | 'layout'>>;
 
 /** Database differences live here as flags, not as `if (sqlite)` scattered through the repositories. */
 export interface DialectFlags {
@@ -42,10 +42,11 @@ export interface DialectFlags {
    */
   concurrentWriters: boolean;
   /**
-   * PostgreSQL, after `crm-sms-gateway partition`: messages and receipts are partitioned by the UTC day of their sms_id,
-   * with the tables from before as each one's default partition (src/ledger/engine/partitions.ts); an activity's one message
-   * is kept by message_keys, and retention drops whole days. Read off the database when the ledger first connects
-   * (postgres.ts). False on SQLite, which has one table each.
+   * PostgreSQL, a ledger made new on this layout (`database.layout`, the default) or converted by `crm-sms-gateway
+   * partition`: messages and receipts are partitioned by the UTC day of their sms_id, with a default partition for the
+   * sms_ids before (src/ledger/engine/partitions.ts); an activity's one message is kept by message_keys, and retention
+   * drops whole days. Read off the database when the ledger first connects (postgres.ts) and after migrating (db.ts).
+   * False on SQLite, which has one table each.
    */
   partitionsByDay: boolean;
 }

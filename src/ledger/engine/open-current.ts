@@ -8,16 +8,20 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/schema.js';
 import type { Shutdown } from '../../kit/shutdown.js';
 import type { Ledger } from './ledger.js';
-import { openCheckedLedger } from './schema-check.js';
+import { describeMadeLayout, openCheckedLedger } from './schema-check.js';
 
 export async function openCurrentLedger(config: Config['database'], options: { logger: Logger; migrate: boolean }, shutdown: Shutdown): Promise<Ledger> {
   const { logger } = options;
   const mode = options.migrate ? 'migrate' : 'no-migrate';
-  const { ledger, notice, partitions } = await openCheckedLedger(config, mode, options.migrate ? 'serve' : 'serve --no-migrate', {
+  const { ledger, notice, partitions, madeLayout } = await openCheckedLedger(config, mode, options.migrate ? 'serve' : 'serve --no-migrate', {
     logger,
     backgroundCheckpoints: { logger },
   });
   if (notice) logger.warn(notice);
+  if (madeLayout) {
+    const made = describeMadeLayout(config.layout, madeLayout);
+    logger[made.asked ? 'info' : 'warn']({ layout: madeLayout }, made.line);
+  }
   if (partitions?.created.length) logger.info({ created: partitions.created }, 'day partitions made');
   if (partitions?.gaveUp) logger.warn({ reason: partitions.gaveUp }, 'day partitions: gave up for now; the next retention pass tries again');
   shutdown.add('ledger', 'closing the ledger', () => ledger.close());

@@ -7,7 +7,7 @@
  * row needs its day's table, so the tables are made a week ahead, and retention drops them (src/ledger/retention.ts).
  */
 import { sql, type Kysely } from 'kysely';
-import { dialectFlagsOf } from './db.js';
+import { dialectFlagsOf } from './flags.js';
 import type { Database } from '../schema.js';
 
 export const DAY_MS = 86_400_000;
@@ -215,15 +215,18 @@ export async function ensureDayPartitions(db: Kysely<Database>, now: number, ahe
   const created: string[] = [];
   for (const { table, day } of plan.create) {
     const name = partitionName(table, day);
-    const done = await withShortLock(db, async (trx) => {
-      await sql`create table ${sql.table(name)} partition of ${sql.table(table)}
-        for values from (${sql.lit(dayBound(day))}) to (${sql.lit(dayBound(day + 1))})`.execute(trx);
-      if (table === 'messages') await dropDayStatistics(trx, name);
-    });
+    const done = await withShortLock(db, (trx) => createDayTable(trx, table, day));
     if (!done) return { created, gaveUp: `${name}: lock on ${table} not granted` };
     created.push(name);
   }
   return { created };
+}
+
+async function createDayTable(trx: Kysely<Database>, table: PartitionedTable, day: number): Promise<void> {
+  const name = partitionName(table, day);
+  await sql`create table ${sql.table(name)} partition of ${sql.table(table)}
+    for values from (${sql.lit(dayBound(day))}) to (${sql.lit(dayBound(day + 1))})`.execute(trx);
+  if (table === 'messages') await dropDayStatistics(trx, name);
 }
 
 /**
@@ -232,93 +235,112 @@ export async function ensureDayPartitions(db: Kysely<Database>, now: number, ahe
  * "Day partitions"). The outbox of conversions and its attempts stay whole: its claim reads the due rows of every day,
  * and planned over every day's table it cost more than it saved (bench/README.md "Day partitions on PostgreSQL").
  *
- * Each table is renamed to <t>_legacy, a partitioned parent of the same columns takes its name, and the old table
- * becomes the parent's default partition: no message row is copied; message_keys is filled with every activity's key.
- * A NOT VALID check keeps the default to the sms_ids before the day after tomorrow without scanning it in this
- * transaction; ensureDayPartitions validates it and makes the day tables from that day on, outside it.
- *
  * One transaction, holding both tables for its length: every instance is stopped first (the command checks), and an
  * older version cannot run on the result (its `on conflict (activity_key)` names a key the parent cannot hold). The
- * indexes below are the flat tables' as the migrations leave them: test/ledger/day-partitions.test.ts compares the two
- * layouts, so a migration that changes one of these tables changes this too.
+ * default partitions keep the sms_ids before the day after tomorrow, so the messages of the hours until
+ * ensureDayPartitions makes the day tables still have a table; their check is added NOT VALID, not scanning the old
+ * rows in this transaction, and ensureDayPartitions validates it outside it.
  */
 export async function partitionByDay(db: Kysely<Database>, now: number): Promise<void> {
   await db.transaction().execute(async (trx) => {
     // Waits at most 5 s for each lock: one not granted means something still uses the tables (the command refuses first
     // while another connection is open, but a session may open between that check and this).
     await sql`select set_config('lock_timeout', '5s', true)`.execute(trx);
-    const day = Math.floor(now / DAY_MS) + 2;
-    // The default partitions keep every sms_id outside the days that get tables: before the day after tomorrow, and
-    // from ten years on, where an sms_id that is no UUIDv7 of ours sorts too (a receipt may name any text: 'sms-1'
-    // sorts after every hex digit). Only a text that sorts like an sms_id of the coming ten years needs its day's table.
-    const [bound, end] = [dayBound(day), dayBound(day + 3650)];
-    const run = (statement: string) => sql.raw(statement).execute(trx);
-    // A view follows its table through a rename: recreated over the parent below.
-    await run('drop view recipient_messages');
-    // Every index and constraint of the old tables is renamed: the parents' indexes take the names the queries and
-    // docs know. An index of the parent that matches one of the old table's is attached instead of built.
-    const renamed: Record<string, string[]> = {
-      messages: [
-        'messages_pkey',
-        'messages_activity_key_key',
-        'messages_awaiting_receipt',
-        'messages_unresolved_sends',
-        'messages_provider_created',
-        'messages_status',
-        'messages_lookups',
-        'messages_created_sms_id',
-        'messages_recipient_time',
-        'messages_provider_id_only',
-      ],
-      receipts: ['receipts_pkey', 'receipts_dedup_key_key', 'receipts_sms_id', 'receipts_unmatched', 'receipts_received'],
-    };
-    for (const [table, indexes] of Object.entries(renamed)) {
-      await run(`alter table ${table} rename to ${table}_legacy`);
-      for (const index of indexes) await run(`alter index ${index} rename to ${index}_legacy`);
-      await run(`create table ${table} (like ${table}_legacy including defaults) partition by range (sms_id)`);
-    }
-    // The serial column's sequence goes on with the parent's ids (its default names it already).
-    await run('alter sequence receipts_id_seq owned by receipts.id');
-
-    // A key of a partitioned table holds the partition key: an activity's one message is kept by message_keys, whose
-    // rows the send path claims first (src/ledger/messages.ts).
-    await run('alter table messages add constraint messages_pkey primary key (sms_id)');
-    await run('create index messages_awaiting_receipt on messages (submitted_at) where delivery_status is null');
-    await run(`create index messages_unresolved_sends on messages (dispatched_at) where state in ('dispatching', 'uncertain')`);
-    await run('create index messages_provider_created on messages (provider, created_at)');
-    await run('create index messages_status on messages (coalesce(delivery_status, state), created_at)');
-    await run('create index messages_lookups on messages (dispatched_at) where lookup_result is not null');
-    await run('create index messages_created_sms_id on messages (created_at, sms_id)');
-    await run('create index messages_recipient_time on messages ((created_at / 86400000), recipient, created_at)');
-    await run('create index messages_provider_id_only on messages ((created_at / 86400000), provider, provider_message_id) where receipts_name_sms_id = 0');
-    // No statistics on the day, as before (2026-11-29-70-time-keys); a day's table does not inherit this, and is given
-    // it when made (ensureDayPartitions).
-    await run('alter index messages_recipient_time alter column 1 set statistics 0');
-    await run('alter index messages_provider_id_only alter column 1 set statistics 0');
-    // A parked receipt has no sms_id: nulls not distinct keeps one parked copy of a key, as the old key did.
-    await run('alter table receipts add constraint receipts_dedup_key_sms_id unique nulls not distinct (dedup_key, sms_id)');
-    // Receipts are paged, matched and deleted by id; the old unique index is not taken for a plain one, so this one is built.
-    await run('create index receipts_id on receipts (id)');
-    await run('create index receipts_sms_id on receipts (sms_id)');
-    await run('create index receipts_unmatched on receipts (provider, provider_message_id) where matched = 0');
-    await run('create index receipts_received on receipts (received_at)');
-
-    for (const table of Object.keys(renamed)) {
-      const nullable = table === 'receipts';
-      await run(
-        `alter table ${table}_legacy add constraint ${table}_legacy_before check (${nullable ? 'sms_id is null or ' : ''}sms_id < '${bound}' or sms_id >= '${end}') not valid`,
-      );
-      await run(`alter table ${table} attach partition ${table}_legacy default`);
-    }
-
-    // Text compared byte by byte, as every text column of the ledger (migration 2026-11-30-30-byte-order-text); the
-    // parents took their tables' collations over with their columns.
-    await run('create table message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
-    await run('insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy');
-    await run('create view recipient_messages as select created_at / 86400000 as day, recipient, created_at, sms_id from messages');
+    await convertTables(trx, Math.floor(now / DAY_MS) + 2, false);
   });
   // This ledger's statements take the new layout from now on (another process reads it when it first connects).
   dialectFlagsOf(db).partitionsByDay = true;
+}
+
+/**
+ * A new ledger's layout by day, in the transaction of its first migrations (migrateToLatest, db.ts): the tables are
+ * converted as `partition` converts them, empty, with the default partitions holding only the sms_ids before today (a
+ * clock behind, a receipt's foreign text), their checks valid at once, and the week's day tables made here, so the
+ * first message has its day's table whatever runs after. The caller reads the flag again once this commits.
+ */
+export async function layOutNewLedger(trx: Kysely<Database>, now: number): Promise<void> {
+  const today = Math.floor(now / DAY_MS);
+  await convertTables(trx, today, true);
+  const plan = planDayPartitions({ existing: [], legacyEnd: today, today, ahead: DAYS_AHEAD });
+  for (const { table, day } of plan.create) await createDayTable(trx, table, day);
+}
+
+/**
+ * Each table is renamed to <t>_legacy, a partitioned parent of the same columns takes its name, and the old table
+ * becomes the parent's default partition, holding the sms_ids before `firstDay` (checked at once where `validated`,
+ * else NOT VALID): no message row is copied; message_keys is filled with every activity's key. The indexes below are the
+ * flat tables' as the migrations leave them: test/ledger/day-partitions.test.ts compares the two layouts, so a migration
+ * that changes one of these tables changes this too.
+ */
+async function convertTables(trx: Kysely<Database>, firstDay: number, validated: boolean): Promise<void> {
+  // The default partitions keep every sms_id outside the days that get tables: before the first, and from ten years on,
+  // where an sms_id that is no UUIDv7 of ours sorts too (a receipt may name any text: 'sms-1' sorts after every hex
+  // digit). Only a text that sorts like an sms_id of the coming ten years needs its day's table.
+  const [bound, end] = [dayBound(firstDay), dayBound(firstDay + 3650)];
+  const run = (statement: string) => sql.raw(statement).execute(trx);
+  // A view follows its table through a rename: recreated over the parent below.
+  await run('drop view recipient_messages');
+  // Every index and constraint of the old tables is renamed: the parents' indexes take the names the queries and
+  // docs know. An index of the parent that matches one of the old table's is attached instead of built.
+  const renamed: Record<string, string[]> = {
+    messages: [
+      'messages_pkey',
+      'messages_activity_key_key',
+      'messages_awaiting_receipt',
+      'messages_unresolved_sends',
+      'messages_provider_created',
+      'messages_status',
+      'messages_lookups',
+      'messages_created_sms_id',
+      'messages_recipient_time',
+      'messages_provider_id_only',
+    ],
+    receipts: ['receipts_pkey', 'receipts_dedup_key_key', 'receipts_sms_id', 'receipts_unmatched', 'receipts_received'],
+  };
+  for (const [table, indexes] of Object.entries(renamed)) {
+    await run(`alter table ${table} rename to ${table}_legacy`);
+    for (const index of indexes) await run(`alter index ${index} rename to ${index}_legacy`);
+    await run(`create table ${table} (like ${table}_legacy including defaults) partition by range (sms_id)`);
+  }
+  // The serial column's sequence goes on with the parent's ids (its default names it already).
+  await run('alter sequence receipts_id_seq owned by receipts.id');
+
+  // A key of a partitioned table holds the partition key: an activity's one message is kept by message_keys, whose
+  // rows the send path claims first (src/ledger/messages.ts).
+  await run('alter table messages add constraint messages_pkey primary key (sms_id)');
+  await run('create index messages_awaiting_receipt on messages (submitted_at) where delivery_status is null');
+  await run(`create index messages_unresolved_sends on messages (dispatched_at) where state in ('dispatching', 'uncertain')`);
+  await run('create index messages_provider_created on messages (provider, created_at)');
+  await run('create index messages_status on messages (coalesce(delivery_status, state), created_at)');
+  await run('create index messages_lookups on messages (dispatched_at) where lookup_result is not null');
+  await run('create index messages_created_sms_id on messages (created_at, sms_id)');
+  await run('create index messages_recipient_time on messages ((created_at / 86400000), recipient, created_at)');
+  await run('create index messages_provider_id_only on messages ((created_at / 86400000), provider, provider_message_id) where receipts_name_sms_id = 0');
+  // No statistics on the day, as before (2026-11-29-70-time-keys); a day's table does not inherit this, and is given
+  // it when made (ensureDayPartitions).
+  await run('alter index messages_recipient_time alter column 1 set statistics 0');
+  await run('alter index messages_provider_id_only alter column 1 set statistics 0');
+  // A parked receipt has no sms_id: nulls not distinct keeps one parked copy of a key, as the old key did.
+  await run('alter table receipts add constraint receipts_dedup_key_sms_id unique nulls not distinct (dedup_key, sms_id)');
+  // Receipts are paged, matched and deleted by id; the old unique index is not taken for a plain one, so this one is built.
+  await run('create index receipts_id on receipts (id)');
+  await run('create index receipts_sms_id on receipts (sms_id)');
+  await run('create index receipts_unmatched on receipts (provider, provider_message_id) where matched = 0');
+  await run('create index receipts_received on receipts (received_at)');
+
+  for (const table of Object.keys(renamed)) {
+    const nullable = table === 'receipts';
+    await run(
+      `alter table ${table}_legacy add constraint ${table}_legacy_before check (${nullable ? 'sms_id is null or ' : ''}sms_id < '${bound}' or sms_id >= '${end}')${validated ? '' : ' not valid'}`,
+    );
+    await run(`alter table ${table} attach partition ${table}_legacy default`);
+  }
+
+  // Text compared byte by byte, as every text column of the ledger (migration 2026-11-30-30-byte-order-text); the
+  // parents took their tables' collations over with their columns.
+  await run('create table message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
+  await run('insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy');
+  await run('create view recipient_messages as select created_at / 86400000 as day, recipient, created_at, sms_id from messages');
 }
 
 /**

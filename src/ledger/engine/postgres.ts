@@ -2,6 +2,7 @@
 import { createRequire } from 'node:module';
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type PgModule from 'pg';
+import { LAYOUT_QUERY } from './flags.js';
 import type { DialectFlags, Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
 import { StatementNames } from './statement-names.js';
 import type { Database } from '../schema.js';
@@ -44,14 +45,15 @@ export function openPostgresLedger(config: LedgerSettings, options: LedgerOption
 
 /**
  * The pool, reading the ledger's layout on its first connection, before any statement of the ledger's runs there:
- * whether `partition` made messages a partitioned table (src/ledger/engine/partitions.ts). Every command connects before it
- * sends (its schema check reads the migrations first), and `partition` refuses while another connection is open, so a
+ * whether messages is a partitioned table (src/ledger/engine/partitions.ts). Every command connects before it sends (its
+ * schema check reads the migrations first); a new ledger is laid out in the transaction of its first migrations, after
+ * which migrateToLatest (db.ts) reads the layout again; and `partition` refuses while another connection is open. So a
  * process never sees the layout change under it.
  */
 function readingLayout(pool: PostgresPool, flags: DialectFlags): PostgresPool {
   let read: Promise<void> | undefined;
   const readOn = async (client: PostgresPoolClient) => {
-    const { rows } = await client.query<{ relkind: string }>("select relkind from pg_class where oid = to_regclass('messages')", []);
+    const { rows } = await client.query<{ relkind: string }>(LAYOUT_QUERY, []);
     flags.partitionsByDay = rows[0]?.relkind === 'p';
   };
   return {

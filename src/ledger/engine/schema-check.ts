@@ -10,6 +10,7 @@ import type { Config } from '../../config/schema.js';
 import { describeDatabaseFailure } from './database-failure.js';
 import { migrateToLatest, openLedger, readMigrationState, type MigrationState, type MigrationStep } from './db.js';
 import type { Ledger, LedgerOptions } from './ledger.js';
+import { migrations } from './migrations.js';
 import { ensureDayPartitions, type EnsureResult } from './partitions.js';
 import { CommandError } from '../../kit/command-error.js';
 
@@ -49,6 +50,19 @@ export function judgeSchema(state: MigrationState, mode: SchemaMode, command: st
   return { migrate: pending.length > 0 };
 }
 
+/**
+ * What a process that made a new PostgreSQL ledger says once: the layout it was made with, and whether that is the one
+ * `database.layout` asked for (by day asked for on a server older than 15 is made flat). Pure.
+ */
+export function describeMadeLayout(asked: Config['database']['layout'], made: Config['database']['layout']): { line: string; asked: boolean } {
+  if (made === 'by_day') return { asked: true, line: 'new ledger: messages and receipts laid out by day, a table per UTC day that retention drops whole' };
+  if (asked === 'flat') return { asked: true, line: 'new ledger: messages and receipts laid out flat (database.layout: flat)' };
+  return {
+    asked: false,
+    line: 'new ledger: messages and receipts laid out flat, not by day: the layout by day needs PostgreSQL 15 or later; retention deletes their rows one by one (docs/deployment.md "Partitioning by day")',
+  };
+}
+
 export interface CheckedLedger {
   ledger: Ledger;
   /** The migrations applied now (mode `migrate`). */
@@ -60,6 +74,11 @@ export interface CheckedLedger {
   partitions?: EnsureResult;
   /** A line to log once (a newer schema), or undefined. */
   notice?: string;
+  /**
+   * PostgreSQL, where this process made the ledger (it applied the first migration): the layout it was made with, which
+   * is flat where `database.layout` asked for days on a server older than 15.
+   */
+  madeLayout?: Config['database']['layout'];
 }
 
 /**
@@ -90,7 +109,7 @@ export async function openCheckedLedger(
     let applied: string[] = [];
     if (verdict.migrate) {
       try {
-        applied = await migrateToLatest(ledger.db, options.onStep);
+        applied = await migrateToLatest(ledger.db, { onStep: options.onStep, layout: database.layout });
       } catch (error) {
         throw new CommandError(`${command}: ${(error as Error).message}`);
       }
@@ -98,7 +117,14 @@ export async function openCheckedLedger(
     // After the migrations' transaction, each table in a short one of its own: the check that lets a day's table be
     // made without scanning the old one is validated here, and the coming days' tables made before anything is sent.
     const partitions = mode === 'job' ? undefined : await ensureDayPartitions(ledger.db, Date.now());
-    return { ledger, applied, ...(partitions ? { partitions } : {}), ...(verdict.notice ? { notice: verdict.notice } : {}) };
+    const made = ledger.flags.kind === 'postgres' && applied.includes(Object.keys(migrations)[0]!);
+    return {
+      ledger,
+      applied,
+      ...(partitions ? { partitions } : {}),
+      ...(verdict.notice ? { notice: verdict.notice } : {}),
+      ...(made ? { madeLayout: ledger.flags.partitionsByDay ? 'by_day' : 'flat' } : {}),
+    };
   } catch (error) {
     await ledger.close().catch(() => {});
     throw error;

@@ -12,7 +12,7 @@ import { claimDueCredits, markCreditDeliveriesFailed, markCreditsDelivered, type
 import { splitUrl, type OutboundPool } from '../../http/outbound.js';
 import { sendEachCommitted, type OutboxDeps, type OutboxKind } from '../../outbox/outbox.js';
 import { outcomeOfAnswer, type OutboxOutcome } from '../../outbox/outcome.js';
-import { dialectFlagsOf } from '../../ledger/engine/db.js';
+import { dialectFlagsOf } from '../../ledger/engine/flags.js';
 import { referencesOfCredit } from '../../events/bonus-event.js';
 import { RawJson, stringifyExact } from '../../http/exact-json.js';
 import { exactAmount } from './credit-rows.js';
