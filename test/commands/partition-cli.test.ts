@@ -31,11 +31,12 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const config = () =>
+/** The flat layout by default, which `partition` converts. */
+const config = (layout: 'flat' | 'by_day' = 'flat') =>
   writeConfig(
     dir,
     testConfigDocument(dir, {
-      database: { url: database.url, layout: 'flat' },
+      database: { url: database.url, layout },
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       log: { level: 'info' },
     }),
@@ -136,4 +137,18 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
       await client.end();
     }
   }, 120_000);
+
+  it('makes a new ledger by day when migrate first runs, says so once, and partition finds nothing to do', async () => {
+    const file = config('by_day');
+    const migrate = await runCli(['migrate', '--config', file]);
+    expect(migrate.code).toBe(0);
+    expect(migrate.stdout).toMatch(/^new ledger: messages and receipts laid out by day, a table per UTC day that retention drops whole$/m);
+    const again = await runCli(['migrate', '--config', file]);
+    expect(again.stdout).not.toMatch(/new ledger/);
+    expect(again.stdout).toMatch(/^database schema is up to date$/m);
+    const partition = await runCli(['partition', '--config', file]);
+    expect(partition.code).toBe(0);
+    expect(partition.stdout).toMatch(/^partition: messages and receipts are partitioned by day already$/m);
+    expect(partition.stdout).toMatch(/^partition: made 0 day table\(s\)$/m);
+  }, 60_000);
 });

@@ -37,7 +37,7 @@ import {
   readPartitionState,
 } from '../../src/ledger/engine/partitions.js';
 import { dropFinishedDay, findDaysToDrop } from '../../src/ledger/retention.js';
-import { createTestDatabase, openTestLedger, openTestLedgerBefore, testLayout, type TestLedger } from '../helpers/database.js';
+import { createTestDatabase, openTestLedger, openTestLedgerBefore, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 
 const D = 20_500; // 2026-02-16
@@ -546,74 +546,72 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
 });
 
 describe.runIf(postgres)('PostgreSQL: a new ledger is made by day', () => {
-  const opened: TestLedger[] = [];
+  // Databases of their own, as created (whatever layout this run gives the suite's ledgers), migrated as a process does.
+  const made: Array<{ ledgers: Ledger[]; drop: () => Promise<void> }> = [];
   afterAll(async () => {
-    for (const o of opened.splice(0)) await o.close();
+    for (const { ledgers, drop } of made.splice(0)) {
+      await Promise.all(ledgers.map((l) => l.close()));
+      await drop();
+    }
   });
-  const open = async (layout: 'as-configured' | 'flat' = 'as-configured') => {
-    const o = await openTestLedger('new-ledger', 2, layout);
-    opened.push(o);
-    return o.ledger;
+  const newDatabase = async (processes = 1) => {
+    const database = await createTestDatabase(mkdtempSync(join(tmpdir(), 'new-ledger-')), 'flat');
+    const ledgers = Array.from({ length: processes }, () => openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 }));
+    made.push({ ledgers, drop: database.drop });
+    return ledgers;
   };
   const rows = async <T>(ledger: Ledger, text: string, values: unknown[] = []) =>
     (await ledger.db.executeQuery<T>({ sql: text, parameters: values, query: {} as never, queryId: {} as never })).rows;
   const relkind = async (ledger: Ledger) => (await rows<{ k: string }>(ledger, "select relkind as k from pg_class where relname = 'messages'"))[0]!.k;
 
   it("in its first migrations: the week's day tables from today, a default partition for the days before, its checks valid, and a message of now in today's table", async () => {
-    if (testLayout() === 'flat') return; // this run pins its ledgers flat
     const now = Date.now();
     const today = Math.floor(now / DAY_MS);
-    const ledger = await open();
-    expect(ledger.flags.partitionsByDay).toBe(true);
-    expect(await relkind(ledger)).toBe('p');
-    const state = await readPartitionState(ledger.db);
+    const [ledger] = await newDatabase();
+    await migrateToLatest(ledger!.db, { now });
+    expect(ledger!.flags.partitionsByDay).toBe(true);
+    expect(await relkind(ledger!)).toBe('p');
+    const state = await readPartitionState(ledger!.db);
     expect(state).toMatchObject({ legacyEnd: today, legacyFrom: today + 3650, validated: true });
     const week = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
     expect(state!.existing.sort()).toEqual(week.flatMap((d) => names(d)).sort());
     // Nothing is left for serve to make.
-    expect(await ensureDayPartitions(ledger.db, now)).toEqual({ created: [] });
+    expect(await ensureDayPartitions(ledger!.db, now)).toEqual({ created: [] });
     // The day tables' keys led by the day keep no statistics on it, as the parent's.
     const targets = await rows<{ t: number }>(
-      ledger,
+      ledger!,
       `select a.attstattarget as t from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_attribute a on a.attrelid = c.oid and a.attnum = 1
         where i.inhparent in ('messages_recipient_time'::regclass, 'messages_provider_id_only'::regclass)`,
     );
     expect(targets.map((r) => r.t)).toEqual(Array(2 * (DAYS_AHEAD + 2)).fill(0));
     const smsId = uuidv7({ msecs: now });
     const row = submittedMessageRow(smsId, 'sandbox', now) as unknown as NewMessage;
-    expect(await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [row]))).toEqual(new Set([`act-${smsId}`]));
-    expect(await rows(ledger, 'select tableoid::regclass::text as t from messages where sms_id = $1', [smsId])).toEqual([
+    expect(await inTransaction(ledger!.db, (trx) => insertNewMessages(trx, [row]))).toEqual(new Set([`act-${smsId}`]));
+    expect(await rows(ledger!, 'select tableoid::regclass::text as t from messages where sms_id = $1', [smsId])).toEqual([
       { t: partitionName('messages', today) },
     ]);
   });
 
   it('flat where the layout says flat, and a ledger that exists keeps its layout', async () => {
-    const flat = await open('flat');
-    expect(flat.flags.partitionsByDay).toBe(false);
-    expect(await relkind(flat)).toBe('r');
+    const [flat] = await newDatabase();
+    await migrateToLatest(flat!.db, { layout: 'flat' });
+    expect(flat!.flags.partitionsByDay).toBe(false);
+    expect(await relkind(flat!)).toBe('r');
     const before = await openTestLedgerBefore('2026-11-30-30-byte-order-text', 'existing-ledger');
-    opened.push(before);
+    made.push({ ledgers: [], drop: before.close });
     await migrateToLatest(before.ledger.db, { layout: 'by_day' });
     expect(before.ledger.flags.partitionsByDay).toBe(false);
     expect(await relkind(before.ledger)).toBe('r');
   });
 
   it('two processes starting on one new database: one makes it, the other waits and reads the layout by day, each migration applied once', async () => {
-    if (testLayout() === 'flat') return;
-    const dir = mkdtempSync(join(tmpdir(), 'new-ledger-race-'));
-    const database = await createTestDatabase(dir, 'flat');
-    const [a, b] = [0, 1].map(() => openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 2 }));
-    try {
-      // Each has read the layout on its first connection, before there was a table.
-      for (const ledger of [a!, b!]) await sql`select 1`.execute(ledger.db);
-      const applied = await Promise.all([a!, b!].map((ledger) => migrateToLatest(ledger.db)));
-      expect(applied.map((names) => names.length).sort((x, y) => x - y)).toEqual([0, Object.keys(migrations).length]);
-      expect([a!.flags.partitionsByDay, b!.flags.partitionsByDay]).toEqual([true, true]);
-      const { rows: recorded } = await sql<{ n: string }>`select count(*) as n from kysely_migration`.execute(a!.db);
-      expect(Number(recorded[0]!.n)).toBe(Object.keys(migrations).length);
-    } finally {
-      await Promise.all([a!.close(), b!.close()]);
-      await database.drop();
-    }
+    const [a, b] = await newDatabase(2);
+    // Each has read the layout on its first connection, before there was a table.
+    for (const ledger of [a!, b!]) await sql`select 1`.execute(ledger.db);
+    const applied = await Promise.all([a!, b!].map((ledger) => migrateToLatest(ledger.db)));
+    expect(applied.map((names) => names.length).sort((x, y) => x - y)).toEqual([0, Object.keys(migrations).length]);
+    expect([a!.flags.partitionsByDay, b!.flags.partitionsByDay]).toEqual([true, true]);
+    const { rows: recorded } = await sql<{ n: string }>`select count(*) as n from kysely_migration`.execute(a!.db);
+    expect(Number(recorded[0]!.n)).toBe(Object.keys(migrations).length);
   });
 });

@@ -1,7 +1,7 @@
 /** What each command does with the schema it finds (judgeSchema), and the line a listener that cannot start gives. */
 import { describe, expect, it } from 'vitest';
 import { listenFailure } from '../../src/kit/command-error.js';
-import { judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/engine/schema-check.js';
+import { describeMadeLayout, judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/engine/schema-check.js';
 
 const CURRENT = { pending: [], unknown: [] };
 const STALE = { pending: ['2026-12-01-01-a', '2026-12-01-02-b'], unknown: [] };
@@ -73,6 +73,18 @@ describe('judgeSchema', () => {
     ],
   ])('%s', (_label, state, mode, command, verdict) => {
     expect(judgeSchema(state, mode, command)).toEqual(verdict);
+  });
+});
+
+describe('describeMadeLayout', () => {
+  it.each([
+    { asked: 'by_day', made: 'by_day', line: /^new ledger: messages and receipts laid out by day/, ok: true },
+    { asked: 'flat', made: 'flat', line: /laid out flat \(database\.layout: flat\)$/, ok: true },
+    { asked: 'by_day', made: 'flat', line: /laid out flat, not by day: the layout by day needs PostgreSQL 15 or later/, ok: false },
+  ] as const)('asked $asked, made $made', ({ asked, made, line, ok }) => {
+    const said = describeMadeLayout(asked, made);
+    expect(said.line).toMatch(line);
+    expect(said.asked).toBe(ok);
   });
 });
 
