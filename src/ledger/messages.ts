@@ -3,7 +3,6 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/flags.js';
-import { dayRangeOf } from './engine/partitions.js';
 import { createQueryTemplate } from './query-template.js';
 import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
 import { bucketAt, dayOf } from './time-buckets.js';
@@ -362,23 +361,21 @@ export interface SendOutcomeRecord {
  * One UPDATE for many answers that differ only in the provider's message id: the ids arrive as a VALUES list joined
  * on sms_id. (A `CASE sms_id WHEN … THEN …` over the same rows costs a comparison per row and branch: quadratic in
  * the group, and the most expensive statement of a batch before this.) PostgreSQL prunes a table partitioned by day
- * (DialectFlags.partitionsByDay) only by values it can see beside the column, not through the join, and planned the
- * update over every day's table (single sends lost a quarter of their rate). So the statement names where the ids are:
- * on that layout by the bounds of their days (dayRangeOf), elsewhere (or for ids whose day cannot be read) as an IN
- * list. An IN list of a batch's 500 ids is a pruning step each: planned at 2.1 ms against 0.5 by the two bounds, which
- * give the same plan (each id looked up in its day's primary key).
+ * (DialectFlags.partitionsByDay) only by values it can see beside the column, not through the join, so the statement
+ * names the ids again as an IN list, which is also what the plan looks them up by. Two bounds of their days prune
+ * with fewer planning steps (0.5 ms against 2.1 for a batch's 500 ids), but they are a range of the primary key, and
+ * a day table whose statistics lag behind its rows (analysed while it was small, or never, without autovacuum) had
+ * its whole day read by that range for each update: on a new ledger, batches sent at 62% of the flat tables' rate
+ * (bench/README.md "A new ledger by day").
  */
 const recordOutcomeTemplate = createQueryTemplate(
   (
     db: Kysely<Database>,
     {
       rows,
-      days,
       set,
     }: {
       rows: Array<{ smsId: string; providerMessageId: string | null }>;
-      /** One [from, to) pair on a ledger partitioned by day, else none (the ids are named themselves). */
-      days: [[string, string]] | [];
       set: {
         carrier: [{ name: string; receiptsNameSmsId: boolean }] | [];
         state: SendState;
@@ -393,15 +390,11 @@ const recordOutcomeTemplate = createQueryTemplate(
     const answers = sql.join(rows.map((r) => sql`(${r.smsId}, ${r.providerMessageId})`));
     // A template decides nothing from values; whether the provider is written is part of the input's shape.
     const carrier = set.carrier.map((c) => sql`provider = ${c.name}, receipts_name_sms_id = ${c.receiptsNameSmsId ? 1 : 0}, `);
-    const where =
-      days.length === 1
-        ? sql`messages.sms_id >= ${days[0][0]} and messages.sms_id < ${days[0][1]}`
-        : sql`messages.sms_id in (${sql.join(rows.map((r) => sql`${r.smsId}`))})`;
     const statement = sql`with answers (sms_id, provider_message_id) as (values ${answers})
       update messages set ${sql.join(carrier, sql``)}state = ${set.state}, provider_message_id = answers.provider_message_id,
         provider_status = ${set.providerStatus}, error = ${set.error}, error_code = ${set.errorCode}, updated_at = ${set.now},
         submitted_at = ${set.submittedAt}
-      from answers where messages.sms_id = answers.sms_id and ${where}`;
+      from answers where messages.sms_id = answers.sms_id and messages.sms_id in (${sql.join(rows.map((r) => sql`${r.smsId}`))})`;
     return { compile: () => statement.compile(db) };
   },
 );
@@ -445,15 +438,12 @@ export async function recordSendOutcomes(db: Db, tally: StatsTally, records: Sen
       groups.push(last);
     }
   }
-  const byDay = dialectFlagsOf(db).partitionsByDay;
   for (const group of groups) {
     const { provider, rerouted, receiptsNameSmsId, state, providerStatus, error, errorCode } = group[0]!;
     for (const part of statementChunks(group, ROWS_PER_STATEMENT)) {
       const rows = part.map((r) => ({ smsId: r.smsId, providerMessageId: r.providerMessageIds[0] ?? null }));
-      const days = byDay ? dayRangeOf(rows.map((r) => r.smsId)) : undefined;
       await recordOutcomeTemplate(db, {
         rows,
-        days: days ? [days] : [],
         set: {
           carrier: rerouted ? [{ name: provider, receiptsNameSmsId }] : [],
           state,
