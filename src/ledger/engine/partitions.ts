@@ -1,7 +1,8 @@
 /**
- * PostgreSQL's day partitions (DialectFlags.partitionsByDay), the layout `crm-sms-gateway partition` makes (partitionByDay
- * below): messages and receipts are each partitioned by range of sms_id, one table per UTC day, with the table from
- * before the conversion as the default partition. The conversion outbox and its attempts are not: their claim reads the due rows of every day.
+ * PostgreSQL's day partitions (DialectFlags.partitionsByDay), the layout a new ledger is made with (layOutNewLedger) and
+ * `crm-sms-gateway partition` converts a flat one to (partitionByDay): messages and receipts are each partitioned by
+ * range of sms_id, one table per UTC day, with the table from before the conversion as the default partition. The
+ * conversion outbox and its attempts are not: their claim reads the due rows of every day.
  * A UUIDv7 starts with its Unix milliseconds, so a day's sms_ids lie between two fixed strings (dayBound). The default
  * partition holds the sms_ids before the day its check constraint names (`<t>_legacy_before`); from that day on every
  * row needs its day's table, so the tables are made a week ahead, and retention drops them (src/ledger/retention.ts).
@@ -317,7 +318,7 @@ async function convertTables(trx: Kysely<Database>, firstDay: number, validated:
   await run('create index messages_recipient_time on messages ((created_at / 86400000), recipient, created_at)');
   await run('create index messages_provider_id_only on messages ((created_at / 86400000), provider, provider_message_id) where receipts_name_sms_id = 0');
   // No statistics on the day, as before (2026-11-29-70-time-keys); a day's table does not inherit this, and is given
-  // it when made (ensureDayPartitions).
+  // it when made (createDayTable).
   await run('alter index messages_recipient_time alter column 1 set statistics 0');
   await run('alter index messages_provider_id_only alter column 1 set statistics 0');
   // A parked receipt has no sms_id: nulls not distinct keeps one parked copy of a key, as the old key did.
