@@ -66,13 +66,18 @@ For cron: one retention pass (old final rows deleted, old personal data blanked;
 line. Never migrates: a schema that is not this version's is refused (exit 1, naming \`crm-sms-gateway migrate\`).
 
 ${OPTIONS}`,
-  partition: `usage: crm-sms-gateway partition [--config FILE]
+  partition: `usage: crm-sms-gateway partition [--prepare | --unprepare] [--config FILE]
 
 PostgreSQL only: makes messages and receipts tables partitioned by UTC day, so that retention drops a day's tables
 instead of deleting their rows (docs/retention.md "How a pass runs"). The rows there now stay in place, in a
 default partition, until retention removes them; no message is copied. One way: no version older than this one
 runs on the ledger after it (docs/deployment.md "Partitioning by day"). Stop every instance and cron job first: it
-refuses while another session is connected to the database. Took 21 s at 5 million messages on 2 cores.
+refuses while another session is connected to the database. Took 21 s at 5 million messages on 2 cores, nearly all
+of it what --prepare does beforehand: prepared, 0.1 s at 2.4 million.
+
+  --prepare           while the instances serve: build the receipts' indexes and the activities' keys the
+                      conversion needs, so that it takes seconds with them stopped; run again after a cut-off run
+  --unprepare         take away what --prepare built, leaving the flat tables as they were
 
 ${OPTIONS}
 
@@ -107,6 +112,8 @@ async function main(argv: string[]): Promise<number> {
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
         'no-migrate': { type: 'boolean' },
+        prepare: { type: 'boolean' },
+        unprepare: { type: 'boolean' },
       },
       allowPositionals: true,
       strict: true,
@@ -139,6 +146,10 @@ async function main(argv: string[]): Promise<number> {
   const migrate = !values['no-migrate'];
   if (!migrate && command !== 'serve') {
     console.error(`crm-sms-gateway: --no-migrate applies to serve only\n\n${HELP[command]}`);
+    return 2;
+  }
+  if ((values.prepare || values.unprepare) && (command !== 'partition' || (values.prepare && values.unprepare))) {
+    console.error(`crm-sms-gateway: --prepare and --unprepare apply to partition only, one at a time\n\n${HELP[command]}`);
     return 2;
   }
   const [, what, file, ...extra] = positionals;
@@ -237,7 +248,11 @@ async function main(argv: string[]): Promise<number> {
       warnOnce((line) => console.error(`warning: ${line}`));
       return (await import('./commands/retention.js')).runRetentionCommand(config, process.stdout);
     case 'partition':
-      return (await import('./commands/partition.js')).runPartition(config, process.stdout);
+      return (await import('./commands/partition.js')).runPartition(
+        config,
+        process.stdout,
+        values.prepare ? 'prepare' : values.unprepare ? 'unprepare' : 'convert',
+      );
     case 'import': {
       const { runImportUsers } = await import('./commands/import-users.js');
       return runImportUsers(config, file!, { out: process.stdout, err: process.stderr });

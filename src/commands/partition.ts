@@ -1,21 +1,39 @@
 /**
  * `crm-sms-gateway partition`, PostgreSQL: lays messages and receipts out by UTC day (src/ledger/engine/partitions.ts), once,
  * with every instance stopped. Refuses on SQLite, on a schema that is not this version's, and while any other session
- * is connected to the database.
+ * is connected to the database. `--prepare` builds beforehand, while instances serve, what the conversion would build
+ * with them stopped; `--unprepare` takes that away again.
  */
 import type { Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
 import { CommandError } from '../kit/command-error.js';
 import { openCheckedLedger } from '../ledger/engine/schema-check.js';
-import { ensureDayPartitions, otherSessions, partitionByDay } from '../ledger/engine/partitions.js';
+import { ensureDayPartitions, otherSessions, partitionByDay, preparePartitionByDay, unpreparePartitionByDay } from '../ledger/engine/partitions.js';
 
-export async function runPartition(config: Readonly<Config>, out: Writable, now: () => number = Date.now): Promise<number> {
+export type PartitionStep = 'convert' | 'prepare' | 'unprepare';
+
+export async function runPartition(config: Readonly<Config>, out: Writable, step: PartitionStep = 'convert', now: () => number = Date.now): Promise<number> {
   if (config.database.url.startsWith('sqlite:')) {
     throw new CommandError('partition: the SQLite ledger has no partitions; retention deletes its rows a day at a time (docs/retention.md)');
   }
   // One connection: every other session on the database is someone else's.
   const { ledger } = await openCheckedLedger({ ...config.database, pool_size: 1 }, 'job', 'partition');
   try {
+    if (step !== 'convert') {
+      if (ledger.flags.partitionsByDay) throw new CommandError(`partition --${step}: messages and receipts are partitioned by day already`);
+      const started = performance.now();
+      const result =
+        step === 'prepare'
+          ? await preparePartitionByDay(ledger.db, (done, ms) => out.write(`partition --prepare: ${done} in ${seconds(ms)} s\n`))
+          : await unpreparePartitionByDay(ledger.db);
+      if ('gaveUp' in result && result.gaveUp) throw new CommandError(`partition --${step}: gave up (${result.gaveUp}); try again`);
+      out.write(
+        step === 'prepare'
+          ? `partition --prepare: prepared in ${seconds(performance.now() - started)} s; stop every instance and cron job, then run crm-sms-gateway partition\n`
+          : 'partition --unprepare: what --prepare built is gone\n',
+      );
+      return 0;
+    }
     if (!ledger.flags.partitionsByDay) {
       const others = await otherSessions(ledger.db);
       if (others.length > 0) {
@@ -24,8 +42,13 @@ export async function runPartition(config: Readonly<Config>, out: Writable, now:
         );
       }
       const started = performance.now();
-      await partitionByDay(ledger.db, now());
-      out.write(`partition: messages and receipts partitioned by day in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+      const { copiedKeys, builtIndexes } = await partitionByDay(ledger.db, now());
+      out.write(
+        `partition: messages and receipts partitioned by day in ${seconds(performance.now() - started, 2)} s` +
+          (copiedKeys === 0 && builtIndexes === 0
+            ? '\n'
+            : `, of which ${builtIndexes} index(es) built and ${copiedKeys} activity key(s) copied: partition --prepare does that while sends go on\n`),
+      );
     } else {
       out.write('partition: messages and receipts are partitioned by day already\n');
     }
@@ -38,3 +61,5 @@ export async function runPartition(config: Readonly<Config>, out: Writable, now:
     await ledger.close();
   }
 }
+
+const seconds = (ms: number, digits = 1) => (ms / 1000).toFixed(digits);

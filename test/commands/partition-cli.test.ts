@@ -62,9 +62,11 @@ describe.runIf(!process.env.TEST_DATABASE_URL)('crm-sms-gateway partition on SQL
   it('refuses, naming why, and leaves the ledger as it was', async () => {
     const file = config();
     expect((await runCli(['migrate', '--config', file])).code).toBe(0);
-    const run = await runCli(['partition', '--config', file]);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/partition: the SQLite ledger has no partitions/);
+    for (const step of [[], ['--prepare'], ['--unprepare']]) {
+      const run = await runCli(['partition', ...step, '--config', file]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/partition: the SQLite ledger has no partitions/);
+    }
   });
 });
 
@@ -87,7 +89,10 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     const done = await runCli(['partition', '--config', file]);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
-    expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d s$/m);
+    // Unprepared, it builds the receipts' two indexes and copies the activities' keys itself, and says so.
+    expect(done.stdout).toMatch(
+      /^partition: messages and receipts partitioned by day in \d+\.\d\d s, of which 2 index\(es\) built and 1 activity key\(s\) copied: partition --prepare does that while sends go on$/m,
+    );
     // From the day after tomorrow to a week ahead, both tables.
     expect(done.stdout).toMatch(/^partition: made 12 day table\(s\): messages_d\d{8}, receipts_d\d{8}, /m);
 
@@ -137,6 +142,53 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
       await client.end();
     }
   }, 120_000);
+
+  it('prepares while an instance serves, which sends on; the conversion after it builds nothing, and --unprepare refuses then', async () => {
+    const file = config();
+    const first = await startServe(file);
+    children.push(first.child);
+    const before = await send(first.url, 'prep-1');
+    expect(before.status).toBe(200);
+    const prepared = await runCli(['partition', '--prepare', '--config', file]);
+    expect(prepared.stderr).toBe('');
+    expect(prepared.code).toBe(0);
+    expect(prepared.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^partition --prepare: built receipts_legacy_id_idx in \d+\.\d s$/),
+      expect.stringMatching(/^partition --prepare: built receipts_legacy_dedup_key_sms_id_key in \d+\.\d s$/),
+      expect.stringMatching(/^partition --prepare: filled message_keys with 1 activities' keys in \d+\.\d s$/),
+      expect.stringMatching(/^partition --prepare: prepared in \d+\.\d s; stop every instance and cron job, then run crm-sms-gateway partition$/),
+    ]);
+    // Sent after the fill: its key is taken as it is stored.
+    const after = await send(first.url, 'prep-2');
+    expect(after.status).toBe(200);
+    await waitFor(() => crm.conversions.some((c) => c.sms_id === after.sms_id), 10_000, 'the conversion');
+    first.child.kill('SIGTERM');
+    await waitFor(() => first.child.exitCode !== null, 15_000, 'serve to stop');
+
+    const done = await runCli(['partition', '--config', file]);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d\d s$/m);
+    const unprepare = await runCli(['partition', '--unprepare', '--config', file]);
+    expect(unprepare.code).toBe(1);
+    expect(unprepare.stderr).toMatch(/^crm-sms-gateway: partition --unprepare: messages and receipts are partitioned by day already$/m);
+
+    const second = await startServe(file);
+    children.push(second.child);
+    expect(await send(second.url, 'prep-1')).toEqual({ status: 200, sms_id: before.sms_id });
+    expect(await send(second.url, 'prep-2')).toEqual({ status: 200, sms_id: after.sms_id });
+  }, 120_000);
+
+  it('takes --prepare and --unprepare for partition only, one at a time', async () => {
+    const file = config();
+    for (const args of [
+      ['serve', '--prepare'],
+      ['partition', '--prepare', '--unprepare'],
+    ]) {
+      const run = await runCli([...args, '--config', file]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/^crm-sms-gateway: --prepare and --unprepare apply to partition only, one at a time$/m);
+    }
+  });
 
   it('makes a new ledger by day when migrate first runs, says so once, and partition finds nothing to do', async () => {
     const file = config('by_day');

@@ -34,7 +34,10 @@ import {
   partitionByDay,
   partitionName,
   planDayPartitions,
+  preparePartitionByDay,
   readPartitionState,
+  readPreparedState,
+  unpreparePartitionByDay,
 } from '../../src/ledger/engine/partitions.js';
 import { dropFinishedDay, findDaysToDrop } from '../../src/ledger/retention.js';
 import { createTestDatabase, openTestLedger, openTestLedgerBefore, type TestLedger } from '../helpers/database.js';
@@ -545,6 +548,113 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     const after = await ensureDayPartitions(ledger.db, later);
     expect(after.gaveUp).toBeUndefined();
     expect(after.created).toEqual(expect.arrayContaining(names(today + 10)));
+  });
+});
+
+describe.runIf(postgres)('PostgreSQL: the conversion prepared while the flat tables serve', () => {
+  const opened: TestLedger[] = [];
+  afterAll(async () => {
+    for (const o of opened.splice(0)) await o.close();
+  });
+  const flatLedger = async (name: string) => {
+    const o = await openTestLedger(name, 2, 'flat');
+    opened.push(o);
+    return o.ledger;
+  };
+  const rows = async <T>(ledger: Ledger, text: string, values: unknown[] = []) =>
+    (await ledger.db.executeQuery<T>({ sql: text, parameters: values, query: {} as never, queryId: {} as never })).rows;
+  const now = Date.now();
+  const row = (smsId: string, key = `act-${smsId}`) => submittedMessageRow(smsId, 'sandbox', now, { activity_key: key }) as unknown as NewMessage;
+  const send = (ledger: Ledger, ...messages: NewMessage[]) => inTransaction(ledger.db, (trx) => insertNewMessages(trx, messages));
+  const keys = async (ledger: Ledger) =>
+    (await rows<{ activity_key: string; sms_id: string }>(ledger, 'select activity_key, sms_id from message_keys order by activity_key')).map(
+      (r) => `${r.activity_key} ${r.sms_id}`,
+    );
+  // What the preparation leaves on the flat tables while it waits for the conversion.
+  const leftovers = async (ledger: Ledger) =>
+    rows<{ what: string }>(
+      ledger,
+      `select 'trigger ' || tgname as what from pg_trigger where tgname like 'message_keys_%'
+       union all select 'function ' || proname from pg_proc where proname like 'message_keys_%'
+       union all select 'table ' || relname from pg_class where relname in ('message_keys', 'message_keys_gone')
+       union all select 'index ' || relname from pg_class where relname like 'receipts_legacy_%' and relkind = 'i'
+       order by 1`,
+    ).then((r) => r.map((x) => x.what));
+  const prepare = async (ledger: Ledger) => {
+    const heard: string[] = [];
+    const result = await preparePartitionByDay(ledger.db, (done) => heard.push(done));
+    return { result, heard };
+  };
+
+  it("keeps every activity's key to its message while sends and deletes go on, and the conversion then builds nothing", async () => {
+    const ledger = await flatLedger('prepared-conversion');
+    const [a, b, d, e, e2, c] = Array.from({ length: 6 }, () => uuidv7());
+    await send(ledger, row(a!), row(b!), row(d!), row(e!));
+    const { result, heard } = await prepare(ledger);
+    expect(result).toEqual({ keys: 4 });
+    expect(heard).toEqual(['built receipts_legacy_id_idx', 'built receipts_legacy_dedup_key_sms_id_key', "filled message_keys with 4 activities' keys"]);
+    expect(await readPreparedState(ledger.db)).toEqual({ indexes: ['receipts_legacy_id_idx', 'receipts_legacy_dedup_key_sms_id_key'].sort(), keys: 'filled' });
+    // Run again (after a cut-off run, say), it finds everything done.
+    expect(await prepare(ledger)).toEqual({ result: { keys: 0 }, heard: [] });
+
+    // The flat tables serve on: a new message takes its key; a deleted one gives it back; an activity deleted and sent
+    // again holds its newer message.
+    await send(ledger, row(c!));
+    await rows(ledger, 'delete from messages where sms_id in ($1, $2)', [b, e]);
+    await send(ledger, row(e2!, `act-${e}`));
+    // A page of the fill read before a delete and written after it: the key of a message that is gone.
+    await rows(ledger, 'delete from messages where sms_id = $1', [d]);
+    await rows(ledger, 'insert into message_keys (activity_key, sms_id) values ($1, $2)', [`act-${d}`, d]);
+    expect(await keys(ledger)).toEqual([`act-${a} ${a}`, `act-${c} ${c}`, `act-${d} ${d}`, `act-${e} ${e2}`].sort());
+
+    expect(await partitionByDay(ledger.db, now)).toEqual({ copiedKeys: 0, builtIndexes: 0 });
+    expect(await keys(ledger)).toEqual([`act-${a} ${a}`, `act-${c} ${c}`, `act-${e} ${e2}`].sort());
+    // Nothing of the preparation stays but what the conversion would have made: the two indexes, now the default
+    // partition's, attached to the parent's.
+    expect(await leftovers(ledger)).toEqual(['index receipts_legacy_dedup_key_sms_id_key', 'index receipts_legacy_id_idx', 'table message_keys']);
+    const attached = await rows<{ child: string; parent: string }>(
+      ledger,
+      `select c.relname as child, p.relname as parent from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+       where c.relname in ('receipts_legacy_id_idx', 'receipts_legacy_dedup_key_sms_id_key') order by 1`,
+    );
+    expect(attached).toEqual([
+      { child: 'receipts_legacy_dedup_key_sms_id_key', parent: 'receipts_dedup_key_sms_id' },
+      { child: 'receipts_legacy_id_idx', parent: 'receipts_id' },
+    ]);
+    // A retry of an activity sent before is answered with its message; one whose message was deleted is sent anew.
+    expect((await findMessagesByActivityKeys(ledger.db, [`act-${a}`])).map((m) => m.sms_id)).toEqual([a]);
+    expect(await send(ledger, row(uuidv7(), `act-${d}`))).toEqual(new Set([`act-${d}`]));
+  });
+
+  it('finishes a preparation cut off in its fill or in a build, and the preparation goes again as it came', async () => {
+    const ledger = await flatLedger('prepared-partly');
+    const [a, b] = [uuidv7(), uuidv7()];
+    await send(ledger, row(a), row(b));
+    await prepare(ledger);
+    // Cut off in its fill: a key missing, and the table not marked filled; and in a concurrent build, which leaves its
+    // index invalid (as PostgreSQL marks one).
+    await rows(ledger, 'comment on table message_keys is null');
+    await rows(ledger, 'delete from message_keys where sms_id = $1', [b]);
+    await rows(ledger, "update pg_index set indisvalid = false where indexrelid = 'receipts_legacy_id_idx'::regclass");
+    expect(await readPreparedState(ledger.db)).toEqual({ indexes: ['receipts_legacy_dedup_key_sms_id_key'], keys: 'partial' });
+    expect(await partitionByDay(ledger.db, now)).toEqual({ copiedKeys: 1, builtIndexes: 1 });
+    expect(await keys(ledger)).toEqual([`act-${a} ${a}`, `act-${b} ${b}`].sort());
+    // The invalid index went, and attaching built it again under its name.
+    expect(await leftovers(ledger)).toEqual(['index receipts_legacy_dedup_key_sms_id_key', 'index receipts_legacy_id_idx', 'table message_keys']);
+
+    const other = await flatLedger('unprepared');
+    const before = await leftovers(other);
+    await send(other, row(uuidv7()));
+    await prepare(other);
+    // Run again after a build was cut off, it builds that index again and nothing else.
+    await rows(other, "update pg_index set indisvalid = false where indexrelid = 'receipts_legacy_id_idx'::regclass");
+    expect(await prepare(other)).toEqual({ result: { keys: 0 }, heard: ['built receipts_legacy_id_idx'] });
+    expect(await unpreparePartitionByDay(other.db)).toEqual({});
+    expect(await leftovers(other)).toEqual(before);
+    expect(await readPreparedState(other.db)).toEqual({ indexes: [], keys: 'none' });
+    // The flat tables take sends as before, and the conversion without a preparation builds and copies what it needs.
+    await send(other, row(uuidv7()));
+    expect(await partitionByDay(other.db, now)).toEqual({ copiedKeys: 2, builtIndexes: 2 });
   });
 });
 

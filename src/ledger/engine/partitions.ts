@@ -7,6 +7,7 @@
  * partition holds the sms_ids before the day its check constraint names (`<t>_legacy_before`); from that day on every
  * row needs its day's table, so the tables are made a week ahead, and retention drops them (src/ledger/retention.ts).
  */
+import { setTimeout } from 'node:timers/promises';
 import { sql, type Kysely } from 'kysely';
 import { dialectFlagsOf } from './flags.js';
 import type { Database } from '../schema.js';
@@ -242,15 +243,160 @@ async function createDayTable(trx: Kysely<Database>, table: PartitionedTable, da
  * ensureDayPartitions makes the day tables still have a table; their check is added NOT VALID, not scanning the old
  * rows in this transaction, and ensureDayPartitions validates it outside it.
  */
-export async function partitionByDay(db: Kysely<Database>, now: number): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+export async function partitionByDay(db: Kysely<Database>, now: number): Promise<PreparedUse> {
+  const used = await db.transaction().execute(async (trx) => {
     // Waits at most 5 s for each lock: one not granted means something still uses the tables (the command refuses first
     // while another connection is open, but a session may open between that check and this).
     await sql`select set_config('lock_timeout', '5s', true)`.execute(trx);
-    await convertTables(trx, Math.floor(now / DAY_MS) + 2, false);
+    return convertTables(trx, Math.floor(now / DAY_MS) + 2, false);
   });
   // This ledger's statements take the new layout from now on (another process reads it when it first connects).
   dialectFlagsOf(db).partitionsByDay = true;
+  return used;
+}
+
+/**
+ * What `partition --prepare` builds while the instances serve the flat tables, so that the conversion, with them
+ * stopped, does not build it: without it, the conversion's two receipts' indexes and its copy of every activity's key
+ * took about 4 s a million messages (bench/README.md "The conversion prepared while sends go on").
+ * - The indexes the default partition of receipts needs, built concurrently under the names attaching gives them.
+ * - message_keys, filled from every message in pages of sms_ids, and kept to the messages by two triggers meanwhile:
+ *   an insert takes its activity's key; a delete gives it back and is noted in message_keys_gone, because a page read
+ *   before the delete may write the key after it. The conversion drops the triggers and the keys noted there.
+ */
+const PREPARED_INDEXES = [
+  { name: 'receipts_legacy_id_idx', on: 'receipts (id)', unique: false },
+  { name: 'receipts_legacy_dedup_key_sms_id_key', on: 'receipts (dedup_key, sms_id) nulls not distinct', unique: true },
+] as const;
+/** message_keys' comment once every message's key is in it. */
+const KEYS_FILLED = 'filled by partition --prepare';
+/** Messages whose keys one statement of the fill copies. */
+const FILL_PAGE = 20_000;
+/**
+ * The share of the time the fill copies: it waits three times as long as each page took, since it cannot tell whether
+ * sends wait (another process serves them), as retention can. So paced, a bench's batches kept their rate while it ran
+ * (bench/README.md "The conversion prepared while sends go on").
+ */
+export const FILL_SHARE = 0.25;
+
+export interface PreparedState {
+  /** The prepared indexes that are valid (a concurrent build that was cut off leaves one invalid). */
+  indexes: string[];
+  /** message_keys: absent, partly filled (a fill cut off: the triggers keep it to the messages), or filled. */
+  keys: 'none' | 'partial' | 'filled';
+}
+
+/** What of `partition --prepare` a flat ledger holds. */
+export async function readPreparedState(db: Kysely<Database>): Promise<PreparedState> {
+  const { rows } = await sql<{ name: string; valid: boolean }>`
+    select c.relname as name, x.indisvalid as valid from pg_class c join pg_index x on x.indexrelid = c.oid
+    where c.relname in (${sql.join(PREPARED_INDEXES.map((i) => i.name))})`.execute(db);
+  const keys = await sql<{ note: string | null }>`select obj_description(to_regclass('message_keys'), 'pg_class') as note
+    where to_regclass('message_keys') is not null`.execute(db);
+  return {
+    indexes: rows
+      .filter((r) => r.valid)
+      .map((r) => r.name)
+      .sort(),
+    keys: keys.rows.length === 0 ? 'none' : keys.rows[0]!.note === KEYS_FILLED ? 'filled' : 'partial',
+  };
+}
+
+/**
+ * `partition --prepare`, on the flat tables while instances serve them: builds what PREPARED_INDEXES' comment says, each
+ * step skipped when done before, so a run cut off is run again. Takes no lock that stops sends but the triggers'
+ * creation, a moment's (withShortLock, tried again). `progress` hears each step as it ends, with the milliseconds it took.
+ */
+export async function preparePartitionByDay(
+  db: Kysely<Database>,
+  progress: (done: string, ms: number) => void,
+  share = FILL_SHARE,
+): Promise<{ keys: number } | { gaveUp: string }> {
+  for (const index of PREPARED_INDEXES) {
+    const started = performance.now();
+    const state = await readPreparedState(db);
+    if (state.indexes.includes(index.name)) continue;
+    // An index a cut-off build left invalid is dropped and built again.
+    await sql.raw(`drop index concurrently if exists ${index.name}`).execute(db);
+    await sql.raw(`create ${index.unique ? 'unique ' : ''}index concurrently ${index.name} on ${index.on}`).execute(db);
+    progress(`built ${index.name}`, performance.now() - started);
+  }
+  const started = performance.now();
+  let followed = false;
+  for (let attempt = 0; attempt < 10 && !followed; attempt++) followed = await withShortLock(db, followMessageKeys);
+  if (!followed) return { gaveUp: 'the lock on messages was not granted in ten tries of 2 s' };
+  if ((await readPreparedState(db)).keys === 'filled') return { keys: 0 };
+  let after = '';
+  let keys = 0;
+  for (;;) {
+    const page = performance.now();
+    const { rows } = await sql<{ last: string | null; n: string }>`
+      with page as (select activity_key, sms_id from messages where sms_id > ${after} order by sms_id limit ${FILL_PAGE}),
+      copied as (insert into message_keys (activity_key, sms_id) select activity_key, sms_id from page on conflict (activity_key) do nothing)
+      select max(sms_id) as last, count(*) as n from page`.execute(db);
+    if (rows[0]!.last === null) break;
+    after = rows[0]!.last;
+    keys += Number(rows[0]!.n);
+    await setTimeout(((performance.now() - page) * (1 - share)) / share);
+  }
+  await sql.raw(`comment on table message_keys is '${KEYS_FILLED}'`).execute(db);
+  progress(`filled message_keys with ${keys} activities' keys`, performance.now() - started);
+  return { keys };
+}
+
+/** message_keys and message_keys_gone, and the triggers that keep the keys to the flat messages (PREPARED_INDEXES). */
+async function followMessageKeys(trx: Kysely<Database>): Promise<void> {
+  const run = (statement: string) => sql.raw(statement).execute(trx);
+  await run('create table if not exists message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
+  await run('create table if not exists message_keys_gone (activity_key text collate "C" not null, sms_id text collate "C" not null)');
+  // A statement's rows at once (transition tables): a batch's 500 keys in one insert. The flat messages' activity_key is
+  // unique, so a key stored again is one whose message went and came back: the newer message holds it.
+  await run(`create or replace function message_keys_taken() returns trigger language plpgsql as $$ begin
+    insert into message_keys (activity_key, sms_id) select activity_key, sms_id from taken
+      on conflict (activity_key) do update set sms_id = excluded.sms_id;
+    return null; end $$`);
+  await run(`create or replace function message_keys_given_back() returns trigger language plpgsql as $$ begin
+    delete from message_keys k using given_back g where k.activity_key = g.activity_key and k.sms_id = g.sms_id;
+    insert into message_keys_gone (activity_key, sms_id) select activity_key, sms_id from given_back;
+    return null; end $$`);
+  await run(`create or replace trigger message_keys_taken after insert on messages referencing new table as taken
+    for each statement execute function message_keys_taken()`);
+  await run(`create or replace trigger message_keys_given_back after delete on messages referencing old table as given_back
+    for each statement execute function message_keys_given_back()`);
+}
+
+/** Takes the triggers off and the keys of the messages deleted meanwhile out; drops message_keys_gone. */
+async function stopFollowingMessageKeys(trx: Kysely<Database>): Promise<void> {
+  const run = (statement: string) => sql.raw(statement).execute(trx);
+  await run('drop trigger if exists message_keys_taken on messages');
+  await run('drop trigger if exists message_keys_given_back on messages');
+  await run('drop function if exists message_keys_taken()');
+  await run('drop function if exists message_keys_given_back()');
+  if ((await sql<{ t: string | null }>`select to_regclass('message_keys_gone')::text as t`.execute(trx)).rows[0]!.t === null) return;
+  await run('delete from message_keys k using message_keys_gone g where k.activity_key = g.activity_key and k.sms_id = g.sms_id');
+  await run('drop table message_keys_gone');
+}
+
+/** `partition --unprepare`: what `--prepare` built goes, and the flat tables are as before it. */
+export async function unpreparePartitionByDay(db: Kysely<Database>): Promise<{ gaveUp?: string }> {
+  let done = false;
+  for (let attempt = 0; attempt < 10 && !done; attempt++) {
+    done = await withShortLock(db, async (trx) => {
+      await stopFollowingMessageKeys(trx);
+      await sql`drop table if exists message_keys`.execute(trx);
+    });
+  }
+  if (!done) return { gaveUp: 'the lock on messages was not granted in ten tries of 2 s' };
+  for (const index of PREPARED_INDEXES) await sql.raw(`drop index concurrently if exists ${index.name}`).execute(db);
+  return {};
+}
+
+/** What the conversion did that `partition --prepare` could have done before: none of it on a prepared ledger. */
+export interface PreparedUse {
+  /** Activities' keys copied into message_keys. */
+  copiedKeys: number;
+  /** Receipts' indexes built on the old table as it was attached. */
+  builtIndexes: number;
 }
 
 /**
@@ -273,7 +419,11 @@ export async function layOutNewLedger(trx: Kysely<Database>, now: number): Promi
  * flat tables' as the migrations leave them: test/ledger/day-partitions.test.ts compares the two layouts, so a migration
  * that changes one of these tables changes this too.
  */
-async function convertTables(trx: Kysely<Database>, firstDay: number, validated: boolean): Promise<void> {
+async function convertTables(trx: Kysely<Database>, firstDay: number, validated: boolean): Promise<PreparedUse> {
+  const prepared = await readPreparedState(trx);
+  // What a cut-off `--prepare` left unfinished is built here as without it: an invalid index goes, the keys are copied.
+  for (const { name } of PREPARED_INDEXES) if (!prepared.indexes.includes(name)) await sql.raw(`drop index if exists ${name}`).execute(trx);
+  await stopFollowingMessageKeys(trx);
   // The default partitions keep every sms_id outside the days that get tables: before the first, and from ten years on,
   // where an sms_id that is no UUIDv7 of ours sorts too (a receipt may name any text: 'sms-1' sorts after every hex
   // digit). Only a text that sorts like an sms_id of the coming ten years needs its day's table.
@@ -329,6 +479,9 @@ async function convertTables(trx: Kysely<Database>, firstDay: number, validated:
   await run('create index receipts_unmatched on receipts (provider, provider_message_id) where matched = 0');
   await run('create index receipts_received on receipts (received_at)');
 
+  // A prepared unique index is attached only as a constraint's: it becomes the one attaching would have added.
+  const uniqueIndex = 'receipts_legacy_dedup_key_sms_id_key';
+  if (prepared.indexes.includes(uniqueIndex)) await run(`alter table receipts_legacy add constraint ${uniqueIndex} unique using index ${uniqueIndex}`);
   for (const table of Object.keys(renamed)) {
     const nullable = table === 'receipts';
     await run(
@@ -339,9 +492,16 @@ async function convertTables(trx: Kysely<Database>, firstDay: number, validated:
 
   // Text compared byte by byte, as every text column of the ledger (migration 2026-11-30-30-byte-order-text); the
   // parents took their tables' collations over with their columns.
-  await run('create table message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
-  await run('insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy');
+  await run('create table if not exists message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
+  let copiedKeys = 0;
+  if (prepared.keys !== 'filled') {
+    const copied = await sql`insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy
+      on conflict (activity_key) do nothing`.execute(trx);
+    copiedKeys = Number(copied.numAffectedRows ?? 0);
+  }
+  await run('comment on table message_keys is null');
   await run('create view recipient_messages as select created_at / 86400000 as day, recipient, created_at, sms_id from messages');
+  return { copiedKeys, builtIndexes: PREPARED_INDEXES.length - prepared.indexes.length };
 }
 
 /**
