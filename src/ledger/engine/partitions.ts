@@ -231,6 +231,14 @@ async function createDayTable(trx: Kysely<Database>, table: PartitionedTable, da
   if (table === 'messages') await dropDayStatistics(trx, name);
 }
 
+/** What the conversion did that `partition --prepare` could have done before: none of it on a prepared ledger. */
+export interface PreparedUse {
+  /** Activities' keys copied into message_keys. */
+  copiedKeys: number;
+  /** Receipts' indexes built on the old table as it was attached. */
+  builtIndexes: number;
+}
+
 /**
  * `crm-sms-gateway partition` (src/commands/partition.ts), PostgreSQL: makes messages and receipts partitioned by UTC
  * day of their sms_id, so retention drops a day's tables instead of deleting their rows one by one (docs/retention.md
@@ -268,6 +276,11 @@ const PREPARED_INDEXES = [
   { name: 'receipts_legacy_id_idx', on: 'receipts (id)', unique: false },
   { name: 'receipts_legacy_dedup_key_sms_id_key', on: 'receipts (dedup_key, sms_id) nulls not distinct', unique: true },
 ] as const;
+/**
+ * An activity's one message on a ledger by day (DialectFlags.partitionsByDay), its text compared byte by byte as every
+ * text column of the ledger (migration 2026-11-30-30-byte-order-text).
+ */
+const CREATE_MESSAGE_KEYS = 'create table if not exists message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)';
 /** message_keys' comment once every message's key is in it. */
 const KEYS_FILLED = 'filled by partition --prepare';
 /** Messages whose keys one statement of the fill copies. */
@@ -277,7 +290,7 @@ const FILL_PAGE = 20_000;
  * sends wait (another process serves them), as retention can. So paced, a bench's batches kept their rate while it ran
  * (bench/README.md "The conversion prepared while sends go on").
  */
-export const FILL_SHARE = 0.25;
+const FILL_SHARE = 0.25;
 
 export interface PreparedState {
   /** The prepared indexes that are valid (a concurrent build that was cut off leaves one invalid). */
@@ -347,7 +360,7 @@ export async function preparePartitionByDay(
 /** message_keys and message_keys_gone, and the triggers that keep the keys to the flat messages (PREPARED_INDEXES). */
 async function followMessageKeys(trx: Kysely<Database>): Promise<void> {
   const run = (statement: string) => sql.raw(statement).execute(trx);
-  await run('create table if not exists message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
+  await run(CREATE_MESSAGE_KEYS);
   await run('create table if not exists message_keys_gone (activity_key text collate "C" not null, sms_id text collate "C" not null)');
   // A statement's rows at once (transition tables): a batch's 500 keys in one insert. The flat messages' activity_key is
   // unique, so a key stored again is one whose message went and came back: the newer message holds it.
@@ -389,14 +402,6 @@ export async function unpreparePartitionByDay(db: Kysely<Database>): Promise<{ g
   if (!done) return { gaveUp: 'the lock on messages was not granted in ten tries of 2 s' };
   for (const index of PREPARED_INDEXES) await sql.raw(`drop index concurrently if exists ${index.name}`).execute(db);
   return {};
-}
-
-/** What the conversion did that `partition --prepare` could have done before: none of it on a prepared ledger. */
-export interface PreparedUse {
-  /** Activities' keys copied into message_keys. */
-  copiedKeys: number;
-  /** Receipts' indexes built on the old table as it was attached. */
-  builtIndexes: number;
 }
 
 /**
@@ -480,7 +485,7 @@ async function convertTables(trx: Kysely<Database>, firstDay: number, validated:
   await run('create index receipts_received on receipts (received_at)');
 
   // A prepared unique index is attached only as a constraint's: it becomes the one attaching would have added.
-  const uniqueIndex = 'receipts_legacy_dedup_key_sms_id_key';
+  const uniqueIndex = PREPARED_INDEXES.find((index) => index.unique)!.name;
   if (prepared.indexes.includes(uniqueIndex)) await run(`alter table receipts_legacy add constraint ${uniqueIndex} unique using index ${uniqueIndex}`);
   for (const table of Object.keys(renamed)) {
     const nullable = table === 'receipts';
@@ -490,9 +495,8 @@ async function convertTables(trx: Kysely<Database>, firstDay: number, validated:
     await run(`alter table ${table} attach partition ${table}_legacy default`);
   }
 
-  // Text compared byte by byte, as every text column of the ledger (migration 2026-11-30-30-byte-order-text); the
-  // parents took their tables' collations over with their columns.
-  await run('create table if not exists message_keys (activity_key text collate "C" primary key, sms_id text collate "C" not null)');
+  // Made here unless `--prepare` made it (the parents took their tables' collations over with their columns).
+  await run(CREATE_MESSAGE_KEYS);
   let copiedKeys = 0;
   if (prepared.keys !== 'filled') {
     const copied = await sql`insert into message_keys (activity_key, sms_id) select activity_key, sms_id from messages_legacy
