@@ -220,11 +220,13 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate': {
       warnOnce((line) => console.error(`warning: ${line}`));
       // Each command loads only its own modules: cron runs flush every minute, and start-up time adds up.
-      const { describeMadeLayout, openCheckedLedger } = await import('./ledger/engine/schema-check.js');
+      const { describeKeptLayout, describeMadeLayout, openCheckedLedger } = await import('./ledger/engine/schema-check.js');
       const { reportMigrationProgress } = await import('./observability/migrate-progress.js');
       const progress = reportMigrationProgress(process.stderr);
       try {
-        const { ledger, applied, notice, partitions, madeLayout } = await openCheckedLedger(config.database, 'migrate', 'migrate', { onStep: progress.step });
+        const { ledger, applied, notice, partitions, madeLayout, keptLayout } = await openCheckedLedger(config.database, 'migrate', 'migrate', {
+          onStep: progress.step,
+        });
         progress.stop();
         if (notice) console.error(`warning: ${notice}`);
         if (madeLayout) {
@@ -232,6 +234,8 @@ async function main(argv: string[]): Promise<number> {
           if (made.asked) console.log(made.line);
           else console.error(`warning: ${made.line}`);
         }
+        const kept = keptLayout && describeKeptLayout(config.database.layout, keptLayout);
+        if (kept) console.log(kept);
         if (partitions?.created.length) console.log(`made ${partitions.created.length} day partition(s): ${partitions.created.join(', ')}`);
         if (partitions?.gaveUp) console.error(`warning: day partitions: gave up for now (${partitions.gaveUp}); serve and retention try again`);
         console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'database schema is up to date');

@@ -32,7 +32,7 @@ afterEach(async () => {
 });
 
 /** The flat layout by default, which `partition` converts. */
-const config = (layout: 'flat' | 'by_day' = 'flat') =>
+const config = (layout: 'flat' | 'by_day' = 'flat', name?: string) =>
   writeConfig(
     dir,
     testConfigDocument(dir, {
@@ -40,6 +40,7 @@ const config = (layout: 'flat' | 'by_day' = 'flat') =>
       crm: { webhook_url: crm.url, webhook_api_key: 'test-webhook-key' },
       log: { level: 'info' },
     }),
+    name,
   );
 
 async function send(url: string, id: string): Promise<{ status: number; sms_id: string }> {
@@ -149,6 +150,10 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     children.push(first.child);
     const before = await send(first.url, 'prep-1');
     expect(before.status).toBe(200);
+    // A ledger made flat, where the layout by day is asked for (the default): migrate (and serve) say how to convert it.
+    const asked = await runCli(['migrate', '--config', config('by_day', 'by-day.yaml')]);
+    expect(asked.code).toBe(0);
+    expect(asked.stdout).toMatch(/^ledger laid out flat \(made before the layout by day\): .*`crm-sms-gateway partition --prepare` while it serves/m);
     const prepared = await runCli(['partition', '--prepare', '--config', file]);
     expect(prepared.stderr).toBe('');
     expect(prepared.code).toBe(0);
@@ -173,6 +178,9 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     const done = await runCli(['partition', '--config', file]);
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d\d s$/m);
+    const flat = await runCli(['migrate', '--config', file]);
+    expect(flat.stdout).toMatch(/^ledger laid out by day: database\.layout: flat is read only when a ledger is made$/m);
+    expect((await runCli(['migrate', '--config', config('by_day', 'by-day.yaml')])).stdout).not.toMatch(/^ledger laid out/m);
     const unprepare = await runCli(['partition', '--unprepare', '--config', file]);
     expect(unprepare.code).toBe(1);
     expect(unprepare.stderr).toMatch(/^crm-sms-gateway: partition --unprepare: messages and receipts are partitioned by day already$/m);

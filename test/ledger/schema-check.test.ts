@@ -1,7 +1,7 @@
 /** What each command does with the schema it finds (judgeSchema), and the line a listener that cannot start gives. */
 import { describe, expect, it } from 'vitest';
 import { listenFailure } from '../../src/kit/command-error.js';
-import { describeMadeLayout, judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/engine/schema-check.js';
+import { describeKeptLayout, describeMadeLayout, judgeSchema, type SchemaMode, type SchemaVerdict } from '../../src/ledger/engine/schema-check.js';
 
 const CURRENT = { pending: [], unknown: [] };
 const STALE = { pending: ['2026-12-01-01-a', '2026-12-01-02-b'], unknown: [] };
@@ -85,6 +85,19 @@ describe('describeMadeLayout', () => {
     const said = describeMadeLayout(asked, made);
     expect(said.line).toMatch(line);
     expect(said.asked).toBe(ok);
+  });
+});
+
+describe('describeKeptLayout', () => {
+  it.each([
+    { asked: 'by_day', layout: 'by_day', line: undefined },
+    { asked: 'flat', layout: 'flat', line: undefined },
+    { asked: 'by_day', layout: 'flat', line: /^ledger laid out flat .*`crm-sms-gateway partition --prepare` while it serves, then `partition`/ },
+    { asked: 'flat', layout: 'by_day', line: /^ledger laid out by day: database\.layout: flat is read only when a ledger is made$/ },
+  ] as const)('asked $asked, the ledger $layout', ({ asked, layout, line }) => {
+    const said = describeKeptLayout(asked, layout);
+    if (line === undefined) expect(said).toBeUndefined();
+    else expect(said).toMatch(line);
   });
 });
 

@@ -63,6 +63,17 @@ export function describeMadeLayout(asked: Config['database']['layout'], made: Co
   };
 }
 
+/**
+ * What a process serving (or migrating) a PostgreSQL ledger that existed says once, where `database.layout` asks for
+ * another layout than the ledger's: the key is read only when a ledger is made, and a flat one stays flat until its
+ * operator converts it. Undefined where the two agree. Pure.
+ */
+export function describeKeptLayout(asked: Config['database']['layout'], layout: Config['database']['layout']): string | undefined {
+  if (asked === layout) return undefined;
+  if (layout === 'by_day') return 'ledger laid out by day: database.layout: flat is read only when a ledger is made';
+  return 'ledger laid out flat (made before the layout by day): retention deletes its messages and receipts row by row; `crm-sms-gateway partition --prepare` while it serves, then `partition` with every instance stopped, lays it out by day in seconds (docs/deployment.md "Partitioning by day")';
+}
+
 export interface CheckedLedger {
   ledger: Ledger;
   /** The migrations applied now (mode `migrate`). */
@@ -79,6 +90,8 @@ export interface CheckedLedger {
    * is flat where `database.layout` asked for days on a server older than 15.
    */
   madeLayout?: Config['database']['layout'];
+  /** PostgreSQL, where the ledger existed: its layout. */
+  keptLayout?: Config['database']['layout'];
 }
 
 /**
@@ -117,13 +130,14 @@ export async function openCheckedLedger(
     // After the migrations' transaction, each table in a short one of its own: the check that lets a day's table be
     // made without scanning the old one is validated here, and the coming days' tables made before anything is sent.
     const partitions = mode === 'job' ? undefined : await ensureDayPartitions(ledger.db, Date.now());
-    const made = ledger.flags.kind === 'postgres' && applied.includes(Object.keys(migrations)[0]!);
+    const made = applied.includes(Object.keys(migrations)[0]!);
+    const layout = ledger.flags.partitionsByDay ? 'by_day' : 'flat';
     return {
       ledger,
       applied,
       ...(partitions ? { partitions } : {}),
       ...(verdict.notice ? { notice: verdict.notice } : {}),
-      ...(made ? { madeLayout: ledger.flags.partitionsByDay ? 'by_day' : 'flat' } : {}),
+      ...(ledger.flags.kind === 'postgres' ? (made ? { madeLayout: layout } : { keptLayout: layout }) : {}),
     };
   } catch (error) {
     await ledger.close().catch(() => {});
