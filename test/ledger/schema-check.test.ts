@@ -92,7 +92,11 @@ describe('describeKeptLayout', () => {
   it.each([
     { asked: 'by_day', layout: 'by_day', line: undefined },
     { asked: 'flat', layout: 'flat', line: undefined },
-    { asked: 'by_day', layout: 'flat', line: /^ledger laid out flat .*`crm-sms-gateway partition --prepare` while it serves, then `partition`/ },
+    {
+      asked: 'by_day',
+      layout: 'flat',
+      line: /^ledger laid out flat, not by day as database\.layout asks .*`crm-sms-gateway partition --prepare` while it serves, then `partition`/,
+    },
     { asked: 'flat', layout: 'by_day', line: /^ledger laid out by day: database\.layout: flat is read only when a ledger is made$/ },
   ] as const)('asked $asked, the ledger $layout', ({ asked, layout, line }) => {
     const said = describeKeptLayout(asked, layout);

@@ -71,7 +71,7 @@ export function describeMadeLayout(asked: Config['database']['layout'], made: Co
 export function describeKeptLayout(asked: Config['database']['layout'], layout: Config['database']['layout']): string | undefined {
   if (asked === layout) return undefined;
   if (layout === 'by_day') return 'ledger laid out by day: database.layout: flat is read only when a ledger is made';
-  return 'ledger laid out flat (made before the layout by day): retention deletes its messages and receipts row by row; `crm-sms-gateway partition --prepare` while it serves, then `partition` with every instance stopped, lays it out by day in seconds (docs/deployment.md "Partitioning by day")';
+  return 'ledger laid out flat, not by day as database.layout asks (the key is read only when a ledger is made): retention deletes its messages and receipts row by row; `crm-sms-gateway partition --prepare` while it serves, then `partition` with every instance stopped, lays it out by day (docs/deployment.md "Partitioning by day")';
 }
 
 export interface CheckedLedger {
