@@ -8,7 +8,14 @@ import type { Writable } from 'node:stream';
 import type { Config } from '../config/schema.js';
 import { CommandError } from '../kit/command-error.js';
 import { openCheckedLedger } from '../ledger/engine/schema-check.js';
-import { ensureDayPartitions, otherSessions, partitionByDay, preparePartitionByDay, unpreparePartitionByDay } from '../ledger/engine/partitions.js';
+import {
+  ensureDayPartitions,
+  otherSessions,
+  partitionByDay,
+  preparePartitionByDay,
+  serverHoldsLayoutByDay,
+  unpreparePartitionByDay,
+} from '../ledger/engine/partitions.js';
 
 export type PartitionStep = 'convert' | 'prepare' | 'unprepare';
 
@@ -19,6 +26,9 @@ export async function runPartition(config: Readonly<Config>, out: Writable, step
   // One connection: every other session on the database is someone else's.
   const { ledger } = await openCheckedLedger({ ...config.database, pool_size: 1 }, 'job', 'partition');
   try {
+    if (step !== 'unprepare' && !ledger.flags.partitionsByDay && !(await serverHoldsLayoutByDay(ledger.db))) {
+      throw new CommandError(`partition: the layout by day needs PostgreSQL 15 or later (the receipts' key is unique nulls not distinct); nothing was changed`);
+    }
     if (step !== 'convert') {
       if (ledger.flags.partitionsByDay) throw new CommandError(`partition --${step}: messages and receipts are partitioned by day already`);
       const started = performance.now();

@@ -8,7 +8,7 @@ import type { Config } from '../../config/schema.js';
 import { dialectFlagsOf, LAYOUT_QUERY, POSTGRES_FLAGS, registerFlags, SQLITE_FLAGS } from './flags.js';
 import type { Ledger, LedgerOptions, LedgerSettings } from './ledger.js';
 import { migrations } from './migrations.js';
-import { layOutNewLedger } from './partitions.js';
+import { layOutNewLedger, serverHoldsLayoutByDay } from './partitions.js';
 import { openPostgresLedger } from './postgres.js';
 import type { Database } from '../schema.js';
 import { openSqliteLedger, openSqliteScanConnection } from './sqlite.js';
@@ -67,8 +67,7 @@ export async function migrateToLatest(db: Kysely<Database>, options: MigrateOpti
     const { rows } = await sql<{ table: string | null }>`select to_regclass('kysely_migration')::text as table`.execute(trx);
     if (rows[0]?.table && (await sql`select from kysely_migration limit 1`.execute(trx)).rows.length > 0) return undefined;
     const applied = await runMigrations(migrator(trx), options.onStep);
-    const { rows: version } = await sql<{ n: number }>`select current_setting('server_version_num')::int as n`.execute(trx);
-    if (options.layout !== 'flat' && version[0]!.n >= 150_000) await layOutNewLedger(trx, options.now ?? Date.now());
+    if (options.layout !== 'flat' && (await serverHoldsLayoutByDay(trx))) await layOutNewLedger(trx, options.now ?? Date.now());
     return applied;
   });
   const applied = made ?? (await runMigrations(migrator(db), options.onStep));

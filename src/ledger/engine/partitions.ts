@@ -159,6 +159,12 @@ export async function readDayTablesEnd(db: Kysely<Database>, now: number): Promi
   return { messages: end('messages'), receipts: end('receipts') };
 }
 
+/** Whether the server can hold the layout by day: its receipts' key is `unique nulls not distinct`, new in PostgreSQL 15. */
+export async function serverHoldsLayoutByDay(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ n: number }>`select current_setting('server_version_num')::int as n`.execute(db);
+  return rows[0]!.n >= 150_000;
+}
+
 /**
  * Runs `ddl` in a transaction of its own that waits at most `lock_timeout` for its locks: a DDL statement on a parent
  * waits for every transaction using it, and every send that comes after queues behind it while it waits. Answers false
