@@ -72,8 +72,9 @@ PostgreSQL only: makes messages and receipts tables partitioned by UTC day, so t
 instead of deleting their rows (docs/retention.md "How a pass runs"). The rows there now stay in place, in a
 default partition, until retention removes them; no message is copied. One way: no version older than this one
 runs on the ledger after it (docs/deployment.md "Partitioning by day"). Stop every instance and cron job first: it
-refuses while another session is connected to the database. Took 27.6 s at 5 million messages on 2 cores, nearly
-all of it what --prepare does beforehand: prepared, 0.04 s (the whole command 3.5 s).
+refuses while another session is connected to the database. Start them again when it prints that they may start:
+what it does after that (the old rows' check validated, the day tables made) needs none stopped. The conversion
+took 27.6 s at 5 million messages on 2 cores, nearly all of it what --prepare does beforehand: prepared, 0.04 s.
 
   --prepare           while the instances serve: build the receipts' indexes and the activities' keys the
                       conversion needs, so that it takes seconds with them stopped; run again after a cut-off run
@@ -254,7 +255,7 @@ async function main(argv: string[]): Promise<number> {
     case 'partition':
       return (await import('./commands/partition.js')).runPartition(
         config,
-        process.stdout,
+        { out: process.stdout, err: process.stderr },
         values.prepare ? 'prepare' : values.unprepare ? 'unprepare' : 'convert',
       );
     case 'import': {

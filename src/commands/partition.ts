@@ -1,6 +1,7 @@
 /**
  * `crm-sms-gateway partition`, PostgreSQL: lays messages and receipts out by UTC day (src/ledger/engine/partitions.ts), once,
- * with every instance stopped. Refuses on SQLite, on a schema that is not this version's, and while any other session
+ * with every instance stopped until it says they may start: the validation and the day tables after the conversion
+ * need none stopped. Refuses on SQLite, on a schema that is not this version's, and while any other session
  * is connected to the database. `--prepare` builds beforehand, while instances serve, what the conversion would build
  * with them stopped; `--unprepare` takes that away again.
  */
@@ -19,7 +20,12 @@ import {
 
 export type PartitionStep = 'convert' | 'prepare' | 'unprepare';
 
-export async function runPartition(config: Readonly<Config>, out: Writable, step: PartitionStep = 'convert', now: () => number = Date.now): Promise<number> {
+export async function runPartition(
+  config: Readonly<Config>,
+  { out, err }: { out: Writable; err: Writable },
+  step: PartitionStep = 'convert',
+  now: () => number = Date.now,
+): Promise<number> {
   if (config.database.url.startsWith('sqlite:')) {
     throw new CommandError('partition: the SQLite ledger has no partitions; retention deletes its rows a day at a time (docs/retention.md)');
   }
@@ -56,16 +62,24 @@ export async function runPartition(config: Readonly<Config>, out: Writable, step
       out.write(
         `partition: messages and receipts partitioned by day in ${seconds(performance.now() - started, 2)} s` +
           (copiedKeys === 0 && builtIndexes === 0
-            ? '\n'
-            : `, of which ${builtIndexes} index(es) built and ${copiedKeys} activity key(s) copied: partition --prepare does that while sends go on\n`),
+            ? ''
+            : `, of which ${builtIndexes} index(es) built and ${copiedKeys} activity key(s) copied: partition --prepare does that while sends go on`) +
+          '; the instances may start now\n',
       );
     } else {
       out.write('partition: messages and receipts are partitioned by day already\n');
     }
-    // The check that lets a day's table be made without scanning the old rows is validated here, while nothing writes.
+    // The old rows keep today's and tomorrow's sends (partitionByDay), so what follows needs nothing stopped: the
+    // check's validation reads both old tables whole (about 0.4 s a million messages from the page cache) under a lock
+    // sends do not take, and an instance starting meanwhile gives up waiting for it after 2 s and serves.
+    const started = performance.now();
     const { created, gaveUp } = await ensureDayPartitions(ledger.db, now());
-    out.write(`partition: made ${created.length} day table(s)${created.length ? `: ${created.join(', ')}` : ''}\n`);
-    if (gaveUp) throw new CommandError(`partition: day tables: gave up for now (${gaveUp}); serve and retention try again`);
+    out.write(
+      `partition: made ${created.length} day table(s) in ${seconds(performance.now() - started, 2)} s${created.length ? `: ${created.join(', ')}` : ''}\n`,
+    );
+    // The conversion stands: serve (as it starts) and every retention pass make what is missing, well before the day
+    // after tomorrow, when the first send needs a day's table.
+    if (gaveUp) err.write(`warning: partition: day tables: gave up for now (${gaveUp}); serve and each retention pass try again\n`);
     return 0;
   } finally {
     await ledger.close();

@@ -12,7 +12,8 @@ import { FakeCrm } from '../fakes/crm.js';
 import { runCli, startServe, writeConfig } from '../helpers/child.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { sandboxReceiptHeaders, smsMessage, TEST_ADMIN_KEY, TEST_API_KEY, testConfigDocument, waitFor } from '../helpers/gateway.js';
-import { DAY_MS, dayBound } from '../../src/ledger/engine/partitions.js';
+import { openLedger } from '../../src/ledger/engine/db.js';
+import { DAY_MS, dayBound, partitionByDay } from '../../src/ledger/engine/partitions.js';
 
 let dir: string;
 let crm: FakeCrm;
@@ -92,15 +93,15 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     expect(done.code).toBe(0);
     // Unprepared, it builds the receipts' two indexes and copies the activities' keys itself, and says so.
     expect(done.stdout).toMatch(
-      /^partition: messages and receipts partitioned by day in \d+\.\d\d s, of which 2 index\(es\) built and 1 activity key\(s\) copied: partition --prepare does that while sends go on$/m,
+      /^partition: messages and receipts partitioned by day in \d+\.\d\d s, of which 2 index\(es\) built and 1 activity key\(s\) copied: partition --prepare does that while sends go on; the instances may start now$/m,
     );
-    // From the day after tomorrow to a week ahead, both tables.
-    expect(done.stdout).toMatch(/^partition: made 12 day table\(s\): messages_d\d{8}, receipts_d\d{8}, /m);
+    // From the day after tomorrow to a week ahead, both tables, made after the instances were told they may start.
+    expect(done.stdout.trim().split('\n').slice(-1)[0]).toMatch(/^partition: made 12 day table\(s\) in \d+\.\d\d s: messages_d\d{8}, receipts_d\d{8}, /);
 
     const again = await runCli(['partition', '--config', file]);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/^partition: messages and receipts are partitioned by day already$/m);
-    expect(again.stdout).toMatch(/^partition: made 0 day table\(s\)$/m);
+    expect(again.stdout).toMatch(/^partition: made 0 day table\(s\) in \d+\.\d\d s$/m);
 
     const second = await startServe(file);
     children.push(second.child);
@@ -177,7 +178,7 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
 
     const done = await runCli(['partition', '--config', file]);
     expect(done.code).toBe(0);
-    expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d\d s$/m);
+    expect(done.stdout).toMatch(/^partition: messages and receipts partitioned by day in \d+\.\d\d s; the instances may start now$/m);
     const flat = await runCli(['migrate', '--config', file]);
     expect(flat.stdout).toMatch(/^ledger laid out by day: database\.layout: flat is read only when a ledger is made$/m);
     expect((await runCli(['migrate', '--config', config('by_day', 'by-day.yaml')])).stdout).not.toMatch(/^ledger laid out/m);
@@ -189,6 +190,46 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     children.push(second.child);
     expect(await send(second.url, 'prep-1')).toEqual({ status: 200, sms_id: before.sms_id });
     expect(await send(second.url, 'prep-2')).toEqual({ status: 200, sms_id: after.sms_id });
+  }, 120_000);
+
+  it('lets the instances start once the conversion is done: they serve while the old rows’ check is validated', async () => {
+    const file = config();
+    expect((await runCli(['migrate', '--config', file])).code).toBe(0);
+    // The conversion's transaction as the command runs it, which leaves the check to be validated after it.
+    const ledger = openLedger({ url: database.url, sqlite_synchronous: 'normal', pool_size: 1 });
+    await partitionByDay(ledger.db, Date.now()).finally(() => ledger.close());
+    // A validation under way holds its lock on the old table until it has read it all: minutes at 90 million messages.
+    const validation = new pg.Client({ connectionString: database.url });
+    await validation.connect();
+    let instance: Awaited<ReturnType<typeof startServe>>;
+    let first: { status: number; sms_id: string };
+    try {
+      await validation.query('begin');
+      await validation.query('alter table receipts_legacy validate constraint receipts_legacy_before');
+      instance = await startServe(file);
+      children.push(instance.child);
+      // Its start-up waited for the lock at most 2 s, gave up making the day tables, and serves.
+      expect(instance.output()).toMatch(/"msg":"day partitions: gave up for now; the next retention pass tries again"/);
+      first = await send(instance.url, 'validating-1');
+      expect(first.status).toBe(200);
+      // The sandbox's receipt is stored in the old receipts' table while it is being validated.
+      await waitFor(() => crm.conversions.some((c) => c.sms_id === first.sms_id), 10_000, 'the conversion');
+      // Run again meanwhile, the command waits as long, warns and exits 0: serve and retention make the tables.
+      const again = await runCli(['partition', '--config', file]);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/^partition: made 0 day table\(s\) in \d+\.\d\d s$/m);
+      expect(again.stderr).toBe(
+        'warning: partition: day tables: gave up for now (receipts_legacy: validating receipts_legacy_before); serve and each retention pass try again\n',
+      );
+      await validation.query('commit');
+    } finally {
+      await validation.end();
+    }
+    const done = await runCli(['partition', '--config', file]);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(/^partition: made 12 day table\(s\) in \d+\.\d\d s: /m);
+    expect((await send(instance.url, 'validating-2')).status).toBe(200);
+    expect(await send(instance.url, 'validating-1')).toEqual(first);
   }, 120_000);
 
   it('takes --prepare and --unprepare for partition only, one at a time', async () => {
@@ -214,6 +255,6 @@ describe.runIf(Boolean(process.env.TEST_DATABASE_URL))('crm-sms-gateway partitio
     const partition = await runCli(['partition', '--config', file]);
     expect(partition.code).toBe(0);
     expect(partition.stdout).toMatch(/^partition: messages and receipts are partitioned by day already$/m);
-    expect(partition.stdout).toMatch(/^partition: made 0 day table\(s\)$/m);
+    expect(partition.stdout).toMatch(/^partition: made 0 day table\(s\) in \d+\.\d\d s$/m);
   }, 60_000);
 });

@@ -656,6 +656,36 @@ describe.runIf(postgres)('PostgreSQL: the conversion prepared while the flat tab
     await send(other, row(uuidv7()));
     expect(await partitionByDay(other.db, now)).toEqual({ copiedKeys: 2, builtIndexes: 2 });
   });
+
+  it('prepares one run at a time: a second --prepare or --unprepare meanwhile gives up, naming the first, and changes nothing', async () => {
+    const ledger = await flatLedger('prepared-once');
+    await send(ledger, row(uuidv7()));
+    const before = await leftovers(ledger);
+    // Started as the first run has built its first index, a second run finds the first holding the ledger.
+    let second: Promise<unknown> | undefined;
+    const first = await preparePartitionByDay(ledger.db, () => {
+      second ??= preparePartitionByDay(ledger.db, () => {});
+    });
+    expect(first).toEqual({ keys: 1 });
+    expect(await second).toEqual({ gaveUp: expect.stringMatching(/^another partition --prepare or --unprepare is running \(server process \d+\)$/) });
+
+    // A run in another process, holding the lock as each run does for its length.
+    const holder = new pg.Client({ connectionString: opened.at(-1)!.url });
+    await holder.connect();
+    try {
+      const pid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+      await holder.query(`select pg_advisory_lock(${0x63726d70})`);
+      const busy = { gaveUp: `another partition --prepare or --unprepare is running (server process ${pid})` };
+      expect(await unpreparePartitionByDay(ledger.db)).toEqual(busy);
+      expect(await prepare(ledger)).toEqual({ result: busy, heard: [] });
+      expect(await readPreparedState(ledger.db)).toEqual({ indexes: ['receipts_legacy_dedup_key_sms_id_key', 'receipts_legacy_id_idx'], keys: 'filled' });
+    } finally {
+      await holder.end();
+    }
+    // The holder gone, its lock went with its session.
+    expect(await unpreparePartitionByDay(ledger.db)).toEqual({});
+    expect(await leftovers(ledger)).toEqual(before);
+  });
 });
 
 describe.runIf(postgres)('PostgreSQL: a new ledger is made by day', () => {

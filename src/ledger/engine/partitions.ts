@@ -331,6 +331,33 @@ export async function preparePartitionByDay(
   progress: (done: string, ms: number) => void,
   share = FILL_SHARE,
 ): Promise<{ keys: number } | { gaveUp: string }> {
+  return whilePreparing(db, (one) => prepare(one, progress, share));
+}
+
+/** The key of the session lock `partition --prepare` and `--unprepare` hold while they run: "crmp" as four bytes. */
+const PREPARING_LOCK = 0x63726d70;
+
+/**
+ * Runs `work` on one connection of `db` that holds PREPARING_LOCK, or names the server process that holds it: two runs
+ * at once would each take the other's index still being built for one a cut-off build left invalid, and build it again.
+ */
+async function whilePreparing<T extends object>(db: Kysely<Database>, work: (one: Kysely<Database>) => Promise<T>): Promise<T | { gaveUp: string }> {
+  return db.connection().execute(async (one) => {
+    const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_lock(${sql.lit(PREPARING_LOCK)}) as got`.execute(one);
+    if (!rows[0]!.got) {
+      const holder = await sql<{ pid: number }>`select pid from pg_locks
+        where locktype = 'advisory' and classid = 0 and objid = ${sql.lit(PREPARING_LOCK)} and objsubid = 1 and granted`.execute(one);
+      return { gaveUp: `another partition --prepare or --unprepare is running (server process ${holder.rows[0]?.pid ?? 'gone since'})` };
+    }
+    try {
+      return await work(one);
+    } finally {
+      await sql`select pg_advisory_unlock(${sql.lit(PREPARING_LOCK)})`.execute(one);
+    }
+  });
+}
+
+async function prepare(db: Kysely<Database>, progress: (done: string, ms: number) => void, share: number): Promise<{ keys: number } | { gaveUp: string }> {
   for (const index of PREPARED_INDEXES) {
     const started = performance.now();
     const state = await readPreparedState(db);
@@ -398,6 +425,10 @@ async function stopFollowingMessageKeys(trx: Kysely<Database>): Promise<void> {
 
 /** `partition --unprepare`: what `--prepare` built goes, and the flat tables are as before it. */
 export async function unpreparePartitionByDay(db: Kysely<Database>): Promise<{ gaveUp?: string }> {
+  return whilePreparing(db, unprepare);
+}
+
+async function unprepare(db: Kysely<Database>): Promise<{ gaveUp?: string }> {
   let done = false;
   for (let attempt = 0; attempt < 10 && !done; attempt++) {
     done = await withShortLock(db, async (trx) => {
