@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { startCheckpointer } from '../../src/ledger/engine/checkpointer.js';
 import { migrateToLatest, openLedger } from '../../src/ledger/engine/db.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 
@@ -84,6 +86,44 @@ describe('background WAL checkpoints', () => {
     expect(await pages()).toBe(16_384);
     release();
     expect(await pages()).toBe(1_000);
+  });
+
+  it('has the WAL restarted under writes that never pause, so the writer writes over its file, not past its end', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
+    const file = join(dir, 'ledger.db');
+    const sqlite = new Database(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.exec('create table t (id integer primary key, v text)');
+    const limit = 1024 * 1024;
+    const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
+    const insert = sqlite.prepare('insert into t (v) values (?)');
+    const commit = sqlite.transaction(() => {
+      for (let i = 0; i < 25; i++) insert.run('x'.repeat(200));
+    });
+    const walSize = () => statSync(`${file}-wal`).size;
+    // Commits back to back, the event loop let through between them only for the thread's start (past 4 MiB, checked
+    // every second): no passive checkpoint catches up with them, so SQLite alone would never restart the WAL.
+    const write = async (until: (commits: number, ms: number) => boolean) => {
+      let commits = 0;
+      for (const started = Date.now(); !until(commits, Date.now() - started); commits++) {
+        commit();
+        if (commits % 20 === 0) await new Promise((r) => setImmediate(r));
+      }
+      return commits;
+    };
+    try {
+      const before = await write((_, ms) => ms > 1_200);
+      const started = walSize();
+      // At least 2 pages a commit: 64 MiB past the file's end without the restarts.
+      const commits = await write((n) => n * 8_192 > 64 * limit);
+      expect(walSize()).toBeLessThan(Math.max(started, limit) + 16 * limit);
+      // Every row is there, read through the restarted WAL and the file.
+      expect(sqlite.prepare('select count(*) as n from t').get()).toEqual({ n: (before + commits) * 25 });
+    } finally {
+      await checkpointer.close();
+      sqlite.close();
+    }
   });
 
   it('cuts the WAL file back to nothing once writes stop (not at the next write)', async () => {
