@@ -17,6 +17,10 @@
  *   --scrape-every DURATION                     GET /metrics at this interval while the mode is measured, as Prometheus
  *                                               does; the line adds the scrapes' time (on a seed with a backlog owed,
  *                                               what a scrape costs the sends beside it)
+ *   --players N                                 messages go to the first N players of a prefilled ledger, their numbers
+ *                                               and user_ids as prefill-rows.ts made them (a seed of M messages has
+ *                                               M/12 players), so their keys land all over the trees; without it, to
+ *                                               new players with numbers in one narrow range (workload.ts)
  *   --crm-down                                  the gateway relays CRM events to an Integration API that answers 503 to
  *                                               each: on a seed with events owed, the relay retries them while the mode
  *                                               is measured, as through a CRM outage; the line adds the requests refused
@@ -84,6 +88,8 @@ interface Options {
   crmDown: boolean;
   /** The SMPP provider's window (--provider smpp). */
   window: number;
+  /** Messages go to a prefilled ledger's players, this many of them (singleMessage). */
+  players: number | undefined;
   /** relay mode: relay.batch_size and crm.integration.max_connections (unset: the config's defaults). */
   relayBatchSize: number | undefined;
   relayConnections: number | undefined;
@@ -162,7 +168,7 @@ const MODES: Record<string, Mode> = {
   single: {
     async run({ client, options, provider, idPrefix }, messages) {
       const m = await drive(messages, options.connections, async (i) => {
-        const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name));
+        const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name, options.players));
         if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
         return res.ms;
       });
@@ -177,7 +183,7 @@ const MODES: Record<string, Mode> = {
       const m = await drive(batches, options.batchConcurrency, async (b) => {
         const first = b * options.batchSize;
         const size = Math.min(options.batchSize, messages - first);
-        const body = Array.from({ length: size }, (_, k) => singleMessage(`${idPrefix}-${first + k}`, first + k, provider.name));
+        const body = Array.from({ length: size }, (_, k) => singleMessage(`${idPrefix}-${first + k}`, first + k, provider.name, options.players));
         const submittedAt = performance.now();
         const res = await post(client, '/channels/sms/batch', body);
         if (res.status !== 200 || res.json.successful?.length !== size) {
@@ -237,7 +243,7 @@ MODES['e2e-single'] = {
     const started = performance.now();
     await drive(messages, options.connections, async (i) => {
       const submittedAt = performance.now();
-      const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name));
+      const res = await post(client, '/channels/sms/single', singleMessage(`${idPrefix}-${i}`, i, provider.name, options.players));
       if (res.status !== 200) throw new Error(`single ${i}: ${res.status} ${JSON.stringify(res.json)}`);
       sentAt.set(res.json.sms_id, submittedAt);
       return res.ms;
@@ -342,6 +348,7 @@ async function runMode(name: string, mode: Mode, options: Options): Promise<Reco
       ...((measured as { extra?: Record<string, unknown> }).extra ?? {}),
       ...retention,
       ...(scraped ? { scrapes: scraped.length, scrape_ms: latencySummary(scraped) } : {}),
+      ...(options.players ? { players: options.players } : {}),
       ...(options.crmDown ? { crm_down: true, crm_events_refused: downCrm.refused - refusedBefore } : {}),
       ...latencySummary(measured.latenciesMs),
       database: database.kind,
@@ -429,6 +436,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       'scrape-every': { type: 'string' },
       'crm-down': { type: 'boolean', default: false },
       window: { type: 'string', default: '10' },
+      players: { type: 'string' },
       'relay-batch-size': { type: 'string' },
       'relay-connections': { type: 'string' },
     },
@@ -468,6 +476,7 @@ function parseOptions(argv: string[]): { modes: string[]; options: Options } {
       scrapeEveryMs: values['scrape-every'] === undefined ? undefined : positiveDuration('scrape-every', values['scrape-every']),
       crmDown: values['crm-down'],
       window: int('window', values.window, 1),
+      players: values.players === undefined ? undefined : int('players', values.players, 1),
       relayBatchSize: values['relay-batch-size'] === undefined ? undefined : int('relay-batch-size', values['relay-batch-size'], 1),
       relayConnections: values['relay-connections'] === undefined ? undefined : int('relay-connections', values['relay-connections'], 1),
     },

@@ -1,4 +1,5 @@
 /** What the bench's load is made of, shared by run.ts (the gateway) and http-floor.ts (the layers under it). */
+import { prefillPlayer } from '../src/ledger/prefill-rows.js';
 
 /** What a run measured: request latencies in ms and the messages they carried. */
 export interface Measurement {
@@ -10,16 +11,30 @@ export interface Measurement {
 /**
  * An SMS message object as the CRM sends it. Recipients end in 1000–8999, so none hits the sandbox's 0001–0005 outcome
  * rules nor the fake SMSC's refused destinations (SMPP_MAGIC_DESTINATIONS, test/fakes/smpp.ts: 99xx).
+ * - Without `players`, each message goes to a new player (`u-<i>`), its number one of 80,000 in one narrow range, so
+ *   the run's keys land together in the number's and the player's trees.
+ * - With `players`, as production sends to a prefilled ledger's players (src/ledger/prefill-rows.ts): player i's
+ *   (scattered by a multiplicative hash) user_id and number, their keys anywhere in those trees.
  */
-export function singleMessage(id: string, i: number, provider: string) {
+export function singleMessage(id: string, i: number, provider: string, players?: number) {
+  const { userId, recipient } = players ? playerOf(i, players) : { userId: `u-${i}`, recipient: `+4477009${Math.floor(i / 8_000) % 10}${1_000 + (i % 8_000)}` };
   return {
-    activity: { id, brand_id: 7, user_id: `u-${i}`, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
+    activity: { id, brand_id: 7, user_id: userId, activity_id: 11, action_group_id: 3, trigger_hash: 'bench', action_id: 5 },
     content: 'Your weekly bonus is waiting: 20 free spins on Starburst. Reply STOP to opt out.',
-    recipient: `+4477009${Math.floor(i / 8_000) % 10}${1_000 + (i % 8_000)}`,
+    recipient,
     sender_name: 'Casino',
     provider_name: provider,
     encoding: 'auto',
   };
+}
+
+/** The i-th message's player among `players`; the next player where a number would end outside 1000–8999. */
+function playerOf(i: number, players: number): { userId: string; recipient: string } {
+  for (let player = Number((BigInt(i) * 2_654_435_761n) % BigInt(players)); ; player = (player + 1) % players) {
+    const chosen = prefillPlayer(player);
+    const last = Number(chosen.recipient.slice(-4));
+    if (last >= 1_000 && last < 9_000) return chosen;
+  }
 }
 
 /** Runs `count` tasks on `workers` concurrent loops; each task returns its latency. */

@@ -129,6 +129,14 @@ function numberOf(player: number, choice: number): string {
   return COUNTRIES[0]![1](next);
 }
 
+/** The players of a prefilled ledger of `messages` messages: each has about a dozen. */
+export const prefillPlayers = (messages: number) => Math.max(1, Math.round(messages / 12));
+
+/** Player `player` of a prefilled ledger as a send names it: its user_id and its first number. */
+export function prefillPlayer(player: number): { userId: string; recipient: string } {
+  return { userId: String(1_000_000 + player), recipient: numberOf(player, 0) };
+}
+
 /** Each provider's message ids and raw statuses, as its receipts carry them. */
 interface ProviderShape {
   id(next: () => number): string;
@@ -219,7 +227,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     }
   };
   const next = draw;
-  const players = Math.max(1, Math.round(options.messages / 12));
+  const players = prefillPlayers(options.messages);
   const span = Math.max(0, options.to - options.from);
   const total = options.providers.reduce((sum, [, share]) => sum + share, 0);
   const idBase = options.firstActivityId ?? 480_000_000;
@@ -231,7 +239,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     const shape = SHAPES[provider] ?? SHAPES.sandbox!;
     const player = Math.floor(next() * players);
     const recipient = numberOf(player, next() < 0.1 ? 1 : 0);
-    const userId = String(1_000_000 + player);
+    const { userId } = prefillPlayer(player);
     const [brand, sender] = BRANDS[player % BRANDS.length]!;
     const activityId = idBase + i;
     const smsId = uuidv7At(createdAt, next);

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRetention } from '../../src/delivery/retention.js';
 import { openLedger } from '../../src/ledger/engine/db.js';
 import { prefillLedger } from '../../src/ledger/prefill.js';
+import { prefillPlayer, prefillPlayers } from '../../src/ledger/prefill-rows.js';
 import { bucketAt } from '../../src/ledger/time-buckets.js';
 import { dropPostgresDatabase, postgresDatabaseUrl } from '../helpers/database.js';
 import { smsMessage, startTestGateway } from '../helpers/gateway.js';
@@ -56,6 +57,26 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
     const definitions = await indexDefinitions(urlOf(grown));
     expect(definitions.length).toBeGreaterThan(20);
     expect(await indexDefinitions(urlOf(after))).toEqual(definitions);
+  });
+
+  it('holds the players prefillPlayer names (the bench sends to them: --players), each with its first number', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-prefill-'));
+    dirs.push(dir);
+    const url = urlOf(dir);
+    await prefillLedger(url, { messages: 600, days: 2, now: Date.now(), providers: [['sandbox', 1]] });
+    const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
+    try {
+      const pairs = await ledger.db.selectFrom('message_user_recipients').select(['user_id', 'recipient']).execute();
+      // Players are drawn at random, about a dozen messages each, a tenth of them to a second number: all but a rare
+      // one hold a message, and a message to their first number.
+      const named = Array.from({ length: prefillPlayers(600) }, (_, player) => prefillPlayer(player));
+      const userIds = new Set(named.map((p) => p.userId));
+      expect(pairs.every((p) => userIds.has(p.user_id))).toBe(true);
+      const held = named.filter(({ userId, recipient }) => pairs.some((p) => p.user_id === userId && p.recipient === recipient));
+      expect(held.length).toBeGreaterThanOrEqual(named.length - 2);
+    } finally {
+      await ledger.close();
+    }
   });
 
   it('is served as the gateway’s own: retries, receipts and retention find its messages', async () => {
