@@ -126,6 +126,56 @@ describe('background WAL checkpoints', () => {
     }
   });
 
+  it('pauses the restarts a second after three a reader kept from the WAL, so the writer is not held at each interval', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
+    const file = join(dir, 'ledger.db');
+    const sqlite = new Database(file);
+    sqlite.pragma('journal_mode = WAL');
+    // As serve's writer: never waits inside SQLite; a commit that finds the write lock taken is tried again.
+    sqlite.pragma('busy_timeout = 0');
+    sqlite.exec('create table t (id integer primary key, v text)');
+    const limit = 1024 * 1024;
+    const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
+    const insert = sqlite.prepare('insert into t (v) values (?)');
+    const commit = sqlite.transaction(() => {
+      for (let i = 0; i < 25; i++) insert.run('x'.repeat(200));
+    });
+    // Episodes of the write lock held by the thread: a commit refused after one that went through.
+    let held = 0;
+    const write = async (ms: number) => {
+      let refused = false;
+      for (let n = 0, started = Date.now(); Date.now() - started < ms; n++) {
+        try {
+          commit();
+          refused = false;
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+          if (!refused) held++;
+          refused = true;
+        }
+        if (n % 20 === 0) await new Promise((r) => setImmediate(r));
+      }
+    };
+    const reader = new Database(file, { readonly: true });
+    try {
+      await write(1_200);
+      expect(statSync(`${file}-wal`).size).toBeGreaterThan(limit);
+      // A long read: its snapshot keeps the WAL's frames from being written over.
+      reader.exec('begin');
+      reader.prepare('select count(*) from t').get();
+      held = 0;
+      await write(1_500);
+      // An interval is 20 ms: tried at each, the restart would have held the writer dozens of times; paused, three
+      // times a second.
+      expect(held).toBeLessThanOrEqual(8);
+      reader.exec('commit');
+    } finally {
+      reader.close();
+      await checkpointer.close();
+      sqlite.close();
+    }
+  });
+
   it('cuts the WAL file back to nothing once writes stop (not at the next write)', async () => {
     const { file } = await openWithRows(true);
     expect(statSync(`${file}-wal`).size).toBeGreaterThan(4_000_000);
