@@ -21,8 +21,7 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
 let lastFrames = -1;
-let restartAfter = 0;
-let refusedRestarts = 0;
+let lastCheckpointed = -1;
 // While a bulk change runs (spaceOut), checkpoint only once the WAL file has grown to this many bytes. Nothing resets
 // the WAL meanwhile (only a checkpoint lets a writer start it again), so its file's size is what was written since.
 let spacedTo = workerData.spacedTo;
@@ -43,18 +42,15 @@ const checkpoint = () => {
     // the WAL written over, not past its end").
     // Once the file has grown to restartAt bytes, and not while a bulk change spaces checkpoints out, a RESTART
     // checkpoint takes the write lock for the frames written since the passive one, and the next commit writes over
-    // the WAL's old frames. It waits 20 ms at most for the writer and for readers to leave the WAL, holding the write
-    // lock meanwhile. A writer's long transaction refuses one now and then; a long scan keeps its snapshot and refuses
-    // each, so after three refused in a row the next waits a second: such a reader costs the writer 4% at most.
-    if (spacedTo === null && Date.now() >= restartAfter && walBytes() >= workerData.restartAt) {
+    // the WAL's old frames. It waits 20 ms at most for the writer (then tried next interval) and, holding the write
+    // lock, for readers to leave the WAL. A long scan's snapshot holds the passive checkpoint back (it copied no frame
+    // more than the last one, though frames wait): then no RESTART is tried, since it would hold the writer and fail.
+    const heldBack = done.checkpointed < done.log && done.checkpointed === lastCheckpointed;
+    lastCheckpointed = done.checkpointed;
+    if (spacedTo === null && !heldBack && walBytes() >= workerData.restartAt) {
       db.pragma('busy_timeout = 20');
       try {
-        const [restarted] = db.pragma('wal_checkpoint(RESTART)');
-        refusedRestarts = restarted.busy ? refusedRestarts + 1 : 0;
-        if (refusedRestarts === 3) {
-          refusedRestarts = 0;
-          restartAfter = Date.now() + 1000;
-        }
+        db.pragma('wal_checkpoint(RESTART)');
       } finally {
         db.pragma('busy_timeout = 5000');
       }
