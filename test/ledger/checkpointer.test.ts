@@ -45,6 +45,30 @@ async function openWithRows(backgroundCheckpoints: boolean, spaceOut?: (ledger: 
   return { file, before, autocheckpoint: pragma.rows[0]!.wal_autocheckpoint };
 }
 
+/**
+ * A bare SQLite file in WAL mode with the thread started on it (a 1 MiB bound, 20 ms intervals), and a commit of 25
+ * rows of 200 bytes (~2 pages).
+ */
+function openWithThread(pragmas: string[]) {
+  dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
+  const file = join(dir, 'ledger.db');
+  const sqlite = new Database(file);
+  sqlite.pragma('journal_mode = WAL');
+  for (const pragma of pragmas) sqlite.pragma(pragma);
+  sqlite.exec('create table t (id integer primary key, v text)');
+  const limit = 1024 * 1024;
+  const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
+  const insert = sqlite.prepare('insert into t (v) values (?)');
+  const commit = sqlite.transaction(() => {
+    for (let i = 0; i < 25; i++) insert.run('x'.repeat(200));
+  });
+  const close = async () => {
+    await checkpointer.close();
+    sqlite.close();
+  };
+  return { file, sqlite, limit, commit, close };
+}
+
 async function grows(file: string, before: number, withinMs: number): Promise<boolean> {
   for (const started = Date.now(); Date.now() - started < withinMs; await new Promise((r) => setTimeout(r, 50))) {
     if (statSync(file).size > before) return true;
@@ -89,18 +113,7 @@ describe('background WAL checkpoints', () => {
   });
 
   it('has the WAL restarted under writes that never pause, so the writer writes over its file, not past its end', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
-    const file = join(dir, 'ledger.db');
-    const sqlite = new Database(file);
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = NORMAL');
-    sqlite.exec('create table t (id integer primary key, v text)');
-    const limit = 1024 * 1024;
-    const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
-    const insert = sqlite.prepare('insert into t (v) values (?)');
-    const commit = sqlite.transaction(() => {
-      for (let i = 0; i < 25; i++) insert.run('x'.repeat(200));
-    });
+    const { file, sqlite, limit, commit, close } = openWithThread(['synchronous = NORMAL']);
     const walSize = () => statSync(`${file}-wal`).size;
     // One commit a turn of the event loop, as serve's transaction queue runs them: no passive checkpoint catches up
     // with them, so SQLite alone would never restart the WAL.
@@ -121,25 +134,13 @@ describe('background WAL checkpoints', () => {
       // Every row is there, read through the restarted WAL and the file.
       expect(sqlite.prepare('select count(*) as n from t').get()).toEqual({ n: (before + commits) * 25 });
     } finally {
-      await checkpointer.close();
-      sqlite.close();
+      await close();
     }
   });
 
   it('tries no restart while a reader holds the checkpoint back, so the writer is not held at each interval', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
-    const file = join(dir, 'ledger.db');
-    const sqlite = new Database(file);
-    sqlite.pragma('journal_mode = WAL');
     // As serve's writer: never waits inside SQLite; a commit that finds the write lock taken is tried again.
-    sqlite.pragma('busy_timeout = 0');
-    sqlite.exec('create table t (id integer primary key, v text)');
-    const limit = 1024 * 1024;
-    const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
-    const insert = sqlite.prepare('insert into t (v) values (?)');
-    const commit = sqlite.transaction(() => {
-      for (let i = 0; i < 25; i++) insert.run('x'.repeat(200));
-    });
+    const { file, limit, commit, close } = openWithThread(['busy_timeout = 0']);
     // Episodes of the write lock held by the thread: a commit refused after one that went through.
     let held = 0;
     const write = async (ms: number) => {
@@ -171,8 +172,7 @@ describe('background WAL checkpoints', () => {
       reader.exec('commit');
     } finally {
       reader.close();
-      await checkpointer.close();
-      sqlite.close();
+      await close();
     }
   });
 
