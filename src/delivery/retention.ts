@@ -30,7 +30,8 @@ import { bucketAt } from '../ledger/time-buckets.js';
 import type { RetentionMetrics, RetentionTable } from '../observability/metrics.js';
 
 const startOfDay = (at: number) => Math.floor(at / DAY_MS) * DAY_MS;
-const dayName = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+/** A UTC day's number as its date, for logs. */
+export const dayName = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
 export type RetentionSettings = Pick<Config['retention'], 'messages' | 'receipts' | 'events' | 'inbound' | 'costs' | 'blank_personal_data_after'>;
 

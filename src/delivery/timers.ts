@@ -1,7 +1,8 @@
 /**
- * `serve`'s two timers of the delivery area: the sweep every delivery.sweep_interval (silent messages become
- * delivery_unknown, parked receipts are matched again, providers are asked about lost sends: sweep.ts) and a
- * retention pass every retention.interval (retention.ts). Both stop first at shutdown.
+ * `serve`'s timers of the delivery area: the sweep every delivery.sweep_interval (silent messages become
+ * delivery_unknown, parked receipts are matched again, providers are asked about lost sends: sweep.ts), a retention
+ * pass every retention.interval (retention.ts), and on SQLite the move of the numbers' recent entries
+ * (number-entries.ts). All stop first at shutdown.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -13,6 +14,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import type { Wake } from '../outbox/wake.js';
 import { lookupOptionsOf } from './lookups.js';
 import type { CostBook } from '../costs/cost-book.js';
+import { startNumberEntryMoves } from './number-entries.js';
 import { createRetention, type RetentionResult } from './retention.js';
 import { runSweep, type SweepResult } from './sweep.js';
 
@@ -63,9 +65,11 @@ export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTime
     retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
   }, config.retention.interval);
   retentionTimer.unref();
-  shutdown.add('sends', 'stopping the sweep and retention timers', () => {
+  const entryMoves = startNumberEntryMoves(db, logger);
+  shutdown.add('sends', "stopping the sweep, retention and number entries' timers", async () => {
     clearInterval(sweepTimer);
     clearInterval(retentionTimer);
+    await entryMoves.stop();
   });
   return { sweep, retention: () => retention.runPass() };
 }

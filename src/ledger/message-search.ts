@@ -115,26 +115,62 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   // With a number, the page is read in the order of the number's index (day, number, created_at, sms_id), and the
   // message must still have that number (on SQLite an entry outlives a blanked or changed number until its day goes,
   // src/ledger/retention.ts). `key` names the columns the range, the cursor and the order are on: the index's, on
-  // SQLite the entries' own, so that the planner knows the index yields the page's order.
-  let query: SelectQueryBuilder<Database, 'messages', object>;
-  let key: { day?: Expression<number>; createdAt: Expression<number>; smsId: Expression<string> };
+  // SQLite the entries' own, so that the planner knows the index yields the page's order. On SQLite the entries are
+  // in two tables (src/ledger/number-messages.ts): each is read for a page and the two pages put together.
+  let parts: Array<{ query: SelectQueryBuilder<Database, 'messages', object>; key: PageKey }>;
   if (numbers === undefined) {
-    query = db.selectFrom('messages');
-    key = { createdAt: sql.ref<number>('messages.created_at'), smsId: sql.ref<string>('messages.sms_id') };
+    parts = [{ query: db.selectFrom('messages'), key: { createdAt: sql.ref<number>('messages.created_at'), smsId: sql.ref<string>('messages.sms_id') } }];
   } else {
     const span = await findCreatedSpan(db);
     const days = span ? searchBuckets(span, { from: filter.from, to: filter.to, atMost: filter.after?.createdAt }) : [];
     if (days.length === 0) return { rows: [], more: false };
-    const own = selectMessagesOfNumbers(db, days, numbers);
-    query = own.query;
-    key = own;
+    parts = (await selectMessagesOfNumbers(db, days, numbers)).map((own) => ({ query: own.query, key: own }));
   }
+  // PostgreSQL: messages has no index on activity_key (DialectFlags.partitionsByDay); message_keys gives the sms_id.
+  const smsIdOfKey = filter.activityKey === undefined ? undefined : await findSmsIdOfActivityKey(db, filter.activityKey);
+  if (smsIdOfKey === null) return { rows: [], more: false };
+  const pages: MessageSummary[][] = [];
+  for (const { query, key } of parts) pages.push(await readPage(query, key, filter, numbers !== undefined, smsIdOfKey));
+  const rows =
+    pages.length === 1
+      ? pages[0]!
+      : pages
+          .flat()
+          .sort(newestFirst)
+          .slice(0, filter.limit + 1);
+  const more = rows.length > filter.limit;
+  return { rows: more ? rows.slice(0, filter.limit) : rows, more };
+}
+
+/** The columns a page's range, cursor and order are on; `bucket` (the day, or the hour) leads them when the number's entries are read. */
+interface PageKey {
+  bucket?: Expression<number>;
+  createdAt: Expression<number>;
+  smsId: Expression<string>;
+}
+
+/** A page's order: created_at, then sms_id, both descending. */
+function newestFirst(a: MessageSummary, b: MessageSummary): number {
+  const at = Number(b.created_at) - Number(a.created_at);
+  return at !== 0 ? at : a.sms_id < b.sms_id ? 1 : a.sms_id > b.sms_id ? -1 : 0;
+}
+
+/**
+ * Up to limit + 1 of `query`'s messages matching the rest of the filter, newest first. `activityKeySmsId` is what
+ * findSmsIdOfActivityKey gave for filter.activityKey.
+ */
+async function readPage(
+  from: SelectQueryBuilder<Database, 'messages', object>,
+  key: PageKey,
+  filter: MessageFilter,
+  byNumber: boolean,
+  activityKeySmsId: string | undefined,
+): Promise<MessageSummary[]> {
+  let query = from;
   if (filter.smsId !== undefined) query = query.where('messages.sms_id', '=', filter.smsId);
   if (filter.activityKey !== undefined) {
-    // PostgreSQL: messages has no index on activity_key (DialectFlags.partitionsByDay); message_keys gives the sms_id.
-    const smsId = await findSmsIdOfActivityKey(db, filter.activityKey);
-    if (smsId === null) return { rows: [], more: false };
-    query = smsId === undefined ? query.where('messages.activity_key', '=', filter.activityKey) : query.where('messages.sms_id', '=', smsId);
+    query =
+      activityKeySmsId === undefined ? query.where('messages.activity_key', '=', filter.activityKey) : query.where('messages.sms_id', '=', activityKeySmsId);
   }
   if (filter.userId !== undefined) query = query.where('messages.user_id', '=', filter.userId);
   // A key (sms_id, activity.id, number, player) finds a handful of rows, and dead letters are few: provider and status
@@ -143,10 +179,7 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   // each row it passes: on a SQLite ledger without statistics (the gateway never runs ANALYZE) a number with
   // provider=sandbox took 2–9 s at 5 million messages (bench/README.md, 2026-11-29).
   const keyed =
-    filter.smsId !== undefined ||
-    filter.activityKey !== undefined ||
-    numbers !== undefined ||
-    (filter.status !== undefined && SEARCH_STATUSES.get(filter.status) === null);
+    filter.smsId !== undefined || filter.activityKey !== undefined || byNumber || (filter.status !== undefined && SEARCH_STATUSES.get(filter.status) === null);
   if (filter.provider !== undefined) query = query.where(keyed ? sql<string>`messages.provider || ''` : sql.ref('messages.provider'), '=', filter.provider);
   if (filter.status !== undefined) {
     const stored = SEARCH_STATUSES.get(filter.status);
@@ -166,15 +199,13 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
     // The range on created_at alone is what the index can seek to; the tie-break on sms_id filters within it.
     query = query.where(key.createdAt, '<=', createdAt).where((eb) => eb.or([eb(key.createdAt, '<', createdAt), eb(key.smsId, '<', smsId)]));
   }
-  // The day first in the order too: it is the same order (a later day's times are all later), and it tells SQLite
-  // that the table's key yields it, so it sorts nothing for one number and stops at the limit.
-  if (key.day !== undefined) query = query.orderBy(key.day, 'desc');
-  const rows = (await query
+  // The bucket first in the order too: it is the same order (a later day's or hour's times are all later), and it
+  // tells SQLite that the table's key yields it, so it sorts nothing for one number and stops at the limit.
+  if (key.bucket !== undefined) query = query.orderBy(key.bucket, 'desc');
+  return (await query
     .select(SUMMARY_COLUMNS.map((c) => `messages.${c}` as const))
     .orderBy(key.createdAt, 'desc')
     .orderBy(key.smsId, 'desc')
     .limit(filter.limit + 1)
     .execute()) as unknown as MessageSummary[];
-  const more = rows.length > filter.limit;
-  return { rows: more ? rows.slice(0, filter.limit) : rows, more };
 }

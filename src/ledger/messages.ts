@@ -4,8 +4,8 @@ import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/flags.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecipientMessagesTable, SendOutcome, SendState } from './schema.js';
-import { bucketAt, dayOf } from './time-buckets.js';
+import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecentRecipientMessagesTable, SendOutcome, SendState } from './schema.js';
+import { hourAt } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 export type MessageRow = MessagesTable;
@@ -149,23 +149,27 @@ async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage,
   for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) await insertPairsTemplate(db, part);
 }
 
-const insertRecipientMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecipientMessagesTable[]) =>
+const insertRecipientMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecentRecipientMessagesTable[]) =>
   db
-    .insertInto('recipient_messages')
+    .insertInto('recipient_messages_recent')
     .values(rows)
-    .onConflict((oc) => oc.columns(['day', 'recipient', 'created_at', 'sms_id']).doNothing()),
+    .onConflict((oc) => oc.columns(['hour', 'recipient', 'created_at', 'sms_id']).doNothing()),
 );
 
-/** Each inserted message's number by its day (recipient_messages), in the transaction that stores the messages. */
+/**
+ * Each inserted message's number by its hour, in the transaction that stores the messages: into
+ * recipient_messages_recent, whose current hour's pages the entries of a batch share, and moved from there into
+ * recipient_messages once the day is over (src/ledger/number-messages.ts).
+ */
 async function recordRecipientMessages(
   db: Db,
   rows: ReadonlyArray<Pick<NewMessage, 'activity_key' | 'sms_id' | 'recipient' | 'created_at'>>,
   inserted: Set<string>,
 ): Promise<void> {
   if (!dialectFlagsOf(db).writesNumberEntries) return;
-  const entries: RecipientMessagesTable[] = [];
+  const entries: RecentRecipientMessagesTable[] = [];
   for (const r of rows)
-    if (inserted.has(r.activity_key)) entries.push({ day: bucketAt(r.created_at), recipient: r.recipient, created_at: r.created_at, sms_id: r.sms_id });
+    if (inserted.has(r.activity_key)) entries.push({ hour: hourAt(r.created_at), recipient: r.recipient, created_at: r.created_at, sms_id: r.sms_id });
   for (const part of statementChunks(entries, ROWS_PER_STATEMENT)) await insertRecipientMessagesTemplate(db, part);
 }
 
@@ -332,8 +336,8 @@ export async function reclaimMessageForRetry(
   if (!dialectFlagsOf(db).writesNumberEntries) return true;
   // A retry may carry another number: it gets its entry too (readers skip the old one, which no longer matches the
   // message's number).
-  await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
-    select ${dayOf()}, recipient, created_at, sms_id from messages where sms_id = ${smsId}
+  await sql`insert into recipient_messages_recent (hour, recipient, created_at, sms_id)
+    select created_at / 3600000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
     on conflict do nothing`.execute(db);
   return true;
 }

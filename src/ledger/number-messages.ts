@@ -3,17 +3,20 @@
  * (src/ledger/message-search.ts), a lookup's other sends to the number (src/ledger/send-lookups.ts) and retention's
  * forgetting of a (player, number) pair (src/ledger/retention.ts) read. The days lead the key (src/ledger/time-buckets.ts),
  * so each day named is one seek.
- * - SQLite: the number's entries are a table of their own, recipient_messages (migration
- *   2026-11-29-95-recipient-messages), each joined to its message by sms_id; an entry counts only while its message
- *   still has that number (one whose message is gone, blanked or retried to another number stays until retention
- *   purges its day: purgeRecipientEntries).
+ * - SQLite: the number's entries are tables of their own, each joined to its message by sms_id: recipient_messages
+ *   (migration 2026-11-29-95-recipient-messages), by the day, and the entries of the days not moved there yet,
+ *   recipient_messages_recent (migration 2026-12-01-10-recent-number-entries), by the hour: a send writes its entry
+ *   into the current hour's part, small enough that a batch's entries share its pages, and the serving process moves
+ *   each day's into recipient_messages once the day is over (moveNumberEntriesOfDay, src/delivery/number-entries.ts).
+ *   An entry is in one of the two. It counts only while its message still has that number (one whose message is
+ *   gone, blanked or retried to another number stays until retention purges its day: purgeRecipientEntries).
  * - PostgreSQL: recipient_messages is a view over messages there, and the entries are messages' own index,
  *   messages_recipient_time ((created_at / 86400000), recipient, created_at): messages is read through it directly. An
  *   entry found is its message's row. Joined to messages through the view, each message found was read a second
  *   time through the primary key (bench/README.md "Sends while PostgreSQL retention runs, traced", and "The messages of
  *   a number on PostgreSQL, read once").
  */
-import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
+import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { dialectFlagsOf } from './engine/flags.js';
 import type { Database } from './schema.js';
 import { dayOf } from './time-buckets.js';
@@ -22,43 +25,125 @@ export interface NumberMessages {
   /** From `messages`, under its own name, restricted to the numbers and days; nothing selected yet. */
   query: SelectQueryBuilder<Database, 'messages', object>;
   /**
-   * The key the entries are read in, (day, created_at, sms_id): a range, a cursor or an order on these is one the
-   * number's index yields (on SQLite the entries' columns, whose order the planner knows; on PostgreSQL the
-   * index's expression and messages' own columns).
+   * The key the entries are read in, (bucket, created_at, sms_id): a range, a cursor or an order on these is one the
+   * number's index yields (on SQLite the entries' columns, whose order the planner knows: the day, or the hour for
+   * the recent ones; on PostgreSQL the index's expression and messages' own columns).
    */
-  day: RawBuilder<number>;
+  bucket: RawBuilder<number>;
   createdAt: RawBuilder<number>;
   smsId: RawBuilder<string>;
 }
 
 /**
  * The messages created on `days` that still have one of `numbers` (or the number an outer query's column holds, for a
- * correlated subquery).
+ * correlated subquery), in parts: on SQLite the moved entries' and, if any of those days has entries not moved yet,
+ * the recent ones'; on PostgreSQL one. A message is in one part; a caller reads each part (or asks whether any part
+ * has a row) and puts the rows together.
  */
-export function selectMessagesOfNumbers(db: Kysely<Database>, days: readonly number[], numbers: readonly string[] | Expression<string>): NumberMessages {
-  if (dialectFlagsOf(db).writesNumberEntries) {
-    const entries = db
-      .selectFrom('recipient_messages as r')
-      .innerJoin('messages', 'messages.sms_id', 'r.sms_id')
-      .where('r.day', 'in', days)
-      .whereRef('messages.recipient', '=', 'r.recipient');
-    const query = isList(numbers) ? entries.where('r.recipient', 'in', numbers) : entries.where('r.recipient', '=', numbers);
-    // `r` is named only here: the caller sees messages alone.
-    return {
-      query: query as unknown as SelectQueryBuilder<Database, 'messages', object>,
-      day: sql.ref<number>('r.day'),
-      createdAt: sql.ref<number>('r.created_at'),
-      smsId: sql.ref<string>('r.sms_id'),
-    };
+export async function selectMessagesOfNumbers(
+  db: Kysely<Database>,
+  days: readonly number[],
+  numbers: readonly string[] | Expression<string>,
+): Promise<NumberMessages[]> {
+  if (!dialectFlagsOf(db).writesNumberEntries) {
+    // The day spelled as the index's expression (dayOf), or PostgreSQL would not use the index.
+    const messages = db.selectFrom('messages').where(dayOf('messages'), 'in', days);
+    return [
+      {
+        query: isList(numbers) ? messages.where('messages.recipient', 'in', numbers) : messages.where('messages.recipient', '=', numbers),
+        bucket: dayOf('messages'),
+        createdAt: sql.ref<number>('messages.created_at'),
+        smsId: sql.ref<string>('messages.sms_id'),
+      },
+    ];
   }
-  // The day spelled as the index's expression (dayOf), or PostgreSQL would not use the index.
-  const messages = db.selectFrom('messages').where(dayOf('messages'), 'in', days);
+  const parts = [entriesPart(db, 'recipient_messages', 'day', days, numbers)];
+  // The hours named are only those that hold entries (normally today's and, until it is moved, yesterday's): a seek
+  // each, where every hour of every day would be 24 a day.
+  const named = new Set(days);
+  const hours = (await findRecentEntryHours(db)).filter((h) => named.has(Math.floor(h / 24)));
+  if (hours.length > 0) parts.push(entriesPart(db, 'recipient_messages_recent', 'hour', hours.reverse(), numbers));
+  return parts;
+}
+
+/** SQLite: the messages found through one table of entries, led by `bucket` (its values newest first). */
+function entriesPart(
+  db: Kysely<Database>,
+  table: 'recipient_messages' | 'recipient_messages_recent',
+  bucket: 'day' | 'hour',
+  buckets: readonly number[],
+  numbers: readonly string[] | Expression<string>,
+): NumberMessages {
+  // Both tables are read as recipient_messages: the same columns but the first.
+  const entries = db
+    .selectFrom(`${table} as r` as 'recipient_messages as r')
+    .innerJoin('messages', 'messages.sms_id', 'r.sms_id')
+    .where(sql.ref<number>(`r.${bucket}`), 'in', buckets)
+    .whereRef('messages.recipient', '=', 'r.recipient');
+  const query = isList(numbers) ? entries.where('r.recipient', 'in', numbers) : entries.where('r.recipient', '=', numbers);
+  // `r` is named only here: the caller sees messages alone.
   return {
-    query: isList(numbers) ? messages.where('messages.recipient', 'in', numbers) : messages.where('messages.recipient', '=', numbers),
-    day: dayOf('messages'),
-    createdAt: sql.ref<number>('messages.created_at'),
-    smsId: sql.ref<string>('messages.sms_id'),
+    query: query as unknown as SelectQueryBuilder<Database, 'messages', object>,
+    bucket: sql.ref<number>(`r.${bucket}`),
+    createdAt: sql.ref<number>('r.created_at'),
+    smsId: sql.ref<string>('r.sms_id'),
   };
+}
+
+/**
+ * SQLite: the hours that hold entries not moved yet, oldest first: one seek each (the next hour after the last), not
+ * a read of the entries. None on PostgreSQL.
+ */
+export async function findRecentEntryHours(db: Kysely<Database>): Promise<number[]> {
+  if (!dialectFlagsOf(db).writesNumberEntries) return [];
+  const { rows } = await sql<{ hour: number }>`with recursive held(hour) as (
+      select min(hour) from recipient_messages_recent
+      union all
+      select (select min(hour) from recipient_messages_recent where hour > held.hour) from held where held.hour is not null)
+    select hour from held where hour is not null`.execute(db);
+  return rows.map((r) => Number(r.hour));
+}
+
+/** A chunk of a day's move: how many entries moved, and the last number moved (the next chunk starts after it). */
+export interface EntryMoveChunk {
+  moved: number;
+  /** Undefined once the day has no entry left to move. */
+  last?: string;
+}
+
+/**
+ * SQLite: moves the entries of `day` not moved yet whose number comes after `after`, about `limit` of them (whole
+ * numbers), from recipient_messages_recent into recipient_messages, in one transaction. A day's chunks go in number
+ * order, so each lands after the one before in the day's part of recipient_messages: each page is written once and
+ * filled, where sends wrote one entry to a page each. The chunk ends at the lowest number that any of the day's hours
+ * reaches after `limit / 24` of its entries, so that no hour puts much more than its share in.
+ */
+export async function moveNumberEntriesOfDay(trx: Transaction<Database>, day: number, after: string | undefined, limit: number): Promise<EntryMoveChunk> {
+  const hours = Array.from({ length: 24 }, (_, i) => day * 24 + i);
+  const perHour = Math.max(1, Math.ceil(limit / 24));
+  let upTo: string | undefined;
+  for (const hour of hours) {
+    const row = await trx
+      .selectFrom('recipient_messages_recent')
+      .select('recipient')
+      .where('hour', '=', hour)
+      .$if(after !== undefined, (q) => q.where('recipient', '>', after!))
+      .orderBy('recipient')
+      .limit(1)
+      .offset(perHour - 1)
+      .executeTakeFirst();
+    if (row && (upTo === undefined || row.recipient < upTo)) upTo = row.recipient;
+  }
+  // None of the hours has `perHour` entries left: the rest of the day goes.
+  const range = sql.join([after === undefined ? sql`true` : sql`recipient > ${after}`, upTo === undefined ? sql`true` : sql`recipient <= ${upTo}`], sql` and `);
+  const inHours = sql.join(hours.map((h) => sql`${h}`));
+  await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
+    select ${day}, recipient, created_at, sms_id from recipient_messages_recent where hour in (${inHours}) and ${range}
+    order by recipient, created_at, sms_id
+    on conflict do nothing`.execute(trx);
+  const deleted = await sql`delete from recipient_messages_recent where hour in (${inHours}) and ${range}`.execute(trx);
+  const moved = Number(deleted.numAffectedRows ?? 0);
+  return upTo === undefined ? { moved } : { moved, last: upTo };
 }
 
 function isList(numbers: readonly string[] | Expression<string>): numbers is readonly string[] {

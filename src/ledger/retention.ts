@@ -111,14 +111,20 @@ async function forgetSearchPairs(
   const remaining =
     days.length === 0
       ? sql`false`
-      : sql`exists ${selectMessagesOfNumbers(trx, days, sql.ref<string>('message_user_recipients.recipient'))
-          .query.select(sql<number>`1`.as('one'))
-          .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))
-          .where(going ? sql<boolean>`not (messages.sms_id >= ${going.from} and messages.sms_id < ${going.to})` : sql<boolean>`true`)}`;
+      : sql.join(
+          (await selectMessagesOfNumbers(trx, days, sql.ref<string>('message_user_recipients.recipient'))).map(
+            (part) =>
+              sql`exists ${part.query
+                .select(sql<number>`1`.as('one'))
+                .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))
+                .where(going ? sql<boolean>`not (messages.sms_id >= ${going.from} and messages.sms_id < ${going.to})` : sql<boolean>`true`)}`,
+          ),
+          sql` or `,
+        );
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
-      and not ${remaining}`.execute(trx);
+      and not (${remaining})`.execute(trx);
   }
 }
 

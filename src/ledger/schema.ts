@@ -368,13 +368,27 @@ export interface MessageKeysTable {
 
 /**
  * Each message's number by its UTC day (migration 2026-11-29-95-recipient-messages): the search by number and by
- * player. On SQLite a table whose rows are written with their message and deleted a day at a time by retention, so one
+ * player. On SQLite a table whose rows are written with their message into recipient_messages_recent, moved here once
+ * their day is over, and deleted a day at a time by retention, so one
  * whose message is gone or whose number was blanked or changed may remain until its day goes: readers join the message
  * and check its number. On PostgreSQL a view over messages and messages_recipient_time.
  */
 export interface RecipientMessagesTable {
   /** created_at / 86400000 */
   day: number;
+  recipient: string;
+  created_at: number;
+  sms_id: string;
+}
+
+/**
+ * SQLite only: the numbers' entries of the days not moved into recipient_messages yet, by the hour (migration
+ * 2026-12-01-10-recent-number-entries): a send writes its entry here, into the current hour's part of the tree, and
+ * the serving process moves each day's into recipient_messages once the day is over (src/ledger/number-messages.ts).
+ */
+export interface RecentRecipientMessagesTable {
+  /** created_at / 3600000 */
+  hour: number;
   recipient: string;
   created_at: number;
   sms_id: string;
@@ -452,6 +466,7 @@ export interface Database {
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;
   recipient_messages: RecipientMessagesTable;
+  recipient_messages_recent: RecentRecipientMessagesTable;
   message_keys: MessageKeysTable;
   message_parts: MessagePartsTable;
   receipts: ReceiptsTable;

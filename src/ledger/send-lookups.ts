@@ -69,14 +69,18 @@ export async function findOtherProviderIds(db: Db, recipient: string, smsId: str
   const span = await findCreatedSpan(db);
   const days = span ? searchBuckets(span, {}) : [];
   if (days.length === 0) return [];
-  const rows = await selectMessagesOfNumbers(db, days, [recipient])
-    .query.select('messages.provider_message_id')
-    .where('messages.sms_id', '<>', smsId)
-    .where('messages.dispatched_at', '>=', from)
-    .where('messages.dispatched_at', '<=', to)
-    .where('messages.provider_message_id', 'is not', null)
-    .execute();
-  return rows.map((r) => r.provider_message_id!);
+  const ids: string[] = [];
+  for (const part of await selectMessagesOfNumbers(db, days, [recipient])) {
+    const rows = await part.query
+      .select('messages.provider_message_id')
+      .where('messages.sms_id', '<>', smsId)
+      .where('messages.dispatched_at', '>=', from)
+      .where('messages.dispatched_at', '<=', to)
+      .where('messages.provider_message_id', 'is not', null)
+      .execute();
+    for (const r of rows) ids.push(r.provider_message_id!);
+  }
+  return ids;
 }
 
 /** The provider has it: `submitted` with its id. Returns false when the message is no longer waiting for the answer. */

@@ -3,9 +3,11 @@
  * the key of messages_provider_id_only (migrations 2026-11-29-70-time-keys and 2026-11-29-90-provider-id-only,
  * docs/ledger.md). A number or a provider's message id arrives in no order, so a tree keyed by it alone puts each new
  * message on a random page of a tree as large as the table; led by the message's UTC day (`created_at / 86400000`,
- * integer division on both databases) each insert lands in today's part of the tree, which stays in the page cache
- * however large the ledger, and retention takes a day's entries together. A query by number or provider id then names
- * the days it looks in: an `IN` list on the leading key, newest day first.
+ * integer division on both databases) each insert lands in today's part of the tree, whose size is the day's sends,
+ * not the ledger's, and retention takes a day's entries together. A query by number or provider id then names the
+ * days it looks in: an `IN` list on the leading key, newest day first. At millions of sends a day, today's part of the
+ * numbers' tree still outgrew the writer's cache: on SQLite a send's entry is led by the hour instead, and moved under
+ * its day once the day is over (hourAt, src/ledger/number-messages.ts).
  */
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { named } from './engine/statement-names.js';
@@ -28,6 +30,14 @@ export function dayOf(table?: string): RawBuilder<number> {
 /** The bucket a time falls in (created_at is never negative, so flooring is SQL's truncating division). */
 export function bucketAt(ms: number): number {
   return Math.floor(ms / BUCKET_MS);
+}
+
+/** One hour: the bucket of the numbers' entries not moved yet (recipient_messages_recent, src/ledger/number-messages.ts). */
+export const HOUR_MS = 3_600_000;
+
+/** The hour a time falls in; a day's hours are day * 24 to day * 24 + 23. */
+export function hourAt(ms: number): number {
+  return Math.floor(ms / HOUR_MS);
 }
 
 /** The buckets from `newest` down to `oldest`, newest first; none when the span is empty. */

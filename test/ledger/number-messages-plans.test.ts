@@ -37,7 +37,7 @@ const cases: Array<[string, (db: Kysely<Database>) => Promise<unknown>]> = [
 ];
 
 /** The statement that reads the messages (not the span's, nor the player's numbers). */
-const reading = (q: { sql: string }) => /^select [^]* from "(recipient_)?messages"/.test(q.sql);
+const reading = (q: { sql: string }) => /^select [^]* from "(recipient_)?messages(_recent)?"/.test(q.sql);
 
 /** 20,000 more messages to 10,000 other numbers over the same days, analysed: on a table of two rows PostgreSQL reads the table whole. */
 const crowd = sql`insert into messages (sms_id, activity_key, activity_json, provider, provider_message_id, recipient, encoding,

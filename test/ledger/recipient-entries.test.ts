@@ -1,9 +1,10 @@
 /**
- * The numbers' entries (recipient_messages, migration 2026-11-29-95-recipient-messages). On SQLite a table: written with
- * each message by the claim, one more when a retry carries another number; a search finds a message through an entry
- * only while the message still has that number; retention deletes an entry once its message is gone or blanked, and
- * only with the rest of its day. On PostgreSQL a view over messages: each message's own number, nothing to delete.
- * Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
+ * The numbers' entries (recipient_messages, migration 2026-11-29-95-recipient-messages). On SQLite tables: written with
+ * each message by the claim into recipient_messages_recent (migration 2026-12-01-10-recent-number-entries), one more
+ * when a retry carries another number, and moved into recipient_messages in key order; a search finds a message
+ * through an entry in either, and only while the message still has that number; retention deletes an entry once its
+ * message is gone or blanked, and only with the rest of its day. On PostgreSQL a view over messages: each message's
+ * own number, nothing to move or delete. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/ledger/engine/db.js';
@@ -11,8 +12,9 @@ import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
+import { findRecentEntryHours, moveNumberEntriesOfDay } from '../../src/ledger/number-messages.js';
 import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
-import { bucketAt } from '../../src/ledger/time-buckets.js';
+import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 
@@ -36,13 +38,36 @@ async function claim(id: string, recipient: string, at: number): Promise<void> {
   await inTransaction(ledger.db, (trx) => insertNewMessages(trx, [row]));
 }
 
-const entries = async () =>
+const writes = () => dialectFlagsOf(ledger.db).writesNumberEntries;
+
+/** The moved entries (on PostgreSQL recipient_messages is the view: every message's), in (sms_id, recipient) order. */
+const moved = async () =>
   (await ledger.db.selectFrom('recipient_messages').select(['day', 'recipient', 'sms_id']).orderBy('sms_id').orderBy('recipient').execute()).map((e) => ({
     ...e,
     day: Number(e.day),
   }));
 
-const writes = () => dialectFlagsOf(ledger.db).writesNumberEntries;
+/** Every entry, moved or not, by its day. */
+const entries = async () => {
+  if (!writes()) return moved();
+  const recent = (await ledger.db.selectFrom('recipient_messages_recent').select(['hour', 'recipient', 'sms_id']).execute()).map((e) => ({
+    day: Math.floor(Number(e.hour) / 24),
+    recipient: e.recipient,
+    sms_id: e.sms_id,
+  }));
+  return [...(await moved()), ...recent].sort((a, b) => a.sms_id.localeCompare(b.sms_id) || a.recipient.localeCompare(b.recipient));
+};
+
+/** Moves `day`'s entries as serve does, in chunks of about `limit`; returns each chunk's count. */
+async function moveDay(day: number, limit: number): Promise<number[]> {
+  const chunks: number[] = [];
+  for (let after: string | undefined; ; ) {
+    const chunk = await inTransaction(ledger.db, (trx) => moveNumberEntriesOfDay(trx, day, after, limit));
+    chunks.push(chunk.moved);
+    if (chunk.last === undefined) return chunks;
+    after = chunk.last;
+  }
+}
 
 const found = async (recipient: string) => (await searchMessages(ledger.db, { recipient, limit: 10 })).rows.map((r) => r.sms_id);
 
@@ -97,6 +122,10 @@ describe("a message's number entries", () => {
       return;
     }
 
+    // Retention purges the moved entries: until their days are moved, they wait in the recent table.
+    expect(await purge(day + 1, 2)).toBe(0);
+    await moveDay(day, 24);
+    await moveDay(day + 1, 24);
     expect(await purge(day + 1, 2)).toBe(3);
     expect((await entries()).map((e) => e.sms_id)).toEqual(['gone-next-day', 'kept']);
     expect(await found('+447700900004')).toEqual(['kept']);
@@ -104,5 +133,54 @@ describe("a message's number entries", () => {
     expect(await purge(day + 2, 2)).toBe(1);
     expect((await entries()).map((e) => e.sms_id)).toEqual(['kept']);
     expect(await purge(day + 2, 2)).toBe(0);
+  });
+
+  it('wait by the hour until their day is moved into recipient_messages, in number order, a chunk at a time; a search finds them throughout', async () => {
+    const sends = [
+      ['d1-b', '+447700900002', NOON],
+      ['d1-a', '+447700900001', NOON + 1_000],
+      ['d2-a', '+447700900001', NOON + DAY],
+      ['d1-c', '+447700900003', NOON + 2_000],
+      ['d1-a2', '+447700900001', NOON + 3_000],
+      ['d1-d', '+447700900004', NOON + 3_600_000],
+    ] as const;
+    for (const [id, recipient, at] of sends) await claim(id, recipient, at);
+    const findsAll = async () => {
+      expect(await found('+447700900001')).toEqual(['d2-a', 'd1-a2', 'd1-a']);
+      expect(await found('+447700900002')).toEqual(['d1-b']);
+      expect(await found('+447700900003')).toEqual(['d1-c']);
+      expect(await found('+447700900004')).toEqual(['d1-d']);
+    };
+    await findsAll();
+    if (!writes()) {
+      expect(await findRecentEntryHours(ledger.db)).toEqual([]);
+      return;
+    }
+    expect(await moved()).toEqual([]);
+    const day = bucketAt(NOON);
+    expect(await findRecentEntryHours(ledger.db)).toEqual([hourAt(NOON), hourAt(NOON) + 1, hourAt(NOON + DAY)]);
+
+    // About 24 a chunk is one an hour: the lowest number either hour reaches first. Noon's first is …001, both of its
+    // messages that day go together.
+    const first = await inTransaction(ledger.db, (trx) => moveNumberEntriesOfDay(trx, day, undefined, 24));
+    expect(first).toEqual({ moved: 2, last: '+447700900001' });
+    expect((await moved()).map((e) => e.sms_id)).toEqual(['d1-a', 'd1-a2']);
+    // A page of the number's messages is put together from both tables, newest first.
+    await findsAll();
+    expect(await searchMessages(ledger.db, { recipient: '+447700900001', limit: 2 })).toEqual({
+      rows: [expect.objectContaining({ sms_id: 'd2-a' }), expect.objectContaining({ sms_id: 'd1-a2' })],
+      more: true,
+    });
+
+    expect(await moveDay(day, 24)).toEqual([1, 1, 1, 0]);
+    expect(await moved()).toEqual(
+      ['d1-a', 'd1-a2', 'd1-b', 'd1-c', 'd1-d'].map((id, i) => ({ day, recipient: `+44770090000${[1, 1, 2, 3, 4][i]}`, sms_id: id })),
+    );
+    expect(await findRecentEntryHours(ledger.db)).toEqual([hourAt(NOON + DAY)]);
+    await findsAll();
+    // The next day's, in one chunk: fewer than its share wait.
+    expect(await moveDay(day + 1, 2_000)).toEqual([1]);
+    expect(await findRecentEntryHours(ledger.db)).toEqual([]);
+    await findsAll();
   });
 });

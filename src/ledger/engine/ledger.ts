@@ -17,8 +17,9 @@ export interface DialectFlags {
   /** Row locks that let several instances claim different outbox rows (`FOR UPDATE SKIP LOCKED`). */
   skipLocked: boolean;
   /**
-   * recipient_messages is a table the ledger writes and retention empties a day at a time (SQLite), not a view over
-   * messages and its index messages_recipient_time (PostgreSQL): migration 2026-11-29-95-recipient-messages.
+   * recipient_messages is a table the ledger writes (through recipient_messages_recent, by the hour) and retention
+   * empties a day at a time (SQLite), not a view over messages and its index messages_recipient_time (PostgreSQL):
+   * migrations 2026-11-29-95-recipient-messages and 2026-12-01-10-recent-number-entries.
    */
   writesNumberEntries: boolean;
   /**

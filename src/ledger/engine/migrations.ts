@@ -843,4 +843,27 @@ export const migrations: Record<string, Migration> = {
       for (const { table } of analysed) if (byTable.has(table)) await sql`analyze ${sql.table(table)}`.execute(db);
     },
   },
+  '2026-12-01-10-recent-number-entries': {
+    async up(db) {
+      // SQLite: a send writes its number's entry here, keyed by the hour, not into recipient_messages. Today's part of
+      // that tree grows with the day's sends (about 100 MB by evening at 5 million a day) and a number arrives in no
+      // order, so each entry landed on a page of its own that the writer read and wrote back: on a ledger holding a
+      // day of 5 million messages, that insert was the whole of the batches' shortfall against an empty ledger
+      // (bench/README.md "The number's entries by the hour"). Here the current hour's part takes the inserts, small
+      // enough that a batch's entries share its pages. Once a day is over, the serving process moves its entries into
+      // recipient_messages in key order, where that day's part is new: each page is filled once
+      // (moveNumberEntriesOfDay). A reader seeks both (src/ledger/number-messages.ts).
+      // PostgreSQL: the entries are messages' own index (recipient_messages is a view there).
+      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      await db.schema
+        .createTable('recipient_messages_recent')
+        .addColumn('hour', 'integer', (c) => c.notNull())
+        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('sms_id', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('recipient_messages_recent_pk', ['hour', 'recipient', 'created_at', 'sms_id'])
+        .modifyEnd(sql`without rowid`)
+        .execute();
+    },
+  },
 };

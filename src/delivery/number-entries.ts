@@ -1,0 +1,72 @@
+/**
+ * SQLite: `serve` moves each day's numbers' entries from recipient_messages_recent, where sends write them by the hour,
+ * into recipient_messages, by the day, once the day is over (src/ledger/number-messages.ts). Sends wrote each entry of
+ * a day straight into the day's part of recipient_messages, about 100 MB by evening at 5 million messages a day, one
+ * to a page; into the current hour's part, their pages are few and shared (bench/README.md "The number's entries by
+ * the hour"). A reader finds an entry in either table, so the move changes nothing a search sees; it keeps a search's
+ * seeks to a day each for every day but the last one or two.
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { inTransaction } from '../ledger/engine/db.js';
+import { findRecentEntryHours, moveNumberEntriesOfDay } from '../ledger/number-messages.js';
+import type { Database } from '../ledger/schema.js';
+import { bucketAt } from '../ledger/time-buckets.js';
+import { dayName } from './retention.js';
+
+/** Entries moved a transaction: a few milliseconds of the writer, between which sends go on. */
+export const MOVE_CHUNK = 2_000;
+/** How often the serving process looks for a day to move: a seek per hour that holds entries. */
+export const MOVE_CHECK_MS = 60_000;
+
+/** The days whose entries are to move, oldest first: those of `hours` (the hours holding entries) before today. Pure. */
+export function daysToMove(hours: readonly number[], now: number): number[] {
+  const today = bucketAt(now);
+  return [...new Set(hours.map((h) => Math.floor(h / 24)))].filter((d) => d < today).sort((a, b) => a - b);
+}
+
+export interface NumberEntryMoves {
+  /** One look, and the moves it calls for; resolves when done. Returns the entries moved. */
+  runOnce(): Promise<number>;
+  /** No more looks; a move under way ends after its current chunk, and this resolves then. */
+  stop(): Promise<void>;
+}
+
+/** Looks every MOVE_CHECK_MS; on PostgreSQL, whose entries are an index of messages, a look finds nothing. */
+export function startNumberEntryMoves(db: Kysely<Database>, logger: Pick<Logger, 'error' | 'info'>, now: () => number = Date.now): NumberEntryMoves {
+  let running: Promise<number> | undefined;
+  let stopped = false;
+  async function moveDays(): Promise<number> {
+    let total = 0;
+    for (const day of daysToMove(await findRecentEntryHours(db), now())) {
+      let moved = 0;
+      for (let after: string | undefined; !stopped; ) {
+        const chunk = await inTransaction(db, (trx) => moveNumberEntriesOfDay(trx, day, after, MOVE_CHUNK));
+        moved += chunk.moved;
+        if (chunk.last === undefined) break;
+        after = chunk.last;
+        // Sends queued meanwhile go first.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      total += moved;
+      logger.info({ day: dayName(day), entries: moved }, "moved a day's number entries");
+    }
+    return total;
+  }
+  const runOnce = () => {
+    running ??= moveDays().finally(() => (running = undefined));
+    return running;
+  };
+  const timer = setInterval(() => {
+    runOnce().catch((error: unknown) => logger.error({ err: error }, "moving the numbers' entries failed"));
+  }, MOVE_CHECK_MS);
+  timer.unref();
+  return {
+    runOnce,
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await running?.catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * `serve`'s move of the numbers' entries by the hour into recipient_messages (src/delivery/number-entries.ts): which
+ * days move (a pure table), and the part on a real ledger: a look moves every entry of the days before today, in
+ * chunks, and leaves today's. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set (where nothing waits).
+ */
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { daysToMove, MOVE_CHUNK, startNumberEntryMoves } from '../../src/delivery/number-entries.js';
+import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
+import type { Ledger } from '../../src/ledger/engine/ledger.js';
+import { findRecentEntryHours } from '../../src/ledger/number-messages.js';
+import { openTestLedger, type TestLedger } from '../helpers/database.js';
+
+const DAY = 86_400_000;
+const TODAY = 20_000;
+const NOW = TODAY * DAY + 5 * 3_600_000;
+
+describe('daysToMove', () => {
+  it.each<[string, number[], number[]]>([
+    ['nothing waits', [], []],
+    ["only today's hours", [TODAY * 24, TODAY * 24 + 4], []],
+    ["yesterday's last hour and today's first", [TODAY * 24 - 1, TODAY * 24], [TODAY - 1]],
+    ['older days, in any order, each once', [TODAY * 24 - 30, (TODAY - 9) * 24 + 3, TODAY * 24 - 29, TODAY * 24 + 1], [TODAY - 9, TODAY - 2]],
+  ])('%s', (_label, hours, expected) => {
+    expect(daysToMove(hours, NOW)).toEqual(expected);
+  });
+});
+
+let opened: TestLedger | undefined;
+let ledger: Ledger;
+beforeEach(async () => {
+  opened = await openTestLedger('number-entries');
+  ledger = opened.ledger;
+});
+afterEach(async () => {
+  await opened?.close();
+});
+
+/** `n` entries at `hour`, as sends write them (numbers in no order), straight into the recent table. */
+async function wait(hour: number, n: number): Promise<void> {
+  await sql`with recursive k(i) as (select 1 union all select i + 1 from k where i < ${n})
+    insert into recipient_messages_recent (hour, recipient, created_at, sms_id)
+    select ${hour}, '+4477' || ((i * 7919) % 100000000), ${hour * 3_600_000} + i, ${`m-${hour}-`} || i from k`.execute(ledger.db);
+}
+
+const count = async (table: 'recipient_messages' | 'recipient_messages_recent') =>
+  Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(ledger.db)).rows[0]!.n);
+
+describe("the numbers' entries, moved by the day", () => {
+  it("moves every entry of the days before today, in chunks, and leaves today's", async () => {
+    const moves = startNumberEntryMoves(ledger.db, { error: () => {}, info: () => {} }, () => NOW);
+    try {
+      if (!dialectFlagsOf(ledger.db).writesNumberEntries) {
+        expect(await moves.runOnce()).toBe(0);
+        return;
+      }
+      // Two days ago, spread over three hours and more than a chunk; yesterday's last hour; today's first.
+      for (const hour of [(TODAY - 2) * 24, (TODAY - 2) * 24 + 7, (TODAY - 2) * 24 + 23]) await wait(hour, MOVE_CHUNK);
+      await wait(TODAY * 24 - 1, 10);
+      await wait(TODAY * 24, 5);
+      expect(await moves.runOnce()).toBe(3 * MOVE_CHUNK + 10);
+      expect(await count('recipient_messages')).toBe(3 * MOVE_CHUNK + 10);
+      expect(await findRecentEntryHours(ledger.db)).toEqual([TODAY * 24]);
+      // Each moved entry under its day.
+      const days = await sql<{ day: number; n: number }>`select day, count(*) as n from recipient_messages group by day order by day`.execute(ledger.db);
+      expect(days.rows.map((r) => [Number(r.day), Number(r.n)])).toEqual([
+        [TODAY - 2, 3 * MOVE_CHUNK],
+        [TODAY - 1, 10],
+      ]);
+      expect(await moves.runOnce()).toBe(0);
+      expect(await count('recipient_messages_recent')).toBe(5);
+    } finally {
+      await moves.stop();
+    }
+  });
+});
