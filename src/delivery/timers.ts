@@ -65,7 +65,7 @@ export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTime
     retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
   }, config.retention.interval);
   retentionTimer.unref();
-  const entryMoves = startNumberEntryMoves(db, logger);
+  const entryMoves = startNumberEntryMoves(db, logger, now);
   shutdown.add('sends', "stopping the sweep, retention and number entries' timers", async () => {
     clearInterval(sweepTimer);
     clearInterval(retentionTimer);
