@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { inTransaction } from '../ledger/engine/db.js';
 import { findRecentEntryHours, moveNumberEntriesOfDay } from '../ledger/number-messages.js';
 import type { Database } from '../ledger/schema.js';
-import { bucketAt } from '../ledger/time-buckets.js';
+import { bucketAt, dayOfHour } from '../ledger/time-buckets.js';
 import { dayName } from './retention.js';
 
 /** Entries moved a transaction: a few milliseconds of the writer, between which sends go on. */
@@ -22,7 +22,7 @@ export const MOVE_CHECK_MS = 60_000;
 /** The days whose entries are to move, oldest first: those of `hours` (the hours holding entries) before today. Pure. */
 export function daysToMove(hours: readonly number[], now: number): number[] {
   const today = bucketAt(now);
-  return [...new Set(hours.map((h) => Math.floor(h / 24)))].filter((d) => d < today).sort((a, b) => a - b);
+  return [...new Set(hours.map(dayOfHour))].filter((d) => d < today).sort((a, b) => a - b);
 }
 
 export interface NumberEntryMoves {

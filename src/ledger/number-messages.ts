@@ -19,7 +19,7 @@
 import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { dialectFlagsOf } from './engine/flags.js';
 import type { Database } from './schema.js';
-import { dayOf } from './time-buckets.js';
+import { dayOf, dayOfHour } from './time-buckets.js';
 
 export interface NumberMessages {
   /** From `messages`, under its own name, restricted to the numbers and days; nothing selected yet. */
@@ -61,7 +61,7 @@ export async function selectMessagesOfNumbers(
   // The hours named are only those that hold entries (normally today's and, until it is moved, yesterday's): a seek
   // each, where every hour of every day would be 24 a day.
   const named = new Set(days);
-  const hours = (await findRecentEntryHours(db)).filter((h) => named.has(Math.floor(h / 24)));
+  const hours = (await findRecentEntryHours(db)).filter((h) => named.has(dayOfHour(h)));
   if (hours.length > 0) parts.push(entriesPart(db, 'recipient_messages_recent', 'hour', hours.reverse(), numbers));
   return parts;
 }

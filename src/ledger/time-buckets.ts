@@ -10,6 +10,7 @@
  * its day once the day is over (hourAt, src/ledger/number-messages.ts).
  */
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { HOUR_MS } from './delivery-stats.js';
 import { named } from './engine/statement-names.js';
 import type { Database } from './schema.js';
 
@@ -32,12 +33,17 @@ export function bucketAt(ms: number): number {
   return Math.floor(ms / BUCKET_MS);
 }
 
-/** One hour: the bucket of the numbers' entries not moved yet (recipient_messages_recent, src/ledger/number-messages.ts). */
-export const HOUR_MS = 3_600_000;
-
-/** The hour a time falls in; a day's hours are day * 24 to day * 24 + 23. */
+/**
+ * The hour a time falls in: the bucket of the numbers' entries not moved yet (recipient_messages_recent,
+ * src/ledger/number-messages.ts). A day's hours are day * 24 to day * 24 + 23.
+ */
 export function hourAt(ms: number): number {
   return Math.floor(ms / HOUR_MS);
+}
+
+/** The day an hour (hourAt) falls in. */
+export function dayOfHour(hour: number): number {
+  return Math.floor(hour / 24);
 }
 
 /** The buckets from `newest` down to `oldest`, newest first; none when the span is empty. */
