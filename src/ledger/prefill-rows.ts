@@ -5,7 +5,7 @@
  * indexes on those keys fill the way a grown ledger's do.
  */
 import { randomFillSync } from 'node:crypto';
-import { bucketAt } from './time-buckets.js';
+import { bucketAt, hourAt } from './time-buckets.js';
 import { receiptKey, smsIdClock } from './ids.js';
 
 /** One column of a prefilled table: its name, and whether PostgreSQL binds it as text or bigint. */
@@ -49,6 +49,7 @@ export const PREFILL_TABLES = {
   conversion_attempts: { name: 'conversion_attempts', columns: cols('#id #conversion_id #attempted_at #ok #http_status') },
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
   recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id'), sqliteOnly: true },
+  recipient_messages_recent: { name: 'recipient_messages_recent', columns: cols('#hour recipient #created_at sms_id'), sqliteOnly: true },
   message_keys: { name: 'message_keys', columns: cols('activity_key sms_id'), partitionsOnly: true },
   delivery_stats: {
     name: 'delivery_stats',
@@ -210,6 +211,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     conversion_attempts: [],
     message_user_recipients: [],
     recipient_messages: [],
+    recipient_messages_recent: [],
     message_keys: [],
     delivery_stats: [],
   };
@@ -232,6 +234,9 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
   const total = options.providers.reduce((sum, [, share]) => sum + share, 0);
   const idBase = options.firstActivityId ?? 480_000_000;
   const pairs = new Set<string>();
+  // The last message's day is not over: a serving gateway holds its entries by the hour until it is
+  // (src/delivery/number-entries.ts), and every send and search reads them there.
+  const lastDay = bucketAt(options.to);
   for (let i = start; i < end; i++) {
     const createdAt = options.from + Math.floor((i * span) / Math.max(1, options.messages - 1));
     let pick = next() * total;
@@ -277,7 +282,8 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       completedAt,
       shape.echoesSmsId ? 1 : 0,
     ]);
-    batch.recipient_messages.push([bucketAt(createdAt), recipient, createdAt, smsId]);
+    if (bucketAt(createdAt) < lastDay) batch.recipient_messages.push([bucketAt(createdAt), recipient, createdAt, smsId]);
+    else batch.recipient_messages_recent.push([hourAt(createdAt), recipient, createdAt, smsId]);
     batch.message_keys.push([String(activityId), smsId]);
     const id = i + 1;
     count(submittedAt, provider, 'submitted');
