@@ -4,7 +4,9 @@
  * a day straight into the day's part of recipient_messages, about 100 MB by evening at 5 million messages a day, one
  * to a page; into the current hour's part, their pages are few and shared (bench/README.md "The number's entries by
  * the hour"). A reader finds an entry in either table, so the move changes nothing a search sees; it keeps a search's
- * seeks to a day each for every day but the last one or two.
+ * seeks to a day each for every day but the last one or two. Unpaced, a day of 2.9 million entries moved beside
+ * saturated batch sends took 11% of their rate (bench/README.md "The move beside sends"): it gives way as retention
+ * does, taking a twentieth of the writer while sends wait and all of it when they do not.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -12,7 +14,7 @@ import { inTransaction } from '../ledger/engine/db.js';
 import { findRecentEntryHours, moveNumberEntriesOfDay } from '../ledger/number-messages.js';
 import type { Database } from '../ledger/schema.js';
 import { bucketAt, dayOfHour } from '../ledger/time-buckets.js';
-import { dayName } from './retention.js';
+import { dayName, pauseAfterChunk, yieldToRequests } from './retention.js';
 
 /** Entries moved a transaction: a few milliseconds of the writer, between which sends go on. */
 export const MOVE_CHUNK = 2_000;
@@ -32,8 +34,18 @@ export interface NumberEntryMoves {
   stop(): Promise<void>;
 }
 
+export interface NumberEntryMoveDeps {
+  db: Kysely<Database>;
+  logger: Pick<Logger, 'error' | 'info'>;
+  now?: () => number;
+  /** Whether sends wait for the ledger's writer: the move then gives way to them (pauseAfterChunk). */
+  writesWaiting?: () => boolean;
+  /** Waits between chunks (yieldToRequests: a timer, or the requests already queued when 0 ms). */
+  pause?: (ms: number) => Promise<void>;
+}
+
 /** Looks every MOVE_CHECK_MS; on PostgreSQL, whose entries are an index of messages, a look finds nothing. */
-export function startNumberEntryMoves(db: Kysely<Database>, logger: Pick<Logger, 'error' | 'info'>, now: () => number = Date.now): NumberEntryMoves {
+export function startNumberEntryMoves({ db, logger, now = Date.now, writesWaiting, pause = yieldToRequests }: NumberEntryMoveDeps): NumberEntryMoves {
   let running: Promise<number> | undefined;
   let stopped = false;
   async function moveDays(): Promise<number> {
@@ -41,12 +53,13 @@ export function startNumberEntryMoves(db: Kysely<Database>, logger: Pick<Logger,
     for (const day of daysToMove(await findRecentEntryHours(db), now())) {
       let moved = 0;
       for (let after: string | undefined; !stopped; ) {
+        const started = performance.now();
         const chunk = await inTransaction(db, (trx) => moveNumberEntriesOfDay(trx, day, after, MOVE_CHUNK));
         moved += chunk.moved;
         if (chunk.last === undefined) break;
         after = chunk.last;
-        // Sends queued meanwhile go first.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Sends queued meanwhile go first; while more wait, the move rests 19 times as long as the chunk took.
+        await pause(pauseAfterChunk(performance.now() - started, writesWaiting?.() ?? false));
       }
       total += moved;
       logger.info({ day: dayName(day), entries: moved }, "moved a day's number entries");

@@ -125,7 +125,8 @@ export function pauseAfterChunk(busyMs: number, writesWaited: boolean, share = R
   return !writesWaited || share >= 1 ? 0 : Math.ceil((busyMs * (1 - share)) / share);
 }
 
-const yieldToRequests = (ms: number) => new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
+/** Waits `ms` (pauseAfterChunk), or only for the requests already queued when it is 0. */
+export const yieldToRequests = (ms: number) => new Promise<void>((resolve) => (ms > 0 ? setTimeout(resolve, ms) : setImmediate(resolve)));
 
 /** A retention runner: it remembers how far blanking got, so each pass reads only rows it has not blanked yet. */
 export function createRetention(deps: RetentionDeps) {

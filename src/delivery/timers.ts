@@ -22,7 +22,7 @@ export interface DeliveryTimerDeps {
   db: Kysely<Database>;
   /** Ledger.spaceCheckpoints, for the retention pass. */
   spaceCheckpoints?: (walBytes: number) => () => void;
-  /** Whether sends (and other grouped writes) wait for the ledger's writer: the pass gives way to them. */
+  /** Whether sends (and other grouped writes) wait for the ledger's writer: retention and the number entries' move give way to them. */
   writesWaiting?: () => boolean;
   now: () => number;
   logger: Logger;
@@ -65,7 +65,7 @@ export function startDeliveryTimers(config: Readonly<Config>, deps: DeliveryTime
     retention.runPass().catch((error: unknown) => logger.error({ err: error }, 'retention pass failed'));
   }, config.retention.interval);
   retentionTimer.unref();
-  const entryMoves = startNumberEntryMoves(db, logger, now);
+  const entryMoves = startNumberEntryMoves({ db, logger, now, writesWaiting: deps.writesWaiting });
   shutdown.add('sends', "stopping the sweep, retention and number entries' timers", async () => {
     clearInterval(sweepTimer);
     clearInterval(retentionTimer);

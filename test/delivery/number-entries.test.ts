@@ -43,12 +43,14 @@ async function wait(hour: number, n: number): Promise<void> {
     select ${hour}, '+4477' || ((i * 7919) % 100000000), ${hour * 3_600_000} + i, ${`m-${hour}-`} || i from k`.execute(ledger.db);
 }
 
+const QUIET = { error: () => {}, info: () => {} };
+
 const count = async (table: 'recipient_messages' | 'recipient_messages_recent') =>
   Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(ledger.db)).rows[0]!.n);
 
 describe("the numbers' entries, moved by the day", () => {
   it("moves every entry of the days before today, in chunks, and leaves today's", async () => {
-    const moves = startNumberEntryMoves(ledger.db, { error: () => {}, info: () => {} }, () => NOW);
+    const moves = startNumberEntryMoves({ db: ledger.db, logger: QUIET, now: () => NOW });
     try {
       if (!dialectFlagsOf(ledger.db).writesNumberEntries) {
         expect(await moves.runOnce()).toBe(0);
@@ -69,6 +71,31 @@ describe("the numbers' entries, moved by the day", () => {
       ]);
       expect(await moves.runOnce()).toBe(0);
       expect(await count('recipient_messages_recent')).toBe(5);
+    } finally {
+      await moves.stop();
+    }
+  });
+
+  it.each([
+    ['while sends wait for the writer, gives way between chunks', true],
+    ['while nothing waits, goes on at once', false],
+  ])('%s', async (_label, waiting) => {
+    if (!dialectFlagsOf(ledger.db).writesNumberEntries) return;
+    await wait((TODAY - 1) * 24, 3 * MOVE_CHUNK);
+    const pauses: number[] = [];
+    const moves = startNumberEntryMoves({
+      db: ledger.db,
+      logger: QUIET,
+      now: () => NOW,
+      writesWaiting: () => waiting,
+      pause: async (ms) => void pauses.push(ms),
+    });
+    try {
+      expect(await moves.runOnce()).toBe(3 * MOVE_CHUNK);
+      // After each chunk but the last (an hour's entries alone move a 24th of a chunk at a time): 19 times the chunk's
+      // time, so that the move takes a twentieth of the writer (retention's share, pauseAfterChunk), or nothing.
+      expect(pauses.length).toBeGreaterThan(24);
+      expect(pauses.every((ms) => (waiting ? ms >= 1 : ms === 0))).toBe(true);
     } finally {
       await moves.stop();
     }
