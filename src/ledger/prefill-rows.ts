@@ -235,7 +235,7 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
   const idBase = options.firstActivityId ?? 480_000_000;
   const pairs = new Set<string>();
   // The last message's day is not over: a serving gateway holds its entries by the hour until it is
-  // (src/delivery/number-entries.ts), and every send and search reads them there.
+  // (src/delivery/number-entries.ts), where sends add to them and searches read them.
   const lastDay = bucketAt(options.to);
   for (let i = start; i < end; i++) {
     const createdAt = options.from + Math.floor((i * span) / Math.max(1, options.messages - 1));
