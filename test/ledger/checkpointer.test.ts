@@ -115,22 +115,46 @@ describe('background WAL checkpoints', () => {
   it('has the WAL restarted under writes that never pause, so the writer writes over its file, not past its end', async () => {
     const { file, sqlite, limit, commit, close } = openWithThread(['synchronous = NORMAL']);
     const walSize = () => statSync(`${file}-wal`).size;
-    // One commit a turn of the event loop, as serve's transaction queue runs them: no passive checkpoint catches up
-    // with them, so SQLite alone would never restart the WAL.
-    const write = async (until: (commits: number, ms: number) => boolean) => {
+    // One commit a turn of the event loop, as serve's transaction queue runs them (`pauseMs` 0): no passive checkpoint
+    // catches up with them, so SQLite alone would never restart the WAL.
+    const write = async (pauseMs: number, until: (commits: number, ms: number) => boolean) => {
       let commits = 0;
       for (const started = Date.now(); !until(commits, Date.now() - started); commits++) {
         commit();
-        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => (pauseMs > 0 ? setTimeout(r, pauseMs) : setImmediate(r)));
       }
       return commits;
     };
+    // The WAL file's size every `every` commits: `cuts` counts the times it was cut back, as a writer starting the WAL
+    // again cuts it to the limit (journal_size_limit).
+    const sizes = (every: number) => {
+      const seen = { cuts: 0, last: walSize() };
+      const sample = (n: number) => {
+        if (n % every !== 0) return;
+        const size = walSize();
+        if (size < seen.last) seen.cuts++;
+        seen.last = size;
+      };
+      return { seen, sample };
+    };
     try {
-      const before = await write((_, ms) => ms > 1_200);
-      const started = walSize();
-      // At least 2 pages a commit: 64 MiB past the file's end without the restarts.
-      const commits = await write((n) => n * 8_192 > 64 * limit);
-      expect(walSize()).toBeLessThan(Math.max(started, limit) + 16 * limit);
+      // First the thread: it starts within a second of the WAL passing 4 MiB (later on a loaded machine), and only a
+      // checkpoint of its own lets the file be cut back. Commits 5 ms apart until then, so the file stays small.
+      const up = sizes(1);
+      const before = await write(5, (n, ms) => {
+        up.sample(n);
+        return up.seen.cuts > 0 || ms > 20_000;
+      });
+      expect(up.seen.cuts).toBeGreaterThan(0);
+      // Then commits back to back. A RESTART needs the write lock between two of them, which they leave it only now
+      // and then (here it once missed for 80 MB of frames), so this writes until the file has been cut back three
+      // times, or has had 256 MiB written past its end (at least 2 pages a commit) as it would without restarts.
+      const next = sizes(16);
+      const commits = await write(0, (n) => {
+        next.sample(n);
+        return next.seen.cuts >= 3 || n * 8_192 > 256 * limit;
+      });
+      expect(next.seen.cuts).toBeGreaterThanOrEqual(3);
       // Every row is there, read through the restarted WAL and the file.
       expect(sqlite.prepare('select count(*) as n from t').get()).toEqual({ n: (before + commits) * 25 });
     } finally {
