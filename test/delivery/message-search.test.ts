@@ -51,6 +51,13 @@ beforeAll(async () => {
   await send('s-undelivered', { recipient: '+447700900001', activity: { id: 's-undelivered', user_id: 7 } });
   await send('s-refused', { recipient: '+447700900004', activity: { id: 's-refused', user_id: 'player-2' } });
   await send('s-uncertain', { recipient: '+447700900005', activity: { id: 's-uncertain' } });
+  // The conversions of the messages whose receipts came back go first: armed while one of them was still owed, the
+  // failure fell on it instead of on s-dead's (a clean-clone CI run on a loaded machine).
+  await waitFor(
+    () => ['s-early', 's-delivered', 's-undelivered'].every((id) => crm.conversions.some((c) => c.sms_id === sent.get(id))),
+    10_000,
+    'the earlier conversions',
+  );
   crm.failNext(1, 500);
   await send('s-dead', { recipient: '+447700900777', activity: { id: 's-dead', user_id: 'player-3' } });
   await waitFor(async () => (await ids('status=dead')).length === 1, 10_000, 'the dead conversion');
