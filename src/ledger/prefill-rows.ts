@@ -282,7 +282,8 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
       completedAt,
       shape.echoesSmsId ? 1 : 0,
     ]);
-    if (bucketAt(createdAt) < lastDay) batch.recipient_messages.push([bucketAt(createdAt), recipient, createdAt, smsId]);
+    const day = bucketAt(createdAt);
+    if (day < lastDay) batch.recipient_messages.push([day, recipient, createdAt, smsId]);
     else batch.recipient_messages_recent.push([hourAt(createdAt), recipient, createdAt, smsId]);
     batch.message_keys.push([String(activityId), smsId]);
     const id = i + 1;
