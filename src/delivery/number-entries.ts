@@ -6,12 +6,13 @@
  * the hour"). A reader finds an entry in either table, so the move changes nothing a search sees; it keeps a search's
  * seeks to a day each for every day but the last one or two. Unpaced, a day of 2.9 million entries moved beside
  * saturated batch sends took 11% of their rate (bench/README.md "The move beside sends"): it gives way as retention
- * does, taking a twentieth of the writer while sends wait and all of it when they do not.
+ * does, taking a twentieth of the writer while sends wait and all of it when they do not. The day's (player, number)
+ * pairs move with them, from message_user_recipients_recent into message_user_recipients, in player order.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { inTransaction } from '../ledger/engine/db.js';
-import { findRecentEntryHours, moveNumberEntriesOfDay } from '../ledger/number-messages.js';
+import { findRecentHours, moveNumberEntriesOfDay, movePlayerNumbersOfDay } from '../ledger/number-messages.js';
 import type { Database } from '../ledger/schema.js';
 import { bucketAt, dayOfHour } from '../ledger/time-buckets.js';
 import { dayName, pauseAfterChunk, yieldToRequests } from './retention.js';
@@ -48,21 +49,28 @@ export interface NumberEntryMoveDeps {
 export function startNumberEntryMoves({ db, logger, now = Date.now, writesWaiting, pause = yieldToRequests }: NumberEntryMoveDeps): NumberEntryMoves {
   let running: Promise<number> | undefined;
   let stopped = false;
+  /** Moves one day of one table, chunk by chunk; returns the rows moved. */
+  async function moveDay(day: number, moveChunk: typeof moveNumberEntriesOfDay): Promise<number> {
+    let moved = 0;
+    for (let after: string | undefined; !stopped; ) {
+      const started = performance.now();
+      const chunk = await inTransaction(db, (trx) => moveChunk(trx, day, after, MOVE_CHUNK));
+      moved += chunk.moved;
+      if (chunk.last === undefined) break;
+      after = chunk.last;
+      // Sends queued meanwhile go first; while more wait, the move rests 19 times as long as the chunk took.
+      await pause(pauseAfterChunk(performance.now() - started, writesWaiting?.() ?? false));
+    }
+    return moved;
+  }
   async function moveDays(): Promise<number> {
     let total = 0;
-    for (const day of daysToMove(await findRecentEntryHours(db), now())) {
-      let moved = 0;
-      for (let after: string | undefined; !stopped; ) {
-        const started = performance.now();
-        const chunk = await inTransaction(db, (trx) => moveNumberEntriesOfDay(trx, day, after, MOVE_CHUNK));
-        moved += chunk.moved;
-        if (chunk.last === undefined) break;
-        after = chunk.last;
-        // Sends queued meanwhile go first; while more wait, the move rests 19 times as long as the chunk took.
-        await pause(pauseAfterChunk(performance.now() - started, writesWaiting?.() ?? false));
-      }
-      total += moved;
-      logger.info({ day: dayName(day), entries: moved }, "moved a day's number entries");
+    const hours = [...(await findRecentHours(db, 'recipient_messages_recent')), ...(await findRecentHours(db, 'message_user_recipients_recent'))];
+    for (const day of daysToMove(hours, now())) {
+      const pairs = await moveDay(day, movePlayerNumbersOfDay);
+      const entries = await moveDay(day, moveNumberEntriesOfDay);
+      total += entries;
+      logger.info({ day: dayName(day), entries, pairs }, "moved a day's number entries and player numbers");
     }
     return total;
   }

@@ -3,8 +3,8 @@
  * first, keyset-paged on (created_at, sms_id). Each filter has an index ending in created_at (migration
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
- * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys)
- * and then, as the number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on
+ * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys;
+ * on SQLite also message_user_recipients_recent, migration 2026-12-01-20-recent-player-numbers) and then, as the number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on
  * SQLite the numbers' entries in recipient_messages, migration 2026-11-29-95-recipient-messages, each joined to its
  * message; on PostgreSQL messages through its index messages_recipient_time), keyed by the message's day, number and
  * time: the days from the newest message's (or the range's end, or the cursor's) back to the oldest's are named in an
@@ -14,7 +14,7 @@
  */
 import { type Expression, type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import { findSmsIdOfActivityKey } from './messages.js';
-import { selectMessagesOfNumbers } from './number-messages.js';
+import { findRecentHours, selectMessagesOfNumbers } from './number-messages.js';
 import type { Database, MessagesTable } from './schema.js';
 import { findCreatedSpan, searchBuckets } from './time-buckets.js';
 
@@ -102,13 +102,27 @@ const SUMMARY_COLUMNS = [
   'route_rule_name',
 ] as const;
 
+/**
+ * The numbers a player's messages went to: every message with a player was stored with its (player, number) pair, so
+ * no pair, no message. On SQLite the pairs of the days not moved yet are read first, a seek per hour that holds any,
+ * then message_user_recipients: a day's move between the two reads puts its pairs where the second finds them.
+ */
+async function findPlayerNumbers(db: Kysely<Database>, userId: string): Promise<string[]> {
+  const hours = await findRecentHours(db, 'message_user_recipients_recent');
+  const recent =
+    hours.length === 0
+      ? []
+      : await db.selectFrom('message_user_recipients_recent').select('recipient').where('hour', 'in', hours).where('user_id', '=', userId).execute();
+  const moved = await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', userId).execute();
+  return [...new Set([...recent, ...moved].map((r) => r.recipient))];
+}
+
 /** Up to `limit` messages, newest first, and whether more follow. */
 export async function searchMessages(db: Kysely<Database>, filter: MessageFilter): Promise<{ rows: MessageSummary[]; more: boolean }> {
-  // The numbers to look under: the one named, or the player's from message_user_recipients (every message with a
-  // player was stored with its (player, number) pair: no pair, no message).
+  // The numbers to look under: the one named, or the player's (findPlayerNumbers).
   let numbers: string[] | undefined = filter.recipient === undefined ? undefined : [filter.recipient];
   if (filter.userId !== undefined) {
-    const own = (await db.selectFrom('message_user_recipients').select('recipient').where('user_id', '=', filter.userId).execute()).map((r) => r.recipient);
+    const own = await findPlayerNumbers(db, filter.userId);
     numbers = filter.recipient === undefined ? own : own.filter((n) => n === filter.recipient);
     if (numbers.length === 0) return { rows: [], more: false };
   }

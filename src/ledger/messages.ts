@@ -4,7 +4,16 @@ import type { StatsTally } from './delivery-stats.js';
 import { ROWS_PER_STATEMENT, statementChunks } from './chunks.js';
 import { dialectFlagsOf } from './engine/flags.js';
 import { createQueryTemplate } from './query-template.js';
-import type { Database, MessageKeysTable, MessagesTable, MessageUserRecipientsTable, RecentRecipientMessagesTable, SendOutcome, SendState } from './schema.js';
+import type {
+  Database,
+  MessageKeysTable,
+  MessagesTable,
+  MessageUserRecipientsTable,
+  RecentMessageUserRecipientsTable,
+  RecentRecipientMessagesTable,
+  SendOutcome,
+  SendState,
+} from './schema.js';
 import { hourAt } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -129,24 +138,45 @@ const insertPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: Mes
     .onConflict((oc) => oc.columns(['user_id', 'recipient']).doNothing()),
 );
 
+const insertRecentPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecentMessageUserRecipientsTable[]) =>
+  db
+    .insertInto('message_user_recipients_recent')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['hour', 'user_id', 'recipient']).doNothing()),
+);
+
 /**
- * Records each row's (player, number) for the search by player (message-search.ts), in the transaction that stores
- * the messages. Pairs of rows that turn out to be repeats are recorded too: a pair with no message of its own is
- * harmless, a missing one would hide messages.
+ * Records each inserted message's (player, number) for the search by player (message-search.ts), in the transaction
+ * that stores the messages. On SQLite into the current hour's part of message_user_recipients_recent, moved by the day
+ * (src/ledger/number-messages.ts): message_user_recipients is random by player, and checking a known pair there read
+ * a leaf of its own for every message. A repeat records nothing: its message recorded its pair when it was stored.
  */
-async function recordUserRecipients(db: Db, rows: ReadonlyArray<Pick<NewMessage, 'user_id' | 'recipient'>>): Promise<void> {
+async function recordUserRecipients(
+  db: Db,
+  rows: ReadonlyArray<Pick<NewMessage, 'activity_key' | 'user_id' | 'recipient' | 'created_at'>>,
+  inserted: Set<string>,
+): Promise<void> {
+  const byHour = dialectFlagsOf(db).writesNumberEntries;
   const seen = new Set<string>();
-  const pairs: MessageUserRecipientsTable[] = [];
-  for (const { user_id, recipient } of rows) {
-    if (user_id === null) continue;
-    // A batch often holds one player's number more than once; one row per statement is enough (PostgreSQL refuses
-    // the same key twice in one INSERT … ON CONFLICT).
-    const key = `${user_id}\u0000${recipient}`;
+  const pairs: RecentMessageUserRecipientsTable[] = [];
+  for (const { activity_key, user_id, recipient, created_at } of rows) {
+    if (user_id === null || !inserted.has(activity_key)) continue;
+    // A batch often holds one player's number more than once; one row per statement is enough, but on SQLite one per
+    // hour: blanking a message forgets the pair at that message's hour (forgetSearchPairs, retention.ts).
+    const hour = hourAt(created_at);
+    const key = `${byHour ? hour : ''}\u0000${user_id}\u0000${recipient}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    pairs.push({ user_id, recipient });
+    pairs.push({ hour, user_id, recipient });
   }
-  for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) await insertPairsTemplate(db, part);
+  for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) {
+    if (byHour) await insertRecentPairsTemplate(db, part);
+    else
+      await insertPairsTemplate(
+        db,
+        part.map(({ user_id, recipient }) => ({ user_id, recipient })),
+      );
+  }
 }
 
 const insertRecipientMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecentRecipientMessagesTable[]) =>
@@ -180,7 +210,7 @@ export async function insertNewMessages(db: Db, rows: NewMessage[]): Promise<Set
     const chunk = part.map((r) => ({ ...r, state: 'dispatching' as const, attempts: 1 }));
     for (const key of await insertMessageRows(db, chunk)) inserted.add(key);
   }
-  await recordUserRecipients(db, rows);
+  await recordUserRecipients(db, rows, inserted);
   await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
@@ -195,7 +225,7 @@ export async function insertHeldMessageRows(db: Db, rows: Array<NewMessage & Pic
     ))
       inserted.add(key);
   }
-  await recordUserRecipients(db, rows);
+  await recordUserRecipients(db, rows, inserted);
   await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
@@ -207,7 +237,7 @@ export async function insertRefusedMessages(db: Db, rows: Array<NewMessage & Pic
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT).map((r) => ({ ...r, state: 'rejected' as const, attempts: 0 }));
     for (const key of await insertMessageRows(db, chunk)) inserted.add(key);
   }
-  await recordUserRecipients(db, rows);
+  await recordUserRecipients(db, rows, inserted);
   await recordRecipientMessages(db, rows, inserted);
   return inserted;
 }
@@ -333,9 +363,17 @@ export async function reclaimMessageForRetry(
     )
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return false;
-  if (!dialectFlagsOf(db).writesNumberEntries) return true;
-  // A retry may carry another number: it gets its entry too (readers skip the old one, which no longer matches the
-  // message's number).
+  // A retry may carry another number: it gets its (player, number) pair, and on SQLite its entry, too (readers skip
+  // the old ones, which no longer match the message's number).
+  if (!dialectFlagsOf(db).writesNumberEntries) {
+    await sql`insert into message_user_recipients (user_id, recipient)
+      select user_id, recipient from messages where sms_id = ${smsId} and user_id is not null
+      on conflict do nothing`.execute(db);
+    return true;
+  }
+  await sql`insert into message_user_recipients_recent (hour, user_id, recipient)
+    select created_at / 3600000, user_id, recipient from messages where sms_id = ${smsId} and user_id is not null
+    on conflict do nothing`.execute(db);
   await sql`insert into recipient_messages_recent (hour, recipient, created_at, sms_id)
     select created_at / 3600000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
     on conflict do nothing`.execute(db);

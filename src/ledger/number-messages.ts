@@ -10,6 +10,8 @@
  *   each day's into recipient_messages once the day is over (moveNumberEntriesOfDay, src/delivery/number-entries.ts).
  *   An entry is in one of the two. It counts only while its message still has that number (one whose message is
  *   gone, blanked or retried to another number stays until retention purges its day: purgeRecipientEntries).
+ *   The (player, number) pairs of the search by player go the same way, from message_user_recipients_recent into
+ *   message_user_recipients (migration 2026-12-01-20-recent-player-numbers, movePlayerNumbersOfDay).
  * - PostgreSQL: recipient_messages is a view over messages there, and the entries are messages' own index,
  *   messages_recipient_time ((created_at / 86400000), recipient, created_at): messages is read through it directly. An
  *   entry found is its message's row. Joined to messages through the view, each message found was read a second
@@ -90,58 +92,102 @@ function entriesPart(
   };
 }
 
+/** SQLite: the tables written by the hour and moved by the day. */
+export type RecentTable = 'recipient_messages_recent' | 'message_user_recipients_recent';
+
 /**
- * SQLite: the hours that hold entries not moved yet, oldest first: one seek each (the next hour after the last), not
- * a read of the entries. None on PostgreSQL.
+ * SQLite: the hours whose rows in `table` are not moved yet, oldest first: one seek each (the next hour after the
+ * last), not a read of the rows. None on PostgreSQL.
  */
-export async function findRecentEntryHours(db: Kysely<Database>): Promise<number[]> {
+export async function findRecentHours(db: Kysely<Database>, table: RecentTable): Promise<number[]> {
   if (!dialectFlagsOf(db).writesNumberEntries) return [];
+  const recent = sql.table(table);
   const { rows } = await sql<{ hour: number }>`with recursive held(hour) as (
-      select min(hour) from recipient_messages_recent
+      select min(hour) from ${recent}
       union all
-      select (select min(hour) from recipient_messages_recent where hour > held.hour) from held where held.hour is not null)
+      select (select min(hour) from ${recent} where hour > held.hour) from held where held.hour is not null)
     select hour from held where hour is not null`.execute(db);
   return rows.map((r) => Number(r.hour));
 }
 
-/** A chunk of a day's move: how many entries moved, and the last number moved (the next chunk starts after it). */
-export interface EntryMoveChunk {
+/** The hours that hold number entries not moved yet (findRecentHours). */
+export function findRecentEntryHours(db: Kysely<Database>): Promise<number[]> {
+  return findRecentHours(db, 'recipient_messages_recent');
+}
+
+/** A chunk of a day's move: how many rows moved, and the last key moved (the next chunk starts after it). */
+export interface MoveChunk {
   moved: number;
-  /** Undefined once the day has no entry left to move. */
+  /** Undefined once the day has nothing left to move. */
   last?: string;
 }
+
+/** SQLite: one table moved by the day: the column after `hour` that its chunks follow, and the copy of a chunk. */
+interface DayMove {
+  from: RecentTable;
+  key: 'recipient' | 'user_id';
+  /** Copies the rows `chosen` selects into the table by the day, in that table's key order. */
+  copy(day: number, chosen: RawBuilder<boolean>): RawBuilder<unknown>;
+}
+
+const NUMBER_ENTRIES: DayMove = {
+  from: 'recipient_messages_recent',
+  key: 'recipient',
+  copy: (day, chosen) => sql`insert into recipient_messages (day, recipient, created_at, sms_id)
+    select ${day}, recipient, created_at, sms_id from recipient_messages_recent where ${chosen}
+    order by recipient, created_at, sms_id
+    on conflict do nothing`,
+};
+
+const PLAYER_NUMBERS: DayMove = {
+  from: 'message_user_recipients_recent',
+  key: 'user_id',
+  // A pair sent to in several hours is one row of the day; a known one is read, not written.
+  copy: (_day, chosen) => sql`insert into message_user_recipients (user_id, recipient)
+    select distinct user_id, recipient from message_user_recipients_recent where ${chosen}
+    order by user_id, recipient
+    on conflict do nothing`,
+};
 
 /**
  * SQLite: moves the entries of `day` not moved yet whose number comes after `after`, about `limit` of them (whole
  * numbers), from recipient_messages_recent into recipient_messages, in one transaction. A day's chunks go in number
  * order, so each lands after the one before in the day's part of recipient_messages: each page is written once and
- * filled, where sends wrote one entry to a page each. The chunk ends at the lowest number that any of the day's hours
- * reaches after `limit / 24` of its entries, so that no hour puts much more than its share in.
+ * filled, where sends wrote one entry to a page each.
  */
-export async function moveNumberEntriesOfDay(trx: Transaction<Database>, day: number, after: string | undefined, limit: number): Promise<EntryMoveChunk> {
+export function moveNumberEntriesOfDay(trx: Transaction<Database>, day: number, after: string | undefined, limit: number): Promise<MoveChunk> {
+  return moveChunkOfDay(trx, NUMBER_ENTRIES, day, after, limit);
+}
+
+/**
+ * SQLite: moves the (player, number) pairs of `day` not moved yet whose player comes after `after`, about `limit` of
+ * them (whole players), from message_user_recipients_recent into message_user_recipients, in one transaction. In
+ * player order, each leaf of message_user_recipients is read once a chunk, where sends read one for each message.
+ */
+export function movePlayerNumbersOfDay(trx: Transaction<Database>, day: number, after: string | undefined, limit: number): Promise<MoveChunk> {
+  return moveChunkOfDay(trx, PLAYER_NUMBERS, day, after, limit);
+}
+
+/**
+ * One chunk of `move` for `day`: the rows whose key comes after `after`, up to the lowest key that any of the day's
+ * hours reaches after `limit / 24` of its rows, so that no hour puts much more than its share in.
+ */
+async function moveChunkOfDay(trx: Transaction<Database>, move: DayMove, day: number, after: string | undefined, limit: number): Promise<MoveChunk> {
   const hours = Array.from({ length: 24 }, (_, i) => day * 24 + i);
   const perHour = Math.max(1, Math.ceil(limit / 24));
+  const key = sql.ref<string>(move.key);
   let upTo: string | undefined;
   for (const hour of hours) {
-    const row = await trx
-      .selectFrom('recipient_messages_recent')
-      .select('recipient')
-      .where('hour', '=', hour)
-      .$if(after !== undefined, (q) => q.where('recipient', '>', after!))
-      .orderBy('recipient')
-      .limit(1)
-      .offset(perHour - 1)
-      .executeTakeFirst();
-    if (row && (upTo === undefined || row.recipient < upTo)) upTo = row.recipient;
+    const { rows } = await sql<{ key: string }>`select ${key} as key from ${sql.table(move.from)}
+      where hour = ${hour} and ${after === undefined ? sql`true` : sql`${key} > ${after}`}
+      order by ${key} limit 1 offset ${perHour - 1}`.execute(trx);
+    const row = rows[0];
+    if (row && (upTo === undefined || row.key < upTo)) upTo = row.key;
   }
-  // None of the hours has `perHour` entries left: the rest of the day goes.
-  const range = sql.join([after === undefined ? sql`true` : sql`recipient > ${after}`, upTo === undefined ? sql`true` : sql`recipient <= ${upTo}`], sql` and `);
-  const inHours = sql.join(hours.map((h) => sql`${h}`));
-  await sql`insert into recipient_messages (day, recipient, created_at, sms_id)
-    select ${day}, recipient, created_at, sms_id from recipient_messages_recent where hour in (${inHours}) and ${range}
-    order by recipient, created_at, sms_id
-    on conflict do nothing`.execute(trx);
-  const deleted = await sql`delete from recipient_messages_recent where hour in (${inHours}) and ${range}`.execute(trx);
+  // None of the hours has `perHour` rows left: the rest of the day goes.
+  const chosen = sql<boolean>`hour in (${sql.join(hours)}) and ${after === undefined ? sql`true` : sql`${key} > ${after}`} and ${upTo === undefined ? sql`true` : sql`${key} <= ${upTo}`}`;
+  await move.copy(day, chosen).execute(trx);
+  const deleted = await sql`delete from ${sql.table(move.from)} where ${chosen}`.execute(trx);
   const moved = Number(deleted.numAffectedRows ?? 0);
   return upTo === undefined ? { moved } : { moved, last: upTo };
 }

@@ -9,7 +9,7 @@ import { dialectFlagsOf } from './engine/flags.js';
 import { selectMessagesOfNumbers } from './number-messages.js';
 import type { Database } from './schema.js';
 import { DAY_MS, dayBound, PARTITIONED_TABLES, partitionName, planDayPartitions, readPartitionState } from './engine/partitions.js';
-import { findCreatedSpan, searchBuckets } from './time-buckets.js';
+import { findCreatedSpan, hourAt, searchBuckets } from './time-buckets.js';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -53,7 +53,7 @@ const isFinalMessage = sql<boolean>`((messages.delivery_status is not null or me
 export async function deleteFinalMessages(trx: Transaction<Database>, createdBefore: number, limit = RETENTION_CHUNK): Promise<number> {
   let select = trx
     .selectFrom('messages')
-    .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
+    .select(['sms_id', 'activity_key', 'user_id', 'recipient', 'created_at'])
     .where('created_at', '<', createdBefore)
     .where(isFinalMessage)
     .orderBy('created_at')
@@ -85,16 +85,19 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
 
 /**
  * A (player, number) pair (message_user_recipients) is kept while a message of that player to that number is: once
- * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number.
+ * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number. On SQLite a pair
+ * of a day not moved yet is in message_user_recipients_recent, at its message's hour (recordUserRecipients,
+ * messages.ts): it goes from there too, or the day's move would put it back.
  */
 async function forgetSearchPairs(
   trx: Transaction<Database>,
-  rows: Array<{ user_id: string | null; recipient: string }>,
+  rows: Array<{ user_id: string | null; recipient: string; created_at: number | string }>,
   going?: { from: string; to: string },
 ): Promise<void> {
-  const pairs = new Map<string, { user_id: string; recipient: string }>();
+  const pairs = new Map<string, { user_id: string; recipient: string; hour: number }>();
   for (const r of rows)
-    if (r.user_id !== null && r.recipient !== BLANKED) pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
+    if (r.user_id !== null && r.recipient !== BLANKED)
+      pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient, hour: hourAt(Number(r.created_at)) });
   if (pairs.size === 0) return;
   // A remaining message of the pair may be of any day still kept: the number's entries are led by the day
   // (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to seek in.
@@ -108,23 +111,31 @@ async function forgetSearchPairs(
   // pairs took 100–130 ms against 40–60 from cold pages, and 110–130 against 16–20 from warm ones (bench/README.md
   // "Sends while PostgreSQL retention runs, traced"). On SQLite an entry counts only while its message still has
   // that number (it may be gone or blanked already, its entry not yet purged: purgeRecipientEntries).
-  const remaining =
+  const remaining = async (table: 'message_user_recipients' | 'message_user_recipients_recent') =>
     days.length === 0
       ? sql`false`
       : sql.join(
-          (await selectMessagesOfNumbers(trx, days, sql.ref<string>('message_user_recipients.recipient'))).map(
+          (await selectMessagesOfNumbers(trx, days, sql.ref<string>(`${table}.recipient`))).map(
             (part) =>
               sql`exists ${part.query
                 .select(sql<number>`1`.as('one'))
-                .whereRef('messages.user_id', '=', sql.ref<string>('message_user_recipients.user_id'))
+                .whereRef('messages.user_id', '=', sql.ref<string>(`${table}.user_id`))
                 .where(going ? sql<boolean>`not (messages.sms_id >= ${going.from} and messages.sms_id < ${going.to})` : sql<boolean>`true`)}`,
           ),
           sql` or `,
         );
+  const moved = await remaining('message_user_recipients');
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
     await sql`delete from message_user_recipients
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
-      and not (${remaining})`.execute(trx);
+      and not (${moved})`.execute(trx);
+  }
+  if (!dialectFlagsOf(trx).writesNumberEntries) return;
+  const recent = await remaining('message_user_recipients_recent');
+  for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 3)) {
+    await sql`delete from message_user_recipients_recent
+      where (hour, user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.hour}, ${p.user_id}, ${p.recipient})`))})
+      and not (${recent})`.execute(trx);
   }
 }
 
@@ -202,7 +213,7 @@ export async function dropFinishedDay(
     const rows = await db.transaction().execute(async (trx) => {
       const page = await trx
         .selectFrom('messages')
-        .select(['sms_id', 'activity_key', 'user_id', 'recipient'])
+        .select(['sms_id', 'activity_key', 'user_id', 'recipient', 'created_at'])
         .where('sms_id', '>=', from)
         .where('sms_id', '<', to)
         .where('sms_id', '>', after)

@@ -350,8 +350,23 @@ export interface GatewayInstancesTable {
   started_at: number;
 }
 
-/** Every (player, number) some message went to (migration 2026-11-24-81-search-keys): the search by player. */
+/**
+ * Every (player, number) some message went to (migration 2026-11-24-81-search-keys): the search by player. On SQLite
+ * the pairs of the days not over yet are in message_user_recipients_recent.
+ */
 export interface MessageUserRecipientsTable {
+  user_id: string;
+  recipient: string;
+}
+
+/**
+ * SQLite only: the (player, number) pairs of the days not moved into message_user_recipients yet, by the hour
+ * (migration 2026-12-01-20-recent-player-numbers): a send records its pair here, in the current hour's part, and the
+ * serving process moves each day's into message_user_recipients once the day is over (src/ledger/number-messages.ts).
+ */
+export interface RecentMessageUserRecipientsTable {
+  /** created_at / 3600000 of the message that recorded it */
+  hour: number;
   user_id: string;
   recipient: string;
 }
@@ -465,6 +480,7 @@ export interface Database {
   gateway_instances: GatewayInstancesTable;
   messages: MessagesTable;
   message_user_recipients: MessageUserRecipientsTable;
+  message_user_recipients_recent: RecentMessageUserRecipientsTable;
   recipient_messages: RecipientMessagesTable;
   recipient_messages_recent: RecentRecipientMessagesTable;
   message_keys: MessageKeysTable;

@@ -1,14 +1,14 @@
 /**
- * `serve`'s move of the numbers' entries by the hour into recipient_messages (src/delivery/number-entries.ts): which
- * days move (a pure table), and the part on a real ledger: a look moves every entry of the days before today, in
- * chunks, and leaves today's. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set (where nothing waits).
+ * `serve`'s move of the numbers' entries by the hour into recipient_messages, and of the players' pairs into
+ * message_user_recipients (src/delivery/number-entries.ts): which days move (a pure table), and the part on a real
+ * ledger: a look moves every entry and pair of the days before today, in chunks, and leaves today's. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set (where nothing waits).
  */
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { daysToMove, MOVE_CHUNK, startNumberEntryMoves } from '../../src/delivery/number-entries.js';
 import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
-import { findRecentEntryHours } from '../../src/ledger/number-messages.js';
+import { findRecentEntryHours, findRecentHours } from '../../src/ledger/number-messages.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
 
 const DAY = 86_400_000;
@@ -43,9 +43,16 @@ async function wait(hour: number, n: number): Promise<void> {
     select ${hour}, '+4477' || ((i * 7919) % 100000000), ${hour * 3_600_000} + i, ${`m-${hour}-`} || i from k`.execute(ledger.db);
 }
 
+/** `n` (player, number) pairs at `hour`, players p-1 … p-n with one number each, straight into the recent table. */
+async function waitPairs(hour: number, n: number): Promise<void> {
+  await sql`with recursive k(i) as (select 1 union all select i + 1 from k where i < ${n})
+    insert into message_user_recipients_recent (hour, user_id, recipient)
+    select ${hour}, 'p-' || i, '+4479' || i from k`.execute(ledger.db);
+}
+
 const QUIET = { error: () => {}, info: () => {} };
 
-const count = async (table: 'recipient_messages' | 'recipient_messages_recent') =>
+const count = async (table: 'recipient_messages' | 'recipient_messages_recent' | 'message_user_recipients' | 'message_user_recipients_recent') =>
   Number((await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(ledger.db)).rows[0]!.n);
 
 describe("the numbers' entries, moved by the day", () => {
@@ -60,7 +67,17 @@ describe("the numbers' entries, moved by the day", () => {
       for (const hour of [(TODAY - 2) * 24, (TODAY - 2) * 24 + 7, (TODAY - 2) * 24 + 23]) await wait(hour, MOVE_CHUNK);
       await wait(TODAY * 24 - 1, 10);
       await wait(TODAY * 24, 5);
+      // The players' pairs: two hours of two days ago, the same players in both; three days ago, a day with pairs
+      // alone (a late retry's); today's.
+      await waitPairs((TODAY - 2) * 24, MOVE_CHUNK + 5);
+      await waitPairs((TODAY - 2) * 24 + 7, 100);
+      await waitPairs((TODAY - 3) * 24 + 1, 3);
+      await waitPairs(TODAY * 24, 4);
       expect(await moves.runOnce()).toBe(3 * MOVE_CHUNK + 10);
+      // Each pair once, the players of both hours of a day as one.
+      expect(await count('message_user_recipients')).toBe(MOVE_CHUNK + 5);
+      expect(await findRecentHours(ledger.db, 'message_user_recipients_recent')).toEqual([TODAY * 24]);
+      expect(await count('message_user_recipients_recent')).toBe(4);
       expect(await count('recipient_messages')).toBe(3 * MOVE_CHUNK + 10);
       expect(await findRecentEntryHours(ledger.db)).toEqual([TODAY * 24]);
       // Each moved entry under its day.

@@ -66,7 +66,11 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
     await prefillLedger(url, { messages: 600, days: 2, now: Date.now(), providers: [['sandbox', 1]] });
     const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
     try {
-      const pairs = await ledger.db.selectFrom('message_user_recipients').select(['user_id', 'recipient']).execute();
+      // On SQLite the last day's pairs wait by the hour (recordUserRecipients, src/ledger/messages.ts).
+      const waiting = ledger.flags.writesNumberEntries
+        ? await ledger.db.selectFrom('message_user_recipients_recent').select(['user_id', 'recipient']).execute()
+        : [];
+      const pairs = [...(await ledger.db.selectFrom('message_user_recipients').select(['user_id', 'recipient']).execute()), ...waiting];
       // Players are drawn at random, about a dozen messages each, a tenth of them to a second number: all but a rare
       // one hold a message, and a message to their first number.
       const named = Array.from({ length: prefillPlayers(600) }, (_, player) => prefillPlayer(player));
@@ -186,7 +190,7 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
   });
 });
 
-describe('a prefilled SQLite ledger’s number entries', () => {
+describe('a prefilled SQLite ledger’s number entries and player numbers', () => {
   it('are moved under their days, but the last day’s wait by the hour, as a serving gateway leaves them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-prefill-'));
     dirs.push(dir);
@@ -196,7 +200,7 @@ describe('a prefilled SQLite ledger’s number entries', () => {
     await prefillLedger(url, { messages: 720, days: 3, now, providers: [['sandbox', 1]] });
     const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
     try {
-      const messages = await ledger.db.selectFrom('messages').select(['sms_id', 'recipient', 'created_at']).execute();
+      const messages = await ledger.db.selectFrom('messages').select(['sms_id', 'user_id', 'recipient', 'created_at']).execute();
       const moved = await ledger.db.selectFrom('recipient_messages').select(['day', 'recipient', 'created_at', 'sms_id']).execute();
       const waiting = await ledger.db.selectFrom('recipient_messages_recent').select(['hour', 'recipient', 'created_at', 'sms_id']).execute();
       const today = bucketAt(now);
@@ -209,6 +213,16 @@ describe('a prefilled SQLite ledger’s number entries', () => {
       // Each message has its one entry, under its own number.
       const entries = new Map([...moved, ...waiting].map((e) => [e.sms_id, e.recipient]));
       expect(messages.every((m) => entries.get(m.sms_id) === m.recipient)).toBe(true);
+      // The (player, number) pairs likewise: the last day's by the hour of each of their messages, the rest once each.
+      const pairs = await ledger.db.selectFrom('message_user_recipients').select(['user_id', 'recipient']).execute();
+      const recentPairs = await ledger.db.selectFrom('message_user_recipients_recent').select(['hour', 'user_id', 'recipient']).execute();
+      const key = (...parts: Array<string | number | null>) => parts.join(' ');
+      const before = messages.filter((m) => bucketAt(Number(m.created_at)) < today);
+      expect(new Set(pairs.map((p) => key(p.user_id, p.recipient)))).toEqual(new Set(before.map((m) => key(m.user_id, m.recipient))));
+      expect(pairs).toHaveLength(new Set(pairs.map((p) => key(p.user_id, p.recipient))).size);
+      expect(new Set(recentPairs.map((p) => key(p.hour, p.user_id, p.recipient)))).toEqual(
+        new Set(ofToday.map((m) => key(Math.floor(Number(m.created_at) / 3_600_000), m.user_id, m.recipient))),
+      );
     } finally {
       await ledger.close();
     }

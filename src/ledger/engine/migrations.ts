@@ -866,4 +866,24 @@ export const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '2026-12-01-20-recent-player-numbers': {
+    async up(db) {
+      // SQLite: a send records its (player, number) pair here, by the hour, not in message_user_recipients. That
+      // table's key is random by player and holds every pair the ledger keeps (2.75 million at 30 million messages),
+      // so checking a known pair read a leaf of its own from the file for each message: 63% of what single sends
+      // read at 30 million (bench/README.md "The players' numbers by the hour"). Here the current hour's part takes
+      // the pairs; once a day is over, the serving process moves them into message_user_recipients in player order,
+      // each leaf read once (movePlayerNumbersOfDay). The search by player reads both (src/ledger/message-search.ts).
+      // PostgreSQL keeps its pairs where they were: its pages are in shared buffers, not a 4 MB writer cache.
+      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      await db.schema
+        .createTable('message_user_recipients_recent')
+        .addColumn('hour', 'integer', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('message_user_recipients_recent_pk', ['hour', 'user_id', 'recipient'])
+        .modifyEnd(sql`without rowid`)
+        .execute();
+    },
+  },
 };
