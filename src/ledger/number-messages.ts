@@ -63,7 +63,7 @@ export async function selectMessagesOfNumbers(
   // The hours named are only those that hold entries (normally today's and, until it is moved, yesterday's): a seek
   // each, where every hour of every day would be 24 a day.
   const named = new Set(days);
-  const hours = (await findRecentEntryHours(db)).filter((h) => named.has(dayOfHour(h)));
+  const hours = (await findRecentHours(db, 'recipient_messages_recent')).filter((h) => named.has(dayOfHour(h)));
   if (hours.length > 0) parts.push(entriesPart(db, 'recipient_messages_recent', 'hour', hours.reverse(), numbers));
   return parts;
 }
@@ -108,11 +108,6 @@ export async function findRecentHours(db: Kysely<Database>, table: RecentTable):
       select (select min(hour) from ${recent} where hour > held.hour) from held where held.hour is not null)
     select hour from held where hour is not null`.execute(db);
   return rows.map((r) => Number(r.hour));
-}
-
-/** The hours that hold number entries not moved yet (findRecentHours). */
-export function findRecentEntryHours(db: Kysely<Database>): Promise<number[]> {
-  return findRecentHours(db, 'recipient_messages_recent');
 }
 
 /** A chunk of a day's move: how many rows moved, and the last key moved (the next chunk starts after it). */

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { daysToMove, MOVE_CHUNK, startNumberEntryMoves } from '../../src/delivery/number-entries.js';
 import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
-import { findRecentEntryHours, findRecentHours } from '../../src/ledger/number-messages.js';
+import { findRecentHours } from '../../src/ledger/number-messages.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
 
 const DAY = 86_400_000;
@@ -79,7 +79,7 @@ describe("the numbers' entries, moved by the day", () => {
       expect(await findRecentHours(ledger.db, 'message_user_recipients_recent')).toEqual([TODAY * 24]);
       expect(await count('message_user_recipients_recent')).toBe(4);
       expect(await count('recipient_messages')).toBe(3 * MOVE_CHUNK + 10);
-      expect(await findRecentEntryHours(ledger.db)).toEqual([TODAY * 24]);
+      expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([TODAY * 24]);
       // Each moved entry under its day.
       const days = await sql<{ day: number; n: number }>`select day, count(*) as n from recipient_messages group by day order by day`.execute(ledger.db);
       expect(days.rows.map((r) => [Number(r.day), Number(r.n)])).toEqual([

@@ -12,7 +12,7 @@ import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
-import { findRecentEntryHours, moveNumberEntriesOfDay } from '../../src/ledger/number-messages.js';
+import { findRecentHours, moveNumberEntriesOfDay } from '../../src/ledger/number-messages.js';
 import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
 import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
@@ -153,12 +153,12 @@ describe("a message's number entries", () => {
     };
     await findsAll();
     if (!writes()) {
-      expect(await findRecentEntryHours(ledger.db)).toEqual([]);
+      expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([]);
       return;
     }
     expect(await moved()).toEqual([]);
     const day = bucketAt(NOON);
-    expect(await findRecentEntryHours(ledger.db)).toEqual([hourAt(NOON), hourAt(NOON) + 1, hourAt(NOON + DAY)]);
+    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([hourAt(NOON), hourAt(NOON) + 1, hourAt(NOON + DAY)]);
 
     // About 24 a chunk is one an hour: the lowest number either hour reaches first. Noon's first is …001, both of its
     // messages that day go together.
@@ -176,11 +176,11 @@ describe("a message's number entries", () => {
     expect(await moved()).toEqual(
       ['d1-a', 'd1-a2', 'd1-b', 'd1-c', 'd1-d'].map((id, i) => ({ day, recipient: `+44770090000${[1, 1, 2, 3, 4][i]}`, sms_id: id })),
     );
-    expect(await findRecentEntryHours(ledger.db)).toEqual([hourAt(NOON + DAY)]);
+    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([hourAt(NOON + DAY)]);
     await findsAll();
     // The next day's, in one chunk: fewer than its share wait.
     expect(await moveDay(day + 1, 2_000)).toEqual([1]);
-    expect(await findRecentEntryHours(ledger.db)).toEqual([]);
+    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([]);
     await findsAll();
   });
 });
