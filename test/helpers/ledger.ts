@@ -4,8 +4,10 @@
  * through the gateway's own Kysely instance instead, which still sees only committed rows.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import type { Insertable } from 'kysely';
-import type { MessagesTable } from '../../src/ledger/schema.js';
+import type { Insertable, Kysely, Transaction } from 'kysely';
+import { inTransaction } from '../../src/ledger/engine/db.js';
+import type { MoveChunk } from '../../src/ledger/number-messages.js';
+import type { Database, MessagesTable } from '../../src/ledger/schema.js';
 import type { TestGateway } from './gateway.js';
 
 export type LedgerMessage = Pick<
@@ -101,4 +103,20 @@ export function submittedMessageRow(id: string, provider: string, at: number, fi
     completed_at: null,
     ...fields,
   };
+}
+
+/** Moves `day`'s rows of one recent table as serve does (src/delivery/number-entries.ts), in chunks of about `limit`; returns each chunk's count. */
+export async function moveDayInChunks(
+  db: Kysely<Database>,
+  moveChunk: (trx: Transaction<Database>, day: number, after: string | undefined, limit: number) => Promise<MoveChunk>,
+  day: number,
+  limit: number,
+): Promise<number[]> {
+  const chunks: number[] = [];
+  for (let after: string | undefined; ; ) {
+    const chunk = await inTransaction(db, (trx) => moveChunk(trx, day, after, limit));
+    chunks.push(chunk.moved);
+    if (chunk.last === undefined) return chunks;
+    after = chunk.last;
+  }
 }

@@ -16,7 +16,7 @@ import { findRecentHours, movePlayerNumbersOfDay } from '../../src/ledger/number
 import { blankFinalMessages, SCAN_START } from '../../src/ledger/retention.js';
 import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
-import { submittedMessageRow } from '../helpers/ledger.js';
+import { moveDayInChunks, submittedMessageRow } from '../helpers/ledger.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -55,17 +55,6 @@ const pairsWaiting = async () =>
         (p) => `${Number(p.hour) - hourAt(NOON)} ${p.user_id} ${p.recipient}`,
       )
     : [];
-
-/** Moves `day`'s pairs as serve does, in chunks of about `limit`; returns each chunk's count. */
-async function moveDay(day: number, limit: number): Promise<number[]> {
-  const chunks: number[] = [];
-  for (let after: string | undefined; ; ) {
-    const chunk = await inTransaction(ledger.db, (trx) => movePlayerNumbersOfDay(trx, day, after, limit));
-    chunks.push(chunk.moved);
-    if (chunk.last === undefined) return chunks;
-    after = chunk.last;
-  }
-}
 
 const foundFor = async (userId: string) => (await searchMessages(ledger.db, { userId, limit: 10 })).rows.map((r) => r.sms_id);
 
@@ -128,11 +117,11 @@ describe('a (player, number) pair', () => {
     expect(await pairsMoved()).toEqual(['p1 +447700900001', 'p1 +447700900011', 'p2 +447700900002']);
     await findsAll();
 
-    expect(await moveDay(day, 24)).toEqual([1, 1, 1, 0]);
+    expect(await moveDayInChunks(ledger.db, movePlayerNumbersOfDay, day, 24)).toEqual([1, 1, 1, 0]);
     expect(await pairsMoved()).toEqual(['p1 +447700900001', 'p1 +447700900011', 'p2 +447700900002', 'p3 +447700900003', 'p4 +447700900004']);
     expect(await pairsWaiting()).toEqual(['24 p1 +447700900001']);
     await findsAll();
-    expect(await moveDay(day + 1, 2_000)).toEqual([1]);
+    expect(await moveDayInChunks(ledger.db, movePlayerNumbersOfDay, day + 1, 2_000)).toEqual([1]);
     expect(await pairsWaiting()).toEqual([]);
     expect(await pairsMoved()).toHaveLength(5);
     await findsAll();
@@ -168,7 +157,7 @@ describe('a (player, number) pair', () => {
     expect(await foundFor('p2')).toEqual(['g3']);
     if (!byHour()) return;
     // Nothing of p1's number comes back with the day's move.
-    expect(await moveDay(bucketAt(NOON), 2_000)).toEqual([2]);
+    expect(await moveDayInChunks(ledger.db, movePlayerNumbersOfDay, bucketAt(NOON), 2_000)).toEqual([2]);
     expect(await pairsMoved()).toEqual(['p2 +447700900002']);
   });
 });

@@ -16,7 +16,7 @@ import { findRecentHours, moveNumberEntriesOfDay } from '../../src/ledger/number
 import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
 import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
-import { submittedMessageRow } from '../helpers/ledger.js';
+import { moveDayInChunks, submittedMessageRow } from '../helpers/ledger.js';
 
 const DAY = 86_400_000;
 // Noon UTC: the messages below a few hours apart share their day.
@@ -57,17 +57,6 @@ const entries = async () => {
   }));
   return [...(await moved()), ...recent].sort((a, b) => a.sms_id.localeCompare(b.sms_id) || a.recipient.localeCompare(b.recipient));
 };
-
-/** Moves `day`'s entries as serve does, in chunks of about `limit`; returns each chunk's count. */
-async function moveDay(day: number, limit: number): Promise<number[]> {
-  const chunks: number[] = [];
-  for (let after: string | undefined; ; ) {
-    const chunk = await inTransaction(ledger.db, (trx) => moveNumberEntriesOfDay(trx, day, after, limit));
-    chunks.push(chunk.moved);
-    if (chunk.last === undefined) return chunks;
-    after = chunk.last;
-  }
-}
 
 const found = async (recipient: string) => (await searchMessages(ledger.db, { recipient, limit: 10 })).rows.map((r) => r.sms_id);
 
@@ -124,8 +113,8 @@ describe("a message's number entries", () => {
 
     // Retention purges the moved entries: until their days are moved, they wait in the recent table.
     expect(await purge(day + 1, 2)).toBe(0);
-    await moveDay(day, 24);
-    await moveDay(day + 1, 24);
+    await moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day, 24);
+    await moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day + 1, 24);
     expect(await purge(day + 1, 2)).toBe(3);
     expect((await entries()).map((e) => e.sms_id)).toEqual(['gone-next-day', 'kept']);
     expect(await found('+447700900004')).toEqual(['kept']);
@@ -172,14 +161,14 @@ describe("a message's number entries", () => {
       more: true,
     });
 
-    expect(await moveDay(day, 24)).toEqual([1, 1, 1, 0]);
+    expect(await moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day, 24)).toEqual([1, 1, 1, 0]);
     expect(await moved()).toEqual(
       ['d1-a', 'd1-a2', 'd1-b', 'd1-c', 'd1-d'].map((id, i) => ({ day, recipient: `+44770090000${[1, 1, 2, 3, 4][i]}`, sms_id: id })),
     );
     expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([hourAt(NOON + DAY)]);
     await findsAll();
     // The next day's, in one chunk: fewer than its share wait.
-    expect(await moveDay(day + 1, 2_000)).toEqual([1]);
+    expect(await moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day + 1, 2_000)).toEqual([1]);
     expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([]);
     await findsAll();
   });
