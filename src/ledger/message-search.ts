@@ -4,12 +4,13 @@
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
  * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys;
- * on SQLite also message_user_recipients_recent, migration 2026-12-01-20-recent-player-numbers) and then, as the number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on
- * SQLite the numbers' entries in recipient_messages, migration 2026-11-29-95-recipient-messages, each joined to its
- * message; on PostgreSQL messages through its index messages_recipient_time), keyed by the message's day, number and
- * time: the days from the newest message's (or the range's end, or the cursor's) back to the oldest's are named in an
- * IN list that each database walks newest day first, each day's entries in the page's order, so a page still stops at
- * its limit; only one day's rows of a player's several numbers are sorted (and on PostgreSQL, whose index ends in
+ * on SQLite also message_user_recipients_recent, migration 2026-12-01-20-recent-player-numbers) and then, as the
+ * number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on SQLite the numbers'
+ * entries in recipient_messages, migration 2026-11-29-95-recipient-messages, each joined to its message; on
+ * PostgreSQL messages through its index messages_recipient_time), keyed by the message's day, number and time: the
+ * days from the newest message's (or the range's end, or the cursor's) back to the oldest's are named in an IN list
+ * that each database walks newest day first, each day's entries in the page's order, so a page still stops at its
+ * limit; only one day's rows of a player's several numbers are sorted (and on PostgreSQL, whose index ends in
  * created_at, the ties on it).
  */
 import { type Expression, type Kysely, type SelectQueryBuilder, sql } from 'kysely';

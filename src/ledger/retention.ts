@@ -94,10 +94,15 @@ async function forgetSearchPairs(
   rows: Array<{ user_id: string | null; recipient: string; created_at: number | string }>,
   going?: { from: string; to: string },
 ): Promise<void> {
-  const pairs = new Map<string, { user_id: string; recipient: string; hour: number }>();
-  for (const r of rows)
-    if (r.user_id !== null && r.recipient !== BLANKED)
-      pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient, hour: hourAt(Number(r.created_at)) });
+  const pairs = new Map<string, { user_id: string; recipient: string }>();
+  // On SQLite, also each pair at each of its messages' hours.
+  const hourly = new Map<string, { user_id: string; recipient: string; hour: number }>();
+  for (const r of rows) {
+    if (r.user_id === null || r.recipient === BLANKED) continue;
+    const hour = hourAt(Number(r.created_at));
+    pairs.set(JSON.stringify([r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient });
+    hourly.set(JSON.stringify([hour, r.user_id, r.recipient]), { user_id: r.user_id, recipient: r.recipient, hour });
+  }
   if (pairs.size === 0) return;
   // A remaining message of the pair may be of any day still kept: the number's entries are led by the day
   // (src/ledger/time-buckets.ts), so the days from the oldest message's to the newest's are named for it to seek in.
@@ -132,7 +137,7 @@ async function forgetSearchPairs(
   }
   if (!dialectFlagsOf(trx).writesNumberEntries) return;
   const recent = await remaining('message_user_recipients_recent');
-  for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 3)) {
+  for (const group of idChunks([...hourly.values()], IDS_PER_STATEMENT / 3)) {
     await sql`delete from message_user_recipients_recent
       where (hour, user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.hour}, ${p.user_id}, ${p.recipient})`))})
       and not (${recent})`.execute(trx);

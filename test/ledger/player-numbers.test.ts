@@ -146,11 +146,13 @@ describe('a (player, number) pair', () => {
       submittedMessageRow('g2', 'sandbox', NOON + 1_000, { user_id: 'p2', recipient: '+447700900002', ...final }),
       // p2's number again, an hour later and not final: kept.
       submittedMessageRow('g3', 'sandbox', NOON + HOUR, { user_id: 'p2', recipient: '+447700900002' }),
+      // p1's number again two hours later, blanked in the same chunk: the pair goes from both hours.
+      submittedMessageRow('g4', 'sandbox', NOON + 2 * HOUR, { user_id: 'p1', recipient: '+447700900001', ...final }),
     ] as unknown as NewMessage[];
     await inTransaction(ledger.db, (trx) => insertNewMessages(trx, rows));
-    if (byHour()) expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p2 +447700900002']);
+    if (byHour()) expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p2 +447700900002', '2 p1 +447700900001']);
     const chunk = await inTransaction(ledger.db, (trx) => blankFinalMessages(trx, NOON + DAY, SCAN_START));
-    expect(chunk.blanked).toBe(2);
+    expect(chunk.blanked).toBe(3);
     if (byHour()) expect(await pairsWaiting()).toEqual(['0 p2 +447700900002', '1 p2 +447700900002']);
     else expect(await pairsMoved()).toEqual(['p2 +447700900002']);
     expect(await foundFor('p1')).toEqual([]);
