@@ -12,6 +12,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { inTransaction } from '../ledger/engine/db.js';
+import { dialectFlagsOf } from '../ledger/engine/flags.js';
 import { findRecentHours, moveNumberEntriesOfDay, movePlayerNumbersOfDay } from '../ledger/number-messages.js';
 import type { Database } from '../ledger/schema.js';
 import { bucketAt, dayOfHour } from '../ledger/time-buckets.js';
@@ -45,7 +46,7 @@ export interface NumberEntryMoveDeps {
   pause?: (ms: number) => Promise<void>;
 }
 
-/** Looks every MOVE_CHECK_MS; on PostgreSQL, whose entries are an index of messages, a look finds nothing. */
+/** Looks every MOVE_CHECK_MS. */
 export function startNumberEntryMoves({ db, logger, now = Date.now, writesWaiting, pause = yieldToRequests }: NumberEntryMoveDeps): NumberEntryMoves {
   let running: Promise<number> | undefined;
   let stopped = false;
@@ -68,7 +69,8 @@ export function startNumberEntryMoves({ db, logger, now = Date.now, writesWaitin
     const hours = [...(await findRecentHours(db, 'recipient_messages_recent')), ...(await findRecentHours(db, 'message_user_recipients_recent'))];
     for (const day of daysToMove(hours, now())) {
       const pairs = await moveDay(day, movePlayerNumbersOfDay);
-      const entries = await moveDay(day, moveNumberEntriesOfDay);
+      // PostgreSQL has no entries to move: they are an index of messages.
+      const entries = dialectFlagsOf(db).writesNumberEntries ? await moveDay(day, moveNumberEntriesOfDay) : 0;
       total += entries;
       logger.info({ day: dayName(day), entries, pairs }, "moved a day's number entries and player numbers");
     }

@@ -8,7 +8,6 @@ import type {
   Database,
   MessageKeysTable,
   MessagesTable,
-  MessageUserRecipientsTable,
   RecentMessageUserRecipientsTable,
   RecentRecipientMessagesTable,
   SendOutcome,
@@ -131,13 +130,6 @@ async function insertMessageRows(db: Db, rows: MessageInsert[]): Promise<string[
   return inserted;
 }
 
-const insertPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: MessageUserRecipientsTable[]) =>
-  db
-    .insertInto('message_user_recipients')
-    .values(rows)
-    .onConflict((oc) => oc.columns(['user_id', 'recipient']).doNothing()),
-);
-
 const insertRecentPairsTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecentMessageUserRecipientsTable[]) =>
   db
     .insertInto('message_user_recipients_recent')
@@ -147,36 +139,30 @@ const insertRecentPairsTemplate = createQueryTemplate((db: Kysely<Database>, row
 
 /**
  * Records each inserted message's (player, number) for the search by player (message-search.ts), in the transaction
- * that stores the messages. On SQLite into the current hour's part of message_user_recipients_recent, moved by the day
- * (src/ledger/number-messages.ts): message_user_recipients is random by player, and checking a known pair there read
- * a leaf of its own for every message. A repeat records nothing: its message recorded its pair when it was stored.
+ * that stores the messages: into the current hour's part of message_user_recipients_recent, moved by the day
+ * (src/ledger/number-messages.ts). message_user_recipients is random by player, and checking a known pair there read
+ * a page of its own for every message, on both databases (bench/README.md "The players' numbers by the hour"). A
+ * repeat records nothing: its message recorded its pair when it was stored.
  */
 async function recordUserRecipients(
   db: Db,
   rows: ReadonlyArray<Pick<NewMessage, 'activity_key' | 'user_id' | 'recipient' | 'created_at'>>,
   inserted: Set<string>,
 ): Promise<void> {
-  const byHour = dialectFlagsOf(db).writesNumberEntries;
   const seen = new Set<string>();
   const pairs: RecentMessageUserRecipientsTable[] = [];
   for (const { activity_key, user_id, recipient, created_at } of rows) {
     if (user_id === null || !inserted.has(activity_key)) continue;
-    // A batch often holds one player's number more than once; one row per statement is enough, but on SQLite one per
-    // hour: blanking a message forgets the pair at that message's hour (forgetSearchPairs, retention.ts).
+    // A batch often holds one player's number more than once: one row per hour and statement (PostgreSQL refuses
+    // the same key twice in one INSERT … ON CONFLICT), at the hour where blanking the message forgets it
+    // (forgetSearchPairs, retention.ts).
     const hour = hourAt(created_at);
-    const key = `${byHour ? hour : ''}\u0000${user_id}\u0000${recipient}`;
+    const key = `${hour}\u0000${user_id}\u0000${recipient}`;
     if (seen.has(key)) continue;
     seen.add(key);
     pairs.push({ hour, user_id, recipient });
   }
-  for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) {
-    if (byHour) await insertRecentPairsTemplate(db, part);
-    else
-      await insertPairsTemplate(
-        db,
-        part.map(({ user_id, recipient }) => ({ user_id, recipient })),
-      );
-  }
+  for (const part of statementChunks(pairs, ROWS_PER_STATEMENT)) await insertRecentPairsTemplate(db, part);
 }
 
 const insertRecipientMessagesTemplate = createQueryTemplate((db: Kysely<Database>, rows: RecentRecipientMessagesTable[]) =>
@@ -365,15 +351,10 @@ export async function reclaimMessageForRetry(
   if (Number(result.numUpdatedRows) !== 1) return false;
   // A retry may carry another number: it gets its (player, number) pair, and on SQLite its entry, too (readers skip
   // the old ones, which no longer match the message's number).
-  if (!dialectFlagsOf(db).writesNumberEntries) {
-    await sql`insert into message_user_recipients (user_id, recipient)
-      select user_id, recipient from messages where sms_id = ${smsId} and user_id is not null
-      on conflict do nothing`.execute(db);
-    return true;
-  }
   await sql`insert into message_user_recipients_recent (hour, user_id, recipient)
     select created_at / 3600000, user_id, recipient from messages where sms_id = ${smsId} and user_id is not null
     on conflict do nothing`.execute(db);
+  if (!dialectFlagsOf(db).writesNumberEntries) return true;
   await sql`insert into recipient_messages_recent (hour, recipient, created_at, sms_id)
     select created_at / 3600000, recipient, created_at, sms_id from messages where sms_id = ${smsId}
     on conflict do nothing`.execute(db);

@@ -10,8 +10,9 @@
  *   each day's into recipient_messages once the day is over (moveNumberEntriesOfDay, src/delivery/number-entries.ts).
  *   An entry is in one of the two. It counts only while its message still has that number (one whose message is
  *   gone, blanked or retried to another number stays until retention purges its day: purgeRecipientEntries).
- *   The (player, number) pairs of the search by player go the same way, from message_user_recipients_recent into
- *   message_user_recipients (migration 2026-12-01-20-recent-player-numbers, movePlayerNumbersOfDay).
+ * - On both databases the (player, number) pairs of the search by player go the same way, from
+ *   message_user_recipients_recent into message_user_recipients (migration 2026-12-01-20-recent-player-numbers,
+ *   movePlayerNumbersOfDay).
  * - PostgreSQL: recipient_messages is a view over messages there, and the entries are messages' own index,
  *   messages_recipient_time ((created_at / 86400000), recipient, created_at): messages is read through it directly. An
  *   entry found is its message's row. Joined to messages through the view, each message found was read a second
@@ -92,15 +93,15 @@ function entriesPart(
   };
 }
 
-/** SQLite: the tables written by the hour and moved by the day. */
+/** The tables written by the hour and moved by the day (the entries' on SQLite only). */
 export type RecentTable = 'recipient_messages_recent' | 'message_user_recipients_recent';
 
 /**
- * SQLite: the hours whose rows in `table` are not moved yet, oldest first: one seek each (the next hour after the
- * last), not a read of the rows. None on PostgreSQL.
+ * The hours whose rows in `table` are not moved yet, oldest first: one seek each (the next hour after the last), not
+ * a read of the rows. No entries on PostgreSQL, whose entries are an index of messages.
  */
 export async function findRecentHours(db: Kysely<Database>, table: RecentTable): Promise<number[]> {
-  if (!dialectFlagsOf(db).writesNumberEntries) return [];
+  if (table === 'recipient_messages_recent' && !dialectFlagsOf(db).writesNumberEntries) return [];
   const recent = sql.table(table);
   const { rows } = await sql<{ hour: number }>`with recursive held(hour) as (
       select min(hour) from ${recent}
@@ -117,7 +118,7 @@ export interface MoveChunk {
   last?: string;
 }
 
-/** SQLite: one table moved by the day: the column after `hour` that its chunks follow, and the copy of a chunk. */
+/** One table moved by the day: the column after `hour` that its chunks follow, and the copy of a chunk. */
 interface DayMove {
   from: RecentTable;
   key: 'recipient' | 'user_id';
@@ -141,7 +142,7 @@ const PLAYER_NUMBERS: DayMove = {
   copy: (_day, chosen) => sql`insert into message_user_recipients (user_id, recipient)
     select distinct user_id, recipient from message_user_recipients_recent where ${chosen}
     order by user_id, recipient
-    on conflict do nothing`,
+    on conflict (user_id, recipient) do nothing`,
 };
 
 /**
@@ -155,7 +156,7 @@ export function moveNumberEntriesOfDay(trx: Transaction<Database>, day: number, 
 }
 
 /**
- * SQLite: moves the (player, number) pairs of `day` not moved yet whose player comes after `after`, about `limit` of
+ * Moves the (player, number) pairs of `day` not moved yet whose player comes after `after`, about `limit` of
  * them (whole players), from message_user_recipients_recent into message_user_recipients, in one transaction. In
  * player order, each leaf of message_user_recipients is read once a chunk, where sends read one for each message.
  */

@@ -50,12 +50,7 @@ export const PREFILL_TABLES = {
   message_user_recipients: { name: 'message_user_recipients', columns: cols('user_id recipient'), ignoreConflicts: true },
   recipient_messages: { name: 'recipient_messages', columns: cols('#day recipient #created_at sms_id'), sqliteOnly: true },
   recipient_messages_recent: { name: 'recipient_messages_recent', columns: cols('#hour recipient #created_at sms_id'), sqliteOnly: true },
-  message_user_recipients_recent: {
-    name: 'message_user_recipients_recent',
-    columns: cols('#hour user_id recipient'),
-    ignoreConflicts: true,
-    sqliteOnly: true,
-  },
+  message_user_recipients_recent: { name: 'message_user_recipients_recent', columns: cols('#hour user_id recipient'), ignoreConflicts: true },
   message_keys: { name: 'message_keys', columns: cols('activity_key sms_id'), partitionsOnly: true },
   delivery_stats: {
     name: 'delivery_stats',
@@ -195,12 +190,6 @@ export interface PrefillRowOptions {
   providers: Array<[name: string, share: number]>;
   /** The first activity.id: CRM activity ids are integers that grow with time. */
   firstActivityId?: number;
-  /**
-   * SQLite (DialectFlags.writesNumberEntries): the last day's (player, number) pairs are by the hour in
-   * message_user_recipients_recent, as a serving gateway holds them until the day is over; else in
-   * message_user_recipients with the rest.
-   */
-  pairsByHour?: boolean;
 }
 
 const BRANDS = [
@@ -312,8 +301,9 @@ export function prefillRows(options: PrefillRowOptions, start: number, end: numb
     const token = uuidv4(next);
     batch.conversions.push([id, smsId, status, 1, completedAt, completedAt + 30_000, token, postedAt, 0, completedAt, token]);
     batch.conversion_attempts.push([id, id, postedAt, 1, 200]);
-    // One row per pair (and hour) and statement, as the send path records them (recordUserRecipients, messages.ts).
-    const byHour = options.pairsByHour === true && day === lastDay;
+    // One row per pair (and hour) and statement, as the send path records them (recordUserRecipients, messages.ts):
+    // the last day's by the hour, as a serving gateway holds them until the day is over.
+    const byHour = day === lastDay;
     const pair = byHour ? `${hourAt(createdAt)} ${userId} ${recipient}` : `${userId} ${recipient}`;
     if (!pairs.has(pair)) {
       if (byHour) batch.message_user_recipients_recent.push([hourAt(createdAt), userId, recipient]);

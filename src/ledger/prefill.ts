@@ -90,7 +90,7 @@ export async function prefillLedger(url: string, options: PrefillOptions): Promi
   let rows = 0;
   try {
     if (options.indexes === 'after') await writer.dropIndexes();
-    const rowOptions = { ...options, from: options.now - options.days * 86_400_000, to: options.now - 60_000, pairsByHour: sqlite };
+    const rowOptions = { ...options, from: options.now - options.days * 86_400_000, to: options.now - 60_000 };
     for (let start = 0; start < options.messages; start += MESSAGES_PER_TRANSACTION) {
       const end = Math.min(options.messages, start + MESSAGES_PER_TRANSACTION);
       await writer.begin();

@@ -85,9 +85,9 @@ export async function deleteFinalMessages(trx: Transaction<Database>, createdBef
 
 /**
  * A (player, number) pair (message_user_recipients) is kept while a message of that player to that number is: once
- * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number. On SQLite a pair
- * of a day not moved yet is in message_user_recipients_recent, at its message's hour (recordUserRecipients,
- * messages.ts): it goes from there too, or the day's move would put it back.
+ * none is (deleted, or its number blanked), the pair goes, and with it the last trace of the number. A pair of a day
+ * not moved yet is in message_user_recipients_recent, at its message's hour (recordUserRecipients, messages.ts): it
+ * goes from there too, or the day's move would put it back.
  */
 async function forgetSearchPairs(
   trx: Transaction<Database>,
@@ -95,7 +95,7 @@ async function forgetSearchPairs(
   going?: { from: string; to: string },
 ): Promise<void> {
   const pairs = new Map<string, { user_id: string; recipient: string }>();
-  // On SQLite, also each pair at each of its messages' hours.
+  // And each pair at each of its messages' hours.
   const hourly = new Map<string, { user_id: string; recipient: string; hour: number }>();
   for (const r of rows) {
     if (r.user_id === null || r.recipient === BLANKED) continue;
@@ -135,11 +135,10 @@ async function forgetSearchPairs(
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
       and not (${moved})`.execute(trx);
   }
-  if (!dialectFlagsOf(trx).writesNumberEntries) return;
   const recent = await remaining('message_user_recipients_recent');
   for (const group of idChunks([...hourly.values()], IDS_PER_STATEMENT / 3)) {
     await sql`delete from message_user_recipients_recent
-      where (hour, user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.hour}, ${p.user_id}, ${p.recipient})`))})
+      where (hour, user_id, recipient) in (values ${sql.join(group.map((p) => sql`(cast(${p.hour} as integer), ${p.user_id}, ${p.recipient})`))})
       and not (${recent})`.execute(trx);
   }
 }

@@ -483,12 +483,13 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
       await ledger.db.updateTable('messages').set({ delivery_status: 'delivered', delivery_source: 'receipt' }).where('sms_id', '=', id).execute();
       await storeDelivery(id, at);
     }
-    expect(await count('message_user_recipients', 'user_id = $1', `u-${gone}`)).toBe(1);
+    // Their days are not over: their (player, number) pairs wait by the hour (recordUserRecipients).
+    expect(await count('message_user_recipients_recent', 'user_id = $1', `u-${gone}`)).toBe(1);
     expect(await findDaysToDrop(ledger.db, (day + 1) * DAY_MS)).toEqual([today + 2, today + 3, today + 4, day]);
     expect(await dropFinishedDay(ledger.db, day)).toEqual({ dropped: true, messages: 1 });
     expect(await count('messages', 'sms_id = $1', gone)).toBe(0);
     expect(await count('message_keys', 'activity_key = $1', `act-${gone}`)).toBe(0);
-    expect(await count('message_user_recipients', 'user_id = $1', `u-${gone}`)).toBe(0);
+    expect(await count('message_user_recipients_recent', 'user_id = $1', `u-${gone}`)).toBe(0);
     for (const table of ['messages', 'receipts'] as const) expect(await count('pg_class', 'relname = $1', partitionName(table, day))).toBe(0);
     expect(await count('conversions', 'sms_id = $1', gone)).toBe(0);
     expect(await count('conversion_attempts', 'conversion_id in (select id from conversions where sms_id = $1)', kept)).toBe(1);
@@ -496,7 +497,7 @@ describe.runIf(postgres)('PostgreSQL: partitionByDay and the day tables', () => 
     // The next day keeps everything.
     for (const table of ['messages', 'receipts', 'conversions']) expect(await count(table, 'sms_id = $1', kept)).toBe(1);
     expect(await count('message_keys', 'activity_key = $1', `act-${kept}`)).toBe(1);
-    expect(await count('message_user_recipients', 'user_id = $1', `u-${kept}`)).toBe(1);
+    expect(await count('message_user_recipients_recent', 'user_id = $1', `u-${kept}`)).toBe(1);
   });
 
   it('keeps a day that holds a message not final yet', async () => {

@@ -1,14 +1,12 @@
 /**
- * The (player, number) pairs of the search by player (message_user_recipients, migration 2026-11-24-81-search-keys). On
- * SQLite a stored message records its pair by the hour in message_user_recipients_recent (migration
+ * The (player, number) pairs of the search by player (message_user_recipients, migration 2026-11-24-81-search-keys). A
+ * stored message records its pair by the hour in message_user_recipients_recent (migration
  * 2026-12-01-20-recent-player-numbers), moved into message_user_recipients in player order once the day is over; a
- * search by player reads both. On PostgreSQL the pair goes straight into message_user_recipients. Either way a blanked
- * or deleted message's pair goes once no message of it is left, wherever it waits. Runs on SQLite, and on PostgreSQL
- * when TEST_DATABASE_URL is set.
+ * search by player reads both. A blanked or deleted message's pair goes once no message of it is left, wherever it
+ * waits. Runs on SQLite, and on PostgreSQL when TEST_DATABASE_URL is set.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { inTransaction } from '../../src/ledger/engine/db.js';
-import { dialectFlagsOf } from '../../src/ledger/engine/flags.js';
 import type { Ledger } from '../../src/ledger/engine/ledger.js';
 import { searchMessages } from '../../src/ledger/message-search.js';
 import { insertNewMessages, type NewMessage, reclaimMessageForRetry } from '../../src/ledger/messages.js';
@@ -33,8 +31,6 @@ afterEach(async () => {
   await opened?.close();
 });
 
-const byHour = () => dialectFlagsOf(ledger.db).writesNumberEntries;
-
 /** Messages as the claim stores them, in one statement: [sms_id, player, number, at, activity]. */
 async function claim(...sends: Array<[id: string, userId: string | null, recipient: string, at: number, activity?: string]>): Promise<Set<string>> {
   const rows = sends.map(
@@ -50,11 +46,9 @@ const pairsMoved = async () =>
   );
 
 const pairsWaiting = async () =>
-  byHour()
-    ? (await ledger.db.selectFrom('message_user_recipients_recent').selectAll().orderBy('hour').orderBy('user_id').orderBy('recipient').execute()).map(
-        (p) => `${Number(p.hour) - hourAt(NOON)} ${p.user_id} ${p.recipient}`,
-      )
-    : [];
+  (await ledger.db.selectFrom('message_user_recipients_recent').selectAll().orderBy('hour').orderBy('user_id').orderBy('recipient').execute()).map(
+    (p) => `${Number(p.hour) - hourAt(NOON)} ${p.user_id} ${p.recipient}`,
+  );
 
 const foundFor = async (userId: string) => (await searchMessages(ledger.db, { userId, limit: 10 })).rows.map((r) => r.sms_id);
 
@@ -70,12 +64,8 @@ describe('a (player, number) pair', () => {
     expect(stored.size).toBe(5);
     // The same activity again, for another player and number: its message is m1's, and records nothing.
     expect(await claim(['m6', 'p9', '+447700900009', NOON + HOUR, 'act-m1'])).toEqual(new Set());
-    if (byHour()) {
-      expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p1 +447700900001']);
-      expect(await pairsMoved()).toEqual([]);
-    } else {
-      expect(await pairsMoved()).toEqual(['p1 +447700900001', 'p2 +447700900002']);
-    }
+    expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p1 +447700900001']);
+    expect(await pairsMoved()).toEqual([]);
     expect(await foundFor('p1')).toEqual(['m5', 'm2', 'm1']);
     expect(await foundFor('p9')).toEqual([]);
   });
@@ -103,10 +93,6 @@ describe('a (player, number) pair', () => {
       expect(await foundFor('p4')).toEqual(['b3']);
     };
     await findsAll();
-    if (!byHour()) {
-      expect(await findRecentHours(ledger.db, 'message_user_recipients_recent')).toEqual([]);
-      return;
-    }
     expect(await findRecentHours(ledger.db, 'message_user_recipients_recent')).toEqual([hourAt(NOON), hourAt(NOON) + 1, hourAt(NOON + DAY)]);
     const day = bucketAt(NOON);
 
@@ -133,8 +119,7 @@ describe('a (player, number) pair', () => {
     await ledger.db.updateTable('messages').set({ state: 'retryable' }).where('sms_id', '=', 'm1').execute();
     const retry = submittedMessageRow('m1', 'sandbox', NOON, { user_id: 'p1', recipient: '+447700900002' }) as unknown as NewMessage;
     expect(await inTransaction(ledger.db, (trx) => reclaimMessageForRetry(trx, 'm1', retry, NOON + 60_000, { uncertainCutoff: NOON }))).toBe(true);
-    if (byHour()) expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p1 +447700900002']);
-    else expect(await pairsMoved()).toEqual(['p1 +447700900001', 'p1 +447700900002']);
+    expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p1 +447700900002']);
     expect(await foundFor('p1')).toEqual(['m1']);
     expect((await searchMessages(ledger.db, { userId: 'p1', recipient: '+447700900002', limit: 10 })).rows.map((r) => r.sms_id)).toEqual(['m1']);
   });
@@ -150,14 +135,12 @@ describe('a (player, number) pair', () => {
       submittedMessageRow('g4', 'sandbox', NOON + 2 * HOUR, { user_id: 'p1', recipient: '+447700900001', ...final }),
     ] as unknown as NewMessage[];
     await inTransaction(ledger.db, (trx) => insertNewMessages(trx, rows));
-    if (byHour()) expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p2 +447700900002', '2 p1 +447700900001']);
+    expect(await pairsWaiting()).toEqual(['0 p1 +447700900001', '0 p2 +447700900002', '1 p2 +447700900002', '2 p1 +447700900001']);
     const chunk = await inTransaction(ledger.db, (trx) => blankFinalMessages(trx, NOON + DAY, SCAN_START));
     expect(chunk.blanked).toBe(3);
-    if (byHour()) expect(await pairsWaiting()).toEqual(['0 p2 +447700900002', '1 p2 +447700900002']);
-    else expect(await pairsMoved()).toEqual(['p2 +447700900002']);
+    expect(await pairsWaiting()).toEqual(['0 p2 +447700900002', '1 p2 +447700900002']);
     expect(await foundFor('p1')).toEqual([]);
     expect(await foundFor('p2')).toEqual(['g3']);
-    if (!byHour()) return;
     // Nothing of p1's number comes back with the day's move.
     expect(await moveDayInChunks(ledger.db, movePlayerNumbersOfDay, bucketAt(NOON), 2_000)).toEqual([2]);
     expect(await pairsMoved()).toEqual(['p2 +447700900002']);

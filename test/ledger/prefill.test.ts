@@ -66,10 +66,8 @@ describe.each(dialects)('a prefilled ledger on %s', (_name, urlOf) => {
     await prefillLedger(url, { messages: 600, days: 2, now: Date.now(), providers: [['sandbox', 1]] });
     const ledger = openLedger({ url, sqlite_synchronous: 'normal', pool_size: 1 });
     try {
-      // On SQLite the last day's pairs wait by the hour (recordUserRecipients, src/ledger/messages.ts).
-      const waiting = ledger.flags.writesNumberEntries
-        ? await ledger.db.selectFrom('message_user_recipients_recent').select(['user_id', 'recipient']).execute()
-        : [];
+      // The last day's pairs wait by the hour (recordUserRecipients, src/ledger/messages.ts).
+      const waiting = await ledger.db.selectFrom('message_user_recipients_recent').select(['user_id', 'recipient']).execute();
       const pairs = [...(await ledger.db.selectFrom('message_user_recipients').select(['user_id', 'recipient']).execute()), ...waiting];
       // Players are drawn at random, about a dozen messages each, a tenth of them to a second number: all but a rare
       // one hold a message, and a message to their first number.

@@ -868,21 +868,23 @@ export const migrations: Record<string, Migration> = {
   },
   '2026-12-01-20-recent-player-numbers': {
     async up(db) {
-      // SQLite: a send records its (player, number) pair here, by the hour, not in message_user_recipients. That
-      // table's key is random by player and holds every pair the ledger keeps (2.75 million at 30 million messages),
-      // so checking a known pair read a leaf of its own from the file for each message: 63% of what single sends
-      // read at 30 million (bench/README.md "The players' numbers by the hour"). Here the current hour's part takes
-      // the pairs; once a day is over, the serving process moves them into message_user_recipients in player order,
-      // each leaf read once (movePlayerNumbersOfDay). The search by player reads both (src/ledger/message-search.ts).
-      // PostgreSQL keeps its pairs where they were: its pages are in shared buffers, not a 4 MB writer cache.
-      if (db.getExecutor().adapter instanceof PostgresAdapter) return;
+      // A send records its (player, number) pair here, by the hour, not in message_user_recipients. That table's key
+      // is random by player and holds every pair the ledger keeps (4.2 million at 30 million messages), so checking a
+      // known pair read a page of its own for each message: on SQLite 63% of what single sends read from the file
+      // at 30 million, on PostgreSQL an index and a heap page missing from shared buffers for each message
+      // (bench/README.md "The players' numbers by the hour"). Here the current hour's part takes the pairs; once a
+      // day is over, the serving process moves them into message_user_recipients in player order, each page read
+      // once (movePlayerNumbersOfDay). The search by player reads both (src/ledger/message-search.ts).
+      // Text compared byte by byte on PostgreSQL, as every text column since 2026-11-30-30-byte-order-text.
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      const text = postgres ? sql`text collate "C"` : sql`text`;
       await db.schema
         .createTable('message_user_recipients_recent')
         .addColumn('hour', 'integer', (c) => c.notNull())
-        .addColumn('user_id', 'text', (c) => c.notNull())
-        .addColumn('recipient', 'text', (c) => c.notNull())
+        .addColumn('user_id', text, (c) => c.notNull())
+        .addColumn('recipient', text, (c) => c.notNull())
         .addPrimaryKeyConstraint('message_user_recipients_recent_pk', ['hour', 'user_id', 'recipient'])
-        .modifyEnd(sql`without rowid`)
+        .$call((t) => (postgres ? t : t.modifyEnd(sql`without rowid`)))
         .execute();
     },
   },
