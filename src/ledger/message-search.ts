@@ -3,8 +3,8 @@
  * first, keyset-paged on (created_at, sms_id). Each filter has an index ending in created_at (migration
  * 2026-11-24-60-console; with no filter but time, messages_created_sms_id of migration 2026-11-29-10-search-order, whose
  * key is the page's order), so a page reads about as many index entries as it shows rows, whatever the table's size.
- * The player's filter reads the player's numbers from message_user_recipients (migration 2026-11-24-81-search-keys;
- * on SQLite also message_user_recipients_recent, migration 2026-12-01-20-recent-player-numbers) and then, as the
+ * The player's filter reads the player's numbers from message_user_recipients_recent (migration
+ * 2026-12-01-20-recent-player-numbers) and message_user_recipients (migration 2026-11-24-81-search-keys) and then, as the
  * number's filter, the messages that still have those numbers (src/ledger/number-messages.ts: on SQLite the numbers'
  * entries in recipient_messages, migration 2026-11-29-95-recipient-messages, each joined to its message; on
  * PostgreSQL messages through its index messages_recipient_time), keyed by the message's day, number and time: the
@@ -105,7 +105,7 @@ const SUMMARY_COLUMNS = [
 
 /**
  * The numbers a player's messages went to: every message with a player was stored with its (player, number) pair, so
- * no pair, no message. On SQLite the pairs of the days not moved yet are read first, a seek per hour that holds any,
+ * no pair, no message. The pairs of the days not moved yet are read first, a seek per hour that holds any,
  * then message_user_recipients: a day's move between the two reads puts its pairs where the second finds them.
  */
 async function findPlayerNumbers(db: Kysely<Database>, userId: string): Promise<string[]> {
@@ -146,13 +146,8 @@ export async function searchMessages(db: Kysely<Database>, filter: MessageFilter
   if (smsIdOfKey === null) return { rows: [], more: false };
   const pages: MessageSummary[][] = [];
   for (const { query, key } of parts) pages.push(await readPage(query, key, filter, numbers !== undefined, smsIdOfKey));
-  const rows =
-    pages.length === 1
-      ? pages[0]!
-      : pages
-          .flat()
-          .sort(newestFirst)
-          .slice(0, filter.limit + 1);
+  // A day's move between the reads of two parts puts a chunk's messages in both pages (selectMessagesOfNumbers).
+  const rows = pages.length === 1 ? pages[0]! : [...new Map(pages.flat().map((m) => [m.sms_id, m])).values()].sort(newestFirst).slice(0, filter.limit + 1);
   const more = rows.length > filter.limit;
   return { rows: more ? rows.slice(0, filter.limit) : rows, more };
 }

@@ -39,9 +39,11 @@ export interface NumberMessages {
 
 /**
  * The messages created on `days` that still have one of `numbers` (or the number an outer query's column holds, for a
- * correlated subquery), in parts: on SQLite the moved entries' and, if any of those days has entries not moved yet,
- * the recent ones'; on PostgreSQL one. A message is in one part; a caller reads each part (or asks whether any part
- * has a row) and puts the rows together.
+ * correlated subquery), in parts: on SQLite, if any of those days has entries not moved yet, the recent ones' first,
+ * then the moved ones'; on PostgreSQL one. A caller reads each part (or asks whether any part has a row) and puts the
+ * rows together. A message is in one part at a time, but a day's move may run between a caller's reads of two parts:
+ * read in this order, a chunk moved in between is found by both reads, never by neither, so a caller that reads the
+ * parts one by one drops repeated sms_ids.
  */
 export async function selectMessagesOfNumbers(
   db: Kysely<Database>,
@@ -60,13 +62,12 @@ export async function selectMessagesOfNumbers(
       },
     ];
   }
-  const parts = [entriesPart(db, 'recipient_messages', 'day', days, numbers)];
   // The hours named are only those that hold entries (normally today's and, until it is moved, yesterday's): a seek
   // each, where every hour of every day would be 24 a day.
   const named = new Set(days);
   const hours = (await findRecentHours(db, 'recipient_messages_recent')).filter((h) => named.has(dayOfHour(h)));
-  if (hours.length > 0) parts.push(entriesPart(db, 'recipient_messages_recent', 'hour', hours.reverse(), numbers));
-  return parts;
+  const moved = entriesPart(db, 'recipient_messages', 'day', days, numbers);
+  return hours.length === 0 ? [moved] : [entriesPart(db, 'recipient_messages_recent', 'hour', hours.reverse(), numbers), moved];
 }
 
 /** SQLite: the messages found through one table of entries, led by `bucket` (its values newest first). */

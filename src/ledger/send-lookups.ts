@@ -69,7 +69,8 @@ export async function findOtherProviderIds(db: Db, recipient: string, smsId: str
   const span = await findCreatedSpan(db);
   const days = span ? searchBuckets(span, {}) : [];
   if (days.length === 0) return [];
-  const ids: string[] = [];
+  // A set: a day's move between the reads of two parts finds a message in both (selectMessagesOfNumbers).
+  const ids = new Set<string>();
   for (const part of await selectMessagesOfNumbers(db, days, [recipient])) {
     const rows = await part.query
       .select('messages.provider_message_id')
@@ -78,9 +79,9 @@ export async function findOtherProviderIds(db: Db, recipient: string, smsId: str
       .where('messages.dispatched_at', '<=', to)
       .where('messages.provider_message_id', 'is not', null)
       .execute();
-    for (const r of rows) ids.push(r.provider_message_id!);
+    for (const r of rows) ids.add(r.provider_message_id!);
   }
-  return ids;
+  return [...ids];
 }
 
 /** The provider has it: `submitted` with its id. Returns false when the message is no longer waiting for the answer. */

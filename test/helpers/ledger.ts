@@ -4,7 +4,7 @@
  * through the gateway's own Kysely instance instead, which still sees only committed rows.
  */
 import BetterSqlite3 from 'better-sqlite3';
-import type { Insertable, Kysely, Transaction } from 'kysely';
+import type { Insertable, Kysely, QueryId, Transaction } from 'kysely';
 import { inTransaction } from '../../src/ledger/engine/db.js';
 import type { MoveChunk } from '../../src/ledger/number-messages.js';
 import type { Database, MessagesTable } from '../../src/ledger/schema.js';
@@ -119,4 +119,26 @@ export async function moveDayInChunks(
     if (chunk.last === undefined) return chunks;
     after = chunk.last;
   }
+}
+
+/**
+ * `db` with `between` run once, right after the first select from `table` has its rows and before the caller's next
+ * statement: a day's move landing between two reads of a search, where nothing else can place it.
+ */
+export function runningAfterFirstRead(db: Kysely<Database>, table: string, between: () => Promise<unknown>): Kysely<Database> {
+  const reads = new WeakSet<QueryId>();
+  let ran = false;
+  return db.withPlugin({
+    transformQuery({ node, queryId }) {
+      if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes(`"${table}"`)) reads.add(queryId);
+      return node;
+    },
+    async transformResult({ result, queryId }) {
+      if (!ran && reads.has(queryId)) {
+        ran = true;
+        await between();
+      }
+      return result;
+    },
+  });
 }

@@ -14,7 +14,7 @@ import { findRecentHours, movePlayerNumbersOfDay } from '../../src/ledger/number
 import { blankFinalMessages, SCAN_START } from '../../src/ledger/retention.js';
 import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
-import { moveDayInChunks, submittedMessageRow } from '../helpers/ledger.js';
+import { moveDayInChunks, runningAfterFirstRead, submittedMessageRow } from '../helpers/ledger.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -111,6 +111,17 @@ describe('a (player, number) pair', () => {
     expect(await pairsWaiting()).toEqual([]);
     expect(await pairsMoved()).toHaveLength(5);
     await findsAll();
+  });
+
+  it("finds a player's messages once each when the day's move runs between the search's two reads of the pairs", async () => {
+    await claim(['a1', 'p1', '+447700900001', NOON], ['a2', 'p1', '+447700900011', NOON + 1_000], ['b1', 'p1', '+447700900001', NOON + DAY]);
+    // The waiting pairs are read first, then the day's pairs move, then message_user_recipients is read: read the other
+    // way round, the second number would be in neither read.
+    const moving = runningAfterFirstRead(ledger.db, 'message_user_recipients_recent', () =>
+      moveDayInChunks(ledger.db, movePlayerNumbersOfDay, bucketAt(NOON), 2_000),
+    );
+    expect((await searchMessages(moving, { userId: 'p1', limit: 10 })).rows.map((r) => r.sms_id)).toEqual(['b1', 'a2', 'a1']);
+    expect(await pairsMoved()).toEqual(['p1 +447700900001', 'p1 +447700900011']);
   });
 
   it('is recorded for the number a retry carries, at its message’s hour', async () => {

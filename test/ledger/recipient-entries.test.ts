@@ -16,7 +16,7 @@ import { findRecentHours, moveNumberEntriesOfDay } from '../../src/ledger/number
 import { BLANKED, type EntryPosition, purgeRecipientEntries } from '../../src/ledger/retention.js';
 import { bucketAt, hourAt } from '../../src/ledger/time-buckets.js';
 import { openTestLedger, type TestLedger } from '../helpers/database.js';
-import { moveDayInChunks, submittedMessageRow } from '../helpers/ledger.js';
+import { moveDayInChunks, runningAfterFirstRead, submittedMessageRow } from '../helpers/ledger.js';
 
 const DAY = 86_400_000;
 // Noon UTC: the messages below a few hours apart share their day.
@@ -171,5 +171,24 @@ describe("a message's number entries", () => {
     expect(await moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day + 1, 2_000)).toEqual([1]);
     expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([]);
     await findsAll();
+  });
+
+  it("are found once each when their day's move runs between the search's two reads", async () => {
+    for (const [id, at] of [
+      ['m1', NOON],
+      ['m2', NOON + 1_000],
+      ['m3', NOON + DAY],
+    ] as const)
+      await claim(id, '+447700900001', at);
+    if (!writes()) return;
+    const day = bucketAt(NOON);
+    // The recent entries are read first, then the day is moved, then recipient_messages is read: m1 and m2 are in both
+    // reads. Read the other way round they would be in neither.
+    const moving = runningAfterFirstRead(ledger.db, 'recipient_messages_recent', () => moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day, 2_000));
+    expect(await searchMessages(moving, { recipient: '+447700900001', limit: 10 })).toEqual({
+      rows: ['m3', 'm2', 'm1'].map((sms_id) => expect.objectContaining({ sms_id })),
+      more: false,
+    });
+    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([hourAt(NOON + DAY)]);
   });
 });
