@@ -116,30 +116,29 @@ async function forgetSearchPairs(
   // pairs took 100–130 ms against 40–60 from cold pages, and 110–130 against 16–20 from warm ones (bench/README.md
   // "Sends while PostgreSQL retention runs, traced"). On SQLite an entry counts only while its message still has
   // that number (it may be gone or blanked already, its entry not yet purged: purgeRecipientEntries).
-  const remaining = async (table: 'message_user_recipients' | 'message_user_recipients_recent') =>
+  // Both tables are named `pair` in their deletes, so one condition serves both.
+  const remaining =
     days.length === 0
       ? sql`false`
       : sql.join(
-          (await selectMessagesOfNumbers(trx, days, sql.ref<string>(`${table}.recipient`))).map(
+          (await selectMessagesOfNumbers(trx, days, sql.ref<string>('pair.recipient'))).map(
             (part) =>
               sql`exists ${part.query
                 .select(sql<number>`1`.as('one'))
-                .whereRef('messages.user_id', '=', sql.ref<string>(`${table}.user_id`))
+                .whereRef('messages.user_id', '=', sql.ref<string>('pair.user_id'))
                 .where(going ? sql<boolean>`not (messages.sms_id >= ${going.from} and messages.sms_id < ${going.to})` : sql<boolean>`true`)}`,
           ),
           sql` or `,
         );
-  const moved = await remaining('message_user_recipients');
   for (const group of idChunks([...pairs.values()], IDS_PER_STATEMENT / 2)) {
-    await sql`delete from message_user_recipients
+    await sql`delete from message_user_recipients as pair
       where (user_id, recipient) in (values ${sql.join(group.map((p) => sql`(${p.user_id}, ${p.recipient})`))})
-      and not (${moved})`.execute(trx);
+      and not (${remaining})`.execute(trx);
   }
-  const recent = await remaining('message_user_recipients_recent');
   for (const group of idChunks([...hourly.values()], IDS_PER_STATEMENT / 3)) {
-    await sql`delete from message_user_recipients_recent
+    await sql`delete from message_user_recipients_recent as pair
       where (hour, user_id, recipient) in (values ${sql.join(group.map((p) => sql`(cast(${p.hour} as integer), ${p.user_id}, ${p.recipient})`))})
-      and not (${recent})`.execute(trx);
+      and not (${remaining})`.execute(trx);
   }
 }
 
