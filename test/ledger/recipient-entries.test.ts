@@ -180,15 +180,15 @@ describe("a message's number entries", () => {
       ['m3', NOON + DAY],
     ] as const)
       await claim(id, '+447700900001', at);
-    if (!writes()) return;
-    const day = bucketAt(NOON);
-    // The recent entries are read first, then the day is moved, then recipient_messages is read: m1 and m2 are in both
-    // reads. Read the other way round they would be in neither.
-    const moving = runningAfterFirstRead(ledger.db, 'recipient_messages_recent', () => moveDayInChunks(ledger.db, moveNumberEntriesOfDay, day, 2_000));
+    // On SQLite the recent entries are read first, then the day is moved, then recipient_messages is read: m1 and m2
+    // are in both reads. Read the other way round they would be in neither. (On PostgreSQL one read, nothing moved.)
+    const moving = runningAfterFirstRead(ledger.db, 'recipient_messages_recent', () =>
+      moveDayInChunks(ledger.db, moveNumberEntriesOfDay, bucketAt(NOON), 2_000),
+    );
     expect(await searchMessages(moving, { recipient: '+447700900001', limit: 10 })).toEqual({
       rows: ['m3', 'm2', 'm1'].map((sms_id) => expect.objectContaining({ sms_id })),
       more: false,
     });
-    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual([hourAt(NOON + DAY)]);
+    expect(await findRecentHours(ledger.db, 'recipient_messages_recent')).toEqual(writes() ? [hourAt(NOON + DAY)] : []);
   });
 });
