@@ -110,6 +110,19 @@ export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Rout
     controls = state;
   };
 
+  // Two reads can end out of order: a poll's read begun before an admin's change commits may end after the change's own
+  // read, and applying it would undo the change here until the next poll (a send in between went by the old state).
+  // Only a read begun after the last one applied is applied.
+  let readsBegun = 0;
+  let lastApplied = 0;
+  const readAndApply = async (db: Kysely<Database>) => {
+    const read = ++readsBegun;
+    const rows = await listRoutingControls(db);
+    if (read < lastApplied) return;
+    lastApplied = read;
+    apply(rows);
+  };
+
   const delivery = createDeliveryChoice({ readDb: deps.readDb, now: deps.now, logger: deps.logger, registry: deps.registry, priceOf: deps.priceOf });
 
   return {
@@ -133,12 +146,12 @@ export function createRouting(config: Readonly<Config>, deps: RoutingDeps): Rout
       const result = await changeRoutingControl(deps.db, { target: change.target, value: change.value, actor, at: deps.now() });
       const after = change.value === null ? null : JSON.parse(change.value);
       deps.logger.info({ target: change.target, actor, change: change.text }, 'routing changed by an admin');
-      apply(await listRoutingControls(deps.db));
+      await readAndApply(deps.db);
       if (result === 'unchanged') return { ok: true, target: change.target, before: after, after, unchanged: true };
       return { ok: true, target: change.target, before: result.before === null ? null : JSON.parse(result.before), after };
     },
     async refresh() {
-      apply(await listRoutingControls(deps.readDb));
+      await readAndApply(deps.readDb);
     },
     storedControls: () => listRoutingControls(deps.readDb),
     audit: (limit) => listRoutingAudit(deps.readDb, limit),
