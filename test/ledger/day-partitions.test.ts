@@ -668,7 +668,10 @@ describe.runIf(postgres)('PostgreSQL: the conversion prepared while the flat tab
       second ??= preparePartitionByDay(ledger.db, () => {});
     });
     expect(first).toEqual({ keys: 1 });
-    expect(await second).toEqual({ gaveUp: expect.stringMatching(/^another partition --prepare or --unprepare is running \(server process \d+\)$/) });
+    // The first may end between the second's try for the lock and its look for the holder (seen under a loaded CI).
+    expect(await second).toEqual({
+      gaveUp: expect.stringMatching(/^another partition --prepare or --unprepare is running \(server process (\d+|gone since)\)$/),
+    });
 
     // A run in another process, holding the lock as each run does for its length.
     const holder = new pg.Client({ connectionString: opened.at(-1)!.url });
