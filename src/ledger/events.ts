@@ -178,7 +178,7 @@ const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_j
  * - then, up to the limit, the new events that are their player's oldest owed, oldest first, claimed undecided: an
  *   event sent at once is never decided, so it is written no more often than before the heads were kept, and its
  *   claim changes no indexed column (PostgreSQL can update it in place).
- * It takes no lock: what it writes decides nothing. The other new events are decided by the marks of the round
+ * It does not take the heads' lock (withHeadsLock): what it writes decides nothing. The other new events are decided by the marks of the round
  * (markEventsSent, markEventsFailed), or here when the round claimed nothing (settleEventHeads).
  * A round so reads what it claims and what arrived, not the backlog. Each candidate is checked against the player's
  * owed events (isOldestOwed): a dead event was its player's head when it died and is one again when replayed, so it
@@ -194,9 +194,13 @@ export async function claimDueEvents(
   leaseMs: number,
   token: string,
 ): Promise<ClaimedEvent[]> {
-  // Row locks on the decided heads only: they are what the round claims. The new events' slice may hold many a round
-  // does not claim, and locking each would write it; the UPDATE's own checks keep a row from being claimed twice.
+  // The claim takes only rows no one else holds, and waits for none: a claim that waited for a row a settling round
+  // had changed, while that round waited for a row the claim had changed, was a deadlock (two instances and a cron
+  // flush on PostgreSQL, test/events/relay-processes.test.ts). So the decided heads are locked as they are found, and
+  // the new events once chosen (a slice of DECIDED_PER_ROUND may hold many a round does not claim, and locking each
+  // would write it). The UPDATE's own checks keep a row claimed or sent meanwhile from being claimed twice.
   const lock = flags.skipLocked ? sql` for update of e skip locked` : sql``;
+  const freshLock = flags.skipLocked ? sql` for update of f skip locked` : sql``;
   // The candidates are materialised first, so the UPDATE cannot re-run the search for each row it looks at.
   const claimed = await named(sql<ClaimedEvent>`
       with heads as materialized (
@@ -208,13 +212,16 @@ export async function claimDueEvents(
         ) due
         union all
         select id from (
-          select n.id from (
-            select e.id, e.user_id, e.next_attempt_at, e.claimed_until from crm_events e ${indexedBy(flags, 'crm_events_undecided')}
-            where e.head is null and e.sent_at is null and e.dead = 0
-            order by e.id limit ${DECIDED_PER_ROUND}
-          ) n
-          where n.next_attempt_at <= ${now} and n.claimed_until <= ${now} and ${isOldestOwed(flags, 'n')}
-          order by n.id limit ${limit}
+          select f.id from crm_events f where f.id in (
+            select n.id from (
+              select e.id, e.user_id, e.next_attempt_at, e.claimed_until from crm_events e ${indexedBy(flags, 'crm_events_undecided')}
+              where e.head is null and e.sent_at is null and e.dead = 0
+              order by e.id limit ${DECIDED_PER_ROUND}
+            ) n
+            where n.next_attempt_at <= ${now} and n.claimed_until <= ${now} and ${isOldestOwed(flags, 'n')}
+            order by n.id limit ${limit}
+          )
+          order by f.id${freshLock}
         ) fresh
         limit ${limit}
       )

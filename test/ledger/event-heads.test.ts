@@ -133,6 +133,36 @@ describe('the event heads', () => {
     );
   });
 
+  it('a claim waits for no row another transaction holds: it takes the others and leaves that one for later', async (ctx) => {
+    // SQLite has one writer: no other transaction can hold a row while a claim runs.
+    if (!ledger.flags.skipLocked) return ctx.skip();
+    await ledger.db.deleteFrom('crm_events').execute();
+    for (const u of ['held', 'free']) await ledger.db.transaction().execute((trx) => enqueueEvent(trx, event(u, 1), 1_000));
+    const held = await ledger.db.selectFrom('crm_events').select('id').where('user_id', '=', 'held').executeTakeFirstOrThrow();
+    // A settling round's UPDATE holds the row it changed until it commits; a claim that waited for it could close a
+    // deadlock (the claim's own changed rows being what that round waits for next).
+    let release!: () => void;
+    let holding!: () => void;
+    const isHolding = new Promise<void>((resolve) => (holding = resolve));
+    const holder = ledger.db.transaction().execute(async (trx) => {
+      await trx.updateTable('crm_events').set({ attempts: 0 }).where('id', '=', held.id).execute();
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await isHolding;
+    try {
+      const claim = claimDueEvents(ledger.db, ledger.flags, 10, 2_000, LEASE, 'while-held');
+      const waited = new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000));
+      const claimed = await Promise.race([claim, waited]);
+      expect(claimed === 'waited' ? claimed : claimed.map((r) => r.user_id)).toEqual(['free']);
+    } finally {
+      release();
+      await holder;
+    }
+    const after = await claimDueEvents(ledger.db, ledger.flags, 10, 2_000, LEASE, 'after');
+    expect(after.map((r) => r.user_id)).toEqual(['held']);
+  });
+
   it('several connections enqueueing and sending at once leave no player behind, each player’s events in order', async () => {
     await ledger.db.deleteFrom('crm_events').execute();
     const users = ['p1', 'p2', 'p3'];
