@@ -214,7 +214,7 @@ describe('flush killed with SIGKILL while the CRM holds its post', () => {
 });
 
 describe('serve killed with SIGKILL while it pushes credits (sql backend)', () => {
-  it('pushes each credit again at most once per kill, under its Idempotency-Key, and delivers every credit', async () => {
+  it('repeats at most one push per kill, under its Idempotency-Key, and delivers every credit', async () => {
     const CREDITS = 240;
     const KILLS = 3;
     // The operator's wallet: counts each push by its Idempotency-Key (the credit_id), and answers after 5 ms.
@@ -275,9 +275,10 @@ describe('serve killed with SIGKILL while it pushes credits (sql backend)', () =
         await ledger.close();
       }
       // A kill repeats at most the one push under way (operator.credits.concurrency 1), never the round's taken ones.
-      const doubled = [...pushes.values()].filter((n) => n > 1);
-      expect(doubled.every((n) => n === 2)).toBe(true);
-      expect(doubled.length).toBeLessThanOrEqual(KILLS);
+      // The same credit may be the one under way at two kills (pushed again once its lease ran out, just as the next kill
+      // came), so the bound is on the pushes repeated in all: one per kill.
+      const repeated = [...pushes.values()].reduce((sum, n) => sum + n - 1, 0);
+      expect(repeated).toBeLessThanOrEqual(KILLS);
     } finally {
       await new Promise((resolve) => wallet.close(resolve));
     }
