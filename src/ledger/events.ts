@@ -178,8 +178,9 @@ const CLAIMED_COLUMNS = sql`id, event_id, type, method, path, user_id, payload_j
  * - then, up to the limit, the new events that are their player's oldest owed, oldest first, claimed undecided: an
  *   event sent at once is never decided, so it is written no more often than before the heads were kept, and its
  *   claim changes no indexed column (PostgreSQL can update it in place).
- * It does not take the heads' lock (withHeadsLock): what it writes decides nothing. The other new events are decided by the marks of the round
- * (markEventsSent, markEventsFailed), or here when the round claimed nothing (settleEventHeads).
+ * It does not take the heads' lock (withHeadsLock): what it writes decides nothing. The other new events are decided
+ * by the marks of the round (markEventsSent, markEventsFailed), or here when the round claimed nothing
+ * (settleEventHeads).
  * A round so reads what it claims and what arrived, not the backlog. Each candidate is checked against the player's
  * owed events (isOldestOwed): a dead event was its player's head when it died and is one again when replayed, so it
  * goes before the head promoted while it was dead, which waits its turn behind it. Two claimers (serve and a cron
