@@ -122,6 +122,33 @@ function waitForListening(child: ChildProcess, stderr: () => string, timeoutMs: 
   });
 }
 
+/** The gateways this process started and has not stopped yet, each with its directory. */
+const running = new Map<ChildProcess, string>();
+let killsOnSignal = false;
+
+/**
+ * Keeps `child` in `running` until it exits. A bench stopped by SIGINT or SIGTERM kills them first: by default the
+ * signal ends this process alone, and its gateway went on serving its ledger (inside a memory group, beside the next
+ * runs: bench/README.md "The relay's claim without waits").
+ */
+function stopWithThisProcess(child: ChildProcess, dir: string): void {
+  if (!killsOnSignal)
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const)
+      process.once(signal, () => {
+        for (const [c, d] of running) {
+          c.kill('SIGKILL');
+          rmSync(d, { recursive: true, force: true });
+        }
+        process.exit(code);
+      });
+  killsOnSignal = true;
+  running.set(child, dir);
+  child.once('exit', () => running.delete(child));
+}
+
 export async function startServer(options: ServerOptions): Promise<ServerProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'crm-sms-gw-bench-'));
   const configFile = join(dir, 'config.yaml');
@@ -140,6 +167,7 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
       ...Object.fromEntries(PROBE_OUTPUTS.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : []))),
     },
   });
+  stopWithThisProcess(child, dir);
   let stderr = '';
   child.stdout!.setEncoding('utf8');
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-10_000)));
