@@ -41,6 +41,7 @@ import {
 } from '../../src/ledger/engine/partitions.js';
 import { dropFinishedDay, findDaysToDrop } from '../../src/ledger/retention.js';
 import { createTestDatabase, openTestLedger, openTestLedgerBefore, type TestLedger } from '../helpers/database.js';
+import { waitFor } from '../helpers/gateway.js';
 import { submittedMessageRow } from '../helpers/ledger.js';
 
 const D = 20_500; // 2026-02-16
@@ -662,16 +663,34 @@ describe.runIf(postgres)('PostgreSQL: the conversion prepared while the flat tab
     const ledger = await flatLedger('prepared-once');
     await send(ledger, row(uuidv7()));
     const before = await leftovers(ledger);
-    // Started as the first run has built its first index, a second run finds the first holding the ledger.
-    let second: Promise<unknown> | undefined;
-    const first = await preparePartitionByDay(ledger.db, () => {
-      second ??= preparePartitionByDay(ledger.db, () => {});
-    });
-    expect(first).toEqual({ keys: 1 });
-    // The first may end between the second's try for the lock and its look for the holder (seen under a loaded CI).
-    expect(await second).toEqual({
-      gaveUp: expect.stringMatching(/^another partition --prepare or --unprepare is running \(server process (\d+|gone since)\)$/),
-    });
+    // The first run is held where it takes its moment's lock on messages (another session holds a lock that conflicts),
+    // its own lock taken since it began: a second run meanwhile gives up, naming the first's server process. (Started from
+    // the first's progress, the second raced the first's end on a loaded machine and could find the lock free.)
+    const table = new pg.Client({ connectionString: opened.at(-1)!.url });
+    await table.connect();
+    try {
+      await table.query('begin');
+      await table.query('lock table messages in share mode');
+      const first = preparePartitionByDay(ledger.db, () => {});
+      const pid = await waitFor(
+        async () =>
+          (
+            await table.query<{ pid: number }>(
+              `select pid from pg_locks where locktype = 'advisory' and objid = ${0x63726d70} and granted
+               and database = (select oid from pg_database where datname = current_database())`,
+            )
+          ).rows[0]?.pid,
+        10_000,
+        "the first run's lock",
+      );
+      expect(await preparePartitionByDay(ledger.db, () => {})).toEqual({
+        gaveUp: `another partition --prepare or --unprepare is running (server process ${pid})`,
+      });
+      await table.query('commit');
+      expect(await first).toEqual({ keys: 1 });
+    } finally {
+      await table.end();
+    }
 
     // A run in another process, holding the lock as each run does for its length.
     const holder = new pg.Client({ connectionString: opened.at(-1)!.url });

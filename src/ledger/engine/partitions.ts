@@ -345,8 +345,10 @@ async function whilePreparing<T extends object>(db: Kysely<Database>, work: (one
   return db.connection().execute(async (one) => {
     const { rows } = await sql<{ got: boolean }>`select pg_try_advisory_lock(${sql.lit(PREPARING_LOCK)}) as got`.execute(one);
     if (!rows[0]!.got) {
+      // An advisory lock is the database's own: another database of the cluster may hold the same key.
       const holder = await sql<{ pid: number }>`select pid from pg_locks
-        where locktype = 'advisory' and classid = 0 and objid = ${sql.lit(PREPARING_LOCK)} and objsubid = 1 and granted`.execute(one);
+        where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())
+          and classid = 0 and objid = ${sql.lit(PREPARING_LOCK)} and objsubid = 1 and granted`.execute(one);
       return { gaveUp: `another partition --prepare or --unprepare is running (server process ${holder.rows[0]?.pid ?? 'gone since'})` };
     }
     try {
