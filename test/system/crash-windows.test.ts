@@ -249,7 +249,9 @@ describe('serve killed with SIGKILL while it pushes credits (sql backend)', () =
       const file = writeConfig(
         dir,
         testConfigDocument(dir, {
-          operator: { credits: { url, lease: '1s', timeout: '400ms', poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } },
+          // A timeout this machine's load does not reach (400 ms was, under a loaded CI, and its push went again as any
+          // unanswered push does), with a lease above twice it as the configuration requires.
+          operator: { credits: { url, lease: '4s', timeout: '1500ms', poll_interval: '20ms', retry_initial_ms: 10, retry_max_ms: 50 } },
           log: { level: 'info' },
         }),
       );
@@ -263,22 +265,26 @@ describe('serve killed with SIGKILL while it pushes credits (sql backend)', () =
       }
       await waitFor(() => pushes.size === CREDITS, 60_000, 'every credit pushed');
       const ledger = openLedger({ url: (testConfigDocument(dir).database as { url: string }).url, sqlite_synchronous: 'normal', pool_size: 2 });
+      let recorded: number;
       try {
         await waitFor(
           async () => (await ledger.db.selectFrom('operator_credits').select('delivery').where('delivery', '<>', 'delivered').execute()).length === 0,
           10_000,
           'every credit marked delivered',
         );
+        // The pushes the ledger recorded: each credit's 2xx, and each failure marked (a push left unanswered, say).
+        const attempts = await ledger.db.selectFrom('operator_credits').select('delivery_attempts').execute();
+        recorded = attempts.reduce((sum, a) => sum + Number(a.delivery_attempts), 0);
       } finally {
         serve.child.kill('SIGTERM');
         await once(serve.child, 'exit');
         await ledger.close();
       }
-      // A kill repeats at most the one push under way (operator.credits.concurrency 1), never the round's taken ones.
-      // The same credit may be the one under way at two kills (pushed again once its lease ran out, just as the next kill
-      // came), so the bound is on the pushes repeated in all: one per kill.
-      const repeated = [...pushes.values()].reduce((sum, n) => sum + n - 1, 0);
-      expect(repeated).toBeLessThanOrEqual(KILLS);
+      // A kill repeats at most the one push under way (operator.credits.concurrency 1), never the round's taken ones:
+      // of the pushes the wallet took, at most one per kill went unrecorded. (The same credit may be the one under way at
+      // two kills, so the bound is on all of them; a push the gateway recorded as failed went again by design.)
+      const taken = [...pushes.values()].reduce((sum, n) => sum + n, 0);
+      expect(taken - recorded).toBeLessThanOrEqual(KILLS);
     } finally {
       await new Promise((resolve) => wallet.close(resolve));
     }
