@@ -2,7 +2,7 @@
  * Background WAL checkpoints (src/ledger/engine/checkpointer.ts): with `serve`'s ledger options, commits never checkpoint,
  * and a thread copies committed pages into the database file soon after.
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -46,17 +46,16 @@ async function openWithRows(backgroundCheckpoints: boolean, spaceOut?: (ledger: 
 }
 
 /**
- * A bare SQLite file in WAL mode with the thread started on it (a 1 MiB bound, 20 ms intervals), and a commit of 25
- * rows of 200 bytes (~2 pages).
+ * A bare SQLite file in WAL mode with the thread started on it (a 1 MiB bound unless given, 20 ms intervals), and a
+ * commit of 25 rows of 200 bytes (~2 pages).
  */
-function openWithThread(pragmas: string[]) {
+function openWithThread(pragmas: string[], limit = 1024 * 1024) {
   dir = mkdtempSync(join(tmpdir(), 'checkpointer-'));
   const file = join(dir, 'ledger.db');
   const sqlite = new Database(file);
   sqlite.pragma('journal_mode = WAL');
   for (const pragma of pragmas) sqlite.pragma(pragma);
   sqlite.exec('create table t (id integer primary key, v text)');
-  const limit = 1024 * 1024;
   const checkpointer = startCheckpointer(sqlite, file, console, 20, limit);
   const insert = sqlite.prepare('insert into t (v) values (?)');
   const commit = sqlite.transaction(() => {
@@ -67,6 +66,17 @@ function openWithThread(pragmas: string[]) {
     sqlite.close();
   };
   return { file, sqlite, limit, commit, close };
+}
+
+/** The WAL header's checkpoint sequence (bytes 12–15), one more each time a writer starts the WAL again; 0 while empty. */
+function walStarts(file: string): number {
+  const header = Buffer.alloc(16);
+  const fd = openSync(`${file}-wal`, 'r');
+  try {
+    return readSync(fd, header, 0, 16, 0) === 16 ? header.readUInt32BE(12) : 0;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function grows(file: string, before: number, withinMs: number): Promise<boolean> {
@@ -114,7 +124,6 @@ describe('background WAL checkpoints', () => {
 
   it('has the WAL restarted under writes that never pause, so the writer writes over its file, not past its end', async () => {
     const { file, sqlite, limit, commit, close } = openWithThread(['synchronous = NORMAL']);
-    const walSize = () => statSync(`${file}-wal`).size;
     // One commit a turn of the event loop, as serve's transaction queue runs them (`pauseMs` 0): no passive checkpoint
     // catches up with them, so SQLite alone would never restart the WAL.
     const write = async (pauseMs: number, until: (commits: number, ms: number) => boolean) => {
@@ -125,36 +134,18 @@ describe('background WAL checkpoints', () => {
       }
       return commits;
     };
-    // The WAL file's size every `every` commits: `cuts` counts the times it was cut back, as a writer starting the WAL
-    // again cuts it to the limit (journal_size_limit).
-    const sizes = (every: number) => {
-      const seen = { cuts: 0, last: walSize() };
-      const sample = (n: number) => {
-        if (n % every !== 0) return;
-        const size = walSize();
-        if (size < seen.last) seen.cuts++;
-        seen.last = size;
-      };
-      return { seen, sample };
-    };
     try {
       // First the thread: it starts within a second of the WAL passing 4 MiB (later on a loaded machine), and only a
-      // checkpoint of its own lets the file be cut back. Commits 5 ms apart until then, so the file stays small.
-      const up = sizes(1);
-      const before = await write(5, (n, ms) => {
-        up.sample(n);
-        return up.seen.cuts > 0 || ms > 20_000;
-      });
-      expect(up.seen.cuts).toBeGreaterThan(0);
+      // checkpoint of its own lets a writer start the WAL again. Commits 5 ms apart until then.
+      const first = walStarts(file);
+      const before = await write(5, (_, ms) => walStarts(file) > first || ms > 20_000);
+      expect(walStarts(file)).toBeGreaterThan(first);
       // Then commits back to back. A RESTART needs the write lock between two of them, which they leave it only now
-      // and then (here it once missed for 80 MB of frames), so this writes until the file has been cut back three
-      // times, or has had 256 MiB written past its end (at least 2 pages a commit) as it would without restarts.
-      const next = sizes(16);
-      const commits = await write(0, (n) => {
-        next.sample(n);
-        return next.seen.cuts >= 3 || n * 8_192 > 256 * limit;
-      });
-      expect(next.seen.cuts).toBeGreaterThanOrEqual(3);
+      // and then (here it once missed for 80 MB of frames), so this writes until the WAL has started again three
+      // times, or 256 MiB have been written past the file's end (at least 2 pages a commit) as without restarts.
+      const from = walStarts(file);
+      const commits = await write(0, (n) => (n % 16 === 0 && walStarts(file) - from >= 3) || n * 8_192 > 256 * limit);
+      expect(walStarts(file) - from).toBeGreaterThanOrEqual(3);
       // Every row is there, read through the restarted WAL and the file.
       expect(sqlite.prepare('select count(*) as n from t').get()).toEqual({ n: (before + commits) * 25 });
     } finally {
@@ -196,6 +187,50 @@ describe('background WAL checkpoints', () => {
       reader.exec('commit');
     } finally {
       reader.close();
+      await close();
+    }
+  });
+
+  it('restarts the WAL once a limit of frames has been written since it started, not at every interval once its file has reached the limit', async () => {
+    // As serve's writer: never waits inside SQLite, and leaves the lock between two commits (a turn of the event loop).
+    const { file, sqlite, limit, commit, close } = openWithThread(['busy_timeout = 0'], 32 * 1024 * 1024);
+    const walSize = () => statSync(`${file}-wal`).size;
+    const frameBytes = (sqlite.pragma('page_size', { simple: true }) as number) + 24;
+    // Episodes of the write lock held by the thread (a commit refused after one that went through), and commits made.
+    const write = async (until: (commits: number, ms: number) => boolean) => {
+      let held = 0;
+      let commits = 0;
+      let refused = false;
+      for (const started = Date.now(); !until(commits, Date.now() - started); await new Promise((r) => setImmediate(r))) {
+        try {
+          commit();
+          commits++;
+          refused = false;
+        } catch (error) {
+          if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+          if (!refused) held++;
+          refused = true;
+        }
+      }
+      return { held, commits };
+    };
+    try {
+      // The frames a commit adds, read off the WAL while nothing checkpoints it (the thread starts past 4 MiB).
+      commit();
+      const start = walSize();
+      await write((n) => n === 100);
+      const framesPerCommit = (walSize() - start) / frameBytes / 100;
+      expect(framesPerCommit).toBeGreaterThanOrEqual(2);
+      // Until the WAL has been started again, its file left at the limit or more, where it stays from then on.
+      const first = walStarts(file);
+      await write((_, ms) => walStarts(file) > first || ms > 30_000);
+      expect(walStarts(file)).toBeGreaterThan(first);
+      expect(walSize()).toBeGreaterThanOrEqual(limit);
+      // Restarted by the file's size, the WAL would be at every 20 ms interval the thread gets the lock in, each
+      // holding the writer: dozens of times in 1.5 s. By the frames written, once per limit of them.
+      const { held, commits } = await write((_, ms) => ms > 1_500);
+      expect(held).toBeLessThanOrEqual(Math.ceil((commits * framesPerCommit * frameBytes) / limit) + 2);
+    } finally {
       await close();
     }
   });

@@ -4,8 +4,9 @@
  * (better-sqlite3 is synchronous). Measured with groups of 25 sends: claim and record writes cost 78 µs a message
  * with automatic checkpoints, 47 µs without. `serve` turns them off and lets this thread checkpoint in PASSIVE
  * mode, which never blocks the writer, and truncates the WAL once a burst is over (67k messages left 467 MB until
- * the next write); `journal_size_limit` also cuts it back when a writer restarts it. During a burst it has the WAL
- * restarted once it reaches that size, so the writer writes over its file instead of past its end.
+ * the next write). During a burst it has the WAL restarted each time a limit of frames has been written since it last
+ * started, so the writer writes over its file instead of past its end; `journal_size_limit` (twice the limit, room
+ * for the frames written while a restart waits for the lock) cuts the file back as a writer restarts it.
  */
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -20,6 +21,8 @@ const { statSync } = require('node:fs');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 db.pragma('busy_timeout = 5000');
+// A frame is a page and its 24-byte header.
+const frameBytes = db.pragma('page_size', { simple: true }) + 24;
 let lastFrames = -1;
 let lastCheckpointed = -1;
 // While a bulk change runs (spaceOut), checkpoint only once the WAL file has grown to this many bytes. Nothing resets
@@ -40,14 +43,17 @@ const checkpoint = () => {
     // again from its beginning: every frame lands past the file's end, where the file system allocates and zeroes
     // first (a sixth of the gateway's CPU in a batch run: bench/README.md "Sends to a prefilled ledger's own players;
     // the WAL written over, not past its end").
-    // Once the file has grown to restartAt bytes, and not while a bulk change spaces checkpoints out, a RESTART
-    // checkpoint takes the write lock for the frames written since the passive one, and the next commit writes over
-    // the WAL's old frames. It waits 20 ms at most for the writer (then tried next interval) and, holding the write
+    // Once restartAt bytes of frames have been written since the WAL last started, and not while a bulk change
+    // spaces checkpoints out, a RESTART checkpoint takes the write lock for the frames written since the passive one,
+    // and the next commit writes over the WAL's old frames. The frames, not the file's size: a writer that restarts
+    // the WAL leaves the file at its size up to journal_size_limit, so a restart by the size alone was tried at every
+    // interval after the first, each holding the writer for its copy and two syncs (bench/README.md "The WAL
+    // restarted at every interval"). It waits 20 ms at most for the writer (then tried next interval) and, holding the write
     // lock, for readers to leave the WAL. A long scan's snapshot holds the passive checkpoint back (it copied no frame
     // more than the last one, though frames wait): then no RESTART is tried, since it would hold the writer and fail.
     const heldBack = done.checkpointed < done.log && done.checkpointed === lastCheckpointed;
     lastCheckpointed = done.checkpointed;
-    if (spacedTo === null && !heldBack && walBytes() >= workerData.restartAt) {
+    if (spacedTo === null && !heldBack && done.log * frameBytes >= workerData.restartAt) {
       db.pragma('busy_timeout = 20');
       try {
         db.pragma('wal_checkpoint(RESTART)');
@@ -85,13 +91,17 @@ parentPort.on('message', (message) => {
 });
 `;
 
-/** The WAL's size the writer cuts its file back to as it restarts it, and at which the thread has it restarted. */
+/** The bytes of frames written since the WAL last started at which the thread has it restarted. */
 const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 
-/** Commits stop checkpointing; a writer that restarts the WAL cuts its file back to `walLimitBytes`. */
+/**
+ * Commits stop checkpointing; a writer that restarts the WAL cuts its file back to twice `walLimitBytes`. Cut back to
+ * the limit itself, the file would be extended again after every restart by the frames written while the restart
+ * waited (up to 60 MB at 64 MiB in bench/README.md "The WAL restarted at every interval").
+ */
 function leaveCheckpointsToAnotherThread(sqlite: BetterSqlite3.Database, walLimitBytes: number): void {
   sqlite.pragma('wal_autocheckpoint = 0');
-  sqlite.pragma(`journal_size_limit = ${walLimitBytes}`);
+  sqlite.pragma(`journal_size_limit = ${2 * walLimitBytes}`);
 }
 
 export interface Checkpointer {
